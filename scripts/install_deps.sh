@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs everything xonnx needs to build and test, from Debian packages only
+# (and, for the ONNX Runtime comparison peer, one npm package).
+#   scripts/install_deps.sh            build + test dependencies
+#   scripts/install_deps.sh --no-test  build dependencies only
+set -euo pipefail
+
+want_test=1
+[[ "${1:-}" == "--no-test" ]] && want_test=0
+
+SUDO=""
+if [[ "$(id -u)" != "0" ]]; then SUDO="sudo"; fi
+
+build_pkgs=(
+  build-essential cmake ninja-build pkg-config ccache
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  libabsl-dev libdnnl-dev libcli11-dev nlohmann-json3-dev
+)
+test_pkgs=(
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3-onnx python3-numpy python3-torch python3-torchvision
+)
+
+pkgs=("${build_pkgs[@]}")
+if [[ $want_test == 1 ]]; then
+  pkgs+=("${test_pkgs[@]}")
+  # Node.js (for the ONNX Runtime peer) only when the machine has none: a
+  # Node.js installed outside Debian conflicts with Debian's npm package.
+  command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install_deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "install_deps: Debian packages ready" >&2

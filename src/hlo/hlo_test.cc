@@ -1,0 +1,116 @@
+#include <gtest/gtest.h>
+
+#include "hlo/builder.h"
+#include "hlo/printer.h"
+#include "hlo/proto_codec.h"
+#include "hlo/verifier.h"
+
+namespace xonnx::hlo {
+namespace {
+
+// A module exercising most attribute kinds: reduce with a callee, dot,
+// convolution, slice, pad, broadcast, compare/select, metadata.
+std::unique_ptr<Module> SampleModule() {
+  auto m = std::make_unique<Module>("sample");
+  Builder b(m.get(), "main");
+  b.set_metadata({"Conv", "conv_1"});
+  auto* x = b.Parameter(0, Shape(F32, {1, 2, 5, 5}), "input");
+  auto* w = b.Constant(Literal(Shape(F32, {3, 2, 3, 3})));
+  Window win;
+  win.dimensions.resize(2, WindowDimension{3, 1, 1, 1, 1, 1, false});
+  ConvolutionDimensionNumbers dn;
+  dn.input_spatial_dimensions = {2, 3};
+  dn.kernel_spatial_dimensions = {2, 3};
+  dn.output_spatial_dimensions = {2, 3};
+  auto* conv = b.Convolution(x, w, win, dn, 1);
+  b.set_metadata({"ReduceSum", "sum_1"});
+  auto* zero = b.ScalarConstant(F32, 0);
+  auto* sum = b.Reduce({conv}, {zero}, {2, 3}, b.ScalarReducer(Opcode::kAdd, F32));
+  auto* sl = b.Slice(sum, {0, 1}, {1, 3}, {1, 1});
+  auto* pad = b.Pad(sl, zero, {{0, 0, 0}, {1, 2, 1}});
+  auto* bc = b.Broadcast(zero, {1, 6}, {});
+  auto* cmp = b.Compare(pad, bc, ComparisonDirection::kGt);
+  auto* sel = b.Select(cmp, pad, bc);
+  DotDimensionNumbers dd;
+  dd.lhs_contracting_dimensions = {1};
+  dd.rhs_contracting_dimensions = {0};
+  auto* dot = b.Dot(sel, b.Constant(Literal::Vector<float>({1, 2, 3, 4, 5, 6}).Reshape({6, 1})), dd);
+  auto* root = b.Tuple({dot, b.Convert(sel, S32)});
+  auto c = b.Build(root);
+  EXPECT_TRUE(c.ok()) << c.status();
+  m->set_entry(*c);
+  return m;
+}
+
+TEST(Builder, InfersShapes) {
+  auto m = SampleModule();
+  ASSERT_TRUE(Verify(*m).ok()) << Verify(*m);
+  EXPECT_EQ(m->entry()->root()->shape().ToString(), "(f32[1,1]{1,0}, s32[1,6]{1,0})");
+}
+
+TEST(Builder, RecordsFirstError) {
+  Module m("bad");
+  Builder b(&m, "main");
+  auto* x = b.Parameter(0, Shape(F32, {2, 3}), "x");
+  auto* y = b.Parameter(1, Shape(F32, {3, 2}), "y");
+  auto* bad = b.Binary(Opcode::kAdd, x, y);
+  EXPECT_EQ(bad, nullptr);
+  EXPECT_EQ(b.Unary(Opcode::kNegate, bad), nullptr);
+  EXPECT_FALSE(b.status().ok());
+  EXPECT_NE(b.status().message().find("add operands differ"), std::string::npos) << b.status();
+  EXPECT_FALSE(b.Build(x).ok());
+}
+
+TEST(Printer, PrintsXlaSyntax) {
+  auto m = SampleModule();
+  std::string text = ToText(*m);
+  EXPECT_NE(text.find("HloModule sample"), std::string::npos);
+  EXPECT_NE(text.find("ENTRY main"), std::string::npos);
+  EXPECT_NE(text.find("f32[1,3,5,5]{3,2,1,0} convolution(input, constant), window={size=3x3 pad=1_1x1_1}, "
+                      "dim_labels=bf01_oi01->bf01, metadata={op_type=\"Conv\" op_name=\"conv_1\"}"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("to_apply=add_f32"), std::string::npos);
+  EXPECT_NE(text.find("padding=0_0x1_2_1"), std::string::npos);
+  EXPECT_NE(text.find("slice={[0:1], [1:3]}"), std::string::npos);
+}
+
+TEST(ProtoCodec, RoundTripsToIdenticalText) {
+  auto m = SampleModule();
+  std::string bytes = SerializeModule(*m);
+  auto back = ParseModule(bytes);
+  ASSERT_TRUE(back.ok()) << back.status();
+  PrintOptions all;
+  all.max_constant_elements = -1;
+  EXPECT_EQ(ToText(**back, all), ToText(*m, all));
+  wire::HloModuleProto p = ToProto(*m);
+  EXPECT_TRUE(p.has_host_program_shape());
+  EXPECT_EQ(p.host_program_shape().parameter_names_size(), 1);
+  EXPECT_EQ(p.computations(0).name(), "add_f32");  // callees first
+  EXPECT_EQ(p.computations(1).name(), "main");
+}
+
+TEST(ProtoCodec, RejectsCorruptPrograms) {
+  auto m = SampleModule();
+  wire::HloModuleProto p = ToProto(*m);
+  auto unknown = p;
+  unknown.mutable_computations(1)->mutable_instructions(1)->set_opcode("frobnicate");
+  EXPECT_EQ(FromProto(unknown).status().code(), absl::StatusCode::kUnimplemented);
+  auto bad_shape = p;
+  bad_shape.mutable_computations(1)->mutable_instructions(2)->mutable_shape()->set_dimensions(0, 7);
+  EXPECT_FALSE(FromProto(bad_shape).ok());
+  auto dangling = p;
+  dangling.mutable_computations(1)->mutable_instructions(2)->set_operand_ids(0, 9999);
+  EXPECT_FALSE(FromProto(dangling).ok());
+  EXPECT_FALSE(ParseModule("\xff\xff garbage").ok());
+}
+
+TEST(Literal, ConvertsWithHloSemantics) {
+  Literal f = Literal::Vector<float>({-1.7f, 2.5f, 1e10f, std::nanf("")});
+  Literal i = f.Convert(S32);
+  EXPECT_EQ(i.ToInt64Vector(), (std::vector<int64_t>{-1, 2, 2147483647, 0}));
+  EXPECT_EQ(Literal::Vector<int32_t>({1, 2, 3, 4}).Reshape({2, 2}).ValuesToString(), "{{1, 2}, {3, 4}}");
+}
+
+}  // namespace
+}  // namespace xonnx::hlo

@@ -1,0 +1,182 @@
+#include "hlo/ir.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace xonnx::hlo {
+
+bool Instruction::SameAttributes(const Instruction& o) const {
+  if (opcode_ != o.opcode_ || !shape_.Compatible(o.shape_)) return false;
+  if (literal.has_value() != o.literal.has_value()) return false;
+  if (literal && !(*literal == *o.literal)) return false;
+  return parameter_number == o.parameter_number && tuple_index == o.tuple_index &&
+         dimensions == o.dimensions && slice_starts == o.slice_starts &&
+         slice_limits == o.slice_limits && slice_strides == o.slice_strides &&
+         dynamic_slice_sizes == o.dynamic_slice_sizes && padding_config == o.padding_config &&
+         window == o.window && conv_dnums == o.conv_dnums &&
+         feature_group_count == o.feature_group_count &&
+         batch_group_count == o.batch_group_count && dot_dnums == o.dot_dnums &&
+         gather_dnums == o.gather_dnums && gather_slice_sizes == o.gather_slice_sizes &&
+         scatter_dnums == o.scatter_dnums && indices_are_sorted == o.indices_are_sorted &&
+         unique_indices == o.unique_indices &&
+         comparison_direction == o.comparison_direction && is_stable == o.is_stable &&
+         rng_algorithm == o.rng_algorithm && called_ == o.called_;
+}
+
+std::vector<Instruction*> Computation::parameters() const {
+  std::vector<Instruction*> params;
+  for (const auto& i : instructions_)
+    if (i->opcode() == Opcode::kParameter) params.push_back(i.get());
+  std::sort(params.begin(), params.end(), [](Instruction* a, Instruction* b) {
+    return a->parameter_number < b->parameter_number;
+  });
+  return params;
+}
+
+Instruction* Computation::parameter(int64_t i) const {
+  for (const auto& instr : instructions_)
+    if (instr->opcode() == Opcode::kParameter && instr->parameter_number == i) return instr.get();
+  return nullptr;
+}
+
+Instruction* Computation::AddInstruction(std::unique_ptr<Instruction> instr) {
+  if (parent_) {
+    std::string base = instr->name().empty() ? std::string(OpcodeName(instr->opcode())) : instr->name();
+    instr->set_name(parent_->UniqueName(base));
+    instr->set_id(parent_->NextId());
+  }
+  instructions_.push_back(std::move(instr));
+  return instructions_.back().get();
+}
+
+void Computation::ReplaceAllUsesWith(Instruction* old_instr, Instruction* new_instr) {
+  for (auto& i : instructions_) {
+    if (i.get() == new_instr) continue;
+    for (int64_t k = 0; k < i->operand_count(); ++k)
+      if (i->operand(k) == old_instr) i->ReplaceOperand(k, new_instr);
+  }
+  if (root_ == old_instr) root_ = new_instr;
+}
+
+std::vector<std::vector<Instruction*>> Computation::ComputeUsers() const {
+  absl::flat_hash_map<const Instruction*, int64_t> index;
+  for (int64_t k = 0; k < instruction_count(); ++k) index[instructions_[k].get()] = k;
+  std::vector<std::vector<Instruction*>> users(instructions_.size());
+  for (const auto& i : instructions_) {
+    for (Instruction* op : i->operands()) {
+      auto& u = users[index.at(op)];
+      if (u.empty() || u.back() != i.get()) u.push_back(i.get());
+    }
+  }
+  return users;
+}
+
+int64_t Computation::Canonicalize() {
+  absl::flat_hash_map<const Instruction*, int> state;  // 1 visiting, 2 done
+  std::vector<Instruction*> order;
+  // Iterative DFS: parameters first (in number order), then the root's cone.
+  std::vector<std::pair<Instruction*, size_t>> stack;
+  auto visit = [&](Instruction* start) {
+    if (state[start] == 2) return;
+    stack.push_back({start, 0});
+    state[start] = 1;
+    while (!stack.empty()) {
+      auto& [instr, next] = stack.back();
+      if (next < instr->operands().size()) {
+        Instruction* op = instr->operand(next++);
+        if (state[op] == 0) {
+          state[op] = 1;
+          stack.push_back({op, 0});
+        }
+      } else {
+        state[instr] = 2;
+        order.push_back(instr);
+        stack.pop_back();
+      }
+    }
+  };
+  for (Instruction* p : parameters()) visit(p);
+  if (root_) visit(root_);
+  absl::flat_hash_map<const Instruction*, int64_t> rank;
+  for (int64_t k = 0; k < static_cast<int64_t>(order.size()); ++k) rank[order[k]] = k;
+  int64_t before = instructions_.size();
+  std::vector<std::unique_ptr<Instruction>> kept(order.size());
+  for (auto& i : instructions_) {
+    auto it = rank.find(i.get());
+    if (it != rank.end()) kept[it->second] = std::move(i);
+  }
+  instructions_ = std::move(kept);
+  return before - static_cast<int64_t>(instructions_.size());
+}
+
+std::unique_ptr<Computation> Computation::Clone(Module* m, std::string name) const {
+  auto c = std::make_unique<Computation>(std::move(name));
+  c->set_parent(m);
+  absl::flat_hash_map<const Instruction*, Instruction*> map;
+  for (const auto& i : instructions_) {
+    auto copy = std::make_unique<Instruction>(*i);
+    for (int64_t k = 0; k < copy->operand_count(); ++k) copy->ReplaceOperand(k, map.at(i->operand(k)));
+    copy->set_name(i->name());
+    copy->set_id(i->id());
+    c->instructions_.push_back(std::move(copy));
+    map[i.get()] = c->instructions_.back().get();
+  }
+  c->root_ = root_ ? map.at(root_) : nullptr;
+  c->id_ = id_;
+  return c;
+}
+
+std::string Module::UniqueName(absl::string_view base) {
+  std::string clean;
+  for (char ch : base) clean += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '-') ? ch : '_';
+  // XLA rejects purely numeric names and names starting with a digit confuse
+  // its text parser; prefix them.
+  if (clean.empty() || std::isdigit(static_cast<unsigned char>(clean[0]))) clean = "v" + clean;
+  std::string name = clean;
+  for (int64_t k = 1; used_names_.contains(name); ++k) name = absl::StrCat(clean, ".", k);
+  used_names_.insert(name);
+  return name;
+}
+
+Computation* Module::AddComputation(std::unique_ptr<Computation> c) {
+  c->set_name(UniqueName(c->name()));
+  c->set_parent(this);
+  c->set_id(NextId());
+  computations_.push_back(std::move(c));
+  return computations_.back().get();
+}
+
+void Module::RemoveUnreachableComputations() {
+  absl::flat_hash_set<const Computation*> live;
+  std::vector<const Computation*> work = {entry_};
+  while (!work.empty()) {
+    const Computation* c = work.back();
+    work.pop_back();
+    if (!c || !live.insert(c).second) continue;
+    for (const auto& i : c->instructions())
+      for (Computation* callee : i->called_computations()) work.push_back(callee);
+  }
+  std::erase_if(computations_, [&](const std::unique_ptr<Computation>& c) { return !live.contains(c.get()); });
+}
+
+std::unique_ptr<Module> Module::Clone() const {
+  auto m = std::make_unique<Module>(name_);
+  m->used_names_ = used_names_;
+  m->next_id_ = next_id_;
+  absl::flat_hash_map<const Computation*, Computation*> map;
+  for (const auto& c : computations_) {
+    auto copy = c->Clone(m.get(), c->name());
+    for (const auto& i : copy->instructions())
+      for (int64_t k = 0; k < static_cast<int64_t>(i->called_computations().size()); ++k)
+        i->ReplaceCalledComputation(k, map.at(i->called_computations()[k]));
+    m->computations_.push_back(std::move(copy));
+    map[c.get()] = m->computations_.back().get();
+  }
+  m->entry_ = entry_ ? map.at(entry_) : nullptr;
+  return m;
+}
+
+}  // namespace xonnx::hlo

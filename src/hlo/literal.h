@@ -1,0 +1,100 @@
+// A host value of a Shape: a dense row-major array, or a tuple of literals.
+#ifndef XONNX_HLO_LITERAL_H_
+#define XONNX_HLO_LITERAL_H_
+
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hlo/shape.h"
+
+namespace xonnx::hlo {
+
+class Literal {
+ public:
+  Literal() = default;
+  // A zero-filled literal of `shape` (tuples get zero-filled elements).
+  explicit Literal(Shape shape);
+
+  // A scalar or vector from native values.
+  template <typename T>
+  static Literal Scalar(T v) {
+    Literal l(Shape(NativeToPrimitive<T>(), {}));
+    l.data<T>()[0] = v;
+    return l;
+  }
+  template <typename T>
+  static Literal Vector(const std::vector<T>& v) {
+    Literal l(Shape(NativeToPrimitive<T>(), {static_cast<int64_t>(v.size())}));
+    for (size_t i = 0; i < v.size(); ++i) l.data<T>()[i] = v[i];
+    return l;
+  }
+  // A scalar of type `t` holding `v` converted with C++ semantics.
+  static Literal ScalarOf(PrimitiveType t, double v);
+  static Literal MakeTuple(std::vector<Literal> elements);
+
+  const Shape& shape() const { return shape_; }
+  int64_t element_count() const { return shape_.ElementCount(); }
+  size_t size_bytes() const { return bytes_.size(); }
+  void* untyped_data() { return bytes_.data(); }
+  const void* untyped_data() const { return bytes_.data(); }
+  template <typename T>
+  T* data() { return reinterpret_cast<T*>(bytes_.data()); }
+  template <typename T>
+  const T* data() const { return reinterpret_cast<const T*>(bytes_.data()); }
+
+  std::vector<Literal>& tuple_elements() { return tuple_; }
+  const std::vector<Literal>& tuple_elements() const { return tuple_; }
+
+  // Element i (row-major) converted to double / int64.
+  double GetAsDouble(int64_t i) const;
+  int64_t GetAsInt64(int64_t i) const;
+  // All elements as int64 (for shape-like values).
+  std::vector<int64_t> ToInt64Vector() const;
+  // A copy converted element-wise to `t` (HLO convert semantics).
+  Literal Convert(PrimitiveType t) const;
+  // A copy with new dims of the same element count.
+  Literal Reshape(std::vector<int64_t> dims) const;
+
+  // True when every element equals the first one.
+  bool IsUniform() const;
+  // True when shapes are compatible and bytes identical.
+  bool operator==(const Literal& o) const;
+  // Values in HLO text form: "{1, 2, 3}" nested by dimension.
+  std::string ValuesToString(int64_t max_elements = -1) const;
+
+ private:
+  Shape shape_;
+  std::vector<uint8_t> bytes_;
+  std::vector<Literal> tuple_;
+};
+
+// Converts one value with HLO convert semantics: floats to integers truncate
+// toward zero, saturate at the bounds and map NaN to 0; to pred is "!= 0".
+template <typename To, typename From>
+To ConvertValue(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return static_cast<float>(v) != 0;
+  } else if constexpr (std::is_integral_v<To> &&
+                       !(std::is_integral_v<From> || std::is_same_v<From, bool>)) {
+    double d = static_cast<double>(static_cast<float>(v));
+    if constexpr (std::is_same_v<From, double>) d = v;
+    if (d != d) return 0;
+    if (d <= static_cast<double>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
+    if (d >= static_cast<double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(d);
+  } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
+    if constexpr (std::is_same_v<From, double>) return To(static_cast<float>(v));
+    else return To(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
+    return static_cast<To>(static_cast<float>(v));
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+}  // namespace xonnx::hlo
+
+#endif  // XONNX_HLO_LITERAL_H_
