@@ -1,0 +1,39 @@
+// Reference kernels for every HLO opcode that is not structural (parameter,
+// tuple, call, while, conditional), working on raw row-major buffers. The
+// evaluator runs them on literals; the CPU backend runs them on its arena for
+// the instructions it has no faster kernel for.
+#ifndef XONNX_EVALUATOR_KERNELS_H_
+#define XONNX_EVALUATOR_KERNELS_H_
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "hlo/ir.h"
+
+namespace xonnx::eval {
+
+// Evaluates a called computation on literal arguments: the slow path for
+// reducers, comparators and scatter combiners that are not a single opcode.
+using CallComputation =
+    std::function<absl::StatusOr<hlo::Literal>(const hlo::Computation&, std::vector<hlo::Literal>)>;
+
+// Runs `instr` reading its operands' buffers and writing its result buffers
+// (one per tuple element for tuple-shaped results, else one).
+[[nodiscard]] absl::Status RunKernel(const hlo::Instruction& instr, absl::Span<const void* const> operands,
+                                     absl::Span<void* const> outputs, const CallComputation& call);
+
+// The opcode of a computation `(x, y) -> op(x, y)` (either parameter order
+// for commutative ops), if that is all it does.
+std::optional<hlo::Opcode> MatchScalarBinary(const hlo::Computation& c);
+
+// For a sort comparator `compare(p0, p1, LT|GT)` on the first operand (the
+// form importers emit): true for ascending, false for descending.
+std::optional<bool> MatchSortDirection(const hlo::Computation& c);
+
+}  // namespace xonnx::eval
+
+#endif  // XONNX_EVALUATOR_KERNELS_H_
