@@ -1,1 +1,116 @@
+#include "passes/algebraic_simplifier.h"
 
+#include "hlo/builder.h"
+
+namespace xonnx::passes {
+
+using hlo::Instruction;
+using hlo::Opcode;
+
+namespace {
+
+// The scalar value of a constant (or broadcast of one) whose elements are all equal.
+std::optional<double> UniformValue(const Instruction* i) {
+  if (i->opcode() == Opcode::kBroadcast) i = i->operand(0);
+  if (i->opcode() != Opcode::kConstant || i->literal->element_count() == 0 || !i->literal->IsUniform())
+    return std::nullopt;
+  return i->literal->GetAsDouble(0);
+}
+
+bool IsValue(const Instruction* i, double v) {
+  auto u = UniformValue(i);
+  return u && *u == v;
+}
+
+// Returns the replacement for `i`, or null to keep it. May add instructions to `c`.
+Instruction* Simplify(hlo::Computation* c, Instruction* i) {
+  const auto& ops = i->operands();
+  bool fp = hlo::IsFloatingPoint(i->shape().element_type);
+  switch (i->opcode()) {
+    case Opcode::kAdd:
+      if (IsValue(ops[1], 0) && !fp) return ops[0];  // x + 0 -> x (ints; -0.0 + 0 != -0.0 for floats)
+      if (IsValue(ops[0], 0) && !fp) return ops[1];  // 0 + x -> x
+      break;
+    case Opcode::kSubtract:
+      if (IsValue(ops[1], 0)) return ops[0];  // x - 0 -> x
+      break;
+    case Opcode::kMultiply:
+      if (IsValue(ops[1], 1)) return ops[0];  // x * 1 -> x
+      if (IsValue(ops[0], 1)) return ops[1];  // 1 * x -> x
+      break;
+    case Opcode::kDivide:
+      if (IsValue(ops[1], 1)) return ops[0];  // x / 1 -> x
+      break;
+    case Opcode::kNegate:
+      if (ops[0]->opcode() == Opcode::kNegate) return ops[0]->operand(0);  // -(-x) -> x
+      break;
+    case Opcode::kConvert:
+    case Opcode::kCopy:
+      if (ops[0]->shape().Compatible(i->shape())) return ops[0];  // convert(x: T) to T -> x
+      break;
+    case Opcode::kReshape:
+      if (ops[0]->shape().dims == i->shape().dims) return ops[0];  // reshape to own shape -> x
+      if (ops[0]->opcode() == Opcode::kReshape) {                  // reshape(reshape(x)) -> reshape(x)
+        i->ReplaceOperand(0, ops[0]->operand(0));
+        return i;
+      }
+      break;
+    case Opcode::kBroadcast:
+      if (ops[0]->shape().dims == i->shape().dims) return ops[0];  // broadcast to own shape -> x
+      break;
+    case Opcode::kTranspose: {
+      bool identity = true;
+      for (size_t k = 0; k < i->dimensions.size(); ++k) identity &= i->dimensions[k] == static_cast<int64_t>(k);
+      if (identity) return ops[0];  // transpose(x, identity) -> x
+      if (ops[0]->opcode() == Opcode::kTranspose) {  // transpose(transpose(x, p), q) -> transpose(x, p[q])
+        std::vector<int64_t> composed(i->dimensions.size());
+        for (size_t k = 0; k < composed.size(); ++k) composed[k] = ops[0]->dimensions[i->dimensions[k]];
+        i->dimensions = composed;
+        i->ReplaceOperand(0, ops[0]->operand(0));
+        return i;
+      }
+      break;
+    }
+    case Opcode::kSlice:
+      if (ops[0]->shape().dims == i->shape().dims) return ops[0];  // full slice -> x
+      break;
+    case Opcode::kPad: {
+      bool none = true;
+      for (const auto& p : i->padding_config) none &= p.edge_padding_low == 0 && p.edge_padding_high == 0 && p.interior_padding == 0;
+      if (none) return ops[0];  // pad with nothing -> x
+      break;
+    }
+    case Opcode::kSelect:
+      if (ops[1] == ops[2]) return ops[1];  // select(p, x, x) -> x
+      if (auto u = UniformValue(ops[0])) return *u != 0 ? ops[1] : ops[2];  // select(const, a, b) -> a or b
+      break;
+    case Opcode::kConcatenate:
+      if (ops.size() == 1) return ops[0];  // concatenate(x) -> x
+      break;
+    default:
+      break;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> AlgebraicSimplifier::Run(hlo::Module* module) {
+  bool changed = false;
+  for (const auto& c : module->computations()) {
+    bool local = false;
+    std::vector<Instruction*> order;
+    for (const auto& i : c->instructions()) order.push_back(i.get());
+    for (Instruction* i : order) {
+      Instruction* r = Simplify(c.get(), i);
+      if (!r) continue;
+      local = true;
+      if (r != i) c->ReplaceAllUsesWith(i, r);
+    }
+    if (local) c->Canonicalize();
+    changed |= local;
+  }
+  return changed;
+}
+
+}  // namespace xonnx::passes

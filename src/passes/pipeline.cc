@@ -1,1 +1,40 @@
+#include "passes/pipeline.h"
 
+#include "base/status.h"
+#include "hlo/verifier.h"
+#include "passes/algebraic_simplifier.h"
+#include "passes/constant_folding.h"
+#include "passes/cse.h"
+#include "passes/dce.h"
+
+namespace xonnx::passes {
+
+absl::StatusOr<bool> Pipeline::Run(hlo::Module* module) {
+  bool changed = false;
+  for (auto& p : passes_) {
+    auto c = p->Run(module);
+    if (!c.ok()) return Annotate(c.status(), absl::StrCat("pass ", p->name()));
+    changed |= *c;
+    if (verify_) RETURN_IF_ERROR(Annotate(hlo::Verify(*module), absl::StrCat("after pass ", p->name())));
+  }
+  return changed;
+}
+
+namespace {
+class StandardRound : public Pipeline {
+ public:
+  explicit StandardRound(bool verify) : Pipeline("standard", verify) {
+    AddPass<AlgebraicSimplifier>();
+    AddPass<ConstantFolding>();
+    AddPass<Cse>();
+    AddPass<Dce>();
+  }
+};
+}  // namespace
+
+absl::Status RunStandardPipeline(hlo::Module* module, bool verify_each) {
+  FixedPoint<StandardRound> p(verify_each);
+  return p.Run(module).status();
+}
+
+}  // namespace xonnx::passes
