@@ -1,1 +1,168 @@
+#include "onnx/context.h"
 
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "onnx/tensor_proto.h"
+
+namespace xonnx::onnx_import {
+
+hlo::Instruction* NodeContext::input(int i) {
+  if (!has_input(i)) return nullptr;
+  auto it = values_.values.find(node_.input(i));
+  if (it == values_.values.end()) {
+    b_.ReportError(Error(absl::StrCat("input '", node_.input(i), "' is not defined before the node")));
+    return nullptr;
+  }
+  return it->second;
+}
+
+absl::StatusOr<hlo::Literal> NodeContext::ConstInput(int i) {
+  hlo::Instruction* x = input(i);
+  if (!x) return Error(absl::StrCat("input ", i, " is required"));
+  if (x->opcode() != hlo::Opcode::kConstant)
+    return Unsupported(absl::StrCat("input ", i, " ('", node_.input(i),
+                                    "') must be known when the model is loaded (it depends on runtime values)"));
+  return *x->literal;
+}
+
+absl::StatusOr<std::vector<int64_t>> NodeContext::ConstInts(int i) {
+  ASSIGN_OR_RETURN(hlo::Literal l, ConstInput(i));
+  if (!hlo::IsInteger(l.shape().element_type)) return Error(absl::StrCat("input ", i, " must be an integer tensor"));
+  return l.ToInt64Vector();
+}
+
+void NodeContext::set_output(int i, hlo::Instruction* v) {
+  if (wants_output(i) && v) values_.values[node_.output(i)] = v;
+}
+
+const onnx::AttributeProto* NodeContext::Attr(const std::string& name) const {
+  for (const auto& a : node_.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+int64_t NodeContext::attr_i(const std::string& name, int64_t def) const {
+  const auto* a = Attr(name);
+  return a ? a->i() : def;
+}
+float NodeContext::attr_f(const std::string& name, float def) const {
+  const auto* a = Attr(name);
+  return a ? a->f() : def;
+}
+std::string NodeContext::attr_s(const std::string& name, const std::string& def) const {
+  const auto* a = Attr(name);
+  return a ? a->s() : def;
+}
+std::vector<int64_t> NodeContext::attr_ints(const std::string& name, std::vector<int64_t> def) const {
+  const auto* a = Attr(name);
+  return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : def;
+}
+std::vector<float> NodeContext::attr_floats(const std::string& name) const {
+  const auto* a = Attr(name);
+  return a ? std::vector<float>(a->floats().begin(), a->floats().end()) : std::vector<float>{};
+}
+const onnx::TensorProto* NodeContext::attr_t(const std::string& name) const {
+  const auto* a = Attr(name);
+  return a && a->has_t() ? &a->t() : nullptr;
+}
+
+absl::Status NodeContext::Error(const std::string& msg) const {
+  return absl::InvalidArgumentError(
+      absl::StrCat("node '", node_.name(), "' (", node_.op_type(), ", opset ", opset_, "): ", msg));
+}
+absl::Status NodeContext::Unsupported(const std::string& msg) const {
+  return absl::UnimplementedError(
+      absl::StrCat("node '", node_.name(), "' (", node_.op_type(), ", opset ", opset_, "): ", msg));
+}
+
+absl::StatusOr<std::vector<int64_t>> BroadcastDims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  size_t r = std::max(a.size(), b.size());
+  std::vector<int64_t> out(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return InvalidArgument("shapes [%s] and [%s] do not broadcast", absl::StrJoin(a, ","), absl::StrJoin(b, ","));
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+hlo::Instruction* BroadcastTo(hlo::Builder& b, hlo::Instruction* x, const std::vector<int64_t>& dims) {
+  if (!x) return nullptr;
+  const auto& xd = x->shape().dims;
+  if (xd == dims) return x;
+  int64_t off = static_cast<int64_t>(dims.size()) - static_cast<int64_t>(xd.size());
+  if (off < 0) return b.ReportError(InvalidArgument("cannot broadcast rank %d to rank %d", xd.size(), dims.size()));
+  // Drop the size-1 dims that expand: HLO broadcast maps dims exactly.
+  std::vector<int64_t> kept_dims, kept_sizes;
+  for (size_t i = 0; i < xd.size(); ++i) {
+    if (xd[i] == dims[off + i]) {
+      kept_dims.push_back(off + i);
+      kept_sizes.push_back(xd[i]);
+    } else if (xd[i] != 1) {
+      return b.ReportError(InvalidArgument("cannot broadcast [%s] to [%s]", absl::StrJoin(xd, ","), absl::StrJoin(dims, ",")));
+    }
+  }
+  return b.Broadcast(b.Reshape(x, kept_sizes), dims, kept_dims);
+}
+
+absl::StatusOr<std::vector<hlo::Instruction*>> BroadcastAll(NodeContext& ctx, std::vector<hlo::Instruction*> xs) {
+  std::vector<int64_t> dims;
+  for (hlo::Instruction* x : xs) {
+    if (!x) return ctx.Error("missing input");
+    auto d = BroadcastDims(dims, x->shape().dims);
+    if (!d.ok()) return ctx.Error(std::string(d.status().message()));
+    dims = *d;
+  }
+  for (auto& x : xs) x = BroadcastTo(ctx.b(), x, dims);
+  return xs;
+}
+
+hlo::Instruction* Splat(hlo::Builder& b, hlo::PrimitiveType type, double value, const std::vector<int64_t>& dims) {
+  return b.Broadcast(b.ScalarConstant(type, value), dims, {});
+}
+
+hlo::Instruction* SplatLike(hlo::Builder& b, hlo::Instruction* like, double value) {
+  if (!like) return nullptr;
+  return Splat(b, like->shape().element_type, value, like->shape().dims);
+}
+
+absl::StatusOr<int64_t> NormalizeAxis(const NodeContext& ctx, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) return ctx.Error(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+hlo::Instruction* ReduceOver(hlo::Builder& b, hlo::Instruction* x, hlo::Opcode op, double init,
+                             std::vector<int64_t> axes, bool keepdims) {
+  if (!x) return nullptr;
+  hlo::PrimitiveType t = x->shape().element_type;
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  hlo::Instruction* r = b.Reduce({x}, {b.ScalarConstant(t, init)}, axes, b.ScalarReducer(op, t));
+  if (!keepdims) return r;
+  std::vector<int64_t> kd = x->shape().dims;
+  for (int64_t a : axes) kd[a] = 1;
+  return b.Reshape(r, kd);
+}
+
+double LowestValue(hlo::PrimitiveType t) {
+  return hlo::TypeSwitch(t, [](auto tag) -> double {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<T>) return static_cast<double>(std::numeric_limits<T>::lowest());
+    else return -std::numeric_limits<double>::infinity();
+  });
+}
+
+double HighestValue(hlo::PrimitiveType t) {
+  return hlo::TypeSwitch(t, [](auto tag) -> double {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<T>) return static_cast<double>(std::numeric_limits<T>::max());
+    else return std::numeric_limits<double>::infinity();
+  });
+}
+
+}  // namespace xonnx::onnx_import

@@ -1,1 +1,222 @@
+#include "onnx/importer.h"
 
+#include <set>
+
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "hlo/builder.h"
+#include "onnx/registry.h"
+#include "onnx/tensor_proto.h"
+#include "passes/constant_folding.h"
+
+namespace xonnx::onnx_import {
+
+namespace {
+
+absl::StatusOr<TensorInfo> InfoFromValue(const onnx::ValueInfoProto& v, const std::string& model) {
+  TensorInfo info;
+  info.name = v.name();
+  if (!v.type().has_tensor_type())
+    return Unimplemented("%s: value '%s' is not a tensor (sequences, maps and optionals are not supported)", model, v.name());
+  const auto& tt = v.type().tensor_type();
+  auto t = HloType(tt.elem_type());
+  if (!t.ok()) return Annotate(t.status(), absl::StrCat(model, ": value '", v.name(), "'"));
+  info.type = *t;
+  if (tt.has_shape()) {
+    for (const auto& d : tt.shape().dim()) {
+      info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+      info.dim_names.push_back(d.has_dim_param() ? d.dim_param() : "");
+    }
+  }
+  return info;
+}
+
+std::set<std::string> InitializerNames(const onnx::GraphProto& g) {
+  std::set<std::string> s;
+  for (const auto& t : g.initializer()) s.insert(t.name());
+  return s;
+}
+
+void CollectUnsupported(const onnx::GraphProto& g, const LoadedModel& model, std::map<std::string, UnsupportedOp>& out) {
+  const Registry& reg = Registry::Get();
+  for (const auto& n : g.node()) {
+    std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    auto it = model.opsets.find(domain);
+    int64_t opset = it == model.opsets.end() ? 0 : it->second;
+    if (!reg.Find(domain, n.op_type(), opset)) {
+      std::string key = absl::StrCat(domain, "::", n.op_type());
+      auto& u = out[key];
+      u.domain = domain;
+      u.op_type = n.op_type();
+      u.opset = opset;
+      u.nodes.push_back(n.name().empty() ? (n.output_size() ? n.output(0) : "?") : n.name());
+    }
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) CollectUnsupported(a.g(), model, out);
+      for (const auto& sub : a.graphs()) CollectUnsupported(sub, model, out);
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<TensorInfo>> ModelInputs(const LoadedModel& model) {
+  std::set<std::string> inits = InitializerNames(model.proto.graph());
+  std::vector<TensorInfo> out;
+  for (const auto& v : model.proto.graph().input()) {
+    if (inits.count(v.name())) continue;
+    ASSIGN_OR_RETURN(TensorInfo info, InfoFromValue(v, model.path));
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<TensorInfo>> ModelOutputs(const LoadedModel& model) {
+  std::vector<TensorInfo> out;
+  for (const auto& v : model.proto.graph().output()) {
+    ASSIGN_OR_RETURN(TensorInfo info, InfoFromValue(v, model.path));
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+std::vector<UnsupportedOp> FindUnsupportedOps(const LoadedModel& model) {
+  std::map<std::string, UnsupportedOp> found;
+  CollectUnsupported(model.proto.graph(), model, found);
+  std::vector<UnsupportedOp> out;
+  for (auto& [k, v] : found) out.push_back(std::move(v));
+  return out;
+}
+
+std::string DescribeUnsupported(const std::vector<UnsupportedOp>& ops) {
+  const Registry& reg = Registry::Get();
+  std::vector<std::string> parts;
+  for (const auto& u : ops) {
+    std::vector<std::string> quoted;
+    for (size_t i = 0; i < u.nodes.size() && i < 5; ++i) quoted.push_back(absl::StrCat("'", u.nodes[i], "'"));
+    if (u.nodes.size() > 5) quoted.push_back(absl::StrCat("and ", u.nodes.size() - 5, " more"));
+    std::string what = u.domain.empty() ? u.op_type : absl::StrCat(u.domain, ".", u.op_type);
+    if (reg.Knows(u.domain, u.op_type)) absl::StrAppend(&what, " at opset ", u.opset);
+    parts.push_back(absl::StrCat(what, " (node", u.nodes.size() > 1 ? "s " : " ", absl::StrJoin(quoted, ", "), ")"));
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
+absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOptions& options) {
+  const std::string& file = model.path;
+  const onnx::GraphProto& g = model.proto.graph();
+  std::vector<UnsupportedOp> unsupported = FindUnsupportedOps(model);
+  if (!unsupported.empty() && !options.allow_partial)
+    return Unimplemented("%s: %d unsupported op%s: %s", file, unsupported.size(), unsupported.size() > 1 ? "s" : "",
+                         DescribeUnsupported(unsupported));
+
+  ImportedModule result;
+  std::string module_name = g.name().empty() ? "model" : g.name();
+  result.module = std::make_unique<hlo::Module>(module_name);
+  hlo::Builder b(result.module.get(), "main");
+  int64_t cap = options.fold_max_elements;
+  b.set_folder([cap](const hlo::Instruction& i) { return passes::FoldInstruction(i, cap); });
+  GraphValues values;
+
+  // Parameters: the graph inputs that are not initializers, with concrete shapes.
+  ASSIGN_OR_RETURN(std::vector<TensorInfo> inputs, ModelInputs(model));
+  for (const auto& [name, dims] : options.input_shapes) {
+    bool known = false;
+    for (const auto& in : inputs) known |= in.name == name;
+    if (!known) return InvalidArgument("%s: the model has no input named '%s'", file, name);
+  }
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    TensorInfo& in = inputs[k];
+    auto given = options.input_shapes.find(in.name);
+    if (given != options.input_shapes.end()) {
+      if (!in.dims.empty() && given->second.size() != in.dims.size())
+        return InvalidArgument("%s: input '%s' has rank %d, the given shape has rank %d", file, in.name, in.dims.size(),
+                               given->second.size());
+      for (size_t d = 0; d < in.dims.size(); ++d)
+        if (in.dims[d] >= 0 && in.dims[d] != given->second[d])
+          return InvalidArgument("%s: input '%s' dimension %d is fixed at %d, got %d", file, in.name, d, in.dims[d],
+                                 given->second[d]);
+      in.dims = given->second;
+    } else {
+      for (size_t d = 0; d < in.dims.size(); ++d) {
+        if (in.dims[d] >= 0) continue;
+        if (options.default_dynamic_dim < 0)
+          return InvalidArgument("%s: input '%s' dimension %d%s is dynamic; give its shape", file, in.name, d,
+                                 in.dim_names[d].empty() ? "" : absl::StrCat(" ('", in.dim_names[d], "')"));
+        in.dims[d] = options.default_dynamic_dim;
+      }
+    }
+    values.values[in.name] = b.Parameter(k, hlo::Shape(in.type, in.dims), in.name);
+  }
+  result.inputs = inputs;
+
+  // Initializers are constants (an input of the same name overrides them).
+  for (const auto& t : g.initializer()) {
+    if (values.values.count(t.name())) continue;
+    auto lit = LiteralFromTensorProto(t);
+    if (!lit.ok()) return Annotate(lit.status(), absl::StrCat(file, ": initializer '", t.name(), "'"));
+    values.values[t.name()] = b.Constant(*std::move(lit));
+  }
+
+  const Registry& reg = Registry::Get();
+  std::set<std::string> consumed;
+  std::vector<std::string> produced;
+  absl::Status failure;
+  for (const auto& n : g.node()) {
+    std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    auto it = model.opsets.find(domain);
+    int64_t opset = it == model.opsets.end() ? 0 : it->second;
+    NodeContext ctx(b, values, n, opset);
+    Converter fn = reg.Find(domain, n.op_type(), opset);
+    std::string node_name = n.name().empty() ? (n.output_size() ? n.output(0) : n.op_type()) : n.name();
+    b.set_metadata({n.op_type(), node_name});
+    absl::Status st = fn ? fn(ctx) : ctx.Unsupported("no converter for this op");
+    if (st.ok()) st = b.status();
+    if (st.ok()) {
+      for (int o = 0; o < n.output_size(); ++o)
+        if (!n.output(o).empty() && !values.values.count(n.output(o)))
+          st = ctx.Error(absl::StrCat("output ", o, " ('", n.output(o), "') was not produced"));
+    }
+    if (!st.ok()) {
+      // Messages from the builder lack the node; add it once.
+      std::string msg(st.message());
+      if (msg.find("node '") == std::string::npos) st = Annotate(st, absl::StrCat("node '", node_name, "' (", n.op_type(), ")"));
+      failure = Annotate(st, file);
+      break;
+    }
+    for (const auto& in : n.input()) consumed.insert(in);
+    for (const auto& out : n.output())
+      if (!out.empty()) produced.push_back(out);
+  }
+
+  std::vector<hlo::Instruction*> roots;
+  if (!failure.ok()) {
+    if (!options.allow_partial) return failure;
+    result.partial_error = std::string(failure.message());
+    hlo::Builder* bp = &b;
+    if (!b.status().ok()) return failure;  // the builder cannot continue after its own error
+    for (const auto& name : produced) {
+      if (consumed.count(name)) continue;
+      hlo::Instruction* v = values.values.at(name);
+      roots.push_back(v);
+      result.outputs.push_back({name, v->shape().element_type, v->shape().dims, {}});
+    }
+    if (roots.empty()) return failure;
+    (void)bp;
+  } else {
+    for (const auto& o : g.output()) {
+      auto v = values.values.find(o.name());
+      if (v == values.values.end()) return InvalidArgument("%s: graph output '%s' is never produced", file, o.name());
+      if (!v->second->shape().IsArray())
+        return Unimplemented("%s: graph output '%s' is not a tensor", file, o.name());
+      roots.push_back(v->second);
+      result.outputs.push_back({o.name(), v->second->shape().element_type, v->second->shape().dims, {}});
+    }
+  }
+  b.set_metadata({});
+  ASSIGN_OR_RETURN(hlo::Computation * entry, b.Build(b.Tuple(roots)));
+  result.module->set_entry(entry);
+  return result;
+}
+
+}  // namespace xonnx::onnx_import

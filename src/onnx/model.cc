@@ -1,1 +1,112 @@
+#include "onnx/model.h"
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/status.h"
+#include "onnx/checker.h"
+
+namespace xonnx::onnx_import {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Reads the external data of one tensor into raw_data. The location must stay
+// inside the model's folder: a model file must not be able to read arbitrary
+// files of the machine.
+absl::Status ResolveExternal(onnx::TensorProto& t, const fs::path& base_dir, const std::string& model) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : t.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    else if (kv.key() == "offset") offset = std::stoll(kv.value());
+    else if (kv.key() == "length") length = std::stoll(kv.value());
+  }
+  if (location.empty())
+    return InvalidArgument("%s: tensor '%s' has external data without a location", model, t.name());
+  fs::path rel(location);
+  if (rel.is_absolute())
+    return absl::PermissionDeniedError(absl::StrFormat(
+        "%s: tensor '%s': external data path '%s' is absolute; it must be relative to the model's folder", model,
+        t.name(), location));
+  std::error_code ec;
+  fs::path root = fs::weakly_canonical(base_dir, ec);
+  fs::path full = fs::weakly_canonical(base_dir / rel, ec);
+  auto [root_end, _] = std::mismatch(root.begin(), root.end(), full.begin(), full.end());
+  if (ec || root_end != root.end())
+    return absl::PermissionDeniedError(absl::StrFormat(
+        "%s: tensor '%s': external data path '%s' points outside the model's folder", model, t.name(), location));
+  std::ifstream f(full, std::ios::binary);
+  if (!f) return absl::NotFoundError(absl::StrFormat("%s: tensor '%s': cannot open external data file '%s'", model, t.name(), full.string()));
+  f.seekg(0, std::ios::end);
+  int64_t size = f.tellg();
+  if (length < 0) length = size - offset;
+  if (offset < 0 || offset + length > size)
+    return InvalidArgument("%s: tensor '%s': external data range [%d, %d) exceeds file '%s' of %d bytes", model,
+                           t.name(), offset, offset + length, location, size);
+  std::string data(length, '\0');
+  f.seekg(offset);
+  f.read(data.data(), length);
+  t.set_raw_data(std::move(data));
+  t.clear_external_data();
+  t.set_data_location(onnx::TensorProto::DEFAULT);
+  return absl::OkStatus();
+}
+
+absl::Status ResolveGraph(onnx::GraphProto& g, const fs::path& base_dir, const std::string& model) {
+  for (auto& t : *g.mutable_initializer())
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) RETURN_IF_ERROR(ResolveExternal(t, base_dir, model));
+  for (auto& n : *g.mutable_node()) {
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_t() && a.t().data_location() == onnx::TensorProto::EXTERNAL)
+        RETURN_IF_ERROR(ResolveExternal(*a.mutable_t(), base_dir, model));
+      if (a.has_g()) RETURN_IF_ERROR(ResolveGraph(*a.mutable_g(), base_dir, model));
+      for (auto& sub : *a.mutable_graphs()) RETURN_IF_ERROR(ResolveGraph(sub, base_dir, model));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModelFromBytes(const std::string& bytes, const std::string& name,
+                                                                const std::string& base_dir) {
+  auto m = std::make_unique<LoadedModel>();
+  m->path = name;
+  if (bytes.empty()) return InvalidArgument("%s: the file is empty, not an ONNX model", name);
+  if (!m->proto.ParseFromString(bytes))
+    return InvalidArgument("%s: not a valid ONNX model (the protobuf does not parse; is the file truncated?)", name);
+  if (!m->proto.has_graph() || m->proto.ir_version() <= 0)
+    return InvalidArgument("%s: not a valid ONNX model (no graph or IR version)", name);
+  for (const auto& op : m->proto.opset_import()) {
+    std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
+    m->opsets[domain] = op.version();
+  }
+  RETURN_IF_ERROR(ResolveGraph(*m->proto.mutable_graph(), base_dir, name));
+  try {
+    onnx::checker::check_model(m->proto);
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    for (char& c : msg)
+      if (c == '\n') c = ' ';
+    return InvalidArgument("%s: the ONNX checker rejects the model: %s", name, msg);
+  }
+  return m;
+}
+
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return InvalidArgument("%s: is a directory, not an ONNX model file", path);
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return absl::NotFoundError(absl::StrFormat("%s: cannot open the model file", path));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  return LoadModelFromBytes(ss.str(), path, dir.string());
+}
+
+}  // namespace xonnx::onnx_import

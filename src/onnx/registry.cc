@@ -1,1 +1,29 @@
+#include "onnx/registry.h"
 
+namespace xonnx::onnx_import {
+
+const Registry& Registry::Get() {
+  static const Registry* r = [] {
+    auto* reg = new Registry;
+    RegisterElementwiseOps(*reg);
+    RegisterShapeOps(*reg);
+    RegisterReduceOps(*reg);
+    RegisterNnOps(*reg);
+    return reg;
+  }();
+  return *r;
+}
+
+Converter Registry::Find(const std::string& domain, const std::string& op_type, int64_t opset) const {
+  for (const auto& e : entries_)
+    if (e.domain == domain && e.op_type == op_type && opset >= e.min_opset && opset <= e.max_opset) return e.fn;
+  return nullptr;
+}
+
+bool Registry::Knows(const std::string& domain, const std::string& op_type) const {
+  for (const auto& e : entries_)
+    if (e.domain == domain && e.op_type == op_type) return true;
+  return false;
+}
+
+}  // namespace xonnx::onnx_import

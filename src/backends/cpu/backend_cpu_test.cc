@@ -1,1 +1,139 @@
+// Table-driven: every case runs on the CPU backend (with and without oneDNN
+// and fusion) and on the reference evaluator, on non-trivial random data.
+#include <cmath>
+#include <functional>
+#include <random>
 
+#include <gtest/gtest.h>
+
+#include "backends/cpu/executable.h"
+#include "evaluator/evaluator.h"
+#include "hlo/builder.h"
+
+namespace xonnx::cpu {
+namespace {
+
+using namespace hlo;  // NOLINT
+
+Literal Random(const Shape& s, uint32_t seed) {
+  Literal l(s);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  TypeSwitch(s.element_type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (int64_t i = 0; i < l.element_count(); ++i) l.data<T>()[i] = ConvertValue<T, float>(dist(rng) * 3);
+  });
+  return l;
+}
+
+struct Case {
+  std::string name;
+  std::vector<Shape> params;
+  std::function<Instruction*(Builder&, const std::vector<Instruction*>&)> body;
+};
+
+Window Win2d(int64_t k, int64_t stride, int64_t pad, int64_t dil = 1) {
+  Window w;
+  w.dimensions.resize(2, WindowDimension{k, stride, pad, pad, dil, 1, false});
+  return w;
+}
+
+ConvolutionDimensionNumbers Nchw() {
+  ConvolutionDimensionNumbers d;
+  d.input_spatial_dimensions = d.kernel_spatial_dimensions = d.output_spatial_dimensions = {2, 3};
+  return d;
+}
+
+std::vector<Case> Cases() {
+  return {
+      {"conv3x3_bias_relu", {Shape(F32, {2, 8, 9, 9}), Shape(F32, {16, 8, 3, 3}), Shape(F32, {16})},
+       [](Builder& b, auto p) {
+         auto* c = b.Convolution(p[0], p[1], Win2d(3, 1, 1), Nchw(), 1);
+         auto* y = b.Binary(Opcode::kAdd, c, b.Broadcast(p[2], c->shape().dims, {1}));
+         return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
+       }},
+      {"grouped_strided_dilated_conv", {Shape(F32, {1, 8, 11, 11}), Shape(F32, {8, 2, 3, 3})},
+       [](Builder& b, auto p) { return b.Convolution(p[0], p[1], Win2d(3, 2, 2, 2), Nchw(), 4); }},
+      {"batched_dot", {Shape(F32, {3, 5, 7}), Shape(F32, {3, 7, 4})},
+       [](Builder& b, auto p) {
+         DotDimensionNumbers d;
+         d.lhs_batch_dimensions = d.rhs_batch_dimensions = {0};
+         d.lhs_contracting_dimensions = {2};
+         d.rhs_contracting_dimensions = {1};
+         return b.Dot(p[0], p[1], d);
+       }},
+      {"dot_transposed_operands", {Shape(F32, {7, 5}), Shape(F32, {4, 7})},
+       [](Builder& b, auto p) {
+         DotDimensionNumbers d;
+         d.lhs_contracting_dimensions = {0};
+         d.rhs_contracting_dimensions = {1};
+         return b.Dot(p[0], p[1], d);
+       }},
+      {"softmax_rows", {Shape(F32, {6, 33})},
+       [](Builder& b, auto p) {
+         auto* m = b.Reduce({p[0]}, {b.ScalarConstant(F32, -INFINITY)}, {1}, b.ScalarReducer(Opcode::kMaximum, F32));
+         auto* e = b.Unary(Opcode::kExp, b.Binary(Opcode::kSubtract, p[0], b.Broadcast(m, {6, 33}, {0})));
+         auto* s = b.Reduce({e}, {b.ScalarConstant(F32, 0)}, {1}, b.ScalarReducer(Opcode::kAdd, F32));
+         return b.Binary(Opcode::kDivide, e, b.Broadcast(s, {6, 33}, {0}));
+       }},
+      {"mixed_types_and_tuple", {Shape(S32, {4, 300}), Shape(F32, {300})},
+       [](Builder& b, auto p) {
+         auto* f = b.Convert(p[0], F32);
+         auto* bc = b.Broadcast(p[1], {4, 300}, {1});
+         auto* gt = b.Compare(f, bc, ComparisonDirection::kGt);
+         auto* sel = b.Select(gt, f, bc);
+         auto* t = b.Transpose(sel, {1, 0});
+         return b.Tuple({b.Reshape(t, {1200}), b.Convert(gt, S32), p[0]});
+       }},
+  };
+}
+
+class BackendTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+TEST_P(BackendTest, MatchesEvaluator) {
+  auto [index, fast] = GetParam();
+  Case c = Cases()[index];
+  auto m = std::make_unique<Module>(c.name);
+  Builder b(m.get(), "main");
+  std::vector<Instruction*> params;
+  std::vector<Literal> args;
+  for (size_t i = 0; i < c.params.size(); ++i) {
+    params.push_back(b.Parameter(i, c.params[i], absl::StrCat("p", i)));
+    args.push_back(Random(c.params[i], 17 + i));
+  }
+  auto comp = b.Build(c.body(b, params));
+  ASSERT_TRUE(comp.ok()) << comp.status();
+  m->set_entry(*comp);
+  auto expected = eval::EvaluateModule(*m, args);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  CompileOptions opts;
+  opts.use_dnnl = opts.fuse_elementwise = fast;
+  auto exe = Executable::Compile(std::move(m), opts);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  std::vector<const void*> in;
+  for (auto& a : args) in.push_back(a.untyped_data());
+  std::vector<Literal> outs;
+  for (const Shape& s : (*exe)->output_shapes()) outs.emplace_back(s);
+  std::vector<void*> out_ptrs;
+  for (auto& o : outs) out_ptrs.push_back(o.untyped_data());
+  ASSERT_TRUE((*exe)->Execute(in, out_ptrs).ok());
+  std::vector<const Literal*> want;
+  if (expected->shape().IsTuple()) for (auto& e : expected->tuple_elements()) want.push_back(&e);
+  else want.push_back(&*expected);
+  ASSERT_EQ(want.size(), outs.size());
+  for (size_t k = 0; k < outs.size(); ++k) {
+    ASSERT_EQ(outs[k].element_count(), want[k]->element_count());
+    double max_err = 0;
+    for (int64_t i = 0; i < outs[k].element_count(); ++i) {
+      double a = outs[k].GetAsDouble(i), e = want[k]->GetAsDouble(i);
+      max_err = std::max(max_err, std::abs(a - e) / (1 + std::abs(e)));
+    }
+    EXPECT_LT(max_err, 1e-4) << c.name << " output " << k;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCases, BackendTest,
+                         ::testing::Combine(::testing::Range(0, static_cast<int>(Cases().size())), ::testing::Bool()));
+
+}  // namespace
+}  // namespace xonnx::cpu

@@ -1,1 +1,373 @@
+// Compiles an hlo::Module into an Executable: fusion grouping, buffer
+// assignment by liveness, thunk selection.
+#include <algorithm>
+#include <cstring>
+#include <map>
 
+#include "absl/container/flat_hash_map.h"
+#include "backends/cpu/thunks.h"
+#include "base/status.h"
+#include "evaluator/evaluator.h"
+#include "evaluator/kernels.h"
+#include "hlo/verifier.h"
+
+namespace xonnx::cpu {
+
+using hlo::Instruction;
+using hlo::Opcode;
+
+namespace {
+
+constexpr int64_t kAlign = 64;
+
+int64_t AlignUp(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+bool Fusible(const Instruction* i) {
+  return hlo::IsElementwise(i->opcode()) && i->shape().IsArray() && i->shape().ElementCount() > 0;
+}
+
+// Places buffers in one arena: a buffer may reuse the bytes of any buffer
+// whose last use came before its definition.
+class ArenaPlanner {
+ public:
+  int64_t Place(int64_t size, int64_t def, int64_t last_use) {
+    size = AlignUp(std::max<int64_t>(size, 1));
+    std::erase_if(live_, [&](const Block& b) { return b.last_use < def; });
+    std::sort(live_.begin(), live_.end(), [](const Block& a, const Block& b) { return a.offset < b.offset; });
+    int64_t offset = 0;
+    for (const Block& b : live_) {
+      if (b.offset - offset >= size) break;
+      offset = std::max(offset, b.offset + b.size);
+    }
+    live_.push_back({offset, size, last_use});
+    total_ = std::max(total_, offset + size);
+    return offset;
+  }
+  int64_t total() const { return total_; }
+
+ private:
+  struct Block {
+    int64_t offset, size, last_use;
+  };
+  std::vector<Block> live_;
+  int64_t total_ = 0;
+};
+
+}  // namespace
+
+class Compiler {
+ public:
+  Compiler(std::unique_ptr<hlo::Module> module, const CompileOptions& options)
+      : exe_(new Executable), options_(options) {
+    exe_->module_ = std::move(module);
+  }
+
+  absl::StatusOr<std::unique_ptr<Executable>> Run() {
+    RETURN_IF_ERROR(hlo::Verify(*exe_->module_));
+    hlo::Computation* c = exe_->module_->entry();
+    for (const auto& i : c->instructions()) order_.push_back(i.get());
+    for (size_t k = 0; k < order_.size(); ++k) pos_[order_[k]] = k;
+    auto users = c->ComputeUsers();
+    for (size_t k = 0; k < order_.size(); ++k) users_[order_[k]] = users[k];
+    for (Instruction* p : c->parameters()) {
+      if (!p->shape().IsArray()) return Unimplemented("tuple-shaped parameters are not supported");
+      exe_->parameter_shapes_.push_back(p->shape());
+    }
+    if (options_.fuse_elementwise) PlanFusions(c->root());
+    RETURN_IF_ERROR(AssignBuffers(c->root()));
+    RETURN_IF_ERROR(EmitThunks());
+    for (const auto& leaf : leaves_.at(c->root())) exe_->output_refs_.push_back(leaf);
+    if (c->root()->shape().IsTuple()) exe_->output_shapes_ = c->root()->shape().tuple_shapes;
+    else exe_->output_shapes_ = {c->root()->shape()};
+    for (const hlo::Shape& s : exe_->output_shapes_)
+      if (!s.IsArray()) return Unimplemented("nested tuple results are not supported");
+    return std::move(exe_);
+  }
+
+ private:
+  // Groups elementwise chains: an elementwise instruction joins its users'
+  // fusion when all of them are members of one fusion of the same shape.
+  void PlanFusions(Instruction* root) {
+    for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+      Instruction* i = *it;
+      const auto& us = users_[i];
+      int group = -1;
+      bool joinable = i != root && !us.empty();
+      for (Instruction* u : us) {
+        auto g = member_group_.find(u);
+        if (g == member_group_.end() || (group >= 0 && g->second != group)) { joinable = false; break; }
+        group = g->second;
+      }
+      if (joinable && groups_[group].back()->shape().dims != i->shape().dims) joinable = false;
+      if (Fusible(i)) {
+        if (joinable) {
+          groups_[group].push_back(i);
+          member_group_[i] = group;
+        } else {
+          member_group_[i] = groups_.size();
+          groups_.push_back({i});
+        }
+      } else if (i->opcode() == Opcode::kBroadcast && joinable && i->shape().ElementCount() > 0) {
+        absorbed_broadcast_[i] = group;
+      }
+    }
+    // Members were collected root first; store them operand-first.
+    for (auto& g : groups_) std::reverse(g.begin(), g.end());
+  }
+
+  bool IsGroupRoot(Instruction* i) const {
+    auto g = member_group_.find(i);
+    return g != member_group_.end() && groups_[g->second].back() == i;
+  }
+  bool Materialized(Instruction* i) const {
+    if (absorbed_broadcast_.contains(i)) return false;
+    auto g = member_group_.find(i);
+    return g == member_group_.end() || groups_[g->second].back() == i;
+  }
+
+  // The buffers an instruction's value occupies (aliases resolved).
+  absl::Status AssignBuffers(Instruction* root) {
+    struct Slot {
+      Instruction* owner;
+      int leaf;
+      int64_t size, def, last_use;
+    };
+    std::vector<Slot> slots;
+    absl::flat_hash_map<const Instruction*, std::vector<int>> slot_of;  // leaf -> slot index (-1 for non-arena)
+    // Which arena slot backs each leaf (following aliases), for liveness.
+    absl::flat_hash_map<const Instruction*, std::vector<int>> backing;
+    for (Instruction* i : order_) {
+      switch (i->opcode()) {
+        case Opcode::kParameter:
+          leaves_[i] = {{BufferRef::kParameter, i->parameter_number}};
+          backing[i] = {-1};
+          continue;
+        case Opcode::kConstant:
+          leaves_[i] = {{BufferRef::kConstant, static_cast<int64_t>(exe_->constants_.size())}};
+          exe_->constants_.push_back(i->literal->untyped_data());
+          backing[i] = {-1};
+          continue;
+        case Opcode::kReshape:
+        case Opcode::kBitcastConvert:
+          if (Materialized(i->operand(0))) {
+            leaves_[i] = leaves_.at(i->operand(0));
+            backing[i] = backing.at(i->operand(0));
+            continue;
+          }
+          break;
+        case Opcode::kGetTupleElement:
+          leaves_[i] = {leaves_.at(i->operand(0)).at(i->tuple_index)};
+          backing[i] = {backing.at(i->operand(0)).at(i->tuple_index)};
+          continue;
+        case Opcode::kTuple: {
+          std::vector<BufferRef> l;
+          std::vector<int> bk;
+          for (Instruction* op : i->operands()) {
+            if (!op->shape().IsArray()) return Unimplemented("nested tuples are not supported");
+            if (!Materialized(op)) return Internal("tuple operand %s is not materialized", op->name());
+            l.push_back(leaves_.at(op)[0]);
+            bk.push_back(backing.at(op)[0]);
+          }
+          leaves_[i] = l;
+          backing[i] = bk;
+          continue;
+        }
+        default:
+          break;
+      }
+      if (!Materialized(i)) continue;
+      std::vector<hlo::Shape> shapes = i->shape().IsTuple() ? i->shape().tuple_shapes : std::vector<hlo::Shape>{i->shape()};
+      std::vector<int> bk;
+      for (size_t k = 0; k < shapes.size(); ++k) {
+        if (!shapes[k].IsArray()) return Unimplemented("%s: nested tuples are not supported", i->name());
+        bk.push_back(slots.size());
+        slots.push_back({i, static_cast<int>(k), shapes[k].ByteSize(), pos_.at(i), pos_.at(i)});
+      }
+      leaves_[i] = std::vector<BufferRef>(shapes.size());
+      backing[i] = bk;
+    }
+    // Liveness: a use of any alias extends the backing slot's life. A fused
+    // member's operands are used by its group's root.
+    auto use_point = [&](Instruction* user) -> int64_t {
+      auto g = member_group_.find(user);
+      if (g != member_group_.end()) return pos_.at(groups_[g->second].back());
+      auto b = absorbed_broadcast_.find(user);
+      if (b != absorbed_broadcast_.end()) return pos_.at(groups_[b->second].back());
+      return pos_.at(user);
+    };
+    for (Instruction* i : order_) {
+      for (Instruction* op : i->operands()) {
+        auto bk = backing.find(op);
+        if (bk == backing.end()) continue;
+        for (int s : bk->second)
+          if (s >= 0) slots[s].last_use = std::max(slots[s].last_use, use_point(i));
+      }
+    }
+    for (int s : backing.at(root))
+      if (s >= 0) slots[s].last_use = INT64_MAX;
+    ArenaPlanner planner;
+    std::vector<int64_t> offsets(slots.size());
+    for (size_t s = 0; s < slots.size(); ++s) offsets[s] = planner.Place(slots[s].size, slots[s].def, slots[s].last_use);
+    exe_->arena_bytes_ = planner.total();
+    // Resolve arena refs of owners, then re-resolve aliases in order.
+    for (size_t s = 0; s < slots.size(); ++s) leaves_[slots[s].owner][slots[s].leaf] = {BufferRef::kArena, offsets[s]};
+    for (Instruction* i : order_) {
+      switch (i->opcode()) {
+        case Opcode::kReshape: case Opcode::kBitcastConvert:
+          if (Materialized(i->operand(0)) && backing.at(i) == backing.at(i->operand(0))) leaves_[i] = leaves_.at(i->operand(0));
+          break;
+        case Opcode::kGetTupleElement: leaves_[i] = {leaves_.at(i->operand(0)).at(i->tuple_index)}; break;
+        case Opcode::kTuple: {
+          std::vector<BufferRef> l;
+          for (Instruction* op : i->operands()) l.push_back(leaves_.at(op)[0]);
+          leaves_[i] = l;
+          break;
+        }
+        default: break;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  ThunkIo IoOf(Instruction* i) {
+    ThunkIo io;
+    for (Instruction* op : i->operands())
+      for (const BufferRef& r : leaves_.at(op)) io.inputs.push_back(r);
+    io.outputs = leaves_.at(i);
+    return io;
+  }
+
+  void Add(Thunk t, std::string kind) {
+    exe_->thunks_.push_back(std::move(t));
+    exe_->thunk_kinds_.push_back(std::move(kind));
+  }
+
+  absl::Status EmitThunks() {
+    for (Instruction* i : order_) {
+      switch (i->opcode()) {
+        case Opcode::kParameter: case Opcode::kConstant: case Opcode::kGetTupleElement: case Opcode::kTuple:
+          continue;
+        case Opcode::kReshape: case Opcode::kBitcastConvert:
+          if (Materialized(i->operand(0))) continue;
+          break;
+        default:
+          break;
+      }
+      if (!Materialized(i)) continue;
+      if (IsGroupRoot(i)) {
+        RETURN_IF_ERROR(EmitFusion(i));
+        continue;
+      }
+      ThunkIo io = IoOf(i);
+      if (options_.use_dnnl && i->opcode() == Opcode::kConvolution) {
+        const Instruction* w = i->operand(1);
+        const void* cw = w->opcode() == Opcode::kConstant ? w->literal->untyped_data() : nullptr;
+        if (auto t = MakeDnnlConvThunk(*i, io, cw, &exe_->keep_alive_)) {
+          Add(*std::move(t), "dnnl-conv");
+          continue;
+        }
+      }
+      if (options_.use_dnnl && i->opcode() == Opcode::kDot) {
+        if (auto t = MakeDnnlDotThunk(*i, io, &exe_->keep_alive_)) {
+          Add(*std::move(t), "dnnl-matmul");
+          continue;
+        }
+      }
+      if (i->opcode() == Opcode::kWhile || i->opcode() == Opcode::kConditional || i->opcode() == Opcode::kCall) {
+        Add(EvaluatorThunk(i, io), "control-flow");
+        continue;
+      }
+      Add(KernelThunk(i, io), absl::StrCat("kernel:", hlo::OpcodeName(i->opcode())));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status EmitFusion(Instruction* root) {
+    int g = member_group_.at(root);
+    FusionSpec spec;
+    spec.members.assign(groups_[g].begin(), groups_[g].end());
+    std::sort(spec.members.begin(), spec.members.end(),
+              [&](const Instruction* a, const Instruction* b) { return pos_.at(a) < pos_.at(b); });
+    ThunkIo io;
+    absl::flat_hash_map<const Instruction*, bool> seen;
+    for (const Instruction* m : spec.members) {
+      for (Instruction* op : m->operands()) {
+        auto mg = member_group_.find(op);
+        if (mg != member_group_.end() && mg->second == g) continue;
+        if (seen[op]) continue;
+        seen[op] = true;
+        spec.inputs.push_back(op);
+        if (absorbed_broadcast_.contains(op)) io.inputs.push_back(leaves_.at(op->operand(0)).at(0));
+        else io.inputs.push_back(leaves_.at(op).at(0));
+      }
+    }
+    io.outputs = leaves_.at(root);
+    ASSIGN_OR_RETURN(Thunk t, MakeFusionThunk(spec, io));
+    Add(std::move(t), "fusion");
+    return absl::OkStatus();
+  }
+
+  Thunk KernelThunk(Instruction* i, ThunkIo io) {
+    Thunk t;
+    t.name = i->name();
+    t.run = [i, io](Frame& f) -> absl::Status {
+      std::vector<const void*> ins;
+      for (const BufferRef& r : io.inputs) ins.push_back(f.Ptr(r));
+      std::vector<void*> outs;
+      for (const BufferRef& r : io.outputs) outs.push_back(f.Ptr(r));
+      return eval::RunKernel(*i, ins, outs, [](const hlo::Computation& c, std::vector<hlo::Literal> args) {
+        return eval::Evaluate(c, std::move(args));
+      });
+    };
+    return t;
+  }
+
+  // Control flow runs on the reference evaluator for now: operands are copied
+  // into literals and the result leaves copied back.
+  Thunk EvaluatorThunk(Instruction* i, ThunkIo io) {
+    Thunk t;
+    t.name = i->name();
+    t.run = [i, io](Frame& f) -> absl::Status {
+      std::vector<hlo::Literal> vals;
+      size_t leaf = 0;
+      for (Instruction* op : i->operands()) {
+        hlo::Literal l(op->shape());
+        std::vector<void*> dst;
+        if (l.shape().IsTuple()) for (auto& e : l.tuple_elements()) dst.push_back(e.untyped_data());
+        else dst.push_back(l.untyped_data());
+        std::vector<hlo::Shape> shapes = op->shape().IsTuple() ? op->shape().tuple_shapes : std::vector<hlo::Shape>{op->shape()};
+        for (size_t k = 0; k < dst.size(); ++k) std::memcpy(dst[k], f.Ptr(io.inputs[leaf++]), shapes[k].ByteSize());
+        vals.push_back(std::move(l));
+      }
+      std::vector<const hlo::Literal*> ptrs;
+      for (auto& v : vals) ptrs.push_back(&v);
+      ASSIGN_OR_RETURN(hlo::Literal r, eval::EvaluateInstruction(*i, ptrs));
+      if (r.shape().IsTuple()) {
+        for (size_t k = 0; k < r.tuple_elements().size(); ++k)
+          std::memcpy(f.Ptr(io.outputs[k]), r.tuple_elements()[k].untyped_data(), r.tuple_elements()[k].size_bytes());
+      } else {
+        std::memcpy(f.Ptr(io.outputs[0]), r.untyped_data(), r.size_bytes());
+      }
+      return absl::OkStatus();
+    };
+    return t;
+  }
+
+  std::unique_ptr<Executable> exe_;
+  CompileOptions options_;
+  std::vector<Instruction*> order_;
+  absl::flat_hash_map<const Instruction*, int64_t> pos_;
+  absl::flat_hash_map<const Instruction*, std::vector<Instruction*>> users_;
+  std::vector<std::vector<Instruction*>> groups_;
+  absl::flat_hash_map<const Instruction*, int> member_group_;
+  absl::flat_hash_map<const Instruction*, int> absorbed_broadcast_;
+  absl::flat_hash_map<const Instruction*, std::vector<BufferRef>> leaves_;
+};
+
+absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(std::unique_ptr<hlo::Module> module,
+                                                                const CompileOptions& options) {
+  Compiler c(std::move(module), options);
+  return c.Run();
+}
+
+}  // namespace xonnx::cpu

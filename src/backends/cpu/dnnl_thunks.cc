@@ -1,1 +1,181 @@
+// oneDNN primitives for f32 convolutions and matrix products. Primitives are
+// created once at compile time; each run only wraps the frame's pointers.
+#include <oneapi/dnnl/dnnl.hpp>
 
+#include "backends/cpu/thunks.h"
+#include "base/status.h"
+
+namespace xonnx::cpu {
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+dnnl::engine& Engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+Tag PlainTag(int rank) {
+  switch (rank) {
+    case 3: return Tag::ncw;
+    case 4: return Tag::nchw;
+    case 5: return Tag::ncdhw;
+    default: return Tag::undef;
+  }
+}
+
+Tag GroupedWeightsTag(int rank) {  // rank of the ungrouped weights
+  switch (rank) {
+    case 3: return Tag::goiw;
+    case 4: return Tag::goihw;
+    case 5: return Tag::goidhw;
+    default: return Tag::undef;
+  }
+}
+
+Tag WeightsTag(int rank) {
+  switch (rank) {
+    case 3: return Tag::oiw;
+    case 4: return Tag::oihw;
+    case 5: return Tag::oidhw;
+    default: return Tag::undef;
+  }
+}
+
+memory::dims Dims(const std::vector<int64_t>& d) { return memory::dims(d.begin(), d.end()); }
+
+struct ConvState {
+  dnnl::convolution_forward prim;
+  memory::desc src, weights, dst;
+  memory reordered_weights;  // set when the weights are constants
+  bool weights_reordered = false;
+};
+
+struct DotState {
+  dnnl::matmul prim;
+  memory::desc a, b, c;
+};
+
+}  // namespace
+
+std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo& io, const void* constant_weights,
+                                       std::vector<std::shared_ptr<void>>* keep_alive) {
+  if (in.shape().element_type != hlo::F32 || in.batch_group_count != 1) return std::nullopt;
+  const auto& d = in.conv_dnums;
+  int64_t ns = d.input_spatial_dimensions.size();
+  if (ns < 1 || ns > 3) return std::nullopt;
+  // Only the NCHW / OIHW form the importer emits.
+  if (d.input_batch_dimension != 0 || d.input_feature_dimension != 1 || d.kernel_output_feature_dimension != 0 ||
+      d.kernel_input_feature_dimension != 1 || d.output_batch_dimension != 0 || d.output_feature_dimension != 1)
+    return std::nullopt;
+  for (int64_t i = 0; i < ns; ++i)
+    if (d.input_spatial_dimensions[i] != i + 2 || d.kernel_spatial_dimensions[i] != i + 2 ||
+        d.output_spatial_dimensions[i] != i + 2)
+      return std::nullopt;
+  memory::dims strides, dil, pad_l, pad_r;
+  for (const auto& w : in.window.dimensions) {
+    if (w.base_dilation != 1 || w.window_reversal || w.padding_low < 0 || w.padding_high < 0) return std::nullopt;
+    strides.push_back(w.stride);
+    dil.push_back(w.window_dilation - 1);
+    pad_l.push_back(w.padding_low);
+    pad_r.push_back(w.padding_high);
+  }
+  const hlo::Shape& xs = in.operand(0)->shape();
+  const hlo::Shape& ws = in.operand(1)->shape();
+  if (xs.ElementCount() == 0 || ws.ElementCount() == 0 || in.shape().ElementCount() == 0) return std::nullopt;
+  int rank = xs.rank();
+  int64_t g = in.feature_group_count;
+  try {
+    auto st = std::make_shared<ConvState>();
+    memory::dims wdims = Dims(ws.dims);
+    Tag wtag = WeightsTag(rank);
+    if (g > 1) {
+      wdims = {g, ws.dims[0] / g, ws.dims[1]};
+      wdims.insert(wdims.end(), ws.dims.begin() + 2, ws.dims.end());
+      wtag = GroupedWeightsTag(rank);
+    }
+    st->src = memory::desc(Dims(xs.dims), memory::data_type::f32, PlainTag(rank));
+    st->dst = memory::desc(Dims(in.shape().dims), memory::data_type::f32, PlainTag(rank));
+    memory::desc user_w(wdims, memory::data_type::f32, wtag);
+    // Constant weights may take oneDNN's preferred (blocked) layout, reordered once here.
+    memory::desc any_w(wdims, memory::data_type::f32, constant_weights ? Tag::any : wtag);
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                         st->src, any_w, st->dst, strides, dil, pad_l, pad_r);
+    dnnl::convolution_forward::primitive_desc pd(desc, Engine());
+    st->prim = dnnl::convolution_forward(pd);
+    st->weights = pd.weights_desc();
+    if (constant_weights) {
+      memory user(user_w, Engine(), const_cast<void*>(constant_weights));
+      st->reordered_weights = memory(pd.weights_desc(), Engine());
+      dnnl::stream s(Engine());
+      dnnl::reorder(user, st->reordered_weights).execute(s, user, st->reordered_weights);
+      s.wait();
+      st->weights_reordered = true;
+    }
+    keep_alive->push_back(st);
+    BufferRef src = io.inputs[0], wref = io.inputs[1], dst = io.outputs[0];
+    Thunk t;
+    t.name = in.name();
+    t.run = [st, src, wref, dst](Frame& f) -> absl::Status {
+      dnnl::stream s(Engine());
+      memory sm(st->src, Engine(), f.Ptr(src));
+      memory dm(st->dst, Engine(), f.Ptr(dst));
+      memory wm = st->weights_reordered ? st->reordered_weights : memory(st->weights, Engine(), f.Ptr(wref));
+      st->prim.execute(s, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}});
+      s.wait();
+      return absl::OkStatus();
+    };
+    return t;
+  } catch (const dnnl::error&) {
+    return std::nullopt;  // an unsupported configuration: use the reference kernel
+  }
+}
+
+std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo& io,
+                                      std::vector<std::shared_ptr<void>>* keep_alive) {
+  if (in.shape().element_type != hlo::F32) return std::nullopt;
+  const auto& d = in.dot_dnums;
+  const hlo::Shape& as = in.operand(0)->shape();
+  const hlo::Shape& bs = in.operand(1)->shape();
+  int64_t nb = d.lhs_batch_dimensions.size();
+  if (d.lhs_contracting_dimensions.size() != 1 || as.rank() != nb + 2 || bs.rank() != nb + 2) return std::nullopt;
+  for (int64_t i = 0; i < nb; ++i)
+    if (d.lhs_batch_dimensions[i] != i || d.rhs_batch_dimensions[i] != i) return std::nullopt;
+  int64_t lc = d.lhs_contracting_dimensions[0], rc = d.rhs_contracting_dimensions[0];
+  if (lc < nb || rc < nb) return std::nullopt;
+  if (in.shape().ElementCount() == 0) return std::nullopt;
+  int64_t batch = 1;
+  for (int64_t i = 0; i < nb; ++i) batch *= as.dims[i];
+  bool ta = lc == nb;      // lhs stored [K, M]
+  bool tb = rc == nb + 1;  // rhs stored [N, K]
+  int64_t m = as.dims[ta ? nb + 1 : nb], k = as.dims[lc], n = bs.dims[tb ? nb : nb + 1];
+  if (in.shape().ElementCount() == 0 || k == 0) return std::nullopt;
+  try {
+    auto st = std::make_shared<DotState>();
+    st->a = memory::desc({batch, m, k}, memory::data_type::f32,
+                         ta ? memory::dims{m * k, 1, m} : memory::dims{m * k, k, 1});
+    st->b = memory::desc({batch, k, n}, memory::data_type::f32,
+                         tb ? memory::dims{k * n, 1, k} : memory::dims{k * n, n, 1});
+    st->c = memory::desc({batch, m, n}, memory::data_type::f32, memory::dims{m * n, n, 1});
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(st->a, st->b, st->c), Engine());
+    st->prim = dnnl::matmul(pd);
+    keep_alive->push_back(st);
+    BufferRef a = io.inputs[0], b = io.inputs[1], c = io.outputs[0];
+    Thunk t;
+    t.name = in.name();
+    t.run = [st, a, b, c](Frame& f) -> absl::Status {
+      dnnl::stream s(Engine());
+      memory am(st->a, Engine(), f.Ptr(a)), bm(st->b, Engine(), f.Ptr(b)), cm(st->c, Engine(), f.Ptr(c));
+      st->prim.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+      s.wait();
+      return absl::OkStatus();
+    };
+    return t;
+  } catch (const dnnl::error&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace xonnx::cpu

@@ -1,1 +1,201 @@
+#include <algorithm>
+#include <cstring>
 
+#include "absl/container/flat_hash_map.h"
+#include "backends/cpu/thunks.h"
+#include "base/status.h"
+#include "evaluator/scalar_ops.h"
+
+namespace xonnx::cpu {
+
+namespace {
+
+using hlo::Opcode;
+
+constexpr int64_t kBlock = 512;
+
+// One node of the fused program.
+struct Node {
+  enum Kind { kInputFull, kInputScalar, kInputBroadcast, kOp } kind;
+  const hlo::Instruction* instr = nullptr;
+  hlo::PrimitiveType type;         // result element type
+  std::vector<int> operands;       // node indices
+  int input = -1;                  // for inputs: index into io.inputs
+  std::vector<int64_t> src_strides;  // broadcast: operand stride per output dim
+};
+
+struct Program {
+  std::vector<Node> nodes;
+  std::vector<int64_t> out_dims;
+  int64_t count = 0;
+  int max_width = 8;
+};
+
+// Computes a block of node `n` into `dst` (or returns a pointer to data it
+// can read directly).
+const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vector<const void*>& vals,
+                 uint8_t* scratch, const std::vector<void*>& in_ptrs, void* final_out, absl::Status& st) {
+  const Node& node = p.nodes[n];
+  int w = hlo::ByteWidth(node.type);
+  uint8_t* dst = n == static_cast<int>(p.nodes.size()) - 1 ? static_cast<uint8_t*>(final_out) + start * w
+                                                           : scratch + static_cast<size_t>(n) * kBlock * 8;
+  switch (node.kind) {
+    case Node::kInputFull:
+      return static_cast<const uint8_t*>(in_ptrs[node.input]) + start * w;
+    case Node::kInputScalar:
+      for (int64_t i = 0; i < len; ++i) std::memcpy(dst + i * w, in_ptrs[node.input], w);
+      return dst;
+    case Node::kInputBroadcast: {
+      // Walk the output multi-index of this block, reading through strides.
+      int64_t r = p.out_dims.size();
+      std::vector<int64_t> idx(r);
+      int64_t rem = start, src = 0;
+      for (int64_t d = r - 1; d >= 0; --d) {
+        idx[d] = rem % p.out_dims[d];
+        rem /= p.out_dims[d];
+        src += idx[d] * node.src_strides[d];
+      }
+      const uint8_t* base = static_cast<const uint8_t*>(in_ptrs[node.input]);
+      for (int64_t i = 0; i < len; ++i) {
+        std::memcpy(dst + i * w, base + src * w, w);
+        for (int64_t d = r - 1; d >= 0; --d) {
+          src += node.src_strides[d];
+          if (++idx[d] < p.out_dims[d]) break;
+          src -= node.src_strides[d] * p.out_dims[d];
+          idx[d] = 0;
+        }
+      }
+      return dst;
+    }
+    case Node::kOp:
+      break;
+  }
+  const hlo::Instruction& in = *node.instr;
+  auto arg = [&](int k) { return vals[node.operands[k]]; };
+  hlo::PrimitiveType t0 = p.nodes[node.operands[0]].type;
+  switch (in.opcode()) {
+    case Opcode::kConvert:
+      hlo::TypeSwitch(t0, [&](auto ft) {
+        using From = typename decltype(ft)::type;
+        hlo::TypeSwitch(node.type, [&](auto tt) {
+          using To = typename decltype(tt)::type;
+          eval::ConvertKernel<To, From>(static_cast<const From*>(arg(0)), reinterpret_cast<To*>(dst), len);
+        });
+      });
+      return dst;
+    case Opcode::kCompare:
+      hlo::TypeSwitch(t0, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        eval::CompareKernel<T>(in.comparison_direction, static_cast<const T*>(arg(0)), static_cast<const T*>(arg(1)),
+                               reinterpret_cast<bool*>(dst), len);
+      });
+      return dst;
+    case Opcode::kIsFinite:
+      hlo::TypeSwitch(t0, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        eval::IsFiniteKernel<T>(static_cast<const T*>(arg(0)), reinterpret_cast<bool*>(dst), len);
+      });
+      return dst;
+    case Opcode::kSelect:
+      hlo::TypeSwitch(node.type, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        eval::SelectKernel<T>(static_cast<const bool*>(arg(0)), 1, static_cast<const T*>(arg(1)),
+                              static_cast<const T*>(arg(2)), reinterpret_cast<T*>(dst), len);
+      });
+      return dst;
+    case Opcode::kClamp:
+      hlo::TypeSwitch(node.type, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        eval::ClampKernel<T>(static_cast<const T*>(arg(0)), 1, static_cast<const T*>(arg(1)),
+                             static_cast<const T*>(arg(2)), 1, reinterpret_cast<T*>(dst), len);
+      });
+      return dst;
+    default:
+      break;
+  }
+  bool ok = hlo::TypeSwitch(t0, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (node.operands.size() == 1) return eval::UnaryKernel<T>(in.opcode(), static_cast<const T*>(arg(0)), reinterpret_cast<T*>(dst), len);
+    return eval::BinaryKernel<T>(in.opcode(), static_cast<const T*>(arg(0)), static_cast<const T*>(arg(1)),
+                                 reinterpret_cast<T*>(dst), len);
+  });
+  if (!ok) st = Unimplemented("%s is not defined for %s", hlo::OpcodeName(in.opcode()), hlo::PrimitiveTypeName(t0));
+  return dst;
+}
+
+}  // namespace
+
+absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io) {
+  auto p = std::make_shared<Program>();
+  const hlo::Instruction* root = spec.members.back();
+  p->out_dims = root->shape().dims;
+  p->count = root->shape().ElementCount();
+  absl::flat_hash_map<const hlo::Instruction*, int> index;
+  for (size_t k = 0; k < spec.inputs.size(); ++k) {
+    const hlo::Instruction* in = spec.inputs[k];
+    Node n;
+    n.input = k;
+    n.instr = in;
+    n.type = in->shape().element_type;
+    if (in->opcode() == Opcode::kBroadcast && in->operand(0)->shape().ElementCount() == 1) {
+      n.kind = Node::kInputScalar;
+    } else if (in->opcode() == Opcode::kBroadcast) {
+      // The input buffer is the broadcast's operand; read it through strides.
+      n.kind = Node::kInputBroadcast;
+      n.src_strides.assign(p->out_dims.size(), 0);
+      std::vector<int64_t> st = in->operand(0)->shape().Strides();
+      for (size_t i = 0; i < in->dimensions.size(); ++i) n.src_strides[in->dimensions[i]] = st[i];
+    } else if (in->shape().ElementCount() == 1 && p->count != 1) {
+      n.kind = Node::kInputScalar;
+    } else {
+      n.kind = Node::kInputFull;
+    }
+    index[in] = p->nodes.size();
+    p->nodes.push_back(std::move(n));
+  }
+  for (const hlo::Instruction* m : spec.members) {
+    Node n;
+    n.kind = Node::kOp;
+    n.instr = m;
+    n.type = m->shape().element_type;
+    for (const hlo::Instruction* op : m->operands()) {
+      auto it = index.find(op);
+      if (it == index.end()) return Internal("fusion operand %s of %s is neither member nor input", op->name(), m->name());
+      n.operands.push_back(it->second);
+    }
+    index[m] = p->nodes.size();
+    p->nodes.push_back(std::move(n));
+  }
+  std::vector<BufferRef> ins = io.inputs;
+  BufferRef out = io.outputs.at(0);
+  Thunk t;
+  t.name = root->name();
+  t.run = [p, ins, out](Frame& f) -> absl::Status {
+    std::vector<void*> in_ptrs;
+    for (const BufferRef& r : ins) in_ptrs.push_back(f.Ptr(r));
+    void* final_out = f.Ptr(out);
+    int64_t blocks = (p->count + kBlock - 1) / kBlock;
+    absl::Status status;
+#pragma omp parallel if (blocks > 4)
+    {
+      std::vector<uint8_t> scratch(p->nodes.size() * kBlock * 8);
+      std::vector<const void*> vals(p->nodes.size());
+      absl::Status local;
+#pragma omp for schedule(static)
+      for (int64_t bi = 0; bi < blocks; ++bi) {
+        int64_t start = bi * kBlock;
+        int64_t len = std::min(kBlock, p->count - start);
+        for (size_t n = 0; n < p->nodes.size(); ++n)
+          vals[n] = Eval(*p, n, start, len, vals, scratch.data(), in_ptrs, final_out, local);
+      }
+      if (!local.ok()) {
+#pragma omp critical
+        status = local;
+      }
+    }
+    return status;
+  };
+  return t;
+}
+
+}  // namespace xonnx::cpu

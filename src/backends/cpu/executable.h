@@ -1,0 +1,97 @@
+// The CPU backend: compiles an optimized hlo::Module into a flat list of
+// thunks over one arena, then runs it with no further decisions (XLA's CPU
+// thunk runtime is the model). Kept behind this narrow interface so the PjRT
+// plugin can wrap it.
+#ifndef XONNX_BACKENDS_CPU_EXECUTABLE_H_
+#define XONNX_BACKENDS_CPU_EXECUTABLE_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "hlo/ir.h"
+
+namespace xonnx::cpu {
+
+struct CompileOptions {
+  // Use oneDNN for f32 convolutions and matrix products.
+  bool use_dnnl = true;
+  // Group elementwise chains into single loops.
+  bool fuse_elementwise = true;
+};
+
+// Where a buffer lives while the program runs.
+struct BufferRef {
+  enum Kind { kArena, kParameter, kConstant } kind = kArena;
+  int64_t index = 0;  // arena offset, parameter number or constant index
+};
+
+class Frame;
+
+// One step of the program.
+struct Thunk {
+  std::string name;  // the instruction it came from, for errors and profiles
+  std::function<absl::Status(Frame&)> run;
+};
+
+class Executable {
+ public:
+  // Compiles `module` (already optimized by the standard pipeline).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Executable>> Compile(std::unique_ptr<hlo::Module> module,
+                                                                          const CompileOptions& options = {});
+  ~Executable();
+
+  // Runs the program. `args` holds one row-major buffer per entry parameter;
+  // `outputs` one per leaf of the result (tuple elements, or the single
+  // array). Safe to call from several threads at once.
+  [[nodiscard]] absl::Status Execute(absl::Span<const void* const> args, absl::Span<void* const> outputs) const;
+
+  const std::vector<hlo::Shape>& parameter_shapes() const { return parameter_shapes_; }
+  const std::vector<hlo::Shape>& output_shapes() const { return output_shapes_; }
+  const hlo::Module& module() const { return *module_; }
+  int64_t arena_bytes() const { return arena_bytes_; }
+  // Counts of thunk kinds, e.g. {"dnnl-conv": 20, "fusion": 31, "kernel": 12}.
+  std::vector<std::pair<std::string, int64_t>> ThunkSummary() const;
+
+ private:
+  friend class Compiler;
+  Executable() = default;
+
+  std::unique_ptr<hlo::Module> module_;
+  std::vector<hlo::Shape> parameter_shapes_, output_shapes_;
+  std::vector<BufferRef> output_refs_;
+  std::vector<const void*> constants_;
+  std::vector<Thunk> thunks_;
+  std::vector<std::string> thunk_kinds_;
+  int64_t arena_bytes_ = 0;
+  // State owned by thunks (oneDNN primitives, reordered weights).
+  std::vector<std::shared_ptr<void>> keep_alive_;
+};
+
+// The run-time state of one Execute call.
+class Frame {
+ public:
+  Frame(absl::Span<const void* const> args, uint8_t* arena,
+        const std::vector<const void*>* constants)
+      : args_(args), arena_(arena), constants_(constants) {}
+  void* Ptr(const BufferRef& r) const {
+    switch (r.kind) {
+      case BufferRef::kArena: return arena_ + r.index;
+      case BufferRef::kParameter: return const_cast<void*>(args_[r.index]);
+      case BufferRef::kConstant: return const_cast<void*>((*constants_)[r.index]);
+    }
+    return nullptr;
+  }
+
+ private:
+  absl::Span<const void* const> args_;
+  uint8_t* arena_;
+  const std::vector<const void*>* constants_;
+};
+
+}  // namespace xonnx::cpu
+
+#endif  // XONNX_BACKENDS_CPU_EXECUTABLE_H_

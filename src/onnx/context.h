@@ -1,0 +1,89 @@
+// What a converter sees of the graph: its node's inputs as HLO instructions,
+// its attributes, and the builder to emit HLO with. Plus the small helpers
+// every converter family shares (numpy broadcasting, axes, splats).
+#ifndef XONNX_ONNX_CONTEXT_H_
+#define XONNX_ONNX_CONTEXT_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hlo/builder.h"
+#include "onnx/onnx_pb.h"
+
+namespace xonnx::onnx_import {
+
+// Values of one graph being converted (name -> instruction).
+struct GraphValues {
+  std::map<std::string, hlo::Instruction*> values;
+};
+
+class NodeContext {
+ public:
+  NodeContext(hlo::Builder& b, GraphValues& values, const onnx::NodeProto& node, int64_t opset)
+      : b_(b), values_(values), node_(node), opset_(opset) {}
+
+  hlo::Builder& b() { return b_; }
+  const onnx::NodeProto& node() const { return node_; }
+  // Opset of the node's domain in the model.
+  int64_t opset() const { return opset_; }
+
+  int input_count() const { return node_.input_size(); }
+  // True when input i is given (present and not the empty name).
+  bool has_input(int i) const { return i < node_.input_size() && !node_.input(i).empty(); }
+  // Input i, or null when absent.
+  hlo::Instruction* input(int i);
+  // Input i, which must be known at import time (a constant after folding).
+  absl::StatusOr<hlo::Literal> ConstInput(int i);
+  absl::StatusOr<std::vector<int64_t>> ConstInts(int i);
+  const hlo::Shape& shape(int i) { return input(i)->shape(); }
+
+  int output_count() const { return node_.output_size(); }
+  bool wants_output(int i) const { return i < node_.output_size() && !node_.output(i).empty(); }
+  void set_output(int i, hlo::Instruction* v);
+
+  bool has_attr(const std::string& name) const { return Attr(name) != nullptr; }
+  int64_t attr_i(const std::string& name, int64_t def) const;
+  float attr_f(const std::string& name, float def) const;
+  std::string attr_s(const std::string& name, const std::string& def) const;
+  std::vector<int64_t> attr_ints(const std::string& name, std::vector<int64_t> def = {}) const;
+  std::vector<float> attr_floats(const std::string& name) const;
+  const onnx::TensorProto* attr_t(const std::string& name) const;
+
+  // "node 'n' (Op): msg" errors; the importer adds the file name.
+  absl::Status Error(const std::string& msg) const;
+  absl::Status Unsupported(const std::string& msg) const;
+
+ private:
+  const onnx::AttributeProto* Attr(const std::string& name) const;
+
+  hlo::Builder& b_;
+  GraphValues& values_;
+  const onnx::NodeProto& node_;
+  int64_t opset_;
+};
+
+// Numpy-style broadcast of two dimension lists.
+absl::StatusOr<std::vector<int64_t>> BroadcastDims(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+// Broadcasts x (numpy rules, right-aligned) to `dims`.
+hlo::Instruction* BroadcastTo(hlo::Builder& b, hlo::Instruction* x, const std::vector<int64_t>& dims);
+// Broadcasts every operand to their common shape (error on mismatch).
+absl::StatusOr<std::vector<hlo::Instruction*>> BroadcastAll(NodeContext& ctx, std::vector<hlo::Instruction*> xs);
+// A constant of `type` filled with `value`, shaped `dims`.
+hlo::Instruction* Splat(hlo::Builder& b, hlo::PrimitiveType type, double value, const std::vector<int64_t>& dims);
+// Same-shaped constant as `like`.
+hlo::Instruction* SplatLike(hlo::Builder& b, hlo::Instruction* like, double value);
+// Normalizes a possibly negative axis; error when out of [-rank, rank).
+absl::StatusOr<int64_t> NormalizeAxis(const NodeContext& ctx, int64_t axis, int64_t rank);
+// Reduces x over `axes` with a scalar op, keeping reduced dims as 1 when asked.
+hlo::Instruction* ReduceOver(hlo::Builder& b, hlo::Instruction* x, hlo::Opcode op, double init,
+                             std::vector<int64_t> axes, bool keepdims);
+// Lowest / highest finite-or-infinite value of a type (for max/min inits and padding).
+double LowestValue(hlo::PrimitiveType t);
+double HighestValue(hlo::PrimitiveType t);
+
+}  // namespace xonnx::onnx_import
+
+#endif  // XONNX_ONNX_CONTEXT_H_

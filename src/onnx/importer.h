@@ -1,0 +1,63 @@
+// Converts a loaded ONNX model to an hlo::Module for concrete input shapes.
+#ifndef XONNX_ONNX_IMPORTER_H_
+#define XONNX_ONNX_IMPORTER_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hlo/ir.h"
+#include "onnx/model.h"
+
+namespace xonnx::onnx_import {
+
+// A model input or output as declared: dims are -1 where dynamic, with the
+// symbolic name (if any) in dim_names.
+struct TensorInfo {
+  std::string name;
+  hlo::PrimitiveType type = hlo::PRIMITIVE_TYPE_INVALID;
+  std::vector<int64_t> dims;
+  std::vector<std::string> dim_names;
+};
+
+struct ImportOptions {
+  // Concrete shapes for inputs (required for inputs with dynamic dims
+  // unless default_dynamic_dim is set).
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  // When >= 0, dynamic dims of inputs not in input_shapes take this value.
+  int64_t default_dynamic_dim = -1;
+  // On a conversion error, return the part converted so far (root = tuple of
+  // the values no converted node consumes) instead of failing.
+  bool allow_partial = false;
+  // Import-time constant folding cap (elements).
+  int64_t fold_max_elements = 1 << 22;
+};
+
+struct ImportedModule {
+  std::unique_ptr<hlo::Module> module;
+  std::vector<TensorInfo> inputs;   // concrete, in parameter order
+  std::vector<TensorInfo> outputs;  // concrete, in tuple order
+  std::string partial_error;        // set when allow_partial cut the graph short
+};
+
+// Declared graph inputs (initializers excluded) and outputs.
+absl::StatusOr<std::vector<TensorInfo>> ModelInputs(const LoadedModel& model);
+absl::StatusOr<std::vector<TensorInfo>> ModelOutputs(const LoadedModel& model);
+
+// One unsupported op of a model, with the names of the nodes that use it.
+struct UnsupportedOp {
+  std::string domain, op_type;
+  int64_t opset;
+  std::vector<std::string> nodes;
+};
+std::vector<UnsupportedOp> FindUnsupportedOps(const LoadedModel& model);
+// "Foo (nodes 'a', 'b'); Bar (node 'c')" for an error message.
+std::string DescribeUnsupported(const std::vector<UnsupportedOp>& ops);
+
+[[nodiscard]] absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOptions& options);
+
+}  // namespace xonnx::onnx_import
+
+#endif  // XONNX_ONNX_IMPORTER_H_

@@ -1,0 +1,36 @@
+// Loading ONNX models with libonnx: parse, resolve external data (only inside
+// the model's folder), check.
+#ifndef XONNX_ONNX_MODEL_H_
+#define XONNX_ONNX_MODEL_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "onnx/onnx_pb.h"
+
+namespace xonnx::onnx_import {
+
+struct LoadedModel {
+  std::string path;  // as given; used to prefix every message
+  onnx::ModelProto proto;
+  // Opset version per domain ("" is the default ONNX domain).
+  std::map<std::string, int64_t> opsets;
+  int64_t default_opset() const {
+    auto it = opsets.find("");
+    return it == opsets.end() ? 0 : it->second;
+  }
+};
+
+// Reads and checks `path`. Errors name the file and say what is wrong.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path);
+// The same for a model already in memory (`name` is used in messages;
+// external data is resolved relative to `base_dir`).
+[[nodiscard]] absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModelFromBytes(const std::string& bytes,
+                                                                              const std::string& name,
+                                                                              const std::string& base_dir);
+
+}  // namespace xonnx::onnx_import
+
+#endif  // XONNX_ONNX_MODEL_H_

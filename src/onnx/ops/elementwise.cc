@@ -1,0 +1,424 @@
+// Elementwise ONNX ops: arithmetic, math functions, activations, logic,
+// comparisons, Cast, Clip, Where.
+#include <cmath>
+#include <limits>
+
+#include "base/status.h"
+#include "onnx/registry.h"
+#include "onnx/tensor_proto.h"
+
+namespace xonnx::onnx_import {
+namespace {
+
+using hlo::Instruction;
+using hlo::Opcode;
+
+constexpr int64_t kMaxOpset = 18;
+
+// Inputs 0..n-1 broadcast to a common shape.
+absl::StatusOr<std::vector<Instruction*>> Inputs(NodeContext& ctx) {
+  std::vector<Instruction*> xs;
+  for (int i = 0; i < ctx.input_count(); ++i) xs.push_back(ctx.input(i));
+  return BroadcastAll(ctx, xs);
+}
+
+template <Opcode op>
+absl::Status Binary(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(auto xs, Inputs(ctx));
+  if (xs.size() != 2) return ctx.Error("expects 2 inputs");
+  ctx.set_output(0, ctx.b().Binary(op, xs[0], xs[1]));
+  return absl::OkStatus();
+}
+
+template <Opcode op>
+absl::Status Unary(NodeContext& ctx) {
+  ctx.set_output(0, ctx.b().Unary(op, ctx.input(0)));
+  return absl::OkStatus();
+}
+
+absl::Status RequireFloat(NodeContext& ctx, Instruction* x) {
+  if (x && !hlo::IsFloatingPoint(x->shape().element_type))
+    return ctx.Unsupported(absl::StrCat("input type ", hlo::PrimitiveTypeName(x->shape().element_type),
+                                        " (floating-point types only)"));
+  return absl::OkStatus();
+}
+
+// Variadic Max/Min/Sum/Mean with broadcasting.
+template <Opcode op, bool kMean = false>
+absl::Status Variadic(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(auto xs, Inputs(ctx));
+  if (xs.empty()) return ctx.Error("needs at least one input");
+  Instruction* acc = xs[0];
+  for (size_t i = 1; i < xs.size(); ++i) acc = ctx.b().Binary(op, acc, xs[i]);
+  if (kMean) acc = ctx.b().Binary(Opcode::kDivide, acc, SplatLike(ctx.b(), acc, xs.size()));
+  ctx.set_output(0, acc);
+  return absl::OkStatus();
+}
+
+absl::Status Div(NodeContext& ctx) { return Binary<Opcode::kDivide>(ctx); }
+
+absl::Status Pow(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  Instruction* y = ctx.input(1);
+  if (!x || !y) return ctx.Error("expects 2 inputs");
+  // ONNX allows a different exponent type; compute in the base's type.
+  y = ctx.b().Convert(y, x->shape().element_type);
+  ASSIGN_OR_RETURN(auto xs, BroadcastAll(ctx, {x, y}));
+  ctx.set_output(0, ctx.b().Binary(Opcode::kPower, xs[0], xs[1]));
+  return absl::OkStatus();
+}
+
+absl::Status Mod(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(auto xs, Inputs(ctx));
+  hlo::Builder& b = ctx.b();
+  bool fmod = ctx.attr_i("fmod", 0) != 0;
+  Instruction* r = b.Binary(Opcode::kRemainder, xs[0], xs[1]);
+  hlo::PrimitiveType t = xs[0]->shape().element_type;
+  if (fmod || hlo::IsUnsignedInteger(t)) {
+    if (!fmod && hlo::IsFloatingPoint(t)) return ctx.Error("fmod must be 1 for floating-point inputs");
+    ctx.set_output(0, r);
+    return absl::OkStatus();
+  }
+  if (hlo::IsFloatingPoint(t)) return ctx.Error("fmod must be 1 for floating-point inputs");
+  // Python-style modulo: the result takes the divisor's sign.
+  Instruction* zero = SplatLike(b, r, 0);
+  Instruction* r_neg = b.Compare(r, zero, hlo::ComparisonDirection::kLt);
+  Instruction* y_neg = b.Compare(xs[1], zero, hlo::ComparisonDirection::kLt);
+  Instruction* nonzero = b.Compare(r, zero, hlo::ComparisonDirection::kNe);
+  Instruction* differ = b.Binary(Opcode::kAnd, nonzero, b.Compare(r_neg, y_neg, hlo::ComparisonDirection::kNe));
+  ctx.set_output(0, b.Select(differ, b.Binary(Opcode::kAdd, r, xs[1]), r));
+  return absl::OkStatus();
+}
+
+absl::Status Reciprocal(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  ctx.set_output(0, ctx.b().Binary(Opcode::kDivide, SplatLike(ctx.b(), x, 1), x));
+  return absl::OkStatus();
+}
+
+// f(x) built from HLO primitives for the inverse/hyperbolic functions XLA
+// has no opcode for.
+template <typename F>
+absl::Status FloatFn(NodeContext& ctx, F f) {
+  Instruction* x = ctx.input(0);
+  RETURN_IF_ERROR(RequireFloat(ctx, x));
+  ctx.set_output(0, f(ctx.b(), x));
+  return absl::OkStatus();
+}
+
+Instruction* Sqrt1MinusSq(hlo::Builder& b, Instruction* x) {
+  return b.Unary(Opcode::kSqrt, b.Binary(Opcode::kSubtract, SplatLike(b, x, 1), b.Binary(Opcode::kMultiply, x, x)));
+}
+
+absl::Status Asin(NodeContext& ctx) {
+  return FloatFn(ctx, [](hlo::Builder& b, Instruction* x) { return b.Binary(Opcode::kAtan2, x, Sqrt1MinusSq(b, x)); });
+}
+absl::Status Acos(NodeContext& ctx) {
+  return FloatFn(ctx, [](hlo::Builder& b, Instruction* x) { return b.Binary(Opcode::kAtan2, Sqrt1MinusSq(b, x), x); });
+}
+absl::Status Atan(NodeContext& ctx) {
+  return FloatFn(ctx, [](hlo::Builder& b, Instruction* x) { return b.Binary(Opcode::kAtan2, x, SplatLike(b, x, 1)); });
+}
+absl::Status Sinh(NodeContext& ctx) {
+  return FloatFn(ctx, [](hlo::Builder& b, Instruction* x) {
+    Instruction* e = b.Unary(Opcode::kExp, x);
+    Instruction* en = b.Unary(Opcode::kExp, b.Unary(Opcode::kNegate, x));
+    return b.Binary(Opcode::kMultiply, b.Binary(Opcode::kSubtract, e, en), SplatLike(b, x, 0.5));
+  });
+}
+absl::Status Cosh(NodeContext& ctx) {
+  return FloatFn(ctx, [](hlo::Builder& b, Instruction* x) {
+    Instruction* e = b.Unary(Opcode::kExp, x);
+    Instruction* en = b.Unary(Opcode::kExp, b.Unary(Opcode::kNegate, x));
+    return b.Binary(Opcode::kMultiply, b.Binary(Opcode::kAdd, e, en), SplatLike(b, x, 0.5));
+  });
+}
+absl::Status Asinh(NodeContext& ctx) {  // log(x + sqrt(x^2 + 1))
+  return FloatFn(ctx, [](hlo::Builder& b, Instruction* x) {
+    Instruction* s = b.Unary(Opcode::kSqrt, b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, x), SplatLike(b, x, 1)));
+    return b.Unary(Opcode::kLog, b.Binary(Opcode::kAdd, x, s));
+  });
+}
+absl::Status Acosh(NodeContext& ctx) {  // log(x + sqrt(x^2 - 1))
+  return FloatFn(ctx, [](hlo::Builder& b, Instruction* x) {
+    Instruction* s = b.Unary(Opcode::kSqrt, b.Binary(Opcode::kSubtract, b.Binary(Opcode::kMultiply, x, x), SplatLike(b, x, 1)));
+    return b.Unary(Opcode::kLog, b.Binary(Opcode::kAdd, x, s));
+  });
+}
+absl::Status Atanh(NodeContext& ctx) {  // 0.5 * log((1 + x) / (1 - x))
+  return FloatFn(ctx, [](hlo::Builder& b, Instruction* x) {
+    Instruction* one = SplatLike(b, x, 1);
+    Instruction* q = b.Binary(Opcode::kDivide, b.Binary(Opcode::kAdd, one, x), b.Binary(Opcode::kSubtract, one, x));
+    return b.Binary(Opcode::kMultiply, b.Unary(Opcode::kLog, q), SplatLike(b, x, 0.5));
+  });
+}
+
+absl::Status Relu(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  ctx.set_output(0, ctx.b().Binary(Opcode::kMaximum, x, SplatLike(ctx.b(), x, 0)));
+  return absl::OkStatus();
+}
+
+absl::Status LeakyRelu(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  Instruction* neg = b.Binary(Opcode::kMultiply, x, SplatLike(b, x, ctx.attr_f("alpha", 0.01f)));
+  ctx.set_output(0, b.Select(b.Compare(x, SplatLike(b, x, 0), hlo::ComparisonDirection::kGe), x, neg));
+  return absl::OkStatus();
+}
+
+absl::Status PRelu(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(auto xs, Inputs(ctx));
+  hlo::Builder& b = ctx.b();
+  Instruction* neg = b.Binary(Opcode::kMultiply, xs[0], xs[1]);
+  ctx.set_output(0, b.Select(b.Compare(xs[0], SplatLike(b, xs[0], 0), hlo::ComparisonDirection::kGe), xs[0], neg));
+  return absl::OkStatus();
+}
+
+// alpha * (exp(x) - 1) for x < 0, else x; scaled for Selu.
+absl::Status EluLike(NodeContext& ctx, double alpha, double gamma) {
+  Instruction* x = ctx.input(0);
+  RETURN_IF_ERROR(RequireFloat(ctx, x));
+  hlo::Builder& b = ctx.b();
+  Instruction* neg = b.Binary(Opcode::kMultiply, b.Unary(Opcode::kExpm1, x), SplatLike(b, x, alpha));
+  Instruction* r = b.Select(b.Compare(x, SplatLike(b, x, 0), hlo::ComparisonDirection::kGt), x, neg);
+  if (gamma != 1.0) r = b.Binary(Opcode::kMultiply, r, SplatLike(b, x, gamma));
+  ctx.set_output(0, r);
+  return absl::OkStatus();
+}
+absl::Status Elu(NodeContext& ctx) { return EluLike(ctx, ctx.attr_f("alpha", 1.0f), 1.0); }
+absl::Status Selu(NodeContext& ctx) {
+  return EluLike(ctx, ctx.attr_f("alpha", 1.67326319217681884765625f), ctx.attr_f("gamma", 1.05070102214813232421875f));
+}
+
+absl::Status Celu(NodeContext& ctx) {  // max(0,x) + min(0, alpha*(exp(x/alpha)-1))
+  Instruction* x = ctx.input(0);
+  RETURN_IF_ERROR(RequireFloat(ctx, x));
+  hlo::Builder& b = ctx.b();
+  double alpha = ctx.attr_f("alpha", 1.0f);
+  Instruction* e = b.Binary(Opcode::kMultiply,
+                            b.Unary(Opcode::kExpm1, b.Binary(Opcode::kDivide, x, SplatLike(b, x, alpha))),
+                            SplatLike(b, x, alpha));
+  ctx.set_output(0, b.Binary(Opcode::kAdd, b.Binary(Opcode::kMaximum, x, SplatLike(b, x, 0)),
+                             b.Binary(Opcode::kMinimum, e, SplatLike(b, x, 0))));
+  return absl::OkStatus();
+}
+
+absl::Status ThresholdedRelu(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  Instruction* gt = b.Compare(x, SplatLike(b, x, ctx.attr_f("alpha", 1.0f)), hlo::ComparisonDirection::kGt);
+  ctx.set_output(0, b.Select(gt, x, SplatLike(b, x, 0)));
+  return absl::OkStatus();
+}
+
+absl::Status Sigmoid(NodeContext& ctx) { return Unary<Opcode::kLogistic>(ctx); }
+
+absl::Status HardSigmoid(NodeContext& ctx) {  // clamp(alpha*x + beta, 0, 1)
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  Instruction* y = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, ctx.attr_f("alpha", 0.2f))),
+                            SplatLike(b, x, ctx.attr_f("beta", 0.5f)));
+  ctx.set_output(0, b.Clamp(b.ScalarConstant(x->shape().element_type, 0), y, b.ScalarConstant(x->shape().element_type, 1)));
+  return absl::OkStatus();
+}
+
+absl::Status HardSwish(NodeContext& ctx) {  // x * clamp(x/6 + 0.5, 0, 1)
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  Instruction* y = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, 1.0 / 6)), SplatLike(b, x, 0.5));
+  Instruction* hs = b.Clamp(b.ScalarConstant(x->shape().element_type, 0), y, b.ScalarConstant(x->shape().element_type, 1));
+  ctx.set_output(0, b.Binary(Opcode::kMultiply, x, hs));
+  return absl::OkStatus();
+}
+
+Instruction* Softplus(hlo::Builder& b, Instruction* x) {
+  // log(1 + exp(x)) computed stably as max(x, 0) + log1p(exp(-|x|)).
+  Instruction* ax = b.Unary(Opcode::kAbs, x);
+  return b.Binary(Opcode::kAdd, b.Binary(Opcode::kMaximum, x, SplatLike(b, x, 0)),
+                  b.Unary(Opcode::kLog1p, b.Unary(Opcode::kExp, b.Unary(Opcode::kNegate, ax))));
+}
+absl::Status SoftplusOp(NodeContext& ctx) {
+  return FloatFn(ctx, [](hlo::Builder& b, Instruction* x) { return Softplus(b, x); });
+}
+absl::Status Softsign(NodeContext& ctx) {
+  return FloatFn(ctx, [](hlo::Builder& b, Instruction* x) {
+    return b.Binary(Opcode::kDivide, x, b.Binary(Opcode::kAdd, SplatLike(b, x, 1), b.Unary(Opcode::kAbs, x)));
+  });
+}
+absl::Status Mish(NodeContext& ctx) {
+  return FloatFn(ctx, [](hlo::Builder& b, Instruction* x) {
+    return b.Binary(Opcode::kMultiply, x, b.Unary(Opcode::kTanh, Softplus(b, x)));
+  });
+}
+
+absl::Status Round(NodeContext& ctx) { return Unary<Opcode::kRoundNearestEven>(ctx); }
+
+absl::Status IsNaN(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  ctx.set_output(0, ctx.b().Compare(x, x, hlo::ComparisonDirection::kNe));
+  return absl::OkStatus();
+}
+
+absl::Status IsInf(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  bool pos = ctx.attr_i("detect_positive", 1), neg = ctx.attr_i("detect_negative", 1);
+  Instruction* r = Splat(b, hlo::PRED, 0, x->shape().dims);
+  if (pos) r = b.Binary(Opcode::kOr, r, b.Compare(x, SplatLike(b, x, INFINITY), hlo::ComparisonDirection::kEq));
+  if (neg) r = b.Binary(Opcode::kOr, r, b.Compare(x, SplatLike(b, x, -INFINITY), hlo::ComparisonDirection::kEq));
+  ctx.set_output(0, r);
+  return absl::OkStatus();
+}
+
+template <hlo::ComparisonDirection dir>
+absl::Status Compare(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(auto xs, Inputs(ctx));
+  ctx.set_output(0, ctx.b().Compare(xs[0], xs[1], dir));
+  return absl::OkStatus();
+}
+
+template <Opcode op>
+absl::Status Logical(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(auto xs, Inputs(ctx));
+  ctx.set_output(0, ctx.b().Binary(op, xs[0], xs[1]));
+  return absl::OkStatus();
+}
+
+absl::Status BitShift(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(auto xs, Inputs(ctx));
+  std::string dir = ctx.attr_s("direction", "");
+  if (dir == "LEFT") ctx.set_output(0, ctx.b().Binary(Opcode::kShiftLeft, xs[0], xs[1]));
+  else if (dir == "RIGHT") ctx.set_output(0, ctx.b().Binary(Opcode::kShiftRightLogical, xs[0], xs[1]));
+  else return ctx.Error("direction must be LEFT or RIGHT");
+  return absl::OkStatus();
+}
+
+absl::Status Where(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(auto xs, Inputs(ctx));
+  ctx.set_output(0, ctx.b().Select(xs[0], xs[1], xs[2]));
+  return absl::OkStatus();
+}
+
+absl::Status Cast(NodeContext& ctx) {
+  int64_t to = ctx.attr_i("to", 0);
+  auto t = HloType(static_cast<int32_t>(to));
+  if (!t.ok()) return ctx.Unsupported(std::string(t.status().message()));
+  ctx.set_output(0, ctx.b().Convert(ctx.input(0), *t));
+  return absl::OkStatus();
+}
+
+absl::Status CastLike(NodeContext& ctx) {
+  Instruction* like = ctx.input(1);
+  if (!like) return ctx.Error("needs a target_type input");
+  ctx.set_output(0, ctx.b().Convert(ctx.input(0), like->shape().element_type));
+  return absl::OkStatus();
+}
+
+absl::Status Clip(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  if (!x) return ctx.Error("needs an input");
+  hlo::Builder& b = ctx.b();
+  hlo::PrimitiveType t = x->shape().element_type;
+  Instruction* lo;
+  Instruction* hi;
+  if (ctx.opset() < 11) {
+    lo = b.ScalarConstant(t, ctx.attr_f("min", -std::numeric_limits<float>::infinity()));
+    hi = b.ScalarConstant(t, ctx.attr_f("max", std::numeric_limits<float>::infinity()));
+    if (hlo::IsInteger(t)) return ctx.Unsupported("integer Clip before opset 11");
+  } else {
+    lo = ctx.has_input(1) ? b.Reshape(ctx.input(1), {}) : b.ScalarConstant(t, LowestValue(t));
+    hi = ctx.has_input(2) ? b.Reshape(ctx.input(2), {}) : b.ScalarConstant(t, HighestValue(t));
+  }
+  // ONNX: min(max(x, lo), hi), which is what clamp computes.
+  ctx.set_output(0, b.Clamp(lo, x, hi));
+  return absl::OkStatus();
+}
+
+absl::Status Identity(NodeContext& ctx) {
+  ctx.set_output(0, ctx.input(0));
+  return absl::OkStatus();
+}
+
+absl::Status Not(NodeContext& ctx) { return Unary<Opcode::kNot>(ctx); }
+
+absl::Status Sign(NodeContext& ctx) { return Unary<Opcode::kSign>(ctx); }
+
+absl::Status Abs(NodeContext& ctx) { return Unary<Opcode::kAbs>(ctx); }
+
+absl::Status Neg(NodeContext& ctx) { return Unary<Opcode::kNegate>(ctx); }
+
+}  // namespace
+
+void RegisterElementwiseOps(Registry& r) {
+  auto add = [&](const char* op, Converter fn, int64_t from = 1, int64_t to = kMaxOpset) { r.Add({"", op, from, to, fn}); };
+  add("Add", Binary<Opcode::kAdd>);
+  add("Sub", Binary<Opcode::kSubtract>);
+  add("Mul", Binary<Opcode::kMultiply>);
+  add("Div", Div);
+  add("Pow", Pow);
+  add("Mod", Mod, 10);
+  add("Max", Variadic<Opcode::kMaximum>);
+  add("Min", Variadic<Opcode::kMinimum>);
+  add("Sum", Variadic<Opcode::kAdd>);
+  add("Mean", Variadic<Opcode::kAdd, true>);
+  add("Abs", Abs);
+  add("Neg", Neg);
+  add("Sign", Sign, 9);
+  add("Exp", Unary<Opcode::kExp>);
+  add("Log", Unary<Opcode::kLog>);
+  add("Sqrt", Unary<Opcode::kSqrt>);
+  add("Reciprocal", Reciprocal);
+  add("Floor", Unary<Opcode::kFloor>);
+  add("Ceil", Unary<Opcode::kCeil>);
+  add("Round", Round, 11);
+  add("Sin", Unary<Opcode::kSin>, 7);
+  add("Cos", Unary<Opcode::kCos>, 7);
+  add("Tan", Unary<Opcode::kTan>, 7);
+  add("Asin", Asin, 7);
+  add("Acos", Acos, 7);
+  add("Atan", Atan, 7);
+  add("Sinh", Sinh, 9);
+  add("Cosh", Cosh, 9);
+  add("Asinh", Asinh, 9);
+  add("Acosh", Acosh, 9);
+  add("Atanh", Atanh, 9);
+  add("Erf", Unary<Opcode::kErf>, 9);
+  add("Tanh", Unary<Opcode::kTanh>);
+  add("Sigmoid", Sigmoid);
+  add("HardSigmoid", HardSigmoid);
+  add("HardSwish", HardSwish, 14);
+  add("Relu", Relu);
+  add("LeakyRelu", LeakyRelu);
+  add("PRelu", PRelu);
+  add("Elu", Elu);
+  add("Selu", Selu);
+  add("Celu", Celu, 12);
+  add("ThresholdedRelu", ThresholdedRelu, 10);
+  add("Softplus", SoftplusOp);
+  add("Softsign", Softsign);
+  add("Mish", Mish, 18);
+  add("IsNaN", IsNaN, 9);
+  add("IsInf", IsInf, 10);
+  add("Not", Not);
+  add("And", Logical<Opcode::kAnd>);
+  add("Or", Logical<Opcode::kOr>);
+  add("Xor", Logical<Opcode::kXor>);
+  add("BitwiseAnd", Logical<Opcode::kAnd>, 18);
+  add("BitwiseOr", Logical<Opcode::kOr>, 18);
+  add("BitwiseXor", Logical<Opcode::kXor>, 18);
+  add("BitwiseNot", Not, 18);
+  add("BitShift", BitShift, 11);
+  add("Equal", Compare<hlo::ComparisonDirection::kEq>);
+  add("Less", Compare<hlo::ComparisonDirection::kLt>);
+  add("Greater", Compare<hlo::ComparisonDirection::kGt>);
+  add("LessOrEqual", Compare<hlo::ComparisonDirection::kLe>, 12);
+  add("GreaterOrEqual", Compare<hlo::ComparisonDirection::kGe>, 12);
+  add("Where", Where, 9);
+  add("Cast", Cast);
+  add("CastLike", CastLike, 15);
+  add("Clip", Clip);
+  add("Identity", Identity);
+}
+
+}  // namespace xonnx::onnx_import

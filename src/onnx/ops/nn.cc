@@ -1,0 +1,453 @@
+// Neural-network ONNX ops: MatMul, Gemm, Conv, ConvTranspose, pooling and
+// normalizations.
+#include <algorithm>
+#include <cmath>
+
+#include "base/status.h"
+#include "onnx/registry.h"
+
+namespace xonnx::onnx_import {
+namespace {
+
+using hlo::Instruction;
+using hlo::Opcode;
+
+constexpr int64_t kMaxOpset = 18;
+
+absl::Status MatMul(NodeContext& ctx) {
+  Instruction* a = ctx.input(0);
+  Instruction* b = ctx.input(1);
+  if (!a || !b) return ctx.Error("needs two inputs");
+  hlo::Builder& bb = ctx.b();
+  std::vector<int64_t> ad = a->shape().dims, bd = b->shape().dims;
+  if (ad.empty() || bd.empty()) return ctx.Error("inputs must not be scalars");
+  bool a_vec = ad.size() == 1, b_vec = bd.size() == 1;
+  if (a_vec) { ad.insert(ad.begin(), 1); a = bb.Reshape(a, ad); }
+  if (b_vec) { bd.push_back(1); b = bb.Reshape(b, bd); }
+  int64_t m = ad[ad.size() - 2], k = ad.back(), n = bd.back();
+  if (bd[bd.size() - 2] != k)
+    return ctx.Error(absl::StrCat("inner dimensions differ: ", a->shape().ToString(false), " x ", b->shape().ToString(false)));
+  hlo::DotDimensionNumbers d;
+  Instruction* r;
+  std::vector<int64_t> out_dims;
+  if (bd.size() == 2) {
+    // [..., M, K] x [K, N]: fold the batch into M, one plain matrix product.
+    std::vector<int64_t> batch(ad.begin(), ad.end() - 2);
+    int64_t rows = m;
+    for (int64_t x : batch) rows *= x;
+    d.lhs_contracting_dimensions = {1};
+    d.rhs_contracting_dimensions = {0};
+    r = bb.Dot(bb.Reshape(a, {rows, k}), b, d);
+    out_dims = batch;
+    out_dims.push_back(m);
+    out_dims.push_back(n);
+  } else {
+    std::vector<int64_t> abatch(ad.begin(), ad.end() - 2), bbatch(bd.begin(), bd.end() - 2);
+    auto batch = BroadcastDims(abatch, bbatch);
+    if (!batch.ok()) return ctx.Error(std::string(batch.status().message()));
+    std::vector<int64_t> at = *batch, bt = *batch;
+    at.insert(at.end(), {m, k});
+    bt.insert(bt.end(), {k, n});
+    a = BroadcastTo(bb, a, at);
+    b = BroadcastTo(bb, b, bt);
+    int64_t nb = batch->size();
+    for (int64_t i = 0; i < nb; ++i) {
+      d.lhs_batch_dimensions.push_back(i);
+      d.rhs_batch_dimensions.push_back(i);
+    }
+    d.lhs_contracting_dimensions = {nb + 1};
+    d.rhs_contracting_dimensions = {nb};
+    r = bb.Dot(a, b, d);
+    out_dims = *batch;
+    out_dims.push_back(m);
+    out_dims.push_back(n);
+  }
+  if (b_vec) out_dims.pop_back();
+  if (a_vec) out_dims.erase(out_dims.end() - (b_vec ? 1 : 2));
+  ctx.set_output(0, bb.Reshape(r, out_dims));
+  return absl::OkStatus();
+}
+
+absl::Status Gemm(NodeContext& ctx) {
+  Instruction* a = ctx.input(0);
+  Instruction* b = ctx.input(1);
+  hlo::Builder& bb = ctx.b();
+  if (!a || !b || a->shape().rank() != 2 || b->shape().rank() != 2) return ctx.Error("A and B must be 2-D");
+  bool ta = ctx.attr_i("transA", 0), tb = ctx.attr_i("transB", 0);
+  hlo::DotDimensionNumbers d;
+  d.lhs_contracting_dimensions = {ta ? 0 : 1};
+  d.rhs_contracting_dimensions = {tb ? 1 : 0};
+  Instruction* y = bb.Dot(a, b, d);
+  if (!y) return absl::OkStatus();
+  float alpha = ctx.attr_f("alpha", 1.0f), beta = ctx.attr_f("beta", 1.0f);
+  if (alpha != 1.0f) y = bb.Binary(Opcode::kMultiply, y, SplatLike(bb, y, alpha));
+  if (ctx.has_input(2) && beta != 0.0f) {
+    Instruction* c = BroadcastTo(bb, ctx.input(2), y->shape().dims);
+    if (beta != 1.0f) c = bb.Binary(Opcode::kMultiply, c, SplatLike(bb, c, beta));
+    y = bb.Binary(Opcode::kAdd, y, c);
+  }
+  ctx.set_output(0, y);
+  return absl::OkStatus();
+}
+
+// Per-spatial-dim padding from pads/auto_pad (ONNX conv and pool rules).
+struct SpatialPads {
+  std::vector<int64_t> lo, hi;
+};
+
+absl::StatusOr<SpatialPads> ComputePads(NodeContext& ctx, const std::vector<int64_t>& in, const std::vector<int64_t>& k,
+                                        const std::vector<int64_t>& strides, const std::vector<int64_t>& dil) {
+  size_t n = in.size();
+  SpatialPads p{std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0)};
+  std::string auto_pad = ctx.attr_s("auto_pad", "NOTSET");
+  if (auto_pad == "NOTSET") {
+    std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+    if (pads.size() != 2 * n) return ctx.Error(absl::StrCat("pads has ", pads.size(), " entries, expected ", 2 * n));
+    for (size_t i = 0; i < n; ++i) {
+      p.lo[i] = pads[i];
+      p.hi[i] = pads[i + n];
+    }
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t i = 0; i < n; ++i) {
+      int64_t out = (in[i] + strides[i] - 1) / strides[i];
+      int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + (k[i] - 1) * dil[i] + 1 - in[i]);
+      int64_t small = total / 2;
+      p.lo[i] = auto_pad == "SAME_UPPER" ? small : total - small;
+      p.hi[i] = total - p.lo[i];
+    }
+  } else if (auto_pad != "VALID") {
+    return ctx.Error(absl::StrCat("unknown auto_pad '", auto_pad, "'"));
+  }
+  return p;
+}
+
+hlo::ConvolutionDimensionNumbers NchwDnums(int64_t ns) {
+  hlo::ConvolutionDimensionNumbers d;
+  d.input_batch_dimension = 0;
+  d.input_feature_dimension = 1;
+  d.kernel_output_feature_dimension = 0;
+  d.kernel_input_feature_dimension = 1;
+  d.output_batch_dimension = 0;
+  d.output_feature_dimension = 1;
+  for (int64_t i = 0; i < ns; ++i) {
+    d.input_spatial_dimensions.push_back(i + 2);
+    d.kernel_spatial_dimensions.push_back(i + 2);
+    d.output_spatial_dimensions.push_back(i + 2);
+  }
+  return d;
+}
+
+Instruction* AddChannelBias(hlo::Builder& b, Instruction* y, Instruction* bias) {
+  if (!bias || !y) return y;
+  return b.Binary(Opcode::kAdd, y, b.Broadcast(b.Reshape(bias, {y->shape().dims[1]}), y->shape().dims, {1}));
+}
+
+absl::Status Conv(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  Instruction* w = ctx.input(1);
+  if (!x || !w) return ctx.Error("needs X and W");
+  int64_t ns = x->shape().rank() - 2;
+  if (ns < 1 || w->shape().rank() != ns + 2) return ctx.Error("X and W must have the same rank >= 3");
+  std::vector<int64_t> in(x->shape().dims.begin() + 2, x->shape().dims.end());
+  std::vector<int64_t> k(w->shape().dims.begin() + 2, w->shape().dims.end());
+  std::vector<int64_t> kernel_shape = ctx.attr_ints("kernel_shape", k);
+  if (kernel_shape != k) return ctx.Error("kernel_shape differs from W's spatial dims");
+  std::vector<int64_t> strides = ctx.attr_ints("strides", std::vector<int64_t>(ns, 1));
+  std::vector<int64_t> dil = ctx.attr_ints("dilations", std::vector<int64_t>(ns, 1));
+  ASSIGN_OR_RETURN(SpatialPads p, ComputePads(ctx, in, k, strides, dil));
+  hlo::Window win;
+  for (int64_t i = 0; i < ns; ++i) win.dimensions.push_back({k[i], strides[i], p.lo[i], p.hi[i], dil[i], 1, false});
+  int64_t group = ctx.attr_i("group", 1);
+  Instruction* y = ctx.b().Convolution(x, w, win, NchwDnums(ns), group);
+  ctx.set_output(0, AddChannelBias(ctx.b(), y, ctx.input(2)));
+  return absl::OkStatus();
+}
+
+absl::Status ConvTranspose(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  Instruction* w = ctx.input(1);
+  hlo::Builder& b = ctx.b();
+  if (!x || !w) return ctx.Error("needs X and W");
+  int64_t ns = x->shape().rank() - 2;
+  int64_t group = ctx.attr_i("group", 1);
+  std::vector<int64_t> in(x->shape().dims.begin() + 2, x->shape().dims.end());
+  std::vector<int64_t> k(w->shape().dims.begin() + 2, w->shape().dims.end());
+  std::vector<int64_t> strides = ctx.attr_ints("strides", std::vector<int64_t>(ns, 1));
+  std::vector<int64_t> dil = ctx.attr_ints("dilations", std::vector<int64_t>(ns, 1));
+  std::vector<int64_t> out_pad = ctx.attr_ints("output_padding", std::vector<int64_t>(ns, 0));
+  std::vector<int64_t> out_shape = ctx.attr_ints("output_shape");
+  std::string auto_pad = ctx.attr_s("auto_pad", "NOTSET");
+  std::vector<int64_t> lo(ns, 0), hi(ns, 0);
+  if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    if (out_shape.size() == static_cast<size_t>(ns + 2)) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+    for (int64_t i = 0; i < ns; ++i) {
+      int64_t target = out_shape.empty() ? in[i] * strides[i] : out_shape[i];
+      int64_t total = strides[i] * (in[i] - 1) + out_pad[i] + (k[i] - 1) * dil[i] + 1 - target;
+      if (auto_pad == "SAME_UPPER") {
+        lo[i] = total / 2;
+        hi[i] = total - lo[i];
+      } else {
+        hi[i] = total / 2;
+        lo[i] = total - hi[i];
+      }
+    }
+  } else if (auto_pad == "NOTSET") {
+    std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * ns, 0));
+    for (int64_t i = 0; i < ns; ++i) {
+      lo[i] = pads[i];
+      hi[i] = pads[i + ns];
+    }
+  }
+  // W is [C_in, C_out/g, k...]; regroup it to [C_in/g, C_out, k...] and flip
+  // the spatial dims: a transposed conv is a conv over the dilated input.
+  std::vector<int64_t> wd = w->shape().dims;
+  int64_t cin = wd[0], cout_g = wd[1];
+  if (cin % group) return ctx.Error("input channels not divisible by group");
+  std::vector<int64_t> g5 = {group, cin / group, cout_g};
+  g5.insert(g5.end(), k.begin(), k.end());
+  std::vector<int64_t> perm = {1, 0, 2};
+  for (int64_t i = 0; i < ns; ++i) perm.push_back(3 + i);
+  std::vector<int64_t> regrouped = {cin / group, group * cout_g};
+  regrouped.insert(regrouped.end(), k.begin(), k.end());
+  Instruction* wk = b.Reshape(b.Transpose(b.Reshape(w, g5), perm), regrouped);
+  std::vector<int64_t> spatial;
+  for (int64_t i = 0; i < ns; ++i) spatial.push_back(2 + i);
+  wk = b.Reverse(wk, spatial);
+  hlo::ConvolutionDimensionNumbers d = NchwDnums(ns);
+  d.kernel_input_feature_dimension = 0;
+  d.kernel_output_feature_dimension = 1;
+  hlo::Window win;
+  for (int64_t i = 0; i < ns; ++i) {
+    int64_t ext = (k[i] - 1) * dil[i];
+    win.dimensions.push_back({k[i], 1, ext - lo[i], ext - hi[i] + out_pad[i], dil[i], strides[i], false});
+  }
+  Instruction* y = b.Convolution(x, wk, win, d, group);
+  ctx.set_output(0, AddChannelBias(b, y, ctx.input(2)));
+  return absl::OkStatus();
+}
+
+// Window over [N, C, spatial...] for pooling, with ceil_mode handled by
+// extra high padding.
+absl::StatusOr<hlo::Window> PoolWindow(NodeContext& ctx, Instruction* x, std::vector<int64_t>* extra_hi) {
+  int64_t ns = x->shape().rank() - 2;
+  if (ns < 1) return ctx.Error("input must have spatial dims");
+  std::vector<int64_t> in(x->shape().dims.begin() + 2, x->shape().dims.end());
+  std::vector<int64_t> k = ctx.attr_ints("kernel_shape");
+  if (static_cast<int64_t>(k.size()) != ns) return ctx.Error("kernel_shape must have one entry per spatial dim");
+  std::vector<int64_t> strides = ctx.attr_ints("strides", std::vector<int64_t>(ns, 1));
+  std::vector<int64_t> dil = ctx.attr_ints("dilations", std::vector<int64_t>(ns, 1));
+  ASSIGN_OR_RETURN(SpatialPads p, ComputePads(ctx, in, k, strides, dil));
+  bool ceil_mode = ctx.attr_i("ceil_mode", 0) != 0;
+  hlo::Window w;
+  w.dimensions.resize(2);
+  extra_hi->assign(ns, 0);
+  for (int64_t i = 0; i < ns; ++i) {
+    int64_t span = (k[i] - 1) * dil[i] + 1;
+    int64_t padded = in[i] + p.lo[i] + p.hi[i];
+    int64_t extra = 0;
+    if (ceil_mode) {
+      int64_t out = (padded - span + strides[i] - 1) / strides[i] + 1;
+      // The last window must start inside the input or the low padding.
+      if ((out - 1) * strides[i] >= in[i] + p.lo[i]) --out;
+      extra = std::max<int64_t>(0, (out - 1) * strides[i] + span - padded);
+    }
+    (*extra_hi)[i] = extra;
+    w.dimensions.push_back({k[i], strides[i], p.lo[i], p.hi[i] + extra, dil[i], 1, false});
+  }
+  return w;
+}
+
+absl::Status MaxPool(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  if (ctx.wants_output(1)) return ctx.Unsupported("the Indices output");
+  if (ctx.attr_i("storage_order", 0) != 0) return ctx.Unsupported("storage_order=1");
+  std::vector<int64_t> extra;
+  ASSIGN_OR_RETURN(hlo::Window w, PoolWindow(ctx, x, &extra));
+  hlo::PrimitiveType t = x->shape().element_type;
+  hlo::Builder& b = ctx.b();
+  ctx.set_output(0, b.ReduceWindow(x, b.ScalarConstant(t, LowestValue(t)), w, b.ScalarReducer(Opcode::kMaximum, t)));
+  return absl::OkStatus();
+}
+
+absl::Status AveragePool(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  std::vector<int64_t> extra;
+  ASSIGN_OR_RETURN(hlo::Window w, PoolWindow(ctx, x, &extra));
+  hlo::PrimitiveType t = x->shape().element_type;
+  hlo::Builder& b = ctx.b();
+  Instruction* zero = b.ScalarConstant(t, 0);
+  Instruction* sum = b.ReduceWindow(x, zero, w, b.ScalarReducer(Opcode::kAdd, t));
+  // The divisor counts the window's elements inside the input, plus the
+  // explicit padding when count_include_pad (never the ceil_mode extension).
+  Instruction* ones = SplatLike(b, x, 1);
+  hlo::Window cw = w;
+  if (ctx.attr_i("count_include_pad", 0) != 0) {
+    std::vector<hlo::PaddingDimension> cfg(x->shape().rank());
+    for (size_t i = 2; i < cw.dimensions.size(); ++i) {
+      cfg[i] = {cw.dimensions[i].padding_low, cw.dimensions[i].padding_high - extra[i - 2], 0};
+      cw.dimensions[i].padding_low = 0;
+      cw.dimensions[i].padding_high = extra[i - 2];
+    }
+    ones = b.Pad(ones, b.ScalarConstant(t, 1), cfg);
+  }
+  Instruction* count = b.ReduceWindow(ones, zero, cw, b.ScalarReducer(Opcode::kAdd, t));
+  ctx.set_output(0, b.Binary(Opcode::kDivide, sum, count));
+  return absl::OkStatus();
+}
+
+std::vector<int64_t> SpatialAxes(Instruction* x) {
+  std::vector<int64_t> axes;
+  for (int64_t i = 2; i < x->shape().rank(); ++i) axes.push_back(i);
+  return axes;
+}
+
+absl::Status GlobalAveragePool(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  int64_t count = 1;
+  for (int64_t a : SpatialAxes(x)) count *= x->shape().dims[a];
+  Instruction* s = ReduceOver(b, x, Opcode::kAdd, 0, SpatialAxes(x), true);
+  ctx.set_output(0, b.Binary(Opcode::kDivide, s, SplatLike(b, s, count)));
+  return absl::OkStatus();
+}
+
+absl::Status GlobalMaxPool(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  ctx.set_output(0, ReduceOver(ctx.b(), x, Opcode::kMaximum, LowestValue(x->shape().element_type), SpatialAxes(x), true));
+  return absl::OkStatus();
+}
+
+// Broadcasts a per-channel [C] vector along dim 1 of `like`.
+Instruction* PerChannel(hlo::Builder& b, Instruction* v, Instruction* like) {
+  return b.Broadcast(b.Reshape(v, {like->shape().dims[1]}), like->shape().dims, {1});
+}
+
+absl::Status BatchNormalization(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  if (ctx.attr_i("training_mode", 0) != 0) return ctx.Unsupported("training_mode=1");
+  if (ctx.opset() < 6 && ctx.has_attr("consumed_inputs")) return ctx.Unsupported("consumed_inputs (opset < 6)");
+  if (x->shape().rank() < 2) return ctx.Error("input must have a channel dim");
+  hlo::PrimitiveType t = x->shape().element_type;
+  float eps = ctx.attr_f("epsilon", 1e-5f);
+  Instruction* scale = ctx.input(1);
+  Instruction* bias = ctx.input(2);
+  Instruction* mean = ctx.input(3);
+  Instruction* var = ctx.input(4);
+  // y = x * s + (B - mean * s) with s = scale / sqrt(var + eps): the
+  // per-channel vectors fold to constants when the statistics are weights.
+  Instruction* s = b.Binary(Opcode::kMultiply, b.Convert(scale, t),
+                            b.Unary(Opcode::kRsqrt, b.Binary(Opcode::kAdd, b.Convert(var, t), SplatLike(b, b.Convert(var, t), eps))));
+  Instruction* shift = b.Binary(Opcode::kSubtract, b.Convert(bias, t), b.Binary(Opcode::kMultiply, b.Convert(mean, t), s));
+  ctx.set_output(0, b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, PerChannel(b, s, x)), PerChannel(b, shift, x)));
+  return absl::OkStatus();
+}
+
+// (x - mean) / sqrt(var + eps) over `axes`, plus the statistics.
+struct Normalized {
+  Instruction* y;
+  Instruction* mean;     // keepdims
+  Instruction* inv_std;  // keepdims
+};
+
+Normalized Normalize(hlo::Builder& b, Instruction* x, const std::vector<int64_t>& axes, double eps) {
+  int64_t count = 1;
+  for (int64_t a : axes) count *= x->shape().dims[a];
+  const auto& dims = x->shape().dims;
+  Instruction* mean = ReduceOver(b, x, Opcode::kAdd, 0, axes, true);
+  mean = b.Binary(Opcode::kDivide, mean, SplatLike(b, mean, count));
+  Instruction* centered = b.Binary(Opcode::kSubtract, x, BroadcastTo(b, mean, dims));
+  Instruction* var = ReduceOver(b, b.Binary(Opcode::kMultiply, centered, centered), Opcode::kAdd, 0, axes, true);
+  var = b.Binary(Opcode::kDivide, var, SplatLike(b, var, count));
+  Instruction* inv = b.Unary(Opcode::kRsqrt, b.Binary(Opcode::kAdd, var, SplatLike(b, var, eps)));
+  return {b.Binary(Opcode::kMultiply, centered, BroadcastTo(b, inv, dims)), mean, inv};
+}
+
+absl::Status InstanceNormalization(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  Normalized n = Normalize(b, x, SpatialAxes(x), ctx.attr_f("epsilon", 1e-5f));
+  Instruction* y = b.Binary(Opcode::kMultiply, n.y, PerChannel(b, ctx.input(1), x));
+  ctx.set_output(0, b.Binary(Opcode::kAdd, y, PerChannel(b, ctx.input(2), x)));
+  return absl::OkStatus();
+}
+
+absl::Status LayerNormalization(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  int64_t r = x->shape().rank();
+  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", -1), r));
+  std::vector<int64_t> axes;
+  for (int64_t i = axis; i < r; ++i) axes.push_back(i);
+  hlo::PrimitiveType t = x->shape().element_type;
+  // stash_type=1 (default) computes the statistics in f32.
+  bool upcast = ctx.attr_i("stash_type", 1) == 1 && (t == hlo::F16 || t == hlo::BF16);
+  Instruction* xc = upcast ? b.Convert(x, hlo::F32) : x;
+  Normalized n = Normalize(b, xc, axes, ctx.attr_f("epsilon", 1e-5f));
+  Instruction* y = b.Convert(n.y, t);
+  y = b.Binary(Opcode::kMultiply, y, BroadcastTo(b, ctx.input(1), x->shape().dims));
+  if (ctx.has_input(2)) y = b.Binary(Opcode::kAdd, y, BroadcastTo(b, ctx.input(2), x->shape().dims));
+  ctx.set_output(0, y);
+  ctx.set_output(1, n.mean);
+  ctx.set_output(2, n.inv_std);
+  return absl::OkStatus();
+}
+
+absl::Status MeanVarianceNormalization(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  std::vector<int64_t> axes = ctx.attr_ints("axes", {0, 2, 3});
+  for (auto& a : axes) { ASSIGN_OR_RETURN(a, NormalizeAxis(ctx, a, x->shape().rank())); }
+  ctx.set_output(0, Normalize(ctx.b(), x, axes, 1e-9).y);
+  return absl::OkStatus();
+}
+
+absl::Status LRN(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  int64_t size = ctx.attr_i("size", 0);
+  if (size <= 0) return ctx.Error("size must be positive");
+  double alpha = ctx.attr_f("alpha", 1e-4f), beta = ctx.attr_f("beta", 0.75f), bias = ctx.attr_f("bias", 1.0f);
+  hlo::PrimitiveType t = x->shape().element_type;
+  hlo::Window w;
+  w.dimensions.resize(x->shape().rank());
+  w.dimensions[1] = {size, 1, (size - 1) / 2, size - 1 - (size - 1) / 2, 1, 1, false};
+  Instruction* sq = b.ReduceWindow(b.Binary(Opcode::kMultiply, x, x), b.ScalarConstant(t, 0), w, b.ScalarReducer(Opcode::kAdd, t));
+  Instruction* den = b.Binary(Opcode::kAdd, SplatLike(b, sq, bias), b.Binary(Opcode::kMultiply, sq, SplatLike(b, sq, alpha / size)));
+  ctx.set_output(0, b.Binary(Opcode::kDivide, x, b.Binary(Opcode::kPower, den, SplatLike(b, den, beta))));
+  return absl::OkStatus();
+}
+
+absl::Status LpNormalization(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", -1), x->shape().rank()));
+  int64_t p = ctx.attr_i("p", 2);
+  Instruction* norm;
+  if (p == 1) norm = ReduceOver(b, b.Unary(Opcode::kAbs, x), Opcode::kAdd, 0, {axis}, true);
+  else if (p == 2) norm = b.Unary(Opcode::kSqrt, ReduceOver(b, b.Binary(Opcode::kMultiply, x, x), Opcode::kAdd, 0, {axis}, true));
+  else return ctx.Error("p must be 1 or 2");
+  ctx.set_output(0, b.Binary(Opcode::kDivide, x, BroadcastTo(b, norm, x->shape().dims)));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterNnOps(Registry& r) {
+  auto add = [&](const char* op, Converter fn, int64_t from = 1, int64_t to = kMaxOpset) { r.Add({"", op, from, to, fn}); };
+  add("MatMul", MatMul);
+  add("Gemm", Gemm);
+  add("Conv", Conv);
+  add("ConvTranspose", ConvTranspose);
+  add("MaxPool", MaxPool);
+  add("AveragePool", AveragePool);
+  add("GlobalAveragePool", GlobalAveragePool);
+  add("GlobalMaxPool", GlobalMaxPool);
+  add("BatchNormalization", BatchNormalization);
+  add("InstanceNormalization", InstanceNormalization);
+  add("LayerNormalization", LayerNormalization, 17);
+  add("MeanVarianceNormalization", MeanVarianceNormalization, 9);
+  add("LRN", LRN);
+  add("LpNormalization", LpNormalization);
+}
+
+}  // namespace xonnx::onnx_import

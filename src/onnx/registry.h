@@ -1,0 +1,47 @@
+// The table of ONNX op converters: one function per op, registered by domain,
+// op type and the opset range it handles (lc0 onnx2hlo, tinygrad nn/onnx.py).
+#ifndef XONNX_ONNX_REGISTRY_H_
+#define XONNX_ONNX_REGISTRY_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "onnx/context.h"
+
+namespace xonnx::onnx_import {
+
+using Converter = absl::Status (*)(NodeContext& ctx);
+
+struct ConverterEntry {
+  std::string domain;  // "" for the default ONNX domain
+  std::string op_type;
+  int64_t min_opset;   // inclusive
+  int64_t max_opset;   // inclusive
+  Converter fn;
+};
+
+class Registry {
+ public:
+  // The registry with every converter of src/onnx/ops/.
+  static const Registry& Get();
+  void Add(ConverterEntry e) { entries_.push_back(std::move(e)); }
+  // The converter for an op at the model's opset, or null.
+  Converter Find(const std::string& domain, const std::string& op_type, int64_t opset) const;
+  // Whether any opset of the op is known (to tell "unknown op" from "opset not supported").
+  bool Knows(const std::string& domain, const std::string& op_type) const;
+  const std::vector<ConverterEntry>& entries() const { return entries_; }
+
+ private:
+  std::vector<ConverterEntry> entries_;
+};
+
+// Registration functions, one per family file in ops/.
+void RegisterElementwiseOps(Registry& r);
+void RegisterShapeOps(Registry& r);
+void RegisterReduceOps(Registry& r);
+void RegisterNnOps(Registry& r);
+
+}  // namespace xonnx::onnx_import
+
+#endif  // XONNX_ONNX_REGISTRY_H_
