@@ -44,10 +44,13 @@ absl::Status Internal(const absl::FormatSpec<Args...>& fmt, const Args&... args)
   return absl::InternalError(absl::StrFormat(fmt, args...));
 }
 
-// Returns `st` with `prefix: ` prepended to its message, keeping the code.
+// Returns `st` with `prefix: ` prepended to its message, keeping the code
+// and payloads.
 inline absl::Status Annotate(const absl::Status& st, absl::string_view prefix) {
   if (st.ok()) return st;
-  return absl::Status(st.code(), absl::StrCat(prefix, ": ", st.message()));
+  absl::Status out(st.code(), absl::StrCat(prefix, ": ", st.message()));
+  st.ForEachPayload([&](absl::string_view key, const absl::Cord& value) { out.SetPayload(key, value); });
+  return out;
 }
 
 }  // namespace xonnx

@@ -1,1 +1,323 @@
-int main(){}
+// The `xonnx` command: run, bench, convert and info over xonnx::Session.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "base/float16.h"
+#include "xonnx/session.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using xonnx::DataType;
+using xonnx::Tensor;
+
+// Thrown inside the CLI only, turned into a one-line message and exit code 1.
+struct CliError {
+  std::string message;
+};
+
+template <typename T>
+T Check(xonnx::StatusOr<T> s) {
+  if (!s.ok()) throw CliError{std::string(s.status().message())};
+  return *std::move(s);
+}
+void Check(const xonnx::Status& s) {
+  if (!s.ok()) throw CliError{std::string(s.message())};
+}
+
+// "name=1x3x224x224" -> shape map entry.
+xonnx::ShapeMap ParseShapes(const std::vector<std::string>& specs) {
+  xonnx::ShapeMap m;
+  for (const auto& spec : specs) {
+    std::vector<std::string> kv = absl::StrSplit(spec, absl::MaxSplits('=', 1));
+    if (kv.size() != 2 || kv[0].empty()) throw CliError{absl::StrCat("--shape '", spec, "': expected NAME=DIMxDIMx...")};
+    std::vector<int64_t> dims;
+    if (!kv[1].empty()) {
+      for (absl::string_view d : absl::StrSplit(kv[1], absl::ByAnyChar("x,"))) {
+        int64_t v;
+        if (!absl::SimpleAtoi(d, &v) || v < 0) throw CliError{absl::StrCat("--shape '", spec, "': bad dimension '", d, "'")};
+        dims.push_back(v);
+      }
+    }
+    m[kv[0]] = dims;
+  }
+  return m;
+}
+
+// Seeded random values that are never all zero: floats in [-1, 1), integers in
+// [1, 10), bools half true.
+Tensor RandomTensor(DataType t, const std::vector<int64_t>& dims, std::mt19937_64& rng) {
+  Tensor out(t, dims);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::uniform_int_distribution<int> ui(1, 9);
+  for (int64_t i = 0; i < out.element_count(); ++i) {
+    switch (t) {
+      case DataType::kFloat32: out.data_as<float>()[i] = static_cast<float>(u(rng)); break;
+      case DataType::kFloat64: out.data_as<double>()[i] = u(rng); break;
+      case DataType::kBool: out.data_as<bool>()[i] = rng() & 1; break;
+      case DataType::kInt8: out.data_as<int8_t>()[i] = ui(rng); break;
+      case DataType::kUInt8: out.data_as<uint8_t>()[i] = ui(rng); break;
+      case DataType::kInt16: out.data_as<int16_t>()[i] = ui(rng); break;
+      case DataType::kUInt16: out.data_as<uint16_t>()[i] = ui(rng); break;
+      case DataType::kInt32: out.data_as<int32_t>()[i] = ui(rng); break;
+      case DataType::kUInt32: out.data_as<uint32_t>()[i] = ui(rng); break;
+      case DataType::kInt64: out.data_as<int64_t>()[i] = ui(rng); break;
+      case DataType::kUInt64: out.data_as<uint64_t>()[i] = ui(rng); break;
+      case DataType::kFloat16: out.data_as<xonnx::Half>()[i] = xonnx::Half(u(rng)); break;
+      case DataType::kBFloat16: out.data_as<xonnx::BFloat16>()[i] = xonnx::BFloat16(u(rng)); break;
+    }
+  }
+  return out;
+}
+
+struct InputArgs {
+  std::vector<std::string> inputs;  // NAME=FILE
+  std::string input_dir;
+  std::vector<std::string> shapes;
+  uint64_t seed = 0;
+};
+
+// Builds the input map: files first, then random values for the rest.
+std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a) {
+  std::map<std::string, Tensor> m;
+  const auto& specs = s.inputs();
+  for (const auto& kv : a.inputs) {
+    std::vector<std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+    if (p.size() != 2) throw CliError{absl::StrCat("--input '", kv, "': expected NAME=FILE")};
+    m[p[0]] = Check(xonnx::ReadTensorFile(p[1]));
+  }
+  if (!a.input_dir.empty()) {
+    if (!fs::is_directory(a.input_dir)) throw CliError{absl::StrCat(a.input_dir, ": not a directory")};
+    for (size_t i = 0;; ++i) {
+      fs::path pb = fs::path(a.input_dir) / absl::StrCat("input_", i, ".pb");
+      fs::path npy = fs::path(a.input_dir) / absl::StrCat("input_", i, ".npy");
+      fs::path f = fs::exists(pb) ? pb : npy;
+      if (!fs::exists(f)) break;
+      std::string name;
+      Tensor t = Check(xonnx::ReadTensorFile(f.string(), &name));
+      bool named = false;
+      for (const auto& sp : specs) named |= sp.name == name;
+      if (!named) {  // match by position
+        if (i >= specs.size()) throw CliError{absl::StrCat(f.string(), ": the model has only ", specs.size(), " inputs")};
+        name = specs[i].name;
+      }
+      if (!m.count(name)) m[name] = std::move(t);
+    }
+  }
+  xonnx::ShapeMap given = ParseShapes(a.shapes);
+  std::mt19937_64 rng(a.seed);
+  for (const auto& sp : specs) {
+    if (m.count(sp.name)) continue;
+    std::vector<int64_t> dims = sp.dims;
+    auto g = given.find(sp.name);
+    if (g != given.end()) dims = g->second;
+    for (auto& d : dims)
+      if (d < 0) d = 1;
+    m[sp.name] = RandomTensor(sp.dtype, dims, rng);
+    std::cerr << "xonnx: input '" << sp.name << "' not given: using random " << m[sp.name].ShapeString()
+              << " (seed " << a.seed << ")\n";
+  }
+  return m;
+}
+
+void PrintSummary(const xonnx::TensorSpec& spec, const Tensor& t) {
+  int64_t n = t.element_count();
+  double mn = INFINITY, mx = -INFINITY, sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = t.GetAsDouble(i);
+    mn = std::min(mn, v);
+    mx = std::max(mx, v);
+    sum += v;
+  }
+  std::vector<std::string> first;
+  for (int64_t i = 0; i < std::min<int64_t>(n, 6); ++i) first.push_back(absl::StrFormat("%.6g", t.GetAsDouble(i)));
+  std::cout << spec.name << ": " << t.ShapeString();
+  if (n) std::cout << absl::StrFormat(" min=%.6g max=%.6g mean=%.6g", mn, mx, sum / n);
+  std::cout << " [" << absl::StrJoin(first, ", ") << (n > 6 ? ", ..." : "") << "]\n";
+}
+
+std::unique_ptr<xonnx::Session> Open(const std::string& path, bool allow_unsupported = false) {
+  xonnx::SessionOptions o;
+  o.allow_unsupported = allow_unsupported;
+  return Check(xonnx::Session::Open(path, o));
+}
+
+int Run(const std::string& model, const InputArgs& in, const std::string& output_dir) {
+  auto s = Open(model);
+  auto inputs = LoadInputs(*s, in);
+  auto outs = Check(s->Run(inputs));
+  if (!output_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(output_dir, ec);
+    if (ec) throw CliError{absl::StrCat(output_dir, ": cannot create the output folder: ", ec.message())};
+    for (size_t i = 0; i < outs.size(); ++i)
+      Check(xonnx::WriteTensorProto((fs::path(output_dir) / absl::StrCat("output_", i, ".pb")).string(), outs[i],
+                                    s->outputs()[i].name));
+    std::cerr << "xonnx: wrote " << outs.size() << " output(s) to " << output_dir << "\n";
+  } else {
+    for (size_t i = 0; i < outs.size(); ++i) PrintSummary(s->outputs()[i], outs[i]);
+  }
+  return 0;
+}
+
+int Bench(const std::string& model, const InputArgs& in, int warmup, int iterations, bool json) {
+  auto s = Open(model);
+  auto inputs = LoadInputs(*s, in);
+  Check(s->Prepare(inputs));
+  double compile_ms = s->last_compile_ms();
+  for (int i = 0; i < warmup; ++i) Check(s->Run(inputs));
+  std::vector<double> ms;
+  for (int i = 0; i < iterations; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    Check(s->Run(inputs));
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  auto pct = [&](double p) { return ms.empty() ? 0.0 : ms[std::min<size_t>(ms.size() - 1, static_cast<size_t>(p * ms.size()))]; };
+  double median = ms.empty() ? 0 : (ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2);
+  if (json) {
+    nlohmann::json j;
+    j["load_ms"] = s->load_ms();
+    j["compile_ms"] = compile_ms;
+    j["latency_ms"] = {{"min", ms.empty() ? 0 : ms.front()}, {"median", median}, {"p90", pct(0.9)}};
+    j["iterations"] = iterations;
+    std::cout << j.dump() << "\n";
+  } else {
+    std::cout << absl::StrFormat("load    %9.2f ms\ncompile %9.2f ms  (%s)\nlatency min %.3f ms  median %.3f ms  p90 %.3f ms  (%d runs)\n",
+                                 s->load_ms(), compile_ms, s->LastProgramSummary(), ms.empty() ? 0 : ms.front(), median,
+                                 pct(0.9), iterations);
+  }
+  return 0;
+}
+
+int Convert(const std::string& model, const std::vector<std::string>& shape_specs, const std::string& text_out,
+            const std::string& proto_out, int64_t batch, bool allow_partial) {
+  auto s = Open(model, allow_partial);
+  auto dump = Check(s->DumpHlo(ParseShapes(shape_specs), batch, allow_partial));
+  if (!dump.partial_error.empty()) std::cerr << "xonnx: partial conversion, stopped at: " << dump.partial_error << "\n";
+  if (text_out == "-") {
+    std::cout << dump.text;
+  } else if (!text_out.empty()) {
+    std::ofstream f(text_out);
+    f << dump.text;
+    if (!f) throw CliError{absl::StrCat(text_out, ": cannot write")};
+  }
+  if (!proto_out.empty()) {
+    std::ofstream f(proto_out, std::ios::binary);
+    f.write(dump.proto.data(), dump.proto.size());
+    if (!f) throw CliError{absl::StrCat(proto_out, ": cannot write")};
+  }
+  if (text_out.empty() && proto_out.empty())
+    std::cerr << "xonnx: converted; give --hlo-text FILE|- or --hlo-proto FILE to write the HLO\n";
+  return 0;
+}
+
+std::string DimsString(const xonnx::TensorSpec& s) {
+  std::vector<std::string> d;
+  for (size_t i = 0; i < s.dims.size(); ++i)
+    d.push_back(s.dims[i] >= 0 ? absl::StrCat(s.dims[i]) : (s.dim_names[i].empty() ? "?" : s.dim_names[i]));
+  return absl::StrCat(xonnx::DataTypeName(s.dtype), "[", absl::StrJoin(d, ","), "]");
+}
+
+int Info(const std::string& model) {
+  auto s = Open(model, /*allow_unsupported=*/true);
+  xonnx::ModelInfo info = s->Info();
+  std::cout << "model:    " << model << "\nproducer: " << info.producer << "\nir:       " << info.ir_version << "\nopsets:  ";
+  for (const auto& [d, v] : info.opsets) std::cout << " " << (d.empty() ? "ai.onnx" : d) << "=" << v;
+  std::cout << "\nweights:  " << absl::StrFormat("%.2f MiB", info.initializer_bytes / 1048576.0) << "\ninputs:\n";
+  for (const auto& i : s->inputs()) std::cout << "  " << i.name << ": " << DimsString(i) << "\n";
+  std::cout << "outputs:\n";
+  for (const auto& o : s->outputs()) std::cout << "  " << o.name << ": " << DimsString(o) << "\n";
+  std::cout << "ops:\n";
+  for (const auto& [op, n] : info.op_counts) std::cout << "  " << op << " x" << n << "\n";
+  if (info.unsupported.empty()) {
+    std::cout << "unsupported: none\n";
+  } else {
+    std::cout << "unsupported:\n";
+    for (const auto& u : info.unsupported) std::cout << "  " << u << "\n";
+  }
+  return 0;
+}
+
+void AddInputOptions(CLI::App* cmd, InputArgs& a, bool with_files) {
+  if (with_files) {
+    cmd->add_option("--input", a.inputs, "Input tensor NAME=FILE (.pb TensorProto or .npy); repeatable");
+    cmd->add_option("--input-dir", a.input_dir, "Folder with input_<i>.pb files (matched by name, else position)");
+  }
+  cmd->add_option("--shape", a.shapes, "Shape of an input, NAME=1x3x224x224 (for dynamic dims); repeatable");
+  cmd->add_option("--seed", a.seed, "Seed for the random values of inputs not given")->capture_default_str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"xonnx: run ONNX models on XLA devices (ONNX -> HLO -> CPU backend)"};
+  app.require_subcommand(1);
+  std::string model;
+  InputArgs in;
+
+  auto* run = app.add_subcommand("run", "Run a model once and print or save its outputs");
+  run->add_option("MODEL", model, "ONNX model file")->required();
+  AddInputOptions(run, in, true);
+  std::string output_dir;
+  run->add_option("--output-dir", output_dir, "Write output_<i>.pb (TensorProto named after the output) here");
+
+  auto* bench = app.add_subcommand("bench", "Time loading, compiling and running a model");
+  bench->add_option("MODEL", model, "ONNX model file")->required();
+  AddInputOptions(bench, in, false);
+  int warmup = 5, iterations = 50;
+  bool json = false;
+  bench->add_option("--warmup", warmup, "Untimed runs before timing")->capture_default_str();
+  bench->add_option("--iterations", iterations, "Timed runs")->capture_default_str();
+  bench->add_flag("--json", json, "Print one JSON object: load_ms, compile_ms, latency_ms{min,median,p90}");
+
+  auto* convert = app.add_subcommand("convert", "Convert a model to XLA HLO (text and/or HloModuleProto)");
+  convert->add_option("MODEL", model, "ONNX model file")->required();
+  std::string text_out, proto_out;
+  std::vector<std::string> shapes;
+  int64_t batch = 1;
+  bool allow_partial = false;
+  convert->add_option("--hlo-text", text_out, "Write HLO text to FILE, or '-' for stdout");
+  convert->add_option("--hlo-proto", proto_out, "Write the serialized HloModuleProto to FILE");
+  convert->add_option("--shape", shapes, "Shape of an input, NAME=1x3x224x224; repeatable");
+  convert->add_option("--batch", batch, "Value for dynamic dimensions of inputs without --shape")->capture_default_str();
+  convert->add_flag("--allow-partial", allow_partial, "On an error, write the part converted before it");
+
+  auto* info = app.add_subcommand("info", "Print a model's inputs, outputs, opsets, ops and unsupported ops");
+  info->add_option("MODEL", model, "ONNX model file")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (*run) return Run(model, in, output_dir);
+    if (*bench) {
+      if (iterations < 1 || warmup < 0) throw CliError{"--iterations must be >= 1 and --warmup >= 0"};
+      return Bench(model, in, warmup, iterations, json);
+    }
+    if (*convert) return Convert(model, shapes, text_out, proto_out, batch, allow_partial);
+    if (*info) return Info(model);
+  } catch (const CliError& e) {
+    std::cerr << "xonnx: error: " << e.message << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "xonnx: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 1;
+}

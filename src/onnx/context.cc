@@ -5,7 +5,10 @@
 
 #include "absl/strings/str_join.h"
 #include "base/status.h"
+#include "onnx/importer.h"
 #include "onnx/tensor_proto.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/cord.h"
 
 namespace xonnx::onnx_import {
 
@@ -22,10 +25,23 @@ hlo::Instruction* NodeContext::input(int i) {
 absl::StatusOr<hlo::Literal> NodeContext::ConstInput(int i) {
   hlo::Instruction* x = input(i);
   if (!x) return Error(absl::StrCat("input ", i, " is required"));
-  if (x->opcode() != hlo::Opcode::kConstant)
-    return Unsupported(absl::StrCat("input ", i, " ('", node_.input(i),
-                                    "') must be known when the model is loaded (it depends on runtime values)"));
-  return *x->literal;
+  if (x->opcode() == hlo::Opcode::kConstant) return *x->literal;
+  // Which model inputs does the value depend on? Binding them to their
+  // values at compile time makes it a constant.
+  std::vector<std::string> params;
+  std::vector<const hlo::Instruction*> work = {x};
+  absl::flat_hash_set<const hlo::Instruction*> seen;
+  while (!work.empty()) {
+    const hlo::Instruction* w = work.back();
+    work.pop_back();
+    if (!seen.insert(w).second) continue;
+    if (w->opcode() == hlo::Opcode::kParameter) params.push_back(w->metadata.op_name);
+    for (const hlo::Instruction* op : w->operands()) work.push_back(op);
+  }
+  absl::Status st = Unsupported(absl::StrCat("input ", i, " ('", node_.input(i), "') must be known at compile time",
+                                             params.empty() ? "" : absl::StrCat("; it depends on model input(s) ", absl::StrJoin(params, ", "))));
+  if (!params.empty()) st.SetPayload(kNeedsInputValuesPayload, absl::Cord(absl::StrJoin(params, ",")));
+  return st;
 }
 
 absl::StatusOr<std::vector<int64_t>> NodeContext::ConstInts(int i) {

@@ -125,8 +125,16 @@ absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOpti
     for (const auto& in : inputs) known |= in.name == name;
     if (!known) return InvalidArgument("%s: the model has no input named '%s'", file, name);
   }
+  std::vector<TensorInfo> params;
   for (size_t k = 0; k < inputs.size(); ++k) {
     TensorInfo& in = inputs[k];
+    auto bound = options.bound_inputs.find(in.name);
+    if (bound != options.bound_inputs.end()) {
+      if (bound->second.shape().element_type != in.type)
+        return InvalidArgument("%s: bound input '%s' has the wrong element type", file, in.name);
+      values.values[in.name] = b.Constant(bound->second);
+      continue;
+    }
     auto given = options.input_shapes.find(in.name);
     if (given != options.input_shapes.end()) {
       if (!in.dims.empty() && given->second.size() != in.dims.size())
@@ -146,10 +154,14 @@ absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOpti
         in.dims[d] = options.default_dynamic_dim;
       }
     }
-    values.values[in.name] = b.Parameter(k, hlo::Shape(in.type, in.dims), in.name);
+    // The metadata keeps the ONNX name (the HLO name may be sanitized).
+    b.set_metadata({"Input", in.name});
+    values.values[in.name] = b.Parameter(params.size(), hlo::Shape(in.type, in.dims), in.name);
+    params.push_back(in);
   }
-  result.inputs = inputs;
+  result.inputs = params;
 
+  b.set_metadata({});
   // Initializers are constants (an input of the same name overrides them).
   for (const auto& t : g.initializer()) {
     if (values.values.count(t.name())) continue;

@@ -31,13 +31,16 @@ struct ImportOptions {
   // On a conversion error, return the part converted so far (root = tuple of
   // the values no converted node consumes) instead of failing.
   bool allow_partial = false;
+  // Inputs whose values are fixed at compile time: they become constants
+  // (not parameters). Used for inputs that feed shapes, axes or counts.
+  std::map<std::string, hlo::Literal> bound_inputs;
   // Import-time constant folding cap (elements).
   int64_t fold_max_elements = 1 << 22;
 };
 
 struct ImportedModule {
   std::unique_ptr<hlo::Module> module;
-  std::vector<TensorInfo> inputs;   // concrete, in parameter order
+  std::vector<TensorInfo> inputs;   // concrete, in parameter order (bound inputs excluded)
   std::vector<TensorInfo> outputs;  // concrete, in tuple order
   std::string partial_error;        // set when allow_partial cut the graph short
 };
@@ -55,6 +58,11 @@ struct UnsupportedOp {
 std::vector<UnsupportedOp> FindUnsupportedOps(const LoadedModel& model);
 // "Foo (nodes 'a', 'b'); Bar (node 'c')" for an error message.
 std::string DescribeUnsupported(const std::vector<UnsupportedOp>& ops);
+
+// The payload key of an import error caused by a shape-like value that
+// depends on model inputs; its value lists those inputs, comma-separated.
+// Binding them (ImportOptions::bound_inputs) lets the import succeed.
+inline constexpr char kNeedsInputValuesPayload[] = "xonnx.needs_input_values";
 
 [[nodiscard]] absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOptions& options);
 

@@ -1,1 +1,70 @@
+#include <cstring>
 
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "runtime/dtype.h"
+#include "xonnx/tensor.h"
+
+namespace xonnx {
+
+namespace {
+struct Row {
+  DataType dtype;
+  hlo::PrimitiveType hlo;
+  const char* name;
+};
+// The one table of public element types.
+constexpr Row kRows[] = {
+    {DataType::kFloat32, hlo::F32, "float32"}, {DataType::kFloat16, hlo::F16, "float16"},
+    {DataType::kBFloat16, hlo::BF16, "bfloat16"}, {DataType::kFloat64, hlo::F64, "float64"},
+    {DataType::kInt8, hlo::S8, "int8"},       {DataType::kInt16, hlo::S16, "int16"},
+    {DataType::kInt32, hlo::S32, "int32"},    {DataType::kInt64, hlo::S64, "int64"},
+    {DataType::kUInt8, hlo::U8, "uint8"},     {DataType::kUInt16, hlo::U16, "uint16"},
+    {DataType::kUInt32, hlo::U32, "uint32"},  {DataType::kUInt64, hlo::U64, "uint64"},
+    {DataType::kBool, hlo::PRED, "bool"},
+};
+const Row& RowOf(DataType t) {
+  for (const Row& r : kRows)
+    if (r.dtype == t) return r;
+  return kRows[0];
+}
+}  // namespace
+
+hlo::PrimitiveType ToHlo(DataType t) { return RowOf(t).hlo; }
+
+StatusOr<DataType> FromHlo(hlo::PrimitiveType t) {
+  for (const Row& r : kRows)
+    if (r.hlo == t) return r.dtype;
+  return Unimplemented("element type %s has no public DataType", hlo::PrimitiveTypeName(t));
+}
+
+std::string DataTypeName(DataType t) { return RowOf(t).name; }
+int DataTypeSize(DataType t) { return hlo::ByteWidth(ToHlo(t)); }
+
+Tensor::Tensor(DataType dtype, std::vector<int64_t> dims) : dtype_(dtype), dims_(std::move(dims)) {
+  bytes_.assign(element_count() * DataTypeSize(dtype_), 0);
+}
+
+Tensor Tensor::FromData(DataType dtype, std::vector<int64_t> dims, const void* data) {
+  Tensor t(dtype, std::move(dims));
+  if (t.byte_size()) std::memcpy(t.data(), data, t.byte_size());
+  return t;
+}
+
+int64_t Tensor::element_count() const {
+  int64_t n = 1;
+  for (int64_t d : dims_) n *= d;
+  return n;
+}
+
+double Tensor::GetAsDouble(int64_t i) const {
+  return hlo::TypeSwitch(ToHlo(dtype_), [&](auto tag) -> double {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<T>) return static_cast<double>(data_as<T>()[i]);
+    else return static_cast<double>(static_cast<float>(data_as<T>()[i]));
+  });
+}
+
+std::string Tensor::ShapeString() const { return absl::StrCat(DataTypeName(dtype_), "[", absl::StrJoin(dims_, ","), "]"); }
+
+}  // namespace xonnx

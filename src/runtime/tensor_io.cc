@@ -1,1 +1,117 @@
+// Tensor files: ONNX TensorProto (.pb, as in the ONNX test data) and NumPy
+// (.npy, little-endian, C order).
+#include <fstream>
+#include <sstream>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "base/status.h"
+#include "onnx/tensor_proto.h"
+#include "runtime/dtype.h"
+#include "xonnx/tensor.h"
+
+namespace xonnx {
+
+namespace {
+
+StatusOr<std::string> ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return absl::NotFoundError(absl::StrFormat("%s: cannot open the tensor file", path));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+StatusOr<DataType> NpyType(absl::string_view descr) {
+  struct Row { const char* d; DataType t; };
+  static constexpr Row kRows[] = {
+      {"<f4", DataType::kFloat32}, {"<f8", DataType::kFloat64}, {"<f2", DataType::kFloat16},
+      {"|i1", DataType::kInt8},    {"<i2", DataType::kInt16},   {"<i4", DataType::kInt32},
+      {"<i8", DataType::kInt64},   {"|u1", DataType::kUInt8},   {"<u2", DataType::kUInt16},
+      {"<u4", DataType::kUInt32},  {"<u8", DataType::kUInt64},  {"|b1", DataType::kBool},
+  };
+  for (const Row& r : kRows)
+    if (descr == r.d) return r.t;
+  return Unimplemented("NumPy dtype '%s' is not supported (little-endian numeric and bool only)", descr);
+}
+
+// Extracts the value text after `'key':` in the header dict.
+std::string HeaderField(const std::string& header, const std::string& key) {
+  size_t p = header.find("'" + key + "'");
+  if (p == std::string::npos) return "";
+  p = header.find(':', p);
+  if (p == std::string::npos) return "";
+  size_t start = header.find_first_not_of(' ', p + 1);
+  if (start == std::string::npos) return "";
+  char open = header[start];
+  size_t end;
+  if (open == '(') end = header.find(')', start) + 1;
+  else if (open == '\'') end = header.find('\'', start + 1) + 1;
+  else end = header.find_first_of(",}", start);
+  return header.substr(start, end - start);
+}
+
+StatusOr<Tensor> ReadNpy(const std::string& path, const std::string& bytes) {
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return InvalidArgument("%s: not a NumPy file", path);
+  int major = static_cast<uint8_t>(bytes[6]);
+  size_t header_len, offset;
+  if (major == 1) {
+    header_len = static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
+    offset = 10;
+  } else {
+    if (bytes.size() < 12) return InvalidArgument("%s: truncated NumPy header", path);
+    header_len = static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8) |
+                 (static_cast<uint8_t>(bytes[10]) << 16) | (static_cast<size_t>(static_cast<uint8_t>(bytes[11])) << 24);
+    offset = 12;
+  }
+  if (offset + header_len > bytes.size()) return InvalidArgument("%s: truncated NumPy header", path);
+  std::string header = bytes.substr(offset, header_len);
+  std::string descr(absl::StripPrefix(absl::StripSuffix(HeaderField(header, "descr"), "'"), "'"));
+  ASSIGN_OR_RETURN(DataType t, NpyType(descr));
+  if (HeaderField(header, "fortran_order") == "True") return Unimplemented("%s: Fortran-ordered arrays are not supported", path);
+  std::string shape = HeaderField(header, "shape");
+  std::vector<int64_t> dims;
+  for (absl::string_view part : absl::StrSplit(absl::StripSuffix(absl::StripPrefix(shape, "("), ")"), ',')) {
+    part = absl::StripAsciiWhitespace(part);
+    if (part.empty()) continue;
+    int64_t d;
+    if (!absl::SimpleAtoi(part, &d) || d < 0) return InvalidArgument("%s: bad shape %s", path, shape);
+    dims.push_back(d);
+  }
+  Tensor out(t, dims);
+  size_t data_at = offset + header_len;
+  if (bytes.size() - data_at != out.byte_size())
+    return InvalidArgument("%s: %d bytes of data, shape %s needs %d", path, bytes.size() - data_at, out.ShapeString(),
+                           out.byte_size());
+  std::memcpy(out.data(), bytes.data() + data_at, out.byte_size());
+  return out;
+}
+
+}  // namespace
+
+StatusOr<Tensor> ReadTensorFile(const std::string& path, std::string* name) {
+  ASSIGN_OR_RETURN(std::string bytes, ReadAll(path));
+  if (absl::EndsWith(path, ".npy")) return ReadNpy(path, bytes);
+  onnx::TensorProto proto;
+  if (!proto.ParseFromString(bytes)) return InvalidArgument("%s: not an ONNX TensorProto file", path);
+  auto lit = onnx_import::LiteralFromTensorProto(proto);
+  if (!lit.ok()) return Annotate(lit.status(), path);
+  ASSIGN_OR_RETURN(DataType t, FromHlo(lit->shape().element_type));
+  if (name) *name = proto.name();
+  return Tensor::FromData(t, lit->shape().dims, lit->untyped_data());
+}
+
+Status WriteTensorProto(const std::string& path, const Tensor& t, const std::string& name) {
+  hlo::Literal l(hlo::Shape(ToHlo(t.dtype()), t.dims()));
+  if (t.byte_size()) std::memcpy(l.untyped_data(), t.data(), t.byte_size());
+  std::string bytes = onnx_import::TensorProtoFromLiteral(l, name).SerializeAsString();
+  std::ofstream f(path, std::ios::binary);
+  if (!f) return absl::PermissionDeniedError(absl::StrFormat("%s: cannot write the output file", path));
+  f.write(bytes.data(), bytes.size());
+  if (!f) return absl::DataLossError(absl::StrFormat("%s: write failed", path));
+  return absl::OkStatus();
+}
+
+}  // namespace xonnx

@@ -183,12 +183,15 @@ absl::Status ConvTranspose(NodeContext& ctx) {
     for (int64_t i = 0; i < ns; ++i) {
       int64_t target = out_shape.empty() ? in[i] * strides[i] : out_shape[i];
       int64_t total = strides[i] * (in[i] - 1) + out_pad[i] + (k[i] - 1) * dil[i] + 1 - target;
+      // Floor division, as the ONNX reference: a negative total (output
+      // larger than the natural size) pads at the end.
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
       if (auto_pad == "SAME_UPPER") {
-        lo[i] = total / 2;
-        hi[i] = total - lo[i];
+        lo[i] = half;
+        hi[i] = total - half;
       } else {
-        hi[i] = total / 2;
-        lo[i] = total - hi[i];
+        hi[i] = half;
+        lo[i] = total - half;
       }
     }
   } else if (auto_pad == "NOTSET") {

@@ -1,0 +1,90 @@
+// xonnx::Session: opens an ONNX model and runs it. The public entry point of
+// the library; the `xonnx` command uses nothing else.
+//
+//   auto session = xonnx::Session::Open("model.onnx");
+//   if (!session.ok()) { ... session.status().message() ... }
+//   xonnx::Tensor x(xonnx::DataType::kFloat32, {1, 3, 224, 224});
+//   auto outputs = (*session)->Run({{"input", x}});
+//
+// A model is converted and compiled once per distinct set of input shapes;
+// later calls with the same shapes reuse the compiled program. Run() may be
+// called from several threads at once.
+#ifndef XONNX_SESSION_H_
+#define XONNX_SESSION_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "xonnx/options.h"
+#include "xonnx/status.h"
+#include "xonnx/tensor.h"
+
+namespace xonnx {
+
+// A model input or output as declared in the model: -1 marks a dynamic
+// dimension, whose symbolic name (if any) is in dim_names.
+struct TensorSpec {
+  std::string name;
+  DataType dtype = DataType::kFloat32;
+  std::vector<int64_t> dims;
+  std::vector<std::string> dim_names;
+};
+
+// What `xonnx info` prints.
+struct ModelInfo {
+  std::string producer;
+  int64_t ir_version = 0;
+  std::map<std::string, int64_t> opsets;      // domain ("" = ai.onnx) -> version
+  std::map<std::string, int64_t> op_counts;   // op type -> nodes
+  std::vector<std::string> unsupported;       // "Op (nodes 'a', 'b')" per unsupported op
+  int64_t initializer_bytes = 0;
+};
+
+// The HLO of a model for given shapes (`xonnx convert`).
+struct HloDump {
+  std::string text;           // XLA HLO text
+  std::string proto;          // serialized HloModuleProto
+  std::string partial_error;  // set when only a prefix of the graph converted
+};
+
+class Session {
+ public:
+  // Loads and checks a model. Fails with a message naming the file (and the
+  // nodes) when it cannot be read or uses unsupported ops.
+  static StatusOr<std::unique_ptr<Session>> Open(const std::string& model_path, const SessionOptions& options = {});
+  ~Session();
+
+  const std::vector<TensorSpec>& inputs() const;
+  const std::vector<TensorSpec>& outputs() const;
+  ModelInfo Info() const;
+
+  // Runs the model on named inputs; returns the outputs in model order.
+  StatusOr<std::vector<Tensor>> Run(const std::map<std::string, Tensor>& inputs);
+  // Converts and compiles for these inputs now (Run would do it lazily).
+  // Only the shapes matter, except for inputs that feed shapes, axes or
+  // counts: their values are compiled in.
+  Status Prepare(const std::map<std::string, Tensor>& inputs);
+  // The HLO for these shapes (dynamic dims not given default to `batch`).
+  StatusOr<HloDump> DumpHlo(const ShapeMap& shapes, int64_t batch, bool allow_partial, bool optimized = true) const;
+  // Concrete shapes for all inputs: `given` where present, else the declared
+  // dims with dynamic ones set to `dynamic_default`.
+  StatusOr<ShapeMap> ResolveShapes(const ShapeMap& given, int64_t dynamic_default) const;
+
+  // Milliseconds spent loading the model, and compiling the last new shape.
+  double load_ms() const;
+  double last_compile_ms() const;
+  // A one-line description of the last compiled program's thunks.
+  std::string LastProgramSummary() const;
+
+ private:
+  struct Impl;
+  Status CheckInputs(const std::map<std::string, Tensor>& inputs) const;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xonnx
+
+#endif  // XONNX_SESSION_H_

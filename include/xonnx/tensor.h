@@ -1,0 +1,65 @@
+// Host tensors: the values passed to and returned by Session::Run.
+#ifndef XONNX_TENSOR_H_
+#define XONNX_TENSOR_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "xonnx/status.h"
+
+namespace xonnx {
+
+// Element types of tensors (the ONNX tensor types xonnx supports).
+enum class DataType { kFloat32, kFloat16, kBFloat16, kFloat64, kInt8, kInt16, kInt32, kInt64,
+                      kUInt8, kUInt16, kUInt32, kUInt64, kBool };
+
+// "float32", "int64", ... as printed by the CLI.
+std::string DataTypeName(DataType t);
+// Bytes per element.
+int DataTypeSize(DataType t);
+
+// A dense row-major tensor that owns its bytes.
+class Tensor {
+ public:
+  Tensor() = default;
+  // A zero-filled tensor.
+  Tensor(DataType dtype, std::vector<int64_t> dims);
+  // A tensor holding a copy of `data` (element_count * size bytes).
+  static Tensor FromData(DataType dtype, std::vector<int64_t> dims, const void* data);
+  // A 1-element tensor or a vector of values, for tests and tools.
+  template <typename T>
+  static Tensor FromVector(DataType dtype, std::vector<int64_t> dims, const std::vector<T>& values) {
+    return FromData(dtype, std::move(dims), values.data());
+  }
+
+  DataType dtype() const { return dtype_; }
+  const std::vector<int64_t>& dims() const { return dims_; }
+  int64_t element_count() const;
+  size_t byte_size() const { return bytes_.size(); }
+  void* data() { return bytes_.data(); }
+  const void* data() const { return bytes_.data(); }
+  template <typename T>
+  T* data_as() { return reinterpret_cast<T*>(bytes_.data()); }
+  template <typename T>
+  const T* data_as() const { return reinterpret_cast<const T*>(bytes_.data()); }
+  // Element i converted to double (16-bit floats decoded).
+  double GetAsDouble(int64_t i) const;
+  // "float32[1,3,224,224]".
+  std::string ShapeString() const;
+
+ private:
+  DataType dtype_ = DataType::kFloat32;
+  std::vector<int64_t> dims_;
+  std::vector<uint8_t> bytes_;
+};
+
+// Reads a tensor from an ONNX TensorProto file (.pb) or a NumPy file (.npy);
+// `name` receives the TensorProto's name when it has one.
+StatusOr<Tensor> ReadTensorFile(const std::string& path, std::string* name = nullptr);
+// Writes `t` as a TensorProto named `name`.
+Status WriteTensorProto(const std::string& path, const Tensor& t, const std::string& name);
+
+}  // namespace xonnx
+
+#endif  // XONNX_TENSOR_H_

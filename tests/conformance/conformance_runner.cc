@@ -1,0 +1,212 @@
+// Runs the ONNX backend node tests through xonnx::Session (the path of
+// `xonnx run`) and compares with ONNX's tolerances (rtol 1e-3, atol 1e-7).
+// Each case runs in a forked child so one crash cannot hide the others.
+//
+//   conformance_runner --data DIR/node --expected-failures FILE [--report OUT.json] [--filter SUBSTR]
+//
+// Exit status 1 when a case not listed in the expected-failures file fails.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "xonnx/session.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  std::string status;  // pass, fail, unsupported
+  std::string detail;
+};
+
+bool Close(double a, double e) {
+  if (std::isnan(e)) return std::isnan(a);
+  if (std::isinf(e)) return a == e;
+  return std::abs(a - e) <= 1e-7 + 1e-3 * std::abs(e);
+}
+
+std::vector<fs::path> Sorted(const fs::path& dir, const std::string& prefix) {
+  std::vector<fs::path> v;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) v.push_back(e.path());
+  std::sort(v.begin(), v.end(), [](const fs::path& a, const fs::path& b) {
+    // input_10 after input_9
+    auto num = [](const fs::path& p) {
+      std::string s = p.stem().string();
+      size_t u = s.rfind('_');
+      return u == std::string::npos ? 0 : std::atoi(s.c_str() + u + 1);
+    };
+    return num(a) < num(b);
+  });
+  return v;
+}
+
+Result RunCase(const fs::path& dir) {
+  auto s = xonnx::Session::Open((dir / "model.onnx").string());
+  if (!s.ok()) {
+    return {s.status().code() == absl::StatusCode::kUnimplemented ? "unsupported" : "fail",
+            std::string(s.status().message())};
+  }
+  for (const fs::path& set : Sorted(dir, "test_data_set_")) {
+    std::map<std::string, xonnx::Tensor> inputs;
+    std::vector<fs::path> in_files = Sorted(set, "input_");
+    for (size_t i = 0; i < in_files.size(); ++i) {
+      std::string name;
+      auto t = xonnx::ReadTensorFile(in_files[i].string(), &name);
+      if (!t.ok()) return {"fail", std::string(t.status().message())};
+      bool known = false;
+      for (const auto& sp : (*s)->inputs()) known |= sp.name == name;
+      if (!known && i < (*s)->inputs().size()) name = (*s)->inputs()[i].name;
+      // ONNX 1.12 stores bfloat16 test data as uint16 tensors of the same bits.
+      for (const auto& sp : (*s)->inputs())
+        if (sp.name == name && sp.dtype == xonnx::DataType::kBFloat16 && t->dtype() == xonnx::DataType::kUInt16)
+          t = xonnx::Tensor::FromData(xonnx::DataType::kBFloat16, t->dims(), t->data());
+      inputs[name] = *std::move(t);
+    }
+    auto outs = (*s)->Run(inputs);
+    if (!outs.ok())
+      return {outs.status().code() == absl::StatusCode::kUnimplemented ? "unsupported" : "fail",
+              std::string(outs.status().message())};
+    std::vector<fs::path> out_files = Sorted(set, "output_");
+    if (out_files.size() != outs->size())
+      return {"fail", absl::StrCat("model produced ", outs->size(), " outputs, expected ", out_files.size())};
+    for (size_t i = 0; i < out_files.size(); ++i) {
+      auto want = xonnx::ReadTensorFile(out_files[i].string());
+      if (!want.ok()) return {"fail", std::string(want.status().message())};
+      if (want->dtype() == xonnx::DataType::kUInt16 && (*outs)[i].dtype() == xonnx::DataType::kBFloat16)
+        want = xonnx::Tensor::FromData(xonnx::DataType::kBFloat16, want->dims(), want->data());
+      const xonnx::Tensor& got = (*outs)[i];
+      if (got.dims() != want->dims() || got.dtype() != want->dtype())
+        return {"fail", absl::StrCat("output ", i, " is ", got.ShapeString(), ", expected ", want->ShapeString())};
+      for (int64_t k = 0; k < got.element_count(); ++k) {
+        double a = got.GetAsDouble(k), e = want->GetAsDouble(k);
+        if (!Close(a, e))
+          return {"fail", absl::StrFormat("output %d element %d is %.9g, expected %.9g", i, k, a, e)};
+      }
+    }
+  }
+  return {"pass", ""};
+}
+
+// Runs one case in a child process with a time limit.
+Result RunIsolated(const fs::path& dir, int timeout_s) {
+  int fds[2];
+  if (pipe(fds) != 0) return {"fail", "pipe failed"};
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    alarm(timeout_s);
+    Result r = RunCase(dir);
+    std::string msg = r.status + "\n" + r.detail;
+    (void)!write(fds[1], msg.data(), msg.size());
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string msg;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof(buf))) > 0) msg.append(buf, n);
+  close(fds[0]);
+  int wstatus = 0;
+  waitpid(pid, &wstatus, 0);
+  if (WIFSIGNALED(wstatus))
+    return {"fail", WTERMSIG(wstatus) == SIGALRM ? absl::StrCat("timed out after ", timeout_s, " s")
+                                                 : absl::StrCat("crashed with signal ", WTERMSIG(wstatus))};
+  size_t nl = msg.find('\n');
+  if (nl == std::string::npos) return {"fail", "no result from the child"};
+  return {msg.substr(0, nl), msg.substr(nl + 1)};
+}
+
+std::map<std::string, std::string> ReadExpectations(const std::string& path) {
+  std::map<std::string, std::string> m;
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    size_t c = line.find(':');
+    std::string name = line.substr(0, c);
+    while (!name.empty() && name.back() == ' ') name.pop_back();
+    m[name] = c == std::string::npos ? "" : line.substr(c + 1);
+  }
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string data, expectations, report, filter;
+  int timeout_s = 120;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--data") data = next();
+    else if (a == "--expected-failures") expectations = next();
+    else if (a == "--report") report = next();
+    else if (a == "--filter") filter = next();
+    else if (a == "--timeout") timeout_s = std::atoi(next().c_str());
+    else {
+      std::cerr << "usage: conformance_runner --data DIR --expected-failures FILE [--report OUT.json] [--filter S]\n";
+      return 2;
+    }
+  }
+  if (data.empty() || !fs::is_directory(data)) {
+    std::cerr << "conformance_runner: --data must name the generated node test folder\n";
+    return 2;
+  }
+  std::map<std::string, std::string> expected = expectations.empty() ? std::map<std::string, std::string>{}
+                                                                      : ReadExpectations(expectations);
+  std::vector<fs::path> cases;
+  for (const auto& e : fs::directory_iterator(data))
+    if (e.is_directory() && e.path().filename().string().find(filter) != std::string::npos) cases.push_back(e.path());
+  std::sort(cases.begin(), cases.end());
+  nlohmann::json j = nlohmann::json::object();
+  std::map<std::string, int> counts;
+  std::vector<std::string> regressions, fixed;
+  auto start = std::chrono::steady_clock::now();
+  for (const auto& c : cases) {
+    std::string name = c.filename().string();
+    Result r = RunIsolated(c, timeout_s);
+    ++counts[r.status];
+    bool listed = expected.count(name) > 0;
+    std::string mark = r.status == "pass" ? (listed ? "  (listed as failing: remove it from the list)" : "")
+                                          : (listed ? "  (expected)" : "  REGRESSION");
+    std::cout << absl::StrFormat("%-11s %s%s", r.status, name, mark);
+    if (!r.detail.empty() && r.status != "pass") std::cout << "  -- " << r.detail.substr(0, 300);
+    std::cout << "\n";
+    if (r.status != "pass" && !listed) regressions.push_back(name);
+    if (r.status == "pass" && listed) fixed.push_back(name);
+    j[name] = {{"status", r.status}, {"detail", r.detail}, {"expected_failure", listed}};
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  int total = cases.size();
+  std::cout << absl::StrFormat("\nconformance: %d cases, %d pass (%.1f%%), %d fail, %d unsupported in %.1f s\n", total,
+                               counts["pass"], total ? 100.0 * counts["pass"] / total : 0.0, counts["fail"],
+                               counts["unsupported"], secs);
+  if (!fixed.empty()) std::cout << "conformance: " << fixed.size() << " listed case(s) now pass; shrink the list\n";
+  if (!report.empty()) {
+    nlohmann::json out = {{"total", total}, {"pass", counts["pass"]}, {"fail", counts["fail"]},
+                          {"unsupported", counts["unsupported"]}, {"cases", j}};
+    std::ofstream(report) << out.dump(1) << "\n";
+  }
+  if (!regressions.empty()) {
+    std::cout << "conformance: " << regressions.size() << " case(s) failed that are not in the expected-failures list:";
+    for (const auto& r : regressions) std::cout << " " << r;
+    std::cout << "\n";
+    return 1;
+  }
+  return 0;
+}
