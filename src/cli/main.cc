@@ -118,6 +118,11 @@ std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a) 
     }
   }
   xonnx::ShapeMap given = ParseShapes(a.shapes);
+  for (const auto& [name, dims] : given) {
+    bool known = false;
+    for (const auto& sp : specs) known |= sp.name == name;
+    if (!known) throw CliError{absl::StrCat("--shape: the model has no input named '", name, "'")};
+  }
   std::mt19937_64 rng(a.seed);
   for (const auto& sp : specs) {
     if (m.count(sp.name)) continue;

@@ -85,16 +85,20 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModelFromBytes(const std::strin
     m->opsets[domain] = op.version();
   }
   RETURN_IF_ERROR(ResolveGraph(*m->proto.mutable_graph(), base_dir, name));
+  return m;
+}
+
+absl::Status CheckModel(const LoadedModel& model) {
   try {
-    onnx::checker::check_model(m->proto);
+    onnx::checker::check_model(model.proto);
   } catch (const std::exception& e) {
     std::string msg = e.what();
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
     for (char& c : msg)
       if (c == '\n') c = ' ';
-    return InvalidArgument("%s: the ONNX checker rejects the model: %s", name, msg);
+    return InvalidArgument("%s: the ONNX checker rejects the model: %s", model.path, msg);
   }
-  return m;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path) {

@@ -23,13 +23,18 @@ struct LoadedModel {
   }
 };
 
-// Reads and checks `path`. Errors name the file and say what is wrong.
+// Reads `path` and resolves external data. Errors name the file and say
+// what is wrong. Call CheckModel() next (after listing unsupported ops, so
+// that an unknown op is reported with all the others, not by the checker).
 [[nodiscard]] absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path);
 // The same for a model already in memory (`name` is used in messages;
 // external data is resolved relative to `base_dir`).
 [[nodiscard]] absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModelFromBytes(const std::string& bytes,
                                                                               const std::string& name,
                                                                               const std::string& base_dir);
+
+// Runs the ONNX checker.
+[[nodiscard]] absl::Status CheckModel(const LoadedModel& model);
 
 }  // namespace xonnx::onnx_import
 

@@ -148,6 +148,8 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, 
     impl->unsupported = absl::StrFormat("%s: %d unsupported op%s: %s", model_path, unsupported.size(),
                                         unsupported.size() > 1 ? "s" : "", onnx_import::DescribeUnsupported(unsupported));
     if (!options.allow_unsupported) return absl::UnimplementedError(impl->unsupported);
+  } else {
+    RETURN_IF_ERROR(onnx_import::CheckModel(*impl->model));
   }
   ASSIGN_OR_RETURN(auto ins, onnx_import::ModelInputs(*impl->model));
   ASSIGN_OR_RETURN(auto outs, onnx_import::ModelOutputs(*impl->model));

@@ -1,1 +1,248 @@
+// Session behaviour on good and bad input: every bad input gives a clear
+// error naming the file (and node or input), never a crash.
+#include "xonnx/session.h"
 
+#include <filesystem>
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "onnx/onnx_pb.h"
+
+namespace xonnx {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+class SessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("xonnx_session_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_ / "model");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // y = Relu(x @ W + b) with W [4,3] and b [3] initializers; x is [batch, 4].
+  onnx::ModelProto Mlp(const std::string& op = "Relu") {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(17);
+    auto* g = m.mutable_graph();
+    g->set_name("mlp");
+    auto* x = g->add_input();
+    x->set_name("x");
+    auto* tt = x->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    tt->mutable_shape()->add_dim()->set_dim_param("batch");
+    tt->mutable_shape()->add_dim()->set_dim_value(4);
+    auto* y = g->add_output();
+    y->set_name("y");
+    y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    y->mutable_type()->mutable_tensor_type()->mutable_shape();
+    auto* w = g->add_initializer();
+    w->set_name("W");
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    w->add_dims(4);
+    w->add_dims(3);
+    for (int i = 0; i < 12; ++i) w->add_float_data(0.25f * (i % 5) - 0.5f);
+    auto* b = g->add_initializer();
+    b->set_name("b");
+    b->set_data_type(onnx::TensorProto::FLOAT);
+    b->add_dims(3);
+    for (float v : {0.5f, -1.0f, 2.0f}) b->add_float_data(v);
+    auto* mm = g->add_node();
+    mm->set_op_type("MatMul");
+    mm->set_name("matmul_1");
+    mm->add_input("x");
+    mm->add_input("W");
+    mm->add_output("h");
+    auto* add = g->add_node();
+    add->set_op_type("Add");
+    add->set_name("add_1");
+    add->add_input("h");
+    add->add_input("b");
+    add->add_output("z");
+    auto* act = g->add_node();
+    act->set_op_type(op);
+    act->set_name("act_1");
+    act->add_input("z");
+    act->add_output("y");
+    return m;
+  }
+
+  std::string Write(const onnx::ModelProto& m, const std::string& name = "model/model.onnx") {
+    std::string path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+    return path;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(SessionTest, RunsAndCachesPerShape) {
+  auto s = Session::Open(Write(Mlp()));
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ((*s)->inputs().size(), 1u);
+  EXPECT_EQ((*s)->inputs()[0].dims, (std::vector<int64_t>{-1, 4}));
+  EXPECT_EQ((*s)->inputs()[0].dim_names[0], "batch");
+  for (int64_t batch : {1, 3, 1}) {
+    Tensor x(DataType::kFloat32, {batch, 4});
+    for (int64_t i = 0; i < x.element_count(); ++i) x.data_as<float>()[i] = 0.5f * i - 1.0f;
+    auto out = (*s)->Run({{"x", x}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ((*out)[0].dims(), (std::vector<int64_t>{batch, 3}));
+    for (int64_t r = 0; r < batch; ++r) {
+      for (int c = 0; c < 3; ++c) {
+        double acc = std::vector<double>{0.5, -1.0, 2.0}[c];
+        for (int k = 0; k < 4; ++k) acc += (0.5 * (r * 4 + k) - 1.0) * (0.25 * ((k * 3 + c) % 5) - 0.5);
+        EXPECT_NEAR((*out)[0].data_as<float>()[r * 3 + c], std::max(acc, 0.0), 1e-5);
+      }
+    }
+  }
+}
+
+TEST_F(SessionTest, ConcurrentRunsAgree) {
+  auto s = Session::Open(Write(Mlp("Tanh")));
+  ASSERT_TRUE(s.ok());
+  Tensor x(DataType::kFloat32, {2, 4});
+  for (int64_t i = 0; i < 8; ++i) x.data_as<float>()[i] = 0.1f * i;
+  auto ref = (*s)->Run({{"x", x}});
+  ASSERT_TRUE(ref.ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) {
+        auto o = (*s)->Run({{"x", x}});
+        if (!o.ok() || std::memcmp(o->at(0).data(), ref->at(0).data(), ref->at(0).byte_size()) != 0) ++mismatches;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST_F(SessionTest, TruncatedFileIsAClearError) {
+  std::string bytes = Mlp().SerializeAsString();
+  std::string path = (dir_ / "model/truncated.onnx").string();
+  std::ofstream(path, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  auto s = Session::Open(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr(path));
+}
+
+TEST_F(SessionTest, NonOnnxFileIsAClearError) {
+  std::string path = (dir_ / "model/notes.onnx").string();
+  std::ofstream(path) << "this is not a model, just some text\n";
+  auto s = Session::Open(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("not a valid ONNX model"));
+  auto missing = Session::Open((dir_ / "nope.onnx").string());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(SessionTest, UnknownOpsAreAllListedWithNodes) {
+  onnx::ModelProto m = Mlp("FancyActivation");
+  auto* extra = m.mutable_graph()->add_node();
+  extra->set_op_type("Frobnicate");
+  extra->set_name("frob_7");
+  extra->add_input("y");
+  extra->add_output("y2");
+  m.mutable_graph()->mutable_output(0)->set_name("y2");
+  std::string path = Write(m);
+  SessionOptions o;
+  auto s = Session::Open(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(std::string(s.status().message()),
+            path + ": 2 unsupported ops: FancyActivation (node 'act_1'); Frobnicate (node 'frob_7')");
+}
+
+TEST_F(SessionTest, WrongInputsAreClearErrors) {
+  auto s = Session::Open(Write(Mlp()));
+  ASSERT_TRUE(s.ok());
+  Tensor wrong_shape(DataType::kFloat32, {2, 5});
+  auto r1 = (*s)->Run({{"x", wrong_shape}});
+  ASSERT_FALSE(r1.ok());
+  EXPECT_THAT(std::string(r1.status().message()), HasSubstr("input 'x' has shape [2,5], the model expects [batch,4]"));
+  Tensor wrong_type(DataType::kInt64, {2, 4});
+  auto r2 = (*s)->Run({{"x", wrong_type}});
+  ASSERT_FALSE(r2.ok());
+  EXPECT_THAT(std::string(r2.status().message()), HasSubstr("has type int64, the model expects float32"));
+  auto r3 = (*s)->Run({});
+  ASSERT_FALSE(r3.ok());
+  EXPECT_THAT(std::string(r3.status().message()), HasSubstr("input 'x' is missing"));
+  auto r4 = (*s)->Run({{"x", Tensor(DataType::kFloat32, {1, 4})}, {"z", Tensor(DataType::kFloat32, {1})}});
+  ASSERT_FALSE(r4.ok());
+  EXPECT_THAT(std::string(r4.status().message()), HasSubstr("no input named 'z'"));
+}
+
+TEST_F(SessionTest, ExternalDataMustStayInTheModelFolder) {
+  // A secret next to (not inside) the model folder.
+  std::ofstream(dir_ / "secret.bin", std::ios::binary) << std::string(48, 'A');
+  onnx::ModelProto m = Mlp();
+  auto* w = m.mutable_graph()->mutable_initializer(0);
+  w->clear_float_data();
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* loc = w->add_external_data();
+  loc->set_key("location");
+  loc->set_value("../secret.bin");
+  auto s = Session::Open(Write(m));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("outside the model's folder"));
+  loc->set_value((dir_ / "secret.bin").string());
+  auto abs = Session::Open(Write(m));
+  ASSERT_FALSE(abs.ok());
+  EXPECT_THAT(std::string(abs.status().message()), HasSubstr("absolute"));
+  // Inside the folder it loads.
+  std::ofstream(dir_ / "model" / "weights.bin", std::ios::binary) << std::string(48, '\0');
+  loc->set_value("weights.bin");
+  auto ok = Session::Open(Write(m));
+  EXPECT_TRUE(ok.ok()) << ok.status();
+}
+
+TEST_F(SessionTest, ShapeInputsAreBoundAtCompileTime) {
+  // y = Reshape(x, shape) where shape is a model input.
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("reshape");
+  for (auto [name, type, rank] : {std::tuple{"x", onnx::TensorProto::FLOAT, 2}, std::tuple{"shape", onnx::TensorProto::INT64, 1}}) {
+    auto* in = g->add_input();
+    in->set_name(name);
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(type);
+    for (int d = 0; d < rank; ++d) tt->mutable_shape()->add_dim()->set_dim_param(absl::StrCat(name, d));
+  }
+  g->add_output()->set_name("y");
+  g->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  g->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  auto* n = g->add_node();
+  n->set_op_type("Reshape");
+  n->add_input("x");
+  n->add_input("shape");
+  n->add_output("y");
+  auto s = Session::Open(Write(m));
+  ASSERT_TRUE(s.ok()) << s.status();
+  Tensor x(DataType::kFloat32, {2, 6});
+  for (int i = 0; i < 12; ++i) x.data_as<float>()[i] = i;
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{3, 4}, std::vector<int64_t>{4, -1}}) {
+    Tensor st = Tensor::FromVector(DataType::kInt64, {2}, shape);
+    auto out = (*s)->Run({{"x", x}, {"shape", st}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].dims(), (std::vector<int64_t>{shape[0], 12 / shape[0]}));
+    EXPECT_EQ((*out)[0].data_as<float>()[11], 11.0f);
+  }
+}
+
+}  // namespace
+}  // namespace xonnx

@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "test_data.h"
 #include "xonnx/session.h"
 
 namespace fs = std::filesystem;
@@ -38,56 +39,27 @@ bool Close(double a, double e) {
   return std::abs(a - e) <= 1e-7 + 1e-3 * std::abs(e);
 }
 
-std::vector<fs::path> Sorted(const fs::path& dir, const std::string& prefix) {
-  std::vector<fs::path> v;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().filename().string().rfind(prefix, 0) == 0) v.push_back(e.path());
-  std::sort(v.begin(), v.end(), [](const fs::path& a, const fs::path& b) {
-    // input_10 after input_9
-    auto num = [](const fs::path& p) {
-      std::string s = p.stem().string();
-      size_t u = s.rfind('_');
-      return u == std::string::npos ? 0 : std::atoi(s.c_str() + u + 1);
-    };
-    return num(a) < num(b);
-  });
-  return v;
-}
-
 Result RunCase(const fs::path& dir) {
   auto s = xonnx::Session::Open((dir / "model.onnx").string());
   if (!s.ok()) {
     return {s.status().code() == absl::StatusCode::kUnimplemented ? "unsupported" : "fail",
             std::string(s.status().message())};
   }
-  for (const fs::path& set : Sorted(dir, "test_data_set_")) {
-    std::map<std::string, xonnx::Tensor> inputs;
-    std::vector<fs::path> in_files = Sorted(set, "input_");
-    for (size_t i = 0; i < in_files.size(); ++i) {
-      std::string name;
-      auto t = xonnx::ReadTensorFile(in_files[i].string(), &name);
-      if (!t.ok()) return {"fail", std::string(t.status().message())};
-      bool known = false;
-      for (const auto& sp : (*s)->inputs()) known |= sp.name == name;
-      if (!known && i < (*s)->inputs().size()) name = (*s)->inputs()[i].name;
-      // ONNX 1.12 stores bfloat16 test data as uint16 tensors of the same bits.
-      for (const auto& sp : (*s)->inputs())
-        if (sp.name == name && sp.dtype == xonnx::DataType::kBFloat16 && t->dtype() == xonnx::DataType::kUInt16)
-          t = xonnx::Tensor::FromData(xonnx::DataType::kBFloat16, t->dims(), t->data());
-      inputs[name] = *std::move(t);
-    }
-    auto outs = (*s)->Run(inputs);
+  for (const fs::path& set : xonnx::testing::NumberedFiles(dir, "test_data_set_")) {
+    auto inputs = xonnx::testing::ReadInputs(**s, set);
+    if (!inputs.ok()) return {"fail", std::string(inputs.status().message())};
+    auto outs = (*s)->Run(*inputs);
     if (!outs.ok())
       return {outs.status().code() == absl::StatusCode::kUnimplemented ? "unsupported" : "fail",
               std::string(outs.status().message())};
-    std::vector<fs::path> out_files = Sorted(set, "output_");
-    if (out_files.size() != outs->size())
-      return {"fail", absl::StrCat("model produced ", outs->size(), " outputs, expected ", out_files.size())};
-    for (size_t i = 0; i < out_files.size(); ++i) {
-      auto want = xonnx::ReadTensorFile(out_files[i].string());
-      if (!want.ok()) return {"fail", std::string(want.status().message())};
+    auto wants = xonnx::testing::ReadOutputs(set);
+    if (!wants.ok()) return {"fail", std::string(wants.status().message())};
+    if (wants->size() != outs->size())
+      return {"fail", absl::StrCat("model produced ", outs->size(), " outputs, expected ", wants->size())};
+    for (size_t i = 0; i < wants->size(); ++i) {
+      xonnx::Tensor* want = &(*wants)[i];
       if (want->dtype() == xonnx::DataType::kUInt16 && (*outs)[i].dtype() == xonnx::DataType::kBFloat16)
-        want = xonnx::Tensor::FromData(xonnx::DataType::kBFloat16, want->dims(), want->data());
+        *want = xonnx::Tensor::FromData(xonnx::DataType::kBFloat16, want->dims(), want->data());
       const xonnx::Tensor& got = (*outs)[i];
       if (got.dims() != want->dims() || got.dtype() != want->dtype())
         return {"fail", absl::StrCat("output ", i, " is ", got.ShapeString(), ", expected ", want->ShapeString())};

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The `xonnx` command's contract: exit codes, outputs and one-line errors.
+# usage: cli_test.sh XONNX_BINARY EXAMPLE_MODEL
+set -uo pipefail
+xonnx="$1"
+model="$2"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+# expect NAME WANT_RC PATTERN -- command...: runs the command, checks its exit
+# code and that its combined output matches PATTERN (grep -E).
+expect() {
+  local name="$1" want_rc="$2" pattern="$3"
+  shift 4
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [[ "$rc" == "$want_rc" ]] && grep -qE -- "$pattern" <<<"$out"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name: rc=$rc (want $want_rc), output:"
+    sed 's/^/    /' <<<"$out" | head -20
+  fi
+}
+
+# An error is exactly one line, starting "xonnx: error:".
+expect_error() {
+  local name="$1" pattern="$2"
+  shift 3
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [[ "$rc" != 0 && $(wc -l <<<"$out") == 1 && "$out" == "xonnx: error: "* ]] && grep -qE -- "$pattern" <<<"$out"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name: rc=$rc, output:"
+    sed 's/^/    /' <<<"$out" | head -20
+  fi
+}
+
+expect help 0 "run.*bench.*convert.*info|Subcommands" -- "$xonnx" --help
+expect info 0 "Conv x2" -- "$xonnx" info "$model"
+expect run_random 0 "using random float32\[1,3,32,32\] \(seed 0\)" -- "$xonnx" run "$model"
+expect run_summary 0 "^probs: float32\[1,10\] min=" -- "$xonnx" run "$model" --seed 3
+expect run_shape 0 "probs: float32\[5,10\]" -- "$xonnx" run "$model" --shape image=5x3x32x32
+expect run_output_dir 0 "wrote 1 output" -- "$xonnx" run "$model" --output-dir "$tmp/out"
+expect output_file 0 "" -- test -s "$tmp/out/output_0.pb"
+# Input files: .npy and the TensorProto the command itself writes.
+/usr/bin/python3 -c "import numpy as np; np.save('$tmp/img.npy', np.random.default_rng(1).standard_normal((2, 3, 32, 32)).astype(np.float32))"
+expect run_npy_input 0 "probs: float32\[2,10\]" -- "$xonnx" run "$model" --input image="$tmp/img.npy"
+expect run_pb_roundtrip 0 "wrote 1 output" -- "$xonnx" run "$model" --input image="$tmp/img.npy" --output-dir "$tmp/x"
+expect convert_text 0 "^HloModule tiny_cnn" -- "$xonnx" convert "$model" --hlo-text -
+expect convert_proto 0 "" -- "$xonnx" convert "$model" --hlo-proto "$tmp/m.pb" --batch 2
+expect convert_proto_file 0 "" -- test -s "$tmp/m.pb"
+expect bench_json 0 '^\{"compile_ms":[0-9.e+-]+,"iterations":3,"latency_ms":\{"median":[0-9.e+-]+,"min":[0-9.e+-]+,"p90":[0-9.e+-]+\},"load_ms":[0-9.e+-]+\}$' -- "$xonnx" bench "$model" --iterations 3 --warmup 1 --json
+
+printf 'not a model' >"$tmp/bad.onnx"
+head -c 3000 "$model" >"$tmp/truncated.onnx"
+expect_error missing_file "nope.onnx: cannot open" -- "$xonnx" run "$tmp/nope.onnx"
+expect_error not_onnx "bad.onnx: not a valid ONNX model" -- "$xonnx" info "$tmp/bad.onnx"
+expect_error truncated "truncated.onnx" -- "$xonnx" run "$tmp/truncated.onnx"
+expect_error bad_shape_flag "--shape 'image=1xQ': bad dimension" -- "$xonnx" run "$model" --shape image=1xQ
+expect_error wrong_input_shape "input 'image' has shape \[1,10\], the model expects \[batch,3,32,32\]" -- "$xonnx" run "$model" --input image="$tmp/out/output_0.pb"
+expect_error unknown_input "no input named 'nope'" -- "$xonnx" run "$model" --shape nope=1x2
+expect usage_error 106 "required" -- "$xonnx" run
+
+echo "$passed passed, $failed failed"
+[[ $failed == 0 ]]

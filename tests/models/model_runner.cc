@@ -1,0 +1,81 @@
+// Runs exported real models (see export_models.py) through xonnx::Session
+// and checks ||out - ref|| / ||ref|| <= --tolerance for every data set.
+//
+//   model_runner --models DIR [--tolerance 1e-4]
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+
+#include "absl/strings/str_format.h"
+#include "test_data.h"
+
+namespace fs = std::filesystem;
+
+int main(int argc, char** argv) {
+  std::string dir;
+  double tolerance = 1e-4;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--models" && i + 1 < argc) dir = argv[++i];
+    else if (a == "--tolerance" && i + 1 < argc) tolerance = std::atof(argv[++i]);
+    else {
+      std::cerr << "usage: model_runner --models DIR [--tolerance 1e-4]\n";
+      return 2;
+    }
+  }
+  if (dir.empty() || !fs::is_directory(dir)) {
+    std::cerr << "model_runner: --models must name the exported models folder\n";
+    return 2;
+  }
+  std::vector<fs::path> models;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (fs::exists(e.path() / "model.onnx")) models.push_back(e.path());
+  std::sort(models.begin(), models.end());
+  int passed = 0, failed = 0;
+  for (const fs::path& m : models) {
+    auto s = xonnx::Session::Open((m / "model.onnx").string());
+    if (!s.ok()) {
+      std::cout << "FAIL " << m.filename().string() << ": " << s.status().message() << "\n";
+      ++failed;
+      continue;
+    }
+    for (const fs::path& set : xonnx::testing::NumberedFiles(m, "test_data_set_")) {
+      std::string label = absl::StrFormat("%s/%s", m.filename().string(), set.filename().string());
+      auto inputs = xonnx::testing::ReadInputs(**s, set);
+      auto want = xonnx::testing::ReadOutputs(set);
+      if (!inputs.ok() || !want.ok()) {
+        std::cout << "FAIL " << label << ": cannot read test data\n";
+        ++failed;
+        continue;
+      }
+      auto got = (*s)->Run(*inputs);
+      if (!got.ok()) {
+        std::cout << "FAIL " << label << ": " << got.status().message() << "\n";
+        ++failed;
+        continue;
+      }
+      double worst = 0;
+      bool shapes_ok = got->size() == want->size();
+      for (size_t k = 0; shapes_ok && k < got->size(); ++k) {
+        const auto& g = (*got)[k];
+        const auto& w = (*want)[k];
+        if (g.dims() != w.dims()) {
+          shapes_ok = false;
+          break;
+        }
+        double diff = 0, ref = 0;
+        for (int64_t i = 0; i < g.element_count(); ++i) {
+          double d = g.GetAsDouble(i) - w.GetAsDouble(i);
+          diff += d * d;
+          ref += w.GetAsDouble(i) * w.GetAsDouble(i);
+        }
+        worst = std::max(worst, std::sqrt(diff) / std::max(std::sqrt(ref), 1e-30));
+      }
+      bool ok = shapes_ok && worst <= tolerance;
+      std::cout << absl::StrFormat("%s %-50s rel_l2=%.3g\n", ok ? "PASS" : "FAIL", label, shapes_ok ? worst : NAN);
+      (ok ? passed : failed)++;
+    }
+  }
+  std::cout << absl::StrFormat("%d passed, %d failed\n", passed, failed);
+  return failed == 0 && passed > 0 ? 0 : 1;
+}

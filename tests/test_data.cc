@@ -1,0 +1,51 @@
+#include "test_data.h"
+
+#include <algorithm>
+
+namespace xonnx::testing {
+
+namespace fs = std::filesystem;
+
+std::vector<fs::path> NumberedFiles(const fs::path& dir, const std::string& prefix) {
+  std::vector<fs::path> v;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) v.push_back(e.path());
+  auto num = [](const fs::path& p) {
+    std::string s = p.stem().string();
+    size_t u = s.rfind('_');
+    return u == std::string::npos ? 0 : std::atoi(s.c_str() + u + 1);
+  };
+  std::sort(v.begin(), v.end(), [&](const fs::path& a, const fs::path& b) { return num(a) < num(b); });
+  return v;
+}
+
+StatusOr<std::map<std::string, Tensor>> ReadInputs(const Session& s, const fs::path& data_set) {
+  std::map<std::string, Tensor> inputs;
+  std::vector<fs::path> files = NumberedFiles(data_set, "input_");
+  for (size_t i = 0; i < files.size(); ++i) {
+    std::string name;
+    auto t = ReadTensorFile(files[i].string(), &name);
+    if (!t.ok()) return t.status();
+    bool known = false;
+    for (const auto& sp : s.inputs()) known |= sp.name == name;
+    if (!known && i < s.inputs().size()) name = s.inputs()[i].name;
+    // ONNX 1.12 stores bfloat16 test data as uint16 tensors of the same bits.
+    for (const auto& sp : s.inputs())
+      if (sp.name == name && sp.dtype == DataType::kBFloat16 && t->dtype() == DataType::kUInt16)
+        t = Tensor::FromData(DataType::kBFloat16, t->dims(), t->data());
+    inputs[name] = *std::move(t);
+  }
+  return inputs;
+}
+
+StatusOr<std::vector<Tensor>> ReadOutputs(const fs::path& data_set) {
+  std::vector<Tensor> outs;
+  for (const fs::path& f : NumberedFiles(data_set, "output_")) {
+    auto t = ReadTensorFile(f.string());
+    if (!t.ok()) return t.status();
+    outs.push_back(*std::move(t));
+  }
+  return outs;
+}
+
+}  // namespace xonnx::testing

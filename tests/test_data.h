@@ -1,0 +1,27 @@
+// Reading ONNX-style test data folders (input_<i>.pb / output_<i>.pb), shared
+// by the conformance and real-model runners.
+#ifndef XONNX_TESTS_TEST_DATA_H_
+#define XONNX_TESTS_TEST_DATA_H_
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "xonnx/session.h"
+
+namespace xonnx::testing {
+
+// Files in `dir` starting with `prefix`, ordered by their numeric suffix.
+std::vector<std::filesystem::path> NumberedFiles(const std::filesystem::path& dir, const std::string& prefix);
+
+// Reads input_<i>.pb of a data set, keyed by tensor name when it names a
+// model input, else by position.
+StatusOr<std::map<std::string, Tensor>> ReadInputs(const Session& s, const std::filesystem::path& data_set);
+
+// Reads output_<i>.pb of a data set in order.
+StatusOr<std::vector<Tensor>> ReadOutputs(const std::filesystem::path& data_set);
+
+}  // namespace xonnx::testing
+
+#endif  // XONNX_TESTS_TEST_DATA_H_
