@@ -9,6 +9,8 @@ const Registry& Registry::Get() {
     RegisterShapeOps(*reg);
     RegisterReduceOps(*reg);
     RegisterNnOps(*reg);
+    RegisterResizeOps(*reg);
+    RegisterLossOps(*reg);
     return reg;
   }();
   return *r;

@@ -41,6 +41,8 @@ void RegisterElementwiseOps(Registry& r);
 void RegisterShapeOps(Registry& r);
 void RegisterReduceOps(Registry& r);
 void RegisterNnOps(Registry& r);
+void RegisterResizeOps(Registry& r);
+void RegisterLossOps(Registry& r);
 
 }  // namespace xonnx::onnx_import
 
