@@ -5,6 +5,8 @@
 #include <map>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "backends/cpu/layout_pass.h"
 #include "backends/cpu/thunks.h"
 #include "base/status.h"
 #include "evaluator/evaluator.h"
@@ -73,6 +75,7 @@ class Compiler {
       if (!p->shape().IsArray()) return Unimplemented("tuple-shaped parameters are not supported");
       exe_->parameter_shapes_.push_back(p->shape());
     }
+    if (options_.use_dnnl) PlanConvEpilogues(c->root());
     if (options_.fuse_elementwise) PlanFusions(c->root());
     RETURN_IF_ERROR(AssignBuffers(c->root()));
     RETURN_IF_ERROR(EmitThunks());
@@ -85,6 +88,68 @@ class Compiler {
   }
 
  private:
+  // The scalar value of a constant or of a broadcast of one.
+  static std::optional<double> ScalarValue(const Instruction* i) {
+    if (i->opcode() == Opcode::kBroadcast) i = i->operand(0);
+    if (i->opcode() != Opcode::kConstant || i->literal->element_count() != 1) return std::nullopt;
+    return i->literal->GetAsDouble(0);
+  }
+
+  // conv -> add(per-channel bias) -> relu | clamp becomes one oneDNN
+  // convolution with bias and an eltwise post-op.
+  void PlanConvEpilogues(Instruction* root) {
+    for (Instruction* c : order_) {
+      if (c->opcode() != Opcode::kConvolution || !DnnlConvEligible(*c)) continue;
+      ConvEpilogue e;
+      Instruction* last = c;
+      auto single_user = [&](Instruction* i) -> Instruction* {
+        const auto& us = users_.at(i);
+        return us.size() == 1 && i != root ? us[0] : nullptr;
+      };
+      int64_t feature = c->conv_dnums.output_feature_dimension;
+      if (Instruction* add = single_user(c); add && add->opcode() == Opcode::kAdd) {
+        Instruction* other = add->operand(0) == c ? add->operand(1) : add->operand(0);
+        if (other != c && other->opcode() == Opcode::kBroadcast && other->operand(0)->shape().rank() == 1 &&
+            other->dimensions == std::vector<int64_t>{feature}) {
+          e.bias = other->operand(0);
+          last = add;
+        }
+      }
+      if (Instruction* act = single_user(last)) {
+        if (act->opcode() == Opcode::kMaximum) {
+          Instruction* other = act->operand(0) == last ? act->operand(1) : act->operand(0);
+          if (other != last && ScalarValue(other) == 0.0) {
+            e.activation = ConvEpilogue::kRelu;
+            last = act;
+          }
+        } else if (act->opcode() == Opcode::kClamp && act->operand(1) == last) {
+          auto lo = ScalarValue(act->operand(0)), hi = ScalarValue(act->operand(2));
+          if (lo && hi) {
+            e.activation = ConvEpilogue::kClip;
+            e.lo = *lo;
+            e.hi = *hi;
+            last = act;
+          }
+        }
+      }
+      if (last == c) continue;
+      epilogue_[c] = e;
+      epilogue_last_[c] = last;
+      for (Instruction* x = users_.at(c)[0];; x = users_.at(x)[0]) {
+        absorbed_into_conv_[x] = c;
+        if (x == last) break;
+      }
+    }
+    // Operands only the absorbed ops read (the bias broadcast, the relu
+    // zero) are never computed.
+    for (Instruction* i : order_) {
+      const auto& us = users_.at(i);
+      if (i == root || us.empty() || absorbed_into_conv_.contains(i) || epilogue_.contains(i)) continue;
+      if (std::all_of(us.begin(), us.end(), [&](Instruction* u) { return absorbed_into_conv_.contains(u); }))
+        unused_.insert(i);
+    }
+  }
+
   // Groups elementwise chains: an elementwise instruction joins its users'
   // fusion when all of them are members of one fusion of the same shape.
   void PlanFusions(Instruction* root) {
@@ -99,7 +164,7 @@ class Compiler {
         group = g->second;
       }
       if (joinable && groups_[group].back()->shape().dims != i->shape().dims) joinable = false;
-      if (Fusible(i)) {
+      if (Fusible(i) && !absorbed_into_conv_.contains(i) && !epilogue_.contains(i)) {
         if (joinable) {
           groups_[group].push_back(i);
           member_group_[i] = group;
@@ -107,8 +172,15 @@ class Compiler {
           member_group_[i] = groups_.size();
           groups_.push_back({i});
         }
-      } else if (i->opcode() == Opcode::kBroadcast && joinable && i->shape().ElementCount() > 0) {
-        absorbed_broadcast_[i] = group;
+      } else if (i->opcode() == Opcode::kBroadcast && i != root && !us.empty() && i->shape().ElementCount() > 0 &&
+                 std::all_of(us.begin(), us.end(), [&](Instruction* u) {
+                   if (absorbed_into_conv_.contains(u)) return true;
+                   auto g = member_group_.find(u);
+                   return g != member_group_.end() && groups_[g->second].back()->shape().dims == i->shape().dims;
+                 })) {
+        // A broadcast read only by fusions is recomputed inside each of them
+        // (one CSE-merged splat often feeds many fusions) instead of stored.
+        absorbed_broadcast_.insert(i);
       }
     }
     // Members were collected root first; store them operand-first.
@@ -120,7 +192,10 @@ class Compiler {
     return g != member_group_.end() && groups_[g->second].back() == i;
   }
   bool Materialized(Instruction* i) const {
-    if (absorbed_broadcast_.contains(i)) return false;
+    if (absorbed_broadcast_.contains(i) || unused_.contains(i)) return false;
+    // A conv with an epilogue writes the epilogue's last buffer.
+    if (epilogue_.contains(i)) return false;
+    if (auto a = absorbed_into_conv_.find(i); a != absorbed_into_conv_.end()) return epilogue_last_.at(a->second) == i;
     auto g = member_group_.find(i);
     return g == member_group_.end() || groups_[g->second].back() == i;
   }
@@ -189,10 +264,17 @@ class Compiler {
     // Liveness: a use of any alias extends the backing slot's life. A fused
     // member's operands are used by its group's root.
     auto use_point = [&](Instruction* user) -> int64_t {
+      if (auto e = epilogue_last_.find(user); e != epilogue_last_.end()) return pos_.at(e->second);
+      if (auto a = absorbed_into_conv_.find(user); a != absorbed_into_conv_.end()) return pos_.at(epilogue_last_.at(a->second));
       auto g = member_group_.find(user);
       if (g != member_group_.end()) return pos_.at(groups_[g->second].back());
-      auto b = absorbed_broadcast_.find(user);
-      if (b != absorbed_broadcast_.end()) return pos_.at(groups_[b->second].back());
+      if (absorbed_broadcast_.contains(user)) {
+        int64_t last = pos_.at(user);
+        for (Instruction* u : users_.at(user)) {
+          if (auto g = member_group_.find(u); g != member_group_.end()) last = std::max(last, pos_.at(groups_[g->second].back()));
+        }
+        return last;
+      }
       return pos_.at(user);
     };
     for (Instruction* i : order_) {
@@ -253,6 +335,11 @@ class Compiler {
         default:
           break;
       }
+      if (auto a = absorbed_into_conv_.find(i); a != absorbed_into_conv_.end()) {
+        if (epilogue_last_.at(a->second) != i) continue;
+        RETURN_IF_ERROR(EmitConvWithEpilogue(a->second, i));
+        continue;
+      }
       if (!Materialized(i)) continue;
       if (IsGroupRoot(i)) {
         RETURN_IF_ERROR(EmitFusion(i));
@@ -262,7 +349,7 @@ class Compiler {
       if (options_.use_dnnl && i->opcode() == Opcode::kConvolution) {
         const Instruction* w = i->operand(1);
         const void* cw = w->opcode() == Opcode::kConstant ? w->literal->untyped_data() : nullptr;
-        if (auto t = MakeDnnlConvThunk(*i, io, cw, &exe_->keep_alive_)) {
+        if (auto t = MakeDnnlConvThunk(*i, io, cw, ConvEpilogue{}, &exe_->keep_alive_)) {
           Add(*std::move(t), "dnnl-conv");
           continue;
         }
@@ -273,6 +360,24 @@ class Compiler {
           continue;
         }
       }
+      if (i->opcode() == Opcode::kReduce) {
+        if (auto t = MakeFastReduceThunk(*i, io)) {
+          Add(*std::move(t), "reduce");
+          continue;
+        }
+      }
+      if (i->opcode() == Opcode::kReduceWindow) {
+        if (auto t = MakeFastReduceWindowThunk(*i, io)) {
+          Add(*std::move(t), "reduce-window");
+          continue;
+        }
+      }
+      if (i->opcode() == Opcode::kTranspose || i->opcode() == Opcode::kSlice || i->opcode() == Opcode::kBroadcast) {
+        if (auto t = MakeFastMoveThunk(*i, io)) {
+          Add(*std::move(t), std::string(hlo::OpcodeName(i->opcode())));
+          continue;
+        }
+      }
       if (i->opcode() == Opcode::kWhile || i->opcode() == Opcode::kConditional || i->opcode() == Opcode::kCall) {
         Add(EvaluatorThunk(i, io), "control-flow");
         continue;
@@ -280,6 +385,23 @@ class Compiler {
       Add(KernelThunk(i, io), absl::StrCat("kernel:", hlo::OpcodeName(i->opcode())));
     }
     return absl::OkStatus();
+  }
+
+  // The conv and its epilogue in one oneDNN primitive, or, if oneDNN declines,
+  // the reference conv followed by the epilogue ops one by one.
+  absl::Status EmitConvWithEpilogue(Instruction* conv, Instruction* last) {
+    ThunkIo io;
+    for (Instruction* op : conv->operands()) io.inputs.push_back(leaves_.at(op).at(0));
+    const ConvEpilogue& e = epilogue_.at(conv);
+    if (e.bias) io.inputs.push_back(leaves_.at(e.bias).at(0));
+    io.outputs = leaves_.at(last);
+    const Instruction* w = conv->operand(1);
+    const void* cw = w->opcode() == Opcode::kConstant ? w->literal->untyped_data() : nullptr;
+    if (auto t = MakeDnnlConvThunk(*conv, io, cw, e, &exe_->keep_alive_)) {
+      Add(*std::move(t), "dnnl-conv");
+      return absl::OkStatus();
+    }
+    return Unimplemented("%s: oneDNN rejected a convolution it was planned for", conv->name());
   }
 
   absl::Status EmitFusion(Instruction* root) {
@@ -360,12 +482,17 @@ class Compiler {
   absl::flat_hash_map<const Instruction*, std::vector<Instruction*>> users_;
   std::vector<std::vector<Instruction*>> groups_;
   absl::flat_hash_map<const Instruction*, int> member_group_;
-  absl::flat_hash_map<const Instruction*, int> absorbed_broadcast_;
+  absl::flat_hash_set<const Instruction*> absorbed_broadcast_;
+  absl::flat_hash_set<const Instruction*> unused_;
+  absl::flat_hash_map<const Instruction*, ConvEpilogue> epilogue_;          // conv -> epilogue
+  absl::flat_hash_map<const Instruction*, Instruction*> epilogue_last_;     // conv -> last absorbed op
+  absl::flat_hash_map<const Instruction*, Instruction*> absorbed_into_conv_;  // absorbed op -> conv
   absl::flat_hash_map<const Instruction*, std::vector<BufferRef>> leaves_;
 };
 
 absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(std::unique_ptr<hlo::Module> module,
                                                                 const CompileOptions& options) {
+  if (options.use_dnnl) RETURN_IF_ERROR(RunLayoutPasses(module.get()));
   Compiler c(std::move(module), options);
   return c.Run();
 }

@@ -1,5 +1,7 @@
 // oneDNN primitives for f32 convolutions and matrix products. Primitives are
 // created once at compile time; each run only wraps the frame's pointers.
+#include <unordered_map>
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backends/cpu/thunks.h"
@@ -22,6 +24,15 @@ Tag PlainTag(int rank) {
     case 3: return Tag::ncw;
     case 4: return Tag::nchw;
     case 5: return Tag::ncdhw;
+    default: return Tag::undef;
+  }
+}
+
+Tag ChannelsLastTag(int rank) {
+  switch (rank) {
+    case 3: return Tag::nwc;
+    case 4: return Tag::nhwc;
+    case 5: return Tag::ndhwc;
     default: return Tag::undef;
   }
 }
@@ -51,6 +62,8 @@ struct ConvState {
   memory::desc src, weights, dst;
   memory reordered_weights;  // set when the weights are constants
   bool weights_reordered = false;
+  memory::desc bias;
+  bool has_bias = false;
 };
 
 struct DotState {
@@ -60,23 +73,39 @@ struct DotState {
 
 }  // namespace
 
-std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo& io, const void* constant_weights,
-                                       std::vector<std::shared_ptr<void>>* keep_alive) {
-  if (in.shape().element_type != hlo::F32 || in.batch_group_count != 1) return std::nullopt;
+bool DnnlConvEligible(const hlo::Instruction& in) {
+  if (in.shape().element_type != hlo::F32 || in.batch_group_count != 1) return false;
   const auto& d = in.conv_dnums;
   int64_t ns = d.input_spatial_dimensions.size();
-  if (ns < 1 || ns > 3) return std::nullopt;
-  // Only the NCHW / OIHW form the importer emits.
-  if (d.input_batch_dimension != 0 || d.input_feature_dimension != 1 || d.kernel_output_feature_dimension != 0 ||
-      d.kernel_input_feature_dimension != 1 || d.output_batch_dimension != 0 || d.output_feature_dimension != 1)
-    return std::nullopt;
+  if (ns < 1 || ns > 3) return false;
+  // OIHW kernels with NCHW (as imported) or NHWC (after the layout pass)
+  // activations.
+  int64_t rank = ns + 2;
+  bool channels_last = d.input_feature_dimension == rank - 1;
+  int64_t feature = channels_last ? rank - 1 : 1, first_spatial = channels_last ? 1 : 2;
+  if (d.input_batch_dimension != 0 || d.input_feature_dimension != feature || d.kernel_output_feature_dimension != 0 ||
+      d.kernel_input_feature_dimension != 1 || d.output_batch_dimension != 0 || d.output_feature_dimension != feature)
+    return false;
   for (int64_t i = 0; i < ns; ++i)
-    if (d.input_spatial_dimensions[i] != i + 2 || d.kernel_spatial_dimensions[i] != i + 2 ||
-        d.output_spatial_dimensions[i] != i + 2)
-      return std::nullopt;
+    if (d.input_spatial_dimensions[i] != i + first_spatial || d.kernel_spatial_dimensions[i] != i + 2 ||
+        d.output_spatial_dimensions[i] != i + first_spatial)
+      return false;
+  for (const auto& w : in.window.dimensions)
+    if (w.base_dilation != 1 || w.window_reversal || w.padding_low < 0 || w.padding_high < 0) return false;
+  const hlo::Shape& xs = in.operand(0)->shape();
+  const hlo::Shape& ws = in.operand(1)->shape();
+  return xs.ElementCount() > 0 && ws.ElementCount() > 0 && in.shape().ElementCount() > 0;
+}
+
+std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo& io, const void* constant_weights,
+                                       const ConvEpilogue& epilogue, std::vector<std::shared_ptr<void>>* keep_alive) {
+  if (!DnnlConvEligible(in)) return std::nullopt;
+  const auto& d = in.conv_dnums;
+  int64_t ns = d.input_spatial_dimensions.size();
+  int64_t rank = ns + 2;
+  bool channels_last = d.input_feature_dimension == rank - 1;
   memory::dims strides, dil, pad_l, pad_r;
   for (const auto& w : in.window.dimensions) {
-    if (w.base_dilation != 1 || w.window_reversal || w.padding_low < 0 || w.padding_high < 0) return std::nullopt;
     strides.push_back(w.stride);
     dil.push_back(w.window_dilation - 1);
     pad_l.push_back(w.padding_low);
@@ -84,8 +113,6 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
   }
   const hlo::Shape& xs = in.operand(0)->shape();
   const hlo::Shape& ws = in.operand(1)->shape();
-  if (xs.ElementCount() == 0 || ws.ElementCount() == 0 || in.shape().ElementCount() == 0) return std::nullopt;
-  int rank = xs.rank();
   int64_t g = in.feature_group_count;
   try {
     auto st = std::make_shared<ConvState>();
@@ -96,14 +123,37 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
       wdims.insert(wdims.end(), ws.dims.begin() + 2, ws.dims.end());
       wtag = GroupedWeightsTag(rank);
     }
-    st->src = memory::desc(Dims(xs.dims), memory::data_type::f32, PlainTag(rank));
-    st->dst = memory::desc(Dims(in.shape().dims), memory::data_type::f32, PlainTag(rank));
+    // oneDNN describes activations by logical NCHW dims plus a format tag.
+    auto logical = [&](const std::vector<int64_t>& dims) {
+      if (!channels_last) return Dims(dims);
+      memory::dims l = {dims[0], dims[rank - 1]};
+      l.insert(l.end(), dims.begin() + 1, dims.end() - 1);
+      return l;
+    };
+    Tag act = channels_last ? ChannelsLastTag(rank) : PlainTag(rank);
+    st->src = memory::desc(logical(xs.dims), memory::data_type::f32, act);
+    st->dst = memory::desc(logical(in.shape().dims), memory::data_type::f32, act);
     memory::desc user_w(wdims, memory::data_type::f32, wtag);
     // Constant weights may take oneDNN's preferred (blocked) layout, reordered once here.
     memory::desc any_w(wdims, memory::data_type::f32, constant_weights ? Tag::any : wtag);
-    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                         st->src, any_w, st->dst, strides, dil, pad_l, pad_r);
-    dnnl::convolution_forward::primitive_desc pd(desc, Engine());
+    dnnl::primitive_attr attr;
+    if (epilogue.activation != ConvEpilogue::kNone) {
+      dnnl::post_ops po;
+      if (epilogue.activation == ConvEpilogue::kRelu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      else po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, epilogue.lo, epilogue.hi);
+      attr.set_post_ops(po);
+    }
+    bool has_bias = epilogue.bias != nullptr;
+    memory::desc bias_md({in.shape().dims[d.output_feature_dimension]}, memory::data_type::f32, Tag::a);
+    auto desc = has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                            dnnl::algorithm::convolution_direct, st->src, any_w, bias_md,
+                                                            st->dst, strides, dil, pad_l, pad_r)
+                         : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                            dnnl::algorithm::convolution_direct, st->src, any_w, st->dst,
+                                                            strides, dil, pad_l, pad_r);
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, Engine());
+    st->bias = bias_md;
+    st->has_bias = has_bias;
     st->prim = dnnl::convolution_forward(pd);
     st->weights = pd.weights_desc();
     if (constant_weights) {
@@ -116,14 +166,17 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     }
     keep_alive->push_back(st);
     BufferRef src = io.inputs[0], wref = io.inputs[1], dst = io.outputs[0];
+    BufferRef bref = has_bias ? io.inputs.at(2) : BufferRef{};
     Thunk t;
     t.name = in.name();
-    t.run = [st, src, wref, dst](Frame& f) -> absl::Status {
+    t.run = [st, src, wref, bref, dst](Frame& f) -> absl::Status {
       dnnl::stream s(Engine());
       memory sm(st->src, Engine(), f.Ptr(src));
       memory dm(st->dst, Engine(), f.Ptr(dst));
       memory wm = st->weights_reordered ? st->reordered_weights : memory(st->weights, Engine(), f.Ptr(wref));
-      st->prim.execute(s, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}});
+      std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}};
+      if (st->has_bias) args[DNNL_ARG_BIAS] = memory(st->bias, Engine(), f.Ptr(bref));
+      st->prim.execute(s, args);
       s.wait();
       return absl::OkStatus();
     };

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,13 @@ class Executable {
   int64_t arena_bytes_ = 0;
   // State owned by thunks (oneDNN primitives, reordered weights).
   std::vector<std::shared_ptr<void>> keep_alive_;
+  // Per-thunk time when XONNX_PROFILE is set (approximate under concurrency).
+  struct Profile {
+    std::vector<double> ns;
+    int64_t calls = 0;
+  };
+  mutable std::unique_ptr<Profile> profile_;
+  mutable std::mutex profile_mu_;
 };
 
 // The run-time state of one Execute call.

@@ -31,6 +31,23 @@ struct Program {
   int max_width = 8;
 };
 
+// dst[0..n) = *src for elements of width w.
+void Fill(uint8_t* dst, const void* src, int w, int64_t n) {
+  auto fill = [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    U v;
+    std::memcpy(&v, src, sizeof(U));
+    U* d = reinterpret_cast<U*>(dst);
+    for (int64_t k = 0; k < n; ++k) d[k] = v;
+  };
+  switch (w) {
+    case 1: fill(hlo::TypeTag<uint8_t>{}); break;
+    case 2: fill(hlo::TypeTag<uint16_t>{}); break;
+    case 4: fill(hlo::TypeTag<uint32_t>{}); break;
+    default: fill(hlo::TypeTag<uint64_t>{}); break;
+  }
+}
+
 // Computes a block of node `n` into `dst` (or returns a pointer to data it
 // can read directly).
 const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vector<const void*>& vals,
@@ -43,12 +60,13 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
     case Node::kInputFull:
       return static_cast<const uint8_t*>(in_ptrs[node.input]) + start * w;
     case Node::kInputScalar:
-      for (int64_t i = 0; i < len; ++i) std::memcpy(dst + i * w, in_ptrs[node.input], w);
+      Fill(dst, in_ptrs[node.input], w, len);
       return dst;
     case Node::kInputBroadcast: {
-      // Walk the output multi-index of this block, reading through strides.
+      // Walk the block in runs along the innermost dim: each run is a fill
+      // (stride 0), a memcpy (stride 1) or a strided gather.
       int64_t r = p.out_dims.size();
-      std::vector<int64_t> idx(r);
+      int64_t idx[16];
       int64_t rem = start, src = 0;
       for (int64_t d = r - 1; d >= 0; --d) {
         idx[d] = rem % p.out_dims[d];
@@ -56,13 +74,26 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
         src += idx[d] * node.src_strides[d];
       }
       const uint8_t* base = static_cast<const uint8_t*>(in_ptrs[node.input]);
-      for (int64_t i = 0; i < len; ++i) {
-        std::memcpy(dst + i * w, base + src * w, w);
-        for (int64_t d = r - 1; d >= 0; --d) {
-          src += node.src_strides[d];
-          if (++idx[d] < p.out_dims[d]) break;
-          src -= node.src_strides[d] * p.out_dims[d];
+      int64_t inner = p.out_dims[r - 1], s_in = node.src_strides[r - 1];
+      for (int64_t i = 0; i < len;) {
+        int64_t run = std::min(len - i, inner - idx[r - 1]);
+        uint8_t* out = dst + i * w;
+        const uint8_t* in = base + src * w;
+        if (s_in == 1) {
+          std::memcpy(out, in, run * w);
+        } else if (s_in == 0) {
+          Fill(out, in, w, run);
+        } else {
+          for (int64_t k = 0; k < run; ++k) std::memcpy(out + k * w, in + k * s_in * w, w);
+        }
+        i += run;
+        src += run * s_in;
+        idx[r - 1] += run;
+        for (int64_t d = r - 1; d > 0 && idx[d] == p.out_dims[d]; --d) {
+          src -= idx[d] * node.src_strides[d];
           idx[d] = 0;
+          ++idx[d - 1];
+          src += node.src_strides[d - 1];
         }
       }
       return dst;
@@ -128,6 +159,7 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
 absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io) {
   auto p = std::make_shared<Program>();
   const hlo::Instruction* root = spec.members.back();
+  if (root->shape().rank() > 16) return Unimplemented("fusions of rank above 16");
   p->out_dims = root->shape().dims;
   p->count = root->shape().ElementCount();
   absl::flat_hash_map<const hlo::Instruction*, int> index;

@@ -26,14 +26,32 @@ struct FusionSpec {
 // Builds the fused loop thunk; input i of the spec reads buffer io.inputs[i].
 absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io);
 
+// Work folded into a convolution as oneDNN bias and post-op: y = act(conv + bias).
+struct ConvEpilogue {
+  const hlo::Instruction* bias = nullptr;  // rank-1 per-channel vector, or null
+  enum Activation { kNone, kRelu, kClip } activation = kNone;
+  float lo = 0, hi = 0;                    // kClip bounds
+};
+
 // oneDNN thunks: return nullopt when the instruction's form is not one oneDNN
 // handles (the caller then uses the reference kernel). `keep_alive` receives
 // the primitives and any reordered constant weights.
+// Whether a convolution has a form the oneDNN thunk handles (f32, 1-3
+// spatial dims, NCHW or NHWC activations with OIHW kernels, no lhs dilation).
+bool DnnlConvEligible(const hlo::Instruction& instr);
+
+// For convolutions, io.inputs may carry a third buffer: the epilogue's bias.
 std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& instr, const ThunkIo& io,
-                                       const void* constant_weights,
+                                       const void* constant_weights, const ConvEpilogue& epilogue,
                                        std::vector<std::shared_ptr<void>>* keep_alive);
 std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& instr, const ThunkIo& io,
                                       std::vector<std::shared_ptr<void>>* keep_alive);
+
+// Native kernels (fast_kernels.cc): reduce over a contiguous block of dims,
+// reduce-window with an identity init, and transpose/slice/broadcast.
+std::optional<Thunk> MakeFastReduceThunk(const hlo::Instruction& instr, const ThunkIo& io);
+std::optional<Thunk> MakeFastReduceWindowThunk(const hlo::Instruction& instr, const ThunkIo& io);
+std::optional<Thunk> MakeFastMoveThunk(const hlo::Instruction& instr, const ThunkIo& io);
 
 }  // namespace xonnx::cpu
 

@@ -1,0 +1,236 @@
+#include "backends/cpu/layout_pass.h"
+
+#include <algorithm>
+#include <numeric>
+#include <optional>
+
+#include "base/status.h"
+#include "hlo/builder.h"
+#include "passes/algebraic_simplifier.h"
+#include "passes/cse.h"
+#include "passes/dce.h"
+#include "passes/pipeline.h"
+
+namespace xonnx::cpu {
+
+using hlo::Instruction;
+using hlo::Opcode;
+
+namespace {
+
+std::unique_ptr<Instruction> Transposed(Instruction* x, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> dims(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) dims[i] = x->shape().dims[perm[i]];
+  auto t = std::make_unique<Instruction>(Opcode::kTranspose, hlo::Shape(x->shape().element_type, dims));
+  t->AppendOperand(x);
+  t->dimensions = perm;
+  t->metadata = x->metadata;
+  return t;
+}
+
+bool IsNchwConv(const Instruction* c) {
+  const auto& d = c->conv_dnums;
+  int64_t ns = d.input_spatial_dimensions.size();
+  if (c->shape().element_type != hlo::F32 || ns < 1 || ns > 3 || c->batch_group_count != 1) return false;
+  if (d.input_batch_dimension != 0 || d.input_feature_dimension != 1 || d.output_batch_dimension != 0 ||
+      d.output_feature_dimension != 1)
+    return false;
+  for (int64_t i = 0; i < ns; ++i)
+    if (d.input_spatial_dimensions[i] != i + 2 || d.output_spatial_dimensions[i] != i + 2) return false;
+  for (const auto& w : c->window.dimensions)
+    if (w.base_dilation != 1 || w.window_reversal || w.padding_low < 0 || w.padding_high < 0) return false;
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> ChannelsLastConvolutions::Run(hlo::Module* module) {
+  bool changed = false;
+  for (const auto& c : module->computations()) {
+    std::vector<Instruction*> convs;
+    for (const auto& i : c->instructions())
+      if (i->opcode() == Opcode::kConvolution && IsNchwConv(i.get())) convs.push_back(i.get());
+    for (Instruction* conv : convs) {
+      int64_t r = conv->shape().rank();
+      std::vector<int64_t> to_last = {0}, to_first = {0, r - 1};
+      for (int64_t i = 2; i < r; ++i) to_last.push_back(i);
+      to_last.push_back(1);
+      for (int64_t i = 1; i < r - 1; ++i) to_first.push_back(i);
+      Instruction* x = c->AddInstruction(Transposed(conv->operand(0), to_last));
+      auto nhwc = std::make_unique<Instruction>(*conv);
+      nhwc->set_name("");
+      nhwc->ReplaceOperand(0, x);
+      auto& d = nhwc->conv_dnums;
+      d.input_feature_dimension = d.output_feature_dimension = r - 1;
+      for (int64_t i = 0; i < r - 2; ++i) d.input_spatial_dimensions[i] = d.output_spatial_dimensions[i] = i + 1;
+      std::vector<int64_t> out_dims(r);
+      for (int64_t i = 0; i < r; ++i) out_dims[i] = conv->shape().dims[to_last[i]];
+      nhwc->set_shape(hlo::Shape(hlo::F32, out_dims));
+      Instruction* y = c->AddInstruction(std::move(nhwc));
+      Instruction* back = c->AddInstruction(Transposed(y, to_first));
+      c->ReplaceAllUsesWith(conv, back);
+      changed = true;
+    }
+    if (!convs.empty()) c->Canonicalize();
+  }
+  return changed;
+}
+
+namespace {
+
+// reduce(transpose(a, P), dims D) -> transpose(reduce(a, P[D]), Q), where Q
+// restores the order of the kept dims.
+Instruction* SinkReduce(hlo::Computation* c, Instruction* i, const std::vector<int64_t>& perm) {
+  if (i->operand_count() != 2 || i->operand(0)->opcode() != Opcode::kTranspose) return nullptr;
+  Instruction* a = i->operand(0)->operand(0);
+  int64_t r = perm.size();
+  std::vector<bool> reduced(r, false);
+  std::vector<int64_t> dims;
+  for (int64_t d : i->dimensions) {
+    dims.push_back(perm[d]);
+    reduced[d] = true;
+  }
+  std::sort(dims.begin(), dims.end());
+  std::vector<int64_t> kept_a;  // a's kept dims, increasing: the new result's order
+  for (int64_t k = 0; k < r; ++k)
+    if (!std::binary_search(dims.begin(), dims.end(), k)) kept_a.push_back(k);
+  std::vector<int64_t> q;  // result dim m of i <- new result dim q[m]
+  for (int64_t k = 0; k < r; ++k)
+    if (!reduced[k]) q.push_back(std::find(kept_a.begin(), kept_a.end(), perm[k]) - kept_a.begin());
+  std::vector<int64_t> new_dims;
+  for (int64_t k : kept_a) new_dims.push_back(a->shape().dims[k]);
+  auto copy = std::make_unique<Instruction>(*i);
+  copy->set_name("");
+  copy->ReplaceOperand(0, a);
+  copy->dimensions = dims;
+  copy->set_shape(hlo::Shape(i->shape().element_type, new_dims));
+  Instruction* moved = c->AddInstruction(std::move(copy));
+  bool identity = true;
+  for (size_t m = 0; m < q.size(); ++m) identity &= q[m] == static_cast<int64_t>(m);
+  return identity ? moved : c->AddInstruction(Transposed(moved, q));
+}
+
+// Rewrites `i` (whose transposed operands share permutation `perm`) to work
+// on the untransposed values; returns the replacement or null.
+Instruction* Sink(hlo::Computation* c, Instruction* i, const std::vector<int64_t>& perm) {
+  int64_t r = perm.size();
+  if (i->opcode() == Opcode::kReduce) return SinkReduce(c, i, perm);
+  // Dims of the untransposed result: i's dim k sits at position perm[k].
+  std::vector<int64_t> new_dims(r);
+  for (int64_t k = 0; k < r; ++k) new_dims[perm[k]] = i->shape().dims[k];
+  auto copy = std::make_unique<Instruction>(*i);
+  copy->set_name("");
+  copy->set_shape(hlo::Shape(i->shape().element_type, new_dims));
+  switch (i->opcode()) {
+    case Opcode::kReduceWindow: {
+      if (i->operand(0)->opcode() != Opcode::kTranspose || i->operand(0)->dimensions != perm) return nullptr;
+      copy->ReplaceOperand(0, i->operand(0)->operand(0));
+      for (int64_t k = 0; k < r; ++k) copy->window.dimensions[perm[k]] = i->window.dimensions[k];
+      break;
+    }
+    case Opcode::kPad: {
+      if (i->operand(0)->opcode() != Opcode::kTranspose || i->operand(0)->dimensions != perm) return nullptr;
+      copy->ReplaceOperand(0, i->operand(0)->operand(0));
+      for (int64_t k = 0; k < r; ++k) copy->padding_config[perm[k]] = i->padding_config[k];
+      break;
+    }
+    case Opcode::kConcatenate: {
+      for (int64_t k = 0; k < i->operand_count(); ++k) {
+        if (i->operand(k)->opcode() != Opcode::kTranspose || i->operand(k)->dimensions != perm) return nullptr;
+        copy->ReplaceOperand(k, i->operand(k)->operand(0));
+      }
+      copy->dimensions = {perm[i->dimensions[0]]};
+      break;
+    }
+    default: {
+      // Elementwise: transposes with `perm` lose it, broadcasts are re-aimed.
+      for (int64_t k = 0; k < i->operand_count(); ++k) {
+        Instruction* op = i->operand(k);
+        if (op->opcode() == Opcode::kTranspose && op->dimensions == perm) {
+          copy->ReplaceOperand(k, op->operand(0));
+        } else if (op->shape().rank() == 0) {
+          // Scalar operands (clamp bounds, select predicates) have no layout.
+        } else if (op->opcode() == Opcode::kBroadcast) {
+          std::vector<int64_t> map;
+          for (int64_t d : op->dimensions) map.push_back(perm[d]);
+          if (!std::is_sorted(map.begin(), map.end())) return nullptr;
+          auto b = std::make_unique<Instruction>(*op);
+          b->set_name("");
+          b->dimensions = map;
+          b->set_shape(hlo::Shape(op->shape().element_type, new_dims));
+          copy->ReplaceOperand(k, c->AddInstruction(std::move(b)));
+        } else {
+          return nullptr;
+        }
+      }
+      break;
+    }
+  }
+  Instruction* moved = c->AddInstruction(std::move(copy));
+  return c->AddInstruction(Transposed(moved, perm));
+}
+
+// The permutation of i's transposed operands, when i is an op that can take
+// the transpose to its output.
+std::optional<std::vector<int64_t>> SinkablePerm(const Instruction* i) {
+  bool elementwise = hlo::IsElementwise(i->opcode()) && i->shape().IsArray();
+  bool structural = i->opcode() == Opcode::kReduceWindow || i->opcode() == Opcode::kPad ||
+                    i->opcode() == Opcode::kConcatenate || (i->opcode() == Opcode::kReduce && i->operand_count() == 2);
+  if (!elementwise && !structural) return std::nullopt;
+  std::optional<std::vector<int64_t>> perm;
+  for (const Instruction* op : i->operands()) {
+    if (op->opcode() != Opcode::kTranspose) continue;
+    if (perm && *perm != op->dimensions) return std::nullopt;
+    perm = op->dimensions;
+  }
+  if (!perm) return std::nullopt;
+  if (elementwise)
+    for (const Instruction* op : i->operands())
+      if (op->shape().rank() != i->shape().rank() && op->shape().rank() != 0) return std::nullopt;
+  return perm;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> TransposeSinking::Run(hlo::Module* module) {
+  bool changed = false;
+  for (const auto& c : module->computations()) {
+    std::vector<Instruction*> order;
+    for (const auto& i : c->instructions()) order.push_back(i.get());
+    bool local = false;
+    for (Instruction* i : order) {
+      if (i == c->root()) continue;
+      std::optional<std::vector<int64_t>> perm = SinkablePerm(i);
+      if (!perm) continue;
+      Instruction* r = Sink(c.get(), i, *perm);
+      if (!r) continue;
+      c->ReplaceAllUsesWith(i, r);
+      local = true;
+    }
+    if (local) c->Canonicalize();
+    changed |= local;
+  }
+  return changed;
+}
+
+namespace {
+class LayoutRound : public passes::Pipeline {
+ public:
+  LayoutRound() : Pipeline("layout") {
+    AddPass<TransposeSinking>();
+    AddPass<passes::AlgebraicSimplifier>();
+    AddPass<passes::Cse>();
+    AddPass<passes::Dce>();
+  }
+};
+}  // namespace
+
+absl::Status RunLayoutPasses(hlo::Module* module) {
+  ChannelsLastConvolutions cl;
+  ASSIGN_OR_RETURN(bool any, cl.Run(module));
+  if (!any) return absl::OkStatus();
+  passes::FixedPoint<LayoutRound> round;
+  return round.Run(module).status();
+}
+
+}  // namespace xonnx::cpu

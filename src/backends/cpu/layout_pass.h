@@ -1,0 +1,34 @@
+// Layout passes of the CPU backend. oneDNN's fastest f32 convolutions
+// (brgconv) want channels-last activations, so convolutions are rewritten to
+// NHWC between transposes, and the transposes are sunk through elementwise
+// ops, pooling, padding, concatenation and reductions until they meet and
+// cancel. What is left is one transpose at each boundary of a conv chain.
+#ifndef XONNX_BACKENDS_CPU_LAYOUT_PASS_H_
+#define XONNX_BACKENDS_CPU_LAYOUT_PASS_H_
+
+#include "passes/pass.h"
+
+namespace xonnx::cpu {
+
+// convolution(x: NCHW) -> transpose(convolution(transpose(x): NHWC): NHWC) to NCHW.
+class ChannelsLastConvolutions : public passes::Pass {
+ public:
+  absl::string_view name() const override { return "channels-last-convolutions"; }
+  absl::StatusOr<bool> Run(hlo::Module* module) override;
+};
+
+// op(transpose(a, P), ...) -> transpose(op'(a, ...), P) for ops that commute
+// with a transpose; run to a fixed point with the algebraic simplifier so
+// transpose pairs compose and vanish.
+class TransposeSinking : public passes::Pass {
+ public:
+  absl::string_view name() const override { return "transpose-sinking"; }
+  absl::StatusOr<bool> Run(hlo::Module* module) override;
+};
+
+// Both passes followed by cleanup, as the CPU compiler runs them.
+[[nodiscard]] absl::Status RunLayoutPasses(hlo::Module* module);
+
+}  // namespace xonnx::cpu
+
+#endif  // XONNX_BACKENDS_CPU_LAYOUT_PASS_H_
