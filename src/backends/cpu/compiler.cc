@@ -115,12 +115,16 @@ class Compiler {
           last = add;
         }
       }
+      std::vector<Instruction*> absorbed;
+      if (last != c) absorbed.push_back(last);
+      const auto& lu = users_.at(last);
       if (Instruction* act = single_user(last)) {
         if (act->opcode() == Opcode::kMaximum) {
           Instruction* other = act->operand(0) == last ? act->operand(1) : act->operand(0);
           if (other != last && ScalarValue(other) == 0.0) {
             e.activation = ConvEpilogue::kRelu;
             last = act;
+            absorbed.push_back(act);
           }
         } else if (act->opcode() == Opcode::kClamp && act->operand(1) == last) {
           auto lo = ScalarValue(act->operand(0)), hi = ScalarValue(act->operand(2));
@@ -129,16 +133,27 @@ class Compiler {
             e.lo = *lo;
             e.hi = *hi;
             last = act;
+            absorbed.push_back(act);
           }
+        }
+      } else if (lu.size() == 2 && last != root) {
+        // swish: y * logistic(y)
+        Instruction* sig = lu[0]->opcode() == Opcode::kLogistic ? lu[0] : lu[1];
+        Instruction* mul = sig == lu[0] ? lu[1] : lu[0];
+        bool is_swish = sig->opcode() == Opcode::kLogistic && mul->opcode() == Opcode::kMultiply &&
+                        users_.at(sig).size() == 1 && users_.at(sig)[0] == mul &&
+                        ((mul->operand(0) == last && mul->operand(1) == sig) || (mul->operand(1) == last && mul->operand(0) == sig));
+        if (is_swish) {
+          e.activation = ConvEpilogue::kSwish;
+          absorbed.push_back(sig);
+          absorbed.push_back(mul);
+          last = mul;
         }
       }
       if (last == c) continue;
       epilogue_[c] = e;
       epilogue_last_[c] = last;
-      for (Instruction* x = users_.at(c)[0];; x = users_.at(x)[0]) {
-        absorbed_into_conv_[x] = c;
-        if (x == last) break;
-      }
+      for (Instruction* x : absorbed) absorbed_into_conv_[x] = c;
     }
     // Operands only the absorbed ops read (the bias broadcast, the relu
     // zero) are never computed.

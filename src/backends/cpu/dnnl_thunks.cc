@@ -139,8 +139,11 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     dnnl::primitive_attr attr;
     if (epilogue.activation != ConvEpilogue::kNone) {
       dnnl::post_ops po;
-      if (epilogue.activation == ConvEpilogue::kRelu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-      else po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, epilogue.lo, epilogue.hi);
+      switch (epilogue.activation) {
+        case ConvEpilogue::kRelu: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
+        case ConvEpilogue::kClip: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, epilogue.lo, epilogue.hi); break;
+        default: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); break;
+      }
       attr.set_post_ops(po);
     }
     bool has_bias = epilogue.bias != nullptr;

@@ -19,18 +19,27 @@ namespace {
 using hlo::Instruction;
 using hlo::Opcode;
 
-template <typename T>
+// The reducer as a compile-time op so the inner loops vectorize.
+template <Opcode kOp>
 struct Reducer {
-  Opcode op;
-  T Apply(T a, T b) const {
-    switch (op) {
-      case Opcode::kAdd: return a + b;
-      case Opcode::kMultiply: return a * b;
-      case Opcode::kMaximum: return eval::internal::Max(a, b);
-      default: return eval::internal::Min(a, b);
-    }
+  template <typename T>
+  static T Apply(T a, T b) {
+    if constexpr (kOp == Opcode::kAdd) return a + b;
+    else if constexpr (kOp == Opcode::kMultiply) return a * b;
+    else if constexpr (kOp == Opcode::kMaximum) return eval::internal::Max(a, b);
+    else return eval::internal::Min(a, b);
   }
 };
+
+template <typename F>
+void DispatchReducer(Opcode op, F&& f) {
+  switch (op) {
+    case Opcode::kAdd: f(Reducer<Opcode::kAdd>{}); break;
+    case Opcode::kMultiply: f(Reducer<Opcode::kMultiply>{}); break;
+    case Opcode::kMaximum: f(Reducer<Opcode::kMaximum>{}); break;
+    default: f(Reducer<Opcode::kMinimum>{}); break;
+  }
+}
 
 bool ReducibleType(hlo::PrimitiveType t) { return t == hlo::F32 || t == hlo::F64 || t == hlo::S32 || t == hlo::S64; }
 
@@ -70,14 +79,19 @@ std::optional<Thunk> MakeFastReduceThunk(const Instruction& in, const ThunkIo& i
   Thunk t;
   t.name = in.name();
   DispatchReducible(xs.element_type, [&](auto tag) {
+   DispatchReducer(rop, [&](auto r) {
     using T = typename decltype(tag)::type;
     t.run = [=](Frame& f) -> absl::Status {
       const T* X = static_cast<const T*>(f.Ptr(x));
       T* O = static_cast<T*>(f.Ptr(out));
       const T v0 = *static_cast<const T*>(f.Ptr(init));
-      Reducer<T> r{rop};
+      // Work items: (outer index, chunk of the inner dim), so a single
+      // outer row (batch 1) still spreads over the threads.
+      int64_t chunk = inner == 1 ? 1 : std::max<int64_t>(16, (inner + 7) / 8);
+      int64_t chunks = (inner + chunk - 1) / chunk;
 #pragma omp parallel for if (outer * mid * inner > 65536) schedule(static)
-      for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t item = 0; item < outer * chunks; ++item) {
+        int64_t o = item / chunks, i0 = (item % chunks) * chunk, i1 = std::min(inner, i0 + chunk);
         T* dst = O + o * inner;
         const T* src = X + o * mid * inner;
         if (inner == 1) {
@@ -85,15 +99,16 @@ std::optional<Thunk> MakeFastReduceThunk(const Instruction& in, const ThunkIo& i
           for (int64_t m = 0; m < mid; ++m) acc = r.Apply(acc, src[m]);
           dst[0] = acc;
         } else {
-          for (int64_t i = 0; i < inner; ++i) dst[i] = v0;
+          for (int64_t i = i0; i < i1; ++i) dst[i] = v0;
           for (int64_t m = 0; m < mid; ++m) {
             const T* row = src + m * inner;
-            for (int64_t i = 0; i < inner; ++i) dst[i] = r.Apply(dst[i], row[i]);
+            for (int64_t i = i0; i < i1; ++i) dst[i] = r.Apply(dst[i], row[i]);
           }
         }
       }
       return absl::OkStatus();
     };
+   });
   });
   return t;
 }
@@ -135,12 +150,12 @@ std::optional<Thunk> MakeFastReduceWindowThunk(const Instruction& in, const Thun
   Thunk t;
   t.name = in.name();
   DispatchReducible(xs.element_type, [&](auto tag) {
+   DispatchReducer(rop, [&](auto red) {
     using T = typename decltype(tag)::type;
     T v0 = static_cast<T>(init);
     t.run = [=](Frame& f) -> absl::Status {
       const T* X = static_cast<const T*>(f.Ptr(x));
       T* O = static_cast<T*>(f.Ptr(out));
-      Reducer<T> red{rop};
 #pragma omp parallel for if (out_positions * lanes > 16384) schedule(static)
       for (int64_t p = 0; p < out_positions; ++p) {
         // Decompose p into the output index of the outer dims.
@@ -184,6 +199,7 @@ std::optional<Thunk> MakeFastReduceWindowThunk(const Instruction& in, const Thun
       }
       return absl::OkStatus();
     };
+   });
   });
   return t;
 }

@@ -29,7 +29,7 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
 // Work folded into a convolution as oneDNN bias and post-op: y = act(conv + bias).
 struct ConvEpilogue {
   const hlo::Instruction* bias = nullptr;  // rank-1 per-channel vector, or null
-  enum Activation { kNone, kRelu, kClip } activation = kNone;
+  enum Activation { kNone, kRelu, kClip, kSwish } activation = kNone;
   float lo = 0, hi = 0;                    // kClip bounds
 };
 
