@@ -80,6 +80,12 @@ absl::StatusOr<int64_t> NormalizeAxis(const NodeContext& ctx, int64_t axis, int6
 // Reduces x over `axes` with a scalar op, keeping reduced dims as 1 when asked.
 hlo::Instruction* ReduceOver(hlo::Builder& b, hlo::Instruction* x, hlo::Opcode op, double init,
                              std::vector<int64_t> axes, bool keepdims);
+// Numpy-semantics matrix product (MatMul); defined with the NN converters.
+absl::StatusOr<hlo::Instruction*> NumpyMatMul(NodeContext& ctx, hlo::Instruction* a, hlo::Instruction* b);
+// Convolution of x by w with the node's Conv attributes (strides, pads,
+// dilations, group, auto_pad); no bias.
+absl::StatusOr<hlo::Instruction*> ConvWithAttributes(NodeContext& ctx, hlo::Instruction* x, hlo::Instruction* w);
+
 // Lowest / highest finite-or-infinite value of a type (for max/min inits and padding).
 double LowestValue(hlo::PrimitiveType t);
 double HighestValue(hlo::PrimitiveType t);

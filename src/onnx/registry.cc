@@ -11,6 +11,8 @@ const Registry& Registry::Get() {
     RegisterNnOps(*reg);
     RegisterResizeOps(*reg);
     RegisterLossOps(*reg);
+    RegisterMiscOps(*reg);
+    RegisterQuantOps(*reg);
     return reg;
   }();
   return *r;

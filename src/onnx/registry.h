@@ -43,6 +43,8 @@ void RegisterReduceOps(Registry& r);
 void RegisterNnOps(Registry& r);
 void RegisterResizeOps(Registry& r);
 void RegisterLossOps(Registry& r);
+void RegisterMiscOps(Registry& r);
+void RegisterQuantOps(Registry& r);
 
 }  // namespace xonnx::onnx_import
 

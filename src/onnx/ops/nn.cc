@@ -14,9 +14,9 @@ using hlo::Opcode;
 
 constexpr int64_t kMaxOpset = 18;
 
-absl::Status MatMul(NodeContext& ctx) {
-  Instruction* a = ctx.input(0);
-  Instruction* b = ctx.input(1);
+}  // namespace
+
+absl::StatusOr<Instruction*> NumpyMatMul(NodeContext& ctx, Instruction* a, Instruction* b) {
   if (!a || !b) return ctx.Error("needs two inputs");
   hlo::Builder& bb = ctx.b();
   std::vector<int64_t> ad = a->shape().dims, bd = b->shape().dims;
@@ -64,7 +64,14 @@ absl::Status MatMul(NodeContext& ctx) {
   }
   if (b_vec) out_dims.pop_back();
   if (a_vec) out_dims.erase(out_dims.end() - (b_vec ? 1 : 2));
-  ctx.set_output(0, bb.Reshape(r, out_dims));
+  return bb.Reshape(r, out_dims);
+}
+
+namespace {
+
+absl::Status MatMul(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(Instruction * y, NumpyMatMul(ctx, ctx.input(0), ctx.input(1)));
+  ctx.set_output(0, y);
   return absl::OkStatus();
 }
 
@@ -142,9 +149,9 @@ Instruction* AddChannelBias(hlo::Builder& b, Instruction* y, Instruction* bias) 
   return b.Binary(Opcode::kAdd, y, b.Broadcast(b.Reshape(bias, {y->shape().dims[1]}), y->shape().dims, {1}));
 }
 
-absl::Status Conv(NodeContext& ctx) {
-  Instruction* x = ctx.input(0);
-  Instruction* w = ctx.input(1);
+}  // namespace
+
+absl::StatusOr<Instruction*> ConvWithAttributes(NodeContext& ctx, Instruction* x, Instruction* w) {
   if (!x || !w) return ctx.Error("needs X and W");
   int64_t ns = x->shape().rank() - 2;
   if (ns < 1 || w->shape().rank() != ns + 2) return ctx.Error("X and W must have the same rank >= 3");
@@ -158,7 +165,13 @@ absl::Status Conv(NodeContext& ctx) {
   hlo::Window win;
   for (int64_t i = 0; i < ns; ++i) win.dimensions.push_back({k[i], strides[i], p.lo[i], p.hi[i], dil[i], 1, false});
   int64_t group = ctx.attr_i("group", 1);
-  Instruction* y = ctx.b().Convolution(x, w, win, NchwDnums(ns), group);
+  return ctx.b().Convolution(x, w, win, NchwDnums(ns), group);
+}
+
+namespace {
+
+absl::Status Conv(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(Instruction * y, ConvWithAttributes(ctx, ctx.input(0), ctx.input(1)));
   ctx.set_output(0, AddChannelBias(ctx.b(), y, ctx.input(2)));
   return absl::OkStatus();
 }

@@ -1,0 +1,269 @@
+// Smaller ops: window functions, Shrink, ReverseSequence, Einsum and the
+// training optimizers of ai.onnx.preview.training (pure elementwise updates).
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "base/status.h"
+#include "onnx/registry.h"
+#include "onnx/tensor_proto.h"
+
+namespace xonnx::onnx_import {
+namespace {
+
+using hlo::Instruction;
+using hlo::Literal;
+using hlo::Opcode;
+
+// Hann / Hamming / Blackman windows as generalized cosine sums.
+template <int kKind>
+absl::Status Window(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(Literal size_l, ctx.ConstInput(0));
+  int64_t n = size_l.GetAsInt64(0);
+  if (n < 0) return ctx.Error("size must be non-negative");
+  bool periodic = ctx.attr_i("periodic", 1) != 0;
+  ASSIGN_OR_RETURN(hlo::PrimitiveType t, HloType(static_cast<int32_t>(ctx.attr_i("output_datatype", 1))));
+  double denom = periodic ? n : n - 1;
+  Literal w(hlo::Shape(hlo::F64, {n}));
+  for (int64_t i = 0; i < n; ++i) {
+    double x = denom > 0 ? 2 * M_PI * i / denom : 0;
+    double v;
+    if (kKind == 0) v = 0.5 - 0.5 * std::cos(x);
+    else if (kKind == 1) v = 25.0 / 46 - (21.0 / 46) * std::cos(x);
+    else v = 0.42 - 0.5 * std::cos(x) + 0.08 * std::cos(2 * x);
+    w.data<double>()[i] = v;
+  }
+  ctx.set_output(0, ctx.b().Constant(w.Convert(t)));
+  return absl::OkStatus();
+}
+
+absl::Status Shrink(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  double lambd = ctx.attr_f("lambd", 0.5f), bias = ctx.attr_f("bias", 0.0f);
+  Instruction* lo = b.Compare(x, SplatLike(b, x, -lambd), hlo::ComparisonDirection::kLt);
+  Instruction* hi = b.Compare(x, SplatLike(b, x, lambd), hlo::ComparisonDirection::kGt);
+  Instruction* y = b.Select(hi, b.Binary(Opcode::kSubtract, x, SplatLike(b, x, bias)), SplatLike(b, x, 0));
+  ctx.set_output(0, b.Select(lo, b.Binary(Opcode::kAdd, x, SplatLike(b, x, bias)), y));
+  return absl::OkStatus();
+}
+
+absl::Status ReverseSequence(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  Instruction* lens = ctx.input(1);
+  hlo::Builder& b = ctx.b();
+  int64_t r = x->shape().rank();
+  ASSIGN_OR_RETURN(int64_t batch_axis, NormalizeAxis(ctx, ctx.attr_i("batch_axis", 1), r));
+  ASSIGN_OR_RETURN(int64_t time_axis, NormalizeAxis(ctx, ctx.attr_i("time_axis", 0), r));
+  const auto& dims = x->shape().dims;
+  // src_t = t < len[b] ? len[b] - 1 - t : t, then gather along the time axis.
+  hlo::Shape s64(hlo::S64, dims);
+  Instruction* t = b.Iota(s64, time_axis);
+  Instruction* len = b.Broadcast(b.Convert(lens, hlo::S64), dims, {batch_axis});
+  Instruction* rev = b.Binary(Opcode::kSubtract, b.Binary(Opcode::kSubtract, len, SplatLike(b, len, 1)), t);
+  Instruction* src = b.Select(b.Compare(t, len, hlo::ComparisonDirection::kLt), rev, t);
+  std::vector<int64_t> d1 = dims;
+  d1.push_back(1);
+  std::vector<Instruction*> parts;
+  for (int64_t k = 0; k < r; ++k) parts.push_back(k == time_axis ? b.Reshape(src, d1) : b.Iota(hlo::Shape(hlo::S64, d1), k));
+  hlo::GatherDimensionNumbers gd;
+  for (int64_t k = 0; k < r; ++k) {
+    gd.collapsed_slice_dims.push_back(k);
+    gd.start_index_map.push_back(k);
+  }
+  gd.index_vector_dim = r;
+  ctx.set_output(0, b.Gather(x, b.Concatenate(parts, r), gd, std::vector<int64_t>(r, 1)));
+  return absl::OkStatus();
+}
+
+// Einsum over one or two operands without repeated labels in one operand:
+// labels only in one operand are summed first, then one dot contracts the
+// shared labels that are not in the output and batches the shared ones that
+// are; a final transpose orders the result.
+absl::Status Einsum(NodeContext& ctx) {
+  std::string eq = ctx.attr_s("equation", "");
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t p = 0, q; p <= lhs.size(); p = q + 1) {
+    q = lhs.find(',', p);
+    if (q == std::string::npos) q = lhs.size();
+    terms.push_back(lhs.substr(p, q - p));
+  }
+  if (terms.size() != static_cast<size_t>(ctx.input_count()) || terms.size() > 2)
+    return ctx.Unsupported("only one or two operands");
+  std::string out;
+  if (arrow != std::string::npos) {
+    out = eq.substr(arrow + 2);
+  } else {
+    std::map<char, int> count;
+    for (const auto& t : terms) for (char c : t) ++count[c];
+    for (auto [c, n] : count) if (n == 1) out += c;
+  }
+  hlo::Builder& b = ctx.b();
+  std::vector<Instruction*> xs;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    Instruction* x = ctx.input(k);
+    if (terms[k].find('.') != std::string::npos) return ctx.Unsupported("ellipsis in the equation");
+    if (static_cast<int64_t>(terms[k].size()) != x->shape().rank()) return ctx.Error("equation rank differs from the input");
+    std::string seen;
+    for (char c : terms[k]) {
+      if (seen.find(c) != std::string::npos) return ctx.Unsupported("a label repeated within one operand (diagonals)");
+      seen += c;
+    }
+    // Sum labels that appear nowhere else.
+    std::vector<int64_t> sum_dims;
+    std::string kept;
+    for (size_t i = 0; i < terms[k].size(); ++i) {
+      char c = terms[k][i];
+      bool elsewhere = out.find(c) != std::string::npos ||
+                       (terms.size() == 2 && terms[1 - k].find(c) != std::string::npos);
+      if (elsewhere) kept += c;
+      else sum_dims.push_back(i);
+    }
+    if (!sum_dims.empty()) x = ReduceOver(b, x, Opcode::kAdd, 0, sum_dims, false);
+    terms[k] = kept;
+    xs.push_back(x);
+  }
+  Instruction* y;
+  std::string labels;
+  if (xs.size() == 1) {
+    y = xs[0];
+    labels = terms[0];
+  } else {
+    hlo::DotDimensionNumbers d;
+    std::string batch, a_free, b_free;
+    for (size_t i = 0; i < terms[0].size(); ++i) {
+      char c = terms[0][i];
+      size_t j = terms[1].find(c);
+      if (j == std::string::npos) { a_free += c; continue; }
+      if (out.find(c) != std::string::npos) {
+        d.lhs_batch_dimensions.push_back(i);
+        d.rhs_batch_dimensions.push_back(j);
+        batch += c;
+      } else {
+        d.lhs_contracting_dimensions.push_back(i);
+        d.rhs_contracting_dimensions.push_back(j);
+      }
+    }
+    for (char c : terms[1]) if (terms[0].find(c) == std::string::npos) b_free += c;
+    y = b.Dot(xs[0], xs[1], d);
+    labels = batch + a_free + b_free;
+  }
+  std::vector<int64_t> perm;
+  for (char c : out) {
+    size_t p = labels.find(c);
+    if (p == std::string::npos) return ctx.Error(absl::StrCat("output label '", std::string(1, c), "' is not in the inputs"));
+    perm.push_back(p);
+  }
+  ctx.set_output(0, b.Transpose(y, perm));
+  return absl::OkStatus();
+}
+
+// Adagrad: r, t, inputs X..., G..., H...: h' = h + g^2, x' = x - r' g / (sqrt(h') + eps)
+absl::Status Adagrad(NodeContext& ctx) {
+  hlo::Builder& b = ctx.b();
+  Instruction* r = ctx.input(0);
+  Instruction* t = ctx.input(1);
+  int n = (ctx.input_count() - 2) / 3;
+  double decay = ctx.attr_f("decay_factor", 0), eps = ctx.attr_f("epsilon", 0), norm = ctx.attr_f("norm_coefficient", 0);
+  for (int k = 0; k < n; ++k) {
+    Instruction* x = ctx.input(2 + k);
+    Instruction* g = ctx.input(2 + n + k);
+    Instruction* h = ctx.input(2 + 2 * n + k);
+    hlo::PrimitiveType ty = x->shape().element_type;
+    Instruction* rr = b.Binary(Opcode::kDivide, b.Convert(r, ty),
+                               b.Binary(Opcode::kAdd, b.ScalarConstant(ty, 1),
+                                        b.Binary(Opcode::kMultiply, b.Convert(t, ty), b.ScalarConstant(ty, decay))));
+    Instruction* gr = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, norm)), g);
+    Instruction* h2 = b.Binary(Opcode::kAdd, h, b.Binary(Opcode::kMultiply, gr, gr));
+    Instruction* den = b.Binary(Opcode::kAdd, b.Unary(Opcode::kSqrt, h2), SplatLike(b, h2, eps));
+    Instruction* step = b.Binary(Opcode::kMultiply, BroadcastTo(b, rr, x->shape().dims), b.Binary(Opcode::kDivide, gr, den));
+    ctx.set_output(k, b.Binary(Opcode::kSubtract, x, step));
+    ctx.set_output(n + k, h2);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Momentum(NodeContext& ctx) {
+  hlo::Builder& b = ctx.b();
+  Instruction* r = ctx.input(0);
+  Instruction* t = ctx.input(1);
+  int n = (ctx.input_count() - 2) / 3;
+  double alpha = ctx.attr_f("alpha", 0), beta = ctx.attr_f("beta", 0), norm = ctx.attr_f("norm_coefficient", 0);
+  bool nesterov = ctx.attr_s("mode", "standard") == "nesterov";
+  for (int k = 0; k < n; ++k) {
+    Instruction* x = ctx.input(2 + k);
+    Instruction* g = ctx.input(2 + n + k);
+    Instruction* v = ctx.input(2 + 2 * n + k);
+    hlo::PrimitiveType ty = x->shape().element_type;
+    const auto& dims = x->shape().dims;
+    Instruction* gr = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, norm)), g);
+    // beta applies from the second step on (t > 0).
+    Instruction* first = b.Compare(b.Convert(t, hlo::S64), b.ScalarConstant(hlo::S64, 0), hlo::ComparisonDirection::kEq);
+    Instruction* bb = b.Select(first, b.ScalarConstant(ty, 1), b.ScalarConstant(ty, beta));
+    Instruction* v2 = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, v, SplatLike(b, v, alpha)),
+                               b.Binary(Opcode::kMultiply, gr, BroadcastTo(b, bb, dims)));
+    Instruction* rr = BroadcastTo(b, b.Convert(r, ty), dims);
+    Instruction* dir = nesterov ? b.Binary(Opcode::kAdd, gr, b.Binary(Opcode::kMultiply, v2, SplatLike(b, v2, alpha))) : v2;
+    ctx.set_output(k, b.Binary(Opcode::kSubtract, x, b.Binary(Opcode::kMultiply, rr, dir)));
+    ctx.set_output(n + k, v2);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Adam(NodeContext& ctx) {
+  hlo::Builder& b = ctx.b();
+  Instruction* r = ctx.input(0);
+  Instruction* t = ctx.input(1);
+  int n = (ctx.input_count() - 2) / 4;
+  double alpha = ctx.attr_f("alpha", 0.9f), beta = ctx.attr_f("beta", 0.999f), eps = ctx.attr_f("epsilon", 0);
+  double norm = ctx.attr_f("norm_coefficient", 0), norm_post = ctx.attr_f("norm_coefficient_post", 0);
+  for (int k = 0; k < n; ++k) {
+    Instruction* x = ctx.input(2 + k);
+    Instruction* g = ctx.input(2 + n + k);
+    Instruction* v = ctx.input(2 + 2 * n + k);
+    Instruction* h = ctx.input(2 + 3 * n + k);
+    hlo::PrimitiveType ty = x->shape().element_type;
+    const auto& dims = x->shape().dims;
+    Instruction* gr = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, norm)), g);
+    Instruction* v2 = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, v, SplatLike(b, v, alpha)),
+                               b.Binary(Opcode::kMultiply, gr, SplatLike(b, gr, 1 - alpha)));
+    Instruction* h2 = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, h, SplatLike(b, h, beta)),
+                               b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, gr, gr), SplatLike(b, gr, 1 - beta)));
+    // Bias correction when t > 0: r' = r * sqrt(1 - beta^t) / (1 - alpha^t).
+    Instruction* tf = b.Convert(t, ty);
+    Instruction* pa = b.Binary(Opcode::kPower, b.ScalarConstant(ty, alpha), tf);
+    Instruction* pb = b.Binary(Opcode::kPower, b.ScalarConstant(ty, beta), tf);
+    Instruction* corrected = b.Binary(Opcode::kDivide,
+                                      b.Binary(Opcode::kMultiply, b.Convert(r, ty),
+                                               b.Unary(Opcode::kSqrt, b.Binary(Opcode::kSubtract, b.ScalarConstant(ty, 1), pb))),
+                                      b.Binary(Opcode::kSubtract, b.ScalarConstant(ty, 1), pa));
+    Instruction* pos = b.Compare(b.Convert(t, hlo::S64), b.ScalarConstant(hlo::S64, 0), hlo::ComparisonDirection::kGt);
+    Instruction* rr = BroadcastTo(b, b.Select(pos, corrected, b.Convert(r, ty)), dims);
+    Instruction* den = b.Binary(Opcode::kAdd, b.Unary(Opcode::kSqrt, h2), SplatLike(b, h2, eps));
+    Instruction* x2 = b.Binary(Opcode::kSubtract, x, b.Binary(Opcode::kMultiply, rr, b.Binary(Opcode::kDivide, v2, den)));
+    x2 = b.Binary(Opcode::kMultiply, x2, SplatLike(b, x2, 1 - norm_post));
+    ctx.set_output(k, x2);
+    ctx.set_output(n + k, v2);
+    ctx.set_output(2 * n + k, h2);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterMiscOps(Registry& r) {
+  r.Add({"", "HannWindow", 17, 18, Window<0>});
+  r.Add({"", "HammingWindow", 17, 18, Window<1>});
+  r.Add({"", "BlackmanWindow", 17, 18, Window<2>});
+  r.Add({"", "Shrink", 9, 18, Shrink});
+  r.Add({"", "ReverseSequence", 10, 18, ReverseSequence});
+  r.Add({"", "Einsum", 12, 18, Einsum});
+  r.Add({"ai.onnx.preview.training", "Adagrad", 1, 1, Adagrad});
+  r.Add({"ai.onnx.preview.training", "Momentum", 1, 1, Momentum});
+  r.Add({"ai.onnx.preview.training", "Adam", 1, 1, Adam});
+}
+
+}  // namespace xonnx::onnx_import
