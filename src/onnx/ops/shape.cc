@@ -592,7 +592,13 @@ absl::Status Dropout(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
   if (ctx.opset() >= 12 && ctx.has_input(2)) {
     ASSIGN_OR_RETURN(Literal training, ctx.ConstInput(2));
-    if (training.GetAsInt64(0) != 0) return ctx.Unsupported("training_mode=true (random masks)");
+    double ratio = 0.5;
+    if (ctx.has_input(1)) {
+      ASSIGN_OR_RETURN(Literal r, ctx.ConstInput(1));
+      ratio = r.GetAsDouble(0);
+    }
+    // With ratio 0 training mode keeps everything; otherwise masks are random.
+    if (training.GetAsInt64(0) != 0 && ratio != 0) return ctx.Unsupported("training_mode=true (random masks)");
   }
   ctx.set_output(0, x);
   if (ctx.wants_output(1)) ctx.set_output(1, Splat(ctx.b(), hlo::PRED, 1, x->shape().dims));
