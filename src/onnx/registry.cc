@@ -13,6 +13,7 @@ const Registry& Registry::Get() {
     RegisterLossOps(*reg);
     RegisterMiscOps(*reg);
     RegisterQuantOps(*reg);
+    RegisterRnnOps(*reg);
     return reg;
   }();
   return *r;

@@ -45,6 +45,7 @@ void RegisterResizeOps(Registry& r);
 void RegisterLossOps(Registry& r);
 void RegisterMiscOps(Registry& r);
 void RegisterQuantOps(Registry& r);
+void RegisterRnnOps(Registry& r);
 
 }  // namespace xonnx::onnx_import
 

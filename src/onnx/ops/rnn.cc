@@ -1,0 +1,211 @@
+// RNN, GRU and LSTM, unrolled over the (static) sequence length: one matrix
+// product for the input projections of all steps, then one small product
+// per step and direction. sequence_lens masks finished batch entries: their
+// state is carried unchanged and their outputs are zero, which also makes the
+// reverse direction start at each entry's own last step.
+#include <cmath>
+
+#include "base/status.h"
+#include "onnx/registry.h"
+
+namespace xonnx::onnx_import {
+namespace {
+
+using hlo::Instruction;
+using hlo::Opcode;
+
+enum class Cell { kRnn, kGru, kLstm };
+
+struct Activation {
+  std::string name;
+  float alpha = 0, beta = 0;
+};
+
+absl::StatusOr<Instruction*> Apply(NodeContext& ctx, const Activation& a, Instruction* x) {
+  hlo::Builder& b = ctx.b();
+  auto splat = [&](double v) { return SplatLike(b, x, v); };
+  if (a.name == "Sigmoid") return b.Unary(Opcode::kLogistic, x);
+  if (a.name == "Tanh") return b.Unary(Opcode::kTanh, x);
+  if (a.name == "Relu") return b.Binary(Opcode::kMaximum, x, splat(0));
+  if (a.name == "HardSigmoid")
+    return b.Binary(Opcode::kMinimum, splat(1), b.Binary(Opcode::kMaximum, splat(0),
+                    b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, splat(a.alpha)), splat(a.beta))));
+  if (a.name == "LeakyRelu")
+    return b.Select(b.Compare(x, splat(0), hlo::ComparisonDirection::kGe), x, b.Binary(Opcode::kMultiply, x, splat(a.alpha)));
+  if (a.name == "Affine") return b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, splat(a.alpha)), splat(a.beta));
+  if (a.name == "ScaledTanh")
+    return b.Binary(Opcode::kMultiply, splat(a.alpha), b.Unary(Opcode::kTanh, b.Binary(Opcode::kMultiply, x, splat(a.beta))));
+  if (a.name == "Softsign")
+    return b.Binary(Opcode::kDivide, x, b.Binary(Opcode::kAdd, splat(1), b.Unary(Opcode::kAbs, x)));
+  if (a.name == "Elu")
+    return b.Select(b.Compare(x, splat(0), hlo::ComparisonDirection::kGe), x,
+                    b.Binary(Opcode::kMultiply, b.Unary(Opcode::kExpm1, x), splat(a.alpha)));
+  return ctx.Unsupported(absl::StrCat("activation '", a.name, "'"));
+}
+
+// Rows [k*h, (k+1)*h) of a [n*h, d] matrix.
+Instruction* Rows(hlo::Builder& b, Instruction* m, int64_t k, int64_t h) {
+  return b.Slice(m, {k * h, 0}, {(k + 1) * h, m->shape().dims[1]}, {1, 1});
+}
+
+Instruction* MatMulT(hlo::Builder& b, Instruction* x, Instruction* w) {  // x [m,k] . w[n,k]^T
+  hlo::DotDimensionNumbers d;
+  d.lhs_contracting_dimensions = {1};
+  d.rhs_contracting_dimensions = {1};
+  return b.Dot(x, w, d);
+}
+
+template <Cell kCell>
+absl::Status Recurrent(NodeContext& ctx) {
+  hlo::Builder& b = ctx.b();
+  Instruction* x = ctx.input(0);
+  Instruction* w = ctx.input(1);
+  Instruction* r = ctx.input(2);
+  if (!x || !w || !r) return ctx.Error("needs X, W and R");
+  int64_t layout = ctx.attr_i("layout", 0);
+  if (layout) x = b.Transpose(x, {1, 0, 2});
+  hlo::PrimitiveType t = x->shape().element_type;
+  int64_t seq = x->shape().dims[0], batch = x->shape().dims[1], in = x->shape().dims[2];
+  int64_t hidden = ctx.attr_i("hidden_size", r->shape().dims.back());
+  std::string direction = ctx.attr_s("direction", "forward");
+  int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  int gates = kCell == Cell::kLstm ? 4 : kCell == Cell::kGru ? 3 : 1;
+  if (w->shape().dims != std::vector<int64_t>{dirs, gates * hidden, in}) return ctx.Error("W has the wrong shape");
+  float clip = ctx.attr_f("clip", 0);
+  bool linear_before_reset = ctx.attr_i("linear_before_reset", 0) != 0;
+  if (kCell == Cell::kLstm && ctx.attr_i("input_forget", 0) != 0) return ctx.Unsupported("input_forget=1");
+  // Activations: (f, g[, h]) per direction.
+  std::vector<std::string> names;
+  for (const auto& a : ctx.node().attribute())
+    if (a.name() == "activations") for (const auto& s : a.strings()) names.push_back(s);
+  std::vector<float> alphas = ctx.attr_floats("activation_alpha"), betas = ctx.attr_floats("activation_beta");
+  int per_dir = kCell == Cell::kLstm ? 3 : kCell == Cell::kGru ? 2 : 1;
+  std::vector<std::string> defaults = kCell == Cell::kLstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+                                      : kCell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                                            : std::vector<std::string>{"Tanh"};
+  std::vector<Activation> acts;
+  for (int64_t k = 0; k < per_dir * dirs; ++k) {
+    Activation a;
+    a.name = k < static_cast<int64_t>(names.size()) ? names[k] : defaults[k % per_dir];
+    // The defaults of the parameterized activations (ONNX operator docs).
+    if (a.name == "LeakyRelu") a.alpha = 0.01f;
+    if (a.name == "HardSigmoid") { a.alpha = 0.2f; a.beta = 0.5f; }
+    if (a.name == "Elu") a.alpha = 1.0f;
+    if (k < static_cast<int64_t>(alphas.size())) a.alpha = alphas[k];
+    if (k < static_cast<int64_t>(betas.size())) a.beta = betas[k];
+    acts.push_back(a);
+  }
+  Instruction* lens = nullptr;
+  if (ctx.has_input(4)) lens = b.Broadcast(b.Convert(ctx.input(4), hlo::S64), {batch, hidden}, {0});
+  auto state = [&](int input, int64_t d) -> Instruction* {
+    if (!ctx.has_input(input)) return Splat(b, t, 0, {batch, hidden});
+    Instruction* s = ctx.input(input);
+    if (layout) s = b.Transpose(s, {1, 0, 2});
+    return b.Reshape(b.Slice(s, {d, 0, 0}, {d + 1, batch, hidden}, {1, 1, 1}), {batch, hidden});
+  };
+  std::vector<Instruction*> y_dirs, h_dirs, c_dirs;
+  Instruction* x2 = b.Reshape(x, {seq * batch, in});
+  for (int64_t d = 0; d < dirs; ++d) {
+    Instruction* wd = b.Reshape(b.Slice(w, {d, 0, 0}, {d + 1, gates * hidden, in}, {1, 1, 1}), {gates * hidden, in});
+    Instruction* rd = b.Reshape(b.Slice(r, {d, 0, 0}, {d + 1, gates * hidden, hidden}, {1, 1, 1}), {gates * hidden, hidden});
+    // All steps' input projections at once, plus the W bias: [seq, batch, G*h].
+    Instruction* xw = b.Reshape(MatMulT(b, x2, wd), {seq, batch, gates * hidden});
+    Instruction* wb = nullptr;
+    Instruction* rb = nullptr;
+    if (ctx.has_input(3)) {
+      Instruction* bias = b.Reshape(b.Slice(ctx.input(3), {d, 0}, {d + 1, 2 * gates * hidden}, {1, 1}), {2 * gates * hidden});
+      wb = b.Slice(bias, {0}, {gates * hidden}, {1});
+      rb = b.Slice(bias, {gates * hidden}, {2 * gates * hidden}, {1});
+      xw = b.Binary(Opcode::kAdd, xw, b.Broadcast(wb, xw->shape().dims, {2}));
+    }
+    auto gate_rows = [&](Instruction* m, int64_t k) { return Rows(b, m, k, hidden); };
+    auto vec = [&](Instruction* v, int64_t k) {  // bias slice k broadcast to [batch, hidden]
+      return b.Broadcast(b.Slice(v, {k * hidden}, {(k + 1) * hidden}, {1}), {batch, hidden}, {1});
+    };
+    auto clipped = [&](Instruction* v) {
+      return clip > 0 ? b.Clamp(b.ScalarConstant(t, -clip), v, b.ScalarConstant(t, clip)) : v;
+    };
+    const Activation* f = &acts[d * per_dir];
+    Instruction* h = state(5, d);
+    Instruction* c = kCell == Cell::kLstm ? state(6, d) : nullptr;
+    Instruction* peep = kCell == Cell::kLstm && ctx.has_input(7)
+                            ? b.Reshape(b.Slice(ctx.input(7), {d, 0}, {d + 1, 3 * hidden}, {1, 1}), {3 * hidden})
+                            : nullptr;
+    bool reverse = direction == "reverse" || (direction == "bidirectional" && d == 1);
+    std::vector<Instruction*> ys(seq);
+    for (int64_t step = 0; step < seq; ++step) {
+      int64_t ti = reverse ? seq - 1 - step : step;
+      Instruction* xt = b.Reshape(b.Slice(xw, {ti, 0, 0}, {ti + 1, batch, gates * hidden}, {1, 1, 1}), {batch, gates * hidden});
+      auto xg = [&](int64_t k) { return b.Slice(xt, {0, k * hidden}, {batch, (k + 1) * hidden}, {1, 1}); };
+      auto hr = [&](Instruction* hh, int64_t k) {
+        Instruction* v = MatMulT(b, hh, gate_rows(rd, k));
+        return rb ? b.Binary(Opcode::kAdd, v, vec(rb, k)) : v;
+      };
+      Instruction* h_new;
+      Instruction* c_new = nullptr;
+      if (kCell == Cell::kRnn) {
+        ASSIGN_OR_RETURN(h_new, Apply(ctx, *f, clipped(b.Binary(Opcode::kAdd, xg(0), hr(h, 0)))));
+      } else if (kCell == Cell::kGru) {
+        const Activation* g = &acts[d * per_dir + 1];
+        ASSIGN_OR_RETURN(Instruction * z, Apply(ctx, *f, clipped(b.Binary(Opcode::kAdd, xg(0), hr(h, 0)))));
+        ASSIGN_OR_RETURN(Instruction * rr, Apply(ctx, *f, clipped(b.Binary(Opcode::kAdd, xg(1), hr(h, 1)))));
+        Instruction* pre = linear_before_reset ? b.Binary(Opcode::kAdd, xg(2), b.Binary(Opcode::kMultiply, rr, hr(h, 2)))
+                                               : b.Binary(Opcode::kAdd, xg(2), hr(b.Binary(Opcode::kMultiply, rr, h), 2));
+        ASSIGN_OR_RETURN(Instruction * hh, Apply(ctx, *g, clipped(pre)));
+        h_new = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, b.Binary(Opcode::kSubtract, SplatLike(b, z, 1), z), hh),
+                         b.Binary(Opcode::kMultiply, z, h));
+      } else {
+        const Activation* g = &acts[d * per_dir + 1];
+        const Activation* hact = &acts[d * per_dir + 2];
+        auto peep_term = [&](int64_t k, Instruction* cc, Instruction* v) {
+          return peep ? b.Binary(Opcode::kAdd, v, b.Binary(Opcode::kMultiply, vec(peep, k), cc)) : v;
+        };
+        // Gate order in W and R: input, output, forget, cell.
+        ASSIGN_OR_RETURN(Instruction * i, Apply(ctx, *f, clipped(peep_term(0, c, b.Binary(Opcode::kAdd, xg(0), hr(h, 0))))));
+        ASSIGN_OR_RETURN(Instruction * fg, Apply(ctx, *f, clipped(peep_term(2, c, b.Binary(Opcode::kAdd, xg(2), hr(h, 2))))));
+        ASSIGN_OR_RETURN(Instruction * cc, Apply(ctx, *g, clipped(b.Binary(Opcode::kAdd, xg(3), hr(h, 3)))));
+        c_new = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, fg, c), b.Binary(Opcode::kMultiply, i, cc));
+        ASSIGN_OR_RETURN(Instruction * o, Apply(ctx, *f, clipped(peep_term(1, c_new, b.Binary(Opcode::kAdd, xg(1), hr(h, 1))))));
+        ASSIGN_OR_RETURN(Instruction * hc, Apply(ctx, *hact, c_new));
+        h_new = b.Binary(Opcode::kMultiply, o, hc);
+      }
+      if (lens) {
+        Instruction* live = b.Compare(Splat(b, hlo::S64, ti, {batch, hidden}), lens, hlo::ComparisonDirection::kLt);
+        ys[ti] = b.Select(live, h_new, SplatLike(b, h_new, 0));
+        h_new = b.Select(live, h_new, h);
+        if (c_new) c_new = b.Select(live, c_new, c);
+      } else {
+        ys[ti] = h_new;
+      }
+      h = h_new;
+      c = c_new;
+    }
+    std::vector<Instruction*> ys4;
+    for (Instruction* yt : ys) ys4.push_back(b.Reshape(yt, {1, 1, batch, hidden}));
+    y_dirs.push_back(seq > 0 ? b.Concatenate(ys4, 0) : nullptr);
+    h_dirs.push_back(b.Reshape(h, {1, batch, hidden}));
+    if (c) c_dirs.push_back(b.Reshape(c, {1, batch, hidden}));
+  }
+  Instruction* y = b.Concatenate(y_dirs, 1);               // [seq, dirs, batch, hidden]
+  Instruction* yh = b.Concatenate(h_dirs, 0);              // [dirs, batch, hidden]
+  Instruction* yc = c_dirs.empty() ? nullptr : b.Concatenate(c_dirs, 0);
+  if (layout) {
+    y = b.Transpose(y, {2, 0, 1, 3});
+    yh = b.Transpose(yh, {1, 0, 2});
+    if (yc) yc = b.Transpose(yc, {1, 0, 2});
+  }
+  ctx.set_output(0, y);
+  ctx.set_output(1, yh);
+  ctx.set_output(2, yc);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterRnnOps(Registry& r) {
+  r.Add({"", "RNN", 7, 18, Recurrent<Cell::kRnn>});
+  r.Add({"", "GRU", 7, 18, Recurrent<Cell::kGru>});
+  r.Add({"", "LSTM", 7, 18, Recurrent<Cell::kLstm>});
+}
+
+}  // namespace xonnx::onnx_import
