@@ -14,6 +14,7 @@ const Registry& Registry::Get() {
     RegisterMiscOps(*reg);
     RegisterQuantOps(*reg);
     RegisterRnnOps(*reg);
+    RegisterDataDependentOps(*reg);
     return reg;
   }();
   return *r;

@@ -46,6 +46,7 @@ void RegisterLossOps(Registry& r);
 void RegisterMiscOps(Registry& r);
 void RegisterQuantOps(Registry& r);
 void RegisterRnnOps(Registry& r);
+void RegisterDataDependentOps(Registry& r);
 
 }  // namespace xonnx::onnx_import
 

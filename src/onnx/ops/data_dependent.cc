@@ -1,0 +1,190 @@
+// Ops whose output shape depends on input values: NonZero, Unique,
+// NonMaxSuppression, and Compress's condition. XLA programs have static
+// shapes, so these are computed when the program is compiled: their inputs
+// must be known then (constants, or model inputs, which the session binds by
+// value and compiles once per distinct value). Compress only needs its
+// condition: the data stays a runtime input and is gathered.
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "base/status.h"
+#include "onnx/registry.h"
+
+namespace xonnx::onnx_import {
+namespace {
+
+using hlo::Instruction;
+using hlo::Literal;
+using hlo::Opcode;
+
+absl::Status NonZero(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(Literal x, ctx.ConstInput(0));
+  const auto& dims = x.shape().dims;
+  int64_t r = dims.size();
+  std::vector<int64_t> hits;
+  for (int64_t i = 0; i < x.element_count(); ++i)
+    if (x.GetAsDouble(i) != 0) hits.push_back(i);
+  int64_t n = hits.size();
+  Literal out(hlo::Shape(hlo::S64, {std::max<int64_t>(r, 1), n}));
+  std::vector<int64_t> strides = x.shape().Strides();
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t rem = hits[k];
+    for (int64_t d = 0; d < r; ++d) {
+      out.data<int64_t>()[d * n + k] = rem / strides[d];
+      rem %= strides[d];
+    }
+    if (r == 0) out.data<int64_t>()[k] = 0;
+  }
+  ctx.set_output(0, ctx.b().Constant(std::move(out)));
+  return absl::OkStatus();
+}
+
+absl::Status Compress(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  ASSIGN_OR_RETURN(Literal cond, ctx.ConstInput(1));
+  hlo::Builder& b = ctx.b();
+  bool has_axis = ctx.has_attr("axis");
+  if (!has_axis) x = b.Reshape(x, {x->shape().ElementCount()});
+  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, has_axis ? ctx.attr_i("axis", 0) : 0, x->shape().rank()));
+  int64_t dim = x->shape().dims[axis];
+  if (cond.element_count() > dim) return ctx.Error("condition is longer than the compressed dimension");
+  std::vector<int64_t> idx;
+  for (int64_t i = 0; i < cond.element_count(); ++i)
+    if (cond.GetAsDouble(i) != 0) idx.push_back(i);
+  int64_t r = x->shape().rank();
+  hlo::GatherDimensionNumbers d;
+  for (int64_t i = 0; i < axis; ++i) d.offset_dims.push_back(i);
+  for (int64_t i = axis + 1; i < r; ++i) d.offset_dims.push_back(i);
+  d.collapsed_slice_dims = {axis};
+  d.start_index_map = {axis};
+  d.index_vector_dim = 1;
+  std::vector<int64_t> sizes = x->shape().dims;
+  sizes[axis] = 1;
+  ctx.set_output(0, b.Gather(x, b.Constant(Literal::Vector<int64_t>(idx)), d, sizes));
+  return absl::OkStatus();
+}
+
+absl::Status Unique(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(Literal x, ctx.ConstInput(0));
+  bool sorted = ctx.attr_i("sorted", 1) != 0;
+  bool has_axis = ctx.has_attr("axis");
+  if (!has_axis) x = x.Reshape({x.element_count()});
+  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, has_axis ? ctx.attr_i("axis", 0) : 0, x.shape().rank()));
+  const auto& dims = x.shape().dims;
+  int64_t n = dims[axis], outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= dims[i];
+  for (int64_t i = axis + 1; i < x.shape().rank(); ++i) inner *= dims[i];
+  // Slice k along the axis as a vector of doubles, for comparisons.
+  auto slice = [&](int64_t k) {
+    std::vector<double> v;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) v.push_back(x.GetAsDouble((o * n + k) * inner + i));
+    return v;
+  };
+  std::vector<std::vector<double>> slices(n);
+  for (int64_t k = 0; k < n; ++k) slices[k] = slice(k);
+  std::vector<int64_t> first;  // first occurrence of each distinct slice, in order of appearance
+  std::vector<int64_t> inverse(n);
+  std::map<std::vector<double>, int64_t> seen;
+  for (int64_t k = 0; k < n; ++k) {
+    auto it = seen.find(slices[k]);
+    if (it == seen.end()) {
+      seen[slices[k]] = first.size();
+      first.push_back(k);
+    }
+  }
+  std::vector<int64_t> order(first.size());
+  std::iota(order.begin(), order.end(), 0);
+  if (sorted) std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return slices[first[a]] < slices[first[b]]; });
+  std::vector<int64_t> rank_of(order.size());
+  for (size_t p = 0; p < order.size(); ++p) rank_of[order[p]] = p;
+  std::vector<int64_t> counts(order.size(), 0), indices(order.size());
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t u = rank_of[seen.at(slices[k])];
+    inverse[k] = u;
+    ++counts[u];
+  }
+  for (size_t p = 0; p < order.size(); ++p) indices[p] = first[order[p]];
+  std::vector<int64_t> ydims = dims;
+  ydims[axis] = order.size();
+  Literal y(hlo::Shape(x.shape().element_type, ydims));
+  int w = hlo::ByteWidth(x.shape().element_type);
+  for (int64_t o = 0; o < outer; ++o)
+    for (size_t p = 0; p < order.size(); ++p)
+      std::memcpy(static_cast<char*>(y.untyped_data()) + ((o * order.size() + p) * inner) * w,
+                  static_cast<const char*>(x.untyped_data()) + ((o * n + indices[p]) * inner) * w, inner * w);
+  hlo::Builder& b = ctx.b();
+  ctx.set_output(0, b.Constant(std::move(y)));
+  ctx.set_output(1, b.Constant(Literal::Vector<int64_t>(indices)));
+  ctx.set_output(2, b.Constant(Literal::Vector<int64_t>(inverse)));
+  ctx.set_output(3, b.Constant(Literal::Vector<int64_t>(counts)));
+  return absl::OkStatus();
+}
+
+absl::Status NonMaxSuppression(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(Literal boxes, ctx.ConstInput(0));
+  ASSIGN_OR_RETURN(Literal scores, ctx.ConstInput(1));
+  int64_t max_out = 0;
+  double iou_th = 0, score_th = -INFINITY;
+  if (ctx.has_input(2)) { ASSIGN_OR_RETURN(Literal l, ctx.ConstInput(2)); max_out = l.GetAsInt64(0); }
+  if (ctx.has_input(3)) { ASSIGN_OR_RETURN(Literal l, ctx.ConstInput(3)); iou_th = l.GetAsDouble(0); }
+  if (ctx.has_input(4)) { ASSIGN_OR_RETURN(Literal l, ctx.ConstInput(4)); score_th = l.GetAsDouble(0); }
+  bool center = ctx.attr_i("center_point_box", 0) != 0;
+  const auto& bd = boxes.shape().dims;
+  const auto& sd = scores.shape().dims;
+  if (bd.size() != 3 || bd[2] != 4 || sd.size() != 3 || sd[0] != bd[0] || sd[2] != bd[1])
+    return ctx.Error("boxes must be [B, N, 4] and scores [B, C, N]");
+  int64_t nb = bd[0], nc = sd[1], n = bd[1];
+  // Corners (y1, x1, y2, x2) with y1 <= y2, x1 <= x2.
+  auto corners = [&](int64_t bi, int64_t k) {
+    const int64_t o = (bi * n + k) * 4;
+    double a = boxes.GetAsDouble(o), c = boxes.GetAsDouble(o + 1), e = boxes.GetAsDouble(o + 2), g = boxes.GetAsDouble(o + 3);
+    if (center) return std::array<double, 4>{c - g / 2, a - e / 2, c + g / 2, a + e / 2};
+    return std::array<double, 4>{std::min(a, e), std::min(c, g), std::max(a, e), std::max(c, g)};
+  };
+  auto iou = [&](const std::array<double, 4>& p, const std::array<double, 4>& q) {
+    double ih = std::max(0.0, std::min(p[2], q[2]) - std::max(p[0], q[0]));
+    double iw = std::max(0.0, std::min(p[3], q[3]) - std::max(p[1], q[1]));
+    double inter = ih * iw;
+    double uni = (p[2] - p[0]) * (p[3] - p[1]) + (q[2] - q[0]) * (q[3] - q[1]) - inter;
+    return uni <= 0 ? 0.0 : inter / uni;
+  };
+  std::vector<int64_t> out;
+  for (int64_t bi = 0; bi < nb; ++bi) {
+    for (int64_t c = 0; c < nc; ++c) {
+      std::vector<int64_t> cand;
+      for (int64_t k = 0; k < n; ++k)
+        if (scores.GetAsDouble((bi * nc + c) * n + k) > score_th) cand.push_back(k);
+      std::stable_sort(cand.begin(), cand.end(), [&](int64_t p, int64_t q) {
+        return scores.GetAsDouble((bi * nc + c) * n + p) > scores.GetAsDouble((bi * nc + c) * n + q);
+      });
+      std::vector<int64_t> kept;
+      for (int64_t k : cand) {
+        if (static_cast<int64_t>(kept.size()) >= max_out) break;
+        bool keep = true;
+        for (int64_t s : kept) keep &= iou(corners(bi, k), corners(bi, s)) <= iou_th;
+        if (keep) kept.push_back(k);
+      }
+      for (int64_t k : kept) out.insert(out.end(), {bi, c, k});
+    }
+  }
+  Literal sel(hlo::Shape(hlo::S64, {static_cast<int64_t>(out.size() / 3), 3}));
+  std::copy(out.begin(), out.end(), sel.data<int64_t>());
+  ctx.set_output(0, ctx.b().Constant(std::move(sel)));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterDataDependentOps(Registry& r) {
+  r.Add({"", "NonZero", 9, 18, NonZero});
+  r.Add({"", "Compress", 9, 18, Compress});
+  r.Add({"", "Unique", 11, 18, Unique});
+  r.Add({"", "NonMaxSuppression", 10, 18, NonMaxSuppression});
+}
+
+}  // namespace xonnx::onnx_import
