@@ -23,6 +23,7 @@ class Builder {
 
   // Metadata attached to every instruction added from now on.
   void set_metadata(OpMetadata m) { metadata_ = std::move(m); }
+  const OpMetadata& metadata() const { return metadata_; }
   // Called for each new instruction whose operands are all constants; a
   // returned literal replaces the instruction by a constant. The importer
   // uses it to fold shape computations as they are built.

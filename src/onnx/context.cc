@@ -25,6 +25,10 @@ hlo::Instruction* NodeContext::input(int i) {
 absl::StatusOr<hlo::Literal> NodeContext::ConstInput(int i) {
   hlo::Instruction* x = input(i);
   if (!x) return Error(absl::StrCat("input ", i, " is required"));
+  return RequireConstant(x, absl::StrCat("input ", i, " ('", node_.input(i), "')"));
+}
+
+absl::StatusOr<hlo::Literal> NodeContext::RequireConstant(const hlo::Instruction* x, const std::string& what) {
   if (x->opcode() == hlo::Opcode::kConstant) return *x->literal;
   // Which model inputs does the value depend on? Binding them to their
   // values at compile time makes it a constant.
@@ -38,7 +42,7 @@ absl::StatusOr<hlo::Literal> NodeContext::ConstInput(int i) {
     if (w->opcode() == hlo::Opcode::kParameter) params.push_back(w->metadata.op_name);
     for (const hlo::Instruction* op : w->operands()) work.push_back(op);
   }
-  absl::Status st = Unsupported(absl::StrCat("input ", i, " ('", node_.input(i), "') must be known at compile time",
+  absl::Status st = Unsupported(absl::StrCat(what, " must be known at compile time",
                                              params.empty() ? "" : absl::StrCat("; it depends on model input(s) ", absl::StrJoin(params, ", "))));
   if (!params.empty()) st.SetPayload(kNeedsInputValuesPayload, absl::Cord(absl::StrJoin(params, ",")));
   return st;
@@ -83,6 +87,18 @@ std::vector<float> NodeContext::attr_floats(const std::string& name) const {
 const onnx::TensorProto* NodeContext::attr_t(const std::string& name) const {
   const auto* a = Attr(name);
   return a && a->has_t() ? &a->t() : nullptr;
+}
+
+const onnx::GraphProto* NodeContext::attr_g(const std::string& name) const {
+  const auto* a = Attr(name);
+  return a && a->has_g() ? &a->g() : nullptr;
+}
+
+absl::Status NodeContext::ConvertSubgraph(const onnx::GraphProto& g, GraphValues& scope) {
+  if (!opsets_) return Error("subgraphs cannot be converted here");
+  absl::Status st = ConvertNodes(g, *opsets_, b_, scope);
+  if (!st.ok()) return Annotate(st, absl::StrCat("node '", node_.name(), "' (", node_.op_type(), ") subgraph '", g.name(), "'"));
+  return absl::OkStatus();
 }
 
 absl::Status NodeContext::Error(const std::string& msg) const {

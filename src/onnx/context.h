@@ -22,8 +22,9 @@ struct GraphValues {
 
 class NodeContext {
  public:
-  NodeContext(hlo::Builder& b, GraphValues& values, const onnx::NodeProto& node, int64_t opset)
-      : b_(b), values_(values), node_(node), opset_(opset) {}
+  NodeContext(hlo::Builder& b, GraphValues& values, const onnx::NodeProto& node, int64_t opset,
+              const std::map<std::string, int64_t>* opsets = nullptr)
+      : b_(b), values_(values), node_(node), opset_(opset), opsets_(opsets) {}
 
   hlo::Builder& b() { return b_; }
   const onnx::NodeProto& node() const { return node_; }
@@ -38,6 +39,9 @@ class NodeContext {
   // Input i, which must be known at import time (a constant after folding).
   absl::StatusOr<hlo::Literal> ConstInput(int i);
   absl::StatusOr<std::vector<int64_t>> ConstInts(int i);
+  // The value of `x`, which must be known at compile time; when it depends on
+  // model inputs, the error asks the session to bind them (see importer.h).
+  absl::StatusOr<hlo::Literal> RequireConstant(const hlo::Instruction* x, const std::string& what);
   const hlo::Shape& shape(int i) { return input(i)->shape(); }
 
   int output_count() const { return node_.output_size(); }
@@ -52,6 +56,14 @@ class NodeContext {
   std::vector<float> attr_floats(const std::string& name) const;
   const onnx::TensorProto* attr_t(const std::string& name) const;
 
+  // A graph attribute (If branches, Loop/Scan bodies), or null.
+  const onnx::GraphProto* attr_g(const std::string& name) const;
+  // The values visible to this node (for a subgraph's outer scope).
+  const GraphValues& values() const { return values_; }
+  // Converts a subgraph's nodes into this node's builder: `scope` starts as
+  // the outer values plus the subgraph's bound inputs and receives its outputs.
+  absl::Status ConvertSubgraph(const onnx::GraphProto& g, GraphValues& scope);
+
   // "node 'n' (Op): msg" errors; the importer adds the file name.
   absl::Status Error(const std::string& msg) const;
   absl::Status Unsupported(const std::string& msg) const;
@@ -63,6 +75,7 @@ class NodeContext {
   GraphValues& values_;
   const onnx::NodeProto& node_;
   int64_t opset_;
+  const std::map<std::string, int64_t>* opsets_;
 };
 
 // Numpy-style broadcast of two dimension lists.

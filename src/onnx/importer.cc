@@ -102,6 +102,48 @@ std::string DescribeUnsupported(const std::vector<UnsupportedOp>& ops) {
   return absl::StrJoin(parts, "; ");
 }
 
+absl::Status ConvertNodes(const onnx::GraphProto& g, const std::map<std::string, int64_t>& opsets, hlo::Builder& b,
+                          GraphValues& values, std::set<std::string>* consumed, std::vector<std::string>* produced) {
+  // Initializers are constants (an input of the same name overrides them).
+  for (const auto& t : g.initializer()) {
+    if (values.values.count(t.name())) continue;
+    auto lit = LiteralFromTensorProto(t);
+    if (!lit.ok()) return Annotate(lit.status(), absl::StrCat("initializer '", t.name(), "'"));
+    values.values[t.name()] = b.Constant(*std::move(lit));
+  }
+  const Registry& reg = Registry::Get();
+  for (const auto& n : g.node()) {
+    std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    auto it = opsets.find(domain);
+    int64_t opset = it == opsets.end() ? 0 : it->second;
+    NodeContext ctx(b, values, n, opset, &opsets);
+    Converter fn = reg.Find(domain, n.op_type(), opset);
+    std::string node_name = n.name().empty() ? (n.output_size() ? n.output(0) : n.op_type()) : n.name();
+    hlo::OpMetadata saved = b.metadata();
+    b.set_metadata({n.op_type(), node_name});
+    absl::Status st = fn ? fn(ctx) : ctx.Unsupported("no converter for this op");
+    b.set_metadata(saved);
+    if (st.ok()) st = b.status();
+    if (st.ok()) {
+      for (int o = 0; o < n.output_size(); ++o)
+        if (!n.output(o).empty() && !values.values.count(n.output(o)))
+          st = ctx.Error(absl::StrCat("output ", o, " ('", n.output(o), "') was not produced"));
+    }
+    if (!st.ok()) {
+      // Messages from the builder lack the node; add it once.
+      std::string msg(st.message());
+      if (msg.find("node '") == std::string::npos) st = Annotate(st, absl::StrCat("node '", node_name, "' (", n.op_type(), ")"));
+      return st;
+    }
+    if (consumed)
+      for (const auto& in : n.input()) consumed->insert(in);
+    if (produced)
+      for (const auto& out : n.output())
+        if (!out.empty()) produced->push_back(out);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOptions& options) {
   const std::string& file = model.path;
   const onnx::GraphProto& g = model.proto.graph();
@@ -162,50 +204,15 @@ absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOpti
   result.inputs = params;
 
   b.set_metadata({});
-  // Initializers are constants (an input of the same name overrides them).
-  for (const auto& t : g.initializer()) {
-    if (values.values.count(t.name())) continue;
-    auto lit = LiteralFromTensorProto(t);
-    if (!lit.ok()) return Annotate(lit.status(), absl::StrCat(file, ": initializer '", t.name(), "'"));
-    values.values[t.name()] = b.Constant(*std::move(lit));
-  }
-
-  const Registry& reg = Registry::Get();
   std::set<std::string> consumed;
   std::vector<std::string> produced;
-  absl::Status failure;
-  for (const auto& n : g.node()) {
-    std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
-    auto it = model.opsets.find(domain);
-    int64_t opset = it == model.opsets.end() ? 0 : it->second;
-    NodeContext ctx(b, values, n, opset);
-    Converter fn = reg.Find(domain, n.op_type(), opset);
-    std::string node_name = n.name().empty() ? (n.output_size() ? n.output(0) : n.op_type()) : n.name();
-    b.set_metadata({n.op_type(), node_name});
-    absl::Status st = fn ? fn(ctx) : ctx.Unsupported("no converter for this op");
-    if (st.ok()) st = b.status();
-    if (st.ok()) {
-      for (int o = 0; o < n.output_size(); ++o)
-        if (!n.output(o).empty() && !values.values.count(n.output(o)))
-          st = ctx.Error(absl::StrCat("output ", o, " ('", n.output(o), "') was not produced"));
-    }
-    if (!st.ok()) {
-      // Messages from the builder lack the node; add it once.
-      std::string msg(st.message());
-      if (msg.find("node '") == std::string::npos) st = Annotate(st, absl::StrCat("node '", node_name, "' (", n.op_type(), ")"));
-      failure = Annotate(st, file);
-      break;
-    }
-    for (const auto& in : n.input()) consumed.insert(in);
-    for (const auto& out : n.output())
-      if (!out.empty()) produced.push_back(out);
-  }
+  absl::Status failure = ConvertNodes(g, model.opsets, b, values, &consumed, &produced);
+  if (!failure.ok()) failure = Annotate(failure, file);
 
   std::vector<hlo::Instruction*> roots;
   if (!failure.ok()) {
     if (!options.allow_partial) return failure;
     result.partial_error = std::string(failure.message());
-    hlo::Builder* bp = &b;
     if (!b.status().ok()) return failure;  // the builder cannot continue after its own error
     for (const auto& name : produced) {
       if (consumed.count(name)) continue;
@@ -214,7 +221,6 @@ absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOpti
       result.outputs.push_back({name, v->shape().element_type, v->shape().dims, {}});
     }
     if (roots.empty()) return failure;
-    (void)bp;
   } else {
     for (const auto& o : g.output()) {
       auto v = values.values.find(o.name());

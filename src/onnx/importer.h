@@ -4,11 +4,13 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "hlo/ir.h"
+#include "onnx/context.h"
 #include "onnx/model.h"
 
 namespace xonnx::onnx_import {
@@ -63,6 +65,13 @@ std::string DescribeUnsupported(const std::vector<UnsupportedOp>& ops);
 // depends on model inputs; its value lists those inputs, comma-separated.
 // Binding them (ImportOptions::bound_inputs) lets the import succeed.
 inline constexpr char kNeedsInputValuesPayload[] = "xonnx.needs_input_values";
+
+// Converts the initializers and nodes of `g` into `b`; `values` holds what is
+// defined already (graph inputs, outer scopes) and receives every output.
+// Subgraphs (If, Loop, Scan bodies) are converted through this too.
+[[nodiscard]] absl::Status ConvertNodes(const onnx::GraphProto& g, const std::map<std::string, int64_t>& opsets,
+                                        hlo::Builder& b, GraphValues& values, std::set<std::string>* consumed = nullptr,
+                                        std::vector<std::string>* produced = nullptr);
 
 [[nodiscard]] absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOptions& options);
 

@@ -15,6 +15,7 @@ const Registry& Registry::Get() {
     RegisterQuantOps(*reg);
     RegisterRnnOps(*reg);
     RegisterDataDependentOps(*reg);
+    RegisterControlFlowOps(*reg);
     return reg;
   }();
   return *r;

@@ -47,6 +47,7 @@ void RegisterMiscOps(Registry& r);
 void RegisterQuantOps(Registry& r);
 void RegisterRnnOps(Registry& r);
 void RegisterDataDependentOps(Registry& r);
+void RegisterControlFlowOps(Registry& r);
 
 }  // namespace xonnx::onnx_import
 
