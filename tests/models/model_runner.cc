@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
       }
       double worst = 0;
       bool shapes_ok = got->size() == want->size();
+      bool zero_ref = false;
       for (size_t k = 0; shapes_ok && k < got->size(); ++k) {
         const auto& g = (*got)[k];
         const auto& w = (*want)[k];
@@ -69,9 +70,12 @@ int main(int argc, char** argv) {
           diff += d * d;
           ref += w.GetAsDouble(i) * w.GetAsDouble(i);
         }
+        zero_ref |= ref == 0;
         worst = std::max(worst, std::sqrt(diff) / std::max(std::sqrt(ref), 1e-30));
       }
-      bool ok = shapes_ok && worst <= tolerance;
+      // An all-zero reference would let any broken output pass.
+      bool ok = shapes_ok && !zero_ref && worst <= tolerance;
+      if (zero_ref) std::cout << "     " << label << ": the reference output is all zeros\n";
       std::cout << absl::StrFormat("%s %-50s rel_l2=%.3g\n", ok ? "PASS" : "FAIL", label, shapes_ok ? worst : NAN);
       (ok ? passed : failed)++;
     }
