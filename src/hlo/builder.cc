@@ -381,7 +381,7 @@ Instruction* Builder::Add(std::unique_ptr<Instruction> instr) {
   if (!shape.ok()) return ReportError(Annotate(shape.status(), metadata_.op_name.empty() ? "hlo" : metadata_.op_name));
   instr->set_shape(*std::move(shape));
   instr->metadata = metadata_;
-  if (folder_ && instr->operand_count() > 0 && instr->opcode() != Opcode::kParameter) {
+  if (folder_ && (instr->operand_count() > 0 || instr->opcode() == Opcode::kIota)) {
     bool all_const = std::all_of(instr->operands().begin(), instr->operands().end(),
                                  [](Instruction* o) { return o->opcode() == Opcode::kConstant; });
     if (all_const) {

@@ -15,8 +15,19 @@ std::optional<hlo::Literal> FoldInstruction(const hlo::Instruction& instr, int64
     default:
       break;
   }
-  if (!instr.shape().IsArray()) return std::nullopt;
-  int64_t n = instr.shape().ElementCount();
+  // Multi-output sorts and reduces fold to tuple constants, which their
+  // get-tuple-element users then fold away.
+  bool tuple_ok = instr.opcode() == Opcode::kSort || instr.opcode() == Opcode::kReduce;
+  if (!instr.shape().IsArray() && !tuple_ok) return std::nullopt;
+  int64_t n = 0;
+  if (instr.shape().IsTuple()) {
+    for (const hlo::Shape& s : instr.shape().tuple_shapes) {
+      if (!s.IsArray()) return std::nullopt;
+      n += s.ElementCount();
+    }
+  } else {
+    n = instr.shape().ElementCount();
+  }
   // Broadcasts and iotas are cheap to compute and expensive to store.
   bool expands = instr.opcode() == Opcode::kBroadcast || instr.opcode() == Opcode::kIota ||
                  instr.opcode() == Opcode::kPad;

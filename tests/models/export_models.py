@@ -32,9 +32,24 @@ class Encoder(torch.nn.Module):
         return self.encoder(x)
 
 
+class LstmTagger(torch.nn.Module):
+    """A 2-layer bidirectional LSTM sequence tagger over 32 features, seq 20."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(32, 64, num_layers=2, bidirectional=True, batch_first=True)
+        self.head = torch.nn.Linear(128, 10)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.head(y)
+
+
 def build(name):
     if name == "transformer_encoder":
         return Encoder(), (64, 256)
+    if name == "lstm_tagger":
+        return LstmTagger(), (20, 32)
     ctor = getattr(torchvision.models, name)
     model = ctor(weights=None)
     if name.startswith("vit"):
@@ -81,7 +96,7 @@ def export(name, opset, out_dir):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("out_dir")
-    p.add_argument("--models", default="resnet18,mobilenet_v2,efficientnet_b0,transformer_encoder,vit_b_16")
+    p.add_argument("--models", default="resnet18,mobilenet_v2,efficientnet_b0,transformer_encoder,lstm_tagger,vit_b_16")
     p.add_argument("--opsets", default="13,17")
     a = p.parse_args()
     for name in a.models.split(","):

@@ -1,0 +1,180 @@
+#!/usr/bin/python3
+"""Builds models with onnx.helper that exercise control flow, detection-style
+post-processing and quantization, with references computed in numpy:
+OUT/<name>/model.onnx and test_data_set_<i>/{input_*.pb, output_*.pb}.
+
+usage: make_graph_models.py OUT_DIR
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+rng = np.random.default_rng(11)
+
+
+def save_case(out_dir, name, model, cases):
+    folder = os.path.join(out_dir, name)
+    os.makedirs(folder, exist_ok=True)
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(folder, "model.onnx"))
+    for i, (inputs, outputs) in enumerate(cases):
+        data = os.path.join(folder, f"test_data_set_{i}")
+        os.makedirs(data, exist_ok=True)
+        for k, (n, v) in enumerate(inputs):
+            with open(os.path.join(data, f"input_{k}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(v, n).SerializeToString())
+        for k, (n, v) in enumerate(outputs):
+            with open(os.path.join(data, f"output_{k}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(v, n).SerializeToString())
+    print(f"wrote {folder}", file=sys.stderr)
+
+
+def model(nodes, name, inputs, outputs, inits=(), opset=17):
+    g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def control_flow(out_dir):
+    """If on a runtime condition, then a Loop with a scan output."""
+    f = TensorProto.FLOAT
+    then_g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Mul", ["r", "two"], ["t_out"])], "then", [],
+        [helper.make_tensor_value_info("t_out", f, [4, 8])])
+    else_g = helper.make_graph(
+        [helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Add", ["a", "one"], ["e_out"])], "else", [],
+        [helper.make_tensor_value_info("e_out", f, [4, 8])])
+    body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=f),
+         helper.make_node("Mul", ["v_in", "half"], ["h"]),
+         helper.make_node("Add", ["h", "fi"], ["v_out"]),
+         helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Identity", ["v_out"], ["scan"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_in", f, [4, 8])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), helper.make_tensor_value_info("v_out", f, [4, 8]),
+         helper.make_tensor_value_info("scan", f, [4, 8])])
+    nodes = [
+        helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+        helper.make_node("Greater", ["s", "zero"], ["cond"]),
+        helper.make_node("If", ["cond"], ["y"], then_branch=then_g, else_branch=else_g),
+        helper.make_node("Loop", ["trips", "true", "y"], ["v", "scans"], body=body),
+    ]
+    inits = [numpy_helper.from_array(np.array(v, dtype=t), n) for n, v, t in
+             [("two", 2.0, np.float32), ("one", 1.0, np.float32), ("half", 0.5, np.float32), ("zero", 0.0, np.float32),
+              ("trips", 3, np.int64), ("true", True, np.bool_)]]
+    m = model(nodes, "control_flow", [helper.make_tensor_value_info("x", f, [4, 8])],
+              [helper.make_tensor_value_info("v", f, [4, 8]), helper.make_tensor_value_info("scans", f, [3, 4, 8])], inits)
+    cases = []
+    for shift in (0.7, -0.7):
+        x = (rng.standard_normal((4, 8)) + shift).astype(np.float32)
+        y = np.maximum(x, 0) * 2 if x.sum() > 0 else np.abs(x) + 1
+        v, scans = y, []
+        for i in range(3):
+            v = (v * np.float32(0.5) + np.float32(i)).astype(np.float32)
+            scans.append(v)
+        cases.append(([("x", x)], [("v", v), ("scans", np.stack(scans))]))
+    save_case(out_dir, "control_flow", m, cases)
+
+
+def nms_reference(boxes, scores, max_out, iou_th, score_th):
+    def corners(b):
+        y1, x1, y2, x2 = b
+        return min(y1, y2), min(x1, x2), max(y1, y2), max(x1, x2)
+
+    def iou(a, b):
+        a, b = corners(a), corners(b)
+        ih = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+        iw = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+        inter = ih * iw
+        union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+        return 0.0 if union <= 0 else inter / union
+
+    order = sorted([k for k in range(len(scores)) if scores[k] > score_th], key=lambda k: -scores[k])
+    kept = []
+    for k in order:
+        if len(kept) >= max_out:
+            break
+        if all(iou(boxes[k], boxes[s]) <= iou_th for s in kept):
+            kept.append(k)
+    return kept
+
+
+def detection(out_dir):
+    """Sigmoid scores, TopK, gather the boxes, NonMaxSuppression."""
+    f = TensorProto.FLOAT
+    n, k = 50, 10
+    nodes = [
+        helper.make_node("Sigmoid", ["logits"], ["scores"]),
+        helper.make_node("TopK", ["scores", "k"], ["top_scores", "top_idx"], axis=-1),
+        helper.make_node("Reshape", ["top_idx", "flat"], ["idx"]),
+        helper.make_node("Gather", ["boxes", "idx"], ["top_boxes"], axis=1),
+        helper.make_node("Reshape", ["top_scores", "score_shape"], ["s3"]),
+        helper.make_node("NonMaxSuppression", ["top_boxes", "s3", "max_out", "iou", "score_th"], ["selected"]),
+    ]
+    inits = [numpy_helper.from_array(np.array(v, dtype=t), name) for name, v, t in
+             [("k", [k], np.int64), ("flat", [k], np.int64), ("score_shape", [1, 1, k], np.int64),
+              ("max_out", [5], np.int64), ("iou", [0.5], np.float32), ("score_th", [0.3], np.float32)]]
+    m = model(nodes, "detection", [helper.make_tensor_value_info("logits", f, [1, n]),
+                                    helper.make_tensor_value_info("boxes", f, [1, n, 4])],
+              [helper.make_tensor_value_info("top_scores", f, [1, k]),
+               helper.make_tensor_value_info("selected", TensorProto.INT64, [None, 3])], inits)
+    cases = []
+    for _ in range(2):
+        logits = rng.standard_normal((1, n)).astype(np.float32)
+        corner = rng.random((1, n, 2)).astype(np.float32) * 0.8
+        boxes = np.concatenate([corner, corner + 0.1 + rng.random((1, n, 2)).astype(np.float32) * 0.3], axis=2)
+        scores = (1 / (1 + np.exp(-logits.astype(np.float64)))).astype(np.float32)
+        idx = np.argsort(-scores[0], kind="stable")[:k]
+        top = scores[0][idx]
+        kept = nms_reference(boxes[0][idx], top, 5, 0.5, 0.3)
+        selected = np.array([[0, 0, j] for j in kept], dtype=np.int64).reshape(-1, 3)
+        cases.append(([("logits", logits), ("boxes", boxes)], [("top_scores", top[None, :]), ("selected", selected)]))
+    save_case(out_dir, "detection", m, cases)
+
+
+def quantized(out_dir):
+    """QuantizeLinear, QLinearConv with per-channel weight scales, DequantizeLinear, Relu."""
+    f = TensorProto.FLOAT
+    w = rng.integers(-60, 60, size=(4, 3, 3, 3)).astype(np.int8)
+    w_scale = (rng.random(4) * 0.01 + 0.005).astype(np.float32)
+    bias = rng.integers(-500, 500, size=4).astype(np.int32)
+    consts = [("x_scale", np.float32(0.05)), ("x_zp", np.uint8(128)), ("w", w), ("w_scale", w_scale),
+              ("w_zp", np.zeros(4, np.int8)), ("y_scale", np.float32(0.1)), ("y_zp", np.uint8(128)), ("bias", bias)]
+    inits = [numpy_helper.from_array(np.array(v), name) for name, v in consts]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zp"], ["xq"]),
+        helper.make_node("QLinearConv", ["xq", "x_scale", "x_zp", "w", "w_scale", "w_zp", "y_scale", "y_zp", "bias"],
+                         ["yq"], pads=[1, 1, 1, 1]),
+        helper.make_node("DequantizeLinear", ["yq", "y_scale", "y_zp"], ["yd"]),
+        helper.make_node("Relu", ["yd"], ["y"]),
+    ]
+    m = model(nodes, "quantized", [helper.make_tensor_value_info("x", f, [1, 3, 8, 8])],
+              [helper.make_tensor_value_info("y", f, [1, 4, 8, 8])], inits, opset=13)
+    cases = []
+    for _ in range(2):
+        x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32) * 2
+        xq = np.clip(np.rint(x / np.float32(0.05)) + 128, 0, 255).astype(np.int32) - 128
+        xp = np.pad(xq, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        acc = np.zeros((1, 4, 8, 8), np.int32)
+        for o in range(4):
+            for i in range(8):
+                for j in range(8):
+                    acc[0, o, i, j] = np.sum(xp[0, :, i:i + 3, j:j + 3].astype(np.int32) * w[o].astype(np.int32))
+        acc += bias[None, :, None, None]
+        in_scale = (np.float32(0.05) * w_scale).astype(np.float32)[None, :, None, None]
+        yq = np.clip(np.rint(acc.astype(np.float32) * in_scale / np.float32(0.1)) + 128, 0, 255).astype(np.uint8)
+        y = np.maximum((yq.astype(np.float32) - 128) * np.float32(0.1), 0).astype(np.float32)
+        cases.append(([("x", x)], [("y", y)]))
+    save_case(out_dir, "quantized", m, cases)
+
+
+if __name__ == "__main__":
+    out = sys.argv[1]
+    control_flow(out)
+    detection(out)
+    quantized(out)
