@@ -16,6 +16,7 @@ const Registry& Registry::Get() {
     RegisterRnnOps(*reg);
     RegisterDataDependentOps(*reg);
     RegisterControlFlowOps(*reg);
+    RegisterSpectralOps(*reg);
     return reg;
   }();
   return *r;

@@ -48,6 +48,7 @@ void RegisterQuantOps(Registry& r);
 void RegisterRnnOps(Registry& r);
 void RegisterDataDependentOps(Registry& r);
 void RegisterControlFlowOps(Registry& r);
+void RegisterSpectralOps(Registry& r);
 
 }  // namespace xonnx::onnx_import
 

@@ -273,12 +273,85 @@ absl::StatusOr<hlo::Window> PoolWindow(NodeContext& ctx, Instruction* x, std::ve
   return w;
 }
 
+// MaxPool with its Indices output: every window is gathered through a
+// constant [positions, window] table of flat input indices (padding points
+// at an extra -inf element), so the maximum and its first position come out
+// of plain reductions. Indices are flat over the input tensor, row-major or,
+// with storage_order=1, column-major over the spatial dims.
+absl::Status MaxPoolWithIndices(NodeContext& ctx, Instruction* x, const hlo::Window& w) {
+  hlo::Builder& b = ctx.b();
+  hlo::PrimitiveType t = x->shape().element_type;
+  const auto& dims = x->shape().dims;
+  int64_t ns = dims.size() - 2, n = dims[0], c = dims[1];
+  std::vector<int64_t> in(dims.begin() + 2, dims.end()), out(ns), kernel(ns);
+  int64_t len = 1, positions = 1, window = 1;
+  for (int64_t i = 0; i < ns; ++i) {
+    const auto& wd = w.dimensions[i + 2];
+    int64_t span = (wd.size - 1) * wd.window_dilation + 1;
+    out[i] = (in[i] + wd.padding_low + wd.padding_high - span) / wd.stride + 1;
+    kernel[i] = wd.size;
+    len *= in[i];
+    positions *= out[i];
+    window *= wd.size;
+  }
+  bool column_major = ctx.attr_i("storage_order", 0) != 0;
+  hlo::Literal gather_table(hlo::Shape(hlo::S64, {positions, window}));
+  hlo::Literal value_table(hlo::Shape(hlo::S64, {positions, window}));
+  std::vector<int64_t> o(ns, 0), k(ns, 0);
+  for (int64_t p = 0; p < positions; ++p) {
+    std::fill(k.begin(), k.end(), 0);
+    for (int64_t q = 0; q < window; ++q) {
+      int64_t row = 0, col = 0, col_stride = 1;
+      bool inside = true;
+      for (int64_t i = 0; i < ns; ++i) {
+        const auto& wd = w.dimensions[i + 2];
+        int64_t pos = o[i] * wd.stride - wd.padding_low + k[i] * wd.window_dilation;
+        inside &= pos >= 0 && pos < in[i];
+        row = row * in[i] + pos;
+        col += pos * col_stride;
+        col_stride *= in[i];
+      }
+      gather_table.data<int64_t>()[p * window + q] = inside ? row : len;
+      value_table.data<int64_t>()[p * window + q] = inside ? (column_major ? col : row) : 0;
+      for (int64_t i = ns - 1; i >= 0 && ++k[i] == kernel[i]; --i) k[i] = 0;
+    }
+    for (int64_t i = ns - 1; i >= 0 && ++o[i] == out[i]; --i) o[i] = 0;
+  }
+  std::vector<hlo::PaddingDimension> cfg(3);
+  cfg[2].edge_padding_high = 1;
+  Instruction* flat = b.Pad(b.Reshape(x, {n, c, len}), b.ScalarConstant(t, LowestValue(t)), cfg);
+  hlo::GatherDimensionNumbers d;
+  d.offset_dims = {0, 1};
+  d.collapsed_slice_dims = {2};
+  d.start_index_map = {2};
+  d.index_vector_dim = 2;
+  Instruction* vals = b.Gather(flat, b.Constant(gather_table), d, {n, c, 1});  // [N, C, P, K]
+  std::vector<int64_t> vd = {n, c, positions, window};
+  Instruction* m = ReduceOver(b, vals, Opcode::kMaximum, LowestValue(t), {3}, false);
+  Instruction* hit = b.Compare(vals, b.Broadcast(m, vd, {0, 1, 2}), hlo::ComparisonDirection::kEq);
+  Instruction* kio = b.Iota(hlo::Shape(hlo::S64, vd), 3);
+  Instruction* first = ReduceOver(b, b.Select(hit, kio, SplatLike(b, kio, window)), Opcode::kMinimum, INT64_MAX, {3}, false);
+  Instruction* chosen = b.Compare(kio, b.Broadcast(first, vd, {0, 1, 2}), hlo::ComparisonDirection::kEq);
+  Instruction* table = b.Broadcast(b.Constant(value_table), vd, {2, 3});
+  Instruction* spatial = ReduceOver(b, b.Select(chosen, table, SplatLike(b, table, 0)), Opcode::kAdd, 0, {3}, false);
+  // Add the batch and channel offsets: (n * C + c) * len.
+  hlo::Shape ps(hlo::S64, {n, c, positions});
+  Instruction* base = b.Binary(Opcode::kMultiply,
+                               b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, b.Iota(ps, 0), Splat(b, hlo::S64, c, ps.dims)),
+                                        b.Iota(ps, 1)),
+                               Splat(b, hlo::S64, len, ps.dims));
+  std::vector<int64_t> out_dims = {n, c};
+  out_dims.insert(out_dims.end(), out.begin(), out.end());
+  ctx.set_output(0, b.Reshape(m, out_dims));
+  ctx.set_output(1, b.Reshape(b.Binary(Opcode::kAdd, base, spatial), out_dims));
+  return absl::OkStatus();
+}
+
 absl::Status MaxPool(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
-  if (ctx.wants_output(1)) return ctx.Unsupported("the Indices output");
-  if (ctx.attr_i("storage_order", 0) != 0) return ctx.Unsupported("storage_order=1");
   std::vector<int64_t> extra;
   ASSIGN_OR_RETURN(hlo::Window w, PoolWindow(ctx, x, &extra));
+  if (ctx.wants_output(1)) return MaxPoolWithIndices(ctx, x, w);
   hlo::PrimitiveType t = x->shape().element_type;
   hlo::Builder& b = ctx.b();
   ctx.set_output(0, b.ReduceWindow(x, b.ScalarConstant(t, LowestValue(t)), w, b.ScalarReducer(Opcode::kMaximum, t)));
@@ -317,6 +390,46 @@ std::vector<int64_t> SpatialAxes(Instruction* x) {
   return axes;
 }
 
+absl::Status MaxUnpool(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  Instruction* idx = ctx.input(1);
+  hlo::Builder& b = ctx.b();
+  const auto& dims = x->shape().dims;
+  int64_t ns = dims.size() - 2;
+  std::vector<int64_t> k = ctx.attr_ints("kernel_shape");
+  std::vector<int64_t> strides = ctx.attr_ints("strides", std::vector<int64_t>(ns, 1));
+  std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * ns, 0));
+  if (static_cast<int64_t>(k.size()) != ns) return ctx.Error("kernel_shape must have one entry per spatial dim");
+  // Indices address the default unpooled shape; a larger output_shape pads
+  // that result at the end of each dim (as the reference does).
+  std::vector<int64_t> out = {dims[0], dims[1]};
+  for (int64_t i = 0; i < ns; ++i) out.push_back((dims[i + 2] - 1) * strides[i] - pads[i] - pads[i + ns] + k[i]);
+  std::vector<int64_t> requested = out;
+  if (ctx.has_input(2)) {
+    ASSIGN_OR_RETURN(requested, ctx.ConstInts(2));
+    if (requested.size() != out.size()) return ctx.Error("output_shape has the wrong rank");
+    for (size_t i = 0; i < out.size(); ++i)
+      if (requested[i] < out[i]) return ctx.Unsupported("an output_shape smaller than the default unpooled shape");
+  }
+  int64_t total = 1;
+  for (int64_t d : out) total *= d;
+  int64_t m = x->shape().ElementCount();
+  hlo::ScatterDimensionNumbers sd;
+  sd.inserted_window_dims = {0};
+  sd.scatter_dims_to_operand_dims = {0};
+  sd.index_vector_dim = 1;
+  hlo::Builder cb(b.module(), "unpool_replace");
+  cb.Parameter(0, hlo::Shape::Scalar(x->shape().element_type), "old");
+  auto comb = cb.Build(cb.Parameter(1, hlo::Shape::Scalar(x->shape().element_type), "new"));
+  if (!comb.ok()) return comb.status();
+  Instruction* y = b.Scatter(Splat(b, x->shape().element_type, 0, {total}), b.Reshape(b.Convert(idx, hlo::S64), {m}),
+                             b.Reshape(x, {m}), sd, *comb);
+  std::vector<hlo::PaddingDimension> cfg(out.size());
+  for (size_t i = 0; i < out.size(); ++i) cfg[i].edge_padding_high = requested[i] - out[i];
+  ctx.set_output(0, b.Pad(b.Reshape(y, out), b.ScalarConstant(x->shape().element_type, 0), cfg));
+  return absl::OkStatus();
+}
+
 absl::Status GlobalAveragePool(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
   hlo::Builder& b = ctx.b();
@@ -338,10 +451,41 @@ Instruction* PerChannel(hlo::Builder& b, Instruction* v, Instruction* like) {
   return b.Broadcast(b.Reshape(v, {like->shape().dims[1]}), like->shape().dims, {1});
 }
 
+// Training mode: normalize with the batch statistics (population variance)
+// and output the updated running mean and variance.
+absl::Status BatchNormalizationTraining(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  hlo::PrimitiveType t = x->shape().element_type;
+  std::vector<int64_t> axes = {0};
+  for (int64_t i = 2; i < x->shape().rank(); ++i) axes.push_back(i);
+  int64_t count = 1;
+  for (int64_t a : axes) count *= x->shape().dims[a];
+  double eps = ctx.attr_f("epsilon", 1e-5f), momentum = ctx.attr_f("momentum", 0.9f);
+  Instruction* mean = ReduceOver(b, x, Opcode::kAdd, 0, axes, false);
+  mean = b.Binary(Opcode::kDivide, mean, SplatLike(b, mean, count));
+  Instruction* centered = b.Binary(Opcode::kSubtract, x, PerChannel(b, mean, x));
+  Instruction* var = ReduceOver(b, b.Binary(Opcode::kMultiply, centered, centered), Opcode::kAdd, 0, axes, false);
+  var = b.Binary(Opcode::kDivide, var, SplatLike(b, var, count));
+  Instruction* s = b.Binary(Opcode::kMultiply, b.Convert(ctx.input(1), t),
+                            b.Unary(Opcode::kRsqrt, b.Binary(Opcode::kAdd, var, SplatLike(b, var, eps))));
+  Instruction* y = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, centered, PerChannel(b, s, x)),
+                            PerChannel(b, b.Convert(ctx.input(2), t), x));
+  auto running = [&](int input, Instruction* current) {
+    Instruction* old = b.Convert(ctx.input(input), t);
+    return b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, old, SplatLike(b, old, momentum)),
+                    b.Binary(Opcode::kMultiply, current, SplatLike(b, current, 1 - momentum)));
+  };
+  ctx.set_output(0, y);
+  ctx.set_output(1, running(3, mean));
+  ctx.set_output(2, running(4, var));
+  return absl::OkStatus();
+}
+
 absl::Status BatchNormalization(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
   hlo::Builder& b = ctx.b();
-  if (ctx.attr_i("training_mode", 0) != 0) return ctx.Unsupported("training_mode=1");
+  if (ctx.attr_i("training_mode", 0) != 0) return BatchNormalizationTraining(ctx);
   if (ctx.opset() < 6 && ctx.has_attr("consumed_inputs")) return ctx.Unsupported("consumed_inputs (opset < 6)");
   if (x->shape().rank() < 2) return ctx.Error("input must have a channel dim");
   hlo::PrimitiveType t = x->shape().element_type;
@@ -455,6 +599,7 @@ void RegisterNnOps(Registry& r) {
   add("Conv", Conv);
   add("ConvTranspose", ConvTranspose);
   add("MaxPool", MaxPool);
+  add("MaxUnpool", MaxUnpool, 9);
   add("AveragePool", AveragePool);
   add("GlobalAveragePool", GlobalAveragePool);
   add("GlobalMaxPool", GlobalMaxPool);
