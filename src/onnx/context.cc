@@ -181,6 +181,46 @@ hlo::Instruction* ReduceOver(hlo::Builder& b, hlo::Instruction* x, hlo::Opcode o
   return b.Reshape(r, kd);
 }
 
+hlo::Instruction* TakeAlongAxis(hlo::Builder& b, hlo::Instruction* x, hlo::Instruction* indices, int64_t axis) {
+  if (!x || !indices) return nullptr;
+  int64_t r = x->shape().rank(), q = indices->shape().rank();
+  hlo::GatherDimensionNumbers d;
+  for (int64_t i = 0; i < axis; ++i) d.offset_dims.push_back(i);
+  for (int64_t i = axis + 1; i < r; ++i) d.offset_dims.push_back(i + q - 1);
+  d.collapsed_slice_dims = {axis};
+  d.start_index_map = {axis};
+  d.index_vector_dim = q;
+  std::vector<int64_t> sizes = x->shape().dims;
+  sizes[axis] = 1;
+  return b.Gather(x, indices, d, sizes);
+}
+
+hlo::Instruction* ElementIndices(hlo::Builder& b, hlo::Instruction* indices, int64_t axis) {
+  if (!indices) return nullptr;
+  int64_t rank = indices->shape().rank();
+  std::vector<int64_t> d1 = indices->shape().dims;
+  d1.push_back(1);
+  hlo::Instruction* idx64 = b.Convert(indices, hlo::S64);
+  std::vector<hlo::Instruction*> parts;
+  for (int64_t k = 0; k < rank; ++k) {
+    if (k == axis) parts.push_back(b.Reshape(idx64, d1));
+    else parts.push_back(b.Iota(hlo::Shape(hlo::S64, d1), k));
+  }
+  return b.Concatenate(parts, rank);
+}
+
+hlo::Instruction* GatherElementsAlongAxis(hlo::Builder& b, hlo::Instruction* x, hlo::Instruction* indices, int64_t axis) {
+  if (!x || !indices) return nullptr;
+  int64_t r = x->shape().rank();
+  hlo::GatherDimensionNumbers d;
+  for (int64_t k = 0; k < r; ++k) {
+    d.collapsed_slice_dims.push_back(k);
+    d.start_index_map.push_back(k);
+  }
+  d.index_vector_dim = r;
+  return b.Gather(x, ElementIndices(b, indices, axis), d, std::vector<int64_t>(r, 1));
+}
+
 double LowestValue(hlo::PrimitiveType t) {
   return hlo::TypeSwitch(t, [](auto tag) -> double {
     using T = typename decltype(tag)::type;

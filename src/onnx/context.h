@@ -93,6 +93,16 @@ absl::StatusOr<int64_t> NormalizeAxis(const NodeContext& ctx, int64_t axis, int6
 // Reduces x over `axes` with a scalar op, keeping reduced dims as 1 when asked.
 hlo::Instruction* ReduceOver(hlo::Builder& b, hlo::Instruction* x, hlo::Opcode op, double init,
                              std::vector<int64_t> axes, bool keepdims);
+// ONNX Gather: slices of x along `axis` picked by `indices` (any rank, in
+// range); the result has x's dims with `axis` replaced by indices' dims.
+hlo::Instruction* TakeAlongAxis(hlo::Builder& b, hlo::Instruction* x, hlo::Instruction* indices, int64_t axis);
+// ONNX GatherElements: out[i...] = x[i... with i[axis] = indices[i...]];
+// indices has x's rank and is in range.
+hlo::Instruction* GatherElementsAlongAxis(hlo::Builder& b, hlo::Instruction* x, hlo::Instruction* indices, int64_t axis);
+// Full index vectors for element-wise gather/scatter along `axis`: shape
+// indices.dims + [rank], component `axis` from indices, the others iotas.
+hlo::Instruction* ElementIndices(hlo::Builder& b, hlo::Instruction* indices, int64_t axis);
+
 // Numpy-semantics matrix product (MatMul); defined with the NN converters.
 absl::StatusOr<hlo::Instruction*> NumpyMatMul(NodeContext& ctx, hlo::Instruction* a, hlo::Instruction* b);
 // Convolution of x by w with the node's Conv attributes (strides, pads,

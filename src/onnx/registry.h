@@ -13,6 +13,9 @@ namespace xonnx::onnx_import {
 
 using Converter = absl::Status (*)(NodeContext& ctx);
 
+// The newest default-domain opset the converters know.
+inline constexpr int64_t kMaxOpset = 18;
+
 struct ConverterEntry {
   std::string domain;  // "" for the default ONNX domain
   std::string op_type;
@@ -26,6 +29,10 @@ class Registry {
   // The registry with every converter of src/onnx/ops/.
   static const Registry& Get();
   void Add(ConverterEntry e) { entries_.push_back(std::move(e)); }
+  // A default-domain converter for opsets [from, to].
+  void Add(const char* op_type, Converter fn, int64_t from = 1, int64_t to = kMaxOpset) {
+    entries_.push_back({"", op_type, from, to, fn});
+  }
   // The converter for an op at the model's opset, or null.
   Converter Find(const std::string& domain, const std::string& op_type, int64_t opset) const;
   // Whether any opset of the op is known (to tell "unknown op" from "opset not supported").

@@ -253,10 +253,10 @@ absl::Status Scan8(NodeContext& ctx) {
 }  // namespace
 
 void RegisterControlFlowOps(Registry& r) {
-  r.Add({"", "If", 1, 18, If});
-  r.Add({"", "Loop", 1, 18, Loop});
-  r.Add({"", "Scan", 8, 8, Scan8});
-  r.Add({"", "Scan", 9, 18, Scan});
+  r.Add("If", If, 1);
+  r.Add("Loop", Loop, 1);
+  r.Add("Scan", Scan8, 8, 8);
+  r.Add("Scan", Scan, 9);
 }
 
 }  // namespace xonnx::onnx_import

@@ -55,16 +55,7 @@ absl::Status Compress(NodeContext& ctx) {
   std::vector<int64_t> idx;
   for (int64_t i = 0; i < cond.element_count(); ++i)
     if (cond.GetAsDouble(i) != 0) idx.push_back(i);
-  int64_t r = x->shape().rank();
-  hlo::GatherDimensionNumbers d;
-  for (int64_t i = 0; i < axis; ++i) d.offset_dims.push_back(i);
-  for (int64_t i = axis + 1; i < r; ++i) d.offset_dims.push_back(i);
-  d.collapsed_slice_dims = {axis};
-  d.start_index_map = {axis};
-  d.index_vector_dim = 1;
-  std::vector<int64_t> sizes = x->shape().dims;
-  sizes[axis] = 1;
-  ctx.set_output(0, b.Gather(x, b.Constant(Literal::Vector<int64_t>(idx)), d, sizes));
+  ctx.set_output(0, TakeAlongAxis(b, x, b.Constant(Literal::Vector<int64_t>(idx)), axis));
   return absl::OkStatus();
 }
 
@@ -181,10 +172,10 @@ absl::Status NonMaxSuppression(NodeContext& ctx) {
 }  // namespace
 
 void RegisterDataDependentOps(Registry& r) {
-  r.Add({"", "NonZero", 9, 18, NonZero});
-  r.Add({"", "Compress", 9, 18, Compress});
-  r.Add({"", "Unique", 11, 18, Unique});
-  r.Add({"", "NonMaxSuppression", 10, 18, NonMaxSuppression});
+  r.Add("NonZero", NonZero, 9);
+  r.Add("Compress", Compress, 9);
+  r.Add("Unique", Unique, 11);
+  r.Add("NonMaxSuppression", NonMaxSuppression, 10);
 }
 
 }  // namespace xonnx::onnx_import

@@ -23,29 +23,13 @@ absl::StatusOr<Instruction*> Nll(NodeContext& ctx, Instruction* input, Instructi
     // Ignored targets may be out of range: point them at class 0.
     tgt = b.Select(keep, tgt, SplatLike(b, tgt, 0));
   }
-  // Take input along the class axis: full index vectors (n, target, d...).
-  std::vector<int64_t> d1 = tdims;
-  d1.push_back(1);
-  std::vector<Instruction*> parts;
-  int64_t r = input->shape().rank();
-  for (int64_t k = 0; k < r; ++k) {
-    if (k == 1) parts.push_back(b.Reshape(tgt, d1));
-    else parts.push_back(b.Iota(hlo::Shape(hlo::S64, d1), k == 0 ? 0 : k - 1));
-  }
-  hlo::GatherDimensionNumbers gd;
-  for (int64_t k = 0; k < r; ++k) {
-    gd.collapsed_slice_dims.push_back(k);
-    gd.start_index_map.push_back(k);
-  }
-  gd.index_vector_dim = tdims.size();
-  Instruction* picked = b.Gather(input, b.Concatenate(parts, tdims.size()), gd, std::vector<int64_t>(r, 1));
+  // Take input along the class axis: target as [N, 1, d...].
+  std::vector<int64_t> t1 = tdims;
+  t1.insert(t1.begin() + 1, 1);
+  Instruction* picked = b.Reshape(GatherElementsAlongAxis(b, input, b.Reshape(tgt, t1), 1), tdims);
   Instruction* w;
   if (weight) {
-    hlo::GatherDimensionNumbers wd;
-    wd.collapsed_slice_dims = {0};
-    wd.start_index_map = {0};
-    wd.index_vector_dim = tdims.size();
-    w = b.Gather(weight, tgt, wd, {1});
+    w = TakeAlongAxis(b, weight, tgt, 0);
   } else {
     w = Splat(b, t, 1, tdims);
   }
@@ -91,8 +75,8 @@ absl::Status SoftmaxCrossEntropyLoss(NodeContext& ctx) {
 }  // namespace
 
 void RegisterLossOps(Registry& r) {
-  r.Add({"", "NegativeLogLikelihoodLoss", 12, 18, NegativeLogLikelihoodLoss});
-  r.Add({"", "SoftmaxCrossEntropyLoss", 12, 18, SoftmaxCrossEntropyLoss});
+  r.Add("NegativeLogLikelihoodLoss", NegativeLogLikelihoodLoss, 12);
+  r.Add("SoftmaxCrossEntropyLoss", SoftmaxCrossEntropyLoss, 12);
 }
 
 }  // namespace xonnx::onnx_import

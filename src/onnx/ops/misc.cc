@@ -62,17 +62,7 @@ absl::Status ReverseSequence(NodeContext& ctx) {
   Instruction* len = b.Broadcast(b.Convert(lens, hlo::S64), dims, {batch_axis});
   Instruction* rev = b.Binary(Opcode::kSubtract, b.Binary(Opcode::kSubtract, len, SplatLike(b, len, 1)), t);
   Instruction* src = b.Select(b.Compare(t, len, hlo::ComparisonDirection::kLt), rev, t);
-  std::vector<int64_t> d1 = dims;
-  d1.push_back(1);
-  std::vector<Instruction*> parts;
-  for (int64_t k = 0; k < r; ++k) parts.push_back(k == time_axis ? b.Reshape(src, d1) : b.Iota(hlo::Shape(hlo::S64, d1), k));
-  hlo::GatherDimensionNumbers gd;
-  for (int64_t k = 0; k < r; ++k) {
-    gd.collapsed_slice_dims.push_back(k);
-    gd.start_index_map.push_back(k);
-  }
-  gd.index_vector_dim = r;
-  ctx.set_output(0, b.Gather(x, b.Concatenate(parts, r), gd, std::vector<int64_t>(r, 1)));
+  ctx.set_output(0, GatherElementsAlongAxis(b, x, src, time_axis));
   return absl::OkStatus();
 }
 
@@ -161,6 +151,11 @@ absl::Status Einsum(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
+// g + norm * x: the L2-regularized gradient every optimizer starts from.
+Instruction* Regularized(hlo::Builder& b, Instruction* x, Instruction* g, double norm) {
+  return b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, norm)), g);
+}
+
 // Adagrad: r, t, inputs X..., G..., H...: h' = h + g^2, x' = x - r' g / (sqrt(h') + eps)
 absl::Status Adagrad(NodeContext& ctx) {
   hlo::Builder& b = ctx.b();
@@ -176,7 +171,7 @@ absl::Status Adagrad(NodeContext& ctx) {
     Instruction* rr = b.Binary(Opcode::kDivide, b.Convert(r, ty),
                                b.Binary(Opcode::kAdd, b.ScalarConstant(ty, 1),
                                         b.Binary(Opcode::kMultiply, b.Convert(t, ty), b.ScalarConstant(ty, decay))));
-    Instruction* gr = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, norm)), g);
+    Instruction* gr = Regularized(b, x, g, norm);
     Instruction* h2 = b.Binary(Opcode::kAdd, h, b.Binary(Opcode::kMultiply, gr, gr));
     Instruction* den = b.Binary(Opcode::kAdd, b.Unary(Opcode::kSqrt, h2), SplatLike(b, h2, eps));
     Instruction* step = b.Binary(Opcode::kMultiply, BroadcastTo(b, rr, x->shape().dims), b.Binary(Opcode::kDivide, gr, den));
@@ -199,7 +194,7 @@ absl::Status Momentum(NodeContext& ctx) {
     Instruction* v = ctx.input(2 + 2 * n + k);
     hlo::PrimitiveType ty = x->shape().element_type;
     const auto& dims = x->shape().dims;
-    Instruction* gr = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, norm)), g);
+    Instruction* gr = Regularized(b, x, g, norm);
     // beta applies from the second step on (t > 0).
     Instruction* first = b.Compare(b.Convert(t, hlo::S64), b.ScalarConstant(hlo::S64, 0), hlo::ComparisonDirection::kEq);
     Instruction* bb = b.Select(first, b.ScalarConstant(ty, 1), b.ScalarConstant(ty, beta));
@@ -227,7 +222,7 @@ absl::Status Adam(NodeContext& ctx) {
     Instruction* h = ctx.input(2 + 3 * n + k);
     hlo::PrimitiveType ty = x->shape().element_type;
     const auto& dims = x->shape().dims;
-    Instruction* gr = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, norm)), g);
+    Instruction* gr = Regularized(b, x, g, norm);
     Instruction* v2 = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, v, SplatLike(b, v, alpha)),
                                b.Binary(Opcode::kMultiply, gr, SplatLike(b, gr, 1 - alpha)));
     Instruction* h2 = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, h, SplatLike(b, h, beta)),
@@ -255,12 +250,12 @@ absl::Status Adam(NodeContext& ctx) {
 }  // namespace
 
 void RegisterMiscOps(Registry& r) {
-  r.Add({"", "HannWindow", 17, 18, Window<0>});
-  r.Add({"", "HammingWindow", 17, 18, Window<1>});
-  r.Add({"", "BlackmanWindow", 17, 18, Window<2>});
-  r.Add({"", "Shrink", 9, 18, Shrink});
-  r.Add({"", "ReverseSequence", 10, 18, ReverseSequence});
-  r.Add({"", "Einsum", 12, 18, Einsum});
+  r.Add("HannWindow", Window<0>, 17);
+  r.Add("HammingWindow", Window<1>, 17);
+  r.Add("BlackmanWindow", Window<2>, 17);
+  r.Add("Shrink", Shrink, 9);
+  r.Add("ReverseSequence", ReverseSequence, 10);
+  r.Add("Einsum", Einsum, 12);
   r.Add({"ai.onnx.preview.training", "Adagrad", 1, 1, Adagrad});
   r.Add({"ai.onnx.preview.training", "Momentum", 1, 1, Momentum});
   r.Add({"ai.onnx.preview.training", "Adam", 1, 1, Adam});

@@ -12,8 +12,6 @@ namespace {
 using hlo::Instruction;
 using hlo::Opcode;
 
-constexpr int64_t kMaxOpset = 18;
-
 }  // namespace
 
 absl::StatusOr<Instruction*> NumpyMatMul(NodeContext& ctx, Instruction* a, Instruction* b) {
@@ -593,22 +591,21 @@ absl::Status LpNormalization(NodeContext& ctx) {
 }  // namespace
 
 void RegisterNnOps(Registry& r) {
-  auto add = [&](const char* op, Converter fn, int64_t from = 1, int64_t to = kMaxOpset) { r.Add({"", op, from, to, fn}); };
-  add("MatMul", MatMul);
-  add("Gemm", Gemm);
-  add("Conv", Conv);
-  add("ConvTranspose", ConvTranspose);
-  add("MaxPool", MaxPool);
-  add("MaxUnpool", MaxUnpool, 9);
-  add("AveragePool", AveragePool);
-  add("GlobalAveragePool", GlobalAveragePool);
-  add("GlobalMaxPool", GlobalMaxPool);
-  add("BatchNormalization", BatchNormalization);
-  add("InstanceNormalization", InstanceNormalization);
-  add("LayerNormalization", LayerNormalization, 17);
-  add("MeanVarianceNormalization", MeanVarianceNormalization, 9);
-  add("LRN", LRN);
-  add("LpNormalization", LpNormalization);
+  r.Add("MatMul", MatMul);
+  r.Add("Gemm", Gemm);
+  r.Add("Conv", Conv);
+  r.Add("ConvTranspose", ConvTranspose);
+  r.Add("MaxPool", MaxPool);
+  r.Add("MaxUnpool", MaxUnpool, 9);
+  r.Add("AveragePool", AveragePool);
+  r.Add("GlobalAveragePool", GlobalAveragePool);
+  r.Add("GlobalMaxPool", GlobalMaxPool);
+  r.Add("BatchNormalization", BatchNormalization);
+  r.Add("InstanceNormalization", InstanceNormalization);
+  r.Add("LayerNormalization", LayerNormalization, 17);
+  r.Add("MeanVarianceNormalization", MeanVarianceNormalization, 9);
+  r.Add("LRN", LRN);
+  r.Add("LpNormalization", LpNormalization);
 }
 
 }  // namespace xonnx::onnx_import

@@ -159,13 +159,13 @@ absl::Status QLinearConv(NodeContext& ctx) {
 }  // namespace
 
 void RegisterQuantOps(Registry& r) {
-  r.Add({"", "QuantizeLinear", 10, 18, QuantizeLinear});
-  r.Add({"", "DequantizeLinear", 10, 18, DequantizeLinear});
-  r.Add({"", "DynamicQuantizeLinear", 11, 18, DynamicQuantizeLinear});
-  r.Add({"", "MatMulInteger", 10, 18, MatMulInteger});
-  r.Add({"", "ConvInteger", 10, 18, ConvInteger});
-  r.Add({"", "QLinearMatMul", 10, 18, QLinearMatMul});
-  r.Add({"", "QLinearConv", 10, 18, QLinearConv});
+  r.Add("QuantizeLinear", QuantizeLinear, 10);
+  r.Add("DequantizeLinear", DequantizeLinear, 10);
+  r.Add("DynamicQuantizeLinear", DynamicQuantizeLinear, 11);
+  r.Add("MatMulInteger", MatMulInteger, 10);
+  r.Add("ConvInteger", ConvInteger, 10);
+  r.Add("QLinearMatMul", QLinearMatMul, 10);
+  r.Add("QLinearConv", QLinearConv, 10);
 }
 
 }  // namespace xonnx::onnx_import

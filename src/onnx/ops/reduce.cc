@@ -12,8 +12,6 @@ namespace {
 using hlo::Instruction;
 using hlo::Opcode;
 
-constexpr int64_t kMaxOpset = 18;
-
 enum class ReduceKind { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, kSumSquare };
 
 // Axes of a Reduce* node: an attribute before `input_since`, input 1 after.
@@ -218,24 +216,23 @@ absl::Status TopK(NodeContext& ctx) {
 }  // namespace
 
 void RegisterReduceOps(Registry& r) {
-  auto add = [&](const char* op, Converter fn, int64_t from = 1, int64_t to = kMaxOpset) { r.Add({"", op, from, to, fn}); };
-  add("ReduceSum", Reduce<ReduceKind::kSum>);
-  add("ReduceMean", Reduce<ReduceKind::kMean>);
-  add("ReduceMax", Reduce<ReduceKind::kMax>);
-  add("ReduceMin", Reduce<ReduceKind::kMin>);
-  add("ReduceProd", Reduce<ReduceKind::kProd>);
-  add("ReduceL1", Reduce<ReduceKind::kL1>);
-  add("ReduceL2", Reduce<ReduceKind::kL2>);
-  add("ReduceLogSum", Reduce<ReduceKind::kLogSum>);
-  add("ReduceLogSumExp", Reduce<ReduceKind::kLogSumExp>);
-  add("ReduceSumSquare", Reduce<ReduceKind::kSumSquare>);
-  add("ArgMax", ArgMinMax<true>);
-  add("ArgMin", ArgMinMax<false>);
-  add("Softmax", Softmax<SoftmaxKind::kSoftmax>);
-  add("LogSoftmax", Softmax<SoftmaxKind::kLogSoftmax>);
-  add("Hardmax", Softmax<SoftmaxKind::kHardmax>);
-  add("CumSum", CumSum, 11);
-  add("TopK", TopK);
+  r.Add("ReduceSum", Reduce<ReduceKind::kSum>);
+  r.Add("ReduceMean", Reduce<ReduceKind::kMean>);
+  r.Add("ReduceMax", Reduce<ReduceKind::kMax>);
+  r.Add("ReduceMin", Reduce<ReduceKind::kMin>);
+  r.Add("ReduceProd", Reduce<ReduceKind::kProd>);
+  r.Add("ReduceL1", Reduce<ReduceKind::kL1>);
+  r.Add("ReduceL2", Reduce<ReduceKind::kL2>);
+  r.Add("ReduceLogSum", Reduce<ReduceKind::kLogSum>);
+  r.Add("ReduceLogSumExp", Reduce<ReduceKind::kLogSumExp>);
+  r.Add("ReduceSumSquare", Reduce<ReduceKind::kSumSquare>);
+  r.Add("ArgMax", ArgMinMax<true>);
+  r.Add("ArgMin", ArgMinMax<false>);
+  r.Add("Softmax", Softmax<SoftmaxKind::kSoftmax>);
+  r.Add("LogSoftmax", Softmax<SoftmaxKind::kLogSoftmax>);
+  r.Add("Hardmax", Softmax<SoftmaxKind::kHardmax>);
+  r.Add("CumSum", CumSum, 11);
+  r.Add("TopK", TopK);
 }
 
 }  // namespace xonnx::onnx_import

@@ -117,15 +117,7 @@ Instruction* ApplyAxis(hlo::Builder& b, Instruction* x, int64_t axis, const Axis
     for (int64_t o = 0; o < p.out; ++o)
       for (int64_t i = 0; i < p.in; ++i)
         if (p.weights[o][i] > 0.5) idx[o] = i;
-    hlo::GatherDimensionNumbers d;
-    for (int64_t i = 0; i < axis; ++i) d.offset_dims.push_back(i);
-    for (int64_t i = axis + 1; i < r; ++i) d.offset_dims.push_back(i);
-    d.collapsed_slice_dims = {axis};
-    d.start_index_map = {axis};
-    d.index_vector_dim = 1;
-    std::vector<int64_t> sizes = dims;
-    sizes[axis] = 1;
-    y = b.Gather(x, b.Constant(Literal::Vector<int64_t>(idx)), d, sizes);
+    y = TakeAlongAxis(b, x, b.Constant(Literal::Vector<int64_t>(idx)), axis);
   } else {
     Literal w(hlo::Shape(hlo::F64, {p.out, p.in}));
     for (int64_t o = 0; o < p.out; ++o)
@@ -250,8 +242,8 @@ absl::Status Upsample(NodeContext& ctx) {
 }  // namespace
 
 void RegisterResizeOps(Registry& r) {
-  r.Add({"", "Resize", 10, 18, Resize});
-  r.Add({"", "Upsample", 7, 9, Upsample});
+  r.Add("Resize", Resize, 10);
+  r.Add("Upsample", Upsample, 7, 9);
 }
 
 }  // namespace xonnx::onnx_import

@@ -203,9 +203,9 @@ absl::Status Recurrent(NodeContext& ctx) {
 }  // namespace
 
 void RegisterRnnOps(Registry& r) {
-  r.Add({"", "RNN", 7, 18, Recurrent<Cell::kRnn>});
-  r.Add({"", "GRU", 7, 18, Recurrent<Cell::kGru>});
-  r.Add({"", "LSTM", 7, 18, Recurrent<Cell::kLstm>});
+  r.Add("RNN", Recurrent<Cell::kRnn>, 7);
+  r.Add("GRU", Recurrent<Cell::kGru>, 7);
+  r.Add("LSTM", Recurrent<Cell::kLstm>, 7);
 }
 
 }  // namespace xonnx::onnx_import

@@ -16,8 +16,6 @@ using hlo::Instruction;
 using hlo::Literal;
 using hlo::Opcode;
 
-constexpr int64_t kMaxOpset = 18;
-
 int64_t Product(const std::vector<int64_t>& d, size_t from = 0, size_t to = SIZE_MAX) {
   int64_t p = 1;
   for (size_t i = from; i < std::min(to, d.size()); ++i) p *= d[i];
@@ -272,33 +270,8 @@ absl::Status Gather(NodeContext& ctx) {
   if (!x || !idx) return ctx.Error("needs data and indices");
   int64_t r = x->shape().rank();
   ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", 0), r));
-  idx = WrapIndices(ctx.b(), idx, x->shape().dims[axis]);
-  int64_t q = idx->shape().rank();
-  hlo::GatherDimensionNumbers d;
-  for (int64_t i = 0; i < axis; ++i) d.offset_dims.push_back(i);
-  for (int64_t i = axis + 1; i < r; ++i) d.offset_dims.push_back(i + q - 1);
-  d.collapsed_slice_dims = {axis};
-  d.start_index_map = {axis};
-  d.index_vector_dim = q;
-  std::vector<int64_t> sizes = x->shape().dims;
-  sizes[axis] = 1;
-  ctx.set_output(0, ctx.b().Gather(x, idx, d, sizes));
+  ctx.set_output(0, TakeAlongAxis(ctx.b(), x, WrapIndices(ctx.b(), idx, x->shape().dims[axis]), axis));
   return absl::OkStatus();
-}
-
-// Full index vectors for element-wise gather/scatter along `axis`: shape
-// idx.dims + [rank], component `axis` from idx, the others from iotas.
-Instruction* ElementIndices(hlo::Builder& b, Instruction* idx, int64_t axis, int64_t rank) {
-  std::vector<int64_t> dims = idx->shape().dims;
-  std::vector<int64_t> d1 = dims;
-  d1.push_back(1);
-  Instruction* idx64 = b.Convert(idx, hlo::S64);
-  std::vector<Instruction*> parts;
-  for (int64_t k = 0; k < rank; ++k) {
-    if (k == axis) parts.push_back(b.Reshape(idx64, d1));
-    else parts.push_back(b.Iota(hlo::Shape(hlo::S64, d1), k));
-  }
-  return b.Concatenate(parts, rank);
 }
 
 absl::Status GatherElements(NodeContext& ctx) {
@@ -306,14 +279,7 @@ absl::Status GatherElements(NodeContext& ctx) {
   Instruction* idx = ctx.input(1);
   int64_t r = x->shape().rank();
   ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", 0), r));
-  idx = WrapIndices(ctx.b(), idx, x->shape().dims[axis]);
-  hlo::GatherDimensionNumbers d;
-  for (int64_t k = 0; k < r; ++k) {
-    d.collapsed_slice_dims.push_back(k);
-    d.start_index_map.push_back(k);
-  }
-  d.index_vector_dim = r;
-  ctx.set_output(0, ctx.b().Gather(x, ElementIndices(ctx.b(), idx, axis, r), d, std::vector<int64_t>(r, 1)));
+  ctx.set_output(0, GatherElementsAlongAxis(ctx.b(), x, WrapIndices(ctx.b(), idx, x->shape().dims[axis]), axis));
   return absl::OkStatus();
 }
 
@@ -345,7 +311,7 @@ absl::Status ScatterElements(NodeContext& ctx) {
     d.scatter_dims_to_operand_dims.push_back(k);
   }
   d.index_vector_dim = r;
-  ctx.set_output(0, ctx.b().Scatter(x, ElementIndices(ctx.b(), idx, axis, r), upd, d, comb));
+  ctx.set_output(0, ctx.b().Scatter(x, ElementIndices(ctx.b(), idx, axis), upd, d, comb));
   return absl::OkStatus();
 }
 
@@ -669,35 +635,34 @@ absl::Status OneHot(NodeContext& ctx) {
 }  // namespace
 
 void RegisterShapeOps(Registry& r) {
-  auto add = [&](const char* op, Converter fn, int64_t from = 1, int64_t to = kMaxOpset) { r.Add({"", op, from, to, fn}); };
-  add("Shape", Shape);
-  add("Size", Size);
-  add("Reshape", Reshape);
-  add("Flatten", Flatten);
-  add("Squeeze", Squeeze);
-  add("Unsqueeze", Unsqueeze);
-  add("Transpose", Transpose);
-  add("Concat", Concat);
-  add("Split", Split);
-  add("Slice", Slice);
-  add("Gather", Gather);
-  add("GatherElements", GatherElements, 11);
-  add("ScatterElements", ScatterElements, 11);
-  add("Scatter", ScatterElements, 9, 10);
-  add("GatherND", GatherND, 11);
-  add("ScatterND", ScatterND, 11);
-  add("Expand", Expand, 8);
-  add("Tile", Tile, 6);
-  add("Constant", Constant);
-  add("ConstantOfShape", ConstantOfShape, 9);
-  add("Range", Range, 11);
-  add("Pad", Pad);
-  add("DepthToSpace", DepthToSpace);
-  add("SpaceToDepth", SpaceToDepth);
-  add("Dropout", Dropout);
-  add("EyeLike", EyeLike, 9);
-  add("Trilu", Trilu, 14);
-  add("OneHot", OneHot, 9);
+  r.Add("Shape", Shape);
+  r.Add("Size", Size);
+  r.Add("Reshape", Reshape);
+  r.Add("Flatten", Flatten);
+  r.Add("Squeeze", Squeeze);
+  r.Add("Unsqueeze", Unsqueeze);
+  r.Add("Transpose", Transpose);
+  r.Add("Concat", Concat);
+  r.Add("Split", Split);
+  r.Add("Slice", Slice);
+  r.Add("Gather", Gather);
+  r.Add("GatherElements", GatherElements, 11);
+  r.Add("ScatterElements", ScatterElements, 11);
+  r.Add("Scatter", ScatterElements, 9, 10);
+  r.Add("GatherND", GatherND, 11);
+  r.Add("ScatterND", ScatterND, 11);
+  r.Add("Expand", Expand, 8);
+  r.Add("Tile", Tile, 6);
+  r.Add("Constant", Constant);
+  r.Add("ConstantOfShape", ConstantOfShape, 9);
+  r.Add("Range", Range, 11);
+  r.Add("Pad", Pad);
+  r.Add("DepthToSpace", DepthToSpace);
+  r.Add("SpaceToDepth", SpaceToDepth);
+  r.Add("Dropout", Dropout);
+  r.Add("EyeLike", EyeLike, 9);
+  r.Add("Trilu", Trilu, 14);
+  r.Add("OneHot", OneHot, 9);
 }
 
 }  // namespace xonnx::onnx_import

@@ -181,9 +181,9 @@ absl::Status MelWeightMatrix(NodeContext& ctx) {
 }  // namespace
 
 void RegisterSpectralOps(Registry& r) {
-  r.Add({"", "DFT", 17, 18, DftOp});
-  r.Add({"", "STFT", 17, 18, Stft});
-  r.Add({"", "MelWeightMatrix", 17, 18, MelWeightMatrix});
+  r.Add("DFT", DftOp, 17);
+  r.Add("STFT", Stft, 17);
+  r.Add("MelWeightMatrix", MelWeightMatrix, 17);
 }
 
 }  // namespace xonnx::onnx_import
