@@ -370,7 +370,9 @@ class Compiler {
         }
       }
       if (options_.use_dnnl && i->opcode() == Opcode::kDot) {
-        if (auto t = MakeDnnlDotThunk(*i, io, &exe_->keep_alive_)) {
+        const Instruction* rhs = i->operand(1);
+        const void* cr = rhs->opcode() == Opcode::kConstant ? rhs->literal->untyped_data() : nullptr;
+        if (auto t = MakeDnnlDotThunk(*i, io, cr, &exe_->keep_alive_)) {
           Add(*std::move(t), "dnnl-matmul");
           continue;
         }

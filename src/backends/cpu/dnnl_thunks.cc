@@ -69,6 +69,8 @@ struct ConvState {
 struct DotState {
   dnnl::matmul prim;
   memory::desc a, b, c;
+  memory packed;  // the constant rhs in oneDNN's layout
+  bool has_packed = false;
 };
 
 }  // namespace
@@ -189,7 +191,7 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
   }
 }
 
-std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo& io,
+std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo& io, const void* constant_rhs,
                                       std::vector<std::shared_ptr<void>>* keep_alive) {
   if (in.shape().element_type != hlo::F32) return std::nullopt;
   const auto& d = in.dot_dnums;
@@ -215,15 +217,26 @@ std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo&
     st->b = memory::desc({batch, k, n}, memory::data_type::f32,
                          tb ? memory::dims{k * n, 1, k} : memory::dims{k * n, n, 1});
     st->c = memory::desc({batch, m, n}, memory::data_type::f32, memory::dims{m * n, n, 1});
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(st->a, st->b, st->c), Engine());
+    // Constant weights are packed once into oneDNN's preferred layout.
+    memory::desc b_any({batch, k, n}, memory::data_type::f32, Tag::any);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(st->a, constant_rhs ? b_any : st->b, st->c), Engine());
     st->prim = dnnl::matmul(pd);
+    if (constant_rhs) {
+      memory user(st->b, Engine(), const_cast<void*>(constant_rhs));
+      st->packed = memory(pd.weights_desc(), Engine());
+      dnnl::stream s(Engine());
+      dnnl::reorder(user, st->packed).execute(s, user, st->packed);
+      s.wait();
+      st->has_packed = true;
+    }
     keep_alive->push_back(st);
     BufferRef a = io.inputs[0], b = io.inputs[1], c = io.outputs[0];
     Thunk t;
     t.name = in.name();
     t.run = [st, a, b, c](Frame& f) -> absl::Status {
       dnnl::stream s(Engine());
-      memory am(st->a, Engine(), f.Ptr(a)), bm(st->b, Engine(), f.Ptr(b)), cm(st->c, Engine(), f.Ptr(c));
+      memory am(st->a, Engine(), f.Ptr(a)), cm(st->c, Engine(), f.Ptr(c));
+      memory bm = st->has_packed ? st->packed : memory(st->b, Engine(), f.Ptr(b));
       st->prim.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
       s.wait();
       return absl::OkStatus();

@@ -44,7 +44,7 @@ bool DnnlConvEligible(const hlo::Instruction& instr);
 std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& instr, const ThunkIo& io,
                                        const void* constant_weights, const ConvEpilogue& epilogue,
                                        std::vector<std::shared_ptr<void>>* keep_alive);
-std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& instr, const ThunkIo& io,
+std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& instr, const ThunkIo& io, const void* constant_rhs,
                                       std::vector<std::shared_ptr<void>>* keep_alive);
 
 // Native kernels (fast_kernels.cc): reduce over a contiguous block of dims,
