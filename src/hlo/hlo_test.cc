@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "hlo/builder.h"
+#include "hlo/parser.h"
 #include "hlo/printer.h"
 #include "hlo/proto_codec.h"
 #include "hlo/verifier.h"
@@ -88,6 +89,46 @@ TEST(ProtoCodec, RoundTripsToIdenticalText) {
   EXPECT_EQ(p.host_program_shape().parameter_names_size(), 1);
   EXPECT_EQ(p.computations(0).name(), "add_f32");  // callees first
   EXPECT_EQ(p.computations(1).name(), "main");
+}
+
+TEST(Parser, RoundTripsPrintedText) {
+  auto m = SampleModule();
+  PrintOptions all;
+  all.max_constant_elements = -1;
+  std::string text = ToText(*m, all);
+  auto back = ParseText(text);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(ToText(**back, all), text);
+}
+
+TEST(Parser, ReadsControlFlowAndReportsErrors) {
+  const char* text = R"(HloModule loop
+
+body {
+  i = s32[] parameter(0)
+  two = s32[] constant(2)
+  ROOT next = s32[] multiply(i, two)
+}
+
+cond {
+  j = s32[] parameter(0)
+  ten = s32[] constant(10)
+  ROOT lt = pred[] compare(j, ten), direction=LT
+}
+
+ENTRY main {
+  x = s32[] parameter(0)
+  ROOT w = s32[] while(x), condition=cond, body=body
+}
+)";
+  auto m = ParseText(text);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(ToText(**m), text);
+  auto bad = ParseText("HloModule m\n\nENTRY main {\n  ROOT y = f32[2]{0} negate(x)\n}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("line 4: operand 'x' of 'y' is not defined"), std::string::npos)
+      << bad.status();
+  EXPECT_FALSE(ParseText("HloModule m\nENTRY main {\n  ROOT y = f32[2]{0} frob()\n}\n").ok());
 }
 
 TEST(ProtoCodec, RejectsCorruptPrograms) {

@@ -340,10 +340,9 @@ absl::StatusOr<std::unique_ptr<Module>> FromProto(const wire::HloModuleProto& p)
       if (ip.name().empty() || by_id.contains(ip.id())) return InvalidArgument("%s: missing name or duplicate id", where);
       i->set_name(ip.name());
       i->set_id(ip.id());
-      m->NoteNameUsed(ip.name());
       max_id = std::max(max_id, ip.id());
       Instruction* raw = i.get();
-      // Bypass AddInstruction's renaming: names and ids come from the proto.
+      // Names and ids come from the proto; AddInstruction reserves the name.
       c->AddInstruction(std::move(i));
       raw->set_name(ip.name());
       raw->set_id(ip.id());

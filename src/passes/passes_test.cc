@@ -1,6 +1,7 @@
+// Pass tests: HLO text in, HLO text out.
 #include <gtest/gtest.h>
 
-#include "hlo/builder.h"
+#include "hlo/parser.h"
 #include "hlo/printer.h"
 #include "passes/algebraic_simplifier.h"
 #include "passes/constant_folding.h"
@@ -11,82 +12,146 @@
 namespace xonnx::passes {
 namespace {
 
-using namespace hlo;  // NOLINT
-
-// Entry text without metadata, the form the expectations below use.
-std::string Text(const Module& m) {
-  PrintOptions o;
-  o.print_metadata = false;
-  return ToText(m, o);
+// Runs `pass` (then DCE) on `in`; returns the text after, or the error.
+std::string Apply(Pass& pass, const std::string& in, bool* changed = nullptr) {
+  auto m = hlo::ParseText(in);
+  if (!m.ok()) return std::string(m.status().message());
+  auto c = pass.Run(m->get());
+  if (!c.ok()) return std::string(c.status().message());
+  if (changed) *changed = *c;
+  Dce dce;
+  (void)dce.Run(m->get());
+  return hlo::ToText(**m);
 }
 
 TEST(Dce, RemovesUnusedInstructions) {
-  Module m("m");
-  Builder b(&m, "main");
-  auto* x = b.Parameter(0, Shape(F32, {2}), "x");
-  b.Unary(Opcode::kExp, x);  // dead
-  m.set_entry(*b.Build(b.Unary(Opcode::kNegate, x)));
-  // Build() already canonicalizes; add a dead instruction after the fact.
-  auto dead = std::make_unique<Instruction>(Opcode::kAbs, Shape(F32, {2}));
-  dead->AppendOperand(x);
-  m.entry()->AddInstruction(std::move(dead));
   Dce dce;
-  EXPECT_TRUE(*dce.Run(&m));
-  EXPECT_EQ(Text(m), "HloModule m\n\nENTRY main {\n  x = f32[2]{0} parameter(0)\n  ROOT negate = f32[2]{0} negate(x)\n}\n");
-  EXPECT_FALSE(*dce.Run(&m));
+  bool changed = false;
+  EXPECT_EQ(Apply(dce, R"(HloModule m
+
+ENTRY main {
+  x = f32[2]{0} parameter(0)
+  dead = f32[2]{0} exponential(x)
+  ROOT n = f32[2]{0} negate(x)
+}
+)", &changed),
+            R"(HloModule m
+
+ENTRY main {
+  x = f32[2]{0} parameter(0)
+  ROOT n = f32[2]{0} negate(x)
+}
+)");
+  EXPECT_TRUE(changed);
 }
 
 TEST(Cse, MergesIdenticalInstructions) {
-  Module m("m");
-  Builder b(&m, "main");
-  auto* x = b.Parameter(0, Shape(F32, {2}), "x");
-  auto* e1 = b.Unary(Opcode::kExp, x);
-  auto* e2 = b.Unary(Opcode::kExp, x);
-  m.set_entry(*b.Build(b.Binary(Opcode::kAdd, e1, e2)));
   Cse cse;
-  EXPECT_TRUE(*cse.Run(&m));
-  EXPECT_EQ(Text(m),
-            "HloModule m\n\nENTRY main {\n  x = f32[2]{0} parameter(0)\n  exponential = f32[2]{0} exponential(x)\n"
-            "  ROOT add = f32[2]{0} add(exponential, exponential)\n}\n");
+  EXPECT_EQ(Apply(cse, R"(HloModule m
+
+ENTRY main {
+  x = f32[2]{0} parameter(0)
+  e1 = f32[2]{0} exponential(x)
+  e2 = f32[2]{0} exponential(x)
+  ROOT s = f32[2]{0} add(e1, e2)
+}
+)"),
+            R"(HloModule m
+
+ENTRY main {
+  x = f32[2]{0} parameter(0)
+  e1 = f32[2]{0} exponential(x)
+  ROOT s = f32[2]{0} add(e1, e1)
+}
+)");
 }
 
 TEST(ConstantFolding, FoldsThroughTheEvaluator) {
-  Module m("m");
-  Builder b(&m, "main");
-  auto* x = b.Parameter(0, Shape(S64, {3}), "x");
-  auto* k = b.Constant(Literal::Vector<int64_t>({1, 2, 3}));
-  auto* k2 = b.Binary(Opcode::kMultiply, k, k);
-  m.set_entry(*b.Build(b.Binary(Opcode::kAdd, x, k2)));
   ConstantFolding cf;
-  EXPECT_TRUE(*cf.Run(&m));
-  Dce dce;
-  ASSERT_TRUE(dce.Run(&m).ok());
-  EXPECT_EQ(Text(m),
-            "HloModule m\n\nENTRY main {\n  x = s64[3]{0} parameter(0)\n  constant.1 = s64[3]{0} constant({1, 4, 9})\n"
-            "  ROOT add = s64[3]{0} add(x, constant.1)\n}\n");
+  EXPECT_EQ(Apply(cf, R"(HloModule m
+
+ENTRY main {
+  x = s64[3]{0} parameter(0)
+  k = s64[3]{0} constant({1, 2, 3})
+  k2 = s64[3]{0} multiply(k, k)
+  ROOT y = s64[3]{0} add(x, k2)
+}
+)"),
+            R"(HloModule m
+
+ENTRY main {
+  x = s64[3]{0} parameter(0)
+  constant = s64[3]{0} constant({1, 4, 9})
+  ROOT y = s64[3]{0} add(x, constant)
+}
+)");
 }
 
-TEST(ConstantFolding, RespectsSizeCap) {
-  Module m("m");
-  Builder b(&m, "main");
-  auto* k = b.Constant(Literal(Shape(F32, {64})));
-  m.set_entry(*b.Build(b.Unary(Opcode::kExp, k)));
-  ConstantFolding cf(/*max_elements=*/16);
-  EXPECT_FALSE(*cf.Run(&m));
+TEST(ConstantFolding, RespectsSizeCapAndLeavesBroadcastsAlone) {
+  ConstantFolding small(/*max_elements=*/2);
+  bool changed = true;
+  const char* text = R"(HloModule m
+
+ENTRY main {
+  k = f32[3]{0} constant({1, 2, 3})
+  ROOT e = f32[3]{0} exponential(k)
+}
+)";
+  EXPECT_EQ(Apply(small, text, &changed), text);
+  EXPECT_FALSE(changed);
+  ConstantFolding cf;
+  const char* splat = R"(HloModule m
+
+ENTRY main {
+  z = f32[] constant(0)
+  ROOT b = f32[64,64]{1,0} broadcast(z), dimensions={}
+}
+)";
+  EXPECT_EQ(Apply(cf, splat), splat);
 }
 
 TEST(AlgebraicSimplifier, RemovesIdentities) {
-  Module m("m");
-  Builder b(&m, "main");
-  auto* x = b.Parameter(0, Shape(F32, {2, 3}), "x");
-  auto* one = b.Broadcast(b.ScalarConstant(F32, 1), {2, 3}, {});
-  auto* mul = b.Binary(Opcode::kMultiply, x, one);                 // x * 1 -> x
-  auto* t = b.Transpose(b.Transpose(mul, {1, 0}), {1, 0});          // transpose pair -> x
-  auto* r = b.Reshape(b.Reshape(t, {3, 2}), {6});                  // reshape chain -> one reshape
-  m.set_entry(*b.Build(b.Unary(Opcode::kNegate, b.Unary(Opcode::kNegate, r))));  // -(-x) -> x
-  ASSERT_TRUE(RunStandardPipeline(&m, /*verify_each=*/true).ok());
-  EXPECT_EQ(Text(m), "HloModule m\n\nENTRY main {\n  x = f32[2,3]{1,0} parameter(0)\n"
-                     "  ROOT reshape.1 = f32[6]{0} reshape(x)\n}\n");
+  const char* in = R"(HloModule m
+
+ENTRY main {
+  x = f32[2,3]{1,0} parameter(0)
+  one = f32[] constant(1)
+  ones = f32[2,3]{1,0} broadcast(one), dimensions={}
+  mul = f32[2,3]{1,0} multiply(x, ones)
+  t1 = f32[3,2]{1,0} transpose(mul), dimensions={1,0}
+  t2 = f32[2,3]{1,0} transpose(t1), dimensions={1,0}
+  r1 = f32[3,2]{1,0} reshape(t2)
+  r2 = f32[6]{0} reshape(r1)
+  n1 = f32[6]{0} negate(r2)
+  ROOT n2 = f32[6]{0} negate(n1)
+}
+)";
+  auto m = hlo::ParseText(in);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_TRUE(RunStandardPipeline(m->get(), /*verify_each=*/true).ok());
+  // x * 1 -> x, transpose pair -> x, reshape chain -> one reshape, -(-x) -> x.
+  EXPECT_EQ(hlo::ToText(**m), R"(HloModule m
+
+ENTRY main {
+  x = f32[2,3]{1,0} parameter(0)
+  ROOT r2 = f32[6]{0} reshape(x)
+}
+)");
+}
+
+TEST(AlgebraicSimplifier, KeepsFloatAddOfZero) {
+  // x + 0 is not x for x = -0.0, so floats keep the add.
+  AlgebraicSimplifier s;
+  const char* text = R"(HloModule m
+
+ENTRY main {
+  x = f32[2]{0} parameter(0)
+  z = f32[] constant(0)
+  zs = f32[2]{0} broadcast(z), dimensions={}
+  ROOT y = f32[2]{0} add(x, zs)
+}
+)";
+  EXPECT_EQ(Apply(s, text), text);
 }
 
 }  // namespace

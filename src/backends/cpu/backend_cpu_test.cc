@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include "backends/cpu/executable.h"
+#include "backends/cpu/layout_pass.h"
+#include "hlo/parser.h"
+#include "hlo/printer.h"
 #include "evaluator/evaluator.h"
 #include "hlo/builder.h"
 
@@ -134,6 +137,47 @@ TEST_P(BackendTest, MatchesEvaluator) {
 
 INSTANTIATE_TEST_SUITE_P(AllCases, BackendTest,
                          ::testing::Combine(::testing::Range(0, static_cast<int>(Cases().size())), ::testing::Bool()));
+
+}  // namespace
+}  // namespace xonnx::cpu
+
+namespace xonnx::cpu {
+namespace {
+
+TEST(LayoutPasses, ConvChainKeepsOneTransposeAtEachEnd) {
+  auto m = hlo::ParseText(R"(HloModule chain
+
+max_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+
+ENTRY main {
+  x = f32[1,4,8,8]{3,2,1,0} parameter(0)
+  w1 = f32[4,4,3,3]{3,2,1,0} parameter(1)
+  w2 = f32[4,4,3,3]{3,2,1,0} parameter(2)
+  bias = f32[4]{0} parameter(3)
+  c1 = f32[1,4,8,8]{3,2,1,0} convolution(x, w1), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+  bb = f32[1,4,8,8]{3,2,1,0} broadcast(bias), dimensions={1}
+  a1 = f32[1,4,8,8]{3,2,1,0} add(c1, bb)
+  zero = f32[] constant(0)
+  zs = f32[1,4,8,8]{3,2,1,0} broadcast(zero), dimensions={}
+  r1 = f32[1,4,8,8]{3,2,1,0} maximum(a1, zs)
+  ninf = f32[] constant(-inf)
+  p1 = f32[1,4,4,4]{3,2,1,0} reduce-window(r1, ninf), window={size=1x1x2x2 stride=1x1x2x2}, to_apply=max_f32
+  ROOT c2 = f32[1,4,4,4]{3,2,1,0} convolution(p1, w2), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+}
+)");
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_TRUE(RunLayoutPasses(m->get()).ok());
+  std::string text = hlo::ToText(**m);
+  int transposes = 0;
+  for (size_t p = text.find(" transpose("); p != std::string::npos; p = text.find(" transpose(", p + 1)) ++transposes;
+  EXPECT_EQ(transposes, 2) << text;
+  EXPECT_NE(text.find("dim_labels=b01f_oi01->b01f"), std::string::npos) << text;
+  EXPECT_NE(text.find("window={size=1x2x2x1 stride=1x2x2x1}"), std::string::npos) << text;
+}
 
 }  // namespace
 }  // namespace xonnx::cpu
