@@ -17,6 +17,7 @@ const Registry& Registry::Get() {
     RegisterDataDependentOps(*reg);
     RegisterControlFlowOps(*reg);
     RegisterSpectralOps(*reg);
+    RegisterGridSampleOps(*reg);
     return reg;
   }();
   return *r;

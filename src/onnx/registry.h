@@ -56,6 +56,7 @@ void RegisterRnnOps(Registry& r);
 void RegisterDataDependentOps(Registry& r);
 void RegisterControlFlowOps(Registry& r);
 void RegisterSpectralOps(Registry& r);
+void RegisterGridSampleOps(Registry& r);
 
 }  // namespace xonnx::onnx_import
 
