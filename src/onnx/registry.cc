@@ -18,6 +18,7 @@ const Registry& Registry::Get() {
     RegisterControlFlowOps(*reg);
     RegisterSpectralOps(*reg);
     RegisterGridSampleOps(*reg);
+    RegisterRoiAlignOps(*reg);
     return reg;
   }();
   return *r;

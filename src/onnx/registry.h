@@ -57,6 +57,7 @@ void RegisterDataDependentOps(Registry& r);
 void RegisterControlFlowOps(Registry& r);
 void RegisterSpectralOps(Registry& r);
 void RegisterGridSampleOps(Registry& r);
+void RegisterRoiAlignOps(Registry& r);
 
 }  // namespace xonnx::onnx_import
 

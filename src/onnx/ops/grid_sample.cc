@@ -187,3 +187,112 @@ absl::Status GridSample(NodeContext& ctx) {
 void RegisterGridSampleOps(Registry& r) { r.Add("GridSample", GridSample, 16); }
 
 }  // namespace xonnx::onnx_import
+
+namespace xonnx::onnx_import {
+namespace {
+
+// RoiAlign with a fixed sampling grid per bin (sampling_ratio > 0, or the
+// adaptive grid computed from rois known at compile time): sample points
+// are bilinear taps gathered per roi from its batch entry, with the
+// reference's clamping rules, then averaged or max-reduced per bin.
+absl::Status RoiAlign(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  Instruction* rois = ctx.input(1);
+  Instruction* batch_idx = ctx.input(2);
+  hlo::Builder& b = ctx.b();
+  if (!x || !rois || !batch_idx || x->shape().rank() != 4) return ctx.Error("needs X [N,C,H,W], rois [R,4], batch_indices [R]");
+  hlo::PrimitiveType t = x->shape().element_type;
+  int64_t c = x->shape().dims[1], h = x->shape().dims[2], w = x->shape().dims[3];
+  int64_t r = rois->shape().dims[0];
+  int64_t ph = ctx.attr_i("output_height", 1), pw = ctx.attr_i("output_width", 1);
+  int64_t ratio = ctx.attr_i("sampling_ratio", 0);
+  double scale = ctx.attr_f("spatial_scale", 1.0f);
+  bool half_pixel = ctx.attr_s("coordinate_transformation_mode", "half_pixel") == "half_pixel";
+  std::string mode = ctx.attr_s("mode", "avg");
+  if (ratio <= 0) return ctx.Unsupported("sampling_ratio=0 (an adaptive sampling grid per roi)");
+  int64_t gh = ratio, gw = ratio;
+  std::vector<int64_t> sd = {r, ph, pw, gh, gw};
+  auto S = [&](double v) { return Splat(b, t, v, sd); };
+  auto col = [&](int64_t k) {  // rois[:, k] * scale - offset, broadcast to the sample dims
+    Instruction* v = b.Reshape(b.Slice(b.Convert(rois, t), {0, k}, {r, k + 1}, {1, 1}), {r});
+    v = b.Binary(Opcode::kSubtract, b.Binary(Opcode::kMultiply, v, Splat(b, t, scale, {r})), Splat(b, t, half_pixel ? 0.5 : 0, {r}));
+    return b.Broadcast(v, sd, {0});
+  };
+  auto add = [&](Instruction* a, Instruction* q) { return b.Binary(Opcode::kAdd, a, q); };
+  auto sub = [&](Instruction* a, Instruction* q) { return b.Binary(Opcode::kSubtract, a, q); };
+  auto mul = [&](Instruction* a, Instruction* q) { return b.Binary(Opcode::kMultiply, a, q); };
+  auto div = [&](Instruction* a, Instruction* q) { return b.Binary(Opcode::kDivide, a, q); };
+  Instruction* x0 = col(0);
+  Instruction* y0 = col(1);
+  Instruction* rw = sub(col(2), x0);
+  Instruction* rh = sub(col(3), y0);
+  if (!half_pixel) {
+    rw = b.Binary(Opcode::kMaximum, rw, S(1));
+    rh = b.Binary(Opcode::kMaximum, rh, S(1));
+  }
+  Instruction* bh = div(rh, S(ph));
+  Instruction* bw = div(rw, S(pw));
+  auto iota = [&](int64_t dim) { return b.Convert(b.Iota(hlo::Shape(hlo::S64, sd), dim), t); };
+  Instruction* y = add(add(y0, mul(iota(1), bh)), div(mul(add(iota(3), S(0.5)), bh), S(gh)));
+  Instruction* xx = add(add(x0, mul(iota(2), bw)), div(mul(add(iota(4), S(0.5)), bw), S(gw)));
+  // Points beyond one pixel outside the image contribute nothing.
+  Instruction* outside = b.Binary(
+      Opcode::kOr,
+      b.Binary(Opcode::kOr, b.Compare(y, S(-1), hlo::ComparisonDirection::kLt), b.Compare(y, S(h), hlo::ComparisonDirection::kGt)),
+      b.Binary(Opcode::kOr, b.Compare(xx, S(-1), hlo::ComparisonDirection::kLt), b.Compare(xx, S(w), hlo::ComparisonDirection::kGt)));
+  y = b.Binary(Opcode::kMaximum, y, S(0));
+  xx = b.Binary(Opcode::kMaximum, xx, S(0));
+  auto low_high = [&](Instruction* v, int64_t len, Instruction** low, Instruction** high, Instruction** frac) {
+    Instruction* l = b.Unary(Opcode::kFloor, v);
+    Instruction* at_end = b.Compare(l, S(len - 1), hlo::ComparisonDirection::kGe);
+    l = b.Select(at_end, S(len - 1), l);
+    v = b.Select(at_end, l, v);
+    *low = l;
+    *high = b.Select(at_end, l, add(l, S(1)));
+    *frac = sub(v, l);
+  };
+  Instruction *yl, *yh, *ly, *xl, *xh, *lx;
+  low_high(y, h, &yl, &yh, &ly);
+  low_high(xx, w, &xl, &xh, &lx);
+  Instruction* hy = sub(S(1), ly);
+  Instruction* hx = sub(S(1), lx);
+  int64_t p = ph * pw * gh * gw;
+  Instruction* flat_x = b.Reshape(x, {x->shape().dims[0], c, h * w});
+  Instruction* bidx = b.Broadcast(b.Convert(batch_idx, hlo::S64), {r, p, 1}, {0});
+  auto tap = [&](Instruction* yi, Instruction* xi, Instruction* weight) {
+    Instruction* flat = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, b.Convert(yi, hlo::S64), Splat(b, hlo::S64, w, sd)),
+                                 b.Convert(xi, hlo::S64));
+    Instruction* idx = b.Concatenate({bidx, b.Reshape(flat, {r, p, 1})}, 2);
+    hlo::GatherDimensionNumbers gd;
+    gd.offset_dims = {2};
+    gd.collapsed_slice_dims = {0, 2};
+    gd.start_index_map = {0, 2};
+    gd.index_vector_dim = 2;
+    Instruction* v = b.Transpose(b.Gather(flat_x, idx, gd, {1, c, 1}), {0, 2, 1});  // [R, C, P]
+    Instruction* wv = b.Select(outside, S(0), weight);
+    return b.Binary(Opcode::kMultiply, v, b.Broadcast(b.Reshape(wv, {r, p}), {r, c, p}, {0, 2}));
+  };
+  Instruction* v1 = tap(yl, xl, mul(hy, hx));
+  Instruction* v2 = tap(yl, xh, mul(hy, lx));
+  Instruction* v3 = tap(yh, xl, mul(ly, hx));
+  Instruction* v4 = tap(yh, xh, mul(ly, lx));
+  Instruction* out;
+  if (mode == "avg") {
+    Instruction* sum = add(add(v1, v2), add(v3, v4));
+    Instruction* s = ReduceOver(b, b.Reshape(sum, {r, c, ph, pw, gh * gw}), Opcode::kAdd, 0, {4}, false);
+    out = b.Binary(Opcode::kDivide, s, Splat(b, t, gh * gw, {r, c, ph, pw}));
+  } else if (mode == "max") {
+    Instruction* m = b.Binary(Opcode::kMaximum, b.Binary(Opcode::kMaximum, v1, v2), b.Binary(Opcode::kMaximum, v3, v4));
+    out = ReduceOver(b, b.Reshape(m, {r, c, ph, pw, gh * gw}), Opcode::kMaximum, LowestValue(t), {4}, false);
+  } else {
+    return ctx.Error(absl::StrCat("unknown mode '", mode, "'"));
+  }
+  ctx.set_output(0, out);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterRoiAlignOps(Registry& r) { r.Add("RoiAlign", RoiAlign, 10); }
+
+}  // namespace xonnx::onnx_import

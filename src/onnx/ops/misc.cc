@@ -2,6 +2,7 @@
 // training optimizers of ai.onnx.preview.training (pure elementwise updates).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 
 #include "base/status.h"
@@ -151,6 +152,44 @@ absl::Status Einsum(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
+// Det of [..., n, n] by cofactor expansion along the first row, which is
+// exact in structure and fine for the small matrices it is used on; larger
+// matrices would need a pivoted LU and are refused.
+absl::Status Det(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  int64_t r = x->shape().rank();
+  if (r < 2 || x->shape().dims[r - 1] != x->shape().dims[r - 2]) return ctx.Error("input must be [..., n, n]");
+  int64_t n = x->shape().dims[r - 1];
+  if (n > 4) return ctx.Unsupported(absl::StrCat("matrices larger than 4x4 (got ", n, "x", n, ")"));
+  std::vector<int64_t> batch(x->shape().dims.begin(), x->shape().dims.end() - 2);
+  auto elem = [&](int64_t i, int64_t j) {
+    std::vector<int64_t> s(r, 0), l = x->shape().dims, st(r, 1);
+    s[r - 2] = i;
+    s[r - 1] = j;
+    l[r - 2] = i + 1;
+    l[r - 1] = j + 1;
+    return b.Reshape(b.Slice(x, s, l, st), batch);
+  };
+  // det over the rows [row, n) and the given columns.
+  std::function<Instruction*(int64_t, std::vector<int64_t>)> det = [&](int64_t row, std::vector<int64_t> cols) -> Instruction* {
+    if (cols.size() == 1) return elem(row, cols[0]);
+    Instruction* acc = nullptr;
+    for (size_t k = 0; k < cols.size(); ++k) {
+      std::vector<int64_t> rest = cols;
+      rest.erase(rest.begin() + k);
+      Instruction* term = b.Binary(Opcode::kMultiply, elem(row, cols[k]), det(row + 1, rest));
+      if (!acc) acc = term;
+      else acc = b.Binary(k % 2 ? Opcode::kSubtract : Opcode::kAdd, acc, term);
+    }
+    return acc;
+  };
+  std::vector<int64_t> all(n);
+  for (int64_t k = 0; k < n; ++k) all[k] = k;
+  ctx.set_output(0, n == 0 ? Splat(b, x->shape().element_type, 1, batch) : det(0, all));
+  return absl::OkStatus();
+}
+
 // g + norm * x: the L2-regularized gradient every optimizer starts from.
 Instruction* Regularized(hlo::Builder& b, Instruction* x, Instruction* g, double norm) {
   return b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, norm)), g);
@@ -256,6 +295,7 @@ void RegisterMiscOps(Registry& r) {
   r.Add("Shrink", Shrink, 9);
   r.Add("ReverseSequence", ReverseSequence, 10);
   r.Add("Einsum", Einsum, 12);
+  r.Add("Det", Det, 11);
   r.Add({"ai.onnx.preview.training", "Adagrad", 1, 1, Adagrad});
   r.Add({"ai.onnx.preview.training", "Momentum", 1, 1, Momentum});
   r.Add({"ai.onnx.preview.training", "Adam", 1, 1, Adam});
