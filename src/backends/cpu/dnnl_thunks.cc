@@ -57,6 +57,17 @@ Tag WeightsTag(int rank) {
 
 memory::dims Dims(const std::vector<int64_t>& d) { return memory::dims(d.begin(), d.end()); }
 
+// A copy of constant data (laid out as `user`) in the layout `packed` a
+// primitive prefers, made once at compile time.
+memory PackConstant(const memory::desc& user, const memory::desc& packed, const void* data) {
+  memory src(user, Engine(), const_cast<void*>(data));
+  memory dst(packed, Engine());
+  dnnl::stream s(Engine());
+  dnnl::reorder(src, dst).execute(s, src, dst);
+  s.wait();
+  return dst;
+}
+
 struct ConvState {
   dnnl::convolution_forward prim;
   memory::desc src, weights, dst;
@@ -162,11 +173,7 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     st->prim = dnnl::convolution_forward(pd);
     st->weights = pd.weights_desc();
     if (constant_weights) {
-      memory user(user_w, Engine(), const_cast<void*>(constant_weights));
-      st->reordered_weights = memory(pd.weights_desc(), Engine());
-      dnnl::stream s(Engine());
-      dnnl::reorder(user, st->reordered_weights).execute(s, user, st->reordered_weights);
-      s.wait();
+      st->reordered_weights = PackConstant(user_w, pd.weights_desc(), constant_weights);
       st->weights_reordered = true;
     }
     keep_alive->push_back(st);
@@ -222,11 +229,7 @@ std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo&
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(st->a, constant_rhs ? b_any : st->b, st->c), Engine());
     st->prim = dnnl::matmul(pd);
     if (constant_rhs) {
-      memory user(st->b, Engine(), const_cast<void*>(constant_rhs));
-      st->packed = memory(pd.weights_desc(), Engine());
-      dnnl::stream s(Engine());
-      dnnl::reorder(user, st->packed).execute(s, user, st->packed);
-      s.wait();
+      st->packed = PackConstant(st->b, pd.weights_desc(), constant_rhs);
       st->has_packed = true;
     }
     keep_alive->push_back(st);
