@@ -111,3 +111,48 @@ TEST(Importer, PartialConversionStopsAtTheFailingNode) {
 
 }  // namespace
 }  // namespace xonnx::onnx_import
+
+#include "evaluator/evaluator.h"
+
+namespace xonnx::onnx_import {
+namespace {
+
+TEST(Importer, LegacyBroadcastAlignsAtAxis) {
+  // Opset 6: Add(a [2,3,2], b [3]) with broadcast=1, axis=1 adds b along dim 1
+  // (numpy's right alignment would pair b with the last dim instead).
+  LoadedModel m;
+  m.path = "legacy.onnx";
+  m.opsets[""] = 6;
+  auto* g = m.proto.mutable_graph();
+  AddInput(g, "a", {2, 3, 2});
+  auto* b = g->add_initializer();
+  b->set_name("b");
+  b->set_data_type(onnx::TensorProto::FLOAT);
+  b->add_dims(3);
+  for (float v : {10.f, 20.f, 30.f}) b->add_float_data(v);
+  auto* add = AddNode(g, "Add", "add_1", {"a", "b"}, {"y"});
+  auto* bc = add->add_attribute();
+  bc->set_name("broadcast");
+  bc->set_type(onnx::AttributeProto::INT);
+  bc->set_i(1);
+  auto* ax = add->add_attribute();
+  ax->set_name("axis");
+  ax->set_type(onnx::AttributeProto::INT);
+  ax->set_i(1);
+  g->add_output()->set_name("y");
+  auto r = Import(m, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  hlo::Literal a(hlo::Shape(hlo::F32, {2, 3, 2}));
+  for (int i = 0; i < 12; ++i) a.data<float>()[i] = i;
+  auto out = eval::EvaluateModule(*r->module, {a});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->tuple_elements()[0].ValuesToString(), "{{{10, 11}, {22, 23}, {34, 35}}, {{16, 17}, {28, 29}, {40, 41}}}");
+  // Without broadcast=1, differing shapes are an error at opset 6.
+  add->mutable_attribute(0)->set_i(0);
+  auto bad = Import(m, {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("broadcast=0"));
+}
+
+}  // namespace
+}  // namespace xonnx::onnx_import

@@ -13,10 +13,31 @@ namespace {
 using hlo::Instruction;
 using hlo::Opcode;
 
+// Before opset 7, binary ops broadcast only with broadcast=1, aligning B at
+// `axis` of A (default: its trailing dims) instead of numpy's right
+// alignment. Reshaping B to A's rank with ones elsewhere makes the numpy
+// rules give the same result.
+absl::StatusOr<Instruction*> LegacyBroadcast(NodeContext& ctx, Instruction* a, Instruction* b) {
+  if (ctx.opset() >= 7 || !a || !b) return b;
+  int64_t ra = a->shape().rank(), rb = b->shape().rank();
+  if (ctx.attr_i("broadcast", 0) == 0) {
+    if (a->shape().dims != b->shape().dims)
+      return ctx.Error("input shapes differ and broadcast=0 (opsets before 7 broadcast only when asked)");
+    return b;
+  }
+  int64_t axis = ctx.attr_i("axis", ra - rb);
+  if (axis < 0) axis += ra;
+  if (axis < 0 || axis + rb > ra) return ctx.Error("broadcast axis out of range");
+  std::vector<int64_t> dims(ra, 1);
+  for (int64_t i = 0; i < rb; ++i) dims[axis + i] = b->shape().dims[i];
+  return ctx.b().Reshape(b, dims);
+}
+
 // Inputs 0..n-1 broadcast to a common shape.
 absl::StatusOr<std::vector<Instruction*>> Inputs(NodeContext& ctx) {
   std::vector<Instruction*> xs;
   for (int i = 0; i < ctx.input_count(); ++i) xs.push_back(ctx.input(i));
+  if (xs.size() == 2) { ASSIGN_OR_RETURN(xs[1], LegacyBroadcast(ctx, xs[0], xs[1])); }
   return BroadcastAll(ctx, xs);
 }
 
@@ -61,6 +82,7 @@ absl::Status Pow(NodeContext& ctx) {
   if (!x || !y) return ctx.Error("expects 2 inputs");
   // ONNX allows a different exponent type; compute in the base's type.
   y = ctx.b().Convert(y, x->shape().element_type);
+  ASSIGN_OR_RETURN(y, LegacyBroadcast(ctx, x, y));
   ASSIGN_OR_RETURN(auto xs, BroadcastAll(ctx, {x, y}));
   ctx.set_output(0, ctx.b().Binary(Opcode::kPower, xs[0], xs[1]));
   return absl::OkStatus();
