@@ -103,6 +103,10 @@ hlo::Instruction* GatherElementsAlongAxis(hlo::Builder& b, hlo::Instruction* x, 
 // indices.dims + [rank], component `axis` from indices, the others iotas.
 hlo::Instruction* ElementIndices(hlo::Builder& b, hlo::Instruction* indices, int64_t axis);
 
+// Uniform f32 values in [0, 1) of `dims` from the node's seed attribute (or
+// one derived from its name); defined with the random ops.
+hlo::Instruction* RandomUniform01(NodeContext& ctx, const std::vector<int64_t>& dims);
+
 // Numpy-semantics matrix product (MatMul); defined with the NN converters.
 absl::StatusOr<hlo::Instruction*> NumpyMatMul(NodeContext& ctx, hlo::Instruction* a, hlo::Instruction* b);
 // Convolution of x by w with the node's Conv attributes (strides, pads,

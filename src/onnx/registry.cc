@@ -19,6 +19,7 @@ const Registry& Registry::Get() {
     RegisterSpectralOps(*reg);
     RegisterGridSampleOps(*reg);
     RegisterRoiAlignOps(*reg);
+    RegisterRandomOps(*reg);
     return reg;
   }();
   return *r;

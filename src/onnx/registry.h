@@ -58,6 +58,7 @@ void RegisterControlFlowOps(Registry& r);
 void RegisterSpectralOps(Registry& r);
 void RegisterGridSampleOps(Registry& r);
 void RegisterRoiAlignOps(Registry& r);
+void RegisterRandomOps(Registry& r);
 
 }  // namespace xonnx::onnx_import
 

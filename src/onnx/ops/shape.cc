@@ -563,8 +563,17 @@ absl::Status Dropout(NodeContext& ctx) {
       ASSIGN_OR_RETURN(Literal r, ctx.ConstInput(1));
       ratio = r.GetAsDouble(0);
     }
-    // With ratio 0 training mode keeps everything; otherwise masks are random.
-    if (training.GetAsInt64(0) != 0 && ratio != 0) return ctx.Unsupported("training_mode=true (random masks)");
+    if (training.GetAsInt64(0) != 0 && ratio != 0) {
+      // Training mode: keep each element with probability 1 - ratio and
+      // scale the kept ones by 1 / (1 - ratio).
+      hlo::Builder& b = ctx.b();
+      Instruction* u = RandomUniform01(ctx, x->shape().dims);
+      Instruction* keep = b.Compare(u, Splat(b, hlo::F32, ratio, x->shape().dims), hlo::ComparisonDirection::kGe);
+      Instruction* scaled = b.Binary(Opcode::kMultiply, x, SplatLike(b, x, 1.0 / (1.0 - ratio)));
+      ctx.set_output(0, b.Select(keep, scaled, SplatLike(b, x, 0)));
+      ctx.set_output(1, keep);
+      return absl::OkStatus();
+    }
   }
   ctx.set_output(0, x);
   if (ctx.wants_output(1)) ctx.set_output(1, Splat(ctx.b(), hlo::PRED, 1, x->shape().dims));
