@@ -112,6 +112,8 @@ TEST(Importer, PartialConversionStopsAtTheFailingNode) {
 }  // namespace
 }  // namespace xonnx::onnx_import
 
+#include <functional>
+
 #include "evaluator/evaluator.h"
 
 namespace xonnx::onnx_import {
@@ -152,6 +154,90 @@ TEST(Importer, LegacyBroadcastAlignsAtAxis) {
   auto bad = Import(m, {});
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("broadcast=0"));
+}
+
+}  // namespace
+}  // namespace xonnx::onnx_import
+
+namespace xonnx::onnx_import {
+namespace {
+
+// One node of `op` at `opset` over float input x of `dims` (plus float
+// initializers), evaluated by the reference evaluator.
+hlo::Literal EvalNode(const std::string& op, int64_t opset, std::vector<int64_t> dims, const hlo::Literal& x,
+                      std::vector<std::pair<std::string, std::vector<float>>> inits,
+                      std::function<void(onnx::NodeProto*)> attrs, std::vector<std::pair<std::string, std::vector<int64_t>>> int_inits = {}) {
+  LoadedModel m;
+  m.path = op + ".onnx";
+  m.opsets[""] = opset;
+  auto* g = m.proto.mutable_graph();
+  AddInput(g, "x", dims);
+  std::vector<std::string> ins = {"x"};
+  for (auto& [name, vals] : inits) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(vals.size());
+    for (float v : vals) t->add_float_data(v);
+    ins.push_back(name);
+  }
+  for (auto& [name, vals] : int_inits) {
+    AddIntsConst(g, name, vals);
+    ins.push_back(name);
+  }
+  attrs(AddNode(g, op, op + "_1", ins, {"y"}));
+  g->add_output()->set_name("y");
+  auto r = Import(m, {});
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return hlo::Literal();
+  auto out = eval::EvaluateModule(*r->module, {x});
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? out->tuple_elements()[0] : hlo::Literal();
+}
+
+void IntAttr(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+TEST(Importer, GroupNormalizationPerGroupAndPerChannel) {
+  // x [1, 4, 2]: groups {c0,c1} and {c2,c3}; each group holds 0..3 + offset.
+  hlo::Literal x = hlo::Literal::Vector<float>({0, 1, 2, 3, 10, 11, 12, 13}).Reshape({1, 4, 2});
+  double inv = 1 / std::sqrt(1.25 + 1e-5);  // variance of {0,1,2,3} is 1.25
+  // Opset 18: scale/bias per group.
+  hlo::Literal y18 = EvalNode("GroupNormalization", 18, {1, 4, 2}, x, {{"scale", {1, 2}}, {"bias", {0, 1}}},
+                              [](onnx::NodeProto* n) { IntAttr(n, "num_groups", 2); });
+  EXPECT_NEAR(y18.GetAsDouble(0), -1.5 * inv, 1e-5);
+  EXPECT_NEAR(y18.GetAsDouble(7), 2 * 1.5 * inv + 1, 1e-5);
+  // Opset 21: per channel.
+  hlo::Literal y21 = EvalNode("GroupNormalization", 21, {1, 4, 2}, x, {{"scale", {1, 1, 1, 3}}, {"bias", {0, 0, 0, 0}}},
+                              [](onnx::NodeProto* n) { IntAttr(n, "num_groups", 2); });
+  EXPECT_NEAR(y21.GetAsDouble(6), 3 * 0.5 * inv, 1e-5);
+  EXPECT_NEAR(y21.GetAsDouble(5), -0.5 * inv, 1e-5);  // x = 11 in group {10..13}
+}
+
+TEST(Importer, GeluMatchesItsDefinition) {
+  hlo::Literal x = hlo::Literal::Vector<float>({-2, -0.5, 0, 0.7, 3});
+  hlo::Literal exact = EvalNode("Gelu", 20, {5}, x, {}, [](onnx::NodeProto*) {});
+  hlo::Literal approx = EvalNode("Gelu", 20, {5}, x, {}, [](onnx::NodeProto* n) {
+    auto* a = n->add_attribute();
+    a->set_name("approximate");
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s("tanh");
+  });
+  for (int i = 0; i < 5; ++i) {
+    double v = x.GetAsDouble(i);
+    EXPECT_NEAR(exact.GetAsDouble(i), 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))), 1e-6);
+    EXPECT_NEAR(approx.GetAsDouble(i), 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))), 1e-6);
+  }
+}
+
+TEST(Importer, CenterCropPadCropsAndPadsAroundTheCentre) {
+  hlo::Literal x = hlo::Literal::Vector<float>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}).Reshape({2, 5});
+  hlo::Literal y = EvalNode("CenterCropPad", 18, {2, 5}, x, {}, [](onnx::NodeProto*) {}, {{"shape", {4, 3}}});
+  EXPECT_EQ(y.ValuesToString(), "{{0, 0, 0}, {2, 3, 4}, {7, 8, 9}, {0, 0, 0}}");
 }
 
 }  // namespace

@@ -13,8 +13,10 @@ namespace xonnx::onnx_import {
 
 using Converter = absl::Status (*)(NodeContext& ctx);
 
-// The newest default-domain opset the converters know.
-inline constexpr int64_t kMaxOpset = 18;
+// The newest default-domain opset the converters know. Ops whose definition
+// changed after their registered range are registered with the range they
+// handle; later opsets only widened types for the rest.
+inline constexpr int64_t kMaxOpset = 21;
 
 struct ConverterEntry {
   std::string domain;  // "" for the default ONNX domain

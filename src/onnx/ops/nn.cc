@@ -551,6 +551,74 @@ absl::Status LayerNormalization(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status GroupNormalization(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  int64_t groups = ctx.attr_i("num_groups", 0);
+  const auto& dims = x->shape().dims;
+  if (x->shape().rank() < 2 || groups <= 0 || dims[1] % groups) return ctx.Error("channels must divide into num_groups");
+  int64_t n = dims[0], c = dims[1], rest = x->shape().ElementCount() / (n * c);
+  hlo::PrimitiveType t = x->shape().element_type;
+  bool upcast = ctx.attr_i("stash_type", 1) == 1 && (t == hlo::F16 || t == hlo::BF16);
+  Instruction* xg = b.Reshape(upcast ? b.Convert(x, hlo::F32) : x, {n, groups, c / groups * rest});
+  Instruction* y = b.Reshape(b.Convert(Normalize(b, xg, {2}, ctx.attr_f("epsilon", 1e-5f)).y, t), dims);
+  // Opset 18 has one scale/bias per group, opset 21 one per channel.
+  auto per_channel = [&](Instruction* v) {
+    if (v->shape().ElementCount() == groups && groups != c)
+      v = b.Reshape(b.Broadcast(v, {groups, c / groups}, {0}), {c});
+    return PerChannel(b, v, x);
+  };
+  y = b.Binary(Opcode::kMultiply, y, per_channel(ctx.input(1)));
+  ctx.set_output(0, b.Binary(Opcode::kAdd, y, per_channel(ctx.input(2))));
+  return absl::OkStatus();
+}
+
+absl::Status CenterCropPad(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  ASSIGN_OR_RETURN(std::vector<int64_t> shape, ctx.ConstInts(1));
+  int64_t r = x->shape().rank();
+  std::vector<int64_t> axes = ctx.attr_ints("axes");
+  if (axes.empty())
+    for (int64_t i = 0; i < r; ++i) axes.push_back(i);
+  if (axes.size() != shape.size()) return ctx.Error("shape must have one entry per axis");
+  for (size_t k = 0; k < axes.size(); ++k) {
+    ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(ctx, axes[k], r));
+    int64_t d = x->shape().dims[a], target = shape[k];
+    if (target < d) {  // crop, centred (extra row at the end)
+      std::vector<int64_t> s(r, 0), l = x->shape().dims, st(r, 1);
+      s[a] = (d - target) / 2;
+      l[a] = s[a] + target;
+      x = b.Slice(x, s, l, st);
+    } else if (target > d) {  // pad with zeros, centred
+      std::vector<hlo::PaddingDimension> cfg(r);
+      cfg[a].edge_padding_low = (target - d) / 2;
+      cfg[a].edge_padding_high = target - d - cfg[a].edge_padding_low;
+      x = b.Pad(x, b.ScalarConstant(x->shape().element_type, 0), cfg);
+    }
+  }
+  ctx.set_output(0, x);
+  return absl::OkStatus();
+}
+
+absl::Status Gelu(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  if (!hlo::IsFloatingPoint(x->shape().element_type)) return ctx.Unsupported("non-float input");
+  Instruction* cdf;
+  if (ctx.attr_s("approximate", "none") == "tanh") {
+    // 0.5 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    Instruction* x3 = b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, x, x), x);
+    Instruction* inner = b.Binary(Opcode::kMultiply, SplatLike(b, x, std::sqrt(2.0 / M_PI)),
+                                  b.Binary(Opcode::kAdd, x, b.Binary(Opcode::kMultiply, x3, SplatLike(b, x, 0.044715))));
+    cdf = b.Binary(Opcode::kAdd, SplatLike(b, x, 1), b.Unary(Opcode::kTanh, inner));
+  } else {
+    cdf = b.Binary(Opcode::kAdd, SplatLike(b, x, 1), b.Unary(Opcode::kErf, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, M_SQRT1_2))));
+  }
+  ctx.set_output(0, b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, 0.5)), cdf));
+  return absl::OkStatus();
+}
+
 absl::Status MeanVarianceNormalization(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
   std::vector<int64_t> axes = ctx.attr_ints("axes", {0, 2, 3});
@@ -606,6 +674,9 @@ void RegisterNnOps(Registry& r) {
   r.Add("MeanVarianceNormalization", MeanVarianceNormalization, 9);
   r.Add("LRN", LRN);
   r.Add("LpNormalization", LpNormalization);
+  r.Add("GroupNormalization", GroupNormalization, 18);
+  r.Add("CenterCropPad", CenterCropPad, 18);
+  r.Add("Gelu", Gelu, 20);
 }
 
 }  // namespace xonnx::onnx_import

@@ -6,6 +6,7 @@
 
 #include "base/status.h"
 #include "onnx/registry.h"
+#include "onnx/tensor_proto.h"
 
 namespace xonnx::onnx_import {
 namespace {
@@ -33,7 +34,11 @@ Instruction* Saturate(hlo::Builder& b, Instruction* v, hlo::PrimitiveType t) {
 absl::Status QuantizeLinear(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
   hlo::Builder& b = ctx.b();
+  if (ctx.attr_i("block_size", 0) != 0) return ctx.Unsupported("block quantization (block_size)");
   hlo::PrimitiveType out_t = ctx.has_input(2) ? ctx.input(2)->shape().element_type : hlo::U8;
+  if (!ctx.has_input(2) && ctx.has_attr("output_dtype")) {
+    ASSIGN_OR_RETURN(out_t, HloType(static_cast<int32_t>(ctx.attr_i("output_dtype", 2))));
+  }
   hlo::PrimitiveType f = x->shape().element_type == hlo::F64 ? hlo::F64 : hlo::F32;
   int64_t axis = ctx.attr_i("axis", 1);
   ASSIGN_OR_RETURN(Instruction * scale, AlongAxis(ctx, b.Convert(ctx.input(1), f), x, axis));
@@ -50,6 +55,7 @@ absl::Status QuantizeLinear(NodeContext& ctx) {
 absl::Status DequantizeLinear(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
   hlo::Builder& b = ctx.b();
+  if (ctx.attr_i("block_size", 0) != 0) return ctx.Unsupported("block quantization (block_size)");
   hlo::PrimitiveType f = ctx.input(1)->shape().element_type;
   int64_t axis = ctx.attr_i("axis", 1);
   Instruction* v = b.Convert(x, hlo::F32);

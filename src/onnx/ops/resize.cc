@@ -72,6 +72,11 @@ AxisPlan PlanAxis(const ResizeAttrs& a, int64_t in, int64_t out, double scale, d
       x_ori = (x + 0.5) / scale;
     } else if (a.coord == "pytorch_half_pixel") {
       x_ori = out_width == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+    } else if (a.coord == "half_pixel_symmetric") {
+      // Opset 19: half_pixel, re-centred for the integer output size.
+      double adjustment = out / out_width;
+      double center = in / 2.0;
+      x_ori = center * (1 - adjustment) + (x + 0.5) / scale - 0.5;
     } else {
       x_ori = (x + 0.5) / scale - 0.5;
     }
@@ -151,6 +156,10 @@ absl::Status ResizeImpl(NodeContext& ctx, Instruction* x, const ResizeAttrs& a, 
   if (!scales.empty() && static_cast<int64_t>(scales.size()) != r) return ctx.Error("scales must have one entry per dimension");
   if (sizes.empty() && scales.empty()) return ctx.Error("needs scales or sizes");
   if (a.mode != "nearest" && a.mode != "linear" && a.mode != "cubic") return ctx.Error(absl::StrCat("unknown mode '", a.mode, "'"));
+  static const char* kCoords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                                  "asymmetric", "tf_half_pixel_for_nearest", "tf_crop_and_resize"};
+  if (std::find(std::begin(kCoords), std::end(kCoords), a.coord) == std::end(kCoords))
+    return ctx.Error(absl::StrCat("unknown coordinate_transformation_mode '", a.coord, "'"));
   if (!hlo::IsFloatingPoint(x->shape().element_type) && a.mode != "nearest")
     return ctx.Unsupported(absl::StrCat(a.mode, " interpolation of non-float tensors"));
   Instruction* y = x;

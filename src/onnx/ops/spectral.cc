@@ -98,7 +98,16 @@ absl::Status DftOp(NodeContext& ctx) {
   int64_t r = x->shape().rank();
   if (r < 2 || (x->shape().dims.back() != 1 && x->shape().dims.back() != 2))
     return ctx.Error("input must end in a dimension of 1 (real) or 2 (complex)");
-  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", 1), r - 1));
+  int64_t axis_value = ctx.attr_i("axis", 1);
+  if (ctx.opset() >= 20) {  // the axis became input 2 (default -2: the last signal dim)
+    axis_value = -2;
+    if (ctx.has_input(2)) {
+      ASSIGN_OR_RETURN(Literal a, ctx.ConstInput(2));
+      axis_value = a.GetAsInt64(0);
+    }
+    if (axis_value < 0) axis_value += r;  // counted against the input's rank, including the complex dim
+  }
+  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, axis_value, r - 1));
   bool inverse = ctx.attr_i("inverse", 0) != 0, onesided = ctx.attr_i("onesided", 0) != 0;
   if (inverse && onesided) return ctx.Unsupported("inverse with onesided");
   int64_t length = x->shape().dims[axis];
