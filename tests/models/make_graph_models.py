@@ -173,8 +173,47 @@ def quantized(out_dir):
     save_case(out_dir, "quantized", m, cases)
 
 
+def resize_antialias(out_dir):
+    """Opset-18 Resize with antialias, against torch's antialiased interpolate
+    (exclude_outside=1 and, for cubic, a=-0.5 are torch's conventions)."""
+    import torch
+
+    f = TensorProto.FLOAT
+    nodes = [
+        helper.make_node("Resize", ["x", "", "scales"], ["lin"], mode="linear", antialias=1, exclude_outside=1),
+        helper.make_node("Resize", ["x", "", "scales"], ["cub"], mode="cubic", antialias=1, exclude_outside=1,
+                         cubic_coeff_a=-0.5),
+    ]
+    inits = [numpy_helper.from_array(np.array([1, 1, 0.4, 0.5], np.float32), "scales")]
+    m = model(nodes, "resize_antialias", [helper.make_tensor_value_info("x", f, [1, 2, 20, 16])],
+              [helper.make_tensor_value_info("lin", f, [1, 2, 8, 8]), helper.make_tensor_value_info("cub", f, [1, 2, 8, 8])],
+              inits, opset=18)
+    cases = []
+    for _ in range(2):
+        x = rng.standard_normal((1, 2, 20, 16)).astype(np.float32)
+        t = torch.from_numpy(x)
+        lin = torch.nn.functional.interpolate(t, size=(8, 8), mode="bilinear", antialias=True, align_corners=False)
+        cub = torch.nn.functional.interpolate(t, size=(8, 8), mode="bicubic", antialias=True, align_corners=False)
+        cases.append(([("x", x)], [("lin", lin.numpy()), ("cub", cub.numpy())]))
+    # libonnx 1.12's checker predates opset 18, so save without it.
+    folder = os.path.join(out_dir, "resize_antialias")
+    os.makedirs(folder, exist_ok=True)
+    onnx.save(m, os.path.join(folder, "model.onnx"))
+    for i, (inputs, outputs) in enumerate(cases):
+        data = os.path.join(folder, f"test_data_set_{i}")
+        os.makedirs(data, exist_ok=True)
+        for k, (n, v) in enumerate(inputs):
+            with open(os.path.join(data, f"input_{k}.pb"), "wb") as fh:
+                fh.write(numpy_helper.from_array(v, n).SerializeToString())
+        for k, (n, v) in enumerate(outputs):
+            with open(os.path.join(data, f"output_{k}.pb"), "wb") as fh:
+                fh.write(numpy_helper.from_array(v, n).SerializeToString())
+    print(f"wrote {folder}", file=sys.stderr)
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
     control_flow(out)
     detection(out)
     quantized(out)
+    resize_antialias(out)

@@ -23,6 +23,7 @@ struct ResizeAttrs {
   double cubic_a = -0.75;
   bool exclude_outside = false;
   double extrapolation = 0.0;
+  bool antialias = false;
 };
 
 // One axis: weights[o][i] and, for tf_crop_and_resize, which rows extrapolate.
@@ -32,7 +33,33 @@ struct AxisPlan {
   std::vector<bool> extrapolate;
 };
 
-std::vector<double> Coefficients(const ResizeAttrs& a, double ratio, bool integral) {
+// Antialiasing (opset 18) widens the linear/cubic filter by 1/scale when
+// downscaling and normalizes the taps, as the reference does.
+std::vector<double> AntialiasCoefficients(const ResizeAttrs& a, double ratio, double scale) {
+  scale = std::min(scale, 1.0);
+  std::vector<double> c;
+  if (a.mode == "linear") {
+    int64_t start = static_cast<int64_t>(std::floor(-1 / scale)) + 1;
+    for (int64_t k = start; k < start + 2 - 2 * start; ++k) c.push_back(std::clamp(1 - std::abs((k - ratio) * scale), 0.0, 1.0));
+  } else {
+    double A = a.cubic_a;
+    auto kernel = [A](double x) {
+      x = std::abs(x);
+      if (x <= 1) return (A + 2) * x * x * x - (A + 3) * x * x + 1;
+      if (x < 2) return A * x * x * x - 5 * A * x * x + 8 * A * x - 4 * A;
+      return 0.0;
+    };
+    int64_t start = static_cast<int64_t>(std::floor(-2 / scale)) + 1;
+    for (int64_t k = start; k < 2 - start; ++k) c.push_back(kernel(scale * (k - ratio)));
+  }
+  double sum = 0;
+  for (double v : c) sum += v;
+  for (double& v : c) v /= sum;
+  return c;
+}
+
+std::vector<double> Coefficients(const ResizeAttrs& a, double ratio, bool integral, double scale) {
+  if (a.antialias && a.mode != "nearest") return AntialiasCoefficients(a, ratio, scale);
   if (a.mode == "nearest") {
     if (integral) return {0, 1};
     if (a.nearest_mode == "round_prefer_floor") return {ratio <= 0.5 ? 1.0 : 0.0, ratio > 0.5 ? 1.0 : 0.0};
@@ -83,7 +110,7 @@ AxisPlan PlanAxis(const ResizeAttrs& a, int64_t in, int64_t out, double scale, d
     double fl = std::floor(x_ori);
     bool integral = x_ori == fl;
     double ratio = integral ? 1.0 : x_ori - fl;
-    std::vector<double> c = Coefficients(a, ratio, integral);
+    std::vector<double> c = Coefficients(a, ratio, integral, scale);
     int64_t n = c.size();
     // The n indices nearest to x_ori (ties to the smaller), as the reference
     // picks them in the edge-padded array.
@@ -199,7 +226,7 @@ absl::Status Resize(NodeContext& ctx) {
   a.cubic_a = ctx.attr_f("cubic_coeff_a", -0.75f);
   a.exclude_outside = ctx.attr_i("exclude_outside", 0) != 0;
   a.extrapolation = ctx.attr_f("extrapolation_value", 0.0f);
-  if (ctx.attr_i("antialias", 0) != 0) return ctx.Unsupported("antialias=1");
+  a.antialias = ctx.attr_i("antialias", 0) != 0;
   if (ctx.attr_s("keep_aspect_ratio_policy", "stretch") != "stretch") return ctx.Unsupported("keep_aspect_ratio_policy other than stretch");
   std::vector<double> roi, scales;
   std::vector<int64_t> sizes;
