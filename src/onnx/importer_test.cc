@@ -234,6 +234,27 @@ TEST(Importer, GeluMatchesItsDefinition) {
   }
 }
 
+TEST(Importer, LpPoolTakesThePNormOfEachWindow) {
+  hlo::Literal x = hlo::Literal::Vector<float>({3, -4, 1, 2, 2, 1, 0, -2}).Reshape({1, 1, 2, 4});
+  hlo::Literal y = EvalNode("LpPool", 18, {1, 1, 2, 4}, x, {}, [](onnx::NodeProto* n) {
+    auto* k = n->add_attribute();
+    k->set_name("kernel_shape");
+    k->set_type(onnx::AttributeProto::INTS);
+    k->add_ints(2);
+    k->add_ints(2);
+    auto* s = n->add_attribute();
+    s->set_name("strides");
+    s->set_type(onnx::AttributeProto::INTS);
+    s->add_ints(2);
+    s->add_ints(2);
+  });
+  // Windows {3,-4,2,1} and {1,2,0,-2}: sqrt(30) and 3.
+  EXPECT_NEAR(y.GetAsDouble(0), std::sqrt(30.0), 1e-5);
+  EXPECT_NEAR(y.GetAsDouble(1), 3.0, 1e-5);
+  hlo::Literal g = EvalNode("GlobalLpPool", 17, {1, 1, 2, 4}, x, {}, [](onnx::NodeProto* n) { IntAttr(n, "p", 1); });
+  EXPECT_NEAR(g.GetAsDouble(0), 15.0, 1e-5);
+}
+
 TEST(Importer, CenterCropPadCropsAndPadsAroundTheCentre) {
   hlo::Literal x = hlo::Literal::Vector<float>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}).Reshape({2, 5});
   hlo::Literal y = EvalNode("CenterCropPad", 18, {2, 5}, x, {}, [](onnx::NodeProto*) {}, {{"shape", {4, 3}}});

@@ -438,6 +438,30 @@ absl::Status GlobalAveragePool(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
+// (sum |x|^p)^(1/p) over each window; padding contributes zeros.
+absl::Status LpPool(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  std::vector<int64_t> extra;
+  ASSIGN_OR_RETURN(hlo::Window w, PoolWindow(ctx, x, &extra));
+  double p = ctx.attr_i("p", 2);
+  hlo::PrimitiveType t = x->shape().element_type;
+  Instruction* powered = b.Binary(Opcode::kPower, b.Unary(Opcode::kAbs, x), SplatLike(b, x, p));
+  Instruction* sum = b.ReduceWindow(powered, b.ScalarConstant(t, 0), w, b.ScalarReducer(Opcode::kAdd, t));
+  ctx.set_output(0, b.Binary(Opcode::kPower, sum, SplatLike(b, sum, 1.0 / p)));
+  return absl::OkStatus();
+}
+
+absl::Status GlobalLpPool(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  double p = ctx.attr_i("p", 2);
+  Instruction* powered = b.Binary(Opcode::kPower, b.Unary(Opcode::kAbs, x), SplatLike(b, x, p));
+  Instruction* sum = ReduceOver(b, powered, Opcode::kAdd, 0, SpatialAxes(x), true);
+  ctx.set_output(0, b.Binary(Opcode::kPower, sum, SplatLike(b, sum, 1.0 / p)));
+  return absl::OkStatus();
+}
+
 absl::Status GlobalMaxPool(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
   ctx.set_output(0, ReduceOver(ctx.b(), x, Opcode::kMaximum, LowestValue(x->shape().element_type), SpatialAxes(x), true));
@@ -668,6 +692,8 @@ void RegisterNnOps(Registry& r) {
   r.Add("AveragePool", AveragePool);
   r.Add("GlobalAveragePool", GlobalAveragePool);
   r.Add("GlobalMaxPool", GlobalMaxPool);
+  r.Add("LpPool", LpPool, 2);
+  r.Add("GlobalLpPool", GlobalLpPool, 2);
   r.Add("BatchNormalization", BatchNormalization);
   r.Add("InstanceNormalization", InstanceNormalization);
   r.Add("LayerNormalization", LayerNormalization, 17);
