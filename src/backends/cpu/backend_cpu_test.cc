@@ -55,6 +55,13 @@ std::vector<Case> Cases() {
          auto* y = b.Binary(Opcode::kAdd, c, b.Broadcast(p[2], c->shape().dims, {1}));
          return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
        }},
+      {"conv_bias_residual_relu", {Shape(F32, {1, 8, 7, 7}), Shape(F32, {8, 8, 3, 3}), Shape(F32, {8}), Shape(F32, {1, 8, 7, 7})},
+       [](Builder& b, auto p) {
+         auto* c = b.Convolution(p[0], p[1], Win2d(3, 1, 1), Nchw(), 1);
+         auto* y = b.Binary(Opcode::kAdd, c, b.Broadcast(p[2], c->shape().dims, {1}));
+         y = b.Binary(Opcode::kAdd, y, p[3]);
+         return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
+       }},
       {"grouped_strided_dilated_conv", {Shape(F32, {1, 8, 11, 11}), Shape(F32, {8, 2, 3, 3})},
        [](Builder& b, auto p) { return b.Convolution(p[0], p[1], Win2d(3, 2, 2, 2), Nchw(), 4); }},
       {"batched_dot", {Shape(F32, {3, 5, 7}), Shape(F32, {3, 7, 4})},

@@ -102,9 +102,16 @@ class Compiler {
       if (c->opcode() != Opcode::kConvolution || !DnnlConvEligible(*c)) continue;
       ConvEpilogue e;
       Instruction* last = c;
+      // The one user of i, unless another convolution's epilogue took it.
       auto single_user = [&](Instruction* i) -> Instruction* {
         const auto& us = users_.at(i);
-        return us.size() == 1 && i != root ? us[0] : nullptr;
+        return us.size() == 1 && i != root && !absorbed_into_conv_.contains(us[0]) ? us[0] : nullptr;
+      };
+      // A value another epilogue consumes internally is never materialized.
+      auto available = [&](Instruction* i) {
+        if (epilogue_.contains(i)) return false;
+        auto a = absorbed_into_conv_.find(i);
+        return a == absorbed_into_conv_.end() || epilogue_last_.at(a->second) == i;
       };
       int64_t feature = c->conv_dnums.output_feature_dimension;
       if (Instruction* add = single_user(c); add && add->opcode() == Opcode::kAdd) {
@@ -117,6 +124,16 @@ class Compiler {
       }
       std::vector<Instruction*> absorbed;
       if (last != c) absorbed.push_back(last);
+      // A residual connection: add(conv + bias, r) with r of the same shape.
+      if (Instruction* add = single_user(last); add && add->opcode() == Opcode::kAdd) {
+        Instruction* other = add->operand(0) == last ? add->operand(1) : add->operand(0);
+        if (other != last && other->opcode() != Opcode::kBroadcast && other->shape().Compatible(last->shape()) &&
+            available(other) && other->opcode() != Opcode::kConvolution) {
+          e.residual = other;
+          last = add;
+          absorbed.push_back(add);
+        }
+      }
       const auto& lu = users_.at(last);
       if (Instruction* act = single_user(last)) {
         if (act->opcode() == Opcode::kMaximum) {
@@ -411,6 +428,7 @@ class Compiler {
     for (Instruction* op : conv->operands()) io.inputs.push_back(leaves_.at(op).at(0));
     const ConvEpilogue& e = epilogue_.at(conv);
     if (e.bias) io.inputs.push_back(leaves_.at(e.bias).at(0));
+    if (e.residual) io.inputs.push_back(leaves_.at(e.residual).at(0));
     io.outputs = leaves_.at(last);
     const Instruction* w = conv->operand(1);
     const void* cw = w->opcode() == Opcode::kConstant ? w->literal->untyped_data() : nullptr;

@@ -1,5 +1,6 @@
 // oneDNN primitives for f32 convolutions and matrix products. Primitives are
 // created once at compile time; each run only wraps the frame's pointers.
+#include <cstring>
 #include <unordered_map>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -150,15 +151,19 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     // Constant weights may take oneDNN's preferred (blocked) layout, reordered once here.
     memory::desc any_w(wdims, memory::data_type::f32, constant_weights ? Tag::any : wtag);
     dnnl::primitive_attr attr;
+    dnnl::post_ops po;
+    // The residual is a sum post-op: the output buffer is filled with it
+    // first and the convolution accumulates into it (oneDNN keeps its fast
+    // kernels for sum, unlike a full-tensor binary post-op).
+    if (epilogue.residual) po.append_sum(1.0f);
     if (epilogue.activation != ConvEpilogue::kNone) {
-      dnnl::post_ops po;
       switch (epilogue.activation) {
         case ConvEpilogue::kRelu: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
         case ConvEpilogue::kClip: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, epilogue.lo, epilogue.hi); break;
         default: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); break;
       }
-      attr.set_post_ops(po);
     }
+    attr.set_post_ops(po);
     bool has_bias = epilogue.bias != nullptr;
     memory::desc bias_md({in.shape().dims[d.output_feature_dimension]}, memory::data_type::f32, Tag::a);
     auto desc = has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
@@ -179,15 +184,18 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     keep_alive->push_back(st);
     BufferRef src = io.inputs[0], wref = io.inputs[1], dst = io.outputs[0];
     BufferRef bref = has_bias ? io.inputs.at(2) : BufferRef{};
+    bool has_residual = epilogue.residual != nullptr;
+    BufferRef rref = has_residual ? io.inputs.at(has_bias ? 3 : 2) : BufferRef{};
     Thunk t;
     t.name = in.name();
-    t.run = [st, src, wref, bref, dst](Frame& f) -> absl::Status {
+    t.run = [st, src, wref, bref, rref, has_residual, dst](Frame& f) -> absl::Status {
       dnnl::stream s(Engine());
       memory sm(st->src, Engine(), f.Ptr(src));
       memory dm(st->dst, Engine(), f.Ptr(dst));
       memory wm = st->weights_reordered ? st->reordered_weights : memory(st->weights, Engine(), f.Ptr(wref));
       std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}};
       if (st->has_bias) args[DNNL_ARG_BIAS] = memory(st->bias, Engine(), f.Ptr(bref));
+      if (has_residual && f.Ptr(rref) != f.Ptr(dst)) std::memcpy(f.Ptr(dst), f.Ptr(rref), st->dst.get_size());
       st->prim.execute(s, args);
       s.wait();
       return absl::OkStatus();

@@ -28,7 +28,8 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
 
 // Work folded into a convolution as oneDNN bias and post-op: y = act(conv + bias).
 struct ConvEpilogue {
-  const hlo::Instruction* bias = nullptr;  // rank-1 per-channel vector, or null
+  const hlo::Instruction* bias = nullptr;      // rank-1 per-channel vector, or null
+  const hlo::Instruction* residual = nullptr;  // a tensor of the output's shape added after the bias, or null
   enum Activation { kNone, kRelu, kClip, kSwish } activation = kNone;
   float lo = 0, hi = 0;                    // kClip bounds
 };
@@ -40,7 +41,8 @@ struct ConvEpilogue {
 // spatial dims, NCHW or NHWC activations with OIHW kernels, no lhs dilation).
 bool DnnlConvEligible(const hlo::Instruction& instr);
 
-// For convolutions, io.inputs may carry a third buffer: the epilogue's bias.
+// For convolutions, io.inputs may carry more buffers after x and w: the
+// epilogue's bias, then its residual.
 std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& instr, const ThunkIo& io,
                                        const void* constant_weights, const ConvEpilogue& epilogue,
                                        std::vector<std::shared_ptr<void>>* keep_alive);
