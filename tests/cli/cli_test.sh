@@ -58,6 +58,22 @@ expect convert_proto 0 "" -- "$xonnx" convert "$model" --hlo-proto "$tmp/m.pb" -
 expect convert_proto_file 0 "" -- test -s "$tmp/m.pb"
 expect bench_json 0 '^\{"compile_ms":[0-9.e+-]+,"iterations":3,"latency_ms":\{"median":[0-9.e+-]+,"min":[0-9.e+-]+,"p90":[0-9.e+-]+\},"load_ms":[0-9.e+-]+\}$' -- "$xonnx" bench "$model" --iterations 3 --warmup 1 --json
 
+# A model whose last node is unknown: the whole conversion fails and names
+# it; --allow-partial writes the part before it.
+/usr/bin/python3 - "$model" "$tmp/partial.onnx" <<'PY'
+import sys
+import onnx
+m = onnx.load(sys.argv[1])
+node = m.graph.node[-1]
+node.op_type = "FancySoftmax"
+node.ClearField("attribute")
+onnx.save(m, sys.argv[2])
+PY
+expect_error convert_unsupported "1 unsupported op: FancySoftmax \(node 'softmax'\)" -- "$xonnx" convert "$tmp/partial.onnx" --hlo-text -
+expect convert_partial 0 "partial conversion, stopped at: .*FancySoftmax" -- "$xonnx" convert "$tmp/partial.onnx" --hlo-text - --allow-partial
+expect convert_partial_text 0 "ROOT .* tuple\(" -- "$xonnx" convert "$tmp/partial.onnx" --hlo-text - --allow-partial
+expect info_unsupported 0 "FancySoftmax \(node 'softmax'\)" -- "$xonnx" info "$tmp/partial.onnx"
+
 printf 'not a model' >"$tmp/bad.onnx"
 head -c 3000 "$model" >"$tmp/truncated.onnx"
 expect_error missing_file "nope.onnx: cannot open" -- "$xonnx" run "$tmp/nope.onnx"
