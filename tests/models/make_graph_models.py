@@ -200,9 +200,25 @@ def resize_antialias(out_dir):
     save_case(out_dir, "resize_antialias", m, cases, check=False)
 
 
+def einsum(out_dir):
+    """Einsum with ellipses, diagonals, implicit outputs and batch products, against numpy."""
+    f = TensorProto.FLOAT
+    cases = [("...ij,...jk->...ik", [(2, 3, 4, 5), (2, 3, 5, 6)]), ("ii->i", [(4, 4)]), ("bij,bjk", [(2, 3, 4), (2, 4, 5)]),
+             ("...i,...i->...", [(3, 2, 5), (3, 2, 5)]), ("iij->j", [(3, 3, 2)])]
+    for n, (eq, shapes) in enumerate(cases):
+        xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        y = np.asarray(np.einsum(eq, *xs), dtype=np.float32)
+        names = [f"x{i}" for i in range(len(shapes))]
+        node = helper.make_node("Einsum", names, ["y"], equation=eq)
+        m = model([node], f"einsum_{n}", [helper.make_tensor_value_info(nm, f, list(s)) for nm, s in zip(names, shapes)],
+                  [helper.make_tensor_value_info("y", f, list(y.shape))], opset=12)
+        save_case(out_dir, f"einsum_{n}", m, [(list(zip(names, xs)), [("y", y)])])
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
     control_flow(out)
     detection(out)
     quantized(out)
     resize_antialias(out)
+    einsum(out)

@@ -2,6 +2,7 @@
 // training optimizers of ai.onnx.preview.training (pure elementwise updates).
 #include <algorithm>
 #include <cmath>
+#include <cctype>
 #include <functional>
 #include <map>
 
@@ -84,24 +85,56 @@ absl::Status Einsum(NodeContext& ctx) {
   }
   if (terms.size() != static_cast<size_t>(ctx.input_count()) || terms.size() > 2)
     return ctx.Unsupported("only one or two operands");
+  hlo::Builder& b = ctx.b();
+  // An ellipsis stands for the leading dims an operand has beyond its
+  // letters; give them letters the equation does not use, right-aligned
+  // across operands as numpy does (their sizes must then agree).
+  int64_t ell_rank = 0;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    size_t e = terms[k].find("...");
+    if (e != std::string::npos)
+      ell_rank = std::max<int64_t>(ell_rank, ctx.input(k)->shape().rank() - (static_cast<int64_t>(terms[k].size()) - 3));
+  }
+  std::string ell_letters;
+  for (char c = 'A'; static_cast<int64_t>(ell_letters.size()) < ell_rank && c <= 'z'; ++c)
+    if (std::isalpha(static_cast<unsigned char>(c)) && eq.find(c) == std::string::npos) ell_letters += c;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    size_t e = terms[k].find("...");
+    if (e == std::string::npos) continue;
+    int64_t n = ctx.input(k)->shape().rank() - (static_cast<int64_t>(terms[k].size()) - 3);
+    if (n < 0) return ctx.Error("the equation has more labels than the input has dims");
+    terms[k].replace(e, 3, ell_letters.substr(ell_rank - n));
+  }
   std::string out;
   if (arrow != std::string::npos) {
     out = eq.substr(arrow + 2);
+    size_t e = out.find("...");
+    if (e != std::string::npos) out.replace(e, 3, ell_letters);
   } else {
     std::map<char, int> count;
     for (const auto& t : terms) for (char c : t) ++count[c];
-    for (auto [c, n] : count) if (n == 1) out += c;
+    out = ell_letters;
+    for (auto [c, n] : count)
+      if (n == 1 && ell_letters.find(c) == std::string::npos) out += c;
   }
-  hlo::Builder& b = ctx.b();
   std::vector<Instruction*> xs;
   for (size_t k = 0; k < terms.size(); ++k) {
     Instruction* x = ctx.input(k);
-    if (terms[k].find('.') != std::string::npos) return ctx.Unsupported("ellipsis in the equation");
     if (static_cast<int64_t>(terms[k].size()) != x->shape().rank()) return ctx.Error("equation rank differs from the input");
-    std::string seen;
-    for (char c : terms[k]) {
-      if (seen.find(c) != std::string::npos) return ctx.Unsupported("a label repeated within one operand (diagonals)");
-      seen += c;
+    // A label repeated within one operand takes the diagonal: keep the
+    // first occurrence, mask the second by equality and sum it away.
+    for (size_t i = 0; i < terms[k].size(); ++i) {
+      size_t j = terms[k].find(terms[k][i], i + 1);
+      while (j != std::string::npos) {
+        const auto& dims = x->shape().dims;
+        if (dims[i] != dims[j]) return ctx.Error("a repeated label has different sizes");
+        hlo::Shape s64(hlo::S64, dims);
+        Instruction* eqm = b.Compare(b.Iota(s64, i), b.Iota(s64, j), hlo::ComparisonDirection::kEq);
+        x = b.Select(eqm, x, SplatLike(b, x, 0));
+        x = ReduceOver(b, x, Opcode::kAdd, 0, {static_cast<int64_t>(j)}, false);
+        terms[k].erase(j, 1);
+        j = terms[k].find(terms[k][i], i + 1);
+      }
     }
     // Sum labels that appear nowhere else.
     std::vector<int64_t> sum_dims;
