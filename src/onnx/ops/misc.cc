@@ -223,6 +223,61 @@ absl::Status Det(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
+// TfIdfVectorizer over integer tokens: for every pooled n-gram and every
+// allowed skip, the token-wise matches of shifted slices are ANDed and
+// summed, so the counts come from plain compares and reductions.
+absl::Status TfIdfVectorizer(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  hlo::Builder& b = ctx.b();
+  if (ctx.has_attr("pool_strings")) return ctx.Unsupported("string pools (string tensors)");
+  if (!hlo::IsInteger(x->shape().element_type) || x->shape().rank() < 1 || x->shape().rank() > 2)
+    return ctx.Error("input must be a 1-D or 2-D integer tensor");
+  bool batched = x->shape().rank() == 2;
+  int64_t rows = batched ? x->shape().dims[0] : 1, len = x->shape().dims.back();
+  Instruction* x2 = b.Reshape(b.Convert(x, hlo::S64), {rows, len});
+  int64_t min_n = ctx.attr_i("min_gram_length", 1), max_n = ctx.attr_i("max_gram_length", 1);
+  int64_t max_skip = ctx.attr_i("max_skip_count", 0);
+  std::string mode = ctx.attr_s("mode", "TF");
+  std::vector<int64_t> counts = ctx.attr_ints("ngram_counts"), indexes = ctx.attr_ints("ngram_indexes");
+  std::vector<int64_t> pool = ctx.attr_ints("pool_int64s");
+  std::vector<float> weights = ctx.attr_floats("weights");
+  int64_t width = 0;
+  for (int64_t i : indexes) width = std::max(width, i + 1);
+  std::vector<Instruction*> cols(width, nullptr);
+  int64_t gram = 0;  // position in pool order, across lengths
+  for (size_t level = 0; level < counts.size(); ++level) {
+    int64_t n = level + 1;
+    int64_t begin = counts[level], end = level + 1 < counts.size() ? counts[level + 1] : pool.size();
+    for (int64_t at = begin; at + n <= end; at += n, ++gram) {
+      if (n < min_n || n > max_n || gram >= static_cast<int64_t>(indexes.size())) continue;
+      Instruction* total = nullptr;
+      for (int64_t d = 1; d <= (n == 1 ? 1 : max_skip + 1); ++d) {
+        int64_t span = (n - 1) * d;
+        if (span >= len) continue;
+        Instruction* match = nullptr;
+        for (int64_t k = 0; k < n; ++k) {
+          Instruction* sl = b.Slice(x2, {0, k * d}, {rows, len - span + k * d}, {1, 1});
+          Instruction* eq = b.Compare(sl, SplatLike(b, sl, pool[at + k]), hlo::ComparisonDirection::kEq);
+          match = match ? b.Binary(Opcode::kAnd, match, eq) : eq;
+        }
+        Instruction* c = ReduceOver(b, b.Convert(match, hlo::F32), Opcode::kAdd, 0, {1}, false);
+        total = total ? b.Binary(Opcode::kAdd, total, c) : c;
+      }
+      if (!total) total = Splat(b, hlo::F32, 0, {rows});
+      double w = gram < static_cast<int64_t>(weights.size()) ? weights[gram] : 1.0;
+      if (mode == "IDF") total = b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMinimum, total, SplatLike(b, total, 1)), SplatLike(b, total, w));
+      else if (mode == "TFIDF") total = b.Binary(Opcode::kMultiply, total, SplatLike(b, total, w));
+      else if (mode != "TF") return ctx.Error(absl::StrCat("unknown mode '", mode, "'"));
+      cols[indexes[gram]] = b.Reshape(total, {rows, 1});
+    }
+  }
+  for (auto& c : cols)
+    if (!c) c = Splat(b, hlo::F32, 0, {rows, 1});
+  Instruction* y = width ? b.Concatenate(cols, 1) : Splat(b, hlo::F32, 0, {rows, 0});
+  ctx.set_output(0, batched ? y : b.Reshape(y, {width}));
+  return absl::OkStatus();
+}
+
 // g + norm * x: the L2-regularized gradient every optimizer starts from.
 Instruction* Regularized(hlo::Builder& b, Instruction* x, Instruction* g, double norm) {
   return b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, norm)), g);
@@ -329,6 +384,7 @@ void RegisterMiscOps(Registry& r) {
   r.Add("ReverseSequence", ReverseSequence, 10);
   r.Add("Einsum", Einsum, 12);
   r.Add("Det", Det, 11);
+  r.Add("TfIdfVectorizer", TfIdfVectorizer, 9);
   r.Add({"ai.onnx.preview.training", "Adagrad", 1, 1, Adagrad});
   r.Add({"ai.onnx.preview.training", "Momentum", 1, 1, Momentum});
   r.Add({"ai.onnx.preview.training", "Adam", 1, 1, Adam});
