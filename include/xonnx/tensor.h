@@ -12,11 +12,11 @@ namespace xonnx {
 
 // Element types of tensors (the ONNX tensor types xonnx supports).
 enum class DataType { kFloat32, kFloat16, kBFloat16, kFloat64, kInt8, kInt16, kInt32, kInt64,
-                      kUInt8, kUInt16, kUInt32, kUInt64, kBool };
+                      kUInt8, kUInt16, kUInt32, kUInt64, kBool, kString };
 
 // "float32", "int64", ... as printed by the CLI.
 std::string DataTypeName(DataType t);
-// Bytes per element.
+// Bytes per element (0 for strings, which Tensor keeps as std::string).
 int DataTypeSize(DataType t);
 
 // A dense row-major tensor that owns its bytes.
@@ -27,6 +27,8 @@ class Tensor {
   Tensor(DataType dtype, std::vector<int64_t> dims);
   // A tensor holding a copy of `data` (element_count * size bytes).
   static Tensor FromData(DataType dtype, std::vector<int64_t> dims, const void* data);
+  // A string tensor (row-major values).
+  static Tensor FromStrings(std::vector<int64_t> dims, std::vector<std::string> values);
   // A 1-element tensor or a vector of values, for tests and tools.
   template <typename T>
   static Tensor FromVector(DataType dtype, std::vector<int64_t> dims, const std::vector<T>& values) {
@@ -43,8 +45,10 @@ class Tensor {
   T* data_as() { return reinterpret_cast<T*>(bytes_.data()); }
   template <typename T>
   const T* data_as() const { return reinterpret_cast<const T*>(bytes_.data()); }
-  // Element i converted to double (16-bit floats decoded).
+  // Element i converted to double (16-bit floats decoded; strings parsed).
   double GetAsDouble(int64_t i) const;
+  // The values of a string tensor (empty for other types).
+  const std::vector<std::string>& strings() const { return strings_; }
   // "float32[1,3,224,224]".
   std::string ShapeString() const;
 
@@ -52,6 +56,7 @@ class Tensor {
   DataType dtype_ = DataType::kFloat32;
   std::vector<int64_t> dims_;
   std::vector<uint8_t> bytes_;
+  std::vector<std::string> strings_;
 };
 
 // Reads a tensor from an ONNX TensorProto file (.pb) or a NumPy file (.npy);

@@ -76,6 +76,7 @@ Tensor RandomTensor(DataType t, const std::vector<int64_t>& dims, std::mt19937_6
       case DataType::kUInt32: out.data_as<uint32_t>()[i] = ui(rng); break;
       case DataType::kInt64: out.data_as<int64_t>()[i] = ui(rng); break;
       case DataType::kUInt64: out.data_as<uint64_t>()[i] = ui(rng); break;
+      case DataType::kString: break;  // refused by the caller
       case DataType::kFloat16: out.data_as<xonnx::Half>()[i] = xonnx::Half(u(rng)); break;
       case DataType::kBFloat16: out.data_as<xonnx::BFloat16>()[i] = xonnx::BFloat16(u(rng)); break;
     }
@@ -131,6 +132,8 @@ std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a) 
     if (g != given.end()) dims = g->second;
     for (auto& d : dims)
       if (d < 0) d = 1;
+    if (sp.dtype == DataType::kString)
+      throw CliError{absl::StrCat("string input '", sp.name, "' must be given with --input or --input-dir")};
     m[sp.name] = RandomTensor(sp.dtype, dims, rng);
     std::cerr << "xonnx: input '" << sp.name << "' not given: using random " << m[sp.name].ShapeString()
               << " (seed " << a.seed << ")\n";
@@ -140,6 +143,12 @@ std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a) 
 
 void PrintSummary(const xonnx::TensorSpec& spec, const Tensor& t) {
   int64_t n = t.element_count();
+  if (t.dtype() == DataType::kString) {
+    std::vector<std::string> first;
+    for (int64_t i = 0; i < std::min<int64_t>(n, 6); ++i) first.push_back(absl::StrCat("\"", t.strings()[i], "\""));
+    std::cout << spec.name << ": " << t.ShapeString() << " [" << absl::StrJoin(first, ", ") << (n > 6 ? ", ..." : "") << "]\n";
+    return;
+  }
   double mn = INFINITY, mx = -INFINITY, sum = 0;
   for (int64_t i = 0; i < n; ++i) {
     double v = t.GetAsDouble(i);

@@ -12,8 +12,22 @@
 
 namespace xonnx::onnx_import {
 
+const StringTensor* NodeContext::string_input(int i) const {
+  if (!has_input(i)) return nullptr;
+  auto it = values_.strings.find(node_.input(i));
+  return it == values_.strings.end() ? nullptr : &it->second;
+}
+
+void NodeContext::set_string_output(int i, StringTensor v) {
+  if (wants_output(i)) values_.strings[node_.output(i)] = std::move(v);
+}
+
 hlo::Instruction* NodeContext::input(int i) {
   if (!has_input(i)) return nullptr;
+  if (values_.strings.count(node_.input(i))) {
+    b_.ReportError(Unsupported(absl::StrCat("input '", node_.input(i), "' is a string tensor, which this op cannot take")));
+    return nullptr;
+  }
   auto it = values_.values.find(node_.input(i));
   if (it == values_.values.end()) {
     b_.ReportError(Error(absl::StrCat("input '", node_.input(i), "' is not defined before the node")));

@@ -15,9 +15,18 @@
 
 namespace xonnx::onnx_import {
 
-// Values of one graph being converted (name -> instruction).
+// A string tensor. HLO has no strings, so string values live on the host
+// during conversion: string inputs are known at compile time and the ops on
+// them (StringNormalizer, casts) are computed while converting.
+struct StringTensor {
+  std::vector<int64_t> dims;
+  std::vector<std::string> values;
+};
+
+// Values of one graph being converted (name -> instruction, or string tensor).
 struct GraphValues {
   std::map<std::string, hlo::Instruction*> values;
+  std::map<std::string, StringTensor> strings;
 };
 
 class NodeContext {
@@ -43,6 +52,10 @@ class NodeContext {
   // model inputs, the error asks the session to bind them (see importer.h).
   absl::StatusOr<hlo::Literal> RequireConstant(const hlo::Instruction* x, const std::string& what);
   const hlo::Shape& shape(int i) { return input(i)->shape(); }
+
+  // Input i if it is a string tensor, else null.
+  const StringTensor* string_input(int i) const;
+  void set_string_output(int i, StringTensor v);
 
   int output_count() const { return node_.output_size(); }
   bool wants_output(int i) const { return i < node_.output_size() && !node_.output(i).empty(); }

@@ -19,9 +19,13 @@ absl::StatusOr<TensorInfo> InfoFromValue(const onnx::ValueInfoProto& v, const st
   if (!v.type().has_tensor_type())
     return Unimplemented("%s: value '%s' is not a tensor (sequences, maps and optionals are not supported)", model, v.name());
   const auto& tt = v.type().tensor_type();
-  auto t = HloType(tt.elem_type());
-  if (!t.ok()) return Annotate(t.status(), absl::StrCat(model, ": value '", v.name(), "'"));
-  info.type = *t;
+  if (tt.elem_type() == onnx::TensorProto::STRING) {
+    info.is_string = true;
+  } else {
+    auto t = HloType(tt.elem_type());
+    if (!t.ok()) return Annotate(t.status(), absl::StrCat(model, ": value '", v.name(), "'"));
+    info.type = *t;
+  }
   if (tt.has_shape()) {
     for (const auto& d : tt.shape().dim()) {
       info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
@@ -106,7 +110,11 @@ absl::Status ConvertNodes(const onnx::GraphProto& g, const std::map<std::string,
                           GraphValues& values, std::set<std::string>* consumed, std::vector<std::string>* produced) {
   // Initializers are constants (an input of the same name overrides them).
   for (const auto& t : g.initializer()) {
-    if (values.values.count(t.name())) continue;
+    if (values.values.count(t.name()) || values.strings.count(t.name())) continue;
+    if (t.data_type() == onnx::TensorProto::STRING) {
+      values.strings[t.name()] = {{t.dims().begin(), t.dims().end()}, {t.string_data().begin(), t.string_data().end()}};
+      continue;
+    }
     auto lit = LiteralFromTensorProto(t);
     if (!lit.ok()) return Annotate(lit.status(), absl::StrCat("initializer '", t.name(), "'"));
     values.values[t.name()] = b.Constant(*std::move(lit));
@@ -126,7 +134,7 @@ absl::Status ConvertNodes(const onnx::GraphProto& g, const std::map<std::string,
     if (st.ok()) st = b.status();
     if (st.ok()) {
       for (int o = 0; o < n.output_size(); ++o)
-        if (!n.output(o).empty() && !values.values.count(n.output(o)))
+        if (!n.output(o).empty() && !values.values.count(n.output(o)) && !values.strings.count(n.output(o)))
           st = ctx.Error(absl::StrCat("output ", o, " ('", n.output(o), "') was not produced"));
     }
     if (!st.ok()) {
@@ -170,6 +178,13 @@ absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOpti
   std::vector<TensorInfo> params;
   for (size_t k = 0; k < inputs.size(); ++k) {
     TensorInfo& in = inputs[k];
+    if (in.is_string) {
+      auto given = options.string_inputs.find(in.name);
+      if (given == options.string_inputs.end())
+        return InvalidArgument("%s: string input '%s' needs its value at compile time", file, in.name);
+      values.strings[in.name] = given->second;
+      continue;
+    }
     auto bound = options.bound_inputs.find(in.name);
     if (bound != options.bound_inputs.end()) {
       if (bound->second.shape().element_type != in.type)
@@ -223,6 +238,13 @@ absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOpti
     if (roots.empty()) return failure;
   } else {
     for (const auto& o : g.output()) {
+      if (auto sv = values.strings.find(o.name()); sv != values.strings.end()) {
+        result.string_outputs[o.name()] = sv->second;
+        TensorInfo info{o.name(), hlo::PRIMITIVE_TYPE_INVALID, sv->second.dims, {}};
+        info.is_string = true;
+        result.outputs.push_back(info);
+        continue;
+      }
       auto v = values.values.find(o.name());
       if (v == values.values.end()) return InvalidArgument("%s: graph output '%s' is never produced", file, o.name());
       if (!v->second->shape().IsArray())

@@ -22,6 +22,7 @@ struct TensorInfo {
   hlo::PrimitiveType type = hlo::PRIMITIVE_TYPE_INVALID;
   std::vector<int64_t> dims;
   std::vector<std::string> dim_names;
+  bool is_string = false;  // a string tensor (type is then invalid)
 };
 
 struct ImportOptions {
@@ -36,6 +37,8 @@ struct ImportOptions {
   // Inputs whose values are fixed at compile time: they become constants
   // (not parameters). Used for inputs that feed shapes, axes or counts.
   std::map<std::string, hlo::Literal> bound_inputs;
+  // The values of string inputs (always needed: strings never reach HLO).
+  std::map<std::string, StringTensor> string_inputs;
   // Import-time constant folding cap (elements).
   int64_t fold_max_elements = 1 << 22;
 };
@@ -45,6 +48,8 @@ struct ImportedModule {
   std::vector<TensorInfo> inputs;   // concrete, in parameter order (bound inputs excluded)
   std::vector<TensorInfo> outputs;  // concrete, in tuple order
   std::string partial_error;        // set when allow_partial cut the graph short
+  // String outputs, computed while converting; they are not in the HLO.
+  std::map<std::string, StringTensor> string_outputs;
 };
 
 // Declared graph inputs (initializers excluded) and outputs.

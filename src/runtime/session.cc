@@ -34,6 +34,7 @@ std::string ShapeKey(const ShapeMap& shapes) {
 }
 
 StatusOr<TensorSpec> SpecOf(const onnx_import::TensorInfo& info) {
+  if (info.is_string) return TensorSpec{info.name, DataType::kString, info.dims, info.dim_names};
   ASSIGN_OR_RETURN(DataType t, FromHlo(info.type));
   return TensorSpec{info.name, t, info.dims, info.dim_names};
 }
@@ -47,10 +48,14 @@ struct Session::Impl {
   std::string unsupported;  // non-empty when allow_unsupported let Open pass
   double load_ms = 0;
 
-  // A compiled program and the model inputs its parameters take, in order.
+  // A compiled program, the model inputs its parameters take (in order), and
+  // for each model output either the program output it is or, for string
+  // outputs computed while converting, its value.
   struct Program {
     std::shared_ptr<cpu::Executable> exe;
     std::vector<std::string> params;
+    std::vector<int> output_index;        // -1 for a string output
+    std::vector<Tensor> string_outputs;   // by model output position (unused entries empty)
   };
 
   std::mutex mu;
@@ -62,11 +67,13 @@ struct Session::Impl {
   std::string last_summary;
 
   StatusOr<onnx_import::ImportedModule> BuildModule(const ShapeMap& shapes, const std::map<std::string, hlo::Literal>& bound,
-                                                   bool allow_partial, bool optimized) const {
+                                                   bool allow_partial, bool optimized,
+                                                   const std::map<std::string, onnx_import::StringTensor>& strings = {}) const {
     onnx_import::ImportOptions io;
     for (const auto& [name, dims] : shapes)
-      if (!bound.count(name)) io.input_shapes[name] = dims;
+      if (!bound.count(name) && !strings.count(name)) io.input_shapes[name] = dims;
     io.bound_inputs = bound;
+    io.string_inputs = strings;
     io.allow_partial = allow_partial;
     ASSIGN_OR_RETURN(onnx_import::ImportedModule imported, onnx_import::Import(*model, io));
     if (optimized) {
@@ -88,6 +95,14 @@ struct Session::Impl {
         bound_names = value_inputs;
       }
       std::string key = ShapeKey(shapes);
+      // String inputs never reach the program: their values are compiled in.
+      std::map<std::string, onnx_import::StringTensor> strings;
+      for (const auto& [name, t] : values) {
+        if (t.dtype() != DataType::kString) continue;
+        strings[name] = {t.dims(), t.strings()};
+        absl::StrAppend(&key, "|", name, "=");
+        for (const auto& v : t.strings()) absl::StrAppend(&key, v.size(), ":", v);
+      }
       std::map<std::string, hlo::Literal> bound;
       for (const std::string& name : bound_names) {
         const Tensor& t = values.at(name);
@@ -102,7 +117,7 @@ struct Session::Impl {
         if (it != cache.end()) return it->second;
       }
       auto start = std::chrono::steady_clock::now();
-      auto imported = BuildModule(shapes, bound, false, options.optimize);
+      auto imported = BuildModule(shapes, bound, false, options.optimize, strings);
       if (!imported.ok()) {
         // A shape-like value depends on inputs: bind them and try again.
         auto needs = imported.status().GetPayload(onnx_import::kNeedsInputValuesPayload);
@@ -118,6 +133,17 @@ struct Session::Impl {
       }
       Program prog;
       for (const auto& in : imported->inputs) prog.params.push_back(in.name);
+      int next = 0;
+      for (const auto& out : imported->outputs) {
+        if (out.is_string) {
+          const auto& sv = imported->string_outputs.at(out.name);
+          prog.output_index.push_back(-1);
+          prog.string_outputs.push_back(Tensor::FromStrings(sv.dims, sv.values));
+        } else {
+          prog.output_index.push_back(next++);
+          prog.string_outputs.emplace_back();
+        }
+      }
       cpu::CompileOptions co;
       co.use_dnnl = options.use_dnnl;
       co.fuse_elementwise = options.fuse_elementwise;
@@ -268,15 +294,18 @@ StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& 
   ASSIGN_OR_RETURN(Impl::Program prog, impl_->Get(inputs));
   std::vector<const void*> args;
   for (const std::string& name : prog.params) args.push_back(inputs.at(name).data());
-  std::vector<Tensor> outs;
+  std::vector<Tensor> computed;
   std::vector<void*> ptrs;
   for (const hlo::Shape& s : prog.exe->output_shapes()) {
     ASSIGN_OR_RETURN(DataType t, FromHlo(s.element_type));
-    outs.emplace_back(t, s.dims);
+    computed.emplace_back(t, s.dims);
   }
-  for (auto& o : outs) ptrs.push_back(o.data());
+  for (auto& o : computed) ptrs.push_back(o.data());
   Status st = prog.exe->Execute(args, ptrs);
   if (!st.ok()) return Annotate(st, impl_->model->path);
+  std::vector<Tensor> outs;
+  for (size_t k = 0; k < prog.output_index.size(); ++k)
+    outs.push_back(prog.output_index[k] < 0 ? prog.string_outputs[k] : std::move(computed[prog.output_index[k]]));
   return outs;
 }
 

@@ -246,3 +246,60 @@ TEST_F(SessionTest, ShapeInputsAreBoundAtCompileTime) {
 
 }  // namespace
 }  // namespace xonnx
+
+namespace xonnx {
+namespace {
+
+TEST_F(SessionTest, StringTensorsGoInAndOut) {
+  // y = StringNormalizer(x, stopwords={"b"}, UPPER); n = Cast(Cast(x2, string), float)
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("strings");
+  auto* x = g->add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::STRING);
+  x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param("n");
+  auto* y = g->add_output();
+  y->set_name("y");
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::STRING);
+  y->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param("m");
+  auto* norm = g->add_node();
+  norm->set_op_type("StringNormalizer");
+  norm->set_name("norm");
+  norm->add_input("x");
+  norm->add_output("y");
+  auto* a = norm->add_attribute();
+  a->set_name("case_change_action");
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s("UPPER");
+  auto* sw = norm->add_attribute();
+  sw->set_name("stopwords");
+  sw->set_type(onnx::AttributeProto::STRINGS);
+  sw->add_strings("b");
+  auto s = Session::Open(Write(m));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->inputs()[0].dtype, DataType::kString);
+  for (auto words : {std::vector<std::string>{"a", "b", "Cd"}, std::vector<std::string>{"b", "xy"}}) {
+    auto out = (*s)->Run({{"x", Tensor::FromStrings({static_cast<int64_t>(words.size())}, words)}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    std::vector<std::string> want;
+    for (const auto& w : words)
+      if (w != "b") {
+        std::string u = w;
+        for (char& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        want.push_back(u);
+      }
+    EXPECT_EQ((*out)[0].strings(), want);
+  }
+  // The written TensorProto reads back as the same strings.
+  std::string path = (dir_ / "s.pb").string();
+  ASSERT_TRUE(WriteTensorProto(path, Tensor::FromStrings({2}, {"p", "q"}), "s").ok());
+  auto back = ReadTensorFile(path);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->strings(), (std::vector<std::string>{"p", "q"}));
+}
+
+}  // namespace
+}  // namespace xonnx

@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_join.h"
@@ -22,6 +23,7 @@ constexpr Row kRows[] = {
     {DataType::kUInt8, hlo::U8, "uint8"},     {DataType::kUInt16, hlo::U16, "uint16"},
     {DataType::kUInt32, hlo::U32, "uint32"},  {DataType::kUInt64, hlo::U64, "uint64"},
     {DataType::kBool, hlo::PRED, "bool"},
+    {DataType::kString, hlo::PRIMITIVE_TYPE_INVALID, "string"},
 };
 const Row& RowOf(DataType t) {
   for (const Row& r : kRows)
@@ -34,7 +36,7 @@ hlo::PrimitiveType ToHlo(DataType t) { return RowOf(t).hlo; }
 
 StatusOr<DataType> FromHlo(hlo::PrimitiveType t) {
   for (const Row& r : kRows)
-    if (r.hlo == t) return r.dtype;
+    if (r.hlo == t && t != hlo::PRIMITIVE_TYPE_INVALID) return r.dtype;
   return Unimplemented("element type %s has no public DataType", hlo::PrimitiveTypeName(t));
 }
 
@@ -42,7 +44,15 @@ std::string DataTypeName(DataType t) { return RowOf(t).name; }
 int DataTypeSize(DataType t) { return hlo::ByteWidth(ToHlo(t)); }
 
 Tensor::Tensor(DataType dtype, std::vector<int64_t> dims) : dtype_(dtype), dims_(std::move(dims)) {
-  bytes_.assign(element_count() * DataTypeSize(dtype_), 0);
+  if (dtype_ == DataType::kString) strings_.resize(element_count());
+  else bytes_.assign(element_count() * DataTypeSize(dtype_), 0);
+}
+
+Tensor Tensor::FromStrings(std::vector<int64_t> dims, std::vector<std::string> values) {
+  Tensor t(DataType::kString, std::move(dims));
+  t.strings_ = std::move(values);
+  t.strings_.resize(t.element_count());
+  return t;
 }
 
 Tensor Tensor::FromData(DataType dtype, std::vector<int64_t> dims, const void* data) {
@@ -58,6 +68,7 @@ int64_t Tensor::element_count() const {
 }
 
 double Tensor::GetAsDouble(int64_t i) const {
+  if (dtype_ == DataType::kString) return std::strtod(strings_[i].c_str(), nullptr);
   return hlo::TypeSwitch(ToHlo(dtype_), [&](auto tag) -> double {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_integral_v<T>) return static_cast<double>(data_as<T>()[i]);

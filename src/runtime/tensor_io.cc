@@ -96,6 +96,11 @@ StatusOr<Tensor> ReadTensorFile(const std::string& path, std::string* name) {
   if (absl::EndsWith(path, ".npy")) return ReadNpy(path, bytes);
   onnx::TensorProto proto;
   if (!proto.ParseFromString(bytes)) return InvalidArgument("%s: not an ONNX TensorProto file", path);
+  if (proto.data_type() == onnx::TensorProto::STRING) {
+    if (name) *name = proto.name();
+    return Tensor::FromStrings({proto.dims().begin(), proto.dims().end()},
+                               {proto.string_data().begin(), proto.string_data().end()});
+  }
   auto lit = onnx_import::LiteralFromTensorProto(proto);
   if (!lit.ok()) return Annotate(lit.status(), path);
   ASSIGN_OR_RETURN(DataType t, FromHlo(lit->shape().element_type));
@@ -104,9 +109,19 @@ StatusOr<Tensor> ReadTensorFile(const std::string& path, std::string* name) {
 }
 
 Status WriteTensorProto(const std::string& path, const Tensor& t, const std::string& name) {
-  hlo::Literal l(hlo::Shape(ToHlo(t.dtype()), t.dims()));
-  if (t.byte_size()) std::memcpy(l.untyped_data(), t.data(), t.byte_size());
-  std::string bytes = onnx_import::TensorProtoFromLiteral(l, name).SerializeAsString();
+  std::string bytes;
+  if (t.dtype() == DataType::kString) {
+    onnx::TensorProto p;
+    p.set_name(name);
+    p.set_data_type(onnx::TensorProto::STRING);
+    for (int64_t d : t.dims()) p.add_dims(d);
+    for (const auto& v : t.strings()) p.add_string_data(v);
+    bytes = p.SerializeAsString();
+  } else {
+    hlo::Literal l(hlo::Shape(ToHlo(t.dtype()), t.dims()));
+    if (t.byte_size()) std::memcpy(l.untyped_data(), t.data(), t.byte_size());
+    bytes = onnx_import::TensorProtoFromLiteral(l, name).SerializeAsString();
+  }
   std::ofstream f(path, std::ios::binary);
   if (!f) return absl::PermissionDeniedError(absl::StrFormat("%s: cannot write the output file", path));
   f.write(bytes.data(), bytes.size());

@@ -63,6 +63,12 @@ Result RunCase(const fs::path& dir) {
       const xonnx::Tensor& got = (*outs)[i];
       if (got.dims() != want->dims() || got.dtype() != want->dtype())
         return {"fail", absl::StrCat("output ", i, " is ", got.ShapeString(), ", expected ", want->ShapeString())};
+      if (got.dtype() == xonnx::DataType::kString) {
+        for (int64_t k = 0; k < got.element_count(); ++k)
+          if (got.strings()[k] != want->strings()[k])
+            return {"fail", absl::StrFormat("output %d element %d is '%s', expected '%s'", i, k, got.strings()[k], want->strings()[k])};
+        continue;
+      }
       for (int64_t k = 0; k < got.element_count(); ++k) {
         double a = got.GetAsDouble(k), e = want->GetAsDouble(k);
         if (!Close(a, e))

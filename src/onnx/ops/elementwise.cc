@@ -1,6 +1,7 @@
 // Elementwise ONNX ops: arithmetic, math functions, activations, logic,
 // comparisons, Cast, Clip, Where.
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "base/status.h"
@@ -320,19 +321,64 @@ absl::Status Where(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status Cast(NodeContext& ctx) {
-  int64_t to = ctx.attr_i("to", 0);
-  auto t = HloType(static_cast<int32_t>(to));
-  if (!t.ok()) return ctx.Unsupported(std::string(t.status().message()));
-  ctx.set_output(0, ctx.b().Convert(ctx.input(0), *t));
+// The shortest decimal that reads back as the same float (numpy's str).
+std::string FloatToString(double v, bool single) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  for (int p = 1; p <= 17; ++p) {
+    std::string s = absl::StrFormat("%.*g", p, v);
+    if (single ? std::strtof(s.c_str(), nullptr) == static_cast<float>(v) : std::strtod(s.c_str(), nullptr) == v) return s;
+  }
+  return absl::StrFormat("%.17g", v);
+}
+
+// Casts involving strings happen while converting: string inputs are known,
+// and a numeric input cast to string must be known at compile time.
+absl::Status CastToFrom(NodeContext& ctx, bool to_string, hlo::PrimitiveType to) {
+  hlo::Builder& b = ctx.b();
+  if (const StringTensor* in = ctx.string_input(0)) {
+    if (to_string) {
+      ctx.set_string_output(0, *in);
+      return absl::OkStatus();
+    }
+    hlo::Literal l(hlo::Shape(hlo::F64, in->dims));
+    for (size_t i = 0; i < in->values.size(); ++i) {
+      char* end = nullptr;
+      l.data<double>()[i] = std::strtod(in->values[i].c_str(), &end);
+      if (end == in->values[i].c_str()) return ctx.Error(absl::StrCat("cannot parse '", in->values[i], "' as a number"));
+    }
+    ctx.set_output(0, b.Constant(l.Convert(to)));
+    return absl::OkStatus();
+  }
+  Instruction* x = ctx.input(0);
+  if (!x) return ctx.Error("needs an input");
+  if (!to_string) {
+    ctx.set_output(0, b.Convert(x, to));
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(hlo::Literal v, ctx.RequireConstant(x, "a value cast to string"));
+  StringTensor out{v.shape().dims, {}};
+  bool single = v.shape().element_type != hlo::F64;
+  for (int64_t i = 0; i < v.element_count(); ++i)
+    out.values.push_back(hlo::IsFloatingPoint(v.shape().element_type) ? FloatToString(v.GetAsDouble(i), single)
+                                                                        : absl::StrCat(v.GetAsInt64(i)));
+  ctx.set_string_output(0, std::move(out));
   return absl::OkStatus();
 }
 
+absl::Status Cast(NodeContext& ctx) {
+  int64_t to = ctx.attr_i("to", 0);
+  if (to == onnx::TensorProto::STRING) return CastToFrom(ctx, true, hlo::PRIMITIVE_TYPE_INVALID);
+  auto t = HloType(static_cast<int32_t>(to));
+  if (!t.ok()) return ctx.Unsupported(std::string(t.status().message()));
+  return CastToFrom(ctx, false, *t);
+}
+
 absl::Status CastLike(NodeContext& ctx) {
+  if (ctx.string_input(1)) return CastToFrom(ctx, true, hlo::PRIMITIVE_TYPE_INVALID);
   Instruction* like = ctx.input(1);
   if (!like) return ctx.Error("needs a target_type input");
-  ctx.set_output(0, ctx.b().Convert(ctx.input(0), like->shape().element_type));
-  return absl::OkStatus();
+  return CastToFrom(ctx, false, like->shape().element_type);
 }
 
 absl::Status Clip(NodeContext& ctx) {
@@ -356,7 +402,8 @@ absl::Status Clip(NodeContext& ctx) {
 }
 
 absl::Status Identity(NodeContext& ctx) {
-  ctx.set_output(0, ctx.input(0));
+  if (const StringTensor* s = ctx.string_input(0)) ctx.set_string_output(0, *s);
+  else ctx.set_output(0, ctx.input(0));
   return absl::OkStatus();
 }
 

@@ -278,6 +278,42 @@ absl::Status TfIdfVectorizer(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
+// StringNormalizer: drops stopwords (case-sensitively or not) and changes
+// case, on a string tensor known at compile time (ASCII case mapping).
+absl::Status StringNormalizer(NodeContext& ctx) {
+  const StringTensor* in = ctx.string_input(0);
+  if (!in) return ctx.Error("needs a string input");
+  std::string action = ctx.attr_s("case_change_action", "NONE");
+  bool sensitive = ctx.attr_i("is_case_sensitive", 0) != 0;
+  std::vector<std::string> stop;
+  for (const auto& a : ctx.node().attribute())
+    if (a.name() == "stopwords") stop.assign(a.strings().begin(), a.strings().end());
+  auto lower = [](std::string v) {
+    for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return v;
+  };
+  auto upper = [](std::string v) {
+    for (char& c : v) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return v;
+  };
+  if (!sensitive)
+    for (auto& w : stop) w = lower(w);
+  if (in->dims.size() > 2 || (in->dims.size() == 2 && in->dims[0] != 1))
+    return ctx.Error("input must be [C] or [1, C]");
+  StringTensor out;
+  for (const auto& v : in->values) {
+    std::string key = sensitive ? v : lower(v);
+    if (std::find(stop.begin(), stop.end(), key) != stop.end()) continue;
+    out.values.push_back(action == "LOWER" ? lower(v) : action == "UPPER" ? upper(v) : v);
+  }
+  // An empty result is a single empty string, as specified.
+  if (out.values.empty()) out.values.push_back("");
+  int64_t n = out.values.size();
+  out.dims = in->dims.size() == 2 ? std::vector<int64_t>{1, n} : std::vector<int64_t>{n};
+  ctx.set_string_output(0, std::move(out));
+  return absl::OkStatus();
+}
+
 // g + norm * x: the L2-regularized gradient every optimizer starts from.
 Instruction* Regularized(hlo::Builder& b, Instruction* x, Instruction* g, double norm) {
   return b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, norm)), g);
@@ -385,6 +421,7 @@ void RegisterMiscOps(Registry& r) {
   r.Add("Einsum", Einsum, 12);
   r.Add("Det", Det, 11);
   r.Add("TfIdfVectorizer", TfIdfVectorizer, 9);
+  r.Add("StringNormalizer", StringNormalizer, 10);
   r.Add({"ai.onnx.preview.training", "Adagrad", 1, 1, Adagrad});
   r.Add({"ai.onnx.preview.training", "Momentum", 1, 1, Momentum});
   r.Add({"ai.onnx.preview.training", "Adam", 1, 1, Adam});

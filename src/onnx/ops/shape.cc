@@ -400,6 +400,23 @@ absl::Status Tile(NodeContext& ctx) {
 
 absl::Status Constant(NodeContext& ctx) {
   hlo::Builder& b = ctx.b();
+  const onnx::TensorProto* st = ctx.attr_t("value");
+  if (st && st->data_type() == onnx::TensorProto::STRING) {
+    ctx.set_string_output(0, {{st->dims().begin(), st->dims().end()}, {st->string_data().begin(), st->string_data().end()}});
+    return absl::OkStatus();
+  }
+  if (ctx.has_attr("value_string") || ctx.has_attr("value_strings")) {
+    StringTensor out;
+    for (const auto& a : ctx.node().attribute()) {
+      if (a.name() == "value_string") out.values = {a.s()};
+      if (a.name() == "value_strings") {
+        out.values.assign(a.strings().begin(), a.strings().end());
+        out.dims = {static_cast<int64_t>(out.values.size())};
+      }
+    }
+    ctx.set_string_output(0, std::move(out));
+    return absl::OkStatus();
+  }
   if (const onnx::TensorProto* t = ctx.attr_t("value")) {
     auto l = LiteralFromTensorProto(*t);
     if (!l.ok()) return ctx.Unsupported(std::string(l.status().message()));
