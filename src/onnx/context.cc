@@ -109,8 +109,12 @@ const onnx::GraphProto* NodeContext::attr_g(const std::string& name) const {
 }
 
 absl::Status NodeContext::ConvertSubgraph(const onnx::GraphProto& g, GraphValues& scope) {
+  return ConvertSubgraphInto(b_, g, scope);
+}
+
+absl::Status NodeContext::ConvertSubgraphInto(hlo::Builder& b, const onnx::GraphProto& g, GraphValues& scope) {
   if (!opsets_) return Error("subgraphs cannot be converted here");
-  absl::Status st = ConvertNodes(g, *opsets_, b_, scope);
+  absl::Status st = ConvertNodes(g, *opsets_, b, scope);
   if (!st.ok()) return Annotate(st, absl::StrCat("node '", node_.name(), "' (", node_.op_type(), ") subgraph '", g.name(), "'"));
   return absl::OkStatus();
 }

@@ -76,6 +76,8 @@ class NodeContext {
   // Converts a subgraph's nodes into this node's builder: `scope` starts as
   // the outer values plus the subgraph's bound inputs and receives its outputs.
   absl::Status ConvertSubgraph(const onnx::GraphProto& g, GraphValues& scope);
+  // The same into another computation's builder (loop bodies).
+  absl::Status ConvertSubgraphInto(hlo::Builder& b, const onnx::GraphProto& g, GraphValues& scope);
 
   // "node 'n' (Op): msg" errors; the importer adds the file name.
   absl::Status Error(const std::string& msg) const;

@@ -82,6 +82,32 @@ def control_flow(out_dir):
     save_case(out_dir, "control_flow", m, cases)
 
 
+def while_loop(out_dir):
+    """A Loop whose trip count is a runtime input (an HLO while), reading an
+    outer-scope value in its body."""
+    f = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["v_in", "k"], ["m"]),
+         helper.make_node("Add", ["m", "x"], ["v_out"]),
+         helper.make_node("Identity", ["c_in"], ["c_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_in", f, [3])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), helper.make_tensor_value_info("v_out", f, [3])])
+    inits = [numpy_helper.from_array(np.array(1.5, np.float32), "k"), numpy_helper.from_array(np.array(True), "true"),
+             numpy_helper.from_array(np.zeros(3, np.float32), "v0")]
+    m = model([helper.make_node("Loop", ["n", "true", "v0"], ["v"], body=body)], "while_loop",
+              [helper.make_tensor_value_info("x", f, [3]), helper.make_tensor_value_info("n", TensorProto.INT64, [])],
+              [helper.make_tensor_value_info("v", f, [3])], inits)
+    cases = []
+    for n in (3, 5):
+        x = rng.standard_normal(3).astype(np.float32)
+        v = np.zeros(3, np.float32)
+        for _ in range(n):
+            v = (v * np.float32(1.5) + x).astype(np.float32)
+        cases.append(([("x", x), ("n", np.array(n, np.int64))], [("v", v)]))
+    save_case(out_dir, "while_loop", m, cases)
+
+
 def nms_reference(boxes, scores, max_out, iou_th, score_th):
     def corners(b):
         y1, x1, y2, x2 = b
@@ -218,6 +244,7 @@ def einsum(out_dir):
 if __name__ == "__main__":
     out = sys.argv[1]
     control_flow(out)
+    while_loop(out)
     detection(out)
     quantized(out)
     resize_antialias(out)

@@ -5,6 +5,7 @@
 // known at compile time, with a runtime loop condition applied as a mask on
 // the carried state.
 #include <algorithm>
+#include <set>
 
 #include "base/status.h"
 #include "onnx/registry.h"
@@ -74,15 +75,106 @@ absl::Status If(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
+// Names a subgraph reads that it does not define (its outer-scope captures).
+void FreeNames(const onnx::GraphProto& g, std::set<std::string>& defined, std::set<std::string>& free) {
+  std::set<std::string> local = defined;
+  for (const auto& i : g.input()) local.insert(i.name());
+  for (const auto& t : g.initializer()) local.insert(t.name());
+  for (const auto& n : g.node()) {
+    for (const auto& in : n.input())
+      if (!in.empty() && !local.count(in)) free.insert(in);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) FreeNames(a.g(), local, free);
+      for (const auto& sub : a.graphs()) FreeNames(sub, local, free);
+    }
+    for (const auto& out : n.output()) local.insert(out);
+  }
+  for (const auto& o : g.output())
+    if (!local.count(o.name())) free.insert(o.name());
+}
+
+// A Loop whose trip count is not known at compile time (or too large to
+// unroll) and that has no scan outputs becomes an HLO while over the tuple
+// (i, condition, trip count, loop-carried values..., captured values...).
+absl::Status LoopAsWhile(NodeContext& ctx, const onnx::GraphProto& body, Instruction* trips, Instruction* cond,
+                         const std::vector<Instruction*>& state) {
+  hlo::Builder& b = ctx.b();
+  hlo::Module* m = b.module();
+  int n_state = state.size();
+  std::set<std::string> none, free;
+  FreeNames(body, none, free);
+  std::vector<std::string> captured;
+  std::vector<Instruction*> captured_values;
+  for (const std::string& name : free) {
+    auto it = ctx.values().values.find(name);
+    if (it == ctx.values().values.end()) {
+      if (ctx.values().strings.count(name)) return ctx.Unsupported("a loop body reading string tensors");
+      return ctx.Error(absl::StrCat("the body reads '", name, "', which is not defined"));
+    }
+    captured.push_back(name);
+    captured_values.push_back(it->second);
+  }
+  Instruction* m_value = trips ? b.Convert(b.Reshape(trips, {}), hlo::S64) : b.ScalarConstant(hlo::S64, INT64_MAX);
+  std::vector<Instruction*> init = {b.ScalarConstant(hlo::S64, 0), cond, m_value};
+  init.insert(init.end(), state.begin(), state.end());
+  init.insert(init.end(), captured_values.begin(), captured_values.end());
+  Instruction* tuple = b.Tuple(init);
+  if (!tuple) return b.status();
+  const hlo::Shape& ts = tuple->shape();
+
+  hlo::Builder cb(m, "loop_condition");
+  Instruction* cp = cb.Parameter(0, ts, "state");
+  Instruction* go = cb.Binary(Opcode::kAnd, cb.GetTupleElement(cp, 1),
+                              cb.Compare(cb.GetTupleElement(cp, 0), cb.GetTupleElement(cp, 2), hlo::ComparisonDirection::kLt));
+  ASSIGN_OR_RETURN(hlo::Computation * condition, cb.Build(go));
+
+  hlo::Builder bb(m, "loop_body");
+  bb.set_metadata(b.metadata());
+  Instruction* bp = bb.Parameter(0, ts, "state");
+  GraphValues scope;
+  Instruction* i = bb.GetTupleElement(bp, 0);
+  Bind(bb, scope, body.input(0), i);
+  Bind(bb, scope, body.input(1), bb.GetTupleElement(bp, 1));
+  for (int k = 0; k < n_state; ++k) Bind(bb, scope, body.input(2 + k), bb.GetTupleElement(bp, 3 + k));
+  for (size_t j = 0; j < captured.size(); ++j) scope.values[captured[j]] = bb.GetTupleElement(bp, 3 + n_state + j);
+  RETURN_IF_ERROR(ctx.ConvertSubgraphInto(bb, body, scope));
+  std::vector<Instruction*> next = {bb.Binary(Opcode::kAdd, i, bb.ScalarConstant(hlo::S64, 1))};
+  for (int k = 0; k < body.output_size(); ++k) {
+    auto it = scope.values.find(body.output(k).name());
+    if (it == scope.values.end()) return ctx.Error(absl::StrCat("body output '", body.output(k).name(), "' is never produced"));
+    Instruction* v = it->second;
+    if (k == 0) v = bb.Convert(bb.Reshape(v, {}), hlo::PRED);
+    else if (!v->shape().Compatible(state[k - 1]->shape()))
+      return ctx.Unsupported(absl::StrCat("loop-carried value ", k - 1, " changes shape across iterations"));
+    next.push_back(v);
+    if (k == 0) next.push_back(bb.GetTupleElement(bp, 2));
+  }
+  for (size_t j = 0; j < captured.size(); ++j) next.push_back(bb.GetTupleElement(bp, 3 + n_state + j));
+  ASSIGN_OR_RETURN(hlo::Computation * loop_body, bb.Build(bb.Tuple(next)));
+  Instruction* w = b.While(condition, loop_body, tuple);
+  for (int k = 0; k < n_state; ++k) ctx.set_output(k, b.GetTupleElement(w, 3 + k));
+  return absl::OkStatus();
+}
+
 absl::Status Loop(NodeContext& ctx) {
   hlo::Builder& b = ctx.b();
   const onnx::GraphProto* body = ctx.attr_g("body");
   if (!body) return ctx.Error("needs a body");
-  if (!ctx.has_input(0)) return ctx.Unsupported("a Loop without a trip count (unbounded while loops)");
+  int n_state_in = ctx.input_count() - 2;
+  int n_scan_out = body->output_size() - 1 - n_state_in;
+  Instruction* trip_input = ctx.has_input(0) ? ctx.input(0) : nullptr;
+  bool trips_known = trip_input && trip_input->opcode() == Opcode::kConstant;
+  if (n_scan_out == 0 && (!trips_known || trip_input->literal->GetAsInt64(0) > kMaxUnrolledIterations)) {
+    std::vector<Instruction*> state;
+    for (int k = 0; k < n_state_in; ++k) state.push_back(ctx.input(2 + k));
+    Instruction* cond = ctx.has_input(1) ? ScalarPred(b, ctx.input(1)) : b.Constant(Literal::Scalar<bool>(true));
+    return LoopAsWhile(ctx, *body, trip_input, cond, state);
+  }
+  if (!trip_input) return ctx.Unsupported("scan outputs of a Loop without a trip count");
   ASSIGN_OR_RETURN(Literal m, ctx.ConstInput(0));
   int64_t trips = m.GetAsInt64(0);
   if (trips > kMaxUnrolledIterations)
-    return ctx.Unsupported(absl::StrCat("a trip count of ", trips, " (unrolled up to ", kMaxUnrolledIterations, ")"));
+    return ctx.Unsupported(absl::StrCat("scan outputs over a trip count of ", trips, " (unrolled up to ", kMaxUnrolledIterations, ")"));
   Instruction* active = ctx.has_input(1) ? ScalarPred(b, ctx.input(1)) : b.Constant(Literal::Scalar<bool>(true));
   int n_state = ctx.input_count() - 2;
   std::vector<Instruction*> state;
