@@ -39,6 +39,9 @@ struct ModelInfo {
   std::map<std::string, int64_t> opsets;      // domain ("" = ai.onnx) -> version
   std::map<std::string, int64_t> op_counts;   // op type -> nodes
   std::vector<std::string> unsupported;       // "Op (nodes 'a', 'b')" per unsupported op
+  // Nodes whose output shapes depend on values (NonZero, Unique, ...): they
+  // are computed on the host while compiling, once per distinct input value.
+  std::vector<std::string> host_nodes;        // "Op 'node'" each
   int64_t initializer_bytes = 0;
 };
 

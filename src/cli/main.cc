@@ -257,6 +257,10 @@ int Info(const std::string& model) {
   for (const auto& o : s->outputs()) std::cout << "  " << o.name << ": " << DimsString(o) << "\n";
   std::cout << "ops:\n";
   for (const auto& [op, n] : info.op_counts) std::cout << "  " << op << " x" << n << "\n";
+  if (!info.host_nodes.empty()) {
+    std::cout << "computed on the host while compiling (once per distinct input value):\n";
+    for (const auto& h : info.host_nodes) std::cout << "  " << h << "\n";
+  }
   if (info.unsupported.empty()) {
     std::cout << "unsupported: none\n";
   } else {

@@ -220,6 +220,10 @@ ModelInfo Session::Info() const {
   }
   for (const auto& u : onnx_import::FindUnsupportedOps(*impl_->model))
     info.unsupported.push_back(onnx_import::DescribeUnsupported({u}));
+  static const char* kHostOps[] = {"NonZero", "Unique", "NonMaxSuppression", "Compress", "StringNormalizer"};
+  for (const auto& n : p.graph().node())
+    for (const char* op : kHostOps)
+      if (n.op_type() == op) info.host_nodes.push_back(absl::StrCat(op, " '", n.name().empty() ? n.output(0) : n.name(), "'"));
   return info;
 }
 

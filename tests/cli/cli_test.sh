@@ -4,6 +4,8 @@
 set -uo pipefail
 xonnx="$1"
 model="$2"
+# A graph with NonMaxSuppression, for `info`'s host-node listing.
+detection_model="${3:-}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0
@@ -73,6 +75,8 @@ expect_error convert_unsupported "1 unsupported op: FancySoftmax \(node 'softmax
 expect convert_partial 0 "partial conversion, stopped at: .*FancySoftmax" -- "$xonnx" convert "$tmp/partial.onnx" --hlo-text - --allow-partial
 expect convert_partial_text 0 "ROOT .* tuple\(" -- "$xonnx" convert "$tmp/partial.onnx" --hlo-text - --allow-partial
 expect info_unsupported 0 "FancySoftmax \(node 'softmax'\)" -- "$xonnx" info "$tmp/partial.onnx"
+
+[[ -n "$detection_model" ]] && expect info_host_nodes 0 "computed on the host while compiling.*" -- "$xonnx" info "$detection_model"
 
 printf 'not a model' >"$tmp/bad.onnx"
 head -c 3000 "$model" >"$tmp/truncated.onnx"
