@@ -62,6 +62,18 @@ std::vector<Case> Cases() {
          y = b.Binary(Opcode::kAdd, y, p[3]);
          return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
        }},
+      {"nhwc_conv_single_use_residual", {Shape(F32, {1, 7, 7, 8}), Shape(F32, {8, 8, 3, 3}), Shape(F32, {8}), Shape(F32, {1, 7, 7, 8})},
+       [](Builder& b, auto p) {
+         ConvolutionDimensionNumbers d;
+         d.input_feature_dimension = d.output_feature_dimension = 3;
+         d.input_spatial_dimensions = d.output_spatial_dimensions = {1, 2};
+         d.kernel_spatial_dimensions = {2, 3};
+         auto* c = b.Convolution(p[0], p[1], Win2d(3, 1, 1), d, 1);
+         auto* y = b.Binary(Opcode::kAdd, c, b.Broadcast(p[2], c->shape().dims, {3}));
+         // The residual is computed and read only by the epilogue.
+         y = b.Binary(Opcode::kAdd, y, b.Unary(Opcode::kTanh, p[3]));
+         return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
+       }},
       {"grouped_strided_dilated_conv", {Shape(F32, {1, 8, 11, 11}), Shape(F32, {8, 2, 3, 3})},
        [](Builder& b, auto p) { return b.Convolution(p[0], p[1], Win2d(3, 2, 2, 2), Nchw(), 4); }},
       {"batched_dot", {Shape(F32, {3, 5, 7}), Shape(F32, {3, 7, 4})},

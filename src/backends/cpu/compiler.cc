@@ -173,10 +173,17 @@ class Compiler {
       for (Instruction* x : absorbed) absorbed_into_conv_[x] = c;
     }
     // Operands only the absorbed ops read (the bias broadcast, the relu
-    // zero) are never computed.
+    // zero) are never computed; the bias and residual the primitive reads
+    // itself still are.
+    absl::flat_hash_set<const Instruction*> read_by_epilogue;
+    for (const auto& [conv, e] : epilogue_) {
+      if (e.bias) read_by_epilogue.insert(e.bias);
+      if (e.residual) read_by_epilogue.insert(e.residual);
+    }
     for (Instruction* i : order_) {
       const auto& us = users_.at(i);
-      if (i == root || us.empty() || absorbed_into_conv_.contains(i) || epilogue_.contains(i)) continue;
+      if (i == root || us.empty() || absorbed_into_conv_.contains(i) || epilogue_.contains(i) || read_by_epilogue.contains(i))
+        continue;
       if (std::all_of(us.begin(), us.end(), [&](Instruction* u) { return absorbed_into_conv_.contains(u); }))
         unused_.insert(i);
     }
