@@ -22,7 +22,7 @@ while [[ $# -gt 0 ]]; do
 done
 xonnx="${XONNX:-build/bin/xonnx}"
 [[ -x "$xonnx" ]] || { echo "build xonnx first (scripts/test.sh or cmake --build build)" >&2; exit 1; }
-[[ -d bench/node_modules/onnxruntime-node ]] || (cd bench && npm install --ignore-scripts --no-audit --no-fund >/dev/null)
+[[ -d bench/node_modules/onnxruntime-node ]] || scripts/install_deps.sh --bench
 work="${BENCH_DIR:-build/bench_models}"
 /usr/bin/python3 tests/models/export_models.py "$work" --models "$models" --opsets 17 2>/dev/null
 

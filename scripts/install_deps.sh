@@ -3,10 +3,17 @@
 # (and, for the ONNX Runtime comparison peer, one npm package).
 #   scripts/install_deps.sh            build + test dependencies
 #   scripts/install_deps.sh --no-test  build dependencies only
+#   scripts/install_deps.sh --bench    also the ONNX Runtime peer for bench/ (npm)
 set -euo pipefail
 
-want_test=1
-[[ "${1:-}" == "--no-test" ]] && want_test=0
+want_test=1 want_bench=0
+for arg in "$@"; do
+  case "$arg" in
+    --no-test) want_test=0 ;;
+    --bench) want_bench=1 ;;
+    *) echo "install_deps: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
 
 SUDO=""
 if [[ "$(id -u)" != "0" ]]; then SUDO="sudo"; fi
@@ -40,3 +47,11 @@ if ((${#missing[@]})); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 echo "install_deps: Debian packages ready" >&2
+
+if [[ $want_bench == 1 ]]; then
+  # The peer ships its CPU library in the package; its install script would
+  # try to download GPU binaries, so it is skipped.
+  command -v npm >/dev/null 2>&1 || { $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; }
+  (cd "$(dirname "$0")/../bench" && npm install --ignore-scripts --no-audit --no-fund >/dev/null)
+  echo "install_deps: ONNX Runtime peer ready in bench/node_modules" >&2
+fi
