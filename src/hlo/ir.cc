@@ -52,6 +52,10 @@ Instruction* Computation::AddInstruction(std::unique_ptr<Instruction> instr) {
   return instructions_.back().get();
 }
 
+void Computation::RemoveInstruction(Instruction* instr) {
+  std::erase_if(instructions_, [&](const std::unique_ptr<Instruction>& i) { return i.get() == instr; });
+}
+
 void Computation::ReplaceAllUsesWith(Instruction* old_instr, Instruction* new_instr) {
   for (auto& i : instructions_) {
     if (i.get() == new_instr) continue;

@@ -154,6 +154,8 @@ class Computation {
 
   // Adds an instruction, giving it a unique name and id from the module.
   Instruction* AddInstruction(std::unique_ptr<Instruction> instr);
+  // Removes an instruction nothing uses (parameters included).
+  void RemoveInstruction(Instruction* instr);
   // Replaces every use of `old_instr` (including the root) by `new_instr`.
   void ReplaceAllUsesWith(Instruction* old_instr, Instruction* new_instr);
   // The users of each instruction, in instruction order.

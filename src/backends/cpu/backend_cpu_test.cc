@@ -74,6 +74,23 @@ std::vector<Case> Cases() {
          y = b.Binary(Opcode::kAdd, y, b.Unary(Opcode::kTanh, p[3]));
          return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
        }},
+      {"while_with_tuple_state", {Shape(F32, {5})},
+       [](Builder& b, auto p) {
+         // (i, v): while i < 4 { v = tanh(v) * 1.5 + v; i += 1 }
+         Module* m = b.module();
+         Shape state = Shape::Tuple({Shape(S32, {}), Shape(F32, {5})});
+         Builder cb(m, "cond");
+         auto* cs = cb.Parameter(0, state, "s");
+         auto* lt = cb.Compare(cb.GetTupleElement(cs, 0), cb.ScalarConstant(S32, 4), ComparisonDirection::kLt);
+         Builder bb(m, "body");
+         auto* bs = bb.Parameter(0, state, "s");
+         auto* v = bb.GetTupleElement(bs, 1);
+         auto* nv = bb.Binary(Opcode::kAdd, bb.Binary(Opcode::kMultiply, bb.Unary(Opcode::kTanh, v),
+                                                      bb.Broadcast(bb.ScalarConstant(F32, 1.5), {5}, {})), v);
+         auto* ni = bb.Binary(Opcode::kAdd, bb.GetTupleElement(bs, 0), bb.ScalarConstant(S32, 1));
+         auto* w = b.While(*cb.Build(lt), *bb.Build(bb.Tuple({ni, nv})), b.Tuple({b.ScalarConstant(S32, 0), p[0]}));
+         return b.GetTupleElement(w, 1);
+       }},
       {"grouped_strided_dilated_conv", {Shape(F32, {1, 8, 11, 11}), Shape(F32, {8, 2, 3, 3})},
        [](Builder& b, auto p) { return b.Convolution(p[0], p[1], Win2d(3, 2, 2, 2), Nchw(), 4); }},
       {"batched_dot", {Shape(F32, {3, 5, 7}), Shape(F32, {3, 7, 4})},

@@ -419,6 +419,12 @@ class Compiler {
           continue;
         }
       }
+      if (i->opcode() == Opcode::kWhile) {
+        if (auto t = NativeWhileThunk(i, io)) {
+          Add(*std::move(t), "while");
+          continue;
+        }
+      }
       if (i->opcode() == Opcode::kWhile || i->opcode() == Opcode::kConditional || i->opcode() == Opcode::kCall) {
         Add(EvaluatorThunk(i, io), "control-flow");
         continue;
@@ -482,6 +488,82 @@ class Compiler {
       return eval::RunKernel(*i, ins, outs, [](const hlo::Computation& c, std::vector<hlo::Literal> args) {
         return eval::Evaluate(c, std::move(args));
       });
+    };
+    return t;
+  }
+
+  // A copy of the module whose entry is `comp` with its tuple parameter
+  // split into one parameter per element, compiled on its own.
+  absl::StatusOr<std::shared_ptr<Executable>> CompileFlattened(const hlo::Computation* comp) {
+    std::unique_ptr<hlo::Module> m = exe_->module_->Clone();
+    hlo::Computation* c = nullptr;
+    for (const auto& k : m->computations())
+      if (k->name() == comp->name()) c = k.get();
+    if (!c || c->num_parameters() != 1 || !c->parameter(0)->shape().IsTuple())
+      return Unimplemented("%s: not a single tuple parameter", comp->name());
+    Instruction* p = c->parameter(0);
+    const auto& shapes = p->shape().tuple_shapes;
+    std::vector<Instruction*> params;
+    for (size_t k = 0; k < shapes.size(); ++k) {
+      if (!shapes[k].IsArray()) return Unimplemented("%s: nested tuple state", comp->name());
+      auto np = std::make_unique<Instruction>(Opcode::kParameter, shapes[k]);
+      np->parameter_number = k + 1;  // renumbered once the tuple parameter is gone
+      np->set_name(absl::StrCat("state_", k));
+      params.push_back(c->AddInstruction(std::move(np)));
+    }
+    std::vector<Instruction*> gtes;
+    for (const auto& i : c->instructions())
+      if (i->opcode() == Opcode::kGetTupleElement && i->operand(0) == p) gtes.push_back(i.get());
+    for (Instruction* g : gtes) c->ReplaceAllUsesWith(g, params[g->tuple_index]);
+    for (const auto& i : c->instructions())
+      for (Instruction* op : i->operands())
+        if (op == p && i->opcode() != Opcode::kGetTupleElement) return Unimplemented("%s: the state tuple is used whole", comp->name());
+    if (c->root() == p) return Unimplemented("%s: returns its parameter", comp->name());
+    c->Canonicalize();  // drops the replaced get-tuple-elements
+    c->RemoveInstruction(p);
+    for (Instruction* np : params) np->parameter_number -= 1;
+    m->set_entry(c);
+    m->RemoveUnreachableComputations();
+    CompileOptions opts = options_;
+    ASSIGN_OR_RETURN(std::unique_ptr<Executable> e, Executable::Compile(std::move(m), opts));
+    return std::shared_ptr<Executable>(std::move(e));
+  }
+
+  // while: the condition and body run as compiled programs over two state
+  // buffers that swap every iteration.
+  std::optional<Thunk> NativeWhileThunk(Instruction* i, ThunkIo io) {
+    auto body = CompileFlattened(i->called_computations()[0]);
+    auto cond = CompileFlattened(i->called_computations()[1]);
+    if (!body.ok() || !cond.ok()) return std::nullopt;
+    std::shared_ptr<Executable> b = *body, c = *cond;
+    exe_->keep_alive_.push_back(b);
+    exe_->keep_alive_.push_back(c);
+    std::vector<int64_t> sizes;
+    for (const hlo::Shape& s : i->shape().tuple_shapes) sizes.push_back(s.ByteSize());
+    Thunk t;
+    t.name = i->name();
+    t.run = [b, c, io, sizes](Frame& f) -> absl::Status {
+      size_t n = sizes.size();
+      std::vector<std::vector<uint8_t>> cur(n), next(n);
+      for (size_t k = 0; k < n; ++k) {
+        cur[k].resize(std::max<int64_t>(sizes[k], 1));
+        next[k].resize(std::max<int64_t>(sizes[k], 1));
+        std::memcpy(cur[k].data(), f.Ptr(io.inputs[k]), sizes[k]);
+      }
+      std::vector<const void*> args(n);
+      std::vector<void*> outs(n);
+      while (true) {
+        for (size_t k = 0; k < n; ++k) args[k] = cur[k].data();
+        bool go = false;
+        void* pred = &go;
+        RETURN_IF_ERROR(c->Execute(args, absl::Span<void* const>(&pred, 1)));
+        if (!go) break;
+        for (size_t k = 0; k < n; ++k) outs[k] = next[k].data();
+        RETURN_IF_ERROR(b->Execute(args, outs));
+        std::swap(cur, next);
+      }
+      for (size_t k = 0; k < n; ++k) std::memcpy(f.Ptr(io.outputs[k]), cur[k].data(), sizes[k]);
+      return absl::OkStatus();
     };
     return t;
   }
