@@ -264,15 +264,21 @@ class Compiler {
         case Opcode::kReshape:
         case Opcode::kBitcastConvert:
           if (Materialized(i->operand(0))) {
-            leaves_[i] = leaves_.at(i->operand(0));
-            backing[i] = backing.at(i->operand(0));
+            // Copy before inserting: flat_hash_map insertions move elements.
+            std::vector<BufferRef> l = leaves_.at(i->operand(0));
+            std::vector<int> bk = backing.at(i->operand(0));
+            leaves_[i] = std::move(l);
+            backing[i] = std::move(bk);
             continue;
           }
           break;
-        case Opcode::kGetTupleElement:
-          leaves_[i] = {leaves_.at(i->operand(0)).at(i->tuple_index)};
-          backing[i] = {backing.at(i->operand(0)).at(i->tuple_index)};
+        case Opcode::kGetTupleElement: {
+          BufferRef l = leaves_.at(i->operand(0)).at(i->tuple_index);
+          int bk = backing.at(i->operand(0)).at(i->tuple_index);
+          leaves_[i] = {l};
+          backing[i] = {bk};
           continue;
+        }
         case Opcode::kTuple: {
           std::vector<BufferRef> l;
           std::vector<int> bk;
@@ -335,9 +341,16 @@ class Compiler {
     for (Instruction* i : order_) {
       switch (i->opcode()) {
         case Opcode::kReshape: case Opcode::kBitcastConvert:
-          if (Materialized(i->operand(0)) && backing.at(i) == backing.at(i->operand(0))) leaves_[i] = leaves_.at(i->operand(0));
+          if (Materialized(i->operand(0)) && backing.at(i) == backing.at(i->operand(0))) {
+            std::vector<BufferRef> l = leaves_.at(i->operand(0));
+            leaves_[i] = std::move(l);
+          }
           break;
-        case Opcode::kGetTupleElement: leaves_[i] = {leaves_.at(i->operand(0)).at(i->tuple_index)}; break;
+        case Opcode::kGetTupleElement: {
+          BufferRef l = leaves_.at(i->operand(0)).at(i->tuple_index);
+          leaves_[i] = {l};
+          break;
+        }
         case Opcode::kTuple: {
           std::vector<BufferRef> l;
           for (Instruction* op : i->operands()) l.push_back(leaves_.at(op)[0]);
