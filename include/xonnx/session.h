@@ -52,6 +52,28 @@ struct HloDump {
   std::string partial_error;  // set when only a prefix of the graph converted
 };
 
+// A PjRT plugin and its addressable devices (`xonnx devices`).
+struct DeviceInfo {
+  int index = 0;  // what SessionOptions::device takes
+  int id = 0;     // the plugin's device id
+  int local_hardware_id = -1;
+  std::string kind, description;
+  std::vector<std::pair<std::string, std::string>> attributes;
+};
+struct PluginInfo {
+  std::string path;  // the file loaded
+  int api_major = 0, api_minor = 0;
+  std::string platform_name, platform_version;
+  std::vector<std::pair<std::string, std::string>> attributes;
+  std::vector<DeviceInfo> devices;
+};
+// Loads the plugin named by options.plugin (default: ours) with
+// options.create_options and describes it.
+StatusOr<PluginInfo> DescribePlugin(const SessionOptions& options = {});
+// Where xonnx's CPU plugin was found (see SessionOptions::plugin), or its bare
+// file name when no candidate exists (the loader's search path is then used).
+std::string DefaultPluginPath();
+
 class Session {
  public:
   // Loads and checks a model. Fails with a message naming the file (and the
@@ -65,9 +87,11 @@ class Session {
 
   // Runs the model on named inputs; returns the outputs in model order.
   StatusOr<std::vector<Tensor>> Run(const std::map<std::string, Tensor>& inputs);
-  // Converts and compiles for these inputs now (Run would do it lazily).
-  // Only the shapes matter, except for inputs that feed shapes, axes or
-  // counts: their values are compiled in.
+  // Converts and compiles for these inputs now (Run would do it lazily), and
+  // runs the program once so that plugins that finish compiling on the first
+  // execution (ours binds weights then) have done so. Only the shapes
+  // matter, except for inputs that feed shapes, axes or counts: their values
+  // are compiled in.
   Status Prepare(const std::map<std::string, Tensor>& inputs);
   // The HLO for these shapes (dynamic dims not given default to `batch`).
   StatusOr<HloDump> DumpHlo(const ShapeMap& shapes, int64_t batch, bool allow_partial, bool optimized = true) const;
@@ -78,8 +102,10 @@ class Session {
   // Milliseconds spent loading the model, and compiling the last new shape.
   double load_ms() const;
   double last_compile_ms() const;
-  // A one-line description of the last compiled program's thunks.
+  // A one-line description of the last compiled program.
   std::string LastProgramSummary() const;
+  // The plugin, platform and device this session runs on, in one line.
+  std::string DeviceSummary() const;
 
  private:
   struct Impl;

@@ -73,6 +73,11 @@ struct OpMetadata {
 
 // One HLO instruction. Attribute fields are meaningful only for the opcodes
 // that use them (as in HloInstructionProto).
+// OpMetadata::op_type of an entry parameter that holds a model weight: the
+// runtime passes the same device buffer on every call, which a backend may
+// exploit (the CPU plugin compiles such values in as constants).
+inline constexpr char kWeightParameterOpType[] = "xonnx.weight";
+
 class Instruction {
  public:
   Instruction(Opcode opcode, Shape shape) : opcode_(opcode), shape_(std::move(shape)) {}

@@ -218,6 +218,23 @@ absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOpti
   }
   result.inputs = params;
 
+  if (options.weights_as_parameters) {
+    for (const auto& t : g.initializer()) {
+      if (values.values.count(t.name()) || values.strings.count(t.name()) || options.constant_weights.count(t.name()))
+        continue;
+      auto type = HloType(t.data_type());
+      if (!type.ok() || !hlo::IsFloatingPoint(*type)) continue;
+      std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+      int64_t n = 1;
+      for (int64_t d : dims) n *= d;
+      if (n < options.weight_min_elements) continue;
+      b.set_metadata({hlo::kWeightParameterOpType, t.name()});
+      values.values[t.name()] =
+          b.Parameter(static_cast<int64_t>(params.size() + result.weights.size()), hlo::Shape(*type, dims), t.name());
+      result.weights.push_back(t.name());
+    }
+  }
+
   b.set_metadata({});
   std::set<std::string> consumed;
   std::vector<std::string> produced;

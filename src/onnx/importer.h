@@ -39,6 +39,14 @@ struct ImportOptions {
   std::map<std::string, hlo::Literal> bound_inputs;
   // The values of string inputs (always needed: strings never reach HLO).
   std::map<std::string, StringTensor> string_inputs;
+  // Floating-point initializers of at least weight_min_elements elements
+  // become entry parameters after the inputs (marked with
+  // hlo::kWeightParameterOpType) instead of constants, so the runtime can
+  // upload them once per device and share them between programs. Names in
+  // constant_weights stay constants (their values are needed to convert).
+  bool weights_as_parameters = false;
+  int64_t weight_min_elements = 1024;
+  std::set<std::string> constant_weights;
   // Import-time constant folding cap (elements).
   int64_t fold_max_elements = 1 << 22;
 };
@@ -46,6 +54,7 @@ struct ImportOptions {
 struct ImportedModule {
   std::unique_ptr<hlo::Module> module;
   std::vector<TensorInfo> inputs;   // concrete, in parameter order (bound inputs excluded)
+  std::vector<std::string> weights;  // initializers passed as the parameters after the inputs
   std::vector<TensorInfo> outputs;  // concrete, in tuple order
   std::string partial_error;        // set when allow_partial cut the graph short
   // String outputs, computed while converting; they are not in the HLO.
