@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/float16.h"
+#include "pjrt/client.h"
 #include "xonnx/session.h"
 
 namespace {
@@ -163,10 +164,52 @@ void PrintSummary(const xonnx::TensorSpec& spec, const Tensor& t) {
   std::cout << " [" << absl::StrJoin(first, ", ") << (n > 6 ? ", ..." : "") << "]\n";
 }
 
-std::unique_ptr<xonnx::Session> Open(const std::string& path, bool allow_unsupported = false) {
+// Where a model runs: --plugin, --device, --create-option.
+struct DeviceArgs {
+  std::string plugin;
+  int device = 0;
+  std::vector<std::string> create_options;
+};
+DeviceArgs g_device;
+
+xonnx::SessionOptions BaseOptions() {
   xonnx::SessionOptions o;
+  o.plugin = g_device.plugin;
+  o.device = g_device.device;
+  for (const auto& text : g_device.create_options) {
+    auto nv = Check(xonnx::pjrt::ParseNamedValue(text));
+    xonnx::CreateOption c;
+    c.name = nv.name;
+    std::visit([&](const auto& v) { c.value = v; }, nv.value);
+    o.create_options.push_back(std::move(c));
+  }
+  return o;
+}
+
+std::unique_ptr<xonnx::Session> Open(const std::string& path, bool allow_unsupported = false) {
+  xonnx::SessionOptions o = BaseOptions();
   o.allow_unsupported = allow_unsupported;
   return Check(xonnx::Session::Open(path, o));
+}
+
+int Devices() {
+  xonnx::PluginInfo p = Check(xonnx::DescribePlugin(BaseOptions()));
+  std::cout << "plugin:   " << p.path << "\napi:      PjRT C API " << p.api_major << "." << p.api_minor
+            << "\nplatform: " << p.platform_name << " (" << p.platform_version << ")\n";
+  if (!p.attributes.empty()) {
+    std::vector<std::string> kv;
+    for (const auto& [k, v] : p.attributes) kv.push_back(absl::StrCat(k, "=", v));
+    std::cout << "attributes: " << absl::StrJoin(kv, " ") << "\n";
+  }
+  std::cout << "devices:\n";
+  for (const auto& d : p.devices) {
+    std::cout << absl::StrFormat("  %d: %s  (kind %s, id %d, local hardware id %d)", d.index,
+                                 d.description.empty() ? "-" : d.description, d.kind.empty() ? "?" : d.kind, d.id,
+                                 d.local_hardware_id);
+    for (const auto& [k, v] : d.attributes) std::cout << " " << k << "=" << v;
+    std::cout << "\n";
+  }
+  return 0;
 }
 
 int Run(const std::string& model, const InputArgs& in, const std::string& output_dir) {
@@ -210,9 +253,9 @@ int Bench(const std::string& model, const InputArgs& in, int warmup, int iterati
     j["iterations"] = iterations;
     std::cout << j.dump() << "\n";
   } else {
-    std::cout << absl::StrFormat("load    %9.2f ms\ncompile %9.2f ms  (%s)\nlatency min %.3f ms  median %.3f ms  p90 %.3f ms  (%d runs)\n",
-                                 s->load_ms(), compile_ms, s->LastProgramSummary(), ms.empty() ? 0 : ms.front(), median,
-                                 pct(0.9), iterations);
+    std::cout << absl::StrFormat("device  %s\nload    %9.2f ms\ncompile %9.2f ms  (%s; includes the first run)\nlatency min %.3f ms  median %.3f ms  p90 %.3f ms  (%d runs)\n",
+                                 s->DeviceSummary(), s->load_ms(), compile_ms, s->LastProgramSummary(),
+                                 ms.empty() ? 0 : ms.front(), median, pct(0.9), iterations);
   }
   return 0;
 }
@@ -279,10 +322,22 @@ void AddInputOptions(CLI::App* cmd, InputArgs& a, bool with_files) {
   cmd->add_option("--seed", a.seed, "Seed for the random values of inputs not given")->capture_default_str();
 }
 
+void AddDeviceOptions(CLI::App* cmd) {
+  cmd->add_option("--plugin", g_device.plugin,
+                  "PjRT plugin: a file path (with a '/') or a library name found through LD_LIBRARY_PATH; "
+                  "default: xonnx's CPU plugin, libxonnx_pjrt_cpu.so, found next to this program "
+                  "(the environment variable XONNX_PLUGIN overrides the default)");
+  cmd->add_option("--device", g_device.device, "Index of the plugin's device to run on (see `xonnx devices`)")
+      ->capture_default_str();
+  cmd->add_option("--create-option", g_device.create_options,
+                  "Option for the plugin's client, NAME=VALUE (true/false, integer, float, comma list of integers, "
+                  "or string), e.g. cpu_device_count=4 or memory_fraction=0.5; repeatable");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"xonnx: run ONNX models on XLA devices (ONNX -> HLO -> CPU backend)"};
+  CLI::App app{"xonnx: run ONNX models on XLA devices (ONNX -> XLA HLO -> a PjRT plugin; CPU by default)"};
   app.require_subcommand(1);
   std::string model;
   InputArgs in;
@@ -317,6 +372,9 @@ int main(int argc, char** argv) {
   auto* info = app.add_subcommand("info", "Print a model's inputs, outputs, opsets, ops and unsupported ops");
   info->add_option("MODEL", model, "ONNX model file")->required();
 
+  auto* devices = app.add_subcommand("devices", "Print a PjRT plugin's version, platform and devices");
+  for (CLI::App* cmd : {run, bench, convert, info, devices}) AddDeviceOptions(cmd);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -330,6 +388,7 @@ int main(int argc, char** argv) {
     }
     if (*convert) return Convert(model, shapes, text_out, proto_out, batch, allow_partial);
     if (*info) return Info(model);
+    if (*devices) return Devices();
   } catch (const CliError& e) {
     std::cerr << "xonnx: error: " << e.message << "\n";
     return 1;

@@ -88,5 +88,16 @@ expect_error wrong_input_shape "input 'image' has shape \[1,10\], the model expe
 expect_error unknown_input "no input named 'nope'" -- "$xonnx" run "$model" --shape nope=1x2
 expect usage_error 106 "required" -- "$xonnx" run
 
+# Plugins and devices.
+expect devices 0 "0: CpuDevice\(id=0\)" -- "$xonnx" devices
+expect devices_virtual 0 "2: CpuDevice\(id=2\)" -- "$xonnx" devices --create-option cpu_device_count=3
+expect run_on_device_2 0 "probs: float32\[1,10\]" -- "$xonnx" run "$model" --create-option cpu_device_count=3 --device 2
+expect_error no_such_device "device 4 does not exist" -- "$xonnx" run "$model" --device 4
+expect_error unknown_create_option "unknown create option 'bogus'" -- "$xonnx" devices --create-option bogus=1
+expect_error missing_plugin "no such PjRT plugin file" -- "$xonnx" run "$model" --plugin "$tmp/nope.so"
+expect_error not_a_shared_object "cannot load PjRT plugin .*invalid ELF header" -- "$xonnx" devices --plugin "$tmp/truncated.onnx"
+expect_error not_a_plugin "not a PjRT plugin \\(no GetPjrtApi symbol\\)" -- "$xonnx" devices --plugin libm.so.6
+expect_error not_a_plugin_name "cannot load PjRT plugin 'libxonnx_no_such_plugin.so'" -- "$xonnx" devices --plugin libxonnx_no_such_plugin.so
+
 echo "$passed passed, $failed failed"
 [[ $failed == 0 ]]
