@@ -303,3 +303,85 @@ TEST_F(SessionTest, StringTensorsGoInAndOut) {
 
 }  // namespace
 }  // namespace xonnx
+
+namespace xonnx {
+namespace {
+
+// y = relu(x·W) with a W large enough to be uploaded as a weight buffer.
+onnx::ModelProto BigMatMul() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("big_matmul");
+  auto* in = g->add_input();
+  in->set_name("x");
+  in->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  in->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(2);
+  in->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(64);
+  auto* out = g->add_output();
+  out->set_name("y");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  out->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(2);
+  out->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(32);
+  auto* w = g->add_initializer();
+  w->set_name("W");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(64);
+  w->add_dims(32);
+  for (int i = 0; i < 64 * 32; ++i) w->add_float_data(0.01f * ((i * 7) % 23) - 0.1f);
+  auto* mm = g->add_node();
+  mm->set_op_type("MatMul");
+  mm->add_input("x");
+  mm->add_input("W");
+  mm->add_output("h");
+  auto* relu = g->add_node();
+  relu->set_op_type("Relu");
+  relu->add_input("h");
+  relu->add_output("y");
+  return m;
+}
+
+TEST_F(SessionTest, UploadedWeightsMatchCompiledInWeightsOnAnyDevice) {
+  std::string path = Write(BigMatMul());
+  Tensor x(DataType::kFloat32, {2, 64});
+  for (int64_t i = 0; i < x.element_count(); ++i) x.data_as<float>()[i] = 0.03f * (i % 17) - 0.2f;
+  std::vector<float> ref(64);
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 32; ++c) {
+      double acc = 0;
+      for (int k = 0; k < 64; ++k) acc += x.data_as<float>()[r * 64 + k] * (0.01f * (((k * 32 + c) * 7) % 23) - 0.1f);
+      ref[r * 32 + c] = static_cast<float>(std::max(acc, 0.0));
+    }
+  std::vector<std::vector<float>> results;
+  for (bool upload : {true, false})
+    for (int device : {0, 2}) {
+      SessionOptions o;
+      o.upload_weights = upload;
+      o.device = device;
+      o.create_options.push_back({"cpu_device_count", int64_t{3}});
+      auto s = Session::Open(path, o);
+      ASSERT_TRUE(s.ok()) << s.status();
+      EXPECT_THAT((*s)->DeviceSummary(), ::testing::HasSubstr(absl::StrCat("CpuDevice(id=", device, ")")));
+      for (int rep = 0; rep < 2; ++rep) {
+        auto out = (*s)->Run({{"x", x}});
+        ASSERT_TRUE(out.ok()) << out.status();
+        const float* y = (*out)[0].data_as<float>();
+        for (int k = 0; k < 64; ++k) EXPECT_NEAR(y[k], ref[k], 1e-5) << "upload=" << upload << " device=" << device;
+        results.emplace_back(y, y + 64);
+      }
+      if (upload) EXPECT_THAT((*s)->LastProgramSummary(), ::testing::HasSubstr("1 weights"));
+    }
+  for (const auto& r : results) EXPECT_EQ(r, results[0]);
+}
+
+TEST_F(SessionTest, UnknownPluginIsAClearError) {
+  SessionOptions o;
+  o.plugin = (dir_ / "no_such_plugin.so").string();
+  auto s = Session::Open(Write(Mlp()), o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr("no such PjRT plugin file"));
+}
+
+}  // namespace
+}  // namespace xonnx
