@@ -87,13 +87,16 @@ absl::StatusOr<std::shared_ptr<Plugin>> Plugin::Load(const std::string& path_or_
   auto init = Args<PJRT_Plugin_Initialize_Args>();
   absl::Status st = PJRT_CALL(p, PJRT_Plugin_Initialize, &init);
   if (!st.ok()) return Annotate(st, absl::StrCat(key, ": initializing the plugin"));
+  p->initialized_ = true;
   loaded[key] = p;
   return p;
 }
 
 Plugin::~Plugin() {
-  // Plugins hold threads and static state that do not expect to be unloaded
-  // (XLA's plugins among them); keep the library mapped for the process.
+  // A plugin that loaded holds threads and static state that do not expect
+  // to be unloaded (XLA's plugins among them): it stays mapped for the
+  // process. One that failed to load is closed again.
+  if (handle_ && !initialized_) dlclose(handle_);
 }
 
 bool Plugin::HasSlot(size_t offset) const {

@@ -52,6 +52,7 @@ class Plugin {
  private:
   Plugin() = default;
   void* handle_ = nullptr;
+  bool initialized_ = false;  // loaded, version checked and initialized
   const PJRT_Api* api_ = nullptr;
   std::string path_;
 };
