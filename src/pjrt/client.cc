@@ -45,7 +45,7 @@ std::string FormatValue(const PJRT_NamedValue& v) {
 // Calls a PJRT_Api slot, first checking that the plugin has it.
 #define PJRT_CALL(plugin, slot, args)                                                                \
   ((plugin)->HasSlot(offsetof(PJRT_Api, slot))                                                      \
-       ? (plugin)->ToStatus((plugin)->api()->slot(args), #slot)                                     \
+       ? (plugin)->ToStatus((plugin)->api()->slot(args))                                            \
        : absl::UnimplementedError(absl::StrCat((plugin)->path(), ": the plugin (PjRT API ",          \
                                                (plugin)->major_version(), ".", (plugin)->minor_version(), \
                                                ") has no ", #slot)))
@@ -106,7 +106,7 @@ bool Plugin::HasSlot(size_t offset) const {
   return fn != nullptr;
 }
 
-absl::Status Plugin::ToStatus(PJRT_Error* error, const char* what) const {
+absl::Status Plugin::ToStatus(PJRT_Error* error) const {
   if (!error) return absl::OkStatus();
   auto msg = Args<PJRT_Error_Message_Args>();
   msg.error = error;
@@ -124,7 +124,6 @@ absl::Status Plugin::ToStatus(PJRT_Error* error, const char* what) const {
     destroy.error = code_err;
     api_->PJRT_Error_Destroy(&destroy);
   }
-  (void)what;
   return st;
 }
 
@@ -362,19 +361,41 @@ absl::Status Buffer::ToHost(void* dst, size_t size) const {
 
 // -------------------------------------------------------- LoadedExecutable
 
+namespace {
+
+// The PJRT_Executable behind a loaded one, destroyed when this goes away.
+class ExecutableView {
+ public:
+  ExecutableView(std::shared_ptr<Plugin> plugin, PJRT_LoadedExecutable* loaded) : plugin_(std::move(plugin)) {
+    auto get = Args<PJRT_LoadedExecutable_GetExecutable_Args>();
+    get.loaded_executable = loaded;
+    status_ = PJRT_CALL(plugin_, PJRT_LoadedExecutable_GetExecutable, &get);
+    if (status_.ok()) exe_ = get.executable;
+  }
+  ~ExecutableView() {
+    if (!exe_) return;
+    auto d = Args<PJRT_Executable_Destroy_Args>();
+    d.executable = exe_;
+    (void)PJRT_CALL(plugin_, PJRT_Executable_Destroy, &d);
+  }
+  const absl::Status& status() const { return status_; }
+  PJRT_Executable* get() const { return exe_; }
+
+ private:
+  std::shared_ptr<Plugin> plugin_;
+  PJRT_Executable* exe_ = nullptr;
+  absl::Status status_;
+};
+
+}  // namespace
+
 LoadedExecutable::LoadedExecutable(std::shared_ptr<Client> client, PJRT_LoadedExecutable* exe)
     : client_(std::move(client)), exe_(exe) {
-  const auto& plugin = client_->plugin();
-  auto get = Args<PJRT_LoadedExecutable_GetExecutable_Args>();
-  get.loaded_executable = exe_;
-  if (PJRT_CALL(plugin, PJRT_LoadedExecutable_GetExecutable, &get).ok()) {
-    auto n = Args<PJRT_Executable_Count_Args>();
-    n.executable = get.executable;
-    if (PJRT_CALL(plugin, PJRT_Executable_NumOutputs, &n).ok()) num_outputs_ = n.value;
-    auto d = Args<PJRT_Executable_Destroy_Args>();
-    d.executable = get.executable;
-    (void)PJRT_CALL(plugin, PJRT_Executable_Destroy, &d);
-  }
+  ExecutableView view(client_->plugin(), exe_);
+  if (!view.status().ok()) return;
+  auto n = Args<PJRT_Executable_Count_Args>();
+  n.executable = view.get();
+  if (PJRT_CALL(client_->plugin(), PJRT_Executable_NumOutputs, &n).ok()) num_outputs_ = n.value;
 }
 
 LoadedExecutable::~LoadedExecutable() {
@@ -412,39 +433,23 @@ absl::StatusOr<std::vector<std::unique_ptr<Buffer>>> LoadedExecutable::Execute(a
 }
 
 absl::StatusOr<std::string> LoadedExecutable::Serialize() const {
-  const auto& plugin = client_->plugin();
-  auto get = Args<PJRT_LoadedExecutable_GetExecutable_Args>();
-  get.loaded_executable = exe_;
-  RETURN_IF_ERROR(PJRT_CALL(plugin, PJRT_LoadedExecutable_GetExecutable, &get));
+  ExecutableView view(client_->plugin(), exe_);
+  RETURN_IF_ERROR(view.status());
   auto s = Args<PJRT_Executable_Serialize_Args>();
-  s.executable = get.executable;
-  absl::Status st = PJRT_CALL(plugin, PJRT_Executable_Serialize, &s);
-  std::string bytes;
-  if (st.ok()) {
-    bytes.assign(s.serialized_bytes, s.serialized_bytes_size);
-    if (s.serialized_executable_deleter) s.serialized_executable_deleter(s.serialized_executable);
-  }
-  auto d = Args<PJRT_Executable_Destroy_Args>();
-  d.executable = get.executable;
-  (void)PJRT_CALL(plugin, PJRT_Executable_Destroy, &d);
-  RETURN_IF_ERROR(st);
+  s.executable = view.get();
+  RETURN_IF_ERROR(PJRT_CALL(client_->plugin(), PJRT_Executable_Serialize, &s));
+  std::string bytes(s.serialized_bytes, s.serialized_bytes_size);
+  if (s.serialized_executable_deleter) s.serialized_executable_deleter(s.serialized_executable);
   return bytes;
 }
 
 absl::StatusOr<std::string> LoadedExecutable::Fingerprint() const {
-  const auto& plugin = client_->plugin();
-  auto get = Args<PJRT_LoadedExecutable_GetExecutable_Args>();
-  get.loaded_executable = exe_;
-  RETURN_IF_ERROR(PJRT_CALL(plugin, PJRT_LoadedExecutable_GetExecutable, &get));
+  ExecutableView view(client_->plugin(), exe_);
+  RETURN_IF_ERROR(view.status());
   auto f = Args<PJRT_Executable_String_Args>();
-  f.executable = get.executable;
-  absl::Status st = PJRT_CALL(plugin, PJRT_Executable_Fingerprint, &f);
-  std::string out = st.ok() ? View(f.value, f.value_size) : "";
-  auto d = Args<PJRT_Executable_Destroy_Args>();
-  d.executable = get.executable;
-  (void)PJRT_CALL(plugin, PJRT_Executable_Destroy, &d);
-  RETURN_IF_ERROR(st);
-  return out;
+  f.executable = view.get();
+  RETURN_IF_ERROR(PJRT_CALL(client_->plugin(), PJRT_Executable_Fingerprint, &f));
+  return View(f.value, f.value_size);
 }
 
 }  // namespace xonnx::pjrt

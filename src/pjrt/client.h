@@ -47,7 +47,7 @@ class Plugin {
   // PJRT_Api) and fills it.
   bool HasSlot(size_t offset) const;
   // Converts (and destroys) an error returned by the plugin.
-  absl::Status ToStatus(PJRT_Error* error, const char* what) const;
+  absl::Status ToStatus(PJRT_Error* error) const;
 
  private:
   Plugin() = default;

@@ -1,5 +1,7 @@
 #include "pjrt/compile_options.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "pjrt/compile_options.pb.h"
@@ -42,42 +44,29 @@ absl::StatusOr<int> DeviceIdFromCompileOptions(absl::string_view bytes) {
 
 // ------------------------------------------------------------------- types
 
+namespace {
+
+// The one table of element types both ways.
+constexpr std::pair<hlo::PrimitiveType, PJRT_Buffer_Type> kTypes[] = {
+    {hlo::PRED, PJRT_Buffer_Type_PRED}, {hlo::S8, PJRT_Buffer_Type_S8},     {hlo::S16, PJRT_Buffer_Type_S16},
+    {hlo::S32, PJRT_Buffer_Type_S32},   {hlo::S64, PJRT_Buffer_Type_S64},   {hlo::U8, PJRT_Buffer_Type_U8},
+    {hlo::U16, PJRT_Buffer_Type_U16},   {hlo::U32, PJRT_Buffer_Type_U32},   {hlo::U64, PJRT_Buffer_Type_U64},
+    {hlo::F16, PJRT_Buffer_Type_F16},   {hlo::F32, PJRT_Buffer_Type_F32},   {hlo::F64, PJRT_Buffer_Type_F64},
+    {hlo::BF16, PJRT_Buffer_Type_BF16},
+};
+
+}  // namespace
+
 absl::StatusOr<PJRT_Buffer_Type> ToPjrtType(hlo::PrimitiveType t) {
-  switch (t) {
-    case hlo::PRED: return PJRT_Buffer_Type_PRED;
-    case hlo::S8: return PJRT_Buffer_Type_S8;
-    case hlo::S16: return PJRT_Buffer_Type_S16;
-    case hlo::S32: return PJRT_Buffer_Type_S32;
-    case hlo::S64: return PJRT_Buffer_Type_S64;
-    case hlo::U8: return PJRT_Buffer_Type_U8;
-    case hlo::U16: return PJRT_Buffer_Type_U16;
-    case hlo::U32: return PJRT_Buffer_Type_U32;
-    case hlo::U64: return PJRT_Buffer_Type_U64;
-    case hlo::F16: return PJRT_Buffer_Type_F16;
-    case hlo::F32: return PJRT_Buffer_Type_F32;
-    case hlo::F64: return PJRT_Buffer_Type_F64;
-    case hlo::BF16: return PJRT_Buffer_Type_BF16;
-    default: return absl::InvalidArgumentError(absl::StrCat("element type ", hlo::PrimitiveTypeName(t), " has no PjRT buffer type"));
-  }
+  for (const auto& [ours, theirs] : kTypes)
+    if (ours == t) return theirs;
+  return absl::InvalidArgumentError(absl::StrCat("element type ", hlo::PrimitiveTypeName(t), " has no PjRT buffer type"));
 }
 
 absl::StatusOr<hlo::PrimitiveType> FromPjrtType(PJRT_Buffer_Type t) {
-  switch (t) {
-    case PJRT_Buffer_Type_PRED: return hlo::PRED;
-    case PJRT_Buffer_Type_S8: return hlo::S8;
-    case PJRT_Buffer_Type_S16: return hlo::S16;
-    case PJRT_Buffer_Type_S32: return hlo::S32;
-    case PJRT_Buffer_Type_S64: return hlo::S64;
-    case PJRT_Buffer_Type_U8: return hlo::U8;
-    case PJRT_Buffer_Type_U16: return hlo::U16;
-    case PJRT_Buffer_Type_U32: return hlo::U32;
-    case PJRT_Buffer_Type_U64: return hlo::U64;
-    case PJRT_Buffer_Type_F16: return hlo::F16;
-    case PJRT_Buffer_Type_F32: return hlo::F32;
-    case PJRT_Buffer_Type_F64: return hlo::F64;
-    case PJRT_Buffer_Type_BF16: return hlo::BF16;
-    default: return absl::InvalidArgumentError(absl::StrCat("PjRT buffer type ", static_cast<int>(t), " is not supported"));
-  }
+  for (const auto& [ours, theirs] : kTypes)
+    if (theirs == t) return ours;
+  return absl::InvalidArgumentError(absl::StrCat("PjRT buffer type ", static_cast<int>(t), " is not supported"));
 }
 
 }  // namespace xonnx::pjrt

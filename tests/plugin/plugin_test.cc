@@ -112,7 +112,7 @@ TEST_F(PluginTest, UnimplementedSlotsReturnErrors) {
   const PJRT_Api* api = plugin_->api();
   char args[256] = {};
   *reinterpret_cast<size_t*>(args) = sizeof(args);
-  absl::Status st = plugin_->ToStatus(api->PJRT_TopologyDescription_Create(args), "create");
+  absl::Status st = plugin_->ToStatus(api->PJRT_TopologyDescription_Create(args));
   EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("PJRT_TopologyDescription_Create"));
 }
@@ -158,7 +158,7 @@ TEST_F(PluginTest, StridedHostBuffersAreGathered) {
   a.num_byte_strides = 2;
   a.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
   a.device = client_->devices()[0].raw;
-  ASSERT_TRUE(plugin_->ToStatus(plugin_->api()->PJRT_Client_BufferFromHostBuffer(&a), "upload").ok());
+  ASSERT_TRUE(plugin_->ToStatus(plugin_->api()->PJRT_Client_BufferFromHostBuffer(&a)).ok());
   Event done(plugin_, a.done_with_host_buffer);
   ASSERT_TRUE(done.Await().ok());
   Buffer b(client_, a.buffer);
@@ -171,7 +171,7 @@ TEST_F(PluginTest, ToHostBufferReportsTheSizeAndRefusesSmallDestinations) {
   std::memset(&a, 0, sizeof(a));
   a.struct_size = sizeof(a);
   a.src = b->raw();
-  ASSERT_TRUE(plugin_->ToStatus(plugin_->api()->PJRT_Buffer_ToHostBuffer(&a), "size").ok());
+  ASSERT_TRUE(plugin_->ToStatus(plugin_->api()->PJRT_Buffer_ToHostBuffer(&a)).ok());
   EXPECT_EQ(a.dst_size, 16u);
   if (a.event) Event(plugin_, a.event).Await().IgnoreError();
   float small[2];
@@ -269,7 +269,7 @@ TEST_F(PluginTest, WrongFormatIsRefused) {
   std::string opts = CompileOptionsFor(client_->devices()[0]);
   a.compile_options = opts.data();
   a.compile_options_size = opts.size();
-  absl::Status st = plugin_->ToStatus(plugin_->api()->PJRT_Client_Compile(&a), "compile");
+  absl::Status st = plugin_->ToStatus(plugin_->api()->PJRT_Client_Compile(&a));
   EXPECT_FALSE(st.ok());
 }
 
@@ -336,7 +336,7 @@ TEST_F(PluginTest, VirtualDevicesSelectedByTheDeviceAssignment) {
   std::memset(&where, 0, sizeof(where));
   where.struct_size = sizeof(where);
   where.buffer = (*ok)[0]->raw();
-  ASSERT_TRUE(plugin_->ToStatus(plugin_->api()->PJRT_Buffer_Device(&where), "device").ok());
+  ASSERT_TRUE(plugin_->ToStatus(plugin_->api()->PJRT_Buffer_Device(&where)).ok());
   EXPECT_EQ(where.device, d2.raw);
   auto wrong = (*exe)->Execute({on2x->get(), on0w->get()});
   ASSERT_FALSE(wrong.ok());

@@ -30,7 +30,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "backends/cpu/executable.h"
 #include "base/status.h"
 #include "hlo/proto_codec.h"
@@ -136,8 +135,7 @@ struct Storage {
 
 struct PJRT_Buffer {
   std::shared_ptr<Storage> storage;
-  xonnx::hlo::PrimitiveType type;
-  std::vector<int64_t> dims;
+  xonnx::hlo::Shape shape;  // an array, dense and row-major
   PJRT_Device* device = nullptr;
   bool deleted = false;
   uint64_t id = next_buffer_id++;
@@ -416,30 +414,28 @@ PJRT_Error* Client_DefaultDeviceAssignment(PJRT_Client_DefaultDeviceAssignment_A
 
 // ----------------------------------------------------------------- buffers
 
-size_t DenseBytes(xonnx::hlo::PrimitiveType t, const std::vector<int64_t>& dims) {
-  size_t n = xonnx::hlo::ByteWidth(t);
-  for (int64_t d : dims) n *= static_cast<size_t>(d);
-  return n;
+// Whether byte strides (one per dimension) describe the dense row-major
+// layout of `shape`; strides of size-1 dimensions do not matter.
+bool DenseRowMajorStrides(const int64_t* byte_strides, const xonnx::hlo::Shape& shape) {
+  int64_t stride = xonnx::hlo::ByteWidth(shape.element_type);
+  for (size_t i = shape.dims.size(); i-- > 0;) {
+    if (shape.dims[i] > 1 && byte_strides[i] != stride) return false;
+    stride *= shape.dims[i];
+  }
+  return true;
 }
 
-// Whether `layout` (if any) is the dense row-major layout of a rank-r array.
-absl::Status CheckRowMajor(const PJRT_Buffer_MemoryLayout* layout, size_t rank, xonnx::hlo::PrimitiveType t,
-                           const std::vector<int64_t>& dims, const char* what) {
+// Whether `layout` (if any) is the dense row-major layout of `shape`.
+absl::Status CheckRowMajor(const PJRT_Buffer_MemoryLayout* layout, const xonnx::hlo::Shape& shape, const char* what) {
   if (!layout) return absl::OkStatus();
+  size_t rank = shape.dims.size();
   if (layout->type == PJRT_Buffer_MemoryLayout_Type_Tiled) {
     const auto& tl = layout->tiled;
     bool ok = tl.num_tiles == 0 && tl.minor_to_major_size == rank;
     for (size_t i = 0; ok && i < rank; ++i) ok = tl.minor_to_major[i] == static_cast<int64_t>(rank - 1 - i);
     if (ok) return absl::OkStatus();
-  } else {
-    const auto& st = layout->strides;
-    bool ok = st.num_byte_strides == rank;
-    int64_t stride = xonnx::hlo::ByteWidth(t);
-    for (size_t i = rank; ok && i-- > 0;) {
-      ok = dims[i] <= 1 || st.byte_strides[i] == stride;
-      stride *= dims[i];
-    }
-    if (ok) return absl::OkStatus();
+  } else if (layout->strides.num_byte_strides == rank && DenseRowMajorStrides(layout->strides.byte_strides, shape)) {
+    return absl::OkStatus();
   }
   return absl::UnimplementedError(absl::StrCat(what, ": only the dense row-major layout is supported"));
 }
@@ -482,35 +478,24 @@ PJRT_Error* Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_Args* a
   PJRT_Device* device = a->device;
   if (a->memory) device = a->memory->device;
   if (!device) device = a->client->device_ptrs[0];
-  std::vector<int64_t> dims(a->dims, a->dims + a->num_dims);
-  if (absl::Status st = CheckRowMajor(a->device_layout, dims.size(), *type, dims, "PJRT_Client_BufferFromHostBuffer device_layout");
-      !st.ok())
+  xonnx::hlo::Shape shape(*type, std::vector<int64_t>(a->dims, a->dims + a->num_dims));
+  if (absl::Status st = CheckRowMajor(a->device_layout, shape, "PJRT_Client_BufferFromHostBuffer device_layout"); !st.ok())
     return MakeError(st);
-  size_t bytes = DenseBytes(*type, dims);
+  size_t bytes = shape.ByteSize();
   if (bytes && !a->data) return MakeError(absl::InvalidArgumentError("PJRT_Client_BufferFromHostBuffer: null data"));
   auto b = std::make_unique<PJRT_Buffer>();
   b->storage = std::make_shared<Storage>(bytes);
   if (!b->storage->data) return MakeError(absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes")));
-  b->type = *type;
-  b->dims = dims;
   b->device = device;
-  bool dense = a->num_byte_strides == 0;
-  if (!dense) {
-    if (a->num_byte_strides != dims.size())
-      return MakeError(xonnx::InvalidArgument("%d byte strides for a rank-%d array", a->num_byte_strides, dims.size()));
-    int64_t stride = xonnx::hlo::ByteWidth(*type);
-    dense = true;
-    for (size_t i = dims.size(); i-- > 0;) {
-      dense &= dims[i] <= 1 || a->byte_strides[i] == stride;
-      stride *= dims[i];
-    }
-  }
-  if (dense) {
+  if (a->num_byte_strides && a->num_byte_strides != shape.dims.size())
+    return MakeError(xonnx::InvalidArgument("%d byte strides for a rank-%d array", a->num_byte_strides, shape.dims.size()));
+  if (!a->num_byte_strides || DenseRowMajorStrides(a->byte_strides, shape)) {
     if (bytes) std::memcpy(b->storage->data, a->data, bytes);
   } else {
-    GatherStrided(static_cast<const char*>(a->data), static_cast<char*>(b->storage->data), dims, a->byte_strides,
+    GatherStrided(static_cast<const char*>(a->data), static_cast<char*>(b->storage->data), shape.dims, a->byte_strides,
                   xonnx::hlo::ByteWidth(*type));
   }
+  b->shape = std::move(shape);
   a->done_with_host_buffer = ReadyEvent();
   a->buffer = b.release();
   return nullptr;
@@ -539,15 +524,15 @@ PJRT_Error* Buffer_IsOnCpu(PJRT_Buffer_Bool_Args* a) {
 }
 PJRT_Error* Buffer_ElementType(PJRT_Buffer_ElementType_Args* a) {
   CHECK_ARGS(PJRT_Buffer_ElementType_Args, a, type);
-  auto t = ToPjrtType(a->buffer->type);
+  auto t = ToPjrtType(a->buffer->shape.element_type);
   if (!t.ok()) return MakeError(t.status());
   a->type = *t;
   return nullptr;
 }
 PJRT_Error* Buffer_Dimensions(PJRT_Buffer_Dimensions_Args* a) {
   CHECK_ARGS(PJRT_Buffer_Dimensions_Args, a, num_dims);
-  a->dims = a->buffer->dims.data();
-  a->num_dims = a->buffer->dims.size();
+  a->dims = a->buffer->shape.dims.data();
+  a->num_dims = a->buffer->shape.dims.size();
   return nullptr;
 }
 PJRT_Error* Buffer_DynamicDimensionIndices(PJRT_Buffer_DynamicDimensionIndices_Args* a) {
@@ -558,7 +543,7 @@ PJRT_Error* Buffer_DynamicDimensionIndices(PJRT_Buffer_DynamicDimensionIndices_A
 }
 PJRT_Error* Buffer_OnDeviceSizeInBytes(PJRT_Buffer_OnDeviceSizeInBytes_Args* a) {
   CHECK_ARGS(PJRT_Buffer_OnDeviceSizeInBytes_Args, a, on_device_size_in_bytes);
-  a->on_device_size_in_bytes = DenseBytes(a->buffer->type, a->buffer->dims);
+  a->on_device_size_in_bytes = a->buffer->shape.ByteSize();
   return nullptr;
 }
 PJRT_Error* Buffer_Device(PJRT_Buffer_Device_Args* a) {
@@ -581,10 +566,9 @@ PJRT_Error* Buffer_ToHostBuffer(PJRT_Buffer_ToHostBuffer_Args* a) {
   PJRT_Buffer* b = a->src;
   if (!b) return MakeError(absl::InvalidArgumentError("PJRT_Buffer_ToHostBuffer: null buffer"));
   if (b->deleted) return MakeError(absl::FailedPreconditionError("PJRT_Buffer_ToHostBuffer: the buffer was deleted"));
-  if (absl::Status st = CheckRowMajor(a->host_layout, b->dims.size(), b->type, b->dims, "PJRT_Buffer_ToHostBuffer host_layout");
-      !st.ok())
+  if (absl::Status st = CheckRowMajor(a->host_layout, b->shape, "PJRT_Buffer_ToHostBuffer host_layout"); !st.ok())
     return MakeError(st);
-  size_t bytes = DenseBytes(b->type, b->dims);
+  size_t bytes = b->shape.ByteSize();
   if (!a->dst) {
     a->dst_size = bytes;
     a->event = nullptr;
@@ -605,8 +589,7 @@ PJRT_Error* Buffer_CopyToDevice(PJRT_Buffer_CopyToDevice_Args* a) {
     return MakeError(absl::InvalidArgumentError("PJRT_Buffer_CopyToDevice: the buffer is already on that device"));
   auto c = std::make_unique<PJRT_Buffer>();
   c->storage = b->storage;  // immutable, so the copy can share the bytes
-  c->type = b->type;
-  c->dims = b->dims;
+  c->shape = b->shape;
   c->device = a->dst_device;
   c->id = b->id;  // same contents: lets specializations be shared
   a->dst_buffer = c.release();
@@ -712,9 +695,11 @@ uint64_t Fnv1a(absl::string_view bytes, uint64_t h = 1469598103934665603ull) {
   return h;
 }
 
+// Compiles `m` for the CPU; `run_passes` runs our pipeline first (needed
+// after weights were bound as constants, not for a module already optimized).
 absl::StatusOr<std::shared_ptr<xonnx::cpu::Executable>> CompileBackend(std::unique_ptr<xonnx::hlo::Module> m,
-                                                                       const PluginOptions& o) {
-  if (o.optimize) RETURN_IF_ERROR(xonnx::passes::RunStandardPipeline(m.get(), o.verify_passes));
+                                                                       const PluginOptions& o, bool run_passes) {
+  if (run_passes && o.optimize) RETURN_IF_ERROR(xonnx::passes::RunStandardPipeline(m.get(), o.verify_passes));
   xonnx::cpu::CompileOptions co;
   co.use_dnnl = o.use_dnnl;
   co.fuse_elementwise = o.fuse_elementwise;
@@ -767,7 +752,7 @@ absl::StatusOr<std::shared_ptr<Program>> BuildProgram(absl::string_view module_b
   h = Fnv1a(absl::StrCat(device_id, o.use_dnnl, o.fuse_elementwise, o.optimize, XONNX_VERSION), h);
   p->fingerprint = absl::StrFormat("%016x", h);
   if (p->weight_params.empty()) {
-    ASSIGN_OR_RETURN(p->generic, CompileBackend(m->Clone(), o));
+    ASSIGN_OR_RETURN(p->generic, CompileBackend(m->Clone(), o, /*run_passes=*/false));
   }
   p->module = std::move(m);
   return p;
@@ -794,7 +779,7 @@ absl::StatusOr<std::shared_ptr<xonnx::cpu::Executable>> Specialize(Program& p, c
   }
   for (size_t k = 0; k < p.other_params.size(); ++k) params[p.other_params[k]]->parameter_number = static_cast<int64_t>(k);
   entry->Canonicalize();
-  return CompileBackend(std::move(m), p.options);
+  return CompileBackend(std::move(m), p.options, /*run_passes=*/true);
 }
 
 PJRT_Error* Client_Compile(PJRT_Client_Compile_Args* a) {
@@ -968,9 +953,8 @@ absl::Status ExecuteOne(PJRT_LoadedExecutable* e, PJRT_Buffer* const* args, size
     if (!b) return xonnx::InvalidArgument("argument %d is null", k);
     if (b->deleted) return xonnx::InvalidArgument("argument %d was deleted", k);
     const auto& s = p.param_shapes[k];
-    if (b->type != s.element_type || b->dims != s.dims)
-      return xonnx::InvalidArgument("argument %d is %s[%s], the program expects %s", k,
-                                    xonnx::hlo::PrimitiveTypeName(b->type), absl::StrJoin(b->dims, ","),
+    if (!b->shape.Compatible(s))
+      return xonnx::InvalidArgument("argument %d is %s, the program expects %s", k, b->shape.ToString(false),
                                     s.ToString(false));
     if (b->device != e->device)
       return xonnx::InvalidArgument("argument %d is on device %d, the program runs on device %d", k,
@@ -1001,21 +985,17 @@ absl::Status ExecuteOne(PJRT_LoadedExecutable* e, PJRT_Buffer* const* args, size
       }
     }
   }
+  // Weights are compiled in; the program takes the other parameters, in order
+  // (all of them when there are no weights).
   std::vector<const void*> arg_ptrs;
-  const std::vector<int>& runtime_params = p.weight_params.empty() ? std::vector<int>() : p.other_params;
-  if (p.weight_params.empty()) {
-    for (size_t k = 0; k < num_args; ++k) arg_ptrs.push_back(args[k]->storage->data);
-  } else {
-    for (int k : runtime_params) arg_ptrs.push_back(args[k]->storage->data);
-  }
+  for (int k : p.other_params) arg_ptrs.push_back(args[k]->storage->data);
   std::vector<std::unique_ptr<PJRT_Buffer>> results;
   std::vector<void*> out_ptrs;
   for (const auto& s : p.output_shapes) {
     auto b = std::make_unique<PJRT_Buffer>();
-    b->type = s.element_type;
-    b->dims = s.dims;
+    b->shape = xonnx::hlo::Shape(s.element_type, s.dims);
     b->device = e->device;
-    b->storage = std::make_shared<Storage>(DenseBytes(s.element_type, s.dims));
+    b->storage = std::make_shared<Storage>(b->shape.ByteSize());
     if (!b->storage->data) return absl::ResourceExhaustedError("cannot allocate an output buffer");
     out_ptrs.push_back(b->storage->data);
     results.push_back(std::move(b));
