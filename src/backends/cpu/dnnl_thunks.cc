@@ -1,6 +1,8 @@
 // oneDNN primitives for f32 convolutions and matrix products. Primitives are
 // created once at compile time; each run only wraps the frame's pointers.
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <unordered_map>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -69,6 +71,34 @@ memory PackConstant(const memory::desc& user, const memory::desc& packed, const 
   return dst;
 }
 
+// Scratch memory for one primitive execution on the calling thread. Debian's
+// oneDNN is built without concurrent execution, so a library-managed
+// scratchpad belongs to the primitive and two threads running the same
+// primitive would share it; every primitive here therefore takes a user
+// scratchpad, from a buffer of the calling thread (a thread runs one
+// primitive at a time: execute waits for it).
+absl::StatusOr<memory> Scratchpad(const memory::desc& md) {
+  struct Buffer {
+    std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};
+    size_t size = 0;
+  };
+  thread_local Buffer buffer;
+  size_t n = md.get_size();
+  if (n > buffer.size) {
+    size_t rounded = (n + 63) / 64 * 64;
+    buffer.data.reset(std::aligned_alloc(64, rounded));
+    buffer.size = buffer.data ? rounded : 0;
+    if (!buffer.data) return absl::ResourceExhaustedError(absl::StrCat("cannot allocate a ", n, "-byte oneDNN scratchpad"));
+  }
+  return memory(md, Engine(), buffer.data.get());
+}
+
+dnnl::primitive_attr UserScratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
 struct ConvState {
   dnnl::convolution_forward prim;
   memory::desc src, weights, dst;
@@ -76,6 +106,7 @@ struct ConvState {
   bool weights_reordered = false;
   memory::desc bias;
   bool has_bias = false;
+  memory::desc scratchpad;
 };
 
 struct DotState {
@@ -83,6 +114,7 @@ struct DotState {
   memory::desc a, b, c;
   memory packed;  // the constant rhs in oneDNN's layout
   bool has_packed = false;
+  memory::desc scratchpad;
 };
 
 }  // namespace
@@ -150,7 +182,7 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     memory::desc user_w(wdims, memory::data_type::f32, wtag);
     // Constant weights may take oneDNN's preferred (blocked) layout, reordered once here.
     memory::desc any_w(wdims, memory::data_type::f32, constant_weights ? Tag::any : wtag);
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = UserScratchpad();
     dnnl::post_ops po;
     // The residual is a sum post-op: the output buffer is filled with it
     // first and the convolution accumulates into it (oneDNN keeps its fast
@@ -176,6 +208,7 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     st->bias = bias_md;
     st->has_bias = has_bias;
     st->prim = dnnl::convolution_forward(pd);
+    st->scratchpad = pd.scratchpad_desc();
     st->weights = pd.weights_desc();
     if (constant_weights) {
       st->reordered_weights = PackConstant(user_w, pd.weights_desc(), constant_weights);
@@ -193,7 +226,9 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
       memory sm(st->src, Engine(), f.Ptr(src));
       memory dm(st->dst, Engine(), f.Ptr(dst));
       memory wm = st->weights_reordered ? st->reordered_weights : memory(st->weights, Engine(), f.Ptr(wref));
-      std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}};
+      ASSIGN_OR_RETURN(memory scratch, Scratchpad(st->scratchpad));
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}, {DNNL_ARG_SCRATCHPAD, scratch}};
       if (st->has_bias) args[DNNL_ARG_BIAS] = memory(st->bias, Engine(), f.Ptr(bref));
       if (has_residual && f.Ptr(rref) != f.Ptr(dst)) std::memcpy(f.Ptr(dst), f.Ptr(rref), st->dst.get_size());
       st->prim.execute(s, args);
@@ -234,8 +269,10 @@ std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo&
     st->c = memory::desc({batch, m, n}, memory::data_type::f32, memory::dims{m * n, n, 1});
     // Constant weights are packed once into oneDNN's preferred layout.
     memory::desc b_any({batch, k, n}, memory::data_type::f32, Tag::any);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(st->a, constant_rhs ? b_any : st->b, st->c), Engine());
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(st->a, constant_rhs ? b_any : st->b, st->c), UserScratchpad(),
+                                    Engine());
     st->prim = dnnl::matmul(pd);
+    st->scratchpad = pd.scratchpad_desc();
     if (constant_rhs) {
       st->packed = PackConstant(st->b, pd.weights_desc(), constant_rhs);
       st->has_packed = true;
@@ -248,7 +285,8 @@ std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo&
       dnnl::stream s(Engine());
       memory am(st->a, Engine(), f.Ptr(a)), cm(st->c, Engine(), f.Ptr(c));
       memory bm = st->has_packed ? st->packed : memory(st->b, Engine(), f.Ptr(b));
-      st->prim.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+      ASSIGN_OR_RETURN(memory scratch, Scratchpad(st->scratchpad));
+      st->prim.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, scratch}});
       s.wait();
       return absl::OkStatus();
     };
