@@ -3,6 +3,7 @@
 #define XONNX_OPTIONS_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <variant>
@@ -24,8 +25,39 @@ struct SessionOptions {
   // program, in ../lib and ../lib/xonnx beside it, and in the install
   // directory; the environment variable XONNX_PLUGIN overrides that default.
   std::string plugin;
-  // Index of the plugin's addressable device to run on.
+  // Index of the plugin's addressable device to run on, or kAllDevices: a
+  // call's batch is then split across all of them and run concurrently.
+  static constexpr int kAllDevices = -1;
   int device = 0;
+
+  // Batch buckets. The batch is dimension 0 of the inputs whose dimension 0
+  // is dynamic. With buckets, Open() compiles every bucket (in parallel) and a
+  // call with batch b runs on the smallest bucket >= b: padding rows are
+  // zeros and the outputs are cut back to b; a larger batch is split into
+  // runs of the largest bucket. lc0's rule: max_batch * i / steps (rounded
+  // up), i = 1..steps; or an explicit list in batch_buckets. Without buckets
+  // each new input shape compiles once, on first use.
+  int64_t max_batch = 0;
+  int64_t steps = 1;
+  std::vector<int64_t> batch_buckets;
+  // The same for other dynamic dimensions, by their symbolic name in the
+  // model, e.g. {"sequence", {16, 32, 64}}. A size larger than the largest
+  // bucket is an error (a sequence cannot be split). Padding is zeros: the
+  // model must tolerate it (mask inputs, causal attention), as with lc0.
+  std::map<std::string, std::vector<int64_t>> dim_buckets;
+
+  // Persistent compile cache: executables are serialized by the plugin and
+  // reloaded by later processes. Empty cache_dir: $XONNX_CACHE_DIR, else
+  // $XDG_CACHE_HOME/xonnx, else ~/.cache/xonnx.
+  bool use_cache = true;
+  std::string cache_dir;
+  // Threads compiling buckets at Open() (0: one per hardware thread, at most
+  // the number of buckets). Plugins that compile serially are not harmed.
+  int compile_threads = 0;
+  // Called after each bucket is ready during Open() (done of total), from
+  // the thread that finished it, one call at a time.
+  std::function<void(int done, int total)> compile_progress;
+
   // Options for the plugin's client. Sessions with the same plugin and
   // options share one client.
   std::vector<CreateOption> create_options;

@@ -12,6 +12,7 @@
 #ifndef XONNX_SESSION_H_
 #define XONNX_SESSION_H_
 
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -74,6 +75,19 @@ StatusOr<PluginInfo> DescribePlugin(const SessionOptions& options = {});
 // file name when no candidate exists (the loader's search path is then used).
 std::string DefaultPluginPath();
 
+// Where a session's programs came from (one program per input shape and
+// device).
+struct CompileStats {
+  int compiled = 0;        // compiled by the plugin
+  int from_cache = 0;      // loaded from the persistent compile cache
+  int cache_rejected = 0;  // damaged or unreadable entries, recompiled and replaced
+  // Wall time Open() spent making the buckets ready (converting and
+  // compiling, or loading from the cache); 0 without buckets.
+  double buckets_ms = 0;
+  // Why entries were rejected, or why the cache could not be used at all.
+  std::vector<std::string> cache_messages;
+};
+
 class Session {
  public:
   // Loads and checks a model. Fails with a message naming the file (and the
@@ -86,7 +100,13 @@ class Session {
   ModelInfo Info() const;
 
   // Runs the model on named inputs; returns the outputs in model order.
+  // With buckets, pads to a bucket (or splits), and with all devices, splits
+  // the batch across them (see SessionOptions).
   StatusOr<std::vector<Tensor>> Run(const std::map<std::string, Tensor>& inputs);
+  // Run() on another thread: several calls may be in flight at once, so one
+  // call's transfers overlap another's compute. The session must outlive the
+  // future.
+  std::future<StatusOr<std::vector<Tensor>>> RunAsync(std::map<std::string, Tensor> inputs);
   // Converts and compiles for these inputs now (Run would do it lazily), and
   // runs the program once so that plugins that finish compiling on the first
   // execution (ours binds weights then) have done so. Only the shapes
@@ -106,10 +126,18 @@ class Session {
   std::string LastProgramSummary() const;
   // The plugin, platform and device this session runs on, in one line.
   std::string DeviceSummary() const;
+  // The batch sizes compiled (empty without batch buckets), and the devices
+  // a call runs on.
+  const std::vector<int64_t>& batch_buckets() const;
+  int num_devices() const;
+  // The persistent cache folder in use (empty when off), and what it did.
+  std::string cache_dir() const;
+  CompileStats compile_stats() const;
 
  private:
   struct Impl;
   Status CheckInputs(const std::map<std::string, Tensor>& inputs) const;
+  std::string DevicesText() const;
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

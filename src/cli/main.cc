@@ -4,8 +4,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <random>
+
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -164,18 +167,49 @@ void PrintSummary(const xonnx::TensorSpec& spec, const Tensor& t) {
   std::cout << " [" << absl::StrJoin(first, ", ") << (n > 6 ? ", ..." : "") << "]\n";
 }
 
-// Where a model runs: --plugin, --device, --create-option.
+// Where and how a model runs: --plugin, --device, --create-option, buckets,
+// data types and the compile cache.
 struct DeviceArgs {
   std::string plugin;
-  int device = 0;
+  std::string device = "0";
   std::vector<std::string> create_options;
+  int64_t max_batch = 0, steps = 1;
+  std::string batch_buckets;
+  std::vector<std::string> dim_buckets;
+  std::string cache_dir;
+  bool no_cache = false;
+  int compile_threads = 0;
 };
 DeviceArgs g_device;
+
+std::vector<int64_t> ParseSizes(const std::string& text, const std::string& flag) {
+  std::vector<int64_t> out;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    int64_t v;
+    if (!absl::SimpleAtoi(part, &v) || v < 1)
+      throw CliError{absl::StrCat(flag, " '", text, "': expected a comma list of sizes >= 1, e.g. 1,8,64")};
+    out.push_back(v);
+  }
+  if (out.empty()) throw CliError{absl::StrCat(flag, " '", text, "': no sizes given")};
+  return out;
+}
+
+// A progress bar on stderr while buckets compile, when it is a terminal.
+void ShowProgress(int done, int total) {
+  constexpr int kWidth = 30;
+  int filled = total ? done * kWidth / total : kWidth;
+  std::cerr << "\rxonnx: compiling buckets [" << std::string(filled, '#') << std::string(kWidth - filled, '.') << "] " << done
+            << "/" << total << (done == total ? "\n" : "") << std::flush;
+}
 
 xonnx::SessionOptions BaseOptions() {
   xonnx::SessionOptions o;
   o.plugin = g_device.plugin;
-  o.device = g_device.device;
+  if (g_device.device == "all") {
+    o.device = xonnx::SessionOptions::kAllDevices;
+  } else if (!absl::SimpleAtoi(g_device.device, &o.device) || o.device < 0) {
+    throw CliError{absl::StrCat("--device '", g_device.device, "': expected a device index (see `xonnx devices`) or 'all'")};
+  }
   for (const auto& text : g_device.create_options) {
     auto nv = Check(xonnx::pjrt::ParseNamedValue(text));
     xonnx::CreateOption c;
@@ -183,6 +217,18 @@ xonnx::SessionOptions BaseOptions() {
     std::visit([&](const auto& v) { c.value = v; }, nv.value);
     o.create_options.push_back(std::move(c));
   }
+  o.max_batch = g_device.max_batch;
+  o.steps = g_device.steps;
+  if (!g_device.batch_buckets.empty()) o.batch_buckets = ParseSizes(g_device.batch_buckets, "--batch-buckets");
+  for (const auto& spec : g_device.dim_buckets) {
+    std::vector<std::string> kv = absl::StrSplit(spec, absl::MaxSplits('=', 1));
+    if (kv.size() != 2 || kv[0].empty()) throw CliError{absl::StrCat("--dim-buckets '", spec, "': expected NAME=16,32,64")};
+    o.dim_buckets[kv[0]] = ParseSizes(kv[1], "--dim-buckets");
+  }
+  o.use_cache = !g_device.no_cache;
+  o.cache_dir = g_device.cache_dir;
+  o.compile_threads = g_device.compile_threads;
+  if (isatty(STDERR_FILENO)) o.compile_progress = ShowProgress;
   return o;
 }
 
@@ -212,8 +258,23 @@ int Devices() {
   return 0;
 }
 
+// One line on what the start cost: buckets and where their programs came from.
+std::string StartupLine(const xonnx::Session& s) {
+  xonnx::CompileStats st = s.compile_stats();
+  std::string line = absl::StrFormat("%d compiled, %d from the cache", st.compiled, st.from_cache);
+  if (st.cache_rejected) absl::StrAppend(&line, ", ", st.cache_rejected, " damaged cache entries replaced");
+  absl::StrAppend(&line, s.cache_dir().empty() ? "; cache off" : absl::StrCat("; cache ", s.cache_dir()));
+  if (!s.batch_buckets().empty()) absl::StrAppend(&line, "; batch buckets ", absl::StrJoin(s.batch_buckets(), ","));
+  return line;
+}
+
+void PrintCacheMessages(const xonnx::Session& s) {
+  for (const auto& m : s.compile_stats().cache_messages) std::cerr << "xonnx: " << m << "\n";
+}
+
 int Run(const std::string& model, const InputArgs& in, const std::string& output_dir) {
   auto s = Open(model);
+  PrintCacheMessages(*s);
   auto inputs = LoadInputs(*s, in);
   auto outs = Check(s->Run(inputs));
   if (!output_dir.empty()) {
@@ -230,32 +291,63 @@ int Run(const std::string& model, const InputArgs& in, const std::string& output
   return 0;
 }
 
-int Bench(const std::string& model, const InputArgs& in, int warmup, int iterations, bool json) {
+int Bench(const std::string& model, const InputArgs& in, int warmup, int iterations, bool json, int in_flight) {
   auto s = Open(model);
+  PrintCacheMessages(*s);
   auto inputs = LoadInputs(*s, in);
   Check(s->Prepare(inputs));
   double compile_ms = s->last_compile_ms();
   for (int i = 0; i < warmup; ++i) Check(s->Run(inputs));
   std::vector<double> ms;
-  for (int i = 0; i < iterations; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    Check(s->Run(inputs));
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  auto t_all = std::chrono::steady_clock::now();
+  if (in_flight <= 1) {
+    for (int i = 0; i < iterations; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      Check(s->Run(inputs));
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+  } else {
+    // Keep `in_flight` calls running; a call's latency is from its start.
+    std::vector<std::pair<std::future<xonnx::StatusOr<std::vector<Tensor>>>, std::chrono::steady_clock::time_point>> q;
+    for (int i = 0; i < iterations; ++i) {
+      if (static_cast<int>(q.size()) == in_flight) {
+        Check(q.front().first.get());
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - q.front().second).count());
+        q.erase(q.begin());
+      }
+      q.emplace_back(s->RunAsync(inputs), std::chrono::steady_clock::now());
+    }
+    for (auto& [f, t0] : q) {
+      Check(f.get());
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
   }
+  double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
+  int64_t batch = 1;
+  for (const auto& sp : s->inputs())
+    if (!sp.dims.empty() && sp.dims[0] < 0) batch = inputs.at(sp.name).dims()[0];
+  double per_s = total_s > 0 ? iterations * batch / total_s : 0;
   std::sort(ms.begin(), ms.end());
   auto pct = [&](double p) { return ms.empty() ? 0.0 : ms[std::min<size_t>(ms.size() - 1, static_cast<size_t>(p * ms.size()))]; };
   double median = ms.empty() ? 0 : (ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2);
+  xonnx::CompileStats st = s->compile_stats();
   if (json) {
     nlohmann::json j;
     j["load_ms"] = s->load_ms();
     j["compile_ms"] = compile_ms;
+    j["compiled"] = st.compiled;
+    j["from_cache"] = st.from_cache;
     j["latency_ms"] = {{"min", ms.empty() ? 0 : ms.front()}, {"median", median}, {"p90", pct(0.9)}};
     j["iterations"] = iterations;
+    j["items_per_s"] = per_s;
     std::cout << j.dump() << "\n";
   } else {
-    std::cout << absl::StrFormat("device  %s\nload    %9.2f ms\ncompile %9.2f ms  (%s; includes the first run)\nlatency min %.3f ms  median %.3f ms  p90 %.3f ms  (%d runs)\n",
-                                 s->DeviceSummary(), s->load_ms(), compile_ms, s->LastProgramSummary(),
-                                 ms.empty() ? 0 : ms.front(), median, pct(0.9), iterations);
+    std::cout << absl::StrFormat("device  %s\nload    %9.2f ms  (%s)\ncompile %9.2f ms  (%s; includes the first run)\n"
+                                 "latency min %.3f ms  median %.3f ms  p90 %.3f ms  (%d runs, %d in flight)\n"
+                                 "throughput %.1f items/s (batch %d)\n",
+                                 s->DeviceSummary(), s->load_ms(), StartupLine(*s), compile_ms, s->LastProgramSummary(),
+                                 ms.empty() ? 0 : ms.front(), median, pct(0.9), iterations, std::max(1, in_flight), per_s,
+                                 batch);
   }
   return 0;
 }
@@ -322,16 +414,33 @@ void AddInputOptions(CLI::App* cmd, InputArgs& a, bool with_files) {
   cmd->add_option("--seed", a.seed, "Seed for the random values of inputs not given")->capture_default_str();
 }
 
-void AddDeviceOptions(CLI::App* cmd) {
+void AddDeviceOptions(CLI::App* cmd, bool serving) {
   cmd->add_option("--plugin", g_device.plugin,
                   "PjRT plugin: a file path (with a '/') or a library name found through LD_LIBRARY_PATH; "
                   "default: xonnx's CPU plugin, libxonnx_pjrt_cpu.so, found next to this program "
                   "(the environment variable XONNX_PLUGIN overrides the default)");
-  cmd->add_option("--device", g_device.device, "Index of the plugin's device to run on (see `xonnx devices`)")
-      ->capture_default_str();
   cmd->add_option("--create-option", g_device.create_options,
                   "Option for the plugin's client, NAME=VALUE (true/false, integer, float, comma list of integers, "
                   "or string), e.g. cpu_device_count=4 or memory_fraction=0.5; repeatable");
+  if (!serving) return;
+  cmd->add_option("--device", g_device.device,
+                  "Index of the plugin's device to run on (see `xonnx devices`), or 'all': each batch is split "
+                  "across all devices and run concurrently")
+      ->capture_default_str();
+  cmd->add_option("--max-batch", g_device.max_batch,
+                  "Largest batch to compile for; with --steps S, buckets max-batch*i/S for i=1..S are compiled at "
+                  "start (a call runs on the smallest bucket that fits, padded with zeros; larger batches are split)");
+  cmd->add_option("--steps", g_device.steps, "Number of batch buckets up to --max-batch")->capture_default_str();
+  cmd->add_option("--batch-buckets", g_device.batch_buckets, "Explicit batch buckets, e.g. 1,8,64 (instead of --max-batch/--steps)");
+  cmd->add_option("--dim-buckets", g_device.dim_buckets,
+                  "Buckets for a dynamic dimension by its name in the model, NAME=16,32,64 (padded with zeros, "
+                  "outputs cut back); repeatable");
+  cmd->add_option("--cache-dir", g_device.cache_dir,
+                  "Persistent compile cache folder (default: $XONNX_CACHE_DIR, else $XDG_CACHE_HOME/xonnx, else "
+                  "~/.cache/xonnx)");
+  cmd->add_flag("--no-cache", g_device.no_cache, "Do not read or write the persistent compile cache");
+  cmd->add_option("--compile-threads", g_device.compile_threads,
+                  "Threads compiling buckets at start (default: one per hardware thread)");
 }
 
 }  // namespace
@@ -355,7 +464,11 @@ int main(int argc, char** argv) {
   bool json = false;
   bench->add_option("--warmup", warmup, "Untimed runs before timing")->capture_default_str();
   bench->add_option("--iterations", iterations, "Timed runs")->capture_default_str();
-  bench->add_flag("--json", json, "Print one JSON object: load_ms, compile_ms, latency_ms{min,median,p90}");
+  bench->add_flag("--json", json,
+                  "Print one JSON object: load_ms, compile_ms, compiled, from_cache, latency_ms{min,median,p90}, "
+                  "items_per_s");
+  int in_flight = 1;
+  bench->add_option("--in-flight", in_flight, "Calls kept in flight at once (Session::RunAsync)")->capture_default_str();
 
   auto* convert = app.add_subcommand("convert", "Convert a model to XLA HLO (text and/or HloModuleProto)");
   convert->add_option("MODEL", model, "ONNX model file")->required();
@@ -373,7 +486,8 @@ int main(int argc, char** argv) {
   info->add_option("MODEL", model, "ONNX model file")->required();
 
   auto* devices = app.add_subcommand("devices", "Print a PjRT plugin's version, platform and devices");
-  for (CLI::App* cmd : {run, bench, convert, info, devices}) AddDeviceOptions(cmd);
+  for (CLI::App* cmd : {run, bench}) AddDeviceOptions(cmd, /*serving=*/true);
+  for (CLI::App* cmd : {convert, info, devices}) AddDeviceOptions(cmd, /*serving=*/false);
 
   try {
     app.parse(argc, argv);
@@ -384,7 +498,8 @@ int main(int argc, char** argv) {
     if (*run) return Run(model, in, output_dir);
     if (*bench) {
       if (iterations < 1 || warmup < 0) throw CliError{"--iterations must be >= 1 and --warmup >= 0"};
-      return Bench(model, in, warmup, iterations, json);
+      if (in_flight < 1) throw CliError{"--in-flight must be >= 1"};
+      return Bench(model, in, warmup, iterations, json, in_flight);
     }
     if (*convert) return Convert(model, shapes, text_out, proto_out, batch, allow_partial);
     if (*info) return Info(model);

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/fingerprint.h"
 #include "base/status.h"
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
@@ -17,7 +18,8 @@ namespace {
 // Reads the external data of one tensor into raw_data. The location must stay
 // inside the model's folder: a model file must not be able to read arbitrary
 // files of the machine.
-absl::Status ResolveExternal(onnx::TensorProto& t, const fs::path& base_dir, const std::string& model) {
+absl::Status ResolveExternal(onnx::TensorProto& t, const fs::path& base_dir, const std::string& model,
+                             Fingerprinter* content) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : t.external_data()) {
@@ -50,21 +52,24 @@ absl::Status ResolveExternal(onnx::TensorProto& t, const fs::path& base_dir, con
   std::string data(length, '\0');
   f.seekg(offset);
   f.read(data.data(), length);
+  if (!f) return absl::DataLossError(absl::StrFormat("%s: tensor '%s': cannot read external data file '%s'", model, t.name(), full.string()));
+  content->UpdateField(t.name());
+  content->UpdateField(data);
   t.set_raw_data(std::move(data));
   t.clear_external_data();
   t.set_data_location(onnx::TensorProto::DEFAULT);
   return absl::OkStatus();
 }
 
-absl::Status ResolveGraph(onnx::GraphProto& g, const fs::path& base_dir, const std::string& model) {
+absl::Status ResolveGraph(onnx::GraphProto& g, const fs::path& base_dir, const std::string& model, Fingerprinter* content) {
   for (auto& t : *g.mutable_initializer())
-    if (t.data_location() == onnx::TensorProto::EXTERNAL) RETURN_IF_ERROR(ResolveExternal(t, base_dir, model));
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) RETURN_IF_ERROR(ResolveExternal(t, base_dir, model, content));
   for (auto& n : *g.mutable_node()) {
     for (auto& a : *n.mutable_attribute()) {
       if (a.has_t() && a.t().data_location() == onnx::TensorProto::EXTERNAL)
-        RETURN_IF_ERROR(ResolveExternal(*a.mutable_t(), base_dir, model));
-      if (a.has_g()) RETURN_IF_ERROR(ResolveGraph(*a.mutable_g(), base_dir, model));
-      for (auto& sub : *a.mutable_graphs()) RETURN_IF_ERROR(ResolveGraph(sub, base_dir, model));
+        RETURN_IF_ERROR(ResolveExternal(*a.mutable_t(), base_dir, model, content));
+      if (a.has_g()) RETURN_IF_ERROR(ResolveGraph(*a.mutable_g(), base_dir, model, content));
+      for (auto& sub : *a.mutable_graphs()) RETURN_IF_ERROR(ResolveGraph(sub, base_dir, model, content));
     }
   }
   return absl::OkStatus();
@@ -85,7 +90,10 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModelFromBytes(const std::strin
     std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
     m->opsets[domain] = op.version();
   }
-  RETURN_IF_ERROR(ResolveGraph(*m->proto.mutable_graph(), base_dir, name));
+  Fingerprinter content;
+  content.UpdateField(bytes);
+  RETURN_IF_ERROR(ResolveGraph(*m->proto.mutable_graph(), base_dir, name, &content));
+  m->content_fingerprint = content.Finish().Hex();
   return m;
 }
 
@@ -114,13 +122,16 @@ absl::Status CheckModel(const LoadedModel& model) {
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return InvalidArgument("%s: is a directory, not an ONNX model file", path);
-  std::ifstream f(path, std::ios::binary);
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) return absl::NotFoundError(absl::StrFormat("%s: cannot open the model file", path));
-  std::stringstream ss;
-  ss << f.rdbuf();
+  // One read into a buffer of the right size: models are often hundreds of MB.
+  std::string bytes(static_cast<size_t>(f.tellg()), '\0');
+  f.seekg(0);
+  f.read(bytes.data(), bytes.size());
+  if (!f) return absl::DataLossError(absl::StrFormat("%s: cannot read the model file", path));
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
-  return LoadModelFromBytes(ss.str(), path, dir.string());
+  return LoadModelFromBytes(bytes, path, dir.string());
 }
 
 }  // namespace xonnx::onnx_import

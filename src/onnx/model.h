@@ -17,6 +17,9 @@ struct LoadedModel {
   onnx::ModelProto proto;
   // Opset version per domain ("" is the default ONNX domain).
   std::map<std::string, int64_t> opsets;
+  // Fingerprint of the file and its external data (hex): what a persistent
+  // cache keys on to know that a model is unchanged.
+  std::string content_fingerprint;
   int64_t default_opset() const {
     auto it = opsets.find("");
     return it == opsets.end() ? 0 : it->second;

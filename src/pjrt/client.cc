@@ -315,11 +315,16 @@ absl::StatusOr<std::unique_ptr<LoadedExecutable>> Client::Compile(const std::str
   return std::make_unique<LoadedExecutable>(shared_from_this(), a.executable);
 }
 
-absl::StatusOr<std::unique_ptr<LoadedExecutable>> Client::Deserialize(const std::string& bytes) {
+absl::StatusOr<std::unique_ptr<LoadedExecutable>> Client::Deserialize(const std::string& bytes,
+                                                                     const std::string& compile_options) {
   auto a = Args<PJRT_Executable_DeserializeAndLoad_Args>();
   a.client = client_;
   a.serialized_executable = bytes.data();
   a.serialized_executable_size = bytes.size();
+  if (!compile_options.empty()) {
+    a.overridden_serialized_compile_options = compile_options.data();
+    a.overridden_serialized_compile_options_size = compile_options.size();
+  }
   RETURN_IF_ERROR(PJRT_CALL(plugin_, PJRT_Executable_DeserializeAndLoad, &a));
   return std::make_unique<LoadedExecutable>(shared_from_this(), a.loaded_executable);
 }

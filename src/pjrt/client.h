@@ -157,7 +157,11 @@ class Client : public std::enable_shared_from_this<Client> {
   // Compiles a serialized HloModuleProto (format "hlo").
   [[nodiscard]] absl::StatusOr<std::unique_ptr<LoadedExecutable>> Compile(const std::string& hlo_module_proto,
                                                                           const std::string& compile_options);
-  [[nodiscard]] absl::StatusOr<std::unique_ptr<LoadedExecutable>> Deserialize(const std::string& bytes);
+  // PJRT_Executable_DeserializeAndLoad of LoadedExecutable::Serialize()'s
+  // bytes; non-empty compile_options override the serialized ones (the
+  // device assignment).
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<LoadedExecutable>> Deserialize(const std::string& bytes,
+                                                                              const std::string& compile_options = "");
 
  private:
   explicit Client(std::shared_ptr<Plugin> plugin) : plugin_(std::move(plugin)) {}

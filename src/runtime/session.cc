@@ -1,7 +1,11 @@
 #include "xonnx/session.h"
 
+#include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
+#include <optional>
+#include <thread>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -9,6 +13,8 @@
 #include "absl/strings/str_split.h"
 
 #include "absl/strings/str_join.h"
+#include "absl/strings/numbers.h"
+#include "base/fingerprint.h"
 #include "base/status.h"
 #include "hlo/printer.h"
 #include "hlo/proto_codec.h"
@@ -17,6 +23,8 @@
 #include "onnx/tensor_proto.h"
 #include "passes/pipeline.h"
 #include "pjrt/client.h"
+#include "runtime/batching.h"
+#include "runtime/compile_cache.h"
 #include "runtime/dtype.h"
 
 #include <dlfcn.h>
@@ -104,6 +112,20 @@ StatusOr<std::shared_ptr<pjrt::Client>> GetClient(const SessionOptions& options)
   return client;
 }
 
+// The file holding xonnx's converter (the program, or a shared library
+// linking it), with its size and time: a rebuilt converter may emit other
+// HLO for the same model, so cached descriptions of programs must not match.
+std::string RuntimeIdentity() {
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<void*>(&RuntimeIdentity), &info) || !info.dli_fname) return "unknown";
+  std::error_code ec;
+  std::filesystem::path file = std::filesystem::canonical(info.dli_fname, ec);
+  if (ec) return info.dli_fname;
+  auto size = std::filesystem::file_size(file, ec);
+  auto time = std::filesystem::last_write_time(file, ec).time_since_epoch().count();
+  return absl::StrCat(file.string(), "|", ec ? 0 : size, "|", ec ? 0 : time);
+}
+
 }  // namespace
 
 std::string DefaultPluginPath() {
@@ -158,43 +180,52 @@ struct Session::Impl {
   struct Program {
     std::shared_ptr<pjrt::LoadedExecutable> exe;
     std::vector<std::string> params;                      // model inputs, in parameter order
-    std::vector<std::shared_ptr<pjrt::Buffer>> weights;  // the parameters after them
+    std::vector<std::string> weight_names;                // initializers, in parameter order
+    std::vector<std::shared_ptr<pjrt::Buffer>> weights;  // their buffers, the parameters after the inputs
     std::vector<onnx_import::TensorInfo> computed;        // what the program returns, in order
     std::vector<int> output_index;        // -1 for a string output
     std::vector<Tensor> string_outputs;   // by model output position (unused entries empty)
   };
 
   std::shared_ptr<pjrt::Client> client;
-  const pjrt::Device* device = nullptr;
-  // Weights on the device, uploaded on first use and shared by all programs.
+  std::vector<const pjrt::Device*> devices;  // one, or all addressable ones
+  // Weights on each device, uploaded on first use and shared by all programs.
   std::mutex weights_mu;
-  std::map<std::string, std::shared_ptr<pjrt::Buffer>> weight_buffers;
+  std::map<std::pair<std::string, int>, std::shared_ptr<pjrt::Buffer>> weight_buffers;
   // Initializers that must stay constants (a converter needs their values).
   std::set<std::string> constant_weights;
 
-  StatusOr<std::shared_ptr<pjrt::Buffer>> WeightBuffer(const std::string& name) {
+  // Buckets, checked at Open.
+  std::vector<int64_t> batch_buckets;
+  std::map<std::string, std::vector<int64_t>> dim_buckets;
+  // Persistent cache; `plugin_identity` is part of every key.
+  std::optional<CompileCache> disk_cache;
+  std::string plugin_identity;
+
+  StatusOr<std::shared_ptr<pjrt::Buffer>> WeightBuffer(const std::string& name, int dev) {
     std::lock_guard<std::mutex> l(weights_mu);
-    if (auto it = weight_buffers.find(name); it != weight_buffers.end()) return it->second;
+    if (auto it = weight_buffers.find({name, dev}); it != weight_buffers.end()) return it->second;
     for (const auto& t : model->proto.graph().initializer()) {
       if (t.name() != name) continue;
       auto lit = onnx_import::LiteralFromTensorProto(t);
       if (!lit.ok()) return Annotate(lit.status(), absl::StrCat(model->path, ": initializer '", name, "'"));
-      ASSIGN_OR_RETURN(std::unique_ptr<pjrt::Buffer> b,
-                       client->BufferFromHost(lit->untyped_data(), lit->shape().element_type, lit->shape().dims, *device));
+      ASSIGN_OR_RETURN(std::unique_ptr<pjrt::Buffer> b, client->BufferFromHost(lit->untyped_data(), lit->shape().element_type,
+                                                                              lit->shape().dims, *devices[dev]));
       std::shared_ptr<pjrt::Buffer> shared = std::move(b);
-      weight_buffers[name] = shared;
+      weight_buffers[{name, dev}] = shared;
       return shared;
     }
     return Internal("%s: no initializer named '%s'", model->path, name);
   }
 
-  std::mutex mu;
+  mutable std::mutex mu;
   std::map<std::string, Program> cache;
   // Inputs whose values (not only shapes) the program depends on: they feed
   // shapes, axes or counts, and are bound as constants when compiling.
   std::set<std::string> value_inputs;
   double last_compile_ms = 0;
   std::string last_summary;
+  CompileStats stats;
 
   StatusOr<onnx_import::ImportedModule> BuildModule(const ShapeMap& shapes, const std::map<std::string, hlo::Literal>& bound,
                                                    bool allow_partial, bool optimized,
@@ -224,8 +255,116 @@ struct Session::Impl {
     return false;
   }
 
-  // The program for these inputs, compiled on first use.
-  StatusOr<Program> Get(const std::map<std::string, Tensor>& values) {
+  void NoteCacheProblem(const Status& st) {
+    std::lock_guard<std::mutex> l(mu);
+    if (absl::IsDataLoss(st)) ++stats.cache_rejected;
+    if (stats.cache_messages.size() < 16) stats.cache_messages.push_back(std::string(st.message()));
+  }
+
+  // The executable for a serialized module: from the persistent cache when
+  // it holds one for the same module, options and plugin; else compiled (and
+  // stored).
+  StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> CompileOrLoad(const std::string& module_bytes, int dev,
+                                                                  std::string* exe_key) {
+    std::string compile_options = pjrt::CompileOptionsFor(*devices[dev]);
+    Fingerprinter f;
+    f.UpdateField(module_bytes);
+    f.UpdateField(compile_options);
+    f.UpdateField(plugin_identity);
+    *exe_key = absl::StrCat("executable ", f.Finish().Hex());
+    if (disk_cache) {
+      auto bytes = disk_cache->Load(*exe_key);
+      if (bytes.ok()) {
+        auto exe = client->Deserialize(*bytes, compile_options);
+        if (exe.ok()) {
+          std::lock_guard<std::mutex> l(mu);
+          ++stats.from_cache;
+          return std::shared_ptr<pjrt::LoadedExecutable>(*std::move(exe));
+        }
+        NoteCacheProblem(absl::DataLossError(absl::StrCat(disk_cache->PathFor(*exe_key), ": the plugin refuses the cached executable (",
+                                                         exe.status().message(), "); recompiling")));
+      } else if (!absl::IsNotFound(bytes.status())) {
+        NoteCacheProblem(bytes.status());
+      }
+    }
+    auto exe = client->Compile(module_bytes, compile_options);
+    if (!exe.ok()) return Annotate(exe.status(), absl::StrCat(model->path, ": compiling on ", client->platform_name()));
+    std::shared_ptr<pjrt::LoadedExecutable> shared = *std::move(exe);
+    {
+      std::lock_guard<std::mutex> l(mu);
+      ++stats.compiled;
+    }
+    if (disk_cache) {
+      auto serialized = shared->Serialize();
+      Status st = serialized.ok() ? disk_cache->Store(*exe_key, *serialized) : serialized.status();
+      if (!st.ok()) NoteCacheProblem(st);
+    }
+    return shared;
+  }
+
+  // A program's description without its executable and buffers, so that a
+  // later process can skip converting the model: "exe KEY", then "param",
+  // "weight" and "out TYPE DIMS" lines with a name each.
+  static std::string DescribeProgram(const std::string& exe_key, const Program& p) {
+    std::string s = absl::StrCat("exe ", exe_key, "\n");
+    for (const auto& n : p.params) absl::StrAppend(&s, "param ", n, "\n");
+    for (const auto& n : p.weight_names) absl::StrAppend(&s, "weight ", n, "\n");
+    for (const auto& o : p.computed)
+      absl::StrAppend(&s, "out ", static_cast<int>(o.type), " ", o.dims.empty() ? "-" : absl::StrJoin(o.dims, ","), " ", o.name, "\n");
+    return s;
+  }
+
+  // The inverse of DescribeProgram, loading the executable it names.
+  StatusOr<Program> ProgramFromDescription(absl::string_view text, int dev) {
+    Program p;
+    std::string exe_key;
+    for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+      std::vector<absl::string_view> f = absl::StrSplit(line, absl::MaxSplits(' ', 1));
+      if (f.size() != 2) return absl::DataLossError("bad program description line");
+      if (f[0] == "exe") {
+        exe_key = std::string(f[1]);
+      } else if (f[0] == "param") {
+        p.params.emplace_back(f[1]);
+      } else if (f[0] == "weight") {
+        p.weight_names.emplace_back(f[1]);
+      } else if (f[0] == "out") {
+        std::vector<absl::string_view> g = absl::StrSplit(f[1], absl::MaxSplits(' ', 2));
+        int type;
+        if (g.size() != 3 || !absl::SimpleAtoi(g[0], &type)) return absl::DataLossError("bad output line");
+        onnx_import::TensorInfo info;
+        info.type = static_cast<hlo::PrimitiveType>(type);
+        if (g[1] != "-")
+          for (absl::string_view d : absl::StrSplit(g[1], ',')) {
+            int64_t v;
+            if (!absl::SimpleAtoi(d, &v)) return absl::DataLossError("bad output dims");
+            info.dims.push_back(v);
+          }
+        info.name = std::string(g[2]);
+        p.output_index.push_back(static_cast<int>(p.computed.size()));
+        p.string_outputs.emplace_back();
+        p.computed.push_back(std::move(info));
+      } else {
+        return absl::DataLossError("unknown program description line");
+      }
+    }
+    if (exe_key.empty() || p.computed.size() != outputs.size()) return absl::DataLossError("incomplete program description");
+    ASSIGN_OR_RETURN(std::string bytes, disk_cache->Load(exe_key));
+    std::string compile_options = pjrt::CompileOptionsFor(*devices[dev]);
+    auto exe = client->Deserialize(bytes, compile_options);
+    if (!exe.ok()) return absl::DataLossError(absl::StrCat("the plugin refuses the cached executable: ", exe.status().message()));
+    p.exe = *std::move(exe);
+    if (p.exe->num_outputs() != p.computed.size()) return absl::DataLossError("the cached executable has other outputs");
+    for (const auto& w : p.weight_names) {
+      ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Buffer> b, WeightBuffer(w, dev));
+      p.weights.push_back(std::move(b));
+    }
+    return p;
+  }
+
+  // The program for these inputs on devices[dev], compiled on first use.
+  // With `eager`, a model whose program depends on input values (not only
+  // shapes) is refused with FailedPrecondition instead of binding them.
+  StatusOr<Program> Get(const std::map<std::string, Tensor>& values, int dev, bool eager = false) {
     if (!unsupported.empty()) return absl::UnimplementedError(unsupported);
     ShapeMap shapes;
     for (const auto& [name, t] : values) shapes[name] = t.dims();
@@ -236,7 +375,7 @@ struct Session::Impl {
         bound_names = value_inputs;
         const_weights = constant_weights;
       }
-      std::string key = ShapeKey(shapes);
+      std::string key = absl::StrCat(dev, "@", ShapeKey(shapes));
       // String inputs never reach the program: their values are compiled in.
       std::map<std::string, onnx_import::StringTensor> strings;
       for (const auto& [name, t] : values) {
@@ -245,6 +384,8 @@ struct Session::Impl {
         absl::StrAppend(&key, "|", name, "=");
         for (const auto& v : t.strings()) absl::StrAppend(&key, v.size(), ":", v);
       }
+      if (eager && (!bound_names.empty() || !strings.empty()))
+        return absl::FailedPreconditionError("the program depends on input values");
       std::map<std::string, hlo::Literal> bound;
       for (const std::string& name : bound_names) {
         const Tensor& t = values.at(name);
@@ -259,6 +400,36 @@ struct Session::Impl {
         if (it != cache.end()) return it->second;
       }
       auto start = std::chrono::steady_clock::now();
+      // A program that depends only on shapes is described in the persistent
+      // cache under the model's fingerprint and the shapes, so a later
+      // process need not convert the model at all.
+      std::string description_key;
+      if (disk_cache && bound.empty() && strings.empty()) {
+        Fingerprinter f;
+        f.UpdateField(model->content_fingerprint);
+        f.UpdateField(key);
+        f.UpdateField(absl::StrJoin(const_weights, "\n"));
+        f.UpdateField(absl::StrCat(options.upload_weights, options.optimize, XONNX_VERSION));
+        f.UpdateField(pjrt::CompileOptionsFor(*devices[dev]));
+        f.UpdateField(plugin_identity);
+        description_key = absl::StrCat("program ", f.Finish().Hex());
+        auto text = disk_cache->Load(description_key);
+        if (text.ok()) {
+          auto prog = ProgramFromDescription(*text, dev);
+          if (prog.ok()) {
+            std::lock_guard<std::mutex> l(mu);
+            ++stats.from_cache;
+            last_compile_ms = MsSince(start);
+            last_summary = absl::StrFormat("%d inputs + %d weights -> %d outputs, loaded from the compile cache",
+                                           prog->params.size(), prog->weights.size(), prog->computed.size());
+            return cache.emplace(key, *prog).first->second;
+          }
+          NoteCacheProblem(absl::DataLossError(absl::StrCat(disk_cache->PathFor(description_key), ": ", prog.status().message(),
+                                                           "; converting the model again")));
+        } else if (!absl::IsNotFound(text.status())) {
+          NoteCacheProblem(text.status());
+        }
+      }
       auto imported = BuildModule(shapes, bound, false, options.optimize, strings,
                                   options.upload_weights ? &const_weights : nullptr);
       if (!imported.ok()) {
@@ -282,13 +453,17 @@ struct Session::Impl {
       }
       Program prog;
       for (const auto& in : imported->inputs) prog.params.push_back(in.name);
+      prog.weight_names = imported->weights;
       for (const auto& w : imported->weights) {
-        ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Buffer> b, WeightBuffer(w));
+        ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Buffer> b, WeightBuffer(w, dev));
         prog.weights.push_back(std::move(b));
       }
       int next = 0;
+      bool describable = true;
       for (const auto& out : imported->outputs) {
+        describable &= out.name.find('\n') == std::string::npos;
         if (out.is_string) {
+          describable = false;
           const auto& sv = imported->string_outputs.at(out.name);
           prog.output_index.push_back(-1);
           prog.string_outputs.push_back(Tensor::FromStrings(sv.dims, sv.values));
@@ -298,13 +473,18 @@ struct Session::Impl {
           prog.computed.push_back(out);
         }
       }
+      for (const auto& n : prog.params) describable &= n.find('\n') == std::string::npos;
+      for (const auto& n : prog.weight_names) describable &= n.find('\n') == std::string::npos;
       std::string bytes = hlo::SerializeModule(*imported->module);
-      auto exe = client->Compile(bytes, pjrt::CompileOptionsFor(*device));
-      if (!exe.ok()) return Annotate(exe.status(), absl::StrCat(model->path, ": compiling on ", client->platform_name()));
-      prog.exe = *std::move(exe);
+      std::string exe_key;
+      ASSIGN_OR_RETURN(prog.exe, CompileOrLoad(bytes, dev, &exe_key));
       if (prog.exe->num_outputs() != prog.computed.size())
         return Internal("%s: the plugin reports %d outputs, the program has %d", model->path, prog.exe->num_outputs(),
                         prog.computed.size());
+      if (!description_key.empty() && describable) {
+        Status st = disk_cache->Store(description_key, DescribeProgram(exe_key, prog));
+        if (!st.ok()) NoteCacheProblem(st);
+      }
       std::lock_guard<std::mutex> l(mu);
       last_compile_ms = MsSince(start);
       auto fp = prog.exe->Fingerprint();
@@ -314,6 +494,236 @@ struct Session::Impl {
       return cache.emplace(key, prog).first->second;
     }
     return Internal("%s: input value binding did not converge", model->path);
+  }
+
+  // Runs one program on devices[dev] with inputs of exactly its shapes.
+  StatusOr<std::vector<Tensor>> RunExact(const std::map<std::string, Tensor>& inputs, int dev) {
+    ASSIGN_OR_RETURN(Program prog, Get(inputs, dev));
+    const std::string& file = model->path;
+    std::vector<std::unique_ptr<pjrt::Buffer>> uploaded;
+    std::vector<pjrt::Buffer*> args;
+    for (const std::string& name : prog.params) {
+      const Tensor& t = inputs.at(name);
+      auto b = client->BufferFromHost(t.data(), ToHlo(t.dtype()), t.dims(), *devices[dev]);
+      if (!b.ok()) return Annotate(b.status(), absl::StrCat(file, ": input '", name, "'"));
+      args.push_back(b->get());
+      uploaded.push_back(*std::move(b));
+    }
+    for (const auto& w : prog.weights) args.push_back(w.get());
+    auto results = prog.exe->Execute(args);
+    if (!results.ok()) return Annotate(results.status(), file);
+    std::vector<Tensor> computed;
+    for (size_t k = 0; k < prog.computed.size(); ++k) {
+      const auto& info = prog.computed[k];
+      ASSIGN_OR_RETURN(DataType t, FromHlo(info.type));
+      Tensor out(t, info.dims);
+      Status st = (*results)[k]->ToHost(out.data(), out.byte_size());
+      if (!st.ok()) return Annotate(st, absl::StrCat(file, ": output '", info.name, "'"));
+      computed.push_back(std::move(out));
+    }
+    std::vector<Tensor> outs;
+    for (size_t k = 0; k < prog.output_index.size(); ++k)
+      outs.push_back(prog.output_index[k] < 0 ? prog.string_outputs[k] : std::move(computed[prog.output_index[k]]));
+    return outs;
+  }
+
+  // Inputs whose dimension 0 is the batch (declared dynamic).
+  bool IsBatched(const TensorSpec& s) const { return !s.dims.empty() && s.dims[0] < 0; }
+
+  // Pads the dimensions named in dim_buckets up to their bucket; returns the
+  // actual size of each name (to cut the outputs back).
+  StatusOr<std::map<std::string, int64_t>> PadDims(std::map<std::string, Tensor>& values) const {
+    std::map<std::string, int64_t> actual;
+    for (const auto& s : inputs) {
+      Tensor& t = values.at(s.name);
+      for (size_t a = 0; a < s.dims.size(); ++a) {
+        if (s.dims[a] >= 0) continue;
+        auto it = dim_buckets.find(s.dim_names[a]);
+        if (it == dim_buckets.end()) continue;
+        int64_t v = t.dims()[a];
+        auto [seen, fresh] = actual.emplace(it->first, v);
+        if (!fresh && seen->second != v)
+          return InvalidArgument("%s: dimension '%s' is %d in input '%s' but %d in another input", model->path, it->first, v,
+                                 s.name, seen->second);
+        int64_t b = PickBucket(it->second, v);
+        if (b < 0)
+          return InvalidArgument("%s: input '%s': dimension '%s' is %d, larger than its largest bucket %d", model->path, s.name,
+                                 it->first, v, it->second.back());
+        if (b != v) {
+          ASSIGN_OR_RETURN(t, ResizeAxis(t, a, b));
+        }
+      }
+    }
+    return actual;
+  }
+
+  // Cuts the outputs' named dimensions back from their bucket to the sizes
+  // of the call.
+  Status CutDims(std::vector<Tensor>& outs, const std::map<std::string, int64_t>& actual) const {
+    for (size_t k = 0; k < outs.size() && k < outputs.size(); ++k) {
+      const auto& s = outputs[k];
+      for (size_t a = 0; a < s.dims.size() && a < outs[k].dims().size(); ++a) {
+        auto it = actual.find(s.dim_names[a]);
+        if (s.dims[a] >= 0 || it == actual.end()) continue;
+        if (outs[k].dims()[a] != it->second) {
+          ASSIGN_OR_RETURN(outs[k], ResizeAxis(outs[k], a, it->second));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Rows [begin, begin + rows) of the batched inputs, padded to a bucket,
+  // run on devices[dev]; the outputs cut back to `rows`.
+  StatusOr<std::vector<Tensor>> RunRows(const std::map<std::string, Tensor>& all, int64_t begin, int64_t rows, int64_t total,
+                                        int dev) {
+    int64_t padded = batch_buckets.empty() ? rows : PickBucket(batch_buckets, rows);
+    if (begin == 0 && rows == total && padded == rows && dim_buckets.empty()) return RunExact(all, dev);
+    std::map<std::string, Tensor> part;
+    for (const auto& s : inputs) {
+      const Tensor& t = all.at(s.name);
+      if (!IsBatched(s) || (begin == 0 && rows == total && padded == rows)) {
+        part[s.name] = t;
+        continue;
+      }
+      ASSIGN_OR_RETURN(Tensor p, SliceRows(t, begin, rows));
+      if (padded != rows) {
+        ASSIGN_OR_RETURN(p, ResizeAxis(p, 0, padded));
+      }
+      part[s.name] = std::move(p);
+    }
+    auto actual_or = PadDims(part);
+    if (!actual_or.ok()) return actual_or.status();
+    const std::map<std::string, int64_t>& actual = *actual_or;
+    ASSIGN_OR_RETURN(std::vector<Tensor> outs, RunExact(part, dev));
+    RETURN_IF_ERROR(CutDims(outs, actual));
+    if (padded != rows)
+      for (size_t k = 0; k < outs.size(); ++k)
+        if (BatchedOutput(k, outs[k], padded)) {
+          ASSIGN_OR_RETURN(outs[k], ResizeAxis(outs[k], 0, rows));
+        }
+    return outs;
+  }
+
+  Status SetUpBuckets() {
+    ASSIGN_OR_RETURN(batch_buckets, BatchBuckets(options.max_batch, options.steps, options.batch_buckets));
+    std::set<std::string> batch_names, dim_names;
+    bool any_batched = false;
+    for (const auto& s : inputs) {
+      any_batched |= IsBatched(s);
+      for (size_t a = 0; a < s.dims.size(); ++a)
+        if (s.dims[a] < 0 && !s.dim_names[a].empty()) (a == 0 ? batch_names : dim_names).insert(s.dim_names[a]);
+    }
+    if (!batch_buckets.empty() && !any_batched)
+      return InvalidArgument("%s: batch buckets were given, but no input has a dynamic dimension 0 (a batch)", model->path);
+    for (const auto& [name, sizes] : options.dim_buckets) {
+      if (batch_names.count(name) && any_batched)
+        return InvalidArgument("%s: dim_buckets '%s' names the batch dimension; give batch buckets (max_batch/steps or batch_buckets) instead",
+                               model->path, name);
+      if (!dim_names.count(name))
+        return InvalidArgument("%s: dim_buckets: no input has a dynamic dimension named '%s' (dynamic dimensions: %s)",
+                               model->path, name, dim_names.empty() ? "none" : absl::StrJoin(dim_names, ", "));
+      ASSIGN_OR_RETURN(dim_buckets[name], SortedBuckets(sizes, absl::StrCat("dim_buckets ", name)));
+    }
+    return absl::OkStatus();
+  }
+
+  void SetUpCache() {
+    if (!options.use_cache) return;
+    std::string dir = options.cache_dir.empty() ? CompileCache::DefaultDir() : options.cache_dir;
+    auto c = CompileCache::Open(dir);
+    if (!c.ok()) {
+      stats.cache_messages.push_back(absl::StrCat("compile cache off: ", c.status().message()));
+      return;
+    }
+    disk_cache = *std::move(c);
+    // A cached program is only valid for the same build of the converter
+    // (the file holding this code) and of the plugin: their files (size and
+    // time) and what the plugin says about itself.
+    const auto& plugin = client->plugin();
+    std::error_code ec;
+    auto size = std::filesystem::file_size(plugin->path(), ec);
+    auto time = std::filesystem::last_write_time(plugin->path(), ec).time_since_epoch().count();
+    plugin_identity = absl::StrCat(RuntimeIdentity(), "|", plugin->path(), "|", ec ? 0 : size, "|", ec ? 0 : time, "|", plugin->major_version(), ".",
+                                   plugin->minor_version(), "|", client->platform_name(), "|", client->platform_version(), "|",
+                                   XONNX_VERSION);
+  }
+
+  // With buckets covering every dynamic dimension, compiles (or loads) every
+  // bucket on every device now, in parallel.
+  Status CompileBuckets() {
+    if (batch_buckets.empty() && dim_buckets.empty()) return absl::OkStatus();
+    if (!unsupported.empty()) return absl::OkStatus();
+    // Every combination of bucket sizes, as inputs of zeros.
+    std::vector<std::map<std::string, int64_t>> combos{{}};
+    auto expand = [&](const std::string& name, const std::vector<int64_t>& sizes) {
+      std::vector<std::map<std::string, int64_t>> next;
+      for (const auto& c : combos)
+        for (int64_t v : sizes) {
+          auto n = c;
+          n[name] = v;
+          next.push_back(std::move(n));
+        }
+      combos = std::move(next);
+    };
+    const std::string kBatch = "\n batch";  // cannot clash with a dimension name from a model
+    if (!batch_buckets.empty()) expand(kBatch, batch_buckets);
+    for (const auto& [name, sizes] : dim_buckets) expand(name, sizes);
+    std::vector<std::map<std::string, Tensor>> shapes;
+    for (const auto& c : combos) {
+      std::map<std::string, Tensor> values;
+      for (const auto& s : inputs) {
+        if (s.dtype == DataType::kString) return absl::OkStatus();  // needs values: compiled on first use
+        std::vector<int64_t> dims = s.dims;
+        for (size_t a = 0; a < dims.size(); ++a) {
+          if (dims[a] >= 0) continue;
+          auto it = c.find(a == 0 && IsBatched(s) && !batch_buckets.empty() ? kBatch : s.dim_names[a]);
+          if (it == c.end()) return absl::OkStatus();  // a dynamic dimension without buckets: compiled on first use
+          dims[a] = it->second;
+        }
+        values[s.name] = Tensor(s.dtype, dims);
+      }
+      shapes.push_back(std::move(values));
+    }
+    auto start = std::chrono::steady_clock::now();
+    int total = shapes.size() * devices.size();
+    int threads = options.compile_threads > 0 ? options.compile_threads : std::max(1u, std::thread::hardware_concurrency());
+    threads = std::min(threads, total);
+    std::atomic<int> next{0};
+    std::mutex progress_mu;
+    int done = 0;
+    Status first_error;
+    bool value_dependent = false;
+    auto worker = [&] {
+      for (int k; (k = next++) < total;) {
+        auto prog = Get(shapes[k / devices.size()], k % devices.size(), /*eager=*/true);
+        std::lock_guard<std::mutex> l(progress_mu);
+        if (!prog.ok()) {
+          if (absl::IsFailedPrecondition(prog.status())) value_dependent = true;
+          else if (first_error.ok()) first_error = prog.status();
+          next = total;  // stop the others early
+          continue;
+        }
+        ++done;
+        if (options.compile_progress) options.compile_progress(done, total);
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+    if (!first_error.ok()) return first_error;
+    (void)value_dependent;  // such programs compile on first use, for the values given
+    std::lock_guard<std::mutex> l(mu);
+    stats.buckets_ms = MsSince(start);
+    return absl::OkStatus();
+  }
+
+  // Whether output k carries the batch in dimension 0 (declared dynamic, or
+  // undeclared, and as long as the batch that produced it).
+  bool BatchedOutput(size_t k, const Tensor& t, int64_t rows) const {
+    bool declared = k < outputs.size() && (outputs[k].dims.empty() || outputs[k].dims[0] < 0);
+    return declared && !t.dims().empty() && t.dims()[0] == rows;
   }
 };
 
@@ -346,7 +756,16 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, 
     impl->outputs.push_back(*s);
   }
   ASSIGN_OR_RETURN(impl->client, GetClient(options));
-  ASSIGN_OR_RETURN(impl->device, impl->client->device(options.device));
+  if (options.device == SessionOptions::kAllDevices) {
+    for (const auto& d : impl->client->devices()) impl->devices.push_back(&d);
+    if (impl->devices.empty()) return absl::NotFoundError(absl::StrCat(impl->client->plugin()->path(), ": the plugin has no addressable devices"));
+  } else {
+    ASSIGN_OR_RETURN(const pjrt::Device* d, impl->client->device(options.device));
+    impl->devices.push_back(d);
+  }
+  RETURN_IF_ERROR(impl->SetUpBuckets());
+  impl->SetUpCache();
+  RETURN_IF_ERROR(impl->CompileBuckets());
   impl->load_ms = MsSince(start);
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
@@ -363,11 +782,18 @@ std::string Session::LastProgramSummary() const {
   return impl_->last_summary;
 }
 
+std::string Session::DevicesText() const {
+  std::vector<std::string> names;
+  for (const pjrt::Device* d : impl_->devices)
+    names.push_back(d->description.empty() ? absl::StrCat("id ", d->id) : d->description);
+  return absl::StrCat(names.size() > 1 ? "devices " : "device ", absl::StrJoin(names, ", "));
+}
+
 std::string Session::DeviceSummary() const {
   const auto& c = impl_->client;
-  return absl::StrFormat("%s (PjRT %d.%d), platform %s [%s], device %s", c->plugin()->path(),
+  return absl::StrFormat("%s (PjRT %d.%d), platform %s [%s], %s", c->plugin()->path(),
                          c->plugin()->major_version(), c->plugin()->minor_version(), c->platform_name(),
-                         c->platform_version(), impl_->device->description.empty() ? absl::StrCat("id ", impl_->device->id) : impl_->device->description);
+                         c->platform_version(), DevicesText());
 }
 
 ModelInfo Session::Info() const {
@@ -465,33 +891,80 @@ Status Session::CheckInputs(const std::map<std::string, Tensor>& inputs) const {
 
 StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& inputs) {
   RETURN_IF_ERROR(CheckInputs(inputs));
-  ASSIGN_OR_RETURN(Impl::Program prog, impl_->Get(inputs));
-  const std::string& file = impl_->model->path;
-  std::vector<std::unique_ptr<pjrt::Buffer>> uploaded;
-  std::vector<pjrt::Buffer*> args;
-  for (const std::string& name : prog.params) {
-    const Tensor& t = inputs.at(name);
-    auto b = impl_->client->BufferFromHost(t.data(), ToHlo(t.dtype()), t.dims(), *impl_->device);
-    if (!b.ok()) return Annotate(b.status(), absl::StrCat(file, ": input '", name, "'"));
-    args.push_back(b->get());
-    uploaded.push_back(*std::move(b));
+  Impl& m = *impl_;
+  // The batch: dimension 0 of the inputs declaring it dynamic.
+  int64_t rows = -1;
+  for (const auto& s : m.inputs) {
+    if (!m.IsBatched(s)) continue;
+    int64_t r = inputs.at(s.name).dims()[0];
+    if (rows >= 0 && r != rows)
+      return InvalidArgument("%s: input '%s' has batch %d, another input has %d", m.model->path, s.name, r, rows);
+    rows = r;
   }
-  for (const auto& w : prog.weights) args.push_back(w.get());
-  auto results = prog.exe->Execute(args);
-  if (!results.ok()) return Annotate(results.status(), file);
-  std::vector<Tensor> computed;
-  for (size_t k = 0; k < prog.computed.size(); ++k) {
-    const auto& info = prog.computed[k];
-    ASSIGN_OR_RETURN(DataType t, FromHlo(info.type));
-    Tensor out(t, info.dims);
-    Status st = (*results)[k]->ToHost(out.data(), out.byte_size());
-    if (!st.ok()) return Annotate(st, absl::StrCat(file, ": output '", info.name, "'"));
-    computed.push_back(std::move(out));
+  if (rows <= 0) return m.RunRows(inputs, 0, rows < 0 ? 0 : rows, rows < 0 ? 0 : rows, 0);
+  // Contiguous shares of the batch per device, each cut into runs no larger
+  // than the largest bucket.
+  int64_t devices = std::min<int64_t>(m.devices.size(), rows);
+  int64_t share = (rows + devices - 1) / devices;
+  int64_t cap = m.batch_buckets.empty() ? rows : m.batch_buckets.back();
+  struct Part {
+    int64_t begin, rows;
+  };
+  std::vector<std::vector<Part>> per_device(devices);
+  for (int64_t d = 0, begin = 0; d < devices && begin < rows; ++d) {
+    int64_t end = std::min(rows, begin + share);
+    for (int64_t b = begin; b < end; b += cap) per_device[d].push_back({b, std::min(cap, end - b)});
+    begin = end;
   }
+  auto run_device = [&](int d) -> StatusOr<std::vector<std::vector<Tensor>>> {
+    std::vector<std::vector<Tensor>> outs;
+    for (const Part& p : per_device[d]) {
+      ASSIGN_OR_RETURN(std::vector<Tensor> o, m.RunRows(inputs, p.begin, p.rows, rows, d));
+      outs.push_back(std::move(o));
+    }
+    return outs;
+  };
+  std::vector<std::future<StatusOr<std::vector<std::vector<Tensor>>>>> others;
+  for (int d = 1; d < devices; ++d) others.push_back(std::async(std::launch::async, run_device, d));
+  std::vector<StatusOr<std::vector<std::vector<Tensor>>>> results;
+  results.push_back(run_device(0));
+  for (auto& f : others) results.push_back(f.get());
+  std::vector<std::vector<Tensor>> parts;  // per run, in batch order
+  std::vector<int64_t> part_rows;
+  for (int d = 0; d < devices; ++d) {
+    if (!results[d].ok()) return results[d].status();
+    for (size_t k = 0; k < results[d]->size(); ++k) {
+      parts.push_back(std::move((*results[d])[k]));
+      part_rows.push_back(per_device[d][k].rows);
+    }
+  }
+  if (parts.size() == 1) return std::move(parts[0]);
   std::vector<Tensor> outs;
-  for (size_t k = 0; k < prog.output_index.size(); ++k)
-    outs.push_back(prog.output_index[k] < 0 ? prog.string_outputs[k] : std::move(computed[prog.output_index[k]]));
+  for (size_t k = 0; k < parts[0].size(); ++k) {
+    std::vector<Tensor> pieces;
+    for (size_t p = 0; p < parts.size(); ++p) {
+      if (!m.BatchedOutput(k, parts[p][k], part_rows[p]))
+        return InvalidArgument("%s: output '%s' has no batch dimension, so a batch of %d cannot be split into runs "
+                               "(largest bucket %d, %d devices); use a larger bucket",
+                               m.model->path, k < m.outputs.size() ? m.outputs[k].name : "?", rows, cap, devices);
+      pieces.push_back(std::move(parts[p][k]));
+    }
+    ASSIGN_OR_RETURN(Tensor joined, ConcatRows(pieces));
+    outs.push_back(std::move(joined));
+  }
   return outs;
+}
+
+std::future<StatusOr<std::vector<Tensor>>> Session::RunAsync(std::map<std::string, Tensor> inputs) {
+  return std::async(std::launch::async, [this, in = std::move(inputs)] { return Run(in); });
+}
+
+const std::vector<int64_t>& Session::batch_buckets() const { return impl_->batch_buckets; }
+int Session::num_devices() const { return impl_->devices.size(); }
+std::string Session::cache_dir() const { return impl_->disk_cache ? impl_->disk_cache->dir() : ""; }
+CompileStats Session::compile_stats() const {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return impl_->stats;
 }
 
 }  // namespace xonnx

@@ -58,7 +58,7 @@ expect run_pb_roundtrip 0 "wrote 1 output" -- "$xonnx" run "$model" --input imag
 expect convert_text 0 "^HloModule tiny_cnn" -- "$xonnx" convert "$model" --hlo-text -
 expect convert_proto 0 "" -- "$xonnx" convert "$model" --hlo-proto "$tmp/m.pb" --batch 2
 expect convert_proto_file 0 "" -- test -s "$tmp/m.pb"
-expect bench_json 0 '^\{"compile_ms":[0-9.e+-]+,"iterations":3,"latency_ms":\{"median":[0-9.e+-]+,"min":[0-9.e+-]+,"p90":[0-9.e+-]+\},"load_ms":[0-9.e+-]+\}$' -- "$xonnx" bench "$model" --iterations 3 --warmup 1 --json
+expect bench_json 0 '^\{"compile_ms":[0-9.e+-]+,"compiled":[0-9]+,"from_cache":[0-9]+,"items_per_s":[0-9.e+-]+,"iterations":3,"latency_ms":\{"median":[0-9.e+-]+,"min":[0-9.e+-]+,"p90":[0-9.e+-]+\},"load_ms":[0-9.e+-]+\}$' -- "$xonnx" bench "$model" --iterations 3 --warmup 1 --json
 
 # A model whose last node is unknown: the whole conversion fails and names
 # it; --allow-partial writes the part before it.
@@ -98,6 +98,32 @@ expect_error missing_plugin "no such PjRT plugin file" -- "$xonnx" run "$model" 
 expect_error not_a_shared_object "cannot load PjRT plugin .*invalid ELF header" -- "$xonnx" devices --plugin "$tmp/truncated.onnx"
 expect_error not_a_plugin "not a PjRT plugin \\(no GetPjrtApi symbol\\)" -- "$xonnx" devices --plugin libm.so.6
 expect_error not_a_plugin_name "cannot load PjRT plugin 'libxonnx_no_such_plugin.so'" -- "$xonnx" devices --plugin libxonnx_no_such_plugin.so
+
+# Serving: buckets, all devices, the compile cache shared by processes.
+cache="$tmp/cache"
+expect buckets 0 "probs: float32\[3,10\]" -- "$xonnx" run "$model" --batch-buckets 2,4 --shape image=3x3x32x32 --cache-dir "$cache"
+expect bench_buckets_cold 0 "2 compiled, 0 from the cache; cache .*; batch buckets 4,8" -- "$xonnx" bench "$model" --max-batch 8 --steps 2 --shape image=5x3x32x32 --iterations 2 --cache-dir "$tmp/cache2"
+expect bench_buckets_warm 0 "0 compiled, 2 from the cache" -- "$xonnx" bench "$model" --max-batch 8 --steps 2 --shape image=5x3x32x32 --iterations 2 --cache-dir "$tmp/cache2"
+expect bench_no_cache 0 "2 compiled, 0 from the cache; cache off" -- "$xonnx" bench "$model" --max-batch 8 --steps 2 --iterations 1 --no-cache
+expect bench_in_flight 0 "4 in flight" -- "$xonnx" bench "$model" --iterations 8 --in-flight 4 --no-cache
+expect run_all_devices 0 "probs: float32\[7,10\]" -- "$xonnx" run "$model" --create-option cpu_device_count=3 --device all --batch-buckets 1,2 --shape image=7x3x32x32 --no-cache
+# The same input on 1 device and on 3 gives the same bytes.
+"$xonnx" run "$model" --input image="$tmp/img.npy" --output-dir "$tmp/one" --no-cache >/dev/null 2>&1
+"$xonnx" run "$model" --input image="$tmp/img.npy" --output-dir "$tmp/three" --create-option cpu_device_count=3 --device all --batch-buckets 1 --no-cache >/dev/null 2>&1
+expect all_devices_agree 0 "" -- cmp "$tmp/one/output_0.pb" "$tmp/three/output_0.pb"
+# Four processes filling one empty cache at once, then one reading it.
+shared="$tmp/shared_cache"
+for k in 1 2 3 4; do
+  "$xonnx" run "$model" --input image="$tmp/img.npy" --output-dir "$tmp/p$k" --batch-buckets 1,2,4 --cache-dir "$shared" >/dev/null 2>&1 &
+done
+wait
+for k in 1 2 3 4; do expect "concurrent_process_$k" 0 "" -- cmp "$tmp/one/output_0.pb" "$tmp/p$k/output_0.pb"; done
+expect concurrent_cache_whole 0 "0 compiled, 3 from the cache" -- "$xonnx" bench "$model" --batch-buckets 1,2,4 --shape image=2x3x32x32 --iterations 1 --cache-dir "$shared"
+expect no_temporaries 0 "^0$" -- bash -c "ls '$shared' | grep -v '\.xcache$' | wc -l"
+expect_error bad_buckets "--batch-buckets '1,x': expected a comma list of sizes >= 1" -- "$xonnx" run "$model" --batch-buckets 1,x
+expect_error bad_steps "steps must be between 1 and max_batch \(4\)" -- "$xonnx" run "$model" --max-batch 4 --steps 9 --no-cache
+expect_error bad_dim_buckets "no input has a dynamic dimension named 'seq'" -- "$xonnx" run "$model" --dim-buckets seq=8,16 --no-cache
+expect_error bad_device "--device 'two': expected a device index" -- "$xonnx" run "$model" --device two
 
 echo "$passed passed, $failed failed"
 [[ $failed == 0 ]]

@@ -1,0 +1,136 @@
+#include "runtime/compile_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "base/fingerprint.h"
+#include "base/status.h"
+
+namespace xonnx {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kMagic[] = "XONNX-CACHE-ENTRY-1";
+
+absl::Status WriteAll(int fd, absl::string_view bytes, const std::string& path) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return absl::InternalError(absl::StrCat(path, ": cannot write: ", std::strerror(errno)));
+    bytes.remove_prefix(n);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": no such cache entry"));
+    return absl::InternalError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  }
+  std::string out;
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) out.reserve(st.st_size);
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return absl::InternalError(absl::StrCat(path, ": cannot read: ", std::strerror(errno)));
+    }
+    if (n == 0) break;
+    out.append(buf, n);
+  }
+  ::close(fd);
+  return out;
+}
+
+}  // namespace
+
+std::string CompileCache::DefaultDir() {
+  if (const char* d = std::getenv("XONNX_CACHE_DIR"); d && *d) return d;
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return (fs::path(d) / "xonnx").string();
+  if (const char* d = std::getenv("HOME"); d && *d) return (fs::path(d) / ".cache" / "xonnx").string();
+  return "";
+}
+
+absl::StatusOr<CompileCache> CompileCache::Open(const std::string& dir) {
+  if (dir.empty()) return absl::InvalidArgumentError("the compile cache folder is not set (no XONNX_CACHE_DIR, XDG_CACHE_HOME or HOME)");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir, ec))
+    return absl::PermissionDeniedError(absl::StrCat(dir, ": cannot create the compile cache folder: ", ec.message()));
+  return CompileCache(dir);
+}
+
+std::string CompileCache::PathFor(absl::string_view key) const {
+  // Keys may be long or hold any bytes; the file name is their fingerprint.
+  return (fs::path(dir_) / absl::StrCat(FingerprintOf(key).Hex(), ".xcache")).string();
+}
+
+absl::StatusOr<std::string> CompileCache::Load(absl::string_view key) const {
+  std::string path = PathFor(key);
+  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  auto damaged = [&](absl::string_view why) {
+    // A damaged entry is useless to everyone; removing it lets the next
+    // writer replace it. A concurrent rename may already have replaced it
+    // with a good one, which is then removed too: that costs one recompile.
+    ::unlink(path.c_str());
+    return absl::DataLossError(absl::StrCat(path, ": damaged compile cache entry (", why, "); recompiling"));
+  };
+  // magic \n key-size \n key \n payload-size \n payload-fingerprint \n payload
+  absl::string_view rest = bytes;
+  auto line = [&](absl::string_view* out) {
+    size_t nl = rest.find('\n');
+    if (nl == absl::string_view::npos) return false;
+    *out = rest.substr(0, nl);
+    rest.remove_prefix(nl + 1);
+    return true;
+  };
+  absl::string_view magic, key_size_text, size_text, fp_text;
+  uint64_t key_size = 0, size = 0;
+  if (!line(&magic) || magic != kMagic) return damaged("bad magic");
+  if (!line(&key_size_text) || !absl::SimpleAtoi(key_size_text, &key_size) || key_size + 1 > rest.size())
+    return damaged("bad key size");
+  if (rest.substr(0, key_size) != key || rest[key_size] != '\n') return damaged("written for another key");
+  rest.remove_prefix(key_size + 1);
+  if (!line(&size_text) || !absl::SimpleAtoi(size_text, &size)) return damaged("bad payload size");
+  if (!line(&fp_text)) return damaged("no payload fingerprint");
+  if (rest.size() != size) return damaged(absl::StrCat("payload of ", rest.size(), " bytes, ", size, " expected"));
+  if (FingerprintOf(rest).Hex() != fp_text) return damaged("payload fingerprint mismatch");
+  return std::string(rest);
+}
+
+absl::Status CompileCache::Store(absl::string_view key, absl::string_view payload) const {
+  std::string path = PathFor(key);
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()),
+                                 ".", counter++);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return absl::InternalError(absl::StrCat(tmp, ": cannot create: ", std::strerror(errno)));
+  std::string header = absl::StrCat(kMagic, "\n", key.size(), "\n", key, "\n", payload.size(), "\n",
+                                    FingerprintOf(payload).Hex(), "\n");
+  absl::Status st = WriteAll(fd, header, tmp);
+  if (st.ok()) st = WriteAll(fd, payload, tmp);
+  if (::close(fd) != 0 && st.ok()) st = absl::InternalError(absl::StrCat(tmp, ": cannot close: ", std::strerror(errno)));
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    st = absl::InternalError(absl::StrCat(path, ": cannot rename the new entry into place: ", std::strerror(errno)));
+  if (!st.ok()) ::unlink(tmp.c_str());
+  return st;
+}
+
+}  // namespace xonnx

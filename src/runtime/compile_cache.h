@@ -1,0 +1,47 @@
+// The persistent compile cache: a folder of entries, one file per key, shared
+// by every process that uses it.
+//
+// Each entry holds a header (magic, format version, the full key, the payload
+// size and its fingerprint) and the payload. A read checks all of them, so a
+// truncated, damaged or mismatched file is reported as DataLoss (and removed)
+// instead of being trusted. A write goes to a temporary file in the same
+// folder and is renamed over the entry, which POSIX makes atomic: a reader
+// sees the old entry, the new one, or none, never a partial one; two processes
+// writing the same key both write complete entries and the last rename wins.
+#ifndef XONNX_RUNTIME_COMPILE_CACHE_H_
+#define XONNX_RUNTIME_COMPILE_CACHE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace xonnx {
+
+class CompileCache {
+ public:
+  // $XONNX_CACHE_DIR, else $XDG_CACHE_HOME/xonnx, else $HOME/.cache/xonnx;
+  // empty when none of them is set.
+  static std::string DefaultDir();
+
+  // Creates the folder if needed (and fails when it cannot).
+  [[nodiscard]] static absl::StatusOr<CompileCache> Open(const std::string& dir);
+
+  const std::string& dir() const { return dir_; }
+  // The file an entry with this key lives in.
+  std::string PathFor(absl::string_view key) const;
+
+  // The payload stored under `key`: NotFound when there is none, DataLoss
+  // when the file is damaged or belongs to another key (it is then removed).
+  [[nodiscard]] absl::StatusOr<std::string> Load(absl::string_view key) const;
+  // Stores the payload under `key`, replacing any entry atomically.
+  [[nodiscard]] absl::Status Store(absl::string_view key, absl::string_view payload) const;
+
+ private:
+  explicit CompileCache(std::string dir) : dir_(std::move(dir)) {}
+  std::string dir_;
+};
+
+}  // namespace xonnx
+
+#endif  // XONNX_RUNTIME_COMPILE_CACHE_H_
