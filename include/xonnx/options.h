@@ -9,6 +9,8 @@
 #include <variant>
 #include <vector>
 
+#include "xonnx/tensor.h"
+
 namespace xonnx {
 
 // An option for the plugin's PJRT_Client_Create, e.g. {"cpu_device_count", 4}
@@ -45,6 +47,16 @@ struct SessionOptions {
   // bucket is an error (a sequence cannot be split). Padding is zeros: the
   // model must tolerate it (mask inputs, causal attention), as with lc0.
   std::map<std::string, std::vector<int64_t>> dim_buckets;
+
+  // The type the model computes in: kFloat32, kFloat16 or kBFloat16. With a
+  // 16-bit type, float32 weights are converted once when uploaded and every
+  // float32 operation runs in that type, except reductions (sums, means,
+  // softmax denominators, normalization statistics), which accumulate in
+  // float32.
+  DataType data_type = DataType::kFloat32;
+  // The host-side type of the model's float32 inputs and outputs: Run()
+  // takes and returns tensors of this type, and transfers them as such.
+  DataType io_data_type = DataType::kFloat32;
 
   // Persistent compile cache: executables are serialized by the plugin and
   // reloaded by later processes. Empty cache_dir: $XONNX_CACHE_DIR, else

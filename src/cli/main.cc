@@ -122,6 +122,20 @@ std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a) 
       if (!m.count(name)) m[name] = std::move(t);
     }
   }
+  // Float files meet a model whose host type is another float type (--io-data-type).
+  auto is_float = [](DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16; };
+  for (const auto& sp : specs) {
+    auto it = m.find(sp.name);
+    if (it == m.end() || it->second.dtype() == sp.dtype || !is_float(sp.dtype) || !is_float(it->second.dtype())) continue;
+    Tensor c(sp.dtype, it->second.dims());
+    for (int64_t i = 0; i < c.element_count(); ++i) {
+      double v = it->second.GetAsDouble(i);
+      if (sp.dtype == DataType::kFloat32) c.data_as<float>()[i] = static_cast<float>(v);
+      else if (sp.dtype == DataType::kFloat16) c.data_as<xonnx::Half>()[i] = xonnx::Half(v);
+      else c.data_as<xonnx::BFloat16>()[i] = xonnx::BFloat16(v);
+    }
+    it->second = std::move(c);
+  }
   xonnx::ShapeMap given = ParseShapes(a.shapes);
   for (const auto& [name, dims] : given) {
     bool known = false;
@@ -178,6 +192,7 @@ struct DeviceArgs {
   std::vector<std::string> dim_buckets;
   std::string cache_dir;
   bool no_cache = false;
+  std::string data_type = "f32", io_data_type = "f32";
   int compile_threads = 0;
 };
 DeviceArgs g_device;
@@ -192,6 +207,13 @@ std::vector<int64_t> ParseSizes(const std::string& text, const std::string& flag
   }
   if (out.empty()) throw CliError{absl::StrCat(flag, " '", text, "': no sizes given")};
   return out;
+}
+
+DataType ParseFloatType(const std::string& text, const std::string& flag) {
+  if (text == "f32" || text == "float32") return DataType::kFloat32;
+  if (text == "f16" || text == "float16") return DataType::kFloat16;
+  if (text == "bf16" || text == "bfloat16") return DataType::kBFloat16;
+  throw CliError{absl::StrCat(flag, " '", text, "': expected f32, f16 or bf16")};
 }
 
 // A progress bar on stderr while buckets compile, when it is a terminal.
@@ -225,6 +247,8 @@ xonnx::SessionOptions BaseOptions() {
     if (kv.size() != 2 || kv[0].empty()) throw CliError{absl::StrCat("--dim-buckets '", spec, "': expected NAME=16,32,64")};
     o.dim_buckets[kv[0]] = ParseSizes(kv[1], "--dim-buckets");
   }
+  o.data_type = ParseFloatType(g_device.data_type, "--data-type");
+  o.io_data_type = ParseFloatType(g_device.io_data_type, "--io-data-type");
   o.use_cache = !g_device.no_cache;
   o.cache_dir = g_device.cache_dir;
   o.compile_threads = g_device.compile_threads;
@@ -435,6 +459,13 @@ void AddDeviceOptions(CLI::App* cmd, bool serving) {
   cmd->add_option("--dim-buckets", g_device.dim_buckets,
                   "Buckets for a dynamic dimension by its name in the model, NAME=16,32,64 (padded with zeros, "
                   "outputs cut back); repeatable");
+  cmd->add_option("--data-type", g_device.data_type,
+                  "Type the model computes in: f32, f16 or bf16 (weights converted once; reductions accumulate in f32)")
+      ->capture_default_str();
+  cmd->add_option("--io-data-type", g_device.io_data_type,
+                  "Host-side type of float inputs and outputs: f32, f16 or bf16 (input files of another float type "
+                  "are converted)")
+      ->capture_default_str();
   cmd->add_option("--cache-dir", g_device.cache_dir,
                   "Persistent compile cache folder (default: $XONNX_CACHE_DIR, else $XDG_CACHE_HOME/xonnx, else "
                   "~/.cache/xonnx)");

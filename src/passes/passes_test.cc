@@ -5,6 +5,8 @@
 #include "hlo/printer.h"
 #include "passes/algebraic_simplifier.h"
 #include "passes/constant_folding.h"
+#include "passes/convert_precision.h"
+#include "hlo/verifier.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/pipeline.h"
@@ -152,6 +154,71 @@ ENTRY main {
 }
 )";
   EXPECT_EQ(Apply(s, text), text);
+}
+
+}  // namespace
+}  // namespace xonnx::passes
+
+namespace xonnx::passes {
+namespace {
+
+constexpr char kSoftmaxModule[] = R"(HloModule m
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  x = f32[2,3]{1,0} parameter(0)
+  c = f32[] constant(0.5)
+  cb = f32[2,3]{1,0} broadcast(c), dimensions={}
+  e = f32[2,3]{1,0} exponential(x)
+  m = f32[2,3]{1,0} multiply(e, cb)
+  zero = f32[] constant(0)
+  sum = f32[2]{0} reduce(m, zero), dimensions={1}, to_apply=add
+  sb = f32[2,3]{1,0} broadcast(sum), dimensions={0}
+  ROOT d = f32[2,3]{1,0} divide(m, sb)
+}
+)";
+
+TEST(ConvertPrecision, ComputesIn16BitsAndAccumulatesInF32) {
+  ConvertPrecision pass(hlo::F16, hlo::F32);
+  std::string out = Apply(pass, kSoftmaxModule);
+  auto m = hlo::ParseText(out);
+  ASSERT_TRUE(m.ok()) << out;
+  ASSERT_TRUE(hlo::Verify(**m).ok()) << out;
+  // The input arrives in f32 and is converted down; the elementwise work is
+  // f16; the reduction takes f32 operands and keeps its f32 computation; the
+  // result leaves in f32.
+  EXPECT_NE(out.find("x = f32[2,3]{1,0} parameter(0)"), std::string::npos) << out;
+  EXPECT_NE(out.find("f16[2,3]{1,0} exponential("), std::string::npos) << out;
+  EXPECT_NE(out.find("c = f16[] constant(0.5)"), std::string::npos) << out;
+  EXPECT_NE(out.find("f32[2]{0} reduce("), std::string::npos) << out;
+  EXPECT_NE(out.find("s = f32[] add(a, b)"), std::string::npos) << out;
+  EXPECT_NE(out.find("f16[2]{0} convert(sum)"), std::string::npos) << out;
+  EXPECT_NE(out.find("f16[2,3]{1,0} divide("), std::string::npos) << out;
+  EXPECT_NE(out.find("ROOT"), std::string::npos);
+  EXPECT_NE(out.find("= f32[2,3]{1,0} convert(d)"), std::string::npos) << out;
+}
+
+TEST(ConvertPrecision, IoTypeOnlyChangesTheBoundary) {
+  ConvertPrecision pass(hlo::F32, hlo::BF16);
+  std::string out = Apply(pass, kSoftmaxModule);
+  auto m = hlo::ParseText(out);
+  ASSERT_TRUE(m.ok()) << out;
+  ASSERT_TRUE(hlo::Verify(**m).ok()) << out;
+  EXPECT_NE(out.find("x = bf16[2,3]{1,0} parameter(0)"), std::string::npos) << out;
+  EXPECT_NE(out.find("f32[2,3]{1,0} exponential("), std::string::npos) << out;
+  EXPECT_NE(out.find("= bf16[2,3]{1,0} convert(d)"), std::string::npos) << out;
+}
+
+TEST(ConvertPrecision, F32EverywhereIsANoOp) {
+  ConvertPrecision pass(hlo::F32, hlo::F32);
+  bool changed = true;
+  std::string out = Apply(pass, kSoftmaxModule, &changed);
+  EXPECT_FALSE(changed);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "onnx/onnx_pb.h"
+#include "base/float16.h"
 #include "runtime/batching.h"
 #include "runtime/compile_cache.h"
 #include "xonnx/session.h"
@@ -347,6 +348,77 @@ TEST_F(ServingTest, RunAsyncCallsOverlapAndAgree) {
   }
   auto bad = (*s)->RunAsync({{"nope", xs[0]}}).get();
   EXPECT_THAT(bad.status().message(), HasSubstr("no input named 'nope'"));
+}
+
+// 16-bit compute: f16 host tensors in and out (io f16), or f32 at the
+// boundary with bf16 inside; both close to the f32 reference.
+TEST_F(ServingTest, SixteenBitComputeAndTransfers) {
+  for (auto [compute, io, tol] : {std::tuple{DataType::kFloat16, DataType::kFloat16, 2e-2},
+                                  std::tuple{DataType::kBFloat16, DataType::kFloat32, 6e-2}}) {
+    SessionOptions o = Options();
+    o.use_cache = false;
+    o.data_type = compute;
+    o.io_data_type = io;
+    o.batch_buckets = {4};
+    o.dim_buckets["seq"] = {2};
+    auto s = Session::Open(model_, o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ((*s)->inputs()[0].dtype, io);
+    EXPECT_EQ((*s)->outputs()[0].dtype, io);
+    Tensor x = Input(3, 2, 9);
+    Tensor host_x(io, x.dims());
+    for (int64_t i = 0; i < x.element_count(); ++i) {
+      float v = x.data_as<float>()[i];
+      if (io == DataType::kFloat16) host_x.data_as<Half>()[i] = Half(v);
+      else host_x.data_as<float>()[i] = v;
+    }
+    // The reference sees the inputs as rounded to the host type.
+    for (int64_t i = 0; i < x.element_count(); ++i) x.data_as<float>()[i] = static_cast<float>(host_x.GetAsDouble(i));
+    if (io == DataType::kFloat32) continue;  // covered by Bf16ComputeWithF32Transfers
+    EXPECT_THAT((*s)->Run({{"x", x}}).status().message(), HasSubstr("has type float32, the model expects float16"));
+    auto out = (*s)->Run({{"x", host_x}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const Tensor& y = (*out)[0];
+    ASSERT_EQ(y.dtype(), io);
+    ASSERT_EQ(y.dims(), (std::vector<int64_t>{3, 2, kOut}));
+    double err = 0, norm = 0;
+    for (int64_t r = 0; r < 6; ++r)
+      for (int j = 0; j < kOut; ++j) {
+        double acc = bias_[j];
+        for (int k = 0; k < kIn; ++k) acc += x.data_as<float>()[r * kIn + k] * w_[k * kOut + j];
+        double want = std::max(acc, 0.0), got = y.GetAsDouble(r * kOut + j);
+        err += (got - want) * (got - want);
+        norm += want * want;
+      }
+    EXPECT_LT(std::sqrt(err / norm), tol) << DataTypeName(compute);
+    EXPECT_GT(std::sqrt(err / norm), 0) << "no rounding at all: the program did not compute in " << DataTypeName(compute);
+  }
+}
+
+TEST_F(ServingTest, Bf16ComputeWithF32Transfers) {
+  SessionOptions o = Options();
+  o.use_cache = false;
+  o.data_type = DataType::kBFloat16;
+  auto s = Session::Open(model_, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  Tensor x = Input(2, 3, 4);
+  auto out = (*s)->Run({{"x", x}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Tensor& y = (*out)[0];
+  ASSERT_EQ(y.dtype(), DataType::kFloat32);
+  double err = 0, norm = 0;
+  for (int64_t r = 0; r < 6; ++r)
+    for (int j = 0; j < kOut; ++j) {
+      double acc = bias_[j];
+      for (int k = 0; k < kIn; ++k) acc += x.data_as<float>()[r * kIn + k] * w_[k * kOut + j];
+      double want = std::max(acc, 0.0), got = y.data_as<float>()[r * kOut + j];
+      err += (got - want) * (got - want);
+      norm += want * want;
+    }
+  EXPECT_LT(std::sqrt(err / norm), 6e-2);
+  EXPECT_GT(std::sqrt(err / norm), 1e-5) << "no bf16 rounding: the program did not compute in bf16";
+  o.data_type = DataType::kInt8;
+  EXPECT_THAT(Session::Open(model_, o).status().message(), HasSubstr("data types must be float32, float16 or bfloat16"));
 }
 
 TEST_F(ServingTest, ProgressIsReportedPerBucket) {

@@ -17,10 +17,12 @@
 #include "base/fingerprint.h"
 #include "base/status.h"
 #include "hlo/printer.h"
+#include "hlo/verifier.h"
 #include "hlo/proto_codec.h"
 #include "onnx/importer.h"
 #include "onnx/model.h"
 #include "onnx/tensor_proto.h"
+#include "passes/convert_precision.h"
 #include "passes/pipeline.h"
 #include "pjrt/client.h"
 #include "runtime/batching.h"
@@ -209,6 +211,9 @@ struct Session::Impl {
       if (t.name() != name) continue;
       auto lit = onnx_import::LiteralFromTensorProto(t);
       if (!lit.ok()) return Annotate(lit.status(), absl::StrCat(model->path, ": initializer '", name, "'"));
+      // Converted once here; the program takes the weights in its compute type.
+      if (lit->shape().element_type == hlo::F32 && options.data_type != DataType::kFloat32)
+        lit = lit->Convert(ToHlo(options.data_type));
       ASSIGN_OR_RETURN(std::unique_ptr<pjrt::Buffer> b, client->BufferFromHost(lit->untyped_data(), lit->shape().element_type,
                                                                               lit->shape().dims, *devices[dev]));
       std::shared_ptr<pjrt::Buffer> shared = std::move(b);
@@ -245,6 +250,15 @@ struct Session::Impl {
     if (optimized) {
       Status st = passes::RunStandardPipeline(imported.module.get(), options.verify_passes);
       if (!st.ok()) return Annotate(st, model->path);
+    }
+    if (options.data_type != DataType::kFloat32 || options.io_data_type != DataType::kFloat32) {
+      passes::ConvertPrecision precision(ToHlo(options.data_type), ToHlo(options.io_data_type));
+      Status st = precision.Run(imported.module.get()).status();
+      if (st.ok()) st = hlo::Verify(*imported.module);
+      if (st.ok() && optimized) st = passes::RunStandardPipeline(imported.module.get(), options.verify_passes);
+      if (!st.ok()) return Annotate(st, absl::StrCat(model->path, ": computing in ", DataTypeName(options.data_type)));
+      for (auto& out : imported.outputs)
+        if (!out.is_string && out.type == hlo::F32) out.type = ToHlo(options.io_data_type);
     }
     return imported;
   }
@@ -409,7 +423,8 @@ struct Session::Impl {
         f.UpdateField(model->content_fingerprint);
         f.UpdateField(key);
         f.UpdateField(absl::StrJoin(const_weights, "\n"));
-        f.UpdateField(absl::StrCat(options.upload_weights, options.optimize, XONNX_VERSION));
+        f.UpdateField(absl::StrCat(options.upload_weights, options.optimize, DataTypeName(options.data_type),
+                                   DataTypeName(options.io_data_type), XONNX_VERSION));
         f.UpdateField(pjrt::CompileOptionsFor(*devices[dev]));
         f.UpdateField(plugin_identity);
         description_key = absl::StrCat("program ", f.Finish().Hex());
@@ -755,6 +770,13 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, 
     if (!s.ok()) return Annotate(s.status(), absl::StrCat(model_path, ": output '", o.name, "'"));
     impl->outputs.push_back(*s);
   }
+  for (DataType t : {options.data_type, options.io_data_type})
+    if (t != DataType::kFloat32 && t != DataType::kFloat16 && t != DataType::kBFloat16)
+      return InvalidArgument("%s: data types must be float32, float16 or bfloat16, not %s", model_path, DataTypeName(t));
+  // The host sees float32 inputs and outputs in the io type.
+  for (auto* specs : {&impl->inputs, &impl->outputs})
+    for (auto& s : *specs)
+      if (s.dtype == DataType::kFloat32) s.dtype = options.io_data_type;
   ASSIGN_OR_RETURN(impl->client, GetClient(options));
   if (options.device == SessionOptions::kAllDevices) {
     for (const auto& d : impl->client->devices()) impl->devices.push_back(&d);
