@@ -123,6 +123,9 @@ expect no_temporaries 0 "^0$" -- bash -c "ls '$shared' | grep -v '\.xcache$' | w
 expect_error bad_buckets "--batch-buckets '1,x': expected a comma list of sizes >= 1" -- "$xonnx" run "$model" --batch-buckets 1,x
 expect_error bad_steps "steps must be between 1 and max_batch \(4\)" -- "$xonnx" run "$model" --max-batch 4 --steps 9 --no-cache
 expect_error bad_dim_buckets "no input has a dynamic dimension named 'seq'" -- "$xonnx" run "$model" --dim-buckets seq=8,16 --no-cache
+expect run_f16 0 "probs: float16\[2,10\]" -- "$xonnx" run "$model" --input image="$tmp/img.npy" --data-type f16 --io-data-type f16 --no-cache
+expect run_bf16_f32_io 0 "probs: float32\[2,10\]" -- "$xonnx" run "$model" --input image="$tmp/img.npy" --data-type bf16 --no-cache
+expect_error bad_data_type "--data-type 'f8': expected f32, f16 or bf16" -- "$xonnx" run "$model" --data-type f8
 expect_error bad_device "--device 'two': expected a device index" -- "$xonnx" run "$model" --device two
 
 echo "$passed passed, $failed failed"
