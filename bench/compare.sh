@@ -4,18 +4,22 @@
 # reports the median over rounds of each engine's median latency, and the
 # ratio xonnx / ONNX Runtime (below 1 means xonnx is faster).
 #
-# usage: bench/compare.sh [--rounds 5] [--iterations 30] [--threads 2] [--batch 1]
+# usage: bench/compare.sh [--rounds 5] [--iterations 30] [--threads 2] [--batch 1[,8,64]]
 #                         [--models resnet18,mobilenet_v2,resnet50,efficientnet_b0,transformer_encoder]
+#                         [--xonnx-args "--batch-buckets 1,8,64"]
+# With several batch sizes, each model is measured at each; items/s = batch /
+# latency, so the latency ratio is also the inverse throughput ratio.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=5 iterations=30 threads=2 batch=1
+rounds=5 iterations=30 threads=2 batches=1 xonnx_args=""
 models=resnet18,mobilenet_v2,resnet50,efficientnet_b0,transformer_encoder
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;
     --iterations) iterations="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
-    --batch) batch="$2"; shift 2 ;;
+    --batch) batches="$2"; shift 2 ;;
+    --xonnx-args) xonnx_args="$2"; shift 2 ;;
     --models) models="$2"; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
@@ -29,18 +33,23 @@ work="${BENCH_DIR:-build/bench_models}"
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 field() { /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); print(d['latency_ms']['median'])"; }
 
-printf '%-22s %6s %12s %12s %8s\n' model batch "xonnx ms" "ORT ms" ratio
+printf '%-22s %6s %12s %12s %14s %14s %8s\n' model batch "xonnx ms" "ORT ms" "xonnx items/s" "ORT items/s" ratio
 IFS=, read -ra list <<<"$models"
+IFS=, read -ra blist <<<"$batches"
 for m in "${list[@]}"; do
   onnx="$work/${m}_op17/model.onnx"
-  if [[ $m == transformer_encoder ]]; then shape="input=${batch}x64x256"; else shape="input=${batch}x3x224x224"; fi
-  xs=() os=()
-  for ((r = 0; r < rounds; r++)); do
-    xs+=("$(OMP_NUM_THREADS=$threads "$xonnx" bench "$onnx" --shape "$shape" --iterations "$iterations" --json 2>/dev/null | field)")
-    os+=("$(node bench/ort_bench.js "$onnx" "$shape" --threads "$threads" --iterations "$iterations" | field)")
+  for batch in "${blist[@]}"; do
+    if [[ $m == transformer_encoder ]]; then shape="input=${batch}x64x256"; else shape="input=${batch}x3x224x224"; fi
+    xs=() os=()
+    for ((r = 0; r < rounds; r++)); do
+      # shellcheck disable=SC2086
+      xs+=("$(OMP_NUM_THREADS=$threads "$xonnx" bench "$onnx" --shape "$shape" --iterations "$iterations" --json $xonnx_args 2>/dev/null | field)")
+      os+=("$(node bench/ort_bench.js "$onnx" "$shape" --threads "$threads" --iterations "$iterations" | field)")
+    done
+    x=$(printf '%s\n' "${xs[@]}" | median)
+    o=$(printf '%s\n' "${os[@]}" | median)
+    printf '%-22s %6s %12.3f %12.3f %14.1f %14.1f %8.2f\n' "$m" "$batch" "$x" "$o" "$(echo "1000 * $batch / $x" | bc -l)" \
+      "$(echo "1000 * $batch / $o" | bc -l)" "$(echo "$x / $o" | bc -l)"
   done
-  x=$(printf '%s\n' "${xs[@]}" | median)
-  o=$(printf '%s\n' "${os[@]}" | median)
-  printf '%-22s %6s %12.3f %12.3f %8.2f\n' "$m" "$batch" "$x" "$o" "$(echo "$x / $o" | bc -l)"
 done
 echo "($rounds rounds x $iterations iterations, $threads threads, $(nproc) cores, $(uname -m))"

@@ -361,6 +361,8 @@ int Bench(const std::string& model, const InputArgs& in, int warmup, int iterati
     j["compile_ms"] = compile_ms;
     j["compiled"] = st.compiled;
     j["from_cache"] = st.from_cache;
+    j["cache_rejected"] = st.cache_rejected;
+    j["buckets_ms"] = st.buckets_ms;
     j["latency_ms"] = {{"min", ms.empty() ? 0 : ms.front()}, {"median", median}, {"p90", pct(0.9)}};
     j["iterations"] = iterations;
     j["items_per_s"] = per_s;
@@ -496,8 +498,8 @@ int main(int argc, char** argv) {
   bench->add_option("--warmup", warmup, "Untimed runs before timing")->capture_default_str();
   bench->add_option("--iterations", iterations, "Timed runs")->capture_default_str();
   bench->add_flag("--json", json,
-                  "Print one JSON object: load_ms, compile_ms, compiled, from_cache, latency_ms{min,median,p90}, "
-                  "items_per_s");
+                  "Print one JSON object: load_ms, buckets_ms, compile_ms, compiled, from_cache, cache_rejected, "
+                  "latency_ms{min,median,p90}, items_per_s");
   int in_flight = 1;
   bench->add_option("--in-flight", in_flight, "Calls kept in flight at once (Session::RunAsync)")->capture_default_str();
 
