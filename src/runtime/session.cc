@@ -114,18 +114,24 @@ StatusOr<std::shared_ptr<pjrt::Client>> GetClient(const SessionOptions& options)
   return client;
 }
 
-// The file holding xonnx's converter (the program, or a shared library
-// linking it), with its size and time: a rebuilt converter may emit other
-// HLO for the same model, so cached descriptions of programs must not match.
-std::string RuntimeIdentity() {
-  Dl_info info;
-  if (!dladdr(reinterpret_cast<void*>(&RuntimeIdentity), &info) || !info.dli_fname) return "unknown";
+// A file's canonical path, size and modification time: what changes when it
+// is rebuilt.
+std::string FileIdentity(const std::string& path) {
   std::error_code ec;
-  std::filesystem::path file = std::filesystem::canonical(info.dli_fname, ec);
-  if (ec) return info.dli_fname;
+  std::filesystem::path file = std::filesystem::canonical(path, ec);
+  if (ec) return path;
   auto size = std::filesystem::file_size(file, ec);
   auto time = std::filesystem::last_write_time(file, ec).time_since_epoch().count();
   return absl::StrCat(file.string(), "|", ec ? 0 : size, "|", ec ? 0 : time);
+}
+
+// The file holding xonnx's converter (the program, or a shared library
+// linking it): a rebuilt converter may emit other HLO for the same model, so
+// cached descriptions of programs must not match.
+std::string ConverterIdentity() {
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<void*>(&ConverterIdentity), &info) || !info.dli_fname) return "unknown";
+  return FileIdentity(info.dli_fname);
 }
 
 }  // namespace
@@ -427,6 +433,7 @@ struct Session::Impl {
                                    DataTypeName(options.io_data_type), XONNX_VERSION));
         f.UpdateField(pjrt::CompileOptionsFor(*devices[dev]));
         f.UpdateField(plugin_identity);
+        f.UpdateField(ConverterIdentity());
         description_key = absl::StrCat("program ", f.Finish().Hex());
         auto text = disk_cache->Load(description_key);
         if (text.ok()) {
@@ -593,11 +600,12 @@ struct Session::Impl {
   StatusOr<std::vector<Tensor>> RunRows(const std::map<std::string, Tensor>& all, int64_t begin, int64_t rows, int64_t total,
                                         int dev) {
     int64_t padded = batch_buckets.empty() ? rows : PickBucket(batch_buckets, rows);
-    if (begin == 0 && rows == total && padded == rows && dim_buckets.empty()) return RunExact(all, dev);
+    bool whole_batch = begin == 0 && rows == total && padded == rows;
+    if (whole_batch && dim_buckets.empty()) return RunExact(all, dev);
     std::map<std::string, Tensor> part;
     for (const auto& s : inputs) {
       const Tensor& t = all.at(s.name);
-      if (!IsBatched(s) || (begin == 0 && rows == total && padded == rows)) {
+      if (!IsBatched(s) || whole_batch) {
         part[s.name] = t;
         continue;
       }
@@ -652,16 +660,12 @@ struct Session::Impl {
       return;
     }
     disk_cache = *std::move(c);
-    // A cached program is only valid for the same build of the converter
-    // (the file holding this code) and of the plugin: their files (size and
-    // time) and what the plugin says about itself.
+    // A cached executable is only valid for the same build of the plugin:
+    // its file (size and time) and what it says about itself. (Program
+    // descriptions also depend on the converter; see Get.)
     const auto& plugin = client->plugin();
-    std::error_code ec;
-    auto size = std::filesystem::file_size(plugin->path(), ec);
-    auto time = std::filesystem::last_write_time(plugin->path(), ec).time_since_epoch().count();
-    plugin_identity = absl::StrCat(RuntimeIdentity(), "|", plugin->path(), "|", ec ? 0 : size, "|", ec ? 0 : time, "|", plugin->major_version(), ".",
-                                   plugin->minor_version(), "|", client->platform_name(), "|", client->platform_version(), "|",
-                                   XONNX_VERSION);
+    plugin_identity = absl::StrCat(FileIdentity(plugin->path()), "|", plugin->major_version(), ".", plugin->minor_version(), "|",
+                                   client->platform_name(), "|", client->platform_version(), "|", XONNX_VERSION);
   }
 
   // With buckets covering every dynamic dimension, compiles (or loads) every
@@ -707,15 +711,16 @@ struct Session::Impl {
     std::atomic<int> next{0};
     std::mutex progress_mu;
     int done = 0;
+    // A program that depends on input values (FailedPrecondition) stops the
+    // eager compile without an error: it compiles on first use, for the
+    // values given.
     Status first_error;
-    bool value_dependent = false;
     auto worker = [&] {
       for (int k; (k = next++) < total;) {
         auto prog = Get(shapes[k / devices.size()], k % devices.size(), /*eager=*/true);
         std::lock_guard<std::mutex> l(progress_mu);
         if (!prog.ok()) {
-          if (absl::IsFailedPrecondition(prog.status())) value_dependent = true;
-          else if (first_error.ok()) first_error = prog.status();
+          if (!absl::IsFailedPrecondition(prog.status()) && first_error.ok()) first_error = prog.status();
           next = total;  // stop the others early
           continue;
         }
@@ -728,7 +733,6 @@ struct Session::Impl {
     worker();
     for (auto& t : pool) t.join();
     if (!first_error.ok()) return first_error;
-    (void)value_dependent;  // such programs compile on first use, for the values given
     std::lock_guard<std::mutex> l(mu);
     stats.buckets_ms = MsSince(start);
     return absl::OkStatus();
@@ -923,7 +927,7 @@ StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& 
       return InvalidArgument("%s: input '%s' has batch %d, another input has %d", m.model->path, s.name, r, rows);
     rows = r;
   }
-  if (rows <= 0) return m.RunRows(inputs, 0, rows < 0 ? 0 : rows, rows < 0 ? 0 : rows, 0);
+  if (rows <= 0) return m.RunRows(inputs, 0, std::max<int64_t>(rows, 0), std::max<int64_t>(rows, 0), 0);
   // Contiguous shares of the batch per device, each cut into runs no larger
   // than the largest bucket.
   int64_t devices = std::min<int64_t>(m.devices.size(), rows);
