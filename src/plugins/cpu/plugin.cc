@@ -31,6 +31,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "backends/cpu/executable.h"
+#include "base/fingerprint.h"
 #include "base/status.h"
 #include "hlo/proto_codec.h"
 #include "hlo/verifier.h"
@@ -690,11 +691,6 @@ PJRT_Error* Memory_AddressableByDevices(PJRT_Memory_AddressableByDevices_Args* a
 
 // ------------------------------------------------------------- compilation
 
-uint64_t Fnv1a(absl::string_view bytes, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 // Compiles `m` for the CPU; `run_passes` runs our pipeline first (needed
 // after weights were bound as constants, not for a module already optimized).
 absl::StatusOr<std::shared_ptr<xonnx::cpu::Executable>> CompileBackend(std::unique_ptr<xonnx::hlo::Module> m,
@@ -748,9 +744,10 @@ absl::StatusOr<std::shared_ptr<Program>> BuildProgram(absl::string_view module_b
     p->output_dims_flat.insert(p->output_dims_flat.end(), s.dims.begin(), s.dims.end());
   }
   p->module_bytes = xonnx::hlo::SerializeModule(*m);
-  uint64_t h = Fnv1a(p->module_bytes);
-  h = Fnv1a(absl::StrCat(device_id, o.use_dnnl, o.fuse_elementwise, o.optimize, XONNX_VERSION), h);
-  p->fingerprint = absl::StrFormat("%016x", h);
+  xonnx::Fingerprinter f;
+  f.UpdateField(p->module_bytes);
+  f.UpdateField(absl::StrCat(device_id, o.use_dnnl, o.fuse_elementwise, o.optimize, XONNX_VERSION));
+  p->fingerprint = f.Finish().Hex();
   if (p->weight_params.empty()) {
     ASSIGN_OR_RETURN(p->generic, CompileBackend(m->Clone(), o, /*run_passes=*/false));
   }
