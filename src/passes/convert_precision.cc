@@ -71,6 +71,14 @@ absl::StatusOr<bool> ConvertPrecision::Run(hlo::Module* module) {
       return absl::UnimplementedError(absl::StrCat("computation '", c->name(),
                                                    "' is applied both by an f32 reduction and by another op; it cannot be "
                                                    "computed in two precisions"));
+  // Checked before anything changes: a bit-level reinterpretation of f32
+  // values has no 16-bit meaning.
+  if (compute_ != hlo::F32)
+    for (const auto& c : module->computations())
+      for (const auto& i : c->instructions())
+        if (i->opcode() == Opcode::kBitcastConvert && (HasF32(i->shape()) || HasF32(i->operand(0)->shape())))
+          return absl::UnimplementedError(absl::StrCat("'", i->name(), "': bitcast-convert of f32 values cannot be computed in ",
+                                                       hlo::PrimitiveTypeName(compute_)));
   bool changed = false;
   for (const auto& cp : module->computations()) {
     hlo::Computation* c = cp.get();
@@ -81,10 +89,7 @@ absl::StatusOr<bool> ConvertPrecision::Run(hlo::Module* module) {
     std::vector<Instruction*> order;
     for (const auto& i : c->instructions()) order.push_back(i.get());
     for (Instruction* i : order) {
-      if (!HasF32(i->shape()) && i->opcode() != Opcode::kReduce && i->opcode() != Opcode::kReduceWindow) continue;
-      if (i->opcode() == Opcode::kBitcastConvert && (HasF32(i->shape()) || HasF32(i->operand(0)->shape())))
-        return absl::UnimplementedError(absl::StrCat("'", i->name(), "': bitcast-convert of f32 values cannot be computed in ",
-                                                     hlo::PrimitiveTypeName(compute_)));
+      if (!HasF32(i->shape())) continue;
       changed = true;
       if (AccumulatesInF32(*i)) {
         // Operands (already lowered) go up to f32; the result comes down.
@@ -93,9 +98,6 @@ absl::StatusOr<bool> ConvertPrecision::Run(hlo::Module* module) {
             i->ReplaceOperand(k, AddConvert(c, i->operand(k), hlo::F32));
         if (compute_ != hlo::F32) ConvertUses(c, i, compute_);
         continue;
-      }
-      if (i->opcode() == Opcode::kReduce || i->opcode() == Opcode::kReduceWindow) {
-        if (!HasF32(i->shape())) continue;
       }
       if (is_entry && i->opcode() == Opcode::kParameter) {
         bool weight = i->metadata.op_type == hlo::kWeightParameterOpType;

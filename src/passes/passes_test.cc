@@ -223,3 +223,21 @@ TEST(ConvertPrecision, F32EverywhereIsANoOp) {
 
 }  // namespace
 }  // namespace xonnx::passes
+
+namespace xonnx::passes {
+namespace {
+
+TEST(ConvertPrecision, RefusesBitcastsOfF32Values) {
+  ConvertPrecision pass(hlo::F16, hlo::F32);
+  EXPECT_EQ(Apply(pass, R"(HloModule m
+
+ENTRY main {
+  x = f32[2]{0} parameter(0)
+  ROOT b = s32[2]{0} bitcast-convert(x)
+}
+)"),
+            "'b': bitcast-convert of f32 values cannot be computed in f16");
+}
+
+}  // namespace
+}  // namespace xonnx::passes
