@@ -90,15 +90,36 @@ class ServingTest : public ::testing::Test {
     return t;
   }
 
-  void ExpectMatchesReference(const Tensor& x, const Tensor& y) {
-    ASSERT_EQ(y.dims(), (std::vector<int64_t>{x.dims()[0], x.dims()[1], kOut}));
+  // The model's output for an f32 x, computed on the host in double.
+  std::vector<double> Reference(const Tensor& x) {
     int64_t rows = x.dims()[0] * x.dims()[1];
+    std::vector<double> y(rows * kOut);
     for (int64_t r = 0; r < rows; ++r)
       for (int j = 0; j < kOut; ++j) {
         double acc = bias_[j];
         for (int k = 0; k < kIn; ++k) acc += x.data_as<float>()[r * kIn + k] * w_[k * kOut + j];
-        ASSERT_NEAR(y.data_as<float>()[r * kOut + j], std::max(acc, 0.0), 1e-4) << "row " << r << " column " << j;
+        y[r * kOut + j] = std::max(acc, 0.0);
       }
+    return y;
+  }
+
+  void ExpectMatchesReference(const Tensor& x, const Tensor& y) {
+    ASSERT_EQ(y.dims(), (std::vector<int64_t>{x.dims()[0], x.dims()[1], kOut}));
+    std::vector<double> want = Reference(x);
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(y.data_as<float>()[i], want[i], 1e-4) << "row " << i / kOut << " column " << i % kOut;
+  }
+
+  // ||y - reference|| / ||reference|| for y of any float type.
+  double RelativeError(const Tensor& x, const Tensor& y) {
+    std::vector<double> want = Reference(x);
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      double d = y.GetAsDouble(i) - want[i];
+      err += d * d;
+      norm += want[i] * want[i];
+    }
+    return std::sqrt(err / norm);
   }
 
   SessionOptions Options() {
@@ -381,17 +402,9 @@ TEST_F(ServingTest, SixteenBitComputeAndTransfers) {
     const Tensor& y = (*out)[0];
     ASSERT_EQ(y.dtype(), io);
     ASSERT_EQ(y.dims(), (std::vector<int64_t>{3, 2, kOut}));
-    double err = 0, norm = 0;
-    for (int64_t r = 0; r < 6; ++r)
-      for (int j = 0; j < kOut; ++j) {
-        double acc = bias_[j];
-        for (int k = 0; k < kIn; ++k) acc += x.data_as<float>()[r * kIn + k] * w_[k * kOut + j];
-        double want = std::max(acc, 0.0), got = y.GetAsDouble(r * kOut + j);
-        err += (got - want) * (got - want);
-        norm += want * want;
-      }
-    EXPECT_LT(std::sqrt(err / norm), tol) << DataTypeName(compute);
-    EXPECT_GT(std::sqrt(err / norm), 0) << "no rounding at all: the program did not compute in " << DataTypeName(compute);
+    double rel = RelativeError(x, y);
+    EXPECT_LT(rel, tol) << DataTypeName(compute);
+    EXPECT_GT(rel, 0) << "no rounding at all: the program did not compute in " << DataTypeName(compute);
   }
 }
 
@@ -406,17 +419,9 @@ TEST_F(ServingTest, Bf16ComputeWithF32Transfers) {
   ASSERT_TRUE(out.ok()) << out.status();
   const Tensor& y = (*out)[0];
   ASSERT_EQ(y.dtype(), DataType::kFloat32);
-  double err = 0, norm = 0;
-  for (int64_t r = 0; r < 6; ++r)
-    for (int j = 0; j < kOut; ++j) {
-      double acc = bias_[j];
-      for (int k = 0; k < kIn; ++k) acc += x.data_as<float>()[r * kIn + k] * w_[k * kOut + j];
-      double want = std::max(acc, 0.0), got = y.data_as<float>()[r * kOut + j];
-      err += (got - want) * (got - want);
-      norm += want * want;
-    }
-  EXPECT_LT(std::sqrt(err / norm), 6e-2);
-  EXPECT_GT(std::sqrt(err / norm), 1e-5) << "no bf16 rounding: the program did not compute in bf16";
+  double rel = RelativeError(x, y);
+  EXPECT_LT(rel, 6e-2);
+  EXPECT_GT(rel, 1e-5) << "no bf16 rounding: the program did not compute in bf16";
   o.data_type = DataType::kInt8;
   EXPECT_THAT(Session::Open(model_, o).status().message(), HasSubstr("data types must be float32, float16 or bfloat16"));
 }
