@@ -281,6 +281,18 @@ struct Session::Impl {
     if (stats.cache_messages.size() < 16) stats.cache_messages.push_back(std::string(st.message()));
   }
 
+  // The executable stored under `key`: NotFound when there is none,
+  // DataLoss when the entry is damaged or the plugin refuses it.
+  StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> LoadCachedExecutable(const std::string& key,
+                                                                         const std::string& compile_options) {
+    ASSIGN_OR_RETURN(std::string bytes, disk_cache->Load(key));
+    auto exe = client->Deserialize(bytes, compile_options);
+    if (!exe.ok())
+      return absl::DataLossError(absl::StrCat(disk_cache->PathFor(key), ": the plugin refuses the cached executable (",
+                                              exe.status().message(), "); recompiling"));
+    return std::shared_ptr<pjrt::LoadedExecutable>(*std::move(exe));
+  }
+
   // The executable for a serialized module: from the persistent cache when
   // it holds one for the same module, options and plugin; else compiled (and
   // stored).
@@ -293,19 +305,13 @@ struct Session::Impl {
     f.UpdateField(plugin_identity);
     *exe_key = absl::StrCat("executable ", f.Finish().Hex());
     if (disk_cache) {
-      auto bytes = disk_cache->Load(*exe_key);
-      if (bytes.ok()) {
-        auto exe = client->Deserialize(*bytes, compile_options);
-        if (exe.ok()) {
-          std::lock_guard<std::mutex> l(mu);
-          ++stats.from_cache;
-          return std::shared_ptr<pjrt::LoadedExecutable>(*std::move(exe));
-        }
-        NoteCacheProblem(absl::DataLossError(absl::StrCat(disk_cache->PathFor(*exe_key), ": the plugin refuses the cached executable (",
-                                                         exe.status().message(), "); recompiling")));
-      } else if (!absl::IsNotFound(bytes.status())) {
-        NoteCacheProblem(bytes.status());
+      auto exe = LoadCachedExecutable(*exe_key, compile_options);
+      if (exe.ok()) {
+        std::lock_guard<std::mutex> l(mu);
+        ++stats.from_cache;
+        return exe;
       }
+      if (!absl::IsNotFound(exe.status())) NoteCacheProblem(exe.status());
     }
     auto exe = client->Compile(module_bytes, compile_options);
     if (!exe.ok()) return Annotate(exe.status(), absl::StrCat(model->path, ": compiling on ", client->platform_name()));
@@ -368,11 +374,7 @@ struct Session::Impl {
       }
     }
     if (exe_key.empty() || p.computed.size() != outputs.size()) return absl::DataLossError("incomplete program description");
-    ASSIGN_OR_RETURN(std::string bytes, disk_cache->Load(exe_key));
-    std::string compile_options = pjrt::CompileOptionsFor(*devices[dev]);
-    auto exe = client->Deserialize(bytes, compile_options);
-    if (!exe.ok()) return absl::DataLossError(absl::StrCat("the plugin refuses the cached executable: ", exe.status().message()));
-    p.exe = *std::move(exe);
+    ASSIGN_OR_RETURN(p.exe, LoadCachedExecutable(exe_key, pjrt::CompileOptionsFor(*devices[dev])));
     if (p.exe->num_outputs() != p.computed.size()) return absl::DataLossError("the cached executable has other outputs");
     for (const auto& w : p.weight_names) {
       ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Buffer> b, WeightBuffer(w, dev));
