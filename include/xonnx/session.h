@@ -40,9 +40,12 @@ struct ModelInfo {
   std::map<std::string, int64_t> opsets;      // domain ("" = ai.onnx) -> version
   std::map<std::string, int64_t> op_counts;   // op type -> nodes
   std::vector<std::string> unsupported;       // "Op (nodes 'a', 'b')" per unsupported op
-  // Nodes whose output shapes depend on values (NonZero, Unique, ...): they
-  // are computed on the host while compiling, once per distinct input value.
-  std::vector<std::string> host_nodes;        // "Op 'node'" each
+  // Nodes whose output shapes depend on values only known when the model
+  // runs (NonZero, Unique, NonMaxSuppression, Compress with a computed
+  // condition): the graph is split around them, they run on the host, and
+  // the device programs between them compile for the shapes they meet.
+  std::vector<std::string> host_nodes;        // "Op 'node'" each, in execution order
+  int device_programs = 1;                    // device segments of the graph
   int64_t initializer_bytes = 0;
 };
 

@@ -419,7 +419,8 @@ int Info(const std::string& model) {
   std::cout << "ops:\n";
   for (const auto& [op, n] : info.op_counts) std::cout << "  " << op << " x" << n << "\n";
   if (!info.host_nodes.empty()) {
-    std::cout << "computed on the host while compiling (once per distinct input value):\n";
+    std::cout << "runs on the host (the graph is split into " << info.device_programs
+              << " device program(s) around these nodes):\n";
     for (const auto& h : info.host_nodes) std::cout << "  " << h << "\n";
   }
   if (info.unsupported.empty()) {

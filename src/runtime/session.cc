@@ -19,6 +19,7 @@
 #include "hlo/printer.h"
 #include "hlo/verifier.h"
 #include "hlo/proto_codec.h"
+#include "onnx/graph_split.h"
 #include "onnx/importer.h"
 #include "onnx/model.h"
 #include "onnx/tensor_proto.h"
@@ -228,6 +229,13 @@ struct Session::Impl {
     }
     return Internal("%s: no initializer named '%s'", model->path, name);
   }
+
+  // The graph's segments when host nodes split it (see onnx/graph_split.h);
+  // each device segment then runs as a child Impl over its own model, made
+  // on first use (its input types are known then).
+  onnx_import::GraphSplit split;
+  std::mutex stages_mu;
+  std::map<int, std::unique_ptr<Impl>> stages;
 
   mutable std::mutex mu;
   std::map<std::string, Program> cache;
@@ -746,6 +754,121 @@ struct Session::Impl {
     bool declared = k < outputs.size() && (outputs[k].dims.empty() || outputs[k].dims[0] < 0);
     return declared && !t.dims().empty() && t.dims()[0] == rows;
   }
+
+  // The child that runs device segment k, made on first use from the
+  // element types of its inputs.
+  StatusOr<Impl*> Stage(int k, const std::map<std::string, DataType>& types) {
+    std::lock_guard<std::mutex> l(stages_mu);
+    if (auto it = stages.find(k); it != stages.end()) return it->second.get();
+    const onnx_import::Segment& seg = split.segments[k];
+    std::map<std::string, int> onnx_types;
+    for (const auto& name : seg.inputs) {
+      DataType t = types.at(name);
+      onnx_types[name] = t == DataType::kString ? onnx::TensorProto::STRING : onnx_import::OnnxType(ToHlo(t));
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<onnx_import::LoadedModel> sub, onnx_import::SegmentModel(*model, seg, k, onnx_types));
+    auto child = std::make_unique<Impl>();
+    child->model = std::move(sub);
+    child->options = options;
+    child->client = client;
+    child->devices = devices;
+    child->disk_cache = disk_cache;
+    child->plugin_identity = plugin_identity;
+    for (const auto& name : seg.outputs) child->outputs.push_back(TensorSpec{name, DataType::kFloat32, {}, {}});
+    Impl* raw = child.get();
+    stages[k] = std::move(child);
+    return raw;
+  }
+
+  // Runs a split graph: device segments as programs for the shapes they
+  // meet, host nodes on the host in between.
+  StatusOr<std::vector<Tensor>> RunSplit(const std::map<std::string, Tensor>& inputs) {
+    const onnx::GraphProto& g = model->proto.graph();
+    std::map<std::string, Tensor> values = inputs;
+    for (size_t k = 0; k < split.segments.size(); ++k) {
+      const onnx_import::Segment& seg = split.segments[k];
+      if (seg.on_host) {
+        std::map<std::string, hlo::Literal> args;
+        for (const auto& name : seg.inputs) {
+          const Tensor& t = values.at(name);
+          if (t.dtype() == DataType::kString)
+            return Unimplemented("%s: node %s on the host: string input '%s' is not supported", model->path,
+                                 onnx_import::NodeLabel(g.node(seg.nodes[0])), name);
+          args.emplace(name, LiteralOf(t));
+        }
+        ASSIGN_OR_RETURN(std::vector<hlo::Literal> outs, onnx_import::RunNodeOnHost(*model, seg.nodes[0], args));
+        const onnx::NodeProto& n = g.node(seg.nodes[0]);
+        for (int o = 0; o < n.output_size(); ++o) {
+          if (n.output(o).empty()) continue;
+          ASSIGN_OR_RETURN(values[n.output(o)], TensorOf(outs[o]));
+        }
+        continue;
+      }
+      std::map<std::string, DataType> types;
+      std::map<std::string, Tensor> args;
+      for (const auto& name : seg.inputs) {
+        types[name] = values.at(name).dtype();
+        args[name] = values.at(name);
+      }
+      ASSIGN_OR_RETURN(Impl * stage, Stage(k, types));
+      ASSIGN_OR_RETURN(std::vector<Tensor> outs, stage->RunExact(args, 0));
+      for (size_t o = 0; o < outs.size() && o < seg.outputs.size(); ++o) values[seg.outputs[o]] = std::move(outs[o]);
+    }
+    std::vector<Tensor> outs;
+    for (const auto& spec : outputs) {
+      if (auto it = values.find(spec.name); it != values.end()) {
+        outs.push_back(std::move(it->second));
+        continue;
+      }
+      const onnx::TensorProto* init = nullptr;
+      for (const auto& t : g.initializer())
+        if (t.name() == spec.name) init = &t;
+      if (!init) return Internal("%s: graph output '%s' was not computed", model->path, spec.name);
+      ASSIGN_OR_RETURN(hlo::Literal lit, onnx_import::LiteralFromTensorProto(*init));
+      ASSIGN_OR_RETURN(Tensor t, TensorOf(lit));
+      outs.push_back(std::move(t));
+    }
+    return outs;
+  }
+
+  static hlo::Literal LiteralOf(const Tensor& t) {
+    hlo::Literal lit(hlo::Shape(ToHlo(t.dtype()), t.dims()));
+    if (t.byte_size()) std::memcpy(lit.untyped_data(), t.data(), t.byte_size());
+    return lit;
+  }
+  static StatusOr<Tensor> TensorOf(const hlo::Literal& lit) {
+    ASSIGN_OR_RETURN(DataType t, FromHlo(lit.shape().element_type));
+    Tensor out(t, lit.shape().dims);
+    if (out.byte_size()) std::memcpy(out.data(), lit.untyped_data(), out.byte_size());
+    return out;
+  }
+
+  // The labels of the host nodes, for messages and Info().
+  std::vector<std::string> HostNodeLabels() const {
+    std::vector<std::string> labels;
+    for (int i : split.host_nodes) labels.push_back(onnx_import::NodeLabel(model->proto.graph().node(i)));
+    return labels;
+  }
+
+  // Options a split graph cannot honour: padding or splitting the batch
+  // would reach the host nodes and change what they compute.
+  Status CheckSplitOptions() const {
+    if (!split.split()) return absl::OkStatus();
+    std::string what, why;
+    if (!batch_buckets.empty() || !dim_buckets.empty()) {
+      what = "batch or dimension buckets";
+      why = "padding rows would reach them and change what they compute";
+    } else if (devices.size() > 1) {
+      what = "running on all devices";
+      why = "each device's share of the batch would reach them alone and change what they compute";
+    } else if (options.io_data_type != DataType::kFloat32) {
+      what = absl::StrCat("io_data_type ", DataTypeName(options.io_data_type));
+      why = "the values passed between them and the device programs are float32 (data_type still applies)";
+    }
+    if (what.empty()) return absl::OkStatus();
+    return InvalidArgument("%s: %s cannot be used with this model: its graph runs partly on the host (%s); %s", model->path,
+                           what, absl::StrJoin(HostNodeLabels(), ", "), why);
+  }
 };
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -763,6 +886,7 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, 
     if (!options.allow_unsupported) return absl::UnimplementedError(impl->unsupported);
   } else {
     RETURN_IF_ERROR(onnx_import::CheckModel(*impl->model));
+    ASSIGN_OR_RETURN(impl->split, onnx_import::SplitAtHostNodes(*impl->model));
   }
   ASSIGN_OR_RETURN(auto ins, onnx_import::ModelInputs(*impl->model));
   ASSIGN_OR_RETURN(auto outs, onnx_import::ModelOutputs(*impl->model));
@@ -792,6 +916,7 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, 
     impl->devices.push_back(d);
   }
   RETURN_IF_ERROR(impl->SetUpBuckets());
+  RETURN_IF_ERROR(impl->CheckSplitOptions());
   impl->SetUpCache();
   RETURN_IF_ERROR(impl->CompileBuckets());
   impl->load_ms = MsSince(start);
@@ -806,6 +931,16 @@ double Session::last_compile_ms() const {
   return impl_->last_compile_ms;
 }
 std::string Session::LastProgramSummary() const {
+  if (impl_->split.split()) {
+    std::lock_guard<std::mutex> l(impl_->stages_mu);
+    std::vector<std::string> parts;
+    for (const auto& [k, stage] : impl_->stages) {
+      std::lock_guard<std::mutex> sl(stage->mu);
+      parts.push_back(absl::StrCat("part ", k, ": ", stage->last_summary));
+    }
+    return absl::StrCat(impl_->split.host_nodes.size(), " host node(s) between ", parts.size(), " device program(s)",
+                        parts.empty() ? "" : "; ", absl::StrJoin(parts, "; "));
+  }
   std::lock_guard<std::mutex> l(impl_->mu);
   return impl_->last_summary;
 }
@@ -839,10 +974,11 @@ ModelInfo Session::Info() const {
   }
   for (const auto& u : onnx_import::FindUnsupportedOps(*impl_->model))
     info.unsupported.push_back(onnx_import::DescribeUnsupported({u}));
-  static const char* kHostOps[] = {"NonZero", "Unique", "NonMaxSuppression", "Compress", "StringNormalizer"};
-  for (const auto& n : p.graph().node())
-    for (const char* op : kHostOps)
-      if (n.op_type() == op) info.host_nodes.push_back(absl::StrCat(op, " '", n.name().empty() ? n.output(0) : n.name(), "'"));
+  info.host_nodes = impl_->HostNodeLabels();
+  if (impl_->split.split()) {
+    info.device_programs = 0;
+    for (const auto& s : impl_->split.segments) info.device_programs += !s.on_host;
+  }
   return info;
 }
 
@@ -880,8 +1016,25 @@ Status Session::Prepare(const std::map<std::string, Tensor>& inputs) {
 StatusOr<HloDump> Session::DumpHlo(const ShapeMap& shapes, int64_t batch, bool allow_partial, bool optimized) const {
   ASSIGN_OR_RETURN(ShapeMap all, ResolveShapes(shapes, batch));
   HloDump dump;
-  ASSIGN_OR_RETURN(onnx_import::ImportedModule imported, impl_->BuildModule(all, {}, allow_partial, optimized));
-  dump.partial_error = imported.partial_error;
+  const Impl* source = impl_.get();
+  if (impl_->split.split()) {
+    // Only the program before the first host node has shapes known now.
+    const auto& first = impl_->split.segments[0];
+    const onnx::NodeProto& host = impl_->model->proto.graph().node(impl_->split.host_nodes[0]);
+    if (first.on_host)
+      return Unimplemented("%s: the graph starts on the host (node %s): its programs are compiled when it runs",
+                           impl_->model->path, onnx_import::NodeLabel(host));
+    std::map<std::string, DataType> types;
+    for (const auto& s : impl_->inputs) types[s.name] = s.dtype;
+    ASSIGN_OR_RETURN(source, impl_->Stage(0, types));
+    for (auto it = all.begin(); it != all.end();)
+      it = std::find(first.inputs.begin(), first.inputs.end(), it->first) == first.inputs.end() ? all.erase(it) : std::next(it);
+    dump.partial_error = absl::StrCat("node ", onnx_import::NodeLabel(host),
+                                      " runs on the host; this is the program before it (the later ones are compiled "
+                                      "for the shapes met when the model runs)");
+  }
+  ASSIGN_OR_RETURN(onnx_import::ImportedModule imported, source->BuildModule(all, {}, allow_partial, optimized));
+  if (dump.partial_error.empty()) dump.partial_error = imported.partial_error;
   const hlo::Module* m = imported.module.get();
   hlo::PrintOptions po;
   po.max_constant_elements = 16;
@@ -920,6 +1073,7 @@ Status Session::CheckInputs(const std::map<std::string, Tensor>& inputs) const {
 StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& inputs) {
   RETURN_IF_ERROR(CheckInputs(inputs));
   Impl& m = *impl_;
+  if (m.split.split()) return m.RunSplit(inputs);
   // The batch: dimension 0 of the inputs declaring it dynamic.
   int64_t rows = -1;
   for (const auto& s : m.inputs) {
@@ -991,8 +1145,21 @@ const std::vector<int64_t>& Session::batch_buckets() const { return impl_->batch
 int Session::num_devices() const { return impl_->devices.size(); }
 std::string Session::cache_dir() const { return impl_->disk_cache ? impl_->disk_cache->dir() : ""; }
 CompileStats Session::compile_stats() const {
-  std::lock_guard<std::mutex> l(impl_->mu);
-  return impl_->stats;
+  CompileStats total;
+  {
+    std::lock_guard<std::mutex> l(impl_->mu);
+    total = impl_->stats;
+  }
+  // A split graph's programs belong to its segments.
+  std::lock_guard<std::mutex> l(impl_->stages_mu);
+  for (const auto& [k, stage] : impl_->stages) {
+    std::lock_guard<std::mutex> sl(stage->mu);
+    total.compiled += stage->stats.compiled;
+    total.from_cache += stage->stats.from_cache;
+    total.cache_rejected += stage->stats.cache_rejected;
+    for (const auto& msg : stage->stats.cache_messages) total.cache_messages.push_back(msg);
+  }
+  return total;
 }
 
 }  // namespace xonnx

@@ -370,7 +370,9 @@ TEST_F(SessionTest, UploadedWeightsMatchCompiledInWeightsOnAnyDevice) {
         for (int k = 0; k < 64; ++k) EXPECT_NEAR(y[k], ref[k], 1e-5) << "upload=" << upload << " device=" << device;
         results.emplace_back(y, y + 64);
       }
-      if (upload) EXPECT_THAT((*s)->LastProgramSummary(), ::testing::HasSubstr("1 weights"));
+      if (upload) {
+        EXPECT_THAT((*s)->LastProgramSummary(), ::testing::HasSubstr("1 weights"));
+      }
     }
   for (const auto& r : results) EXPECT_EQ(r, results[0]);
 }

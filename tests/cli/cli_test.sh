@@ -76,7 +76,15 @@ expect convert_partial 0 "partial conversion, stopped at: .*FancySoftmax" -- "$x
 expect convert_partial_text 0 "ROOT .* tuple\(" -- "$xonnx" convert "$tmp/partial.onnx" --hlo-text - --allow-partial
 expect info_unsupported 0 "FancySoftmax \(node 'softmax'\)" -- "$xonnx" info "$tmp/partial.onnx"
 
-[[ -n "$detection_model" ]] && expect info_host_nodes 0 "computed on the host while compiling.*" -- "$xonnx" info "$detection_model"
+if [[ -n "$detection_model" ]]; then
+  expect info_host_nodes 0 "runs on the host \(the graph is split into 2 device program" -- "$xonnx" info "$detection_model"
+  expect info_host_node_name 0 "^  NonMaxSuppression 'selected'" -- "$xonnx" info "$detection_model"
+  expect convert_split 0 "node NonMaxSuppression 'selected' runs on the host; this is the program before it" -- \
+    "$xonnx" convert "$detection_model" --hlo-text "$tmp/det.txt"
+  expect run_split 0 "kept_boxes: float32\[1,[0-9]+,4\]" -- "$xonnx" run "$detection_model" --no-cache
+  expect_error split_buckets "cannot be used with this model: its graph runs partly on the host \(NonMaxSuppression 'selected'\)" -- \
+    "$xonnx" run "$detection_model" --io-data-type f16 --no-cache
+fi
 
 printf 'not a model' >"$tmp/bad.onnx"
 head -c 3000 "$model" >"$tmp/truncated.onnx"

@@ -142,25 +142,32 @@ def detection(out_dir):
         helper.make_node("Gather", ["boxes", "idx"], ["top_boxes"], axis=1),
         helper.make_node("Reshape", ["top_scores", "score_shape"], ["s3"]),
         helper.make_node("NonMaxSuppression", ["top_boxes", "s3", "max_out", "iou", "score_th"], ["selected"]),
+        # After the host-side NMS, a device program for the number of boxes kept.
+        helper.make_node("Gather", ["selected", "col2"], ["kept_idx"], axis=1),
+        helper.make_node("Gather", ["top_boxes", "kept_idx"], ["kept_boxes"], axis=1),
     ]
     inits = [numpy_helper.from_array(np.array(v, dtype=t), name) for name, v, t in
              [("k", [k], np.int64), ("flat", [k], np.int64), ("score_shape", [1, 1, k], np.int64),
-              ("max_out", [5], np.int64), ("iou", [0.5], np.float32), ("score_th", [0.3], np.float32)]]
+              ("max_out", [8], np.int64), ("iou", [0.1], np.float32), ("score_th", [0.3], np.float32),
+              ("col2", 2, np.int64)]]
     m = model(nodes, "detection", [helper.make_tensor_value_info("logits", f, [1, n]),
                                     helper.make_tensor_value_info("boxes", f, [1, n, 4])],
               [helper.make_tensor_value_info("top_scores", f, [1, k]),
-               helper.make_tensor_value_info("selected", TensorProto.INT64, [None, 3])], inits)
+               helper.make_tensor_value_info("selected", TensorProto.INT64, [None, 3]),
+               helper.make_tensor_value_info("kept_boxes", f, [1, None, 4])], inits)
     cases = []
-    for _ in range(2):
+    for _ in range(4):  # numbers of kept boxes differ between cases
         logits = rng.standard_normal((1, n)).astype(np.float32)
         corner = rng.random((1, n, 2)).astype(np.float32) * 0.8
         boxes = np.concatenate([corner, corner + 0.1 + rng.random((1, n, 2)).astype(np.float32) * 0.3], axis=2)
         scores = (1 / (1 + np.exp(-logits.astype(np.float64)))).astype(np.float32)
         idx = np.argsort(-scores[0], kind="stable")[:k]
         top = scores[0][idx]
-        kept = nms_reference(boxes[0][idx], top, 5, 0.5, 0.3)
+        kept = nms_reference(boxes[0][idx], top, 8, 0.1, 0.3)
         selected = np.array([[0, 0, j] for j in kept], dtype=np.int64).reshape(-1, 3)
-        cases.append(([("logits", logits), ("boxes", boxes)], [("top_scores", top[None, :]), ("selected", selected)]))
+        kept_boxes = boxes[0][idx][np.array(kept, dtype=np.int64)].reshape(1, -1, 4)
+        cases.append(([("logits", logits), ("boxes", boxes)],
+                      [("top_scores", top[None, :]), ("selected", selected), ("kept_boxes", kept_boxes)]))
     save_case(out_dir, "detection", m, cases)
 
 

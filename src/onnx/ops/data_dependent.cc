@@ -1,9 +1,11 @@
 // Ops whose output shape depends on input values: NonZero, Unique,
 // NonMaxSuppression, and Compress's condition. XLA programs have static
-// shapes, so these are computed when the program is compiled: their inputs
-// must be known then (constants, or model inputs, which the session binds by
-// value and compiles once per distinct value). Compress only needs its
-// condition: the data stays a runtime input and is gathered.
+// shapes, so these converters compute their results from known values:
+// inside a program when the values are known at compile time (constants,
+// initializers, shapes), and on the host between programs when they are
+// only known at run time (onnx/graph_split.h cuts the graph there and runs
+// the converter on the values). Compress only needs its condition: with a
+// known condition the data stays a runtime value and is gathered.
 #include <algorithm>
 #include <array>
 #include <cstring>

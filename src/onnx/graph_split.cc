@@ -1,0 +1,247 @@
+#include "onnx/graph_split.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "base/fingerprint.h"
+#include "base/status.h"
+#include "hlo/builder.h"
+#include "onnx/importer.h"
+#include "onnx/tensor_proto.h"
+#include "passes/constant_folding.h"
+
+namespace xonnx::onnx_import {
+
+namespace {
+
+// Every value name a subgraph body reads, at any depth (names it defines
+// itself included; the caller keeps only those of the outer graph).
+void CollectSubgraphReads(const onnx::GraphProto& g, std::set<std::string>& out) {
+  for (const auto& n : g.node()) {
+    for (const auto& in : n.input())
+      if (!in.empty()) out.insert(in);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) CollectSubgraphReads(a.g(), out);
+      for (const auto& sub : a.graphs()) CollectSubgraphReads(sub, out);
+    }
+  }
+}
+
+// The values of the top-level graph that node `n` reads: its inputs and what
+// its subgraph bodies take from the outer scope.
+std::vector<std::string> Reads(const onnx::NodeProto& n, const std::set<std::string>& outer) {
+  std::set<std::string> names;
+  for (const auto& in : n.input())
+    if (!in.empty()) names.insert(in);
+  std::set<std::string> sub;
+  for (const auto& a : n.attribute()) {
+    if (a.has_g()) CollectSubgraphReads(a.g(), sub);
+    for (const auto& g : a.graphs()) CollectSubgraphReads(g, sub);
+  }
+  for (const auto& s : sub)
+    if (outer.count(s)) names.insert(s);
+  return {names.begin(), names.end()};
+}
+
+bool IsRandomOp(const std::string& op) {
+  return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" || op == "RandomUniformLike" ||
+         op == "Bernoulli" || op == "Multinomial" || op == "Dropout";
+}
+
+// Whether a node's output shapes depend on the values of inputs that are
+// only known when the model runs (`runtime[i]` for input i).
+bool NeedsHost(const onnx::NodeProto& n, const std::vector<bool>& runtime) {
+  auto rt = [&](int i) { return i < static_cast<int>(runtime.size()) && runtime[i]; };
+  if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
+  const std::string& op = n.op_type();
+  if (op == "NonZero" || op == "Unique") return rt(0);
+  if (op == "Compress") return rt(1);  // a known condition is a gather of the data
+  if (op == "NonMaxSuppression") return std::any_of(runtime.begin(), runtime.end(), [](bool b) { return b; });
+  return false;
+}
+
+}  // namespace
+
+std::string NodeLabel(const onnx::NodeProto& node) {
+  return absl::StrCat(node.op_type(), " '", node.name().empty() ? (node.output_size() ? node.output(0) : "?") : node.name(),
+                      "'");
+}
+
+absl::StatusOr<GraphSplit> SplitAtHostNodes(const LoadedModel& model) {
+  const onnx::GraphProto& g = model.proto.graph();
+  std::set<std::string> initializers, outer;
+  for (const auto& t : g.initializer()) initializers.insert(t.name());
+  outer = initializers;
+  for (const auto& v : g.input()) outer.insert(v.name());
+  for (const auto& n : g.node())
+    for (const auto& o : n.output())
+      if (!o.empty()) outer.insert(o);
+
+  // Which values are known only at run time: graph inputs, and what is
+  // computed from them or drawn at random. Shapes are always known.
+  std::map<std::string, bool> runtime;
+  for (const auto& v : g.input()) runtime[v.name()] = !initializers.count(v.name());
+  for (const auto& t : g.initializer()) runtime[t.name()] = false;
+  // The level of a value: how many host nodes precede it on its longest path
+  // from the graph inputs. Device nodes of level L form segment L; host
+  // nodes of level L run after it and define values of level L + 1.
+  std::map<std::string, int> level;
+  std::vector<int> node_level(g.node_size());
+  std::vector<bool> on_host(g.node_size());
+  std::vector<std::vector<std::string>> reads(g.node_size());
+  int max_level = 0;
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& n = g.node(i);
+    reads[i] = Reads(n, outer);
+    std::vector<bool> input_runtime;
+    for (const auto& in : n.input()) input_runtime.push_back(!in.empty() && runtime[in]);
+    bool any_runtime = IsRandomOp(n.op_type());
+    int lv = 0;
+    for (const auto& r : reads[i]) {
+      any_runtime |= runtime[r];
+      lv = std::max(lv, level[r]);
+    }
+    if (n.op_type() == "Shape" || n.op_type() == "Size") any_runtime = false;
+    on_host[i] = NeedsHost(n, input_runtime);
+    node_level[i] = lv;
+    max_level = std::max(max_level, lv);
+    for (const auto& o : n.output()) {
+      if (o.empty()) continue;
+      runtime[o] = any_runtime;
+      level[o] = on_host[i] ? lv + 1 : lv;
+    }
+  }
+
+  GraphSplit split;
+  std::vector<int> segment_of(g.node_size(), -1);
+  for (int lv = 0; lv <= max_level; ++lv) {
+    Segment device;
+    for (int i = 0; i < g.node_size(); ++i)
+      if (!on_host[i] && node_level[i] == lv) device.nodes.push_back(i);
+    if (!device.nodes.empty()) {
+      for (int i : device.nodes) segment_of[i] = split.segments.size();
+      split.segments.push_back(std::move(device));
+    }
+    for (int i = 0; i < g.node_size(); ++i) {
+      if (!on_host[i] || node_level[i] != lv) continue;
+      Segment host;
+      host.on_host = true;
+      host.nodes.push_back(i);
+      segment_of[i] = split.segments.size();
+      split.segments.push_back(std::move(host));
+      split.host_nodes.push_back(i);
+    }
+  }
+
+  // Inputs and outputs of each segment: what crosses a boundary.
+  std::map<std::string, int> defined_in;
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const auto& o : g.node(i).output())
+      if (!o.empty()) defined_in[o] = segment_of[i];
+  std::vector<std::set<std::string>> ins(split.segments.size()), inits(split.segments.size()),
+      outs(split.segments.size());
+  for (int i = 0; i < g.node_size(); ++i) {
+    int s = segment_of[i];
+    for (const auto& r : reads[i]) {
+      auto d = defined_in.find(r);
+      if (d != defined_in.end() && d->second == s) continue;
+      if (d != defined_in.end()) {
+        outs[d->second].insert(r);
+        ins[s].insert(r);
+      } else if (initializers.count(r)) {
+        inits[s].insert(r);
+      } else {
+        ins[s].insert(r);
+      }
+    }
+  }
+  for (const auto& o : g.output())
+    if (auto d = defined_in.find(o.name()); d != defined_in.end()) outs[d->second].insert(o.name());
+  for (size_t s = 0; s < split.segments.size(); ++s) {
+    Segment& seg = split.segments[s];
+    seg.inputs.assign(ins[s].begin(), ins[s].end());
+    seg.initializers.assign(inits[s].begin(), inits[s].end());
+    // Outputs in the order the nodes define them, for readable programs.
+    for (int i : seg.nodes)
+      for (const auto& o : g.node(i).output())
+        if (!o.empty() && outs[s].count(o)) seg.outputs.push_back(o);
+  }
+  return split;
+}
+
+absl::StatusOr<std::unique_ptr<LoadedModel>> SegmentModel(const LoadedModel& model, const Segment& segment, int index,
+                                                          const std::map<std::string, int>& input_types) {
+  if (segment.on_host) return absl::InvalidArgumentError("a host segment has no model");
+  auto out = std::make_unique<LoadedModel>();
+  out->path = model.path;
+  out->opsets = model.opsets;
+  Fingerprinter f;
+  f.UpdateField(model.content_fingerprint);
+  f.UpdateField(absl::StrCat("segment ", index));
+  out->content_fingerprint = f.Finish().Hex();
+  onnx::ModelProto& p = out->proto;
+  p.set_ir_version(model.proto.ir_version());
+  *p.mutable_opset_import() = model.proto.opset_import();
+  const onnx::GraphProto& g = model.proto.graph();
+  onnx::GraphProto& sg = *p.mutable_graph();
+  sg.set_name(absl::StrCat(g.name().empty() ? "model" : g.name(), "_part", index));
+  for (const std::string& name : segment.inputs) {
+    auto t = input_types.find(name);
+    if (t == input_types.end()) return absl::InternalError(absl::StrCat("no element type for segment input '", name, "'"));
+    onnx::ValueInfoProto* v = sg.add_input();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(t->second);
+  }
+  std::set<std::string> wanted(segment.initializers.begin(), segment.initializers.end());
+  for (const auto& t : g.initializer())
+    if (wanted.count(t.name())) *sg.add_initializer() = t;
+  for (int i : segment.nodes) *sg.add_node() = g.node(i);
+  for (const std::string& name : segment.outputs) sg.add_output()->set_name(name);
+  return out;
+}
+
+absl::StatusOr<std::vector<hlo::Literal>> RunNodeOnHost(const LoadedModel& model, int node,
+                                                       const std::map<std::string, hlo::Literal>& inputs) {
+  const onnx::GraphProto& g = model.proto.graph();
+  const onnx::NodeProto& n = g.node(node);
+  std::string where = absl::StrCat(model.path, ": node ", NodeLabel(n), " on the host");
+  hlo::Module module("host");
+  hlo::Builder b(&module, "host");
+  // Everything here is a constant: fold it all, whatever its size.
+  b.set_folder([](const hlo::Instruction& i) { return passes::FoldInstruction(i, std::numeric_limits<int64_t>::max()); });
+  GraphValues values;
+  for (const auto& name : n.input()) {
+    if (name.empty() || values.values.count(name)) continue;
+    if (auto it = inputs.find(name); it != inputs.end()) {
+      values.values[name] = b.Constant(it->second);
+      continue;
+    }
+    const onnx::TensorProto* init = nullptr;
+    for (const auto& t : g.initializer())
+      if (t.name() == name) init = &t;
+    if (!init) return absl::InternalError(absl::StrCat(where, ": no value for input '", name, "'"));
+    auto lit = LiteralFromTensorProto(*init);
+    if (!lit.ok()) return Annotate(lit.status(), absl::StrCat(where, ": initializer '", name, "'"));
+    values.values[name] = b.Constant(*std::move(lit));
+  }
+  onnx::GraphProto one;
+  *one.add_node() = n;
+  absl::Status st = ConvertNodes(one, model.opsets, b, values);
+  if (!st.ok()) return Annotate(st, model.path);
+  std::vector<hlo::Literal> out;
+  for (const auto& name : n.output()) {
+    if (name.empty()) {
+      out.emplace_back();
+      continue;
+    }
+    auto v = values.values.find(name);
+    if (v == values.values.end() || v->second->opcode() != hlo::Opcode::kConstant)
+      return absl::InternalError(absl::StrCat(where, ": output '", name, "' could not be computed"));
+    out.push_back(*v->second->literal);
+  }
+  return out;
+}
+
+}  // namespace xonnx::onnx_import

@@ -1,0 +1,65 @@
+// Splitting a graph at the ops whose output shapes depend on runtime values:
+// NonZero, Unique, NonMaxSuppression, and Compress with a computed
+// condition. An XLA program has static shapes, so such an op cannot sit
+// inside one. The graph then runs as a sequence of segments: device segments
+// (compiled programs, each for the shapes it is given) with the host nodes
+// between them; the shapes that follow a host node are known once it ran.
+// The same ops on values known at compile time (constants, initializers,
+// shapes) stay inside a program: the importer folds them.
+#ifndef XONNX_ONNX_GRAPH_SPLIT_H_
+#define XONNX_ONNX_GRAPH_SPLIT_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hlo/literal.h"
+#include "onnx/model.h"
+
+namespace xonnx::onnx_import {
+
+// A run of nodes of the top-level graph that executes as one unit.
+struct Segment {
+  bool on_host = false;  // one host node; else nodes of one device program
+  std::vector<int> nodes;  // indices into graph().node(), in graph order
+  // Values read that the graph inputs or earlier segments define (never
+  // initializers), and initializers read (subgraph bodies included).
+  std::vector<std::string> inputs, initializers;
+  // Values defined here that later segments or the graph outputs read.
+  std::vector<std::string> outputs;
+};
+
+// A graph's segments in execution order. One device segment holding every
+// node means the graph needs no split.
+struct GraphSplit {
+  std::vector<Segment> segments;
+  std::vector<int> host_nodes;  // node indices, in execution order
+  bool split() const { return !host_nodes.empty(); }
+};
+
+// Finds the host nodes of `model`'s top-level graph and cuts it around them.
+// Host ops inside subgraph bodies (If, Loop, Scan) are not split out.
+[[nodiscard]] absl::StatusOr<GraphSplit> SplitAtHostNodes(const LoadedModel& model);
+
+// A model made of one device segment: its nodes and initializers; its inputs
+// declared with the ONNX element types given (without shapes, which the
+// caller provides per call), its outputs by name only. Messages keep the
+// parent's path; the content fingerprint is derived from the parent's.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<LoadedModel>> SegmentModel(const LoadedModel& model, const Segment& segment,
+                                                                        int index,
+                                                                        const std::map<std::string, int>& input_types);
+
+// Computes one node on the host from the values of its inputs (initializers
+// are read from the model; absent optional inputs are skipped). Returns one
+// literal per node output (empty for unnamed outputs).
+[[nodiscard]] absl::StatusOr<std::vector<hlo::Literal>> RunNodeOnHost(const LoadedModel& model, int node,
+                                                                      const std::map<std::string, hlo::Literal>& inputs);
+
+// "Op 'name'" for messages and `xonnx info`.
+std::string NodeLabel(const onnx::NodeProto& node);
+
+}  // namespace xonnx::onnx_import
+
+#endif  // XONNX_ONNX_GRAPH_SPLIT_H_
