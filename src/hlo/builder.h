@@ -29,6 +29,8 @@ class Builder {
   // uses it to fold shape computations as they are built.
   using Folder = std::function<std::optional<Literal>(const Instruction&)>;
   void set_folder(Folder f) { folder_ = std::move(f); }
+  // The folder, for builders of nested computations (branches, loop bodies).
+  const Folder& folder() const { return folder_; }
 
   // The first error seen (OK if none).
   const absl::Status& status() const { return status_; }

@@ -263,3 +263,58 @@ TEST(Importer, CenterCropPadCropsAndPadsAroundTheCentre) {
 
 }  // namespace
 }  // namespace xonnx::onnx_import
+
+namespace xonnx::onnx_import {
+namespace {
+
+// If on a runtime condition: an HLO conditional whose branches read the
+// captured input through the operand tuple and outer constants (a Reshape
+// target shape) as constants; only the branch taken runs.
+TEST(Importer, IfOnARuntimeConditionIsAConditional) {
+  LoadedModel m;
+  m.path = "if.onnx";
+  m.opsets[""] = 13;
+  auto* g = m.proto.mutable_graph();
+  AddInput(g, "x", {2, 3});
+  AddIntsConst(g, "flat", {6});
+  AddNode(g, "ReduceSum", "sum_1", {"x"}, {"s"});
+  auto* zero = g->add_initializer();
+  zero->set_name("zero");
+  zero->set_data_type(onnx::TensorProto::FLOAT);
+  zero->add_float_data(0);
+  AddNode(g, "Greater", "gt_1", {"s", "zero"}, {"c"});
+  onnx::GraphProto then_g, else_g;
+  then_g.set_name("then");
+  AddNode(&then_g, "Reshape", "then_reshape", {"x", "flat"}, {"t"});
+  then_g.add_output()->set_name("t");
+  else_g.set_name("else");
+  AddNode(&else_g, "Neg", "else_neg", {"x"}, {"n"});
+  AddNode(&else_g, "Reshape", "else_reshape", {"n", "flat"}, {"e"});
+  else_g.add_output()->set_name("e");
+  auto* node = AddNode(g, "If", "if_1", {"c"}, {"y"});
+  auto* a = node->add_attribute();
+  a->set_name("then_branch");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = then_g;
+  a = node->add_attribute();
+  a->set_name("else_branch");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = else_g;
+  g->add_output()->set_name("y");
+  auto r = Import(m, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::string text = hlo::ToText(*r->module);
+  EXPECT_THAT(text, HasSubstr("conditional("));
+  EXPECT_THAT(text, Not(HasSubstr("select(")));
+  for (float sign : {1.0f, -1.0f}) {
+    hlo::Literal x(hlo::Shape(hlo::F32, {2, 3}));
+    for (int i = 0; i < 6; ++i) x.data<float>()[i] = sign * (i + 1);
+    auto out = eval::EvaluateModule(*r->module, {x});
+    ASSERT_TRUE(out.ok()) << out.status();
+    // Positive sum: x flattened; negative: -x flattened (positive values).
+    EXPECT_EQ(out->tuple_elements()[0].ValuesToString(), "{1, 2, 3, 4, 5, 6}") << sign;
+  }
+}
+
+}  // namespace
+}  // namespace xonnx::onnx_import

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "backends/cpu/executable.h"
 #include "backends/cpu/layout_pass.h"
 #include "hlo/parser.h"
@@ -45,6 +46,42 @@ ConvolutionDimensionNumbers Nchw() {
   ConvolutionDimensionNumbers d;
   d.input_spatial_dimensions = d.kernel_spatial_dimensions = d.output_spatial_dimensions = {2, 3};
   return d;
+}
+
+std::string BranchPrefix(ComparisonDirection dir) { return dir == ComparisonDirection::kEq ? "index" : "pred"; }
+
+// A conditional over the tuple (a, b) whose results are the operands' last
+// use (so the arena may reuse their slots for the results). kGt/kLt: a
+// predicate computed from the data, max|a| compared with `arg` (true runs
+// branch 0: tanh(a) + b; false branch 1: a * b). kEq: the s32 index `arg`
+// (computed, not a constant) over three branches, the third b - a.
+Instruction* ConditionalCase(Builder& b, const std::vector<Instruction*>& p, ComparisonDirection dir, int arg) {
+  Module* m = b.module();
+  Instruction* operand = b.Tuple({b.Unary(Opcode::kExp, p[0]), b.Unary(Opcode::kExp, p[1])});
+  auto branch = [&](const std::string& name, Opcode op, bool tanh_first) {
+    Builder bb(m, name);
+    auto* t = bb.Parameter(0, operand->shape(), "t");
+    auto* x = bb.GetTupleElement(t, 0);
+    auto* y = bb.GetTupleElement(t, 1);
+    if (tanh_first) x = bb.Unary(Opcode::kTanh, x);
+    return *bb.Build(bb.Tuple({bb.Binary(op, x, y), y}));
+  };
+  std::vector<hlo::Computation*> branches = {branch(BranchPrefix(dir) + "_0", Opcode::kAdd, true),
+                                             branch(BranchPrefix(dir) + "_1", Opcode::kMultiply, false)};
+  Instruction* selector;
+  if (dir == ComparisonDirection::kEq) {
+    branches.push_back(branch("index_2", Opcode::kSubtract, false));
+    auto* zero = b.Convert(b.Reduce({b.Binary(Opcode::kMultiply, p[0], b.Broadcast(b.ScalarConstant(F32, 0), {5}, {}))},
+                                    {b.ScalarConstant(F32, 0)}, {0}, b.ScalarReducer(Opcode::kAdd, F32)),
+                           S32);
+    selector = b.Binary(Opcode::kAdd, zero, b.ScalarConstant(S32, arg));
+  } else {
+    auto* mx = b.Reduce({b.Unary(Opcode::kAbs, p[0])}, {b.ScalarConstant(F32, 0)}, {0}, b.ScalarReducer(Opcode::kMaximum, F32));
+    selector = b.Compare(mx, b.ScalarConstant(F32, arg), dir);
+  }
+  std::vector<Instruction*> operands(branches.size(), operand);
+  auto* c = b.Conditional(selector, branches, operands);
+  return b.Tuple({b.GetTupleElement(c, 0), b.GetTupleElement(c, 1)});
 }
 
 std::vector<Case> Cases() {
@@ -91,6 +128,14 @@ std::vector<Case> Cases() {
          auto* w = b.While(*cb.Build(lt), *bb.Build(bb.Tuple({ni, nv})), b.Tuple({b.ScalarConstant(S32, 0), p[0]}));
          return b.GetTupleElement(w, 1);
        }},
+      {"conditional_pred_true", {Shape(F32, {5}), Shape(F32, {5})},
+       [](Builder& b, auto p) { return ConditionalCase(b, p, ComparisonDirection::kGt, -1); }},
+      {"conditional_pred_false", {Shape(F32, {5}), Shape(F32, {5})},
+       [](Builder& b, auto p) { return ConditionalCase(b, p, ComparisonDirection::kLt, -1); }},
+      {"conditional_index", {Shape(F32, {5}), Shape(F32, {5})},
+       [](Builder& b, auto p) { return ConditionalCase(b, p, ComparisonDirection::kEq, 1); }},
+      {"conditional_index_out_of_range", {Shape(F32, {5}), Shape(F32, {5})},
+       [](Builder& b, auto p) { return ConditionalCase(b, p, ComparisonDirection::kEq, 7); }},
       {"grouped_strided_dilated_conv", {Shape(F32, {1, 8, 11, 11}), Shape(F32, {8, 2, 3, 3})},
        [](Builder& b, auto p) { return b.Convolution(p[0], p[1], Win2d(3, 2, 2, 2), Nchw(), 4); }},
       {"batched_dot", {Shape(F32, {3, 5, 7}), Shape(F32, {3, 7, 4})},
@@ -156,6 +201,10 @@ TEST_P(BackendTest, MatchesEvaluator) {
   std::vector<void*> out_ptrs;
   for (auto& o : outs) out_ptrs.push_back(o.untyped_data());
   ASSERT_TRUE((*exe)->Execute(in, out_ptrs).ok());
+  if (absl::StartsWith(c.name, "conditional") || absl::StartsWith(c.name, "while")) {
+    // Control flow runs as compiled branches/bodies, not on the evaluator.
+    for (const auto& [kind, n] : (*exe)->ThunkSummary()) EXPECT_NE(kind, "control-flow") << c.name;
+  }
   std::vector<const Literal*> want;
   if (expected->shape().IsTuple()) for (auto& e : expected->tuple_elements()) want.push_back(&e);
   else want.push_back(&*expected);

@@ -438,6 +438,12 @@ class Compiler {
           continue;
         }
       }
+      if (i->opcode() == Opcode::kConditional) {
+        if (auto t = NativeConditionalThunk(i, io)) {
+          Add(*std::move(t), "conditional");
+          continue;
+        }
+      }
       if (i->opcode() == Opcode::kWhile || i->opcode() == Opcode::kConditional || i->opcode() == Opcode::kCall) {
         Add(EvaluatorThunk(i, io), "control-flow");
         continue;
@@ -581,8 +587,63 @@ class Compiler {
     return t;
   }
 
-  // Control flow runs on the reference evaluator for now: operands are copied
-  // into literals and the result leaves copied back.
+  // conditional: every branch compiled as a program over the leaves of its
+  // operand; the predicate (true runs branch 0) or s32 index picks one per
+  // run, out-of-range indices the last branch (XLA's rule). Results go
+  // through scratch buffers because the arena may give an output the slot of
+  // an operand whose last use this is.
+  std::optional<Thunk> NativeConditionalThunk(Instruction* i, ThunkIo io) {
+    hlo::PrimitiveType selector = i->operand(0)->shape().element_type;
+    if (selector != hlo::PRED && selector != hlo::S32) return std::nullopt;
+    std::vector<std::shared_ptr<Executable>> branches;
+    for (const hlo::Computation* c : i->called_computations()) {
+      auto e = CompileFlattened(c);
+      if (!e.ok()) return std::nullopt;
+      branches.push_back(*std::move(e));
+    }
+    if (branches.size() + 1 != static_cast<size_t>(i->operand_count())) return std::nullopt;
+    for (const auto& e : branches) exe_->keep_alive_.push_back(e);
+    std::vector<std::pair<size_t, size_t>> ranges;  // each branch operand's first leaf in io.inputs, and count
+    for (size_t k = 1, at = 1; k < static_cast<size_t>(i->operand_count()); ++k) {
+      size_t n = leaves_.at(i->operand(k)).size();
+      ranges.push_back({at, n});
+      at += n;
+    }
+    std::vector<int64_t> sizes;
+    if (i->shape().IsTuple())
+      for (const hlo::Shape& s : i->shape().tuple_shapes) sizes.push_back(s.ByteSize());
+    else
+      sizes.push_back(i->shape().ByteSize());
+    if (sizes.size() != io.outputs.size()) return std::nullopt;
+    Thunk t;
+    t.name = i->name();
+    t.run = [branches, ranges, sizes, io, selector](Frame& f) -> absl::Status {
+      const void* sel = f.Ptr(io.inputs[0]);
+      int64_t n = branches.size(), k;
+      if (selector == hlo::PRED) {
+        k = *static_cast<const bool*>(sel) ? 0 : 1;
+      } else {
+        k = *static_cast<const int32_t*>(sel);
+        if (k < 0 || k >= n) k = n - 1;
+      }
+      std::vector<const void*> args;
+      for (size_t j = 0; j < ranges[k].second; ++j) args.push_back(f.Ptr(io.inputs[ranges[k].first + j]));
+      std::vector<std::vector<uint8_t>> scratch(sizes.size());
+      std::vector<void*> outs;
+      for (size_t j = 0; j < sizes.size(); ++j) {
+        scratch[j].resize(std::max<int64_t>(sizes[j], 1));
+        outs.push_back(scratch[j].data());
+      }
+      RETURN_IF_ERROR(branches[k]->Execute(args, outs));
+      for (size_t j = 0; j < sizes.size(); ++j) std::memcpy(f.Ptr(io.outputs[j]), scratch[j].data(), sizes[j]);
+      return absl::OkStatus();
+    };
+    return t;
+  }
+
+  // Calls run on the reference evaluator (and control flow the native thunks
+  // decline): operands are copied into literals and the result leaves copied
+  // back.
   Thunk EvaluatorThunk(Instruction* i, ThunkIo io) {
     Thunk t;
     t.name = i->name();

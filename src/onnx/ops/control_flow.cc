@@ -1,9 +1,9 @@
-// If, Loop and Scan. Subgraphs are converted inline into the enclosing
-// computation: an If with a known condition takes its branch, otherwise both
-// branches run and a select picks the outputs (ONNX ops have no side
-// effects); Loop and Scan are unrolled over a trip count / sequence length
-// known at compile time, with a runtime loop condition applied as a mask on
-// the carried state.
+// If, Loop and Scan. An If with a known condition converts its branch
+// inline; with a runtime condition it becomes an HLO conditional whose two
+// branch computations take the values they capture as one tuple. Loop and
+// Scan are unrolled over a trip count / sequence length known at compile
+// time, with a runtime loop condition applied as a mask on the carried
+// state; a Loop with a runtime trip count becomes an HLO while.
 #include <algorithm>
 #include <set>
 
@@ -46,35 +46,6 @@ bool IsConst(const Instruction* i, bool value) {
   return i->opcode() == Opcode::kConstant && (i->literal->GetAsDouble(0) != 0) == value;
 }
 
-absl::Status If(NodeContext& ctx) {
-  hlo::Builder& b = ctx.b();
-  const onnx::GraphProto* then_g = ctx.attr_g("then_branch");
-  const onnx::GraphProto* else_g = ctx.attr_g("else_branch");
-  if (!then_g || !else_g) return ctx.Error("needs then_branch and else_branch");
-  Instruction* cond = ScalarPred(b, ctx.input(0));
-  auto branch = [&](const onnx::GraphProto* g) -> absl::StatusOr<std::vector<Instruction*>> {
-    GraphValues scope = ctx.values();
-    RETURN_IF_ERROR(ctx.ConvertSubgraph(*g, scope));
-    return Outputs(ctx, *g, scope);
-  };
-  if (cond->opcode() == Opcode::kConstant) {
-    ASSIGN_OR_RETURN(auto outs, branch(IsConst(cond, true) ? then_g : else_g));
-    for (size_t k = 0; k < outs.size(); ++k) ctx.set_output(k, outs[k]);
-    return absl::OkStatus();
-  }
-  ASSIGN_OR_RETURN(auto t, branch(then_g));
-  ASSIGN_OR_RETURN(auto e, branch(else_g));
-  if (t.size() != e.size()) return ctx.Error("branches have different output counts");
-  for (size_t k = 0; k < t.size(); ++k) {
-    if (!t[k]->shape().Compatible(e[k]->shape()))
-      return ctx.Unsupported(absl::StrCat("branches produce different shapes for output ", k, " (",
-                                          t[k]->shape().ToString(false), " vs ", e[k]->shape().ToString(false),
-                                          ") and the condition is only known at run time"));
-    ctx.set_output(k, b.Select(b.Broadcast(cond, t[k]->shape().dims, {}), t[k], e[k]));
-  }
-  return absl::OkStatus();
-}
-
 // Names a subgraph reads that it does not define (its outer-scope captures).
 void FreeNames(const onnx::GraphProto& g, std::set<std::string>& defined, std::set<std::string>& free) {
   std::set<std::string> local = defined;
@@ -91,6 +62,79 @@ void FreeNames(const onnx::GraphProto& g, std::set<std::string>& defined, std::s
   }
   for (const auto& o : g.output())
     if (!local.count(o.name())) free.insert(o.name());
+}
+
+// An If on a runtime condition: one computation per branch, both taking the
+// tuple of the non-constant values the branches capture (constants are
+// copied in, so that shape-like values stay known inside the branches).
+absl::Status IfAsConditional(NodeContext& ctx, Instruction* cond, const onnx::GraphProto& then_g,
+                             const onnx::GraphProto& else_g) {
+  hlo::Builder& b = ctx.b();
+  std::set<std::string> none, free;
+  FreeNames(then_g, none, free);
+  FreeNames(else_g, none, free);
+  std::vector<std::string> captured;
+  std::vector<Instruction*> captured_values;
+  for (const std::string& name : free) {
+    auto it = ctx.values().values.find(name);
+    if (it == ctx.values().values.end()) {
+      if (ctx.values().strings.count(name)) continue;  // strings are host values: visible to the branches as they are
+      return ctx.Error(absl::StrCat("a branch reads '", name, "', which is not defined"));
+    }
+    if (it->second->opcode() == Opcode::kConstant) continue;
+    captured.push_back(name);
+    captured_values.push_back(it->second);
+  }
+  Instruction* operand = b.Tuple(captured_values);
+  if (!operand) return b.status();
+  std::vector<hlo::Computation*> branches;
+  std::vector<std::vector<Instruction*>> outs;
+  for (const onnx::GraphProto* g : {&then_g, &else_g}) {
+    hlo::Builder bb(b.module(), g == &then_g ? "if_then" : "if_else");
+    bb.set_folder(b.folder());
+    bb.set_metadata(b.metadata());
+    Instruction* p = bb.Parameter(0, operand->shape(), "captured");
+    GraphValues scope;
+    scope.strings = ctx.values().strings;
+    for (const auto& [name, v] : ctx.values().values)
+      if (v->opcode() == Opcode::kConstant) scope.values[name] = bb.Constant(*v->literal);
+    for (size_t j = 0; j < captured.size(); ++j) scope.values[captured[j]] = bb.GetTupleElement(p, j);
+    RETURN_IF_ERROR(ctx.ConvertSubgraphInto(bb, *g, scope));
+    ASSIGN_OR_RETURN(std::vector<Instruction*> o, Outputs(ctx, *g, scope));
+    outs.push_back(o);
+    ASSIGN_OR_RETURN(hlo::Computation * c, bb.Build(bb.Tuple(o)));
+    branches.push_back(c);
+  }
+  const auto& t = outs[0];
+  const auto& e = outs[1];
+  if (t.size() != e.size()) return ctx.Error("branches have different output counts");
+  for (size_t k = 0; k < t.size(); ++k)
+    if (!t[k]->shape().Compatible(e[k]->shape()))
+      return ctx.Unsupported(absl::StrCat("branches produce different shapes for output ", k, " (",
+                                          t[k]->shape().ToString(false), " vs ", e[k]->shape().ToString(false),
+                                          ") and the condition is only known at run time"));
+  Instruction* c = b.Conditional(cond, branches, {operand, operand});
+  for (size_t k = 0; k < t.size(); ++k) ctx.set_output(k, b.GetTupleElement(c, k));
+  return absl::OkStatus();
+}
+
+absl::Status If(NodeContext& ctx) {
+  hlo::Builder& b = ctx.b();
+  const onnx::GraphProto* then_g = ctx.attr_g("then_branch");
+  const onnx::GraphProto* else_g = ctx.attr_g("else_branch");
+  if (!then_g || !else_g) return ctx.Error("needs then_branch and else_branch");
+  Instruction* cond = ScalarPred(b, ctx.input(0));
+  auto branch = [&](const onnx::GraphProto* g) -> absl::StatusOr<std::vector<Instruction*>> {
+    GraphValues scope = ctx.values();
+    RETURN_IF_ERROR(ctx.ConvertSubgraph(*g, scope));
+    return Outputs(ctx, *g, scope);
+  };
+  if (cond->opcode() == Opcode::kConstant) {
+    ASSIGN_OR_RETURN(auto outs, branch(IsConst(cond, true) ? then_g : else_g));
+    for (size_t k = 0; k < outs.size(); ++k) ctx.set_output(k, outs[k]);
+    return absl::OkStatus();
+  }
+  return IfAsConditional(ctx, cond, *then_g, *else_g);
 }
 
 // A Loop whose trip count is not known at compile time (or too large to
@@ -129,6 +173,7 @@ absl::Status LoopAsWhile(NodeContext& ctx, const onnx::GraphProto& body, Instruc
   ASSIGN_OR_RETURN(hlo::Computation * condition, cb.Build(go));
 
   hlo::Builder bb(m, "loop_body");
+  bb.set_folder(b.folder());
   bb.set_metadata(b.metadata());
   Instruction* bp = bb.Parameter(0, ts, "state");
   GraphValues scope;
