@@ -1,6 +1,15 @@
 #include "test_data.h"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "onnx/onnx_pb.h"
+// After onnx_pb.h, which defines the export macro the generated header uses.
+#include "onnx/onnx-data.pb.h"
+#include "onnx/tensor_proto.h"
+#include "base/status.h"
+#include "runtime/dtype.h"
 
 namespace xonnx::testing {
 
@@ -44,6 +53,75 @@ StatusOr<std::vector<Tensor>> ReadOutputs(const fs::path& data_set) {
     auto t = ReadTensorFile(f.string());
     if (!t.ok()) return t.status();
     outs.push_back(*std::move(t));
+  }
+  return outs;
+}
+
+namespace {
+
+StatusOr<Tensor> FromProto(const onnx::TensorProto& p, const TensorSpec& spec) {
+  if (p.data_type() == onnx::TensorProto::STRING)
+    return Tensor::FromStrings({p.dims().begin(), p.dims().end()}, {p.string_data().begin(), p.string_data().end()});
+  auto lit = onnx_import::LiteralFromTensorProto(p);
+  if (!lit.ok()) return lit.status();
+  ASSIGN_OR_RETURN(DataType t, FromHlo(lit->shape().element_type));
+  // ONNX 1.12 stores bfloat16 test data as uint16 tensors of the same bits.
+  if (t == DataType::kUInt16 && spec.dtype == DataType::kBFloat16) t = DataType::kBFloat16;
+  return Tensor::FromData(t, lit->shape().dims, lit->untyped_data());
+}
+
+StatusOr<Value> ReadValue(const fs::path& file, const TensorSpec& spec) {
+  std::ifstream f(file, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string bytes = ss.str();
+  auto sequence = [&](const onnx::SequenceProto& p) -> StatusOr<Value> {
+    std::vector<Tensor> elements;
+    for (const auto& t : p.tensor_values()) {
+      ASSIGN_OR_RETURN(Tensor e, FromProto(t, spec));
+      elements.push_back(std::move(e));
+    }
+    return Value::Sequence(std::move(elements));
+  };
+  if (spec.optional) {
+    onnx::OptionalProto p;
+    if (!p.ParseFromString(bytes)) return absl::InvalidArgumentError(file.string() + ": not an OptionalProto");
+    if (p.has_sequence_value()) return sequence(p.sequence_value());
+    if (p.has_tensor_value()) {
+      ASSIGN_OR_RETURN(Tensor t, FromProto(p.tensor_value(), spec));
+      return Value::Of(std::move(t));
+    }
+    return Value::None();
+  }
+  if (spec.sequence) {
+    onnx::SequenceProto p;
+    if (!p.ParseFromString(bytes)) return absl::InvalidArgumentError(file.string() + ": not a SequenceProto");
+    return sequence(p);
+  }
+  onnx::TensorProto p;
+  if (!p.ParseFromString(bytes)) return absl::InvalidArgumentError(file.string() + ": not a TensorProto");
+  ASSIGN_OR_RETURN(Tensor t, FromProto(p, spec));
+  return Value::Of(std::move(t));
+}
+
+}  // namespace
+
+StatusOr<std::map<std::string, Value>> ReadInputValues(const Session& s, const fs::path& data_set) {
+  std::map<std::string, Value> inputs;
+  std::vector<fs::path> files = NumberedFiles(data_set, "input_");
+  for (size_t i = 0; i < files.size() && i < s.inputs().size(); ++i) {
+    ASSIGN_OR_RETURN(Value v, ReadValue(files[i], s.inputs()[i]));
+    inputs[s.inputs()[i].name] = std::move(v);
+  }
+  return inputs;
+}
+
+StatusOr<std::vector<Value>> ReadOutputValues(const Session& s, const fs::path& data_set) {
+  std::vector<Value> outs;
+  std::vector<fs::path> files = NumberedFiles(data_set, "output_");
+  for (size_t i = 0; i < files.size() && i < s.outputs().size(); ++i) {
+    ASSIGN_OR_RETURN(Value v, ReadValue(files[i], s.outputs()[i]));
+    outs.push_back(std::move(v));
   }
   return outs;
 }

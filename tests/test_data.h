@@ -21,6 +21,11 @@ StatusOr<std::map<std::string, Tensor>> ReadInputs(const Session& s, const std::
 
 // Reads output_<i>.pb of a data set in order.
 StatusOr<std::vector<Tensor>> ReadOutputs(const std::filesystem::path& data_set);
+// The same for models with sequence or optional inputs or outputs: each
+// file is a TensorProto, SequenceProto or OptionalProto, as the model
+// declares that input or output (inputs by position).
+StatusOr<std::map<std::string, Value>> ReadInputValues(const Session& s, const std::filesystem::path& data_set);
+StatusOr<std::vector<Value>> ReadOutputValues(const Session& s, const std::filesystem::path& data_set);
 
 }  // namespace xonnx::testing
 

@@ -31,6 +31,22 @@ struct TensorSpec {
   DataType dtype = DataType::kFloat32;
   std::vector<int64_t> dims;
   std::vector<std::string> dim_names;
+  // A sequence of tensors (dtype and dims describe its elements), and/or an
+  // optional value (which may be empty). Such models run with RunValues().
+  bool sequence = false;
+  bool optional = false;
+};
+
+// A model input or output of any kind: a tensor, a sequence of tensors, or
+// an empty optional.
+struct Value {
+  enum class Kind { kTensor, kSequence, kNone };
+  Kind kind = Kind::kTensor;
+  Tensor tensor;                 // kTensor
+  std::vector<Tensor> elements;  // kSequence
+  static Value Of(Tensor t) { return {Kind::kTensor, std::move(t), {}}; }
+  static Value Sequence(std::vector<Tensor> e) { return {Kind::kSequence, {}, std::move(e)}; }
+  static Value None() { return {Kind::kNone, {}, {}}; }
 };
 
 // What `xonnx info` prints.
@@ -106,6 +122,11 @@ class Session {
   // With buckets, pads to a bucket (or splits), and with all devices, splits
   // the batch across them (see SessionOptions).
   StatusOr<std::vector<Tensor>> Run(const std::map<std::string, Tensor>& inputs);
+  // Run() for models with sequence or optional inputs or outputs (it takes
+  // any model). An optional input may be left out or given as
+  // Value::None(). A sequence's length is part of its shape: each distinct
+  // length compiles once. Buckets and all devices do not apply.
+  StatusOr<std::vector<Value>> RunValues(const std::map<std::string, Value>& inputs);
   // Run() on another thread: several calls may be in flight at once, so one
   // call's transfers overlap another's compute. The session must outlive the
   // future.

@@ -296,8 +296,20 @@ void PrintCacheMessages(const xonnx::Session& s) {
   for (const auto& m : s.compile_stats().cache_messages) std::cerr << "xonnx: " << m << "\n";
 }
 
+// `run` and `bench` read and write tensors; sequences and optionals need the
+// C++ API.
+void RequireTensors(const std::string& model, const xonnx::Session& s) {
+  for (const auto* specs : {&s.inputs(), &s.outputs()})
+    for (const auto& spec : *specs)
+      if (spec.sequence || spec.optional)
+        throw CliError{absl::StrCat(model, ": '", spec.name, "' is a", spec.optional ? "n optional" : " sequence",
+                                    "; the xonnx command takes and writes tensors only (the C++ API runs this model "
+                                    "with Session::RunValues)")};
+}
+
 int Run(const std::string& model, const InputArgs& in, const std::string& output_dir) {
   auto s = Open(model);
+  RequireTensors(model, *s);
   PrintCacheMessages(*s);
   auto inputs = LoadInputs(*s, in);
   auto outs = Check(s->Run(inputs));
@@ -317,6 +329,7 @@ int Run(const std::string& model, const InputArgs& in, const std::string& output
 
 int Bench(const std::string& model, const InputArgs& in, int warmup, int iterations, bool json, int in_flight) {
   auto s = Open(model);
+  RequireTensors(model, *s);
   PrintCacheMessages(*s);
   auto inputs = LoadInputs(*s, in);
   Check(s->Prepare(inputs));
@@ -404,7 +417,10 @@ std::string DimsString(const xonnx::TensorSpec& s) {
   std::vector<std::string> d;
   for (size_t i = 0; i < s.dims.size(); ++i)
     d.push_back(s.dims[i] >= 0 ? absl::StrCat(s.dims[i]) : (s.dim_names[i].empty() ? "?" : s.dim_names[i]));
-  return absl::StrCat(xonnx::DataTypeName(s.dtype), "[", absl::StrJoin(d, ","), "]");
+  std::string t = absl::StrCat(xonnx::DataTypeName(s.dtype), "[", absl::StrJoin(d, ","), "]");
+  if (s.sequence) t = absl::StrCat("sequence of ", t);
+  if (s.optional) t = absl::StrCat("optional ", t);
+  return t;
 }
 
 int Info(const std::string& model) {

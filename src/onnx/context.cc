@@ -18,6 +18,54 @@ const StringTensor* NodeContext::string_input(int i) const {
   return it == values_.strings.end() ? nullptr : &it->second;
 }
 
+const SequenceValue* NodeContext::sequence_input(int i) const {
+  if (!has_input(i)) return nullptr;
+  auto it = values_.sequences.find(node_.input(i));
+  return it == values_.sequences.end() ? nullptr : &it->second;
+}
+
+bool NodeContext::is_none(int i) const { return !has_input(i) || values_.nones.count(node_.input(i)); }
+
+void NodeContext::set_sequence_output(int i, SequenceValue v) {
+  if (wants_output(i)) values_.sequences[node_.output(i)] = std::move(v);
+}
+
+void NodeContext::set_none_output(int i) {
+  if (wants_output(i)) values_.nones.insert(node_.output(i));
+}
+
+absl::Status NodeContext::ForwardInput(int i, int o) {
+  if (!wants_output(o)) return absl::OkStatus();
+  if (is_none(i)) {
+    set_none_output(o);
+  } else if (const SequenceValue* s = sequence_input(i)) {
+    set_sequence_output(o, *s);
+  } else if (const StringTensor* t = string_input(i)) {
+    set_string_output(o, *t);
+  } else {
+    hlo::Instruction* x = input(i);
+    if (!x) return Error(absl::StrCat("input ", i, " is not defined"));
+    set_output(o, x);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NodeContext::SetOutputFrom(int o, const GraphValues& scope, const std::string& name) {
+  if (!wants_output(o)) return absl::OkStatus();
+  if (auto v = scope.values.find(name); v != scope.values.end()) {
+    set_output(o, v->second);
+  } else if (auto s = scope.sequences.find(name); s != scope.sequences.end()) {
+    set_sequence_output(o, s->second);
+  } else if (auto t = scope.strings.find(name); t != scope.strings.end()) {
+    set_string_output(o, t->second);
+  } else if (scope.nones.count(name)) {
+    set_none_output(o);
+  } else {
+    return Error(absl::StrCat("subgraph output '", name, "' is never produced"));
+  }
+  return absl::OkStatus();
+}
+
 void NodeContext::set_string_output(int i, StringTensor v) {
   if (wants_output(i)) values_.strings[node_.output(i)] = std::move(v);
 }
@@ -30,6 +78,12 @@ hlo::Instruction* NodeContext::input(int i) {
   }
   auto it = values_.values.find(node_.input(i));
   if (it == values_.values.end()) {
+    if (values_.sequences.count(node_.input(i)) || values_.nones.count(node_.input(i))) {
+      b_.ReportError(Error(absl::StrCat("input '", node_.input(i), "' is a ",
+                                        values_.nones.count(node_.input(i)) ? "empty optional" : "sequence",
+                                        ", where this op takes a tensor")));
+      return nullptr;
+    }
     b_.ReportError(Error(absl::StrCat("input '", node_.input(i), "' is not defined before the node")));
     return nullptr;
   }

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,26 @@ struct StringTensor {
   std::vector<std::string> values;
 };
 
-// Values of one graph being converted (name -> instruction, or string tensor).
+// An ONNX sequence: its length is known at compile time, so it is a list of
+// values (which may differ in shape); `type` is the element type, which an
+// empty sequence still has.
+struct SequenceValue {
+  hlo::PrimitiveType type = hlo::F32;
+  std::vector<hlo::Instruction*> elements;
+};
+
+// Values of one graph being converted (name -> instruction, string tensor or
+// sequence). An optional that holds a value is that value; an empty one is
+// a name in `nones`.
 struct GraphValues {
   std::map<std::string, hlo::Instruction*> values;
   std::map<std::string, StringTensor> strings;
+  std::map<std::string, SequenceValue> sequences;
+  std::set<std::string> nones;
+  // Whether `name` is defined in any of the forms above.
+  bool Defines(const std::string& name) const {
+    return values.count(name) || strings.count(name) || sequences.count(name) || nones.count(name);
+  }
 };
 
 class NodeContext {
@@ -56,6 +73,19 @@ class NodeContext {
   // Input i if it is a string tensor, else null.
   const StringTensor* string_input(int i) const;
   void set_string_output(int i, StringTensor v);
+
+  // Input i if it is a sequence, else null; whether input i is an empty
+  // optional (or absent).
+  const SequenceValue* sequence_input(int i) const;
+  bool is_none(int i) const;
+  void set_sequence_output(int i, SequenceValue v);
+  void set_none_output(int i);
+  // Copies whatever value input i holds (tensor, string, sequence, none) to
+  // output o: Identity and the optional ops forward values of any kind.
+  absl::Status ForwardInput(int i, int o);
+  // Sets output o to the value `name` has in `scope` (a converted subgraph),
+  // whatever its kind.
+  absl::Status SetOutputFrom(int o, const GraphValues& scope, const std::string& name);
 
   int output_count() const { return node_.output_size(); }
   bool wants_output(int i) const { return i < node_.output_size() && !node_.output(i).empty(); }

@@ -16,10 +16,22 @@ namespace {
 absl::StatusOr<TensorInfo> InfoFromValue(const onnx::ValueInfoProto& v, const std::string& model) {
   TensorInfo info;
   info.name = v.name();
-  if (!v.type().has_tensor_type())
-    return Unimplemented("%s: value '%s' is not a tensor (sequences, maps and optionals are not supported)", model, v.name());
-  const auto& tt = v.type().tensor_type();
+  const onnx::TypeProto* type = &v.type();
+  if (type->has_optional_type()) {
+    info.is_optional = true;
+    type = &type->optional_type().elem_type();
+  }
+  if (type->has_sequence_type()) {
+    info.is_sequence = true;
+    type = &type->sequence_type().elem_type();
+  }
+  if (!type->has_tensor_type())
+    return Unimplemented("%s: value '%s' is not a tensor, a sequence of tensors or an optional of either (maps are not supported)",
+                         model, v.name());
+  const auto& tt = type->tensor_type();
   if (tt.elem_type() == onnx::TensorProto::STRING) {
+    if (info.is_sequence || info.is_optional)
+      return Unimplemented("%s: value '%s': sequences and optionals of strings are not supported", model, v.name());
     info.is_string = true;
   } else {
     auto t = HloType(tt.elem_type());
@@ -84,6 +96,8 @@ absl::StatusOr<std::vector<TensorInfo>> ModelOutputs(const LoadedModel& model) {
   return out;
 }
 
+std::string SequenceElementName(const std::string& name, int64_t i) { return absl::StrCat(name, "[", i, "]"); }
+
 std::vector<UnsupportedOp> FindUnsupportedOps(const LoadedModel& model) {
   std::map<std::string, UnsupportedOp> found;
   CollectUnsupported(model.proto.graph(), model, found);
@@ -134,7 +148,7 @@ absl::Status ConvertNodes(const onnx::GraphProto& g, const std::map<std::string,
     if (st.ok()) st = b.status();
     if (st.ok()) {
       for (int o = 0; o < n.output_size(); ++o)
-        if (!n.output(o).empty() && !values.values.count(n.output(o)) && !values.strings.count(n.output(o)))
+        if (!n.output(o).empty() && !values.Defines(n.output(o)))
           st = ctx.Error(absl::StrCat("output ", o, " ('", n.output(o), "') was not produced"));
     }
     if (!st.ok()) {
@@ -172,12 +186,69 @@ absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOpti
   ASSIGN_OR_RETURN(std::vector<TensorInfo> inputs, ModelInputs(model));
   for (const auto& [name, dims] : options.input_shapes) {
     bool known = false;
-    for (const auto& in : inputs) known |= in.name == name;
+    for (const auto& in : inputs) {
+      known |= in.name == name;
+      if (in.is_sequence && name.size() > in.name.size() + 2 && name.compare(0, in.name.size() + 1, in.name + "[") == 0)
+        known = true;
+    }
     if (!known) return InvalidArgument("%s: the model has no input named '%s'", file, name);
   }
   std::vector<TensorInfo> params;
+  // One parameter of concrete shape for `in` (or its sequence element
+  // `name`): bound to a constant when its value is given.
+  auto add_param = [&](TensorInfo in, const std::string& name) -> absl::StatusOr<hlo::Instruction*> {
+    in.name = name;
+    auto bound = options.bound_inputs.find(name);
+    if (bound != options.bound_inputs.end()) {
+      if (bound->second.shape().element_type != in.type)
+        return InvalidArgument("%s: bound input '%s' has the wrong element type", file, name);
+      return b.Constant(bound->second);
+    }
+    auto given = options.input_shapes.find(name);
+    if (given != options.input_shapes.end()) {
+      if (!in.dims.empty() && given->second.size() != in.dims.size())
+        return InvalidArgument("%s: input '%s' has rank %d, the given shape has rank %d", file, name, in.dims.size(),
+                               given->second.size());
+      for (size_t d = 0; d < in.dims.size(); ++d)
+        if (in.dims[d] >= 0 && in.dims[d] != given->second[d])
+          return InvalidArgument("%s: input '%s' dimension %d is fixed at %d, got %d", file, name, d, in.dims[d],
+                                 given->second[d]);
+      in.dims = given->second;
+    } else {
+      for (size_t d = 0; d < in.dims.size(); ++d) {
+        if (in.dims[d] >= 0) continue;
+        if (options.default_dynamic_dim < 0)
+          return InvalidArgument("%s: input '%s' dimension %d%s is dynamic; give its shape", file, name, d,
+                                 in.dim_names[d].empty() ? "" : absl::StrCat(" ('", in.dim_names[d], "')"));
+        in.dims[d] = options.default_dynamic_dim;
+      }
+    }
+    // The metadata keeps the ONNX name (the HLO name may be sanitized).
+    b.set_metadata({"Input", name});
+    hlo::Instruction* p = b.Parameter(params.size(), hlo::Shape(in.type, in.dims), name);
+    in.is_sequence = in.is_optional = false;
+    params.push_back(in);
+    return p;
+  };
   for (size_t k = 0; k < inputs.size(); ++k) {
     TensorInfo& in = inputs[k];
+    if (in.is_optional && options.absent_inputs.count(in.name)) {
+      values.nones.insert(in.name);
+      continue;
+    }
+    if (in.is_sequence) {
+      auto len = options.sequence_lengths.find(in.name);
+      if (len == options.sequence_lengths.end())
+        return InvalidArgument("%s: sequence input '%s' needs its length", file, in.name);
+      SequenceValue seq;
+      seq.type = in.type;
+      for (int64_t i = 0; i < len->second; ++i) {
+        ASSIGN_OR_RETURN(hlo::Instruction * p, add_param(in, SequenceElementName(in.name, i)));
+        seq.elements.push_back(p);
+      }
+      values.sequences[in.name] = std::move(seq);
+      continue;
+    }
     if (in.is_string) {
       auto given = options.string_inputs.find(in.name);
       if (given == options.string_inputs.end())
@@ -185,36 +256,7 @@ absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOpti
       values.strings[in.name] = given->second;
       continue;
     }
-    auto bound = options.bound_inputs.find(in.name);
-    if (bound != options.bound_inputs.end()) {
-      if (bound->second.shape().element_type != in.type)
-        return InvalidArgument("%s: bound input '%s' has the wrong element type", file, in.name);
-      values.values[in.name] = b.Constant(bound->second);
-      continue;
-    }
-    auto given = options.input_shapes.find(in.name);
-    if (given != options.input_shapes.end()) {
-      if (!in.dims.empty() && given->second.size() != in.dims.size())
-        return InvalidArgument("%s: input '%s' has rank %d, the given shape has rank %d", file, in.name, in.dims.size(),
-                               given->second.size());
-      for (size_t d = 0; d < in.dims.size(); ++d)
-        if (in.dims[d] >= 0 && in.dims[d] != given->second[d])
-          return InvalidArgument("%s: input '%s' dimension %d is fixed at %d, got %d", file, in.name, d, in.dims[d],
-                                 given->second[d]);
-      in.dims = given->second;
-    } else {
-      for (size_t d = 0; d < in.dims.size(); ++d) {
-        if (in.dims[d] >= 0) continue;
-        if (options.default_dynamic_dim < 0)
-          return InvalidArgument("%s: input '%s' dimension %d%s is dynamic; give its shape", file, in.name, d,
-                                 in.dim_names[d].empty() ? "" : absl::StrCat(" ('", in.dim_names[d], "')"));
-        in.dims[d] = options.default_dynamic_dim;
-      }
-    }
-    // The metadata keeps the ONNX name (the HLO name may be sanitized).
-    b.set_metadata({"Input", in.name});
-    values.values[in.name] = b.Parameter(params.size(), hlo::Shape(in.type, in.dims), in.name);
-    params.push_back(in);
+    ASSIGN_OR_RETURN(values.values[in.name], add_param(in, in.name));
   }
   result.inputs = params;
 
@@ -247,14 +289,29 @@ absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOpti
     result.partial_error = std::string(failure.message());
     if (!b.status().ok()) return failure;  // the builder cannot continue after its own error
     for (const auto& name : produced) {
-      if (consumed.count(name)) continue;
+      if (consumed.count(name) || !values.values.count(name)) continue;
       hlo::Instruction* v = values.values.at(name);
+      result.output_counts.push_back(ImportedModule::kTensorOutput);
       roots.push_back(v);
       result.outputs.push_back({name, v->shape().element_type, v->shape().dims, {}});
     }
     if (roots.empty()) return failure;
   } else {
     for (const auto& o : g.output()) {
+      if (auto seq = values.sequences.find(o.name()); seq != values.sequences.end()) {
+        int64_t i = 0;
+        for (hlo::Instruction* e : seq->second.elements) {
+          roots.push_back(e);
+          result.outputs.push_back({SequenceElementName(o.name(), i++), e->shape().element_type, e->shape().dims, {}});
+        }
+        result.output_counts.push_back(seq->second.elements.size());
+        continue;
+      }
+      if (values.nones.count(o.name())) {
+        result.output_counts.push_back(ImportedModule::kNoneOutput);
+        continue;
+      }
+      result.output_counts.push_back(ImportedModule::kTensorOutput);
       if (auto sv = values.strings.find(o.name()); sv != values.strings.end()) {
         result.string_outputs[o.name()] = sv->second;
         TensorInfo info{o.name(), hlo::PRIMITIVE_TYPE_INVALID, sv->second.dims, {}};

@@ -23,7 +23,15 @@ struct TensorInfo {
   std::vector<int64_t> dims;
   std::vector<std::string> dim_names;
   bool is_string = false;  // a string tensor (type is then invalid)
+  // A sequence of tensors (type and dims describe its elements), and/or an
+  // optional (of a tensor or of a sequence).
+  bool is_sequence = false;
+  bool is_optional = false;
 };
+
+// The name of element i of sequence input or output `name`: the parameter
+// or program output that carries it ("name[i]").
+std::string SequenceElementName(const std::string& name, int64_t i);
 
 struct ImportOptions {
   // Concrete shapes for inputs (required for inputs with dynamic dims
@@ -39,6 +47,11 @@ struct ImportOptions {
   std::map<std::string, hlo::Literal> bound_inputs;
   // The values of string inputs (always needed: strings never reach HLO).
   std::map<std::string, StringTensor> string_inputs;
+  // The length of each sequence input (required: its elements are separate
+  // parameters, whose shapes input_shapes gives under SequenceElementName),
+  // and the optional inputs that are empty.
+  std::map<std::string, int64_t> sequence_lengths;
+  std::set<std::string> absent_inputs;
   // Floating-point initializers of at least weight_min_elements elements
   // become entry parameters after the inputs (marked with
   // hlo::kWeightParameterOpType) instead of constants, so the runtime can
@@ -55,7 +68,11 @@ struct ImportedModule {
   std::unique_ptr<hlo::Module> module;
   std::vector<TensorInfo> inputs;   // concrete, in parameter order (bound inputs excluded)
   std::vector<std::string> weights;  // initializers passed as the parameters after the inputs
-  std::vector<TensorInfo> outputs;  // concrete, in tuple order
+  std::vector<TensorInfo> outputs;  // concrete, in tuple order (sequence elements one by one)
+  // Per graph output, how many entries of `outputs` it takes: kTensorOutput
+  // for a tensor, the length for a sequence, kNoneOutput for an empty optional.
+  static constexpr int kTensorOutput = -1, kNoneOutput = -2;
+  std::vector<int> output_counts;
   std::string partial_error;        // set when allow_partial cut the graph short
   // String outputs, computed while converting; they are not in the HLO.
   std::map<std::string, StringTensor> string_outputs;

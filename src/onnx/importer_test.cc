@@ -318,3 +318,51 @@ TEST(Importer, IfOnARuntimeConditionIsAConditional) {
 
 }  // namespace
 }  // namespace xonnx::onnx_import
+
+namespace xonnx::onnx_import {
+namespace {
+
+// The sequence ops the ONNX 1.12 node tests do not cover on their own:
+// SplitToSequence (sizes, keepdims), SequenceErase and SequenceAt with
+// negative positions, SequenceLength, ConcatFromSequence with new_axis.
+TEST(Importer, SequenceOpsSplitEraseAndConcat) {
+  LoadedModel m;
+  m.path = "seq.onnx";
+  m.opsets[""] = 17;
+  auto* g = m.proto.mutable_graph();
+  AddInput(g, "x", {5, 2});
+  AddIntsConst(g, "two", {2}, true);
+  AddIntsConst(g, "minus_two", {-2}, true);
+  AddIntsConst(g, "minus_one", {-1}, true);
+  AddNode(g, "SplitToSequence", "split_1", {"x", "two"}, {"s"});
+  AddNode(g, "SequenceErase", "erase_1", {"s", "minus_two"}, {"e"});
+  AddNode(g, "SequenceLength", "len_1", {"e"}, {"l"});
+  AddNode(g, "ConcatFromSequence", "concat_1", {"e"}, {"c"})->add_attribute()->set_name("axis");
+  AddNode(g, "SequenceAt", "at_1", {"s", "minus_one"}, {"a"});
+  auto* cols = AddNode(g, "SplitToSequence", "split_2", {"x"}, {"k"});
+  IntAttr(cols, "axis", 1);
+  IntAttr(cols, "keepdims", 0);
+  auto* stack = AddNode(g, "ConcatFromSequence", "concat_2", {"k"}, {"n"});
+  IntAttr(stack, "axis", 0);
+  IntAttr(stack, "new_axis", 1);
+  for (const char* o : {"l", "c", "a", "n"}) g->add_output()->set_name(o);
+  auto r = Import(m, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  hlo::Literal x(hlo::Shape(hlo::F32, {5, 2}));
+  for (int i = 0; i < 10; ++i) x.data<float>()[i] = i;
+  auto out = eval::EvaluateModule(*r->module, {x});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const auto& o = out->tuple_elements();
+  EXPECT_EQ(o[0].ValuesToString(), "2");
+  EXPECT_EQ(o[1].ValuesToString(), "{{0, 1}, {2, 3}, {8, 9}}");  // parts [0:2] and [4:5]
+  EXPECT_EQ(o[2].ValuesToString(), "{{8, 9}}");
+  EXPECT_EQ(o[3].ValuesToString(), "{{0, 2, 4, 6, 8}, {1, 3, 5, 7, 9}}");
+  // A position past the end is an error naming the node.
+  g->mutable_initializer(1)->set_int64_data(0, -4);
+  auto bad = Import(m, {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("position -4 is out of range for a sequence of length 3"));
+}
+
+}  // namespace
+}  // namespace xonnx::onnx_import

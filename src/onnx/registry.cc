@@ -20,6 +20,7 @@ const Registry& Registry::Get() {
     RegisterGridSampleOps(*reg);
     RegisterRoiAlignOps(*reg);
     RegisterRandomOps(*reg);
+    RegisterSequenceOps(*reg);
     return reg;
   }();
   return *r;

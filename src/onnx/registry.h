@@ -61,6 +61,7 @@ void RegisterSpectralOps(Registry& r);
 void RegisterGridSampleOps(Registry& r);
 void RegisterRoiAlignOps(Registry& r);
 void RegisterRandomOps(Registry& r);
+void RegisterSequenceOps(Registry& r);
 
 }  // namespace xonnx::onnx_import
 

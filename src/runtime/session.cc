@@ -52,8 +52,21 @@ std::string ShapeKey(const ShapeMap& shapes) {
 StatusOr<TensorSpec> SpecOf(const onnx_import::TensorInfo& info) {
   if (info.is_string) return TensorSpec{info.name, DataType::kString, info.dims, info.dim_names};
   ASSIGN_OR_RETURN(DataType t, FromHlo(info.type));
-  return TensorSpec{info.name, t, info.dims, info.dim_names};
+  return TensorSpec{info.name, t, info.dims, info.dim_names, info.is_sequence, info.is_optional};
 }
+
+// The shape of a call with sequence or optional inputs that is not in the
+// tensors: sequence lengths and empty optionals.
+struct InputStructure {
+  std::map<std::string, int64_t> lengths;
+  std::set<std::string> absent;
+  std::string Key() const {
+    std::string k;
+    for (const auto& [n, l] : lengths) absl::StrAppend(&k, "|", n, "#", l);
+    for (const auto& n : absent) absl::StrAppend(&k, "|", n, "#none");
+    return k;
+  }
+};
 
 constexpr char kPluginFile[] = "libxonnx_pjrt_cpu.so";
 
@@ -194,6 +207,9 @@ struct Session::Impl {
     std::vector<onnx_import::TensorInfo> computed;        // what the program returns, in order
     std::vector<int> output_index;        // -1 for a string output
     std::vector<Tensor> string_outputs;   // by model output position (unused entries empty)
+    // Per model output: ImportedModule::kTensorOutput, a sequence's length,
+    // or kNoneOutput (see onnx/importer.h).
+    std::vector<int> output_counts;
   };
 
   std::shared_ptr<pjrt::Client> client;
@@ -234,6 +250,8 @@ struct Session::Impl {
   // each device segment then runs as a child Impl over its own model, made
   // on first use (its input types are known then).
   onnx_import::GraphSplit split;
+  // Some input or output is a sequence or an optional (RunValues).
+  bool value_io = false;
   std::mutex stages_mu;
   std::map<int, std::unique_ptr<Impl>> stages;
 
@@ -249,8 +267,13 @@ struct Session::Impl {
   StatusOr<onnx_import::ImportedModule> BuildModule(const ShapeMap& shapes, const std::map<std::string, hlo::Literal>& bound,
                                                    bool allow_partial, bool optimized,
                                                    const std::map<std::string, onnx_import::StringTensor>& strings = {},
-                                                   const std::set<std::string>* constant_weights = nullptr) const {
+                                                   const std::set<std::string>* constant_weights = nullptr,
+                                                   const InputStructure* structure = nullptr) const {
     onnx_import::ImportOptions io;
+    if (structure) {
+      io.sequence_lengths = structure->lengths;
+      io.absent_inputs = structure->absent;
+    }
     if (constant_weights) {
       io.weights_as_parameters = true;
       io.constant_weights = *constant_weights;
@@ -382,6 +405,7 @@ struct Session::Impl {
       }
     }
     if (exe_key.empty() || p.computed.size() != outputs.size()) return absl::DataLossError("incomplete program description");
+    p.output_counts.assign(p.computed.size(), onnx_import::ImportedModule::kTensorOutput);
     ASSIGN_OR_RETURN(p.exe, LoadCachedExecutable(exe_key, pjrt::CompileOptionsFor(*devices[dev])));
     if (p.exe->num_outputs() != p.computed.size()) return absl::DataLossError("the cached executable has other outputs");
     for (const auto& w : p.weight_names) {
@@ -394,7 +418,8 @@ struct Session::Impl {
   // The program for these inputs on devices[dev], compiled on first use.
   // With `eager`, a model whose program depends on input values (not only
   // shapes) is refused with FailedPrecondition instead of binding them.
-  StatusOr<Program> Get(const std::map<std::string, Tensor>& values, int dev, bool eager = false) {
+  StatusOr<Program> Get(const std::map<std::string, Tensor>& values, int dev, bool eager = false,
+                        const InputStructure* structure = nullptr) {
     if (!unsupported.empty()) return absl::UnimplementedError(unsupported);
     ShapeMap shapes;
     for (const auto& [name, t] : values) shapes[name] = t.dims();
@@ -405,7 +430,7 @@ struct Session::Impl {
         bound_names = value_inputs;
         const_weights = constant_weights;
       }
-      std::string key = absl::StrCat(dev, "@", ShapeKey(shapes));
+      std::string key = absl::StrCat(dev, "@", ShapeKey(shapes), structure ? structure->Key() : "");
       // String inputs never reach the program: their values are compiled in.
       std::map<std::string, onnx_import::StringTensor> strings;
       for (const auto& [name, t] : values) {
@@ -463,7 +488,7 @@ struct Session::Impl {
         }
       }
       auto imported = BuildModule(shapes, bound, false, options.optimize, strings,
-                                  options.upload_weights ? &const_weights : nullptr);
+                                  options.upload_weights ? &const_weights : nullptr, structure);
       if (!imported.ok()) {
         // A shape-like value depends on inputs (or weights): bind them and try again.
         auto needs = imported.status().GetPayload(onnx_import::kNeedsInputValuesPayload);
@@ -491,7 +516,9 @@ struct Session::Impl {
         prog.weights.push_back(std::move(b));
       }
       int next = 0;
-      bool describable = true;
+      prog.output_counts = imported->output_counts;
+      bool describable = std::all_of(prog.output_counts.begin(), prog.output_counts.end(),
+                                     [](int c) { return c == onnx_import::ImportedModule::kTensorOutput; });
       for (const auto& out : imported->outputs) {
         describable &= out.name.find('\n') == std::string::npos;
         if (out.is_string) {
@@ -529,8 +556,12 @@ struct Session::Impl {
   }
 
   // Runs one program on devices[dev] with inputs of exactly its shapes.
-  StatusOr<std::vector<Tensor>> RunExact(const std::map<std::string, Tensor>& inputs, int dev) {
-    ASSIGN_OR_RETURN(Program prog, Get(inputs, dev));
+  // With `structure`, also the sequence lengths and empty optionals of the
+  // call; `counts` receives how the outputs group into model outputs.
+  StatusOr<std::vector<Tensor>> RunExact(const std::map<std::string, Tensor>& inputs, int dev,
+                                         const InputStructure* structure = nullptr, std::vector<int>* counts = nullptr) {
+    ASSIGN_OR_RETURN(Program prog, Get(inputs, dev, false, structure));
+    if (counts) *counts = prog.output_counts;
     const std::string& file = model->path;
     std::vector<std::unique_ptr<pjrt::Buffer>> uploaded;
     std::vector<pjrt::Buffer*> args;
@@ -869,6 +900,20 @@ struct Session::Impl {
     return InvalidArgument("%s: %s cannot be used with this model: its graph runs partly on the host (%s); %s", model->path,
                            what, absl::StrJoin(HostNodeLabels(), ", "), why);
   }
+
+  // Buckets and device splits work on tensors with a batch dimension.
+  Status CheckValueOptions() const {
+    if (!value_io) return absl::OkStatus();
+    if (!batch_buckets.empty() || !dim_buckets.empty() || devices.size() > 1)
+      return InvalidArgument("%s: buckets and all devices cannot be used with a model whose inputs or outputs are "
+                             "sequences or optionals",
+                             model->path);
+    if (split.split())
+      return Unimplemented("%s: a model with sequence or optional inputs or outputs and nodes that run on the host (%s) "
+                           "is not supported",
+                           model->path, absl::StrJoin(HostNodeLabels(), ", "));
+    return absl::OkStatus();
+  }
 };
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -917,6 +962,9 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, 
   }
   RETURN_IF_ERROR(impl->SetUpBuckets());
   RETURN_IF_ERROR(impl->CheckSplitOptions());
+  for (const auto* specs : {&impl->inputs, &impl->outputs})
+    for (const auto& s : *specs) impl->value_io |= s.sequence || s.optional;
+  RETURN_IF_ERROR(impl->CheckValueOptions());
   impl->SetUpCache();
   RETURN_IF_ERROR(impl->CompileBuckets());
   impl->load_ms = MsSince(start);
@@ -1071,8 +1119,15 @@ Status Session::CheckInputs(const std::map<std::string, Tensor>& inputs) const {
 }
 
 StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& inputs) {
-  RETURN_IF_ERROR(CheckInputs(inputs));
   Impl& m = *impl_;
+  if (m.value_io) {
+    for (const auto* specs : {&m.inputs, &m.outputs})
+      for (const auto& s : *specs)
+        if (s.sequence || s.optional)
+          return InvalidArgument("%s: '%s' is a%s; run this model with Session::RunValues", m.model->path, s.name,
+                                 s.optional ? "n optional" : " sequence");
+  }
+  RETURN_IF_ERROR(CheckInputs(inputs));
   if (m.split.split()) return m.RunSplit(inputs);
   // The batch: dimension 0 of the inputs declaring it dynamic.
   int64_t rows = -1;
@@ -1135,6 +1190,79 @@ StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& 
     outs.push_back(std::move(joined));
   }
   return outs;
+}
+
+StatusOr<std::vector<Value>> Session::RunValues(const std::map<std::string, Value>& inputs) {
+  Impl& m = *impl_;
+  const std::string& file = m.model->path;
+  if (!m.value_io) {
+    std::map<std::string, Tensor> tensors;
+    for (const auto& [name, v] : inputs) {
+      if (v.kind != Value::Kind::kTensor)
+        return InvalidArgument("%s: input '%s' is given as a %s, the model takes a tensor", file, name,
+                               v.kind == Value::Kind::kNone ? "empty optional" : "sequence");
+      tensors[name] = v.tensor;
+    }
+    ASSIGN_OR_RETURN(std::vector<Tensor> outs, Run(tensors));
+    std::vector<Value> values;
+    for (auto& t : outs) values.push_back(Value::Of(std::move(t)));
+    return values;
+  }
+  for (const auto& [name, v] : inputs) {
+    bool known = false;
+    for (const auto& s : m.inputs) known |= s.name == name;
+    if (!known) return InvalidArgument("%s: the model has no input named '%s'", file, name);
+  }
+  InputStructure structure;
+  std::map<std::string, Tensor> flat;
+  auto check_type = [&](const TensorSpec& s, const Tensor& t, const std::string& what) -> Status {
+    if (t.dtype() != s.dtype)
+      return InvalidArgument("%s: %s has type %s, the model expects %s", file, what, DataTypeName(t.dtype()),
+                             DataTypeName(s.dtype));
+    if (!s.dims.empty() && t.dims().size() != s.dims.size())
+      return InvalidArgument("%s: %s has rank %d, the model expects %d", file, what, t.dims().size(), s.dims.size());
+    return absl::OkStatus();
+  };
+  for (const auto& s : m.inputs) {
+    auto it = inputs.find(s.name);
+    if (it == inputs.end() || it->second.kind == Value::Kind::kNone) {
+      if (!s.optional)
+        return InvalidArgument("%s: input '%s' is %s, but it is not optional", file, s.name,
+                               it == inputs.end() ? "missing from the call" : "empty");
+      structure.absent.insert(s.name);
+      continue;
+    }
+    const Value& v = it->second;
+    if (s.sequence != (v.kind == Value::Kind::kSequence))
+      return InvalidArgument("%s: input '%s' must be a %s", file, s.name, s.sequence ? "sequence" : "tensor");
+    if (!s.sequence) {
+      RETURN_IF_ERROR(check_type(s, v.tensor, absl::StrCat("input '", s.name, "'")));
+      flat[s.name] = v.tensor;
+      continue;
+    }
+    structure.lengths[s.name] = v.elements.size();
+    for (size_t i = 0; i < v.elements.size(); ++i) {
+      std::string name = onnx_import::SequenceElementName(s.name, i);
+      RETURN_IF_ERROR(check_type(s, v.elements[i], absl::StrCat("input '", s.name, "' element ", i)));
+      flat[name] = v.elements[i];
+    }
+  }
+  std::vector<int> counts;
+  ASSIGN_OR_RETURN(std::vector<Tensor> outs, m.RunExact(flat, 0, &structure, &counts));
+  std::vector<Value> values;
+  size_t k = 0;
+  for (int c : counts) {
+    if (c == onnx_import::ImportedModule::kNoneOutput) {
+      values.push_back(Value::None());
+    } else if (c == onnx_import::ImportedModule::kTensorOutput) {
+      values.push_back(Value::Of(std::move(outs.at(k++))));
+    } else {
+      std::vector<Tensor> elements;
+      for (int i = 0; i < c; ++i) elements.push_back(std::move(outs.at(k++)));
+      values.push_back(Value::Sequence(std::move(elements)));
+    }
+  }
+  return values;
 }
 
 std::future<StatusOr<std::vector<Tensor>>> Session::RunAsync(std::map<std::string, Tensor> inputs) {

@@ -387,3 +387,88 @@ TEST_F(SessionTest, UnknownPluginIsAClearError) {
 
 }  // namespace
 }  // namespace xonnx
+
+namespace xonnx {
+namespace {
+
+// s: sequence of f32[2], o: optional f32[2] -> ConcatFromSequence(s) and
+// OptionalHasElement(o).
+onnx::ModelProto SequenceModel() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("seq");
+  auto* s = g->add_input();
+  s->set_name("s");
+  auto* st = s->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type();
+  st->set_elem_type(onnx::TensorProto::FLOAT);
+  st->mutable_shape()->add_dim()->set_dim_value(2);
+  auto* o = g->add_input();
+  o->set_name("o");
+  auto* ot = o->mutable_type()->mutable_optional_type()->mutable_elem_type()->mutable_tensor_type();
+  ot->set_elem_type(onnx::TensorProto::FLOAT);
+  ot->mutable_shape()->add_dim()->set_dim_value(2);
+  auto* c = g->add_node();
+  c->set_op_type("ConcatFromSequence");
+  c->add_input("s");
+  c->add_output("joined");
+  auto* axis = c->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+  auto* h = g->add_node();
+  h->set_op_type("OptionalHasElement");
+  h->add_input("o");
+  h->add_output("has");
+  for (const char* name : {"joined", "has"}) {
+    auto* v = g->add_output();
+    v->set_name(name);
+    auto* vt = v->mutable_type()->mutable_tensor_type();
+    bool has = std::string(name) == "has";
+    vt->set_elem_type(has ? onnx::TensorProto::BOOL : onnx::TensorProto::FLOAT);
+    auto* shape = vt->mutable_shape();  // "has" is a scalar
+    if (!has) shape->add_dim()->set_dim_param("n");
+  }
+  return m;
+}
+
+TEST_F(SessionTest, SequenceAndOptionalInputsRunThroughRunValues) {
+  SessionOptions o;
+  o.use_cache = false;
+  auto s = Session::Open(Write(SequenceModel()), o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE((*s)->inputs()[0].sequence);
+  EXPECT_TRUE((*s)->inputs()[1].optional);
+  std::vector<float> a = {1, 2}, b = {3, 4}, c = {5, 6};
+  auto t = [](const std::vector<float>& v) { return Tensor::FromData(DataType::kFloat32, {2}, v.data()); };
+  for (int len : {3, 1}) {
+    std::vector<Tensor> elements = {t(a), t(b), t(c)};
+    elements.resize(len);
+    auto out = (*s)->RunValues({{"s", Value::Sequence(elements)}});  // o left out: empty
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ((*out)[0].kind, Value::Kind::kTensor);
+    EXPECT_EQ((*out)[0].tensor.dims(), (std::vector<int64_t>{2 * len}));
+    EXPECT_EQ((*out)[0].tensor.data_as<float>()[2 * len - 1], 2.0f * len);
+    EXPECT_FALSE((*out)[1].tensor.data_as<bool>()[0]);
+  }
+  auto full = (*s)->RunValues({{"s", Value::Sequence({t(a)})}, {"o", Value::Of(t(b))}});
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_TRUE((*full)[1].tensor.data_as<bool>()[0]);
+  // Misuse is an error naming the input.
+  auto tensor_api = (*s)->Run({{"s", t(a)}});
+  ASSERT_FALSE(tensor_api.ok());
+  EXPECT_THAT(std::string(tensor_api.status().message()), HasSubstr("'s' is a sequence; run this model with Session::RunValues"));
+  auto missing = (*s)->RunValues({});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("input 's' is missing from the call, but it is not optional"));
+  auto wrong_kind = (*s)->RunValues({{"s", Value::Of(t(a))}});
+  ASSERT_FALSE(wrong_kind.ok());
+  EXPECT_THAT(std::string(wrong_kind.status().message()), HasSubstr("input 's' must be a sequence"));
+  auto wrong_type = (*s)->RunValues({{"s", Value::Sequence({Tensor(DataType::kInt32, {2})})}});
+  ASSERT_FALSE(wrong_type.ok());
+  EXPECT_THAT(std::string(wrong_type.status().message()), HasSubstr("input 's' element 0 has type int32"));
+}
+
+}  // namespace
+}  // namespace xonnx

@@ -79,6 +79,8 @@ absl::Status IfAsConditional(NodeContext& ctx, Instruction* cond, const onnx::Gr
     auto it = ctx.values().values.find(name);
     if (it == ctx.values().values.end()) {
       if (ctx.values().strings.count(name)) continue;  // strings are host values: visible to the branches as they are
+      if (ctx.values().sequences.count(name) || ctx.values().nones.count(name))
+        return ctx.RequireConstant(cond, "the condition of an If whose branches read sequences or optionals").status();
       return ctx.Error(absl::StrCat("a branch reads '", name, "', which is not defined"));
     }
     if (it->second->opcode() == Opcode::kConstant) continue;
@@ -100,6 +102,9 @@ absl::Status IfAsConditional(NodeContext& ctx, Instruction* cond, const onnx::Gr
       if (v->opcode() == Opcode::kConstant) scope.values[name] = bb.Constant(*v->literal);
     for (size_t j = 0; j < captured.size(); ++j) scope.values[captured[j]] = bb.GetTupleElement(p, j);
     RETURN_IF_ERROR(ctx.ConvertSubgraphInto(bb, *g, scope));
+    for (const auto& out : g->output())
+      if (scope.sequences.count(out.name()) || scope.nones.count(out.name()))
+        return ctx.RequireConstant(cond, "the condition of an If whose branches return sequences or optionals").status();
     ASSIGN_OR_RETURN(std::vector<Instruction*> o, Outputs(ctx, *g, scope));
     outs.push_back(o);
     ASSIGN_OR_RETURN(hlo::Computation * c, bb.Build(bb.Tuple(o)));
@@ -124,14 +129,11 @@ absl::Status If(NodeContext& ctx) {
   const onnx::GraphProto* else_g = ctx.attr_g("else_branch");
   if (!then_g || !else_g) return ctx.Error("needs then_branch and else_branch");
   Instruction* cond = ScalarPred(b, ctx.input(0));
-  auto branch = [&](const onnx::GraphProto* g) -> absl::StatusOr<std::vector<Instruction*>> {
+  if (cond->opcode() == Opcode::kConstant) {
+    const onnx::GraphProto* g = IsConst(cond, true) ? then_g : else_g;
     GraphValues scope = ctx.values();
     RETURN_IF_ERROR(ctx.ConvertSubgraph(*g, scope));
-    return Outputs(ctx, *g, scope);
-  };
-  if (cond->opcode() == Opcode::kConstant) {
-    ASSIGN_OR_RETURN(auto outs, branch(IsConst(cond, true) ? then_g : else_g));
-    for (size_t k = 0; k < outs.size(); ++k) ctx.set_output(k, outs[k]);
+    for (int k = 0; k < g->output_size(); ++k) RETURN_IF_ERROR(ctx.SetOutputFrom(k, scope, g->output(k).name()));
     return absl::OkStatus();
   }
   return IfAsConditional(ctx, cond, *then_g, *else_g);
@@ -201,10 +203,72 @@ absl::Status LoopAsWhile(NodeContext& ctx, const onnx::GraphProto& body, Instruc
   return absl::OkStatus();
 }
 
+// A Loop carrying sequences or optionals: their lengths and presence must be
+// known at compile time, so the loop is unrolled with its trip count and
+// condition known then.
+absl::Status LoopOverValues(NodeContext& ctx, const onnx::GraphProto& body) {
+  hlo::Builder& b = ctx.b();
+  int n_state = ctx.input_count() - 2;
+  if (body.input_size() != 2 + n_state || body.output_size() != 1 + n_state)
+    return ctx.Unsupported("scan outputs of a Loop that carries sequences or optionals");
+  int64_t trips = kMaxUnrolledIterations + 1;
+  if (ctx.has_input(0)) {
+    ASSIGN_OR_RETURN(Literal m, ctx.ConstInput(0));
+    trips = m.GetAsInt64(0);
+  }
+  auto known_pred = [&](Instruction* v, const char* what) -> absl::StatusOr<bool> {
+    ASSIGN_OR_RETURN(Literal l, ctx.RequireConstant(ScalarPred(b, v), what));
+    return l.GetAsDouble(0) != 0;
+  };
+  bool go = true;
+  if (ctx.has_input(1)) {
+    ASSIGN_OR_RETURN(go, known_pred(ctx.input(1), "the condition of a Loop that carries sequences or optionals"));
+  }
+  // The carried values live in `carried` under the body's input names.
+  GraphValues carried;
+  for (int k = 0; k < n_state; ++k) {
+    const std::string& name = body.input(2 + k).name();
+    if (const SequenceValue* sv = ctx.sequence_input(2 + k)) carried.sequences[name] = *sv;
+    else if (ctx.is_none(2 + k)) carried.nones.insert(name);
+    else if (Instruction* x = ctx.input(2 + k)) carried.values[name] = x;
+    else return b.status();
+  }
+  int64_t i = 0;
+  for (; i < trips && go; ++i) {
+    if (i == kMaxUnrolledIterations)
+      return ctx.Unsupported(absl::StrCat("a Loop carrying sequences over more than ", kMaxUnrolledIterations,
+                                          " iterations (it is unrolled)"));
+    GraphValues scope = ctx.values();
+    for (const auto& [n, v] : carried.values) scope.values[n] = v;
+    for (const auto& [n, v] : carried.sequences) scope.sequences[n] = v;
+    for (const auto& n : carried.nones) scope.nones.insert(n);
+    Bind(b, scope, body.input(0), b.Constant(Literal::Scalar<int64_t>(i)));
+    Bind(b, scope, body.input(1), b.Constant(Literal::Scalar<bool>(true)));
+    RETURN_IF_ERROR(ctx.ConvertSubgraph(body, scope));
+    GraphValues next;
+    for (int k = 0; k < n_state; ++k) {
+      const std::string& out = body.output(1 + k).name();
+      const std::string& name = body.input(2 + k).name();
+      if (auto v = scope.values.find(out); v != scope.values.end()) next.values[name] = v->second;
+      else if (auto sv = scope.sequences.find(out); sv != scope.sequences.end()) next.sequences[name] = sv->second;
+      else if (scope.nones.count(out)) next.nones.insert(name);
+      else return ctx.Error(absl::StrCat("body output '", out, "' is never produced"));
+    }
+    carried = std::move(next);
+    auto c = scope.values.find(body.output(0).name());
+    if (c == scope.values.end()) return ctx.Error("the body's condition output is not a tensor");
+    ASSIGN_OR_RETURN(go, known_pred(c->second, "the condition of a Loop that carries sequences or optionals"));
+  }
+  for (int k = 0; k < n_state; ++k) RETURN_IF_ERROR(ctx.SetOutputFrom(k, carried, body.input(2 + k).name()));
+  return absl::OkStatus();
+}
+
 absl::Status Loop(NodeContext& ctx) {
   hlo::Builder& b = ctx.b();
   const onnx::GraphProto* body = ctx.attr_g("body");
   if (!body) return ctx.Error("needs a body");
+  for (int k = 2; k < ctx.input_count(); ++k)
+    if (ctx.sequence_input(k) || ctx.is_none(k)) return LoopOverValues(ctx, *body);
   int n_state_in = ctx.input_count() - 2;
   int n_scan_out = body->output_size() - 1 - n_state_in;
   Instruction* trip_input = ctx.has_input(0) ? ctx.input(0) : nullptr;

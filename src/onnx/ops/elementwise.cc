@@ -401,11 +401,8 @@ absl::Status Clip(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status Identity(NodeContext& ctx) {
-  if (const StringTensor* s = ctx.string_input(0)) ctx.set_string_output(0, *s);
-  else ctx.set_output(0, ctx.input(0));
-  return absl::OkStatus();
-}
+// Forwards a value of any kind (tensor, strings, sequence, optional).
+absl::Status Identity(NodeContext& ctx) { return ctx.ForwardInput(0, 0); }
 
 absl::Status Not(NodeContext& ctx) { return Unary<Opcode::kNot>(ctx); }
 
