@@ -316,12 +316,6 @@ TEST(Importer, IfOnARuntimeConditionIsAConditional) {
   }
 }
 
-}  // namespace
-}  // namespace xonnx::onnx_import
-
-namespace xonnx::onnx_import {
-namespace {
-
 // The sequence ops the ONNX 1.12 node tests do not cover on their own:
 // SplitToSequence (sizes, keepdims), SequenceErase and SequenceAt with
 // negative positions, SequenceLength, ConcatFromSequence with new_axis.
