@@ -34,35 +34,35 @@ void NodeContext::set_none_output(int i) {
   if (wants_output(i)) values_.nones.insert(node_.output(i));
 }
 
+bool GraphValues::Copy(const std::string& from, GraphValues& to, const std::string& name) const {
+  if (auto v = values.find(from); v != values.end()) {
+    to.values[name] = v->second;
+  } else if (auto s = sequences.find(from); s != sequences.end()) {
+    to.sequences[name] = s->second;
+  } else if (auto t = strings.find(from); t != strings.end()) {
+    to.strings[name] = t->second;
+  } else if (nones.count(from)) {
+    to.nones.insert(name);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 absl::Status NodeContext::ForwardInput(int i, int o) {
   if (!wants_output(o)) return absl::OkStatus();
-  if (is_none(i)) {
+  if (!has_input(i)) {
     set_none_output(o);
-  } else if (const SequenceValue* s = sequence_input(i)) {
-    set_sequence_output(o, *s);
-  } else if (const StringTensor* t = string_input(i)) {
-    set_string_output(o, *t);
-  } else {
-    hlo::Instruction* x = input(i);
-    if (!x) return Error(absl::StrCat("input ", i, " is not defined"));
-    set_output(o, x);
+  } else if (!values_.Copy(node_.input(i), values_, node_.output(o))) {
+    return Error(absl::StrCat("input ", i, " is not defined"));
   }
   return absl::OkStatus();
 }
 
 absl::Status NodeContext::SetOutputFrom(int o, const GraphValues& scope, const std::string& name) {
   if (!wants_output(o)) return absl::OkStatus();
-  if (auto v = scope.values.find(name); v != scope.values.end()) {
-    set_output(o, v->second);
-  } else if (auto s = scope.sequences.find(name); s != scope.sequences.end()) {
-    set_sequence_output(o, s->second);
-  } else if (auto t = scope.strings.find(name); t != scope.strings.end()) {
-    set_string_output(o, t->second);
-  } else if (scope.nones.count(name)) {
-    set_none_output(o);
-  } else {
+  if (!scope.Copy(name, values_, node_.output(o)))
     return Error(absl::StrCat("subgraph output '", name, "' is never produced"));
-  }
   return absl::OkStatus();
 }
 

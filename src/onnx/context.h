@@ -44,6 +44,9 @@ struct GraphValues {
   bool Defines(const std::string& name) const {
     return values.count(name) || strings.count(name) || sequences.count(name) || nones.count(name);
   }
+  // Defines `name` in `to` as the value `from` has here, whatever its kind;
+  // false when `from` is not defined here. `to` may be *this.
+  bool Copy(const std::string& from, GraphValues& to, const std::string& name) const;
 };
 
 class NodeContext {

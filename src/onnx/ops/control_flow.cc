@@ -226,33 +226,24 @@ absl::Status LoopOverValues(NodeContext& ctx, const onnx::GraphProto& body) {
   }
   // The carried values live in `carried` under the body's input names.
   GraphValues carried;
-  for (int k = 0; k < n_state; ++k) {
-    const std::string& name = body.input(2 + k).name();
-    if (const SequenceValue* sv = ctx.sequence_input(2 + k)) carried.sequences[name] = *sv;
-    else if (ctx.is_none(2 + k)) carried.nones.insert(name);
-    else if (Instruction* x = ctx.input(2 + k)) carried.values[name] = x;
-    else return b.status();
-  }
+  for (int k = 0; k < n_state; ++k)
+    if (!ctx.values().Copy(ctx.node().input(2 + k), carried, body.input(2 + k).name()))
+      return ctx.Error(absl::StrCat("loop-carried input '", ctx.node().input(2 + k), "' is not defined"));
   int64_t i = 0;
   for (; i < trips && go; ++i) {
     if (i == kMaxUnrolledIterations)
       return ctx.Unsupported(absl::StrCat("a Loop carrying sequences over more than ", kMaxUnrolledIterations,
                                           " iterations (it is unrolled)"));
     GraphValues scope = ctx.values();
-    for (const auto& [n, v] : carried.values) scope.values[n] = v;
-    for (const auto& [n, v] : carried.sequences) scope.sequences[n] = v;
-    for (const auto& n : carried.nones) scope.nones.insert(n);
+    for (int k = 0; k < n_state; ++k) carried.Copy(body.input(2 + k).name(), scope, body.input(2 + k).name());
     Bind(b, scope, body.input(0), b.Constant(Literal::Scalar<int64_t>(i)));
     Bind(b, scope, body.input(1), b.Constant(Literal::Scalar<bool>(true)));
     RETURN_IF_ERROR(ctx.ConvertSubgraph(body, scope));
     GraphValues next;
     for (int k = 0; k < n_state; ++k) {
       const std::string& out = body.output(1 + k).name();
-      const std::string& name = body.input(2 + k).name();
-      if (auto v = scope.values.find(out); v != scope.values.end()) next.values[name] = v->second;
-      else if (auto sv = scope.sequences.find(out); sv != scope.sequences.end()) next.sequences[name] = sv->second;
-      else if (scope.nones.count(out)) next.nones.insert(name);
-      else return ctx.Error(absl::StrCat("body output '", out, "' is never produced"));
+      if (!scope.Copy(out, next, body.input(2 + k).name()))
+        return ctx.Error(absl::StrCat("body output '", out, "' is never produced"));
     }
     carried = std::move(next);
     auto c = scope.values.find(body.output(0).name());
