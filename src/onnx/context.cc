@@ -182,6 +182,23 @@ absl::Status NodeContext::Unsupported(const std::string& msg) const {
       absl::StrCat("node '", node_.name(), "' (", node_.op_type(), ", opset ", opset_, "): ", msg));
 }
 
+void FreeNames(const onnx::GraphProto& g, const std::set<std::string>& defined, std::set<std::string>& free) {
+  std::set<std::string> local = defined;
+  for (const auto& i : g.input()) local.insert(i.name());
+  for (const auto& t : g.initializer()) local.insert(t.name());
+  for (const auto& n : g.node()) {
+    for (const auto& in : n.input())
+      if (!in.empty() && !local.count(in)) free.insert(in);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) FreeNames(a.g(), local, free);
+      for (const auto& sub : a.graphs()) FreeNames(sub, local, free);
+    }
+    for (const auto& out : n.output()) local.insert(out);
+  }
+  for (const auto& o : g.output())
+    if (!local.count(o.name())) free.insert(o.name());
+}
+
 absl::StatusOr<std::vector<int64_t>> BroadcastDims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
   size_t r = std::max(a.size(), b.size());
   std::vector<int64_t> out(r);

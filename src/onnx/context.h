@@ -126,6 +126,11 @@ class NodeContext {
   const std::map<std::string, int64_t>* opsets_;
 };
 
+// Adds to `free` the names subgraph `g` (and its own subgraphs) reads
+// without defining them, besides those in `defined`: its outer-scope
+// captures.
+void FreeNames(const onnx::GraphProto& g, const std::set<std::string>& defined, std::set<std::string>& free);
+
 // Numpy-style broadcast of two dimension lists.
 absl::StatusOr<std::vector<int64_t>> BroadcastDims(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 // Broadcasts x (numpy rules, right-aligned) to `dims`.

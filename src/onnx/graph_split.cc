@@ -8,6 +8,7 @@
 #include "base/fingerprint.h"
 #include "base/status.h"
 #include "hlo/builder.h"
+#include "onnx/context.h"
 #include "onnx/importer.h"
 #include "onnx/tensor_proto.h"
 #include "passes/constant_folding.h"
@@ -16,32 +17,19 @@ namespace xonnx::onnx_import {
 
 namespace {
 
-// Every value name a subgraph body reads, at any depth (names it defines
-// itself included; the caller keeps only those of the outer graph).
-void CollectSubgraphReads(const onnx::GraphProto& g, std::set<std::string>& out) {
-  for (const auto& n : g.node()) {
-    for (const auto& in : n.input())
-      if (!in.empty()) out.insert(in);
-    for (const auto& a : n.attribute()) {
-      if (a.has_g()) CollectSubgraphReads(a.g(), out);
-      for (const auto& sub : a.graphs()) CollectSubgraphReads(sub, out);
-    }
-  }
-}
-
 // The values of the top-level graph that node `n` reads: its inputs and what
-// its subgraph bodies take from the outer scope.
+// its subgraph bodies capture from the outer scope.
 std::vector<std::string> Reads(const onnx::NodeProto& n, const std::set<std::string>& outer) {
   std::set<std::string> names;
   for (const auto& in : n.input())
     if (!in.empty()) names.insert(in);
-  std::set<std::string> sub;
+  std::set<std::string> captured;
   for (const auto& a : n.attribute()) {
-    if (a.has_g()) CollectSubgraphReads(a.g(), sub);
-    for (const auto& g : a.graphs()) CollectSubgraphReads(g, sub);
+    if (a.has_g()) FreeNames(a.g(), {}, captured);
+    for (const auto& g : a.graphs()) FreeNames(g, {}, captured);
   }
-  for (const auto& s : sub)
-    if (outer.count(s)) names.insert(s);
+  for (const auto& c : captured)
+    if (outer.count(c)) names.insert(c);
   return {names.begin(), names.end()};
 }
 

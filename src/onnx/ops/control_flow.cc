@@ -46,24 +46,6 @@ bool IsConst(const Instruction* i, bool value) {
   return i->opcode() == Opcode::kConstant && (i->literal->GetAsDouble(0) != 0) == value;
 }
 
-// Names a subgraph reads that it does not define (its outer-scope captures).
-void FreeNames(const onnx::GraphProto& g, std::set<std::string>& defined, std::set<std::string>& free) {
-  std::set<std::string> local = defined;
-  for (const auto& i : g.input()) local.insert(i.name());
-  for (const auto& t : g.initializer()) local.insert(t.name());
-  for (const auto& n : g.node()) {
-    for (const auto& in : n.input())
-      if (!in.empty() && !local.count(in)) free.insert(in);
-    for (const auto& a : n.attribute()) {
-      if (a.has_g()) FreeNames(a.g(), local, free);
-      for (const auto& sub : a.graphs()) FreeNames(sub, local, free);
-    }
-    for (const auto& out : n.output()) local.insert(out);
-  }
-  for (const auto& o : g.output())
-    if (!local.count(o.name())) free.insert(o.name());
-}
-
 // An If on a runtime condition: one computation per branch, both taking the
 // tuple of the non-constant values the branches capture (constants are
 // copied in, so that shape-like values stay known inside the branches).
