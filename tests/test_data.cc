@@ -7,7 +7,6 @@
 #include "onnx/onnx_pb.h"
 // After onnx_pb.h, which defines the export macro the generated header uses.
 #include "onnx/onnx-data.pb.h"
-#include "onnx/tensor_proto.h"
 #include "base/status.h"
 #include "runtime/dtype.h"
 
@@ -60,14 +59,11 @@ StatusOr<std::vector<Tensor>> ReadOutputs(const fs::path& data_set) {
 namespace {
 
 StatusOr<Tensor> FromProto(const onnx::TensorProto& p, const TensorSpec& spec) {
-  if (p.data_type() == onnx::TensorProto::STRING)
-    return Tensor::FromStrings({p.dims().begin(), p.dims().end()}, {p.string_data().begin(), p.string_data().end()});
-  auto lit = onnx_import::LiteralFromTensorProto(p);
-  if (!lit.ok()) return lit.status();
-  ASSIGN_OR_RETURN(DataType t, FromHlo(lit->shape().element_type));
+  ASSIGN_OR_RETURN(Tensor t, TensorFromProto(p));
   // ONNX 1.12 stores bfloat16 test data as uint16 tensors of the same bits.
-  if (t == DataType::kUInt16 && spec.dtype == DataType::kBFloat16) t = DataType::kBFloat16;
-  return Tensor::FromData(t, lit->shape().dims, lit->untyped_data());
+  if (t.dtype() == DataType::kUInt16 && spec.dtype == DataType::kBFloat16)
+    return Tensor::FromData(DataType::kBFloat16, t.dims(), t.data());
+  return t;
 }
 
 StatusOr<Value> ReadValue(const fs::path& file, const TensorSpec& spec) {

@@ -206,9 +206,7 @@ absl::StatusOr<std::vector<hlo::Literal>> RunNodeOnHost(const LoadedModel& model
       values.values[name] = b.Constant(it->second);
       continue;
     }
-    const onnx::TensorProto* init = nullptr;
-    for (const auto& t : g.initializer())
-      if (t.name() == name) init = &t;
+    const onnx::TensorProto* init = FindInitializer(g, name);
     if (!init) return absl::InternalError(absl::StrCat(where, ": no value for input '", name, "'"));
     auto lit = LiteralFromTensorProto(*init);
     if (!lit.ok()) return Annotate(lit.status(), absl::StrCat(where, ": initializer '", name, "'"));

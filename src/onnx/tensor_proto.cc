@@ -104,4 +104,10 @@ TP TensorProtoFromLiteral(const hlo::Literal& l, const std::string& name) {
   return t;
 }
 
+const onnx::TensorProto* FindInitializer(const onnx::GraphProto& g, const std::string& name) {
+  for (const auto& t : g.initializer())
+    if (t.name() == name) return &t;
+  return nullptr;
+}
+
 }  // namespace xonnx::onnx_import

@@ -15,6 +15,8 @@ int32_t OnnxType(hlo::PrimitiveType t);
 std::string OnnxTypeName(int32_t onnx_type);
 
 absl::StatusOr<hlo::Literal> LiteralFromTensorProto(const onnx::TensorProto& t);
+// The initializer of `g` named `name`, or null.
+const onnx::TensorProto* FindInitializer(const onnx::GraphProto& g, const std::string& name);
 onnx::TensorProto TensorProtoFromLiteral(const hlo::Literal& l, const std::string& name);
 
 }  // namespace xonnx::onnx_import

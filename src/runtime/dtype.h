@@ -1,14 +1,23 @@
-// Mapping between the public DataType and HLO element types (internal).
+// Conversions between the public DataType and Tensor and the internal HLO
+// element types, literals and ONNX TensorProtos (internal).
 #ifndef XONNX_RUNTIME_DTYPE_H_
 #define XONNX_RUNTIME_DTYPE_H_
 
+#include "hlo/literal.h"
 #include "hlo/types.h"
+#include "onnx/onnx_pb.h"
 #include "xonnx/tensor.h"
 
 namespace xonnx {
 
 hlo::PrimitiveType ToHlo(DataType t);
 StatusOr<DataType> FromHlo(hlo::PrimitiveType t);
+
+// A numeric tensor's values as a literal, and back (copies).
+hlo::Literal LiteralOf(const Tensor& t);
+StatusOr<Tensor> TensorOf(const hlo::Literal& lit);
+// A TensorProto's values (string tensors included).
+StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p);
 
 }  // namespace xonnx
 

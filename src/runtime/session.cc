@@ -230,20 +230,18 @@ struct Session::Impl {
   StatusOr<std::shared_ptr<pjrt::Buffer>> WeightBuffer(const std::string& name, int dev) {
     std::lock_guard<std::mutex> l(weights_mu);
     if (auto it = weight_buffers.find({name, dev}); it != weight_buffers.end()) return it->second;
-    for (const auto& t : model->proto.graph().initializer()) {
-      if (t.name() != name) continue;
-      auto lit = onnx_import::LiteralFromTensorProto(t);
-      if (!lit.ok()) return Annotate(lit.status(), absl::StrCat(model->path, ": initializer '", name, "'"));
-      // Converted once here; the program takes the weights in its compute type.
-      if (lit->shape().element_type == hlo::F32 && options.data_type != DataType::kFloat32)
-        lit = lit->Convert(ToHlo(options.data_type));
-      ASSIGN_OR_RETURN(std::unique_ptr<pjrt::Buffer> b, client->BufferFromHost(lit->untyped_data(), lit->shape().element_type,
-                                                                              lit->shape().dims, *devices[dev]));
-      std::shared_ptr<pjrt::Buffer> shared = std::move(b);
-      weight_buffers[{name, dev}] = shared;
-      return shared;
-    }
-    return Internal("%s: no initializer named '%s'", model->path, name);
+    const onnx::TensorProto* t = onnx_import::FindInitializer(model->proto.graph(), name);
+    if (!t) return Internal("%s: no initializer named '%s'", model->path, name);
+    auto lit = onnx_import::LiteralFromTensorProto(*t);
+    if (!lit.ok()) return Annotate(lit.status(), absl::StrCat(model->path, ": initializer '", name, "'"));
+    // Converted once here; the program takes the weights in its compute type.
+    if (lit->shape().element_type == hlo::F32 && options.data_type != DataType::kFloat32)
+      lit = lit->Convert(ToHlo(options.data_type));
+    ASSIGN_OR_RETURN(std::unique_ptr<pjrt::Buffer> b, client->BufferFromHost(lit->untyped_data(), lit->shape().element_type,
+                                                                            lit->shape().dims, *devices[dev]));
+    std::shared_ptr<pjrt::Buffer> shared = std::move(b);
+    weight_buffers[{name, dev}] = shared;
+    return shared;
   }
 
   // The graph's segments when host nodes split it (see onnx/graph_split.h);
@@ -301,9 +299,7 @@ struct Session::Impl {
   }
 
   bool IsInitializer(const std::string& name) const {
-    for (const auto& t : model->proto.graph().initializer())
-      if (t.name() == name) return true;
-    return false;
+    return onnx_import::FindInitializer(model->proto.graph(), name) != nullptr;
   }
 
   void NoteCacheProblem(const Status& st) {
@@ -445,9 +441,7 @@ struct Session::Impl {
       for (const std::string& name : bound_names) {
         const Tensor& t = values.at(name);
         absl::StrAppend(&key, "|", name, "=", absl::string_view(static_cast<const char*>(t.data()), t.byte_size()));
-        hlo::Literal lit(hlo::Shape(ToHlo(t.dtype()), t.dims()));
-        if (t.byte_size()) std::memcpy(lit.untyped_data(), t.data(), t.byte_size());
-        bound.emplace(name, std::move(lit));
+        bound.emplace(name, LiteralOf(t));
       }
       {
         std::lock_guard<std::mutex> l(mu);
@@ -851,27 +845,12 @@ struct Session::Impl {
         outs.push_back(std::move(it->second));
         continue;
       }
-      const onnx::TensorProto* init = nullptr;
-      for (const auto& t : g.initializer())
-        if (t.name() == spec.name) init = &t;
+      const onnx::TensorProto* init = onnx_import::FindInitializer(g, spec.name);
       if (!init) return Internal("%s: graph output '%s' was not computed", model->path, spec.name);
-      ASSIGN_OR_RETURN(hlo::Literal lit, onnx_import::LiteralFromTensorProto(*init));
-      ASSIGN_OR_RETURN(Tensor t, TensorOf(lit));
+      ASSIGN_OR_RETURN(Tensor t, TensorFromProto(*init));
       outs.push_back(std::move(t));
     }
     return outs;
-  }
-
-  static hlo::Literal LiteralOf(const Tensor& t) {
-    hlo::Literal lit(hlo::Shape(ToHlo(t.dtype()), t.dims()));
-    if (t.byte_size()) std::memcpy(lit.untyped_data(), t.data(), t.byte_size());
-    return lit;
-  }
-  static StatusOr<Tensor> TensorOf(const hlo::Literal& lit) {
-    ASSIGN_OR_RETURN(DataType t, FromHlo(lit.shape().element_type));
-    Tensor out(t, lit.shape().dims);
-    if (out.byte_size()) std::memcpy(out.data(), lit.untyped_data(), out.byte_size());
-    return out;
   }
 
   // The labels of the host nodes, for messages and Info().

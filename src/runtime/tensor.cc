@@ -40,6 +40,17 @@ StatusOr<DataType> FromHlo(hlo::PrimitiveType t) {
   return Unimplemented("element type %s has no public DataType", hlo::PrimitiveTypeName(t));
 }
 
+hlo::Literal LiteralOf(const Tensor& t) {
+  hlo::Literal lit(hlo::Shape(ToHlo(t.dtype()), t.dims()));
+  if (t.byte_size()) std::memcpy(lit.untyped_data(), t.data(), t.byte_size());
+  return lit;
+}
+
+StatusOr<Tensor> TensorOf(const hlo::Literal& lit) {
+  ASSIGN_OR_RETURN(DataType t, FromHlo(lit.shape().element_type));
+  return Tensor::FromData(t, lit.shape().dims, lit.untyped_data());
+}
+
 std::string DataTypeName(DataType t) { return RowOf(t).name; }
 int DataTypeSize(DataType t) { return hlo::ByteWidth(ToHlo(t)); }
 

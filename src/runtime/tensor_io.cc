@@ -91,21 +91,22 @@ StatusOr<Tensor> ReadNpy(const std::string& path, const std::string& bytes) {
 
 }  // namespace
 
+StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p) {
+  if (p.data_type() == onnx::TensorProto::STRING)
+    return Tensor::FromStrings({p.dims().begin(), p.dims().end()}, {p.string_data().begin(), p.string_data().end()});
+  ASSIGN_OR_RETURN(hlo::Literal lit, onnx_import::LiteralFromTensorProto(p));
+  return TensorOf(lit);
+}
+
 StatusOr<Tensor> ReadTensorFile(const std::string& path, std::string* name) {
   ASSIGN_OR_RETURN(std::string bytes, ReadAll(path));
   if (absl::EndsWith(path, ".npy")) return ReadNpy(path, bytes);
   onnx::TensorProto proto;
   if (!proto.ParseFromString(bytes)) return InvalidArgument("%s: not an ONNX TensorProto file", path);
-  if (proto.data_type() == onnx::TensorProto::STRING) {
-    if (name) *name = proto.name();
-    return Tensor::FromStrings({proto.dims().begin(), proto.dims().end()},
-                               {proto.string_data().begin(), proto.string_data().end()});
-  }
-  auto lit = onnx_import::LiteralFromTensorProto(proto);
-  if (!lit.ok()) return Annotate(lit.status(), path);
-  ASSIGN_OR_RETURN(DataType t, FromHlo(lit->shape().element_type));
+  auto t = TensorFromProto(proto);
+  if (!t.ok()) return Annotate(t.status(), path);
   if (name) *name = proto.name();
-  return Tensor::FromData(t, lit->shape().dims, lit->untyped_data());
+  return t;
 }
 
 Status WriteTensorProto(const std::string& path, const Tensor& t, const std::string& name) {
@@ -118,9 +119,7 @@ Status WriteTensorProto(const std::string& path, const Tensor& t, const std::str
     for (const auto& v : t.strings()) p.add_string_data(v);
     bytes = p.SerializeAsString();
   } else {
-    hlo::Literal l(hlo::Shape(ToHlo(t.dtype()), t.dims()));
-    if (t.byte_size()) std::memcpy(l.untyped_data(), t.data(), t.byte_size());
-    bytes = onnx_import::TensorProtoFromLiteral(l, name).SerializeAsString();
+    bytes = onnx_import::TensorProtoFromLiteral(LiteralOf(t), name).SerializeAsString();
   }
   std::ofstream f(path, std::ios::binary);
   if (!f) return absl::PermissionDeniedError(absl::StrFormat("%s: cannot write the output file", path));
