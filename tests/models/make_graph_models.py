@@ -248,10 +248,75 @@ def einsum(out_dir):
         save_case(out_dir, f"einsum_{n}", m, [(list(zip(names, xs)), [("y", y)])])
 
 
+def long_scan(out_dir):
+    """A Scan over 5000 steps (longer than any unrolling would allow, so it is
+    an HLO while): two scan inputs, one read backwards, a decaying carried sum,
+    and two scan outputs, one stacked along axis 1 and one written backwards;
+    then a Loop of 4500 iterations with a scan output."""
+    f = TensorProto.FLOAT
+    steps = 5000
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["s_in", "decay"], ["d"]),
+         helper.make_node("Mul", ["a", "b"], ["ab"]),
+         helper.make_node("Add", ["d", "ab"], ["s_out"]),
+         helper.make_node("Sub", ["a", "b"], ["diff"])], "scan_body",
+        [helper.make_tensor_value_info("s_in", f, [3]), helper.make_tensor_value_info("a", f, [3]),
+         helper.make_tensor_value_info("b", f, [3])],
+        [helper.make_tensor_value_info("s_out", f, [3]), helper.make_tensor_value_info("y1", f, [3]),
+         helper.make_tensor_value_info("diff", f, [3])])
+    # y1 is s_out itself (the running value after each step).
+    body.node.append(helper.make_node("Identity", ["s_out"], ["y1"]))
+    loop_body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=f),
+         helper.make_node("Mul", ["fi", "tiny"], ["step"]),
+         helper.make_node("Add", ["v_in", "step"], ["v_out"]),
+         helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Identity", ["v_out"], ["row"])], "loop_body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_in", f, [2])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), helper.make_tensor_value_info("v_out", f, [2]),
+         helper.make_tensor_value_info("row", f, [2])])
+    loops = 4500
+    nodes = [
+        helper.make_node("Scan", ["s0", "xa", "xb"], ["s", "ys", "diffs"], body=body, num_scan_inputs=2,
+                         scan_input_directions=[0, 1], scan_input_axes=[0, 1], scan_output_axes=[1, 0],
+                         scan_output_directions=[0, 1]),
+        helper.make_node("Loop", ["trips", "", "v0"], ["v", "rows"], body=loop_body),
+    ]
+    inits = [numpy_helper.from_array(np.array(0.999, np.float32), "decay"),
+             numpy_helper.from_array(np.array(1e-3, np.float32), "tiny"),
+             numpy_helper.from_array(np.array(loops, np.int64), "trips")]
+    m = model(nodes, "long_scan",
+              [helper.make_tensor_value_info("s0", f, [3]), helper.make_tensor_value_info("xa", f, [steps, 3]),
+               helper.make_tensor_value_info("xb", f, [3, steps]), helper.make_tensor_value_info("v0", f, [2])],
+              [helper.make_tensor_value_info("s", f, [3]), helper.make_tensor_value_info("ys", f, [3, steps]),
+               helper.make_tensor_value_info("diffs", f, [steps, 3]), helper.make_tensor_value_info("v", f, [2]),
+               helper.make_tensor_value_info("rows", f, [loops, 2])], inits)
+    s0 = rng.standard_normal(3).astype(np.float32)
+    xa = rng.standard_normal((steps, 3)).astype(np.float32)
+    xb = rng.standard_normal((3, steps)).astype(np.float32)
+    v0 = rng.standard_normal(2).astype(np.float32)
+    s, ys, diffs = s0.copy(), [], []
+    for t in range(steps):
+        a, b = xa[t], xb[:, steps - 1 - t]
+        s = (s * np.float32(0.999) + a * b).astype(np.float32)
+        ys.append(s)
+        diffs.append(a - b)
+    v, rows = v0.copy(), []
+    for i in range(loops):
+        v = (v + np.float32(i) * np.float32(1e-3)).astype(np.float32)
+        rows.append(v)
+    cases = [([("s0", s0), ("xa", xa), ("xb", xb), ("v0", v0)],
+              [("s", s), ("ys", np.stack(ys, axis=1)), ("diffs", np.stack(diffs[::-1], axis=0)), ("v", v),
+               ("rows", np.stack(rows))])]
+    save_case(out_dir, "long_scan", m, cases)
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
     control_flow(out)
     while_loop(out)
+    long_scan(out)
     detection(out)
     quantized(out)
     resize_antialias(out)

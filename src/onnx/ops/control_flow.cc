@@ -1,9 +1,11 @@
 // If, Loop and Scan. An If with a known condition converts its branch
 // inline; with a runtime condition it becomes an HLO conditional whose two
 // branch computations take the values they capture as one tuple. Loop and
-// Scan are unrolled over a trip count / sequence length known at compile
-// time, with a runtime loop condition applied as a mask on the carried
-// state; a Loop with a runtime trip count becomes an HLO while.
+// Scan become HLO while loops (scan inputs read and scan outputs written
+// with dynamic slices). A body that cannot be converted once for every
+// iteration (it needs the iteration number as a constant, or its carried
+// values change shape) is unrolled instead when the iteration count is
+// known and at most kMaxUnrolledIterations.
 #include <algorithm>
 #include <set>
 
@@ -121,68 +123,204 @@ absl::Status If(NodeContext& ctx) {
   return IfAsConditional(ctx, cond, *then_g, *else_g);
 }
 
-// A Loop whose trip count is not known at compile time (or too large to
-// unroll) and that has no scan outputs becomes an HLO while over the tuple
-// (i, condition, trip count, loop-carried values..., captured values...).
-absl::Status LoopAsWhile(NodeContext& ctx, const onnx::GraphProto& body, Instruction* trips, Instruction* cond,
-                         const std::vector<Instruction*>& state) {
+// A Loop or Scan lowered to an HLO while. The loop state is the tuple
+//   (i, condition, trip count, carried..., scan inputs..., scan output
+//    accumulators..., captured...)
+// where the captured values are the non-constant outer values the body reads
+// (outer constants are copied into the body, so that shape-like values stay
+// known there). A scan input is read with a dynamic-slice at the step's
+// position and a scan output written into its accumulator with a
+// dynamic-update-slice, so the program does not grow with the iteration
+// count.
+struct WhileLoop {
+  bool is_scan = false;  // Scan body (carried..., slices...) vs Loop body (i, cond, carried...)
+  const onnx::GraphProto* body = nullptr;
+  Instruction* trips = nullptr;  // scalar integer; null: no limit (Loop only)
+  Instruction* cond = nullptr;   // scalar pred; null: true
+  std::vector<Instruction*> carried;
+  // Scan inputs, their (normalized) axes and whether they run backwards.
+  std::vector<Instruction*> xs;
+  std::vector<int64_t> x_axes, x_reverse;
+  // Per scan output: the axis it is stacked along (negative counts from the
+  // end of the stacked result) and whether it is written backwards.
+  std::vector<int64_t> y_axes, y_reverse;
+  // Iterations, when known at compile time (needed for scan outputs).
+  int64_t length = -1;
+};
+
+// The body's outputs for one step.
+struct Step {
+  Instruction* cond = nullptr;  // Loop only
+  std::vector<Instruction*> carried, ys;
+};
+
+// Binds the body's inputs inside a while body whose state parameter is
+// `state` and converts the body. `n_acc` accumulators sit in the state
+// (zero when probing for the scan outputs' shapes).
+absl::StatusOr<Step> ConvertStep(NodeContext& ctx, const WhileLoop& w, hlo::Builder& bb, Instruction* state,
+                                 const std::vector<std::string>& captured, const std::vector<std::string>& constants,
+                                 int n_acc) {
+  const onnx::GraphProto& body = *w.body;
+  int n = w.carried.size(), nx = w.xs.size();
+  GraphValues scope;
+  scope.strings = ctx.values().strings;
+  for (const std::string& name : constants) scope.values[name] = bb.Constant(*ctx.values().values.at(name)->literal);
+  for (size_t j = 0; j < captured.size(); ++j)
+    scope.values[captured[j]] = bb.GetTupleElement(state, 3 + n + nx + n_acc + j);
+  Instruction* i = bb.GetTupleElement(state, 0);
+  if (w.is_scan) {
+    for (int k = 0; k < n; ++k) Bind(bb, scope, body.input(k), bb.GetTupleElement(state, 3 + k));
+    for (int k = 0; k < nx; ++k) {
+      Instruction* x = bb.GetTupleElement(state, 3 + n + k);
+      if (!x) return bb.status();
+      const std::vector<int64_t>& dims = x->shape().dims;
+      int64_t axis = w.x_axes[k];
+      Instruction* pos = w.x_reverse[k] ? bb.Binary(Opcode::kSubtract, bb.ScalarConstant(hlo::S64, dims[axis] - 1), i) : i;
+      std::vector<Instruction*> starts(dims.size(), bb.ScalarConstant(hlo::S64, 0));
+      starts[axis] = pos;
+      std::vector<int64_t> sizes = dims, squeezed = dims;
+      sizes[axis] = 1;
+      squeezed.erase(squeezed.begin() + axis);
+      Bind(bb, scope, body.input(n + k), bb.Reshape(bb.DynamicSlice(x, starts, sizes), squeezed));
+    }
+  } else {
+    Bind(bb, scope, body.input(0), i);
+    // The body only runs while the condition holds, so inside it the
+    // condition input is true (which lets `cond_out = Identity(cond_in)` fold).
+    Bind(bb, scope, body.input(1), bb.Constant(Literal::Scalar<bool>(true)));
+    for (int k = 0; k < n; ++k) Bind(bb, scope, body.input(2 + k), bb.GetTupleElement(state, 3 + k));
+  }
+  RETURN_IF_ERROR(bb.status());
+  RETURN_IF_ERROR(ctx.ConvertSubgraphInto(bb, body, scope));
+  ASSIGN_OR_RETURN(std::vector<Instruction*> outs, Outputs(ctx, body, scope));
+  Step step;
+  size_t first = 0;
+  if (!w.is_scan) step.cond = ScalarPred(bb, outs[first++]);
+  for (int k = 0; k < n; ++k) {
+    Instruction* v = outs[first++];
+    if (!v->shape().Compatible(w.carried[k]->shape()))
+      return ctx.Unsupported(absl::StrCat("loop-carried value ", k, " changes shape across iterations (",
+                                          w.carried[k]->shape().ToString(false), " -> ", v->shape().ToString(false), ")"));
+    step.carried.push_back(v);
+  }
+  step.ys.assign(outs.begin() + first, outs.end());
+  RETURN_IF_ERROR(bb.status());
+  return step;
+}
+
+// Emits `w` as an HLO while; returns the final carried values and the
+// stacked scan outputs.
+absl::StatusOr<Step> EmitWhile(NodeContext& ctx, const WhileLoop& w) {
   hlo::Builder& b = ctx.b();
-  hlo::Module* m = b.module();
-  int n_state = state.size();
+  const onnx::GraphProto& body = *w.body;
+  int n = w.carried.size(), nx = w.xs.size();
+  int n_y = body.output_size() - n - (w.is_scan ? 0 : 1);
+  if (n_y < 0 || body.input_size() != n + (w.is_scan ? nx : 2))
+    return ctx.Error("the body's inputs and outputs do not match the loop state");
+  if (n_y > 0 && w.length < 0) return ctx.Unsupported("scan outputs of a loop whose iteration count is not known at compile time");
   std::set<std::string> none, free;
   FreeNames(body, none, free);
-  std::vector<std::string> captured;
+  std::vector<std::string> captured, constants;
   std::vector<Instruction*> captured_values;
   for (const std::string& name : free) {
     auto it = ctx.values().values.find(name);
     if (it == ctx.values().values.end()) {
-      if (ctx.values().strings.count(name)) return ctx.Unsupported("a loop body reading string tensors");
+      if (ctx.values().strings.count(name)) continue;  // host values, visible to the body as they are
+      if (ctx.values().sequences.count(name) || ctx.values().nones.count(name))
+        return ctx.Unsupported(absl::StrCat("a loop body reading the sequence or optional '", name, "' as an HLO while"));
       return ctx.Error(absl::StrCat("the body reads '", name, "', which is not defined"));
     }
-    captured.push_back(name);
-    captured_values.push_back(it->second);
+    if (it->second->opcode() == Opcode::kConstant) {
+      constants.push_back(name);
+    } else {
+      captured.push_back(name);
+      captured_values.push_back(it->second);
+    }
   }
-  Instruction* m_value = trips ? b.Convert(b.Reshape(trips, {}), hlo::S64) : b.ScalarConstant(hlo::S64, INT64_MAX);
-  std::vector<Instruction*> init = {b.ScalarConstant(hlo::S64, 0), cond, m_value};
-  init.insert(init.end(), state.begin(), state.end());
+  Instruction* trips = w.trips ? b.Convert(b.Reshape(w.trips, {}), hlo::S64) : b.ScalarConstant(hlo::S64, INT64_MAX);
+  Instruction* cond = w.cond ? w.cond : b.Constant(Literal::Scalar<bool>(true));
+  std::vector<Instruction*> head = {b.ScalarConstant(hlo::S64, 0), cond, trips};
+  head.insert(head.end(), w.carried.begin(), w.carried.end());
+  head.insert(head.end(), w.xs.begin(), w.xs.end());
+  RETURN_IF_ERROR(b.status());
+
+  // The scan outputs' shapes come from converting the body once in a scratch
+  // module whose state has no accumulators.
+  std::vector<hlo::Shape> y_shapes;
+  {
+    std::vector<hlo::Shape> parts;
+    for (Instruction* v : head) parts.push_back(v->shape());
+    for (Instruction* v : captured_values) parts.push_back(v->shape());
+    hlo::Module scratch("probe");
+    hlo::Builder pb(&scratch, "probe");
+    pb.set_folder(b.folder());
+    Instruction* p = pb.Parameter(0, hlo::Shape::Tuple(parts), "state");
+    ASSIGN_OR_RETURN(Step probe, ConvertStep(ctx, w, pb, p, captured, constants, 0));
+    if (n_y > 0 && !w.is_scan && !IsConst(probe.cond, true))
+      return ctx.Unsupported("scan outputs of a Loop whose condition is computed at run time (their length would depend on data)");
+    for (Instruction* y : probe.ys) y_shapes.push_back(y->shape());
+  }
+  if (static_cast<int>(y_shapes.size()) != n_y) return ctx.Error("the body's scan outputs do not match");
+  std::vector<int64_t> y_axes;
+  for (int k = 0; k < n_y; ++k) {
+    ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, k < static_cast<int>(w.y_axes.size()) ? w.y_axes[k] : 0,
+                                                 y_shapes[k].rank() + 1));
+    y_axes.push_back(axis);
+  }
+  std::vector<Instruction*> init = head;
+  for (int k = 0; k < n_y; ++k) {
+    std::vector<int64_t> dims = y_shapes[k].dims;
+    dims.insert(dims.begin() + y_axes[k], w.length);
+    init.push_back(b.Broadcast(b.ScalarConstant(y_shapes[k].element_type, 0), dims, {}));
+  }
   init.insert(init.end(), captured_values.begin(), captured_values.end());
+  Step result;
+  if (w.length == 0) {
+    // No iteration runs: the carried values are unchanged and the scan
+    // outputs empty.
+    result.carried = w.carried;
+    for (int k = 0; k < n_y; ++k) result.ys.push_back(init[head.size() + k]);
+    RETURN_IF_ERROR(b.status());
+    return result;
+  }
   Instruction* tuple = b.Tuple(init);
   if (!tuple) return b.status();
   const hlo::Shape& ts = tuple->shape();
 
-  hlo::Builder cb(m, "loop_condition");
+  hlo::Builder cb(b.module(), w.is_scan ? "scan_condition" : "loop_condition");
   Instruction* cp = cb.Parameter(0, ts, "state");
   Instruction* go = cb.Binary(Opcode::kAnd, cb.GetTupleElement(cp, 1),
                               cb.Compare(cb.GetTupleElement(cp, 0), cb.GetTupleElement(cp, 2), hlo::ComparisonDirection::kLt));
   ASSIGN_OR_RETURN(hlo::Computation * condition, cb.Build(go));
 
-  hlo::Builder bb(m, "loop_body");
+  hlo::Builder bb(b.module(), w.is_scan ? "scan_body" : "loop_body");
   bb.set_folder(b.folder());
   bb.set_metadata(b.metadata());
   Instruction* bp = bb.Parameter(0, ts, "state");
-  GraphValues scope;
+  ASSIGN_OR_RETURN(Step step, ConvertStep(ctx, w, bb, bp, captured, constants, n_y));
   Instruction* i = bb.GetTupleElement(bp, 0);
-  Bind(bb, scope, body.input(0), i);
-  Bind(bb, scope, body.input(1), bb.GetTupleElement(bp, 1));
-  for (int k = 0; k < n_state; ++k) Bind(bb, scope, body.input(2 + k), bb.GetTupleElement(bp, 3 + k));
-  for (size_t j = 0; j < captured.size(); ++j) scope.values[captured[j]] = bb.GetTupleElement(bp, 3 + n_state + j);
-  RETURN_IF_ERROR(ctx.ConvertSubgraphInto(bb, body, scope));
-  std::vector<Instruction*> next = {bb.Binary(Opcode::kAdd, i, bb.ScalarConstant(hlo::S64, 1))};
-  for (int k = 0; k < body.output_size(); ++k) {
-    auto it = scope.values.find(body.output(k).name());
-    if (it == scope.values.end()) return ctx.Error(absl::StrCat("body output '", body.output(k).name(), "' is never produced"));
-    Instruction* v = it->second;
-    if (k == 0) v = bb.Convert(bb.Reshape(v, {}), hlo::PRED);
-    else if (!v->shape().Compatible(state[k - 1]->shape()))
-      return ctx.Unsupported(absl::StrCat("loop-carried value ", k - 1, " changes shape across iterations"));
-    next.push_back(v);
-    if (k == 0) next.push_back(bb.GetTupleElement(bp, 2));
+  std::vector<Instruction*> next = {bb.Binary(Opcode::kAdd, i, bb.ScalarConstant(hlo::S64, 1)),
+                                    step.cond ? step.cond : bb.Constant(Literal::Scalar<bool>(true)),
+                                    bb.GetTupleElement(bp, 2)};
+  next.insert(next.end(), step.carried.begin(), step.carried.end());
+  for (int k = 0; k < nx; ++k) next.push_back(bb.GetTupleElement(bp, 3 + n + k));
+  for (int k = 0; k < n_y; ++k) {
+    Instruction* y = step.ys[k];
+    int64_t axis = y_axes[k];
+    Instruction* pos = k < static_cast<int>(w.y_reverse.size()) && w.y_reverse[k] ? bb.Binary(Opcode::kSubtract, bb.ScalarConstant(hlo::S64, w.length - 1), i) : i;
+    std::vector<int64_t> dims = y->shape().dims;
+    dims.insert(dims.begin() + axis, 1);
+    std::vector<Instruction*> starts(dims.size(), bb.ScalarConstant(hlo::S64, 0));
+    starts[axis] = pos;
+    next.push_back(bb.DynamicUpdateSlice(bb.GetTupleElement(bp, 3 + n + nx + k), bb.Reshape(y, dims), starts));
   }
-  for (size_t j = 0; j < captured.size(); ++j) next.push_back(bb.GetTupleElement(bp, 3 + n_state + j));
+  for (size_t j = 0; j < captured.size(); ++j) next.push_back(bb.GetTupleElement(bp, 3 + n + nx + n_y + j));
   ASSIGN_OR_RETURN(hlo::Computation * loop_body, bb.Build(bb.Tuple(next)));
-  Instruction* w = b.While(condition, loop_body, tuple);
-  for (int k = 0; k < n_state; ++k) ctx.set_output(k, b.GetTupleElement(w, 3 + k));
-  return absl::OkStatus();
+  Instruction* loop = b.While(condition, loop_body, tuple);
+  for (int k = 0; k < n; ++k) result.carried.push_back(b.GetTupleElement(loop, 3 + k));
+  for (int k = 0; k < n_y; ++k) result.ys.push_back(b.GetTupleElement(loop, 3 + n + nx + k));
+  RETURN_IF_ERROR(b.status());
+  return result;
 }
 
 // A Loop carrying sequences or optionals: their lengths and presence must be
@@ -236,41 +374,26 @@ absl::Status LoopOverValues(NodeContext& ctx, const onnx::GraphProto& body) {
   return absl::OkStatus();
 }
 
-absl::Status Loop(NodeContext& ctx) {
+// The unrolled form of a Loop whose trip count is known: the fallback for
+// bodies that need the iteration number at compile time (as a slice bound,
+// say) or whose carried values change shape. A runtime condition is applied
+// as a mask on the carried state.
+absl::Status LoopUnrolled(NodeContext& ctx, const onnx::GraphProto& body, int64_t trips) {
   hlo::Builder& b = ctx.b();
-  const onnx::GraphProto* body = ctx.attr_g("body");
-  if (!body) return ctx.Error("needs a body");
-  for (int k = 2; k < ctx.input_count(); ++k)
-    if (ctx.sequence_input(k) || ctx.is_none(k)) return LoopOverValues(ctx, *body);
-  int n_state_in = ctx.input_count() - 2;
-  int n_scan_out = body->output_size() - 1 - n_state_in;
-  Instruction* trip_input = ctx.has_input(0) ? ctx.input(0) : nullptr;
-  bool trips_known = trip_input && trip_input->opcode() == Opcode::kConstant;
-  if (n_scan_out == 0 && (!trips_known || trip_input->literal->GetAsInt64(0) > kMaxUnrolledIterations)) {
-    std::vector<Instruction*> state;
-    for (int k = 0; k < n_state_in; ++k) state.push_back(ctx.input(2 + k));
-    Instruction* cond = ctx.has_input(1) ? ScalarPred(b, ctx.input(1)) : b.Constant(Literal::Scalar<bool>(true));
-    return LoopAsWhile(ctx, *body, trip_input, cond, state);
-  }
-  if (!trip_input) return ctx.Unsupported("scan outputs of a Loop without a trip count");
-  ASSIGN_OR_RETURN(Literal m, ctx.ConstInput(0));
-  int64_t trips = m.GetAsInt64(0);
-  if (trips > kMaxUnrolledIterations)
-    return ctx.Unsupported(absl::StrCat("scan outputs over a trip count of ", trips, " (unrolled up to ", kMaxUnrolledIterations, ")"));
   Instruction* active = ctx.has_input(1) ? ScalarPred(b, ctx.input(1)) : b.Constant(Literal::Scalar<bool>(true));
   int n_state = ctx.input_count() - 2;
   std::vector<Instruction*> state;
   for (int k = 0; k < n_state; ++k) state.push_back(ctx.input(2 + k));
-  int n_scan = body->output_size() - 1 - n_state;
-  if (body->input_size() != 2 + n_state || n_scan < 0) return ctx.Error("body inputs/outputs do not match the loop state");
+  int n_scan = body.output_size() - 1 - n_state;
+  if (body.input_size() != 2 + n_state || n_scan < 0) return ctx.Error("body inputs/outputs do not match the loop state");
   std::vector<std::vector<Instruction*>> scans(n_scan);
   for (int64_t i = 0; i < trips && !IsConst(active, false); ++i) {
     GraphValues scope = ctx.values();
-    Bind(b, scope, body->input(0), b.Constant(Literal::Scalar<int64_t>(i)));
-    Bind(b, scope, body->input(1), active);
-    for (int k = 0; k < n_state; ++k) Bind(b, scope, body->input(2 + k), state[k]);
-    RETURN_IF_ERROR(ctx.ConvertSubgraph(*body, scope));
-    ASSIGN_OR_RETURN(auto outs, Outputs(ctx, *body, scope));
+    Bind(b, scope, body.input(0), b.Constant(Literal::Scalar<int64_t>(i)));
+    Bind(b, scope, body.input(1), active);
+    for (int k = 0; k < n_state; ++k) Bind(b, scope, body.input(2 + k), state[k]);
+    RETURN_IF_ERROR(ctx.ConvertSubgraph(body, scope));
+    ASSIGN_OR_RETURN(auto outs, Outputs(ctx, body, scope));
     if (n_scan > 0 && active->opcode() != Opcode::kConstant) {
       // Scan outputs take one row per iteration run: the count must be known.
       ASSIGN_OR_RETURN(Literal known, ctx.RequireConstant(active, "the condition of a Loop with scan outputs"));
@@ -298,6 +421,47 @@ absl::Status Loop(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status Loop(NodeContext& ctx) {
+  hlo::Builder& b = ctx.b();
+  const onnx::GraphProto* body = ctx.attr_g("body");
+  if (!body) return ctx.Error("needs a body");
+  for (int k = 2; k < ctx.input_count(); ++k)
+    if (ctx.sequence_input(k) || ctx.is_none(k)) return LoopOverValues(ctx, *body);
+  int n_state = ctx.input_count() - 2;
+  WhileLoop w;
+  w.body = body;
+  w.trips = ctx.has_input(0) ? ctx.input(0) : nullptr;
+  w.cond = ctx.has_input(1) ? ScalarPred(b, ctx.input(1)) : nullptr;
+  for (int k = 0; k < n_state; ++k) w.carried.push_back(ctx.input(2 + k));
+  int n_scan = std::max(0, body->output_size() - 1 - n_state);
+  w.y_axes.assign(n_scan, 0);
+  w.y_reverse.assign(n_scan, 0);
+  if (n_scan > 0) {
+    // Scan outputs take one row per iteration: the count must be known at
+    // compile time (the session binds the inputs it depends on, if any).
+    if (!w.trips) return ctx.Unsupported("scan outputs of a Loop without a trip count");
+    RETURN_IF_ERROR(ctx.ConstInput(0).status());
+    if (w.cond) {
+      ASSIGN_OR_RETURN(Literal c, ctx.RequireConstant(w.cond, "the condition of a Loop with scan outputs"));
+      w.cond = b.Constant(std::move(c));
+    }
+  }
+  int64_t trips = -1;
+  if (w.trips && w.trips->opcode() == Opcode::kConstant) trips = std::max<int64_t>(0, w.trips->literal->GetAsInt64(0));
+  // The iteration count is known when the trip count is and the condition
+  // starts true (the body's condition output is checked while lowering).
+  if (trips >= 0 && (!w.cond || IsConst(w.cond, true))) w.length = trips;
+  if (w.cond && IsConst(w.cond, false)) w.length = 0;
+  absl::StatusOr<Step> lowered = EmitWhile(ctx, w);
+  if (!lowered.ok()) {
+    if (trips < 0 || trips > kMaxUnrolledIterations) return lowered.status();
+    return LoopUnrolled(ctx, *body, trips);
+  }
+  for (int k = 0; k < n_state; ++k) ctx.set_output(k, lowered->carried[k]);
+  for (int k = 0; k < n_scan; ++k) ctx.set_output(n_state + k, lowered->ys[k]);
+  return absl::OkStatus();
+}
+
 struct ScanResult {
   std::vector<Instruction*> states, outputs;
 };
@@ -319,7 +483,24 @@ absl::StatusOr<ScanResult> RunScan(NodeContext& ctx, const onnx::GraphProto& bod
     axes.push_back(a);
   }
   int64_t len = xs[0]->shape().dims[axes[0]];
-  if (len > kMaxUnrolledIterations) return ctx.Unsupported("a scan longer than the unroll limit");
+  for (int k = 1; k < n_scan_in; ++k)
+    if (xs[k]->shape().dims[axes[k]] != len)
+      return ctx.Error(absl::StrCat("scan input ", k, " has ", xs[k]->shape().dims[axes[k]], " steps; scan input 0 has ", len));
+  WhileLoop w;
+  w.is_scan = true;
+  w.body = &body;
+  w.trips = b.ScalarConstant(hlo::S64, len);
+  w.carried = state;
+  w.xs = xs;
+  w.x_axes = axes;
+  w.x_reverse = in_dirs;
+  w.length = len;
+  w.y_axes = out_axes;
+  w.y_reverse = out_dirs;
+  absl::StatusOr<Step> lowered = EmitWhile(ctx, w);
+  if (lowered.ok()) return ScanResult{lowered->carried, lowered->ys};
+  absl::Status while_status = lowered.status();
+  if (len > kMaxUnrolledIterations) return while_status;
   std::vector<std::vector<Instruction*>> outs(n_scan_out);
   for (int64_t t = 0; t < len; ++t) {
     GraphValues scope = ctx.values();
