@@ -57,7 +57,7 @@ absl::Status IfAsConditional(NodeContext& ctx, Instruction* cond, const onnx::Gr
   std::set<std::string> none, free;
   FreeNames(then_g, none, free);
   FreeNames(else_g, none, free);
-  std::vector<std::string> captured;
+  std::vector<std::string> captured, constants;
   std::vector<Instruction*> captured_values;
   for (const std::string& name : free) {
     auto it = ctx.values().values.find(name);
@@ -67,7 +67,10 @@ absl::Status IfAsConditional(NodeContext& ctx, Instruction* cond, const onnx::Gr
         return ctx.RequireConstant(cond, "the condition of an If whose branches read sequences or optionals").status();
       return ctx.Error(absl::StrCat("a branch reads '", name, "', which is not defined"));
     }
-    if (it->second->opcode() == Opcode::kConstant) continue;
+    if (it->second->opcode() == Opcode::kConstant) {
+      constants.push_back(name);
+      continue;
+    }
     captured.push_back(name);
     captured_values.push_back(it->second);
   }
@@ -82,8 +85,7 @@ absl::Status IfAsConditional(NodeContext& ctx, Instruction* cond, const onnx::Gr
     Instruction* p = bb.Parameter(0, operand->shape(), "captured");
     GraphValues scope;
     scope.strings = ctx.values().strings;
-    for (const auto& [name, v] : ctx.values().values)
-      if (v->opcode() == Opcode::kConstant) scope.values[name] = bb.Constant(*v->literal);
+    for (const std::string& name : constants) scope.values[name] = bb.Constant(*ctx.values().values.at(name)->literal);
     for (size_t j = 0; j < captured.size(); ++j) scope.values[captured[j]] = bb.GetTupleElement(p, j);
     RETURN_IF_ERROR(ctx.ConvertSubgraphInto(bb, *g, scope));
     for (const auto& out : g->output())
