@@ -61,6 +61,10 @@ struct ModelInfo {
   // condition): the graph is split around them, they run on the host, and
   // the device programs between them compile for the shapes they meet.
   std::vector<std::string> host_nodes;        // "Op 'node'" each, in execution order
+  // Nodes with a shape-like input (a Reshape's shape, TopK's k) computed from
+  // runtime data: each starts a device program that receives the value and
+  // compiles for it.
+  std::vector<std::string> value_nodes;       // "Op 'node'" each, in execution order
   int device_programs = 1;                    // device segments of the graph
   int64_t initializer_bytes = 0;
 };

@@ -439,6 +439,12 @@ int Info(const std::string& model) {
               << " device program(s) around these nodes):\n";
     for (const auto& h : info.host_nodes) std::cout << "  " << h << "\n";
   }
+  if (!info.value_nodes.empty()) {
+    std::cout << "compiled for values computed at run time (the graph is split into " << info.device_programs
+              << " device program(s); each of these nodes starts one, which receives its shape-like input and "
+                 "compiles once per distinct value):\n";
+    for (const auto& h : info.value_nodes) std::cout << "  " << h << "\n";
+  }
   if (info.unsupported.empty()) {
     std::cout << "unsupported: none\n";
   } else {

@@ -10,6 +10,7 @@
 #include "hlo/builder.h"
 #include "onnx/context.h"
 #include "onnx/importer.h"
+#include "onnx/registry.h"
 #include "onnx/tensor_proto.h"
 #include "passes/constant_folding.h"
 
@@ -38,16 +39,17 @@ bool IsRandomOp(const std::string& op) {
          op == "Bernoulli" || op == "Multinomial" || op == "Dropout";
 }
 
-// Whether a node's output shapes depend on the values of inputs that are
-// only known when the model runs (`runtime[i]` for input i).
-bool NeedsHost(const onnx::NodeProto& n, const std::vector<bool>& runtime) {
-  auto rt = [&](int i) { return i < static_cast<int>(runtime.size()) && runtime[i]; };
-  if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
-  const std::string& op = n.op_type();
-  if (op == "NonZero" || op == "Unique") return rt(0);
-  if (op == "Compress") return rt(1);  // a known condition is a gather of the data
-  if (op == "NonMaxSuppression") return std::any_of(runtime.begin(), runtime.end(), [](bool b) { return b; });
-  return false;
+// Whether a graph input is small enough to be bound by value as it is (a
+// shape or a count, say): a declared static shape of at most 16 elements.
+// Values computed from such inputs alone need no split.
+bool IsSmallInput(const onnx::ValueInfoProto& v) {
+  if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return false;
+  int64_t n = 1;
+  for (const auto& d : v.type().tensor_type().shape().dim()) {
+    if (!d.has_dim_value()) return false;
+    n *= d.dim_value();
+  }
+  return n <= 16;
 }
 
 }  // namespace
@@ -57,7 +59,7 @@ std::string NodeLabel(const onnx::NodeProto& node) {
                       "'");
 }
 
-absl::StatusOr<GraphSplit> SplitAtHostNodes(const LoadedModel& model) {
+absl::StatusOr<GraphSplit> SplitGraph(const LoadedModel& model) {
   const onnx::GraphProto& g = model.proto.graph();
   std::set<std::string> initializers, outer;
   for (const auto& t : g.initializer()) initializers.insert(t.name());
@@ -67,37 +69,67 @@ absl::StatusOr<GraphSplit> SplitAtHostNodes(const LoadedModel& model) {
     for (const auto& o : n.output())
       if (!o.empty()) outer.insert(o);
 
+  const std::map<std::string, int64_t>& opsets = model.opsets;
+  const Registry& registry = Registry::Get();
+
   // Which values are known only at run time: graph inputs, and what is
-  // computed from them or drawn at random. Shapes are always known.
-  std::map<std::string, bool> runtime;
-  for (const auto& v : g.input()) runtime[v.name()] = !initializers.count(v.name());
-  for (const auto& t : g.initializer()) runtime[t.name()] = false;
-  // The level of a value: how many host nodes precede it on its longest path
-  // from the graph inputs. Device nodes of level L form segment L; host
-  // nodes of level L run after it and define values of level L + 1.
+  // computed from them or drawn at random. Shapes are always known. `data`
+  // marks the runtime values that depend on more than small graph inputs
+  // (see IsSmallInput), which are the ones worth a split.
+  std::map<std::string, bool> runtime, data;
+  std::set<std::string> produced;
+  for (const auto& v : g.input()) {
+    runtime[v.name()] = !initializers.count(v.name());
+    data[v.name()] = runtime[v.name()] && !IsSmallInput(v);
+  }
+  for (const auto& t : g.initializer()) runtime[t.name()] = data[t.name()] = false;
+  // The level of a value: how many program boundaries precede it on its
+  // longest path from the graph inputs. Device nodes of level L form
+  // segment L; host nodes of level L run after it and define values of
+  // level L + 1; a node whose value input is computed at level L from data
+  // gets level L + 1, so that the value reaches it as a program input.
   std::map<std::string, int> level;
   std::vector<int> node_level(g.node_size());
   std::vector<bool> on_host(g.node_size());
   std::vector<std::vector<std::string>> reads(g.node_size());
+  std::vector<int> value_nodes;
   int max_level = 0;
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& n = g.node(i);
     reads[i] = Reads(n, outer);
-    std::vector<bool> input_runtime;
-    for (const auto& in : n.input()) input_runtime.push_back(!in.empty() && runtime[in]);
-    bool any_runtime = IsRandomOp(n.op_type());
+    bool any_runtime = IsRandomOp(n.op_type()), any_data = any_runtime;
     int lv = 0;
     for (const auto& r : reads[i]) {
       any_runtime |= runtime[r];
+      any_data |= data[r];
       lv = std::max(lv, level[r]);
     }
-    if (n.op_type() == "Shape" || n.op_type() == "Size") any_runtime = false;
-    on_host[i] = NeedsHost(n, input_runtime);
+    std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    auto opset = opsets.find(domain);
+    const ConverterEntry* entry =
+        registry.FindEntry(domain, n.op_type(), opset == opsets.end() ? 0 : opset->second);
+    bool value_node = false;
+    if (entry) {
+      for (int k : entry->value_inputs) {
+        if (k >= n.input_size() || n.input(k).empty() || !runtime[n.input(k)]) continue;
+        if (entry->host_when_runtime) {
+          on_host[i] = true;
+        } else if (produced.count(n.input(k)) && data[n.input(k)]) {
+          lv = std::max(lv, level[n.input(k)] + 1);
+          value_node = true;
+        }
+      }
+    }
+    if (value_node && !on_host[i]) value_nodes.push_back(i);
+    if (n.op_type() == "Shape" || n.op_type() == "Size") any_runtime = any_data = false;
     node_level[i] = lv;
     max_level = std::max(max_level, lv);
     for (const auto& o : n.output()) {
       if (o.empty()) continue;
+      produced.insert(o);
       runtime[o] = any_runtime;
+      // What a host node computes is data, whatever its inputs were.
+      data[o] = any_data || on_host[i];
       level[o] = on_host[i] ? lv + 1 : lv;
     }
   }
@@ -156,6 +188,9 @@ absl::StatusOr<GraphSplit> SplitAtHostNodes(const LoadedModel& model) {
       for (const auto& o : g.node(i).output())
         if (!o.empty() && outs[s].count(o)) seg.outputs.push_back(o);
   }
+  // Value nodes in execution order.
+  std::stable_sort(value_nodes.begin(), value_nodes.end(), [&](int a, int b) { return segment_of[a] < segment_of[b]; });
+  split.value_nodes = value_nodes;
   return split;
 }
 

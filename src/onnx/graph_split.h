@@ -1,11 +1,20 @@
-// Splitting a graph at the ops whose output shapes depend on runtime values:
-// NonZero, Unique, NonMaxSuppression, and Compress with a computed
-// condition. An XLA program has static shapes, so such an op cannot sit
-// inside one. The graph then runs as a sequence of segments: device segments
-// (compiled programs, each for the shapes it is given) with the host nodes
-// between them; the shapes that follow a host node are known once it ran.
-// The same ops on values known at compile time (constants, initializers,
-// shapes) stay inside a program: the importer folds them.
+// Splitting a graph where static shapes cannot be had at compile time. An
+// XLA program has static shapes, so
+// - a node whose output shapes depend on runtime data (NonZero, Unique,
+//   NonMaxSuppression, Compress with a computed condition) runs on the host
+//   between programs: a host node;
+// - a node whose shape-like input (a Reshape's shape, TopK's k, a Slice's
+//   bounds: the registry's value_inputs) is computed from runtime data starts
+//   a new program, which receives that value as an input and compiles for
+//   it: a value node. (Without the split, every graph input the value depends
+//   on would be bound by value, and the whole program would compile per
+//   distinct input: per image, say.)
+// The graph then runs as a sequence of segments: device segments (compiled
+// programs, each for the shapes, and bound values, it is given) with the
+// host nodes between them. The same ops on values known at compile time
+// (constants, initializers, shapes) stay inside a program: the importer folds
+// them; values computed from small graph inputs only (a shape given as an
+// input) are bound by value without a split.
 #ifndef XONNX_ONNX_GRAPH_SPLIT_H_
 #define XONNX_ONNX_GRAPH_SPLIT_H_
 
@@ -35,13 +44,15 @@ struct Segment {
 // node means the graph needs no split.
 struct GraphSplit {
   std::vector<Segment> segments;
-  std::vector<int> host_nodes;  // node indices, in execution order
-  bool split() const { return !host_nodes.empty(); }
+  std::vector<int> host_nodes;   // node indices, in execution order
+  std::vector<int> value_nodes;  // node indices, in execution order
+  bool split() const { return segments.size() > 1; }
 };
 
-// Finds the host nodes of `model`'s top-level graph and cuts it around them.
-// Host ops inside subgraph bodies (If, Loop, Scan) are not split out.
-[[nodiscard]] absl::StatusOr<GraphSplit> SplitAtHostNodes(const LoadedModel& model);
+// Finds the host and value nodes of `model`'s top-level graph and cuts it
+// around them. Nodes inside subgraph bodies (If, Loop, Scan) are not split
+// out.
+[[nodiscard]] absl::StatusOr<GraphSplit> SplitGraph(const LoadedModel& model);
 
 // A model made of one device segment: its nodes and initializers; its inputs
 // declared with the ONNX element types given (without shapes, which the

@@ -94,6 +94,31 @@ onnx::ModelProto SplitModel() {
   return m;
 }
 
+// x[n] -> its k largest values, k being the count of positives: TopK's k is
+// computed from the data, so TopK starts a second program that receives k.
+// Also x reshaped to a shape given as a small input, which is bound by value
+// without a split.
+onnx::ModelProto TopPositivesModel() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("top_positives");
+  const int f = onnx::TensorProto::FLOAT, i64 = onnx::TensorProto::INT64;
+  AddValue(g->mutable_input(), "x", f, {"n"});
+  AddValue(g->mutable_input(), "shape", i64, {"2"});
+  AddInitializer(g, "zero", f, {}, {0});
+  AddNode(g, "Greater", {"x", "zero"}, {"mask"});
+  AddInt(AddNode(g, "Cast", {"mask"}, {"maskf"}), "to", f);
+  AddNode(g, "ReduceSum", {"maskf"}, {"count"});  // keepdims: [1]
+  AddInt(AddNode(g, "Cast", {"count"}, {"k"}), "to", i64);
+  AddNode(g, "TopK", {"x", "k"}, {"top", "top_idx"});
+  AddNode(g, "Reshape", {"x", "shape"}, {"grid"});
+  AddValue(g->mutable_output(), "top", f, {"k"});
+  AddValue(g->mutable_output(), "grid", f, {"a", "b"});
+  return m;
+}
+
 LoadedModel Loaded(const onnx::ModelProto& proto) {
   LoadedModel m;
   m.path = "split.onnx";
@@ -104,7 +129,7 @@ LoadedModel Loaded(const onnx::ModelProto& proto) {
 
 TEST(GraphSplit, HostNodesAndBoundaries) {
   LoadedModel m = Loaded(SplitModel());
-  auto split = SplitAtHostNodes(m);
+  auto split = SplitGraph(m);
   ASSERT_TRUE(split.ok()) << split.status();
   ASSERT_TRUE(split->split());
   std::vector<std::string> hosts;
@@ -135,11 +160,39 @@ TEST(GraphSplit, KnownValuesNeedNoSplit) {
   nodes->erase(nodes->begin(), nodes->begin() + 7);
   p.mutable_graph()->mutable_output()->DeleteSubrange(0, 3);
   LoadedModel m = Loaded(p);
-  auto split = SplitAtHostNodes(m);
+  auto split = SplitGraph(m);
   ASSERT_TRUE(split.ok()) << split.status();
   EXPECT_FALSE(split->split());
   ASSERT_EQ(split->segments.size(), 1u);
   EXPECT_EQ(split->segments[0].nodes.size(), 4u);
+}
+
+TEST(GraphSplit, ValueComputedFromDataStartsAProgram) {
+  LoadedModel m = Loaded(TopPositivesModel());
+  auto split = SplitGraph(m);
+  ASSERT_TRUE(split.ok()) << split.status();
+  ASSERT_TRUE(split->split());
+  EXPECT_TRUE(split->host_nodes.empty());
+  ASSERT_EQ(split->value_nodes.size(), 1u);
+  EXPECT_EQ(NodeLabel(m.proto.graph().node(split->value_nodes[0])), "TopK 'top'");
+  ASSERT_EQ(split->segments.size(), 2u);
+  EXPECT_FALSE(split->segments[1].on_host);
+  EXPECT_THAT(split->segments[0].outputs, ElementsAre("k", "grid"));
+  EXPECT_THAT(split->segments[1].inputs, ElementsAre("k", "x"));
+  EXPECT_THAT(split->segments[1].outputs, ElementsAre("top"));
+}
+
+TEST(GraphSplit, ValueFromSmallInputsNeedsNoSplit) {
+  onnx::ModelProto p = TopPositivesModel();
+  // Only the Reshape to the shape input remains.
+  auto* nodes = p.mutable_graph()->mutable_node();
+  nodes->erase(nodes->begin(), nodes->begin() + 5);
+  p.mutable_graph()->mutable_output()->DeleteSubrange(0, 1);
+  LoadedModel m = Loaded(p);
+  auto split = SplitGraph(m);
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_FALSE(split->split());
+  EXPECT_TRUE(split->value_nodes.empty());
 }
 
 TEST(GraphSplit, RunNodeOnHost) {
@@ -209,7 +262,47 @@ TEST_F(SplitSessionTest, RunsAndCompilesPerShapeNotPerValue) {
   }
   // The first program once (n = 6), the second once per count of positives.
   EXPECT_EQ((*s)->compile_stats().compiled, 3);
-  EXPECT_THAT((*s)->LastProgramSummary(), HasSubstr("2 host node(s) between 2 device program(s)"));
+  EXPECT_THAT((*s)->LastProgramSummary(), HasSubstr("2 host node(s), 2 device program(s) compiled"));
+}
+
+TEST_F(SplitSessionTest, CompilesPerComputedValueNotPerInput) {
+  std::string path = (dir_ / "top.onnx").string();
+  {
+    std::ofstream f(path, std::ios::binary);
+    TopPositivesModel().SerializeToOstream(&f);
+  }
+  SessionOptions o;
+  o.use_cache = false;
+  auto s = Session::Open(path, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ModelInfo info = (*s)->Info();
+  EXPECT_TRUE(info.host_nodes.empty());
+  EXPECT_THAT(info.value_nodes, ElementsAre("TopK 'top'"));
+  EXPECT_EQ(info.device_programs, 2);
+  // Four inputs of one shape: three with three positives, one with four.
+  std::vector<std::vector<float>> xs = {{1.5f, -1, 2, -3, 0.25f, 0},
+                                        {-2, 3, 0, 4, 5, -1},
+                                        {7, -1, 1, 2, 3, -4},
+                                        {0.5f, 0.75f, -1, -1, 9, -2}};
+  int64_t shape[] = {2, 3};
+  for (const auto& x : xs) {
+    auto out = (*s)->Run({{"x", Tensor::FromData(DataType::kFloat32, {6}, x.data())},
+                          {"shape", Tensor::FromData(DataType::kInt64, {2}, shape)}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    std::vector<float> pos;
+    for (float v : x)
+      if (v > 0) pos.push_back(v);
+    std::sort(pos.rbegin(), pos.rend());
+    const Tensor& top = (*out)[0];
+    ASSERT_EQ(top.dims(), (std::vector<int64_t>{static_cast<int64_t>(pos.size())}));
+    EXPECT_EQ(std::vector<float>(top.data_as<float>(), top.data_as<float>() + pos.size()), pos);
+    const Tensor& grid = (*out)[1];
+    ASSERT_EQ(grid.dims(), (std::vector<int64_t>{2, 3}));
+    EXPECT_EQ(std::vector<float>(grid.data_as<float>(), grid.data_as<float>() + 6), x);
+  }
+  // The first program once, the second once per distinct k (3 and 4); not
+  // once per input value (four).
+  EXPECT_EQ((*s)->compile_stats().compiled, 3);
 }
 
 TEST_F(SplitSessionTest, OptionsThatWouldReachHostNodesAreRefused) {

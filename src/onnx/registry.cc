@@ -26,10 +26,15 @@ const Registry& Registry::Get() {
   return *r;
 }
 
-Converter Registry::Find(const std::string& domain, const std::string& op_type, int64_t opset) const {
+const ConverterEntry* Registry::FindEntry(const std::string& domain, const std::string& op_type, int64_t opset) const {
   for (const auto& e : entries_)
-    if (e.domain == domain && e.op_type == op_type && opset >= e.min_opset && opset <= e.max_opset) return e.fn;
+    if (e.domain == domain && e.op_type == op_type && opset >= e.min_opset && opset <= e.max_opset) return &e;
   return nullptr;
+}
+
+Converter Registry::Find(const std::string& domain, const std::string& op_type, int64_t opset) const {
+  const ConverterEntry* e = FindEntry(domain, op_type, opset);
+  return e ? e->fn : nullptr;
 }
 
 bool Registry::Knows(const std::string& domain, const std::string& op_type) const {

@@ -24,19 +24,32 @@ struct ConverterEntry {
   int64_t min_opset;   // inclusive
   int64_t max_opset;   // inclusive
   Converter fn;
+  // Inputs whose values (not only shapes) the converter needs at compile
+  // time: a Reshape's shape, TopK's k, a Slice's bounds. When one is
+  // computed from runtime values, the graph is split so that it becomes an
+  // input of a later program, compiled for its value (onnx/graph_split.h).
+  std::vector<int> value_inputs;
+  // The output shapes depend on the data in the value inputs (NonZero,
+  // Unique): when they are runtime values, the node runs on the host
+  // between programs instead.
+  bool host_when_runtime = false;
 };
 
 class Registry {
  public:
   // The registry with every converter of src/onnx/ops/.
   static const Registry& Get();
-  void Add(ConverterEntry e) { entries_.push_back(std::move(e)); }
-  // A default-domain converter for opsets [from, to].
-  void Add(const char* op_type, Converter fn, int64_t from = 1, int64_t to = kMaxOpset) {
-    entries_.push_back({"", op_type, from, to, fn});
+  ConverterEntry& Add(ConverterEntry e) { return entries_.emplace_back(std::move(e)); }
+  // A default-domain converter for opsets [from, to]. The entry is returned
+  // so that a registration can declare its value inputs:
+  //   r.Add("Reshape", Reshape).value_inputs = {1};
+  ConverterEntry& Add(const char* op_type, Converter fn, int64_t from = 1, int64_t to = kMaxOpset) {
+    return entries_.emplace_back(ConverterEntry{"", op_type, from, to, fn});
   }
   // The converter for an op at the model's opset, or null.
   Converter Find(const std::string& domain, const std::string& op_type, int64_t opset) const;
+  // Its whole entry, or null.
+  const ConverterEntry* FindEntry(const std::string& domain, const std::string& op_type, int64_t opset) const;
   // Whether any opset of the op is known (to tell "unknown op" from "opset not supported").
   bool Knows(const std::string& domain, const std::string& op_type) const;
   const std::vector<ConverterEntry>& entries() const { return entries_; }

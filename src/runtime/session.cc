@@ -853,31 +853,43 @@ struct Session::Impl {
     return outs;
   }
 
-  // The labels of the host nodes, for messages and Info().
-  std::vector<std::string> HostNodeLabels() const {
+  // The labels of the host nodes, or of the value nodes, for messages and
+  // Info().
+  std::vector<std::string> NodeLabels(const std::vector<int>& nodes) const {
     std::vector<std::string> labels;
-    for (int i : split.host_nodes) labels.push_back(onnx_import::NodeLabel(model->proto.graph().node(i)));
+    for (int i : nodes) labels.push_back(onnx_import::NodeLabel(model->proto.graph().node(i)));
     return labels;
+  }
+  // Where the graph is split, for messages.
+  std::string SplitDescription() const {
+    std::vector<std::string> parts;
+    if (!split.host_nodes.empty())
+      parts.push_back(absl::StrCat("runs partly on the host (", absl::StrJoin(NodeLabels(split.host_nodes), ", "), ")"));
+    if (!split.value_nodes.empty())
+      parts.push_back(absl::StrCat("compiles parts for values computed at run time (",
+                                   absl::StrJoin(NodeLabels(split.value_nodes), ", "), ")"));
+    return absl::StrJoin(parts, " and ");
   }
 
   // Options a split graph cannot honour: padding or splitting the batch
-  // would reach the host nodes and change what they compute.
+  // would reach the host nodes, or the values computed at run time, and
+  // change what they are.
   Status CheckSplitOptions() const {
     if (!split.split()) return absl::OkStatus();
     std::string what, why;
     if (!batch_buckets.empty() || !dim_buckets.empty()) {
       what = "batch or dimension buckets";
-      why = "padding rows would reach them and change what they compute";
+      why = "padding rows would reach what is computed there and change it";
     } else if (devices.size() > 1) {
       what = "running on all devices";
-      why = "each device's share of the batch would reach them alone and change what they compute";
+      why = "each device's share of the batch would reach what is computed there alone and change it";
     } else if (options.io_data_type != DataType::kFloat32) {
       what = absl::StrCat("io_data_type ", DataTypeName(options.io_data_type));
-      why = "the values passed between them and the device programs are float32 (data_type still applies)";
+      why = "the values passed between its parts are float32 (data_type still applies)";
     }
     if (what.empty()) return absl::OkStatus();
-    return InvalidArgument("%s: %s cannot be used with this model: its graph runs partly on the host (%s); %s", model->path,
-                           what, absl::StrJoin(HostNodeLabels(), ", "), why);
+    return InvalidArgument("%s: %s cannot be used with this model: its graph %s; %s", model->path, what,
+                           SplitDescription(), why);
   }
 
   // Buckets and device splits work on tensors with a batch dimension.
@@ -888,9 +900,8 @@ struct Session::Impl {
                              "sequences or optionals",
                              model->path);
     if (split.split())
-      return Unimplemented("%s: a model with sequence or optional inputs or outputs and nodes that run on the host (%s) "
-                           "is not supported",
-                           model->path, absl::StrJoin(HostNodeLabels(), ", "));
+      return Unimplemented("%s: a model with sequence or optional inputs or outputs whose graph %s is not supported",
+                           model->path, SplitDescription());
     return absl::OkStatus();
   }
 };
@@ -910,7 +921,7 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, 
     if (!options.allow_unsupported) return absl::UnimplementedError(impl->unsupported);
   } else {
     RETURN_IF_ERROR(onnx_import::CheckModel(*impl->model));
-    ASSIGN_OR_RETURN(impl->split, onnx_import::SplitAtHostNodes(*impl->model));
+    ASSIGN_OR_RETURN(impl->split, onnx_import::SplitGraph(*impl->model));
   }
   ASSIGN_OR_RETURN(auto ins, onnx_import::ModelInputs(*impl->model));
   ASSIGN_OR_RETURN(auto outs, onnx_import::ModelOutputs(*impl->model));
@@ -965,7 +976,7 @@ std::string Session::LastProgramSummary() const {
       std::lock_guard<std::mutex> sl(stage->mu);
       parts.push_back(absl::StrCat("part ", k, ": ", stage->last_summary));
     }
-    return absl::StrCat(impl_->split.host_nodes.size(), " host node(s) between ", parts.size(), " device program(s)",
+    return absl::StrCat(impl_->split.host_nodes.size(), " host node(s), ", parts.size(), " device program(s) compiled",
                         parts.empty() ? "" : "; ", absl::StrJoin(parts, "; "));
   }
   std::lock_guard<std::mutex> l(impl_->mu);
@@ -1001,7 +1012,8 @@ ModelInfo Session::Info() const {
   }
   for (const auto& u : onnx_import::FindUnsupportedOps(*impl_->model))
     info.unsupported.push_back(onnx_import::DescribeUnsupported({u}));
-  info.host_nodes = impl_->HostNodeLabels();
+  info.host_nodes = impl_->NodeLabels(impl_->split.host_nodes);
+  info.value_nodes = impl_->NodeLabels(impl_->split.value_nodes);
   if (impl_->split.split()) {
     info.device_programs = 0;
     for (const auto& s : impl_->split.segments) info.device_programs += !s.on_host;
@@ -1045,20 +1057,22 @@ StatusOr<HloDump> Session::DumpHlo(const ShapeMap& shapes, int64_t batch, bool a
   HloDump dump;
   const Impl* source = impl_.get();
   if (impl_->split.split()) {
-    // Only the program before the first host node has shapes known now.
+    // Only the program before the first split has shapes known now.
     const auto& first = impl_->split.segments[0];
-    const onnx::NodeProto& host = impl_->model->proto.graph().node(impl_->split.host_nodes[0]);
+    const auto& second = impl_->split.segments[first.on_host ? 0 : 1];
+    const onnx::NodeProto& next = impl_->model->proto.graph().node(second.nodes[0]);
     if (first.on_host)
       return Unimplemented("%s: the graph starts on the host (node %s): its programs are compiled when it runs",
-                           impl_->model->path, onnx_import::NodeLabel(host));
+                           impl_->model->path, onnx_import::NodeLabel(next));
     std::map<std::string, DataType> types;
     for (const auto& s : impl_->inputs) types[s.name] = s.dtype;
     ASSIGN_OR_RETURN(source, impl_->Stage(0, types));
     for (auto it = all.begin(); it != all.end();)
       it = std::find(first.inputs.begin(), first.inputs.end(), it->first) == first.inputs.end() ? all.erase(it) : std::next(it);
-    dump.partial_error = absl::StrCat("node ", onnx_import::NodeLabel(host),
-                                      " runs on the host; this is the program before it (the later ones are compiled "
-                                      "for the shapes met when the model runs)");
+    dump.partial_error = absl::StrCat("node ", onnx_import::NodeLabel(next),
+                                      second.on_host ? " runs on the host" : " needs a value computed at run time",
+                                      "; this is the program before it (the later ones are compiled "
+                                      "for the shapes and values met when the model runs)");
   }
   ASSIGN_OR_RETURN(onnx_import::ImportedModule imported, source->BuildModule(all, {}, allow_partial, optimized));
   if (dump.partial_error.empty()) dump.partial_error = imported.partial_error;

@@ -174,10 +174,21 @@ absl::Status NonMaxSuppression(NodeContext& ctx) {
 }  // namespace
 
 void RegisterDataDependentOps(Registry& r) {
-  r.Add("NonZero", NonZero, 9);
-  r.Add("Compress", Compress, 9);
-  r.Add("Unique", Unique, 11);
-  r.Add("NonMaxSuppression", NonMaxSuppression, 10);
+  // Their output shapes depend on the data: with runtime inputs they run on
+  // the host between programs; with known ones they fold. (Each entry is
+  // filled before the next Add, which may move it.)
+  ConverterEntry* e = &r.Add("NonZero", NonZero, 9);
+  e->value_inputs = {0};
+  e->host_when_runtime = true;
+  e = &r.Add("Unique", Unique, 11);
+  e->value_inputs = {0};
+  e->host_when_runtime = true;
+  e = &r.Add("Compress", Compress, 9);
+  e->value_inputs = {1};  // a known condition is a gather of the data
+  e->host_when_runtime = true;
+  e = &r.Add("NonMaxSuppression", NonMaxSuppression, 10);
+  e->value_inputs = {0, 1, 2, 3, 4};
+  e->host_when_runtime = true;
 }
 
 }  // namespace xonnx::onnx_import

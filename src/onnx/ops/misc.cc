@@ -413,9 +413,9 @@ absl::Status Adam(NodeContext& ctx) {
 }  // namespace
 
 void RegisterMiscOps(Registry& r) {
-  r.Add("HannWindow", Window<0>, 17);
-  r.Add("HammingWindow", Window<1>, 17);
-  r.Add("BlackmanWindow", Window<2>, 17);
+  r.Add("HannWindow", Window<0>, 17).value_inputs = {0};
+  r.Add("HammingWindow", Window<1>, 17).value_inputs = {0};
+  r.Add("BlackmanWindow", Window<2>, 17).value_inputs = {0};
   r.Add("Shrink", Shrink, 9);
   r.Add("ReverseSequence", ReverseSequence, 10);
   r.Add("Einsum", Einsum, 12);

@@ -688,7 +688,7 @@ void RegisterNnOps(Registry& r) {
   r.Add("Conv", Conv);
   r.Add("ConvTranspose", ConvTranspose);
   r.Add("MaxPool", MaxPool);
-  r.Add("MaxUnpool", MaxUnpool, 9);
+  r.Add("MaxUnpool", MaxUnpool, 9).value_inputs = {2};
   r.Add("AveragePool", AveragePool);
   r.Add("GlobalAveragePool", GlobalAveragePool);
   r.Add("GlobalMaxPool", GlobalMaxPool);
@@ -701,7 +701,7 @@ void RegisterNnOps(Registry& r) {
   r.Add("LRN", LRN);
   r.Add("LpNormalization", LpNormalization);
   r.Add("GroupNormalization", GroupNormalization, 18);
-  r.Add("CenterCropPad", CenterCropPad, 18);
+  r.Add("CenterCropPad", CenterCropPad, 18).value_inputs = {1};
   r.Add("Gelu", Gelu, 20);
 }
 

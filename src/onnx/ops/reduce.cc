@@ -216,23 +216,23 @@ absl::Status TopK(NodeContext& ctx) {
 }  // namespace
 
 void RegisterReduceOps(Registry& r) {
-  r.Add("ReduceSum", Reduce<ReduceKind::kSum>);
-  r.Add("ReduceMean", Reduce<ReduceKind::kMean>);
-  r.Add("ReduceMax", Reduce<ReduceKind::kMax>);
-  r.Add("ReduceMin", Reduce<ReduceKind::kMin>);
-  r.Add("ReduceProd", Reduce<ReduceKind::kProd>);
-  r.Add("ReduceL1", Reduce<ReduceKind::kL1>);
-  r.Add("ReduceL2", Reduce<ReduceKind::kL2>);
-  r.Add("ReduceLogSum", Reduce<ReduceKind::kLogSum>);
-  r.Add("ReduceLogSumExp", Reduce<ReduceKind::kLogSumExp>);
-  r.Add("ReduceSumSquare", Reduce<ReduceKind::kSumSquare>);
+  r.Add("ReduceSum", Reduce<ReduceKind::kSum>).value_inputs = {1};
+  r.Add("ReduceMean", Reduce<ReduceKind::kMean>).value_inputs = {1};
+  r.Add("ReduceMax", Reduce<ReduceKind::kMax>).value_inputs = {1};
+  r.Add("ReduceMin", Reduce<ReduceKind::kMin>).value_inputs = {1};
+  r.Add("ReduceProd", Reduce<ReduceKind::kProd>).value_inputs = {1};
+  r.Add("ReduceL1", Reduce<ReduceKind::kL1>).value_inputs = {1};
+  r.Add("ReduceL2", Reduce<ReduceKind::kL2>).value_inputs = {1};
+  r.Add("ReduceLogSum", Reduce<ReduceKind::kLogSum>).value_inputs = {1};
+  r.Add("ReduceLogSumExp", Reduce<ReduceKind::kLogSumExp>).value_inputs = {1};
+  r.Add("ReduceSumSquare", Reduce<ReduceKind::kSumSquare>).value_inputs = {1};
   r.Add("ArgMax", ArgMinMax<true>);
   r.Add("ArgMin", ArgMinMax<false>);
   r.Add("Softmax", Softmax<SoftmaxKind::kSoftmax>);
   r.Add("LogSoftmax", Softmax<SoftmaxKind::kLogSoftmax>);
   r.Add("Hardmax", Softmax<SoftmaxKind::kHardmax>);
-  r.Add("CumSum", CumSum, 11);
-  r.Add("TopK", TopK);
+  r.Add("CumSum", CumSum, 11).value_inputs = {1};
+  r.Add("TopK", TopK).value_inputs = {1};
 }
 
 }  // namespace xonnx::onnx_import

@@ -278,8 +278,8 @@ absl::Status Upsample(NodeContext& ctx) {
 }  // namespace
 
 void RegisterResizeOps(Registry& r) {
-  r.Add("Resize", Resize, 10);
-  r.Add("Upsample", Upsample, 7, 9);
+  r.Add("Resize", Resize, 10).value_inputs = {1, 2, 3};
+  r.Add("Upsample", Upsample, 7, 9).value_inputs = {1};
 }
 
 }  // namespace xonnx::onnx_import

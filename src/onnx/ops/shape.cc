@@ -663,32 +663,32 @@ absl::Status OneHot(NodeContext& ctx) {
 void RegisterShapeOps(Registry& r) {
   r.Add("Shape", Shape);
   r.Add("Size", Size);
-  r.Add("Reshape", Reshape);
+  r.Add("Reshape", Reshape).value_inputs = {1};
   r.Add("Flatten", Flatten);
-  r.Add("Squeeze", Squeeze);
-  r.Add("Unsqueeze", Unsqueeze);
+  r.Add("Squeeze", Squeeze).value_inputs = {1};
+  r.Add("Unsqueeze", Unsqueeze).value_inputs = {1};
   r.Add("Transpose", Transpose);
   r.Add("Concat", Concat);
-  r.Add("Split", Split);
-  r.Add("Slice", Slice);
+  r.Add("Split", Split).value_inputs = {1};
+  r.Add("Slice", Slice).value_inputs = {1, 2, 3, 4};
   r.Add("Gather", Gather);
   r.Add("GatherElements", GatherElements, 11);
   r.Add("ScatterElements", ScatterElements, 11);
   r.Add("Scatter", ScatterElements, 9, 10);
   r.Add("GatherND", GatherND, 11);
   r.Add("ScatterND", ScatterND, 11);
-  r.Add("Expand", Expand, 8);
-  r.Add("Tile", Tile, 6);
+  r.Add("Expand", Expand, 8).value_inputs = {1};
+  r.Add("Tile", Tile, 6).value_inputs = {1};
   r.Add("Constant", Constant);
-  r.Add("ConstantOfShape", ConstantOfShape, 9);
-  r.Add("Range", Range, 11);
-  r.Add("Pad", Pad);
+  r.Add("ConstantOfShape", ConstantOfShape, 9).value_inputs = {0};
+  r.Add("Range", Range, 11).value_inputs = {0, 1, 2};
+  r.Add("Pad", Pad).value_inputs = {1, 3};
   r.Add("DepthToSpace", DepthToSpace);
   r.Add("SpaceToDepth", SpaceToDepth);
-  r.Add("Dropout", Dropout);
+  r.Add("Dropout", Dropout).value_inputs = {1, 2};
   r.Add("EyeLike", EyeLike, 9);
-  r.Add("Trilu", Trilu, 14);
-  r.Add("OneHot", OneHot, 9);
+  r.Add("Trilu", Trilu, 14).value_inputs = {1};
+  r.Add("OneHot", OneHot, 9).value_inputs = {1};
 }
 
 }  // namespace xonnx::onnx_import

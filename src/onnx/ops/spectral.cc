@@ -190,9 +190,9 @@ absl::Status MelWeightMatrix(NodeContext& ctx) {
 }  // namespace
 
 void RegisterSpectralOps(Registry& r) {
-  r.Add("DFT", DftOp, 17);
-  r.Add("STFT", Stft, 17);
-  r.Add("MelWeightMatrix", MelWeightMatrix, 17);
+  r.Add("DFT", DftOp, 17).value_inputs = {1, 2};
+  r.Add("STFT", Stft, 17).value_inputs = {1, 3};
+  r.Add("MelWeightMatrix", MelWeightMatrix, 17).value_inputs = {0, 1, 2, 3, 4};
 }
 
 }  // namespace xonnx::onnx_import
