@@ -153,6 +153,11 @@ Computation* Module::AddComputation(std::unique_ptr<Computation> c) {
   return computations_.back().get();
 }
 
+void Module::MoveLeafToFront(Computation* c) {
+  auto it = std::find_if(computations_.begin(), computations_.end(), [&](const auto& p) { return p.get() == c; });
+  if (it != computations_.end()) std::rotate(computations_.begin(), it, std::next(it));
+}
+
 void Module::RemoveUnreachableComputations() {
   absl::flat_hash_set<const Computation*> live;
   std::vector<const Computation*> work = {entry_};

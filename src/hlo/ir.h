@@ -194,6 +194,9 @@ class Module {
   // Adds a computation (after every computation it may call) and names it
   // uniquely.
   Computation* AddComputation(std::unique_ptr<Computation> c);
+  // Moves `c`, which must call no computation, in front of all others, so
+  // that it is defined before any caller (for computations a pass adds).
+  void MoveLeafToFront(Computation* c);
   // Removes computations that the entry does not reach.
   void RemoveUnreachableComputations();
   // A fresh unique instruction/computation name built from `base`.

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "backends/cpu/executable.h"
 #include "backends/cpu/layout_pass.h"
+#include "backends/cpu/precision_pass.h"
 #include "hlo/parser.h"
 #include "hlo/printer.h"
 #include "evaluator/evaluator.h"
@@ -262,6 +263,92 @@ ENTRY main {
   EXPECT_EQ(transposes, 2) << text;
   EXPECT_NE(text.find("dim_labels=b01f_oi01->b01f"), std::string::npos) << text;
   EXPECT_NE(text.find("window={size=1x2x2x1 stride=1x2x2x1}"), std::string::npos) << text;
+}
+
+// A half-precision conv chain (the shape data_type f16 gives a model):
+// after the pass only the program's boundaries convert, the convolutions
+// are f32 (oneDNN's), and the result matches the f32 program within f16
+// rounding; the same for bf16.
+constexpr char kHalfChain[] = R"(HloModule half_chain
+
+max_h {
+  a = TYPE[] parameter(0)
+  b = TYPE[] parameter(1)
+  ROOT m = TYPE[] maximum(a, b)
+}
+
+ENTRY main {
+  x = TYPE[1,4,8,8]{3,2,1,0} parameter(0)
+  w1 = TYPE[4,4,3,3]{3,2,1,0} parameter(1)
+  w2 = TYPE[4,4,3,3]{3,2,1,0} parameter(2)
+  bias = TYPE[4]{0} parameter(3)
+  c1 = TYPE[1,4,8,8]{3,2,1,0} convolution(x, w1), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+  bb = TYPE[1,4,8,8]{3,2,1,0} broadcast(bias), dimensions={1}
+  a1 = TYPE[1,4,8,8]{3,2,1,0} add(c1, bb)
+  zero = TYPE[] constant(0)
+  zs = TYPE[1,4,8,8]{3,2,1,0} broadcast(zero), dimensions={}
+  r1 = TYPE[1,4,8,8]{3,2,1,0} maximum(a1, zs)
+  ninf = TYPE[] constant(-inf)
+  p1 = TYPE[1,4,4,4]{3,2,1,0} reduce-window(r1, ninf), window={size=1x1x2x2 stride=1x1x2x2}, to_apply=max_h
+  ROOT c2 = TYPE[1,4,4,4]{3,2,1,0} convolution(p1, w2), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+}
+)";
+
+std::string HalfChain(const std::string& type) {
+  std::string text = kHalfChain;
+  for (size_t p = text.find("TYPE"); p != std::string::npos; p = text.find("TYPE", p)) text.replace(p, 4, type);
+  return text;
+}
+
+TEST(PrecisionPass, HalfProgramsComputeInF32) {
+  for (const std::string type : {"f16", "bf16"}) {
+    auto m = hlo::ParseText(HalfChain(type));
+    ASSERT_TRUE(m.ok()) << m.status();
+    UpcastHalfPrecision pass;
+    auto changed = pass.Run(m->get());
+    ASSERT_TRUE(changed.ok() && *changed) << changed.status();
+    std::string text = hlo::ToText(**m);
+    // One convert per half parameter, one for the result; nothing in between.
+    int converts = 0;
+    for (size_t p = text.find(" convert("); p != std::string::npos; p = text.find(" convert(", p + 1)) ++converts;
+    EXPECT_EQ(converts, 5) << text;
+    EXPECT_NE(text.find("f32[1,4,8,8]{3,2,1,0} convolution("), std::string::npos) << text;
+
+    // Run the half program and the f32 one on the same (half-representable) data.
+    auto half = hlo::ParseText(HalfChain(type));
+    auto full = hlo::ParseText(HalfChain("f32"));
+    ASSERT_TRUE(half.ok() && full.ok());
+    PrimitiveType ht = type == "f16" ? F16 : BF16;
+    std::vector<Literal> half_args, full_args;
+    for (int64_t k = 0; k < 4; ++k) {
+      const Shape& s = (*full)->entry()->parameter(k)->shape();
+      Literal r = Random(Shape(ht, s.dims), 31 + k);
+      full_args.push_back(r.Convert(F32));
+      half_args.push_back(std::move(r));
+    }
+    auto run = [](std::unique_ptr<Module> mod, const std::vector<Literal>& args) -> Literal {
+      auto exe = Executable::Compile(std::move(mod));
+      EXPECT_TRUE(exe.ok()) << exe.status();
+      for (const auto& [kind, n] : (*exe)->ThunkSummary()) EXPECT_NE(kind, "kernel:convolution");
+      std::vector<const void*> in;
+      for (const auto& a : args) in.push_back(a.untyped_data());
+      Literal out((*exe)->output_shapes()[0]);
+      void* o = out.untyped_data();
+      EXPECT_TRUE((*exe)->Execute(in, {&o, 1}).ok());
+      return out;
+    };
+    Literal got = run(std::move(*half), half_args);
+    Literal want = run(std::move(*full), full_args);
+    ASSERT_EQ(got.shape().element_type, ht);
+    double max_err = 0, scale = 0;
+    for (int64_t i = 0; i < want.element_count(); ++i) {
+      max_err = std::max(max_err, std::abs(got.GetAsDouble(i) - want.GetAsDouble(i)));
+      scale = std::max(scale, std::abs(want.GetAsDouble(i)));
+    }
+    // One rounding of the result (and the f32 intermediate c1 kept in f32).
+    EXPECT_LT(max_err, scale * (type == "f16" ? 1e-3 : 8e-3)) << type;
+    EXPECT_GT(scale, 1) << type;
+  }
 }
 
 }  // namespace

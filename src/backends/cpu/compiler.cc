@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "backends/cpu/layout_pass.h"
+#include "backends/cpu/precision_pass.h"
 #include "backends/cpu/thunks.h"
 #include "base/status.h"
 #include "evaluator/evaluator.h"
@@ -690,6 +691,8 @@ class Compiler {
 
 absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(std::unique_ptr<hlo::Module> module,
                                                                 const CompileOptions& options) {
+  UpcastHalfPrecision upcast;
+  RETURN_IF_ERROR(upcast.Run(module.get()).status());
   if (options.use_dnnl) RETURN_IF_ERROR(RunLayoutPasses(module.get()));
   Compiler c(std::move(module), options);
   return c.Run();

@@ -1,0 +1,145 @@
+#include "backends/cpu/precision_pass.h"
+
+#include <set>
+
+#include "base/status.h"
+#include "hlo/builder.h"
+
+namespace xonnx::cpu {
+
+using hlo::Instruction;
+using hlo::Opcode;
+
+namespace {
+
+bool IsHalf(hlo::PrimitiveType t) { return t == hlo::F16 || t == hlo::BF16; }
+
+// `x` as f32: a converted constant, or a convert instruction.
+Instruction* ToF32(hlo::Computation* c, Instruction* x) {
+  if (x->opcode() == Opcode::kConstant) {
+    auto k = std::make_unique<Instruction>(Opcode::kConstant, hlo::Shape(hlo::F32, x->shape().dims));
+    k->literal = x->literal->Convert(hlo::F32);
+    k->metadata = x->metadata;
+    return c->AddInstruction(std::move(k));
+  }
+  auto cv = std::make_unique<Instruction>(Opcode::kConvert, hlo::Shape(hlo::F32, x->shape().dims));
+  cv->AppendOperand(x);
+  cv->metadata = x->metadata;
+  return c->AddInstruction(std::move(cv));
+}
+
+// The f32 version of a scalar reducer `a op b` (max, min, add), or null when
+// the reducer is anything else (the op is then left in half precision).
+hlo::Computation* F32Reducer(hlo::Module* m, const hlo::Computation* reducer) {
+  const Instruction* root = reducer ? reducer->root() : nullptr;
+  if (!root || root->operand_count() != 2) return nullptr;
+  Opcode op = root->opcode();
+  if (op != Opcode::kMaximum && op != Opcode::kMinimum && op != Opcode::kAdd) return nullptr;
+  for (const Instruction* p : root->operands())
+    if (p->opcode() != Opcode::kParameter) return nullptr;
+  hlo::Builder b(m, absl::StrCat(reducer->name(), ".f32"));
+  hlo::Shape s(hlo::F32, {});
+  Instruction* lhs = b.Parameter(0, s, "a");
+  Instruction* rhs = b.Parameter(1, s, "b");
+  auto built = b.Build(b.Binary(op, root->operand(0)->parameter_number == 0 ? lhs : rhs,
+                                root->operand(1)->parameter_number == 0 ? lhs : rhs));
+  if (!built.ok()) return nullptr;
+  m->MoveLeafToFront(*built);
+  return *built;
+}
+
+// Whether `i` can be rebuilt on f32 values with the same attributes.
+bool Widenable(const Instruction* i) {
+  Opcode op = i->opcode();
+  if (op == Opcode::kConvert || op == Opcode::kBitcastConvert) return false;
+  if (hlo::IsElementwise(op)) return true;
+  switch (op) {
+    case Opcode::kBroadcast: case Opcode::kReshape: case Opcode::kTranspose: case Opcode::kSlice:
+    case Opcode::kDynamicSlice: case Opcode::kDynamicUpdateSlice: case Opcode::kConcatenate: case Opcode::kPad:
+    case Opcode::kReverse: case Opcode::kGather: case Opcode::kDot: case Opcode::kConvolution:
+    case Opcode::kIota:
+      return true;
+    case Opcode::kReduce: case Opcode::kReduceWindow:
+      return i->operand_count() == 2;  // one input and its init (the reducer is checked when rebuilding)
+    default:
+      return false;
+  }
+}
+
+bool HasHalf(const Instruction* i) {
+  if (i->shape().IsArray() && IsHalf(i->shape().element_type)) return true;
+  for (const Instruction* o : i->operands())
+    if (o->shape().IsArray() && IsHalf(o->shape().element_type)) return true;
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> UpcastHalfPrecision::Run(hlo::Module* module) {
+  bool changed = false;
+  // Scalar computations applied by reductions, scatters and sorts stay as
+  // they are: a widened reduction gets an f32 copy of its reducer instead.
+  std::set<const hlo::Computation*> applied;
+  for (const auto& c : module->computations())
+    for (const auto& i : c->instructions()) {
+      Opcode op = i->opcode();
+      if (op == Opcode::kWhile || op == Opcode::kConditional || op == Opcode::kCall) continue;
+      for (const hlo::Computation* called : i->called_computations()) applied.insert(called);
+    }
+  std::vector<hlo::Computation*> computations;
+  for (const auto& c : module->computations())
+    if (!applied.count(c.get())) computations.push_back(c.get());
+  for (hlo::Computation* c : computations) {
+    std::vector<Instruction*> work;
+    for (const auto& i : c->instructions())
+      if (HasHalf(i.get()) && Widenable(i.get())) work.push_back(i.get());
+    // Operands first (instructions() is in that order), so a widened
+    // operand's convert back meets the next op's convert up.
+    for (Instruction* i : work) {
+      hlo::Computation* reducer = nullptr;
+      if (i->opcode() == Opcode::kReduce || i->opcode() == Opcode::kReduceWindow) {
+        if (!IsHalf(i->shape().element_type) || !(reducer = F32Reducer(module, i->to_apply()))) continue;
+      }
+      auto wide = std::make_unique<Instruction>(*i);
+      wide->set_name("");
+      for (int64_t k = 0; k < i->operand_count(); ++k) {
+        Instruction* o = i->operand(k);
+        if (o->shape().IsArray() && IsHalf(o->shape().element_type)) wide->ReplaceOperand(k, ToF32(c, o));
+      }
+      if (reducer) wide->ReplaceCalledComputation(0, reducer);
+      bool half_result = IsHalf(i->shape().element_type);
+      if (half_result) wide->set_shape(hlo::Shape(hlo::F32, i->shape().dims));
+      Instruction* w = c->AddInstruction(std::move(wide));
+      Instruction* result = w;
+      if (half_result) {
+        auto back = std::make_unique<Instruction>(Opcode::kConvert, i->shape());
+        back->AppendOperand(w);
+        back->metadata = i->metadata;
+        result = c->AddInstruction(std::move(back));
+      }
+      c->ReplaceAllUsesWith(i, result);
+      changed = true;
+    }
+    // convert(convert(x: f32 -> half) -> f32) -> x: the excess precision.
+    for (const auto& i : c->instructions()) {
+      for (int64_t k = 0; k < i->operand_count(); ++k) {
+        Instruction* up = i->operand(k);
+        if (up->opcode() != Opcode::kConvert || up->shape().element_type != hlo::F32) continue;
+        Instruction* down = up->operand(0);
+        if (down->opcode() != Opcode::kConvert || !IsHalf(down->shape().element_type)) continue;
+        Instruction* x = down->operand(0);
+        if (x->shape().element_type == hlo::F32) i->ReplaceOperand(k, x);
+      }
+    }
+    if (c->root()->opcode() == Opcode::kConvert && c->root()->shape().element_type == hlo::F32) {
+      Instruction* down = c->root()->operand(0);
+      if (down->opcode() == Opcode::kConvert && IsHalf(down->shape().element_type) &&
+          down->operand(0)->shape().element_type == hlo::F32)
+        c->set_root(down->operand(0));
+    }
+    if (!work.empty()) c->Canonicalize();
+  }
+  return changed;
+}
+
+}  // namespace xonnx::cpu
