@@ -153,14 +153,18 @@ TEST(GraphSplit, HostNodesAndBoundaries) {
   EXPECT_THAT(last.outputs, ElementsAre("doubled"));
 }
 
-TEST(GraphSplit, KnownValuesNeedNoSplit) {
-  onnx::ModelProto p = SplitModel();
-  // Keep only the nodes on known values (Shape, the two NonZero, Concat).
+// The split of `p` cut down to its nodes from `first` on and its outputs
+// after the first `dropped`.
+absl::StatusOr<GraphSplit> SplitOfPart(onnx::ModelProto p, int first, int dropped) {
   auto* nodes = p.mutable_graph()->mutable_node();
-  nodes->erase(nodes->begin(), nodes->begin() + 7);
-  p.mutable_graph()->mutable_output()->DeleteSubrange(0, 3);
-  LoadedModel m = Loaded(p);
-  auto split = SplitGraph(m);
+  nodes->erase(nodes->begin(), nodes->begin() + first);
+  p.mutable_graph()->mutable_output()->DeleteSubrange(0, dropped);
+  return SplitGraph(Loaded(p));
+}
+
+TEST(GraphSplit, KnownValuesNeedNoSplit) {
+  // Only the nodes on known values (Shape, the two NonZero, Concat).
+  auto split = SplitOfPart(SplitModel(), 7, 3);
   ASSERT_TRUE(split.ok()) << split.status();
   EXPECT_FALSE(split->split());
   ASSERT_EQ(split->segments.size(), 1u);
@@ -183,13 +187,8 @@ TEST(GraphSplit, ValueComputedFromDataStartsAProgram) {
 }
 
 TEST(GraphSplit, ValueFromSmallInputsNeedsNoSplit) {
-  onnx::ModelProto p = TopPositivesModel();
-  // Only the Reshape to the shape input remains.
-  auto* nodes = p.mutable_graph()->mutable_node();
-  nodes->erase(nodes->begin(), nodes->begin() + 5);
-  p.mutable_graph()->mutable_output()->DeleteSubrange(0, 1);
-  LoadedModel m = Loaded(p);
-  auto split = SplitGraph(m);
+  // Only the Reshape to the shape input.
+  auto split = SplitOfPart(TopPositivesModel(), 5, 1);
   ASSERT_TRUE(split.ok()) << split.status();
   EXPECT_FALSE(split->split());
   EXPECT_TRUE(split->value_nodes.empty());
@@ -209,6 +208,11 @@ TEST(GraphSplit, RunNodeOnHost) {
   EXPECT_FALSE(missing.ok());
   EXPECT_THAT(std::string(missing.status().message()), HasSubstr("no value for input 'mask'"));
 }
+
+// Inputs of one shape: three with three positives each (other values), and
+// one with four.
+const std::vector<std::vector<float>> kSamples = {
+    {1.5f, -1, 2, -3, 0.25f, 0}, {-2, 3, 0, 4, 5, -1}, {7, -1, 1, 2, 3, -4}, {0.5f, 0.75f, -1, -1, 9, -2}};
 
 class SplitSessionTest : public ::testing::Test {
  protected:
@@ -233,13 +237,7 @@ TEST_F(SplitSessionTest, RunsAndCompilesPerShapeNotPerValue) {
   ModelInfo info = (*s)->Info();
   EXPECT_THAT(info.host_nodes, ElementsAre("NonZero 'nz'", "Compress 'compressed'"));
   EXPECT_EQ(info.device_programs, 2);
-  // Three inputs with three positives each (same shapes, other values),
-  // and one with four.
-  std::vector<std::vector<float>> xs = {{1.5f, -1, 2, -3, 0.25f, 0},
-                                        {-2, 3, 0, 4, 5, -1},
-                                        {7, -1, 1, 2, 3, -4},
-                                        {0.5f, 0.75f, -1, -1, 9, -2}};
-  for (const auto& x : xs) {
+  for (const auto& x : kSamples) {
     auto out = (*s)->Run({{"x", Tensor::FromData(DataType::kFloat32, {6}, x.data())}});
     ASSERT_TRUE(out.ok()) << out.status();
     std::vector<float> pos, doubled;
@@ -279,13 +277,8 @@ TEST_F(SplitSessionTest, CompilesPerComputedValueNotPerInput) {
   EXPECT_TRUE(info.host_nodes.empty());
   EXPECT_THAT(info.value_nodes, ElementsAre("TopK 'top'"));
   EXPECT_EQ(info.device_programs, 2);
-  // Four inputs of one shape: three with three positives, one with four.
-  std::vector<std::vector<float>> xs = {{1.5f, -1, 2, -3, 0.25f, 0},
-                                        {-2, 3, 0, 4, 5, -1},
-                                        {7, -1, 1, 2, 3, -4},
-                                        {0.5f, 0.75f, -1, -1, 9, -2}};
   int64_t shape[] = {2, 3};
-  for (const auto& x : xs) {
+  for (const auto& x : kSamples) {
     auto out = (*s)->Run({{"x", Tensor::FromData(DataType::kFloat32, {6}, x.data())},
                           {"shape", Tensor::FromData(DataType::kInt64, {2}, shape)}});
     ASSERT_TRUE(out.ok()) << out.status();

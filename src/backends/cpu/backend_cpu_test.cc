@@ -230,48 +230,10 @@ INSTANTIATE_TEST_SUITE_P(AllCases, BackendTest,
 namespace xonnx::cpu {
 namespace {
 
-TEST(LayoutPasses, ConvChainKeepsOneTransposeAtEachEnd) {
-  auto m = hlo::ParseText(R"(HloModule chain
+// conv -> bias -> relu -> max pool -> conv in element type `type`.
+constexpr char kConvChain[] = R"(HloModule conv_chain
 
-max_f32 {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT m = f32[] maximum(a, b)
-}
-
-ENTRY main {
-  x = f32[1,4,8,8]{3,2,1,0} parameter(0)
-  w1 = f32[4,4,3,3]{3,2,1,0} parameter(1)
-  w2 = f32[4,4,3,3]{3,2,1,0} parameter(2)
-  bias = f32[4]{0} parameter(3)
-  c1 = f32[1,4,8,8]{3,2,1,0} convolution(x, w1), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
-  bb = f32[1,4,8,8]{3,2,1,0} broadcast(bias), dimensions={1}
-  a1 = f32[1,4,8,8]{3,2,1,0} add(c1, bb)
-  zero = f32[] constant(0)
-  zs = f32[1,4,8,8]{3,2,1,0} broadcast(zero), dimensions={}
-  r1 = f32[1,4,8,8]{3,2,1,0} maximum(a1, zs)
-  ninf = f32[] constant(-inf)
-  p1 = f32[1,4,4,4]{3,2,1,0} reduce-window(r1, ninf), window={size=1x1x2x2 stride=1x1x2x2}, to_apply=max_f32
-  ROOT c2 = f32[1,4,4,4]{3,2,1,0} convolution(p1, w2), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
-}
-)");
-  ASSERT_TRUE(m.ok()) << m.status();
-  ASSERT_TRUE(RunLayoutPasses(m->get()).ok());
-  std::string text = hlo::ToText(**m);
-  int transposes = 0;
-  for (size_t p = text.find(" transpose("); p != std::string::npos; p = text.find(" transpose(", p + 1)) ++transposes;
-  EXPECT_EQ(transposes, 2) << text;
-  EXPECT_NE(text.find("dim_labels=b01f_oi01->b01f"), std::string::npos) << text;
-  EXPECT_NE(text.find("window={size=1x2x2x1 stride=1x2x2x1}"), std::string::npos) << text;
-}
-
-// A half-precision conv chain (the shape data_type f16 gives a model):
-// after the pass only the program's boundaries convert, the convolutions
-// are f32 (oneDNN's), and the result matches the f32 program within f16
-// rounding; the same for bf16.
-constexpr char kHalfChain[] = R"(HloModule half_chain
-
-max_h {
+max_t {
   a = TYPE[] parameter(0)
   b = TYPE[] parameter(1)
   ROOT m = TYPE[] maximum(a, b)
@@ -289,20 +251,35 @@ ENTRY main {
   zs = TYPE[1,4,8,8]{3,2,1,0} broadcast(zero), dimensions={}
   r1 = TYPE[1,4,8,8]{3,2,1,0} maximum(a1, zs)
   ninf = TYPE[] constant(-inf)
-  p1 = TYPE[1,4,4,4]{3,2,1,0} reduce-window(r1, ninf), window={size=1x1x2x2 stride=1x1x2x2}, to_apply=max_h
+  p1 = TYPE[1,4,4,4]{3,2,1,0} reduce-window(r1, ninf), window={size=1x1x2x2 stride=1x1x2x2}, to_apply=max_t
   ROOT c2 = TYPE[1,4,4,4]{3,2,1,0} convolution(p1, w2), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
 }
 )";
 
-std::string HalfChain(const std::string& type) {
-  std::string text = kHalfChain;
+std::string ConvChain(const std::string& type) {
+  std::string text = kConvChain;
   for (size_t p = text.find("TYPE"); p != std::string::npos; p = text.find("TYPE", p)) text.replace(p, 4, type);
   return text;
 }
 
+TEST(LayoutPasses, ConvChainKeepsOneTransposeAtEachEnd) {
+  auto m = hlo::ParseText(ConvChain("f32"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_TRUE(RunLayoutPasses(m->get()).ok());
+  std::string text = hlo::ToText(**m);
+  int transposes = 0;
+  for (size_t p = text.find(" transpose("); p != std::string::npos; p = text.find(" transpose(", p + 1)) ++transposes;
+  EXPECT_EQ(transposes, 2) << text;
+  EXPECT_NE(text.find("dim_labels=b01f_oi01->b01f"), std::string::npos) << text;
+  EXPECT_NE(text.find("window={size=1x2x2x1 stride=1x2x2x1}"), std::string::npos) << text;
+}
+
+// The chain in f16 / bf16 (the shape data_type gives a model): after the
+// pass only the program's boundaries convert, the convolutions are f32
+// (oneDNN's), and the result matches the f32 program within 16-bit rounding.
 TEST(PrecisionPass, HalfProgramsComputeInF32) {
   for (const std::string type : {"f16", "bf16"}) {
-    auto m = hlo::ParseText(HalfChain(type));
+    auto m = hlo::ParseText(ConvChain(type));
     ASSERT_TRUE(m.ok()) << m.status();
     UpcastHalfPrecision pass;
     auto changed = pass.Run(m->get());
@@ -315,8 +292,8 @@ TEST(PrecisionPass, HalfProgramsComputeInF32) {
     EXPECT_NE(text.find("f32[1,4,8,8]{3,2,1,0} convolution("), std::string::npos) << text;
 
     // Run the half program and the f32 one on the same (half-representable) data.
-    auto half = hlo::ParseText(HalfChain(type));
-    auto full = hlo::ParseText(HalfChain("f32"));
+    auto half = hlo::ParseText(ConvChain(type));
+    auto full = hlo::ParseText(ConvChain("f32"));
     ASSERT_TRUE(half.ok() && full.ok());
     PrimitiveType ht = type == "f16" ? F16 : BF16;
     std::vector<Literal> half_args, full_args;
