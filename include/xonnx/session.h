@@ -131,9 +131,10 @@ class Session {
   // Value::None(). A sequence's length is part of its shape: each distinct
   // length compiles once. Buckets and all devices do not apply.
   StatusOr<std::vector<Value>> RunValues(const std::map<std::string, Value>& inputs);
-  // Run() on another thread: several calls may be in flight at once, so one
-  // call's transfers overlap another's compute. The session must outlive the
-  // future.
+  // Run() on one of the session's worker threads (at most max(4, 2 x
+  // devices), started as calls arrive; further calls queue): several calls
+  // may be in flight at once, so one call's transfers overlap another's
+  // compute. Destroying the session waits for the queued calls.
   std::future<StatusOr<std::vector<Tensor>>> RunAsync(std::map<std::string, Tensor> inputs);
   // Converts and compiles for these inputs now (Run would do it lazily), and
   // runs the program once so that plugins that finish compiling on the first

@@ -369,6 +369,15 @@ TEST_F(ServingTest, RunAsyncCallsOverlapAndAgree) {
   }
   auto bad = (*s)->RunAsync({{"nope", xs[0]}}).get();
   EXPECT_THAT(bad.status().message(), HasSubstr("no input named 'nope'"));
+  // More calls than workers, then the session goes away: it finishes them.
+  futures.clear();
+  for (int i = 0; i < 12; ++i) futures.push_back((*s)->RunAsync({{"x", xs[i]}}));
+  s->reset();
+  for (int i = 0; i < 12; ++i) {
+    auto out = futures[i].get();
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectMatchesReference(xs[i], (*out)[0]);
+  }
 }
 
 // 16-bit compute: f16 host tensors in and out (io f16), or f32 at the

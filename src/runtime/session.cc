@@ -2,6 +2,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <future>
 #include <map>
 #include <optional>
@@ -904,10 +907,60 @@ struct Session::Impl {
                            model->path, SplitDescription());
     return absl::OkStatus();
   }
+
+  // RunAsync's workers: started as calls arrive, up to a maximum; more calls
+  // wait in the queue instead of each getting a thread. The session's
+  // destructor destroys it first, which drains the queue.
+  class AsyncWorkers {
+   public:
+    explicit AsyncWorkers(size_t max_workers) : max_workers_(max_workers) {}
+    ~AsyncWorkers() {
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        stop_ = true;
+      }
+      cv_.notify_all();
+      for (auto& t : threads_) t.join();
+    }
+    void Submit(std::function<void()> task) {
+      std::lock_guard<std::mutex> l(mu_);
+      queue_.push_back(std::move(task));
+      if (idle_ == 0 && threads_.size() < max_workers_) threads_.emplace_back([this] { Work(); });
+      cv_.notify_one();
+    }
+
+   private:
+    void Work() {
+      std::unique_lock<std::mutex> l(mu_);
+      for (;;) {
+        ++idle_;
+        cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+        --idle_;
+        if (queue_.empty()) return;  // stopping, and nothing left
+        std::function<void()> task = std::move(queue_.front());
+        queue_.pop_front();
+        l.unlock();
+        task();
+        l.lock();
+      }
+    }
+    const size_t max_workers_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<std::function<void()>> queue_;
+    std::vector<std::thread> threads_;
+    size_t idle_ = 0;
+    bool stop_ = false;
+  };
+  std::once_flag workers_once;
+  std::unique_ptr<AsyncWorkers> workers;
 };
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Session::~Session() = default;
+Session::~Session() {
+  // Queued RunAsync calls finish while the session is whole.
+  if (impl_) impl_->workers.reset();
+}
 
 StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, const SessionOptions& options) {
   auto start = std::chrono::steady_clock::now();
@@ -1259,7 +1312,14 @@ StatusOr<std::vector<Value>> Session::RunValues(const std::map<std::string, Valu
 }
 
 std::future<StatusOr<std::vector<Tensor>>> Session::RunAsync(std::map<std::string, Tensor> inputs) {
-  return std::async(std::launch::async, [this, in = std::move(inputs)] { return Run(in); });
+  // Two calls per device keep one call's transfers beside another's compute.
+  std::call_once(impl_->workers_once, [&] {
+    impl_->workers = std::make_unique<Impl::AsyncWorkers>(std::max<size_t>(4, 2 * impl_->devices.size()));
+  });
+  auto done = std::make_shared<std::promise<StatusOr<std::vector<Tensor>>>>();
+  std::future<StatusOr<std::vector<Tensor>>> result = done->get_future();
+  impl_->workers->Submit([this, done, in = std::move(inputs)] { done->set_value(Run(in)); });
+  return result;
 }
 
 const std::vector<int64_t>& Session::batch_buckets() const { return impl_->batch_buckets; }
