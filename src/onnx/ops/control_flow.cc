@@ -7,6 +7,7 @@
 // values change shape) is unrolled instead when the iteration count is
 // known and at most kMaxUnrolledIterations.
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "base/status.h"
@@ -48,6 +49,47 @@ bool IsConst(const Instruction* i, bool value) {
   return i->opcode() == Opcode::kConstant && (i->literal->GetAsDouble(0) != 0) == value;
 }
 
+// The outer values that nested computations (branches, a loop body) read:
+// constants, copied into each computation so that shape-like values stay
+// known there, and the rest, passed in through its tuple parameter. Strings
+// are host values, visible as they are.
+struct Captures {
+  std::vector<std::string> constants, names;
+  std::vector<Instruction*> values;  // of `names`
+
+  // Sorts the `free` names of `ctx`'s scope; a sequence or optional read
+  // returns `on_value_read(name)`.
+  static absl::StatusOr<Captures> Of(NodeContext& ctx, const std::set<std::string>& free,
+                                     const std::function<absl::Status(const std::string&)>& on_value_read) {
+    Captures c;
+    for (const std::string& name : free) {
+      auto it = ctx.values().values.find(name);
+      if (it == ctx.values().values.end()) {
+        if (ctx.values().strings.count(name)) continue;
+        if (ctx.values().sequences.count(name) || ctx.values().nones.count(name)) return on_value_read(name);
+        return ctx.Error(absl::StrCat("a subgraph reads '", name, "', which is not defined"));
+      }
+      if (it->second->opcode() == Opcode::kConstant) {
+        c.constants.push_back(name);
+      } else {
+        c.names.push_back(name);
+        c.values.push_back(it->second);
+      }
+    }
+    return c;
+  }
+
+  // The scope of a nested computation built by `bb`, whose captured values
+  // are the tuple elements of `param` from `first` on.
+  GraphValues Scope(const NodeContext& ctx, hlo::Builder& bb, Instruction* param, int64_t first) const {
+    GraphValues scope;
+    scope.strings = ctx.values().strings;
+    for (const std::string& name : constants) scope.values[name] = bb.Constant(*ctx.values().values.at(name)->literal);
+    for (size_t j = 0; j < names.size(); ++j) scope.values[names[j]] = bb.GetTupleElement(param, first + j);
+    return scope;
+  }
+};
+
 // An If on a runtime condition: one computation per branch, both taking the
 // tuple of the non-constant values the branches capture (constants are
 // copied in, so that shape-like values stay known inside the branches).
@@ -57,24 +99,11 @@ absl::Status IfAsConditional(NodeContext& ctx, Instruction* cond, const onnx::Gr
   std::set<std::string> none, free;
   FreeNames(then_g, none, free);
   FreeNames(else_g, none, free);
-  std::vector<std::string> captured, constants;
-  std::vector<Instruction*> captured_values;
-  for (const std::string& name : free) {
-    auto it = ctx.values().values.find(name);
-    if (it == ctx.values().values.end()) {
-      if (ctx.values().strings.count(name)) continue;  // strings are host values: visible to the branches as they are
-      if (ctx.values().sequences.count(name) || ctx.values().nones.count(name))
-        return ctx.RequireConstant(cond, "the condition of an If whose branches read sequences or optionals").status();
-      return ctx.Error(absl::StrCat("a branch reads '", name, "', which is not defined"));
-    }
-    if (it->second->opcode() == Opcode::kConstant) {
-      constants.push_back(name);
-      continue;
-    }
-    captured.push_back(name);
-    captured_values.push_back(it->second);
-  }
-  Instruction* operand = b.Tuple(captured_values);
+  ASSIGN_OR_RETURN(Captures captured, Captures::Of(ctx, free, [&](const std::string&) {
+                     return ctx.RequireConstant(cond, "the condition of an If whose branches read sequences or optionals")
+                         .status();
+                   }));
+  Instruction* operand = b.Tuple(captured.values);
   if (!operand) return b.status();
   std::vector<hlo::Computation*> branches;
   std::vector<std::vector<Instruction*>> outs;
@@ -83,10 +112,7 @@ absl::Status IfAsConditional(NodeContext& ctx, Instruction* cond, const onnx::Gr
     bb.set_folder(b.folder());
     bb.set_metadata(b.metadata());
     Instruction* p = bb.Parameter(0, operand->shape(), "captured");
-    GraphValues scope;
-    scope.strings = ctx.values().strings;
-    for (const std::string& name : constants) scope.values[name] = bb.Constant(*ctx.values().values.at(name)->literal);
-    for (size_t j = 0; j < captured.size(); ++j) scope.values[captured[j]] = bb.GetTupleElement(p, j);
+    GraphValues scope = captured.Scope(ctx, bb, p, 0);
     RETURN_IF_ERROR(ctx.ConvertSubgraphInto(bb, *g, scope));
     for (const auto& out : g->output())
       if (scope.sequences.count(out.name()) || scope.nones.count(out.name()))
@@ -160,15 +186,10 @@ struct Step {
 // `state` and converts the body. `n_acc` accumulators sit in the state
 // (zero when probing for the scan outputs' shapes).
 absl::StatusOr<Step> ConvertStep(NodeContext& ctx, const WhileLoop& w, hlo::Builder& bb, Instruction* state,
-                                 const std::vector<std::string>& captured, const std::vector<std::string>& constants,
-                                 int n_acc) {
+                                 const Captures& captured, int n_acc) {
   const onnx::GraphProto& body = *w.body;
   int n = w.carried.size(), nx = w.xs.size();
-  GraphValues scope;
-  scope.strings = ctx.values().strings;
-  for (const std::string& name : constants) scope.values[name] = bb.Constant(*ctx.values().values.at(name)->literal);
-  for (size_t j = 0; j < captured.size(); ++j)
-    scope.values[captured[j]] = bb.GetTupleElement(state, 3 + n + nx + n_acc + j);
+  GraphValues scope = captured.Scope(ctx, bb, state, 3 + n + nx + n_acc);
   Instruction* i = bb.GetTupleElement(state, 0);
   if (w.is_scan) {
     for (int k = 0; k < n; ++k) Bind(bb, scope, body.input(k), bb.GetTupleElement(state, 3 + k));
@@ -222,23 +243,10 @@ absl::StatusOr<Step> EmitWhile(NodeContext& ctx, const WhileLoop& w) {
   if (n_y > 0 && w.length < 0) return ctx.Unsupported("scan outputs of a loop whose iteration count is not known at compile time");
   std::set<std::string> none, free;
   FreeNames(body, none, free);
-  std::vector<std::string> captured, constants;
-  std::vector<Instruction*> captured_values;
-  for (const std::string& name : free) {
-    auto it = ctx.values().values.find(name);
-    if (it == ctx.values().values.end()) {
-      if (ctx.values().strings.count(name)) continue;  // host values, visible to the body as they are
-      if (ctx.values().sequences.count(name) || ctx.values().nones.count(name))
-        return ctx.Unsupported(absl::StrCat("a loop body reading the sequence or optional '", name, "' as an HLO while"));
-      return ctx.Error(absl::StrCat("the body reads '", name, "', which is not defined"));
-    }
-    if (it->second->opcode() == Opcode::kConstant) {
-      constants.push_back(name);
-    } else {
-      captured.push_back(name);
-      captured_values.push_back(it->second);
-    }
-  }
+  ASSIGN_OR_RETURN(Captures captured, Captures::Of(ctx, free, [&](const std::string& name) {
+                     return ctx.Unsupported(
+                         absl::StrCat("a loop body reading the sequence or optional '", name, "' as an HLO while"));
+                   }));
   Instruction* trips = w.trips ? b.Convert(b.Reshape(w.trips, {}), hlo::S64) : b.ScalarConstant(hlo::S64, INT64_MAX);
   Instruction* cond = w.cond ? w.cond : b.Constant(Literal::Scalar<bool>(true));
   std::vector<Instruction*> head = {b.ScalarConstant(hlo::S64, 0), cond, trips};
@@ -252,12 +260,12 @@ absl::StatusOr<Step> EmitWhile(NodeContext& ctx, const WhileLoop& w) {
   {
     std::vector<hlo::Shape> parts;
     for (Instruction* v : head) parts.push_back(v->shape());
-    for (Instruction* v : captured_values) parts.push_back(v->shape());
+    for (Instruction* v : captured.values) parts.push_back(v->shape());
     hlo::Module scratch("probe");
     hlo::Builder pb(&scratch, "probe");
     pb.set_folder(b.folder());
     Instruction* p = pb.Parameter(0, hlo::Shape::Tuple(parts), "state");
-    ASSIGN_OR_RETURN(Step probe, ConvertStep(ctx, w, pb, p, captured, constants, 0));
+    ASSIGN_OR_RETURN(Step probe, ConvertStep(ctx, w, pb, p, captured, 0));
     if (n_y > 0 && !w.is_scan && !IsConst(probe.cond, true))
       return ctx.Unsupported("scan outputs of a Loop whose condition is computed at run time (their length would depend on data)");
     for (Instruction* y : probe.ys) y_shapes.push_back(y->shape());
@@ -275,7 +283,7 @@ absl::StatusOr<Step> EmitWhile(NodeContext& ctx, const WhileLoop& w) {
     dims.insert(dims.begin() + y_axes[k], w.length);
     init.push_back(b.Broadcast(b.ScalarConstant(y_shapes[k].element_type, 0), dims, {}));
   }
-  init.insert(init.end(), captured_values.begin(), captured_values.end());
+  init.insert(init.end(), captured.values.begin(), captured.values.end());
   Step result;
   if (w.length == 0) {
     // No iteration runs: the carried values are unchanged and the scan
@@ -299,7 +307,7 @@ absl::StatusOr<Step> EmitWhile(NodeContext& ctx, const WhileLoop& w) {
   bb.set_folder(b.folder());
   bb.set_metadata(b.metadata());
   Instruction* bp = bb.Parameter(0, ts, "state");
-  ASSIGN_OR_RETURN(Step step, ConvertStep(ctx, w, bb, bp, captured, constants, n_y));
+  ASSIGN_OR_RETURN(Step step, ConvertStep(ctx, w, bb, bp, captured, n_y));
   Instruction* i = bb.GetTupleElement(bp, 0);
   std::vector<Instruction*> next = {bb.Binary(Opcode::kAdd, i, bb.ScalarConstant(hlo::S64, 1)),
                                     step.cond ? step.cond : bb.Constant(Literal::Scalar<bool>(true)),
@@ -316,7 +324,7 @@ absl::StatusOr<Step> EmitWhile(NodeContext& ctx, const WhileLoop& w) {
     starts[axis] = pos;
     next.push_back(bb.DynamicUpdateSlice(bb.GetTupleElement(bp, 3 + n + nx + k), bb.Reshape(y, dims), starts));
   }
-  for (size_t j = 0; j < captured.size(); ++j) next.push_back(bb.GetTupleElement(bp, 3 + n + nx + n_y + j));
+  for (size_t j = 0; j < captured.names.size(); ++j) next.push_back(bb.GetTupleElement(bp, 3 + n + nx + n_y + j));
   ASSIGN_OR_RETURN(hlo::Computation * loop_body, bb.Build(bb.Tuple(next)));
   Instruction* loop = b.While(condition, loop_body, tuple);
   for (int k = 0; k < n; ++k) result.carried.push_back(b.GetTupleElement(loop, 3 + k));
@@ -464,13 +472,9 @@ absl::Status Loop(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
-struct ScanResult {
-  std::vector<Instruction*> states, outputs;
-};
-
 // One scan: `xs` are sliced along `in_axes`, the body runs per step, and its
 // per-step outputs are stacked along `out_axes`.
-absl::StatusOr<ScanResult> RunScan(NodeContext& ctx, const onnx::GraphProto& body, std::vector<Instruction*> state,
+absl::StatusOr<Step> RunScan(NodeContext& ctx, const onnx::GraphProto& body, std::vector<Instruction*> state,
                                    const std::vector<Instruction*>& xs, const std::vector<int64_t>& in_axes,
                                    const std::vector<int64_t>& in_dirs, const std::vector<int64_t>& out_axes,
                                    const std::vector<int64_t>& out_dirs) {
@@ -500,9 +504,7 @@ absl::StatusOr<ScanResult> RunScan(NodeContext& ctx, const onnx::GraphProto& bod
   w.y_axes = out_axes;
   w.y_reverse = out_dirs;
   absl::StatusOr<Step> lowered = EmitWhile(ctx, w);
-  if (lowered.ok()) return ScanResult{lowered->carried, lowered->ys};
-  absl::Status while_status = lowered.status();
-  if (len > kMaxUnrolledIterations) return while_status;
+  if (lowered.ok() || len > kMaxUnrolledIterations) return lowered;
   std::vector<std::vector<Instruction*>> outs(n_scan_out);
   for (int64_t t = 0; t < len; ++t) {
     GraphValues scope = ctx.values();
@@ -522,8 +524,8 @@ absl::StatusOr<ScanResult> RunScan(NodeContext& ctx, const onnx::GraphProto& bod
     for (int k = 0; k < n_state; ++k) state[k] = o[k];
     for (int k = 0; k < n_scan_out; ++k) outs[k].push_back(o[n_state + k]);
   }
-  ScanResult r;
-  r.states = state;
+  Step r;
+  r.carried = state;
   for (int k = 0; k < n_scan_out; ++k) {
     if (outs[k].empty()) return ctx.Unsupported("a Scan over an empty sequence");
     if (out_dirs[k]) std::reverse(outs[k].begin(), outs[k].end());
@@ -534,7 +536,7 @@ absl::StatusOr<ScanResult> RunScan(NodeContext& ctx, const onnx::GraphProto& bod
       d.insert(d.begin() + axis, 1);
       parts.push_back(b.Reshape(e, d));
     }
-    r.outputs.push_back(b.Concatenate(parts, axis));
+    r.ys.push_back(b.Concatenate(parts, axis));
   }
   return r;
 }
@@ -549,12 +551,12 @@ absl::Status Scan(NodeContext& ctx) {
   std::vector<Instruction*> state, xs;
   for (int k = 0; k < n_state; ++k) state.push_back(ctx.input(k));
   for (int k = 0; k < n_in; ++k) xs.push_back(ctx.input(n_state + k));
-  ASSIGN_OR_RETURN(ScanResult r, RunScan(ctx, *body, state, xs, ctx.attr_ints("scan_input_axes", std::vector<int64_t>(n_in, 0)),
+  ASSIGN_OR_RETURN(Step r, RunScan(ctx, *body, state, xs, ctx.attr_ints("scan_input_axes", std::vector<int64_t>(n_in, 0)),
                                          ctx.attr_ints("scan_input_directions", std::vector<int64_t>(n_in, 0)),
                                          ctx.attr_ints("scan_output_axes", std::vector<int64_t>(n_out, 0)),
                                          ctx.attr_ints("scan_output_directions", std::vector<int64_t>(n_out, 0))));
-  for (int k = 0; k < n_state; ++k) ctx.set_output(k, r.states[k]);
-  for (int k = 0; k < n_out; ++k) ctx.set_output(n_state + k, r.outputs[k]);
+  for (int k = 0; k < n_state; ++k) ctx.set_output(k, r.carried[k]);
+  for (int k = 0; k < n_out; ++k) ctx.set_output(n_state + k, r.ys[k]);
   return absl::OkStatus();
 }
 
@@ -587,11 +589,11 @@ absl::Status Scan8(NodeContext& ctx) {
     std::vector<Instruction*> state, xs;
     for (int k = 0; k < n_state; ++k) state.push_back(row(ctx.input(1 + k), i));
     for (int k = 0; k < n_in; ++k) xs.push_back(row(ctx.input(1 + n_state + k), i));
-    ASSIGN_OR_RETURN(ScanResult r, RunScan(ctx, *body, state, xs, std::vector<int64_t>(n_in, 0),
+    ASSIGN_OR_RETURN(Step r, RunScan(ctx, *body, state, xs, std::vector<int64_t>(n_in, 0),
                                            ctx.attr_ints("directions", std::vector<int64_t>(n_in, 0)),
                                            std::vector<int64_t>(n_out, 0), std::vector<int64_t>(n_out, 0)));
-    for (int k = 0; k < n_state; ++k) states[k].push_back(r.states[k]);
-    for (int k = 0; k < n_out; ++k) outs[k].push_back(r.outputs[k]);
+    for (int k = 0; k < n_state; ++k) states[k].push_back(r.carried[k]);
+    for (int k = 0; k < n_out; ++k) outs[k].push_back(r.ys[k]);
   }
   auto stack = [&](const std::vector<Instruction*>& v) {
     std::vector<Instruction*> parts;
