@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "absl/container/flat_hash_map.h"
 #include "base/status.h"
 #include "hlo/builder.h"
 
@@ -93,8 +94,15 @@ absl::StatusOr<bool> UpcastHalfPrecision::Run(hlo::Module* module) {
     std::vector<Instruction*> work;
     for (const auto& i : c->instructions())
       if (HasHalf(i.get()) && Widenable(i.get())) work.push_back(i.get());
-    // Operands first (instructions() is in that order), so a widened
-    // operand's convert back meets the next op's convert up.
+    // The f32 version of each half value, made once however many widened
+    // ops read it. Operands come first (instructions() is in that order), so
+    // a widened op's users find its f32 result here and skip the round trip.
+    absl::flat_hash_map<Instruction*, Instruction*> f32_of;
+    auto wide_operand = [&](Instruction* x) {
+      Instruction*& w = f32_of[x];
+      if (!w) w = ToF32(c, x);
+      return w;
+    };
     for (Instruction* i : work) {
       hlo::Computation* reducer = nullptr;
       if (i->opcode() == Opcode::kReduce || i->opcode() == Opcode::kReduceWindow) {
@@ -104,7 +112,7 @@ absl::StatusOr<bool> UpcastHalfPrecision::Run(hlo::Module* module) {
       wide->set_name("");
       for (int64_t k = 0; k < i->operand_count(); ++k) {
         Instruction* o = i->operand(k);
-        if (o->shape().IsArray() && IsHalf(o->shape().element_type)) wide->ReplaceOperand(k, ToF32(c, o));
+        if (o->shape().IsArray() && IsHalf(o->shape().element_type)) wide->ReplaceOperand(k, wide_operand(o));
       }
       if (reducer) wide->ReplaceCalledComputation(0, reducer);
       bool half_result = IsHalf(i->shape().element_type);
@@ -116,11 +124,14 @@ absl::StatusOr<bool> UpcastHalfPrecision::Run(hlo::Module* module) {
         back->AppendOperand(w);
         back->metadata = i->metadata;
         result = c->AddInstruction(std::move(back));
+        f32_of[result] = w;
       }
       c->ReplaceAllUsesWith(i, result);
       changed = true;
     }
-    // convert(convert(x: f32 -> half) -> f32) -> x: the excess precision.
+    // convert(convert(x: f32 -> half) -> f32) -> x for the round trips the
+    // program already had (an f32 reduction's result going back to half):
+    // the excess precision.
     for (const auto& i : c->instructions()) {
       for (int64_t k = 0; k < i->operand_count(); ++k) {
         Instruction* up = i->operand(k);
