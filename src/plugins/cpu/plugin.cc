@@ -222,6 +222,15 @@ absl::Status CheckSize(const char* what, size_t given, size_t needed) {
 
 PJRT_Event* ReadyEvent(absl::Status st = absl::OkStatus()) { return new PJRT_Event{std::move(st)}; }
 
+// A string getter's answer: `value`/`value_size` point into `s`, which lives
+// as long as the object asked about.
+template <typename Args>
+PJRT_Error* ReturnString(Args* a, const std::string& s) {
+  a->value = s.data();
+  a->value_size = s.size();
+  return nullptr;
+}
+
 void Error_Destroy(PJRT_Error_Destroy_Args* a) {
   if (a) delete a->error;
 }
@@ -369,15 +378,11 @@ PJRT_Error* Client_Destroy(PJRT_Client_Destroy_Args* a) {
 
 PJRT_Error* Client_PlatformName(PJRT_Client_String_Args* a) {
   CHECK_ARGS(PJRT_Client_String_Args, a, value_size);
-  a->value = a->client->platform_name.data();
-  a->value_size = a->client->platform_name.size();
-  return nullptr;
+  return ReturnString(a, a->client->platform_name);
 }
 PJRT_Error* Client_PlatformVersion(PJRT_Client_String_Args* a) {
   CHECK_ARGS(PJRT_Client_String_Args, a, value_size);
-  a->value = a->client->platform_version.data();
-  a->value_size = a->client->platform_version.size();
-  return nullptr;
+  return ReturnString(a, a->client->platform_version);
 }
 PJRT_Error* Client_ProcessIndex(PJRT_Client_ProcessIndex_Args* a) {
   CHECK_ARGS(PJRT_Client_ProcessIndex_Args, a, process_index);
@@ -617,21 +622,15 @@ PJRT_Error* DeviceDescription_Attributes(PJRT_DeviceDescription_Attributes_Args*
 }
 PJRT_Error* DeviceDescription_Kind(PJRT_DeviceDescription_String_Args* a) {
   CHECK_ARGS(PJRT_DeviceDescription_String_Args, a, value_size);
-  a->value = a->device_description->kind.data();
-  a->value_size = a->device_description->kind.size();
-  return nullptr;
+  return ReturnString(a, a->device_description->kind);
 }
 PJRT_Error* DeviceDescription_DebugString(PJRT_DeviceDescription_String_Args* a) {
   CHECK_ARGS(PJRT_DeviceDescription_String_Args, a, value_size);
-  a->value = a->device_description->debug_string.data();
-  a->value_size = a->device_description->debug_string.size();
-  return nullptr;
+  return ReturnString(a, a->device_description->debug_string);
 }
 PJRT_Error* DeviceDescription_ToString(PJRT_DeviceDescription_String_Args* a) {
   CHECK_ARGS(PJRT_DeviceDescription_String_Args, a, value_size);
-  a->value = a->device_description->to_string.data();
-  a->value_size = a->device_description->to_string.size();
-  return nullptr;
+  return ReturnString(a, a->device_description->to_string);
 }
 PJRT_Error* Device_GetDescription(PJRT_Device_GetDescription_Args* a) {
   CHECK_ARGS(PJRT_Device_GetDescription_Args, a, device_description);
@@ -666,21 +665,15 @@ PJRT_Error* Memory_Id(PJRT_Memory_Id_Args* a) {
 }
 PJRT_Error* Memory_Kind(PJRT_Memory_String_Args* a) {
   CHECK_ARGS(PJRT_Memory_String_Args, a, value_size);
-  a->value = a->memory->kind.data();
-  a->value_size = a->memory->kind.size();
-  return nullptr;
+  return ReturnString(a, a->memory->kind);
 }
 PJRT_Error* Memory_DebugString(PJRT_Memory_String_Args* a) {
   CHECK_ARGS(PJRT_Memory_String_Args, a, value_size);
-  a->value = a->memory->debug_string.data();
-  a->value_size = a->memory->debug_string.size();
-  return nullptr;
+  return ReturnString(a, a->memory->debug_string);
 }
 PJRT_Error* Memory_ToString(PJRT_Memory_String_Args* a) {
   CHECK_ARGS(PJRT_Memory_String_Args, a, value_size);
-  a->value = a->memory->to_string.data();
-  a->value_size = a->memory->to_string.size();
-  return nullptr;
+  return ReturnString(a, a->memory->to_string);
 }
 PJRT_Error* Memory_AddressableByDevices(PJRT_Memory_AddressableByDevices_Args* a) {
   CHECK_ARGS(PJRT_Memory_AddressableByDevices_Args, a, num_devices);
@@ -840,15 +833,11 @@ PJRT_Error* LoadedExecutable_IsDeleted(PJRT_LoadedExecutable_Delete_Args* a) {
 }
 PJRT_Error* Executable_Name(PJRT_Executable_String_Args* a) {
   CHECK_ARGS(PJRT_Executable_String_Args, a, value_size);
-  a->value = a->executable->program->name.data();
-  a->value_size = a->executable->program->name.size();
-  return nullptr;
+  return ReturnString(a, a->executable->program->name);
 }
 PJRT_Error* Executable_Fingerprint(PJRT_Executable_String_Args* a) {
   CHECK_ARGS(PJRT_Executable_String_Args, a, value_size);
-  a->value = a->executable->program->fingerprint.data();
-  a->value_size = a->executable->program->fingerprint.size();
-  return nullptr;
+  return ReturnString(a, a->executable->program->fingerprint);
 }
 PJRT_Error* Executable_NumReplicas(PJRT_Executable_Count_Args* a) {
   CHECK_ARGS(PJRT_Executable_Count_Args, a, value);
