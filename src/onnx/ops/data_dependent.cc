@@ -174,21 +174,18 @@ absl::Status NonMaxSuppression(NodeContext& ctx) {
 }  // namespace
 
 void RegisterDataDependentOps(Registry& r) {
-  // Their output shapes depend on the data: with runtime inputs they run on
-  // the host between programs; with known ones they fold. (Each entry is
-  // filled before the next Add, which may move it.)
-  ConverterEntry* e = &r.Add("NonZero", NonZero, 9);
-  e->value_inputs = {0};
-  e->host_when_runtime = true;
-  e = &r.Add("Unique", Unique, 11);
-  e->value_inputs = {0};
-  e->host_when_runtime = true;
-  e = &r.Add("Compress", Compress, 9);
-  e->value_inputs = {1};  // a known condition is a gather of the data
-  e->host_when_runtime = true;
-  e = &r.Add("NonMaxSuppression", NonMaxSuppression, 10);
-  e->value_inputs = {0, 1, 2, 3, 4};
-  e->host_when_runtime = true;
+  // Their output shapes depend on the data in `value_inputs`: with runtime
+  // values there they run on the host between programs; with known ones
+  // they fold.
+  auto host_op = [&r](const char* op, Converter fn, int64_t since, std::vector<int> value_inputs) {
+    ConverterEntry& e = r.Add(op, fn, since);
+    e.value_inputs = std::move(value_inputs);
+    e.host_when_runtime = true;
+  };
+  host_op("NonZero", NonZero, 9, {0});
+  host_op("Unique", Unique, 11, {0});
+  host_op("Compress", Compress, 9, {1});  // a known condition is a gather of the data
+  host_op("NonMaxSuppression", NonMaxSuppression, 10, {0, 1, 2, 3, 4});
 }
 
 }  // namespace xonnx::onnx_import
