@@ -68,6 +68,19 @@ class Cursor {
   absl::string_view s_;
 };
 
+absl::StatusOr<std::vector<int64_t>> Ints(absl::string_view text) {
+  text = absl::StripAsciiWhitespace(text);
+  text = absl::StripPrefix(text, "{");
+  text = absl::StripSuffix(text, "}");
+  std::vector<int64_t> out;
+  for (absl::string_view d : absl::StrSplit(text, absl::ByAnyChar(",x"), absl::SkipEmpty())) {
+    int64_t v;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(d), &v)) return InvalidArgument("bad integer list '%s'", text);
+    out.push_back(v);
+  }
+  return out;
+}
+
 absl::StatusOr<Shape> ParseShape(Cursor& c) {
   if (c.Consume("(")) {
     std::vector<Shape> elems;
@@ -84,37 +97,16 @@ absl::StatusOr<Shape> ParseShape(Cursor& c) {
   ASSIGN_OR_RETURN(PrimitiveType t, PrimitiveTypeFromName(type));
   RETURN_IF_ERROR(c.Expect("["));
   ASSIGN_OR_RETURN(std::string dims_text, c.Balanced('[', ']'));
-  std::vector<int64_t> dims;
-  for (absl::string_view d : absl::StrSplit(dims_text, ',', absl::SkipEmpty())) {
-    int64_t v;
-    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(d), &v)) return InvalidArgument("bad dimension '%s'", d);
-    dims.push_back(v);
-  }
-  Shape s(t, dims);
+  auto dims = Ints(dims_text);
+  if (!dims.ok()) return Annotate(dims.status(), "dimensions");
+  Shape s(t, *dims);
   if (c.Consume("{")) {
     ASSIGN_OR_RETURN(std::string layout, c.Balanced('{', '}'));
-    std::vector<int64_t> m2m;
-    for (absl::string_view d : absl::StrSplit(layout, ',', absl::SkipEmpty())) {
-      int64_t v;
-      if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(d), &v)) return InvalidArgument("bad layout '%s'", layout);
-      m2m.push_back(v);
-    }
-    if (m2m != s.minor_to_major) return Unimplemented("only row-major layouts are supported, got {%s}", layout);
+    auto m2m = Ints(layout);
+    if (!m2m.ok()) return Annotate(m2m.status(), "layout");
+    if (*m2m != s.minor_to_major) return Unimplemented("only row-major layouts are supported, got {%s}", layout);
   }
   return s;
-}
-
-absl::StatusOr<std::vector<int64_t>> Ints(absl::string_view text) {
-  text = absl::StripAsciiWhitespace(text);
-  text = absl::StripPrefix(text, "{");
-  text = absl::StripSuffix(text, "}");
-  std::vector<int64_t> out;
-  for (absl::string_view d : absl::StrSplit(text, absl::ByAnyChar(",x"), absl::SkipEmpty())) {
-    int64_t v;
-    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(d), &v)) return InvalidArgument("bad integer list '%s'", text);
-    out.push_back(v);
-  }
-  return out;
 }
 
 // Literal values "{{1, 2}, {3, 4}}" or a scalar, into `shape`.
