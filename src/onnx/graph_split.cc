@@ -69,7 +69,6 @@ absl::StatusOr<GraphSplit> SplitGraph(const LoadedModel& model) {
     for (const auto& o : n.output())
       if (!o.empty()) outer.insert(o);
 
-  const std::map<std::string, int64_t>& opsets = model.opsets;
   const Registry& registry = Registry::Get();
 
   // Which values are known only at run time: graph inputs, and what is
@@ -104,10 +103,8 @@ absl::StatusOr<GraphSplit> SplitGraph(const LoadedModel& model) {
       any_data |= data[r];
       lv = std::max(lv, level[r]);
     }
-    std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
-    auto opset = opsets.find(domain);
-    const ConverterEntry* entry =
-        registry.FindEntry(domain, n.op_type(), opset == opsets.end() ? 0 : opset->second);
+    NodeOpset opset = OpsetOf(n, model.opsets);
+    const ConverterEntry* entry = registry.FindEntry(opset.domain, n.op_type(), opset.version);
     bool value_node = false;
     if (entry) {
       for (int k : entry->value_inputs) {

@@ -56,9 +56,7 @@ std::set<std::string> InitializerNames(const onnx::GraphProto& g) {
 void CollectUnsupported(const onnx::GraphProto& g, const LoadedModel& model, std::map<std::string, UnsupportedOp>& out) {
   const Registry& reg = Registry::Get();
   for (const auto& n : g.node()) {
-    std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
-    auto it = model.opsets.find(domain);
-    int64_t opset = it == model.opsets.end() ? 0 : it->second;
+    auto [domain, opset] = OpsetOf(n, model.opsets);
     if (!reg.Find(domain, n.op_type(), opset)) {
       std::string key = absl::StrCat(domain, "::", n.op_type());
       auto& u = out[key];
@@ -135,9 +133,7 @@ absl::Status ConvertNodes(const onnx::GraphProto& g, const std::map<std::string,
   }
   const Registry& reg = Registry::Get();
   for (const auto& n : g.node()) {
-    std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
-    auto it = opsets.find(domain);
-    int64_t opset = it == opsets.end() ? 0 : it->second;
+    auto [domain, opset] = OpsetOf(n, opsets);
     NodeContext ctx(b, values, n, opset, &opsets);
     Converter fn = reg.Find(domain, n.op_type(), opset);
     std::string node_name = n.name().empty() ? (n.output_size() ? n.output(0) : n.op_type()) : n.name();

@@ -26,6 +26,14 @@ const Registry& Registry::Get() {
   return *r;
 }
 
+NodeOpset OpsetOf(const onnx::NodeProto& node, const std::map<std::string, int64_t>& opsets) {
+  NodeOpset o;
+  o.domain = node.domain() == "ai.onnx" ? "" : node.domain();
+  auto it = opsets.find(o.domain);
+  if (it != opsets.end()) o.version = it->second;
+  return o;
+}
+
 const ConverterEntry* Registry::FindEntry(const std::string& domain, const std::string& op_type, int64_t opset) const {
   for (const auto& e : entries_)
     if (e.domain == domain && e.op_type == op_type && opset >= e.min_opset && opset <= e.max_opset) return &e;

@@ -3,6 +3,7 @@
 #ifndef XONNX_ONNX_REGISTRY_H_
 #define XONNX_ONNX_REGISTRY_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,15 @@ class Registry {
  private:
   std::vector<ConverterEntry> entries_;
 };
+
+// A node's domain ("" for the default one, however the model spells it) and
+// the opset the model imports for that domain (0 if none): the key to the
+// registry.
+struct NodeOpset {
+  std::string domain;
+  int64_t version = 0;
+};
+NodeOpset OpsetOf(const onnx::NodeProto& node, const std::map<std::string, int64_t>& opsets);
 
 // Registration functions, one per family file in ops/.
 void RegisterElementwiseOps(Registry& r);
