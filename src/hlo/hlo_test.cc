@@ -1,3 +1,7 @@
+#include <memory>
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "hlo/builder.h"
@@ -151,6 +155,43 @@ TEST(Literal, ConvertsWithHloSemantics) {
   Literal i = f.Convert(S32);
   EXPECT_EQ(i.ToInt64Vector(), (std::vector<int64_t>{-1, 2, 2147483647, 0}));
   EXPECT_EQ(Literal::Vector<int32_t>({1, 2, 3, 4}).Reshape({2, 2}).ValuesToString(), "{{1, 2}, {3, 4}}");
+}
+
+// A borrowed literal reads its owner's bytes in place (copies too) and takes
+// a private copy on its first write, leaving the owner's bytes as they were.
+TEST(Literal, BorrowsUntilWritten) {
+  auto owner = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3, 4});
+  Literal l = Literal::Borrow(Shape(F32, {2, 2}), owner->data(), owner);
+  EXPECT_TRUE(l.borrowed());
+  EXPECT_EQ(l.owner().get(), owner.get());
+  EXPECT_EQ(l.size_bytes(), 16u);
+  EXPECT_EQ(std::as_const(l).untyped_data(), owner->data());
+  EXPECT_EQ(l.ValuesToString(), "{{1, 2}, {3, 4}}");
+  EXPECT_TRUE(l == Literal::Vector<float>({1, 2, 3, 4}).Reshape({2, 2}));
+
+  Literal copy = l;
+  EXPECT_EQ(std::as_const(copy).untyped_data(), owner->data());
+  Literal reshaped = l.Reshape({4});
+  EXPECT_EQ(std::as_const(reshaped).untyped_data(), owner->data());
+
+  copy.data<float>()[0] = 9;  // the first write copies
+  EXPECT_FALSE(copy.borrowed());
+  EXPECT_NE(std::as_const(copy).untyped_data(), owner->data());
+  EXPECT_EQ(copy.ValuesToString(), "{{9, 2}, {3, 4}}");
+  EXPECT_EQ((*owner)[0], 1);
+  EXPECT_EQ(l.ValuesToString(), "{{1, 2}, {3, 4}}");
+
+  // The literal keeps the bytes alive without the caller's reference.
+  std::weak_ptr<std::vector<float>> watch = owner;
+  owner.reset();
+  EXPECT_FALSE(watch.expired());
+  EXPECT_EQ(l.GetAsDouble(3), 4);
+  Literal moved = std::move(l);
+  EXPECT_EQ(moved.GetAsDouble(3), 4);
+  l = Literal();
+  moved = Literal();
+  reshaped = Literal();
+  EXPECT_TRUE(watch.expired());
 }
 
 }  // namespace

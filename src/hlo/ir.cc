@@ -188,4 +188,36 @@ std::unique_ptr<Module> Module::Clone() const {
   return m;
 }
 
+absl::Status Module::BindParameters(std::vector<std::pair<int64_t, Literal>> values) {
+  if (!entry_) return absl::FailedPreconditionError("the module has no entry computation");
+  std::vector<Instruction*> params;
+  for (int64_t k = 0; k < entry_->num_parameters(); ++k) params.push_back(entry_->parameter(k));
+  std::vector<bool> bound(params.size(), false);
+  for (const auto& [number, value] : values) {
+    if (number < 0 || number >= static_cast<int64_t>(params.size()) || !params[number])
+      return absl::InvalidArgumentError(absl::StrCat("cannot bind parameter ", number, ": the entry has ", params.size()));
+    if (bound[number]) return absl::InvalidArgumentError(absl::StrCat("parameter ", number, " is bound twice"));
+    if (!value.shape().Compatible(params[number]->shape()))
+      return absl::InvalidArgumentError(absl::StrCat("parameter ", number, " is ", params[number]->shape().ToString(),
+                                                     ", the value bound to it ", value.shape().ToString()));
+    bound[number] = true;
+  }
+  for (auto& [number, value] : values) {
+    Instruction* param = params[number];
+    auto c = std::make_unique<Instruction>(Opcode::kConstant, param->shape());
+    c->literal = std::move(value);
+    c->set_name(UniqueName(absl::StrCat(param->name(), ".value")));
+    c->set_id(NextId());
+    c->metadata = param->metadata;
+    Instruction* ci = entry_->AddInstruction(std::move(c));
+    entry_->ReplaceAllUsesWith(param, ci);
+    entry_->RemoveInstruction(param);
+  }
+  int64_t next = 0;
+  for (size_t k = 0; k < params.size(); ++k)
+    if (!bound[k]) params[k]->parameter_number = next++;
+  entry_->Canonicalize();
+  return absl::OkStatus();
+}
+
 }  // namespace xonnx::hlo

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -205,6 +206,11 @@ class Module {
   // Makes names unique and non-numeric and ids dense (for modules read from protos).
   void NoteNameUsed(const std::string& name) { used_names_.insert(name); }
   std::unique_ptr<Module> Clone() const;
+  // Replaces entry parameters by constants holding `values` (by parameter
+  // number; each literal of its parameter's shape) and numbers the other
+  // parameters 0, 1, ... in their old order. A constant keeps its
+  // parameter's metadata and is named after it.
+  absl::Status BindParameters(std::vector<std::pair<int64_t, Literal>> values);
 
  private:
   std::string name_;

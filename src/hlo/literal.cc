@@ -16,6 +16,23 @@ Literal::Literal(Shape shape) : shape_(std::move(shape)) {
   }
 }
 
+Literal Literal::Borrow(Shape shape, const void* data, std::shared_ptr<const void> owner) {
+  Literal l;
+  l.shape_ = std::move(shape);
+  l.borrowed_ = static_cast<const uint8_t*>(data);
+  l.owner_ = std::move(owner);
+  return l;
+}
+
+uint8_t* Literal::MutableBytes() {
+  if (owner_) {
+    bytes_.assign(borrowed_, borrowed_ + shape_.ByteSize());
+    borrowed_ = nullptr;
+    owner_.reset();
+  }
+  return bytes_.data();
+}
+
 Literal Literal::ScalarOf(PrimitiveType t, double v) {
   Literal l(Shape(t, {}));
   TypeSwitch(t, [&](auto tag) {
@@ -81,7 +98,7 @@ bool Literal::IsUniform() const {
   int64_t w = ByteWidth(shape_.element_type);
   int64_t n = element_count();
   for (int64_t i = 1; i < n; ++i)
-    if (std::memcmp(bytes_.data(), bytes_.data() + i * w, w) != 0) return false;
+    if (std::memcmp(Bytes(), Bytes() + i * w, w) != 0) return false;
   return true;
 }
 
@@ -92,7 +109,7 @@ bool Literal::operator==(const Literal& o) const {
       if (!(tuple_[i] == o.tuple_[i])) return false;
     return true;
   }
-  return bytes_ == o.bytes_;
+  return size_bytes() == o.size_bytes() && std::memcmp(Bytes(), o.Bytes(), size_bytes()) == 0;
 }
 
 namespace {

@@ -2,8 +2,10 @@
 #ifndef XONNX_HLO_LITERAL_H_
 #define XONNX_HLO_LITERAL_H_
 
+#include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,16 +36,27 @@ class Literal {
   // A scalar of type `t` holding `v` converted with C++ semantics.
   static Literal ScalarOf(PrimitiveType t, double v);
   static Literal MakeTuple(std::vector<Literal> elements);
+  // An array literal that reads the shape.ByteSize() bytes at `data`
+  // without copying them: `owner` keeps them alive and nobody may change
+  // them while it does (it must not be null). Copies of the literal share them too; the first
+  // write (through a non-const accessor) gives the literal a private copy.
+  // Lets a compiler bind large weights as constants without a copy per
+  // program.
+  static Literal Borrow(Shape shape, const void* data, std::shared_ptr<const void> owner);
 
   const Shape& shape() const { return shape_; }
   int64_t element_count() const { return shape_.ElementCount(); }
-  size_t size_bytes() const { return bytes_.size(); }
-  void* untyped_data() { return bytes_.data(); }
-  const void* untyped_data() const { return bytes_.data(); }
+  size_t size_bytes() const { return owner_ ? shape_.ByteSize() : bytes_.size(); }
+  // Whether the bytes are borrowed (see Borrow) rather than owned, and
+  // what keeps them alive (null when owned).
+  bool borrowed() const { return owner_ != nullptr; }
+  const std::shared_ptr<const void>& owner() const { return owner_; }
+  void* untyped_data() { return MutableBytes(); }
+  const void* untyped_data() const { return Bytes(); }
   template <typename T>
-  T* data() { return reinterpret_cast<T*>(bytes_.data()); }
+  T* data() { return reinterpret_cast<T*>(MutableBytes()); }
   template <typename T>
-  const T* data() const { return reinterpret_cast<const T*>(bytes_.data()); }
+  const T* data() const { return reinterpret_cast<const T*>(Bytes()); }
 
   std::vector<Literal>& tuple_elements() { return tuple_; }
   const std::vector<Literal>& tuple_elements() const { return tuple_; }
@@ -66,8 +79,14 @@ class Literal {
   std::string ValuesToString(int64_t max_elements = -1) const;
 
  private:
+  // A moved-from literal has no owner_ and reads as its (empty) bytes_.
+  const uint8_t* Bytes() const { return owner_ ? borrowed_ : bytes_.data(); }
+  uint8_t* MutableBytes();
+
   Shape shape_;
-  std::vector<uint8_t> bytes_;
+  std::vector<uint8_t> bytes_;  // owned bytes, when not borrowed
+  const uint8_t* borrowed_ = nullptr;  // borrowed bytes, valid while owner_ is set
+  std::shared_ptr<const void> owner_;
   std::vector<Literal> tuple_;
 };
 

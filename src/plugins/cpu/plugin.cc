@@ -751,24 +751,15 @@ absl::StatusOr<std::shared_ptr<Program>> BuildProgram(absl::string_view module_b
 // The program with the weight parameters bound to these buffers' values.
 absl::StatusOr<std::shared_ptr<xonnx::cpu::Executable>> Specialize(Program& p, const std::vector<PJRT_Buffer*>& weights) {
   std::unique_ptr<xonnx::hlo::Module> m = p.module->Clone();
-  xonnx::hlo::Computation* entry = m->entry();
-  std::vector<xonnx::hlo::Instruction*> params;
-  for (int64_t k = 0; k < entry->num_parameters(); ++k) params.push_back(entry->parameter(k));
+  std::vector<std::pair<int64_t, xonnx::hlo::Literal>> values;
   for (size_t w = 0; w < p.weight_params.size(); ++w) {
-    xonnx::hlo::Instruction* param = params[p.weight_params[w]];
-    auto c = std::make_unique<xonnx::hlo::Instruction>(xonnx::hlo::Opcode::kConstant, param->shape());
-    xonnx::hlo::Literal lit(param->shape());
-    if (lit.size_bytes()) std::memcpy(lit.untyped_data(), weights[w]->storage->data, lit.size_bytes());
-    c->literal = std::move(lit);
-    c->set_name(m->UniqueName(absl::StrCat(param->name(), ".value")));
-    c->set_id(m->NextId());
-    c->metadata = param->metadata;
-    xonnx::hlo::Instruction* ci = entry->AddInstruction(std::move(c));
-    entry->ReplaceAllUsesWith(param, ci);
-    entry->RemoveInstruction(param);
+    // Buffers never change, so the constant reads the buffer's bytes: no
+    // copy per program, and the backend recognizes the same weight in every
+    // program that binds it (its packed form is shared).
+    const auto& storage = weights[w]->storage;
+    values.emplace_back(p.weight_params[w], xonnx::hlo::Literal::Borrow(p.param_shapes[p.weight_params[w]], storage->data, storage));
   }
-  for (size_t k = 0; k < p.other_params.size(); ++k) params[p.other_params[k]]->parameter_number = static_cast<int64_t>(k);
-  entry->Canonicalize();
+  RETURN_IF_ERROR(m->BindParameters(std::move(values)));
   return CompileBackend(std::move(m), p.options, /*run_passes=*/true);
 }
 
