@@ -2,14 +2,18 @@
 // and fusion) and on the reference evaluator, on non-trivial random data.
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <random>
+#include <utility>
 
 #include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "backends/cpu/executable.h"
 #include "backends/cpu/layout_pass.h"
 #include "backends/cpu/precision_pass.h"
+#include "backends/cpu/thunks.h"
 #include "hlo/parser.h"
 #include "hlo/printer.h"
 #include "evaluator/evaluator.h"
@@ -326,6 +330,97 @@ TEST(PrecisionPass, HalfProgramsComputeInF32) {
     EXPECT_LT(max_err, scale * (type == "f16" ? 1e-3 : 8e-3)) << type;
     EXPECT_GT(scale, 1) << type;
   }
+}
+
+// Runs a one-output executable on `args`.
+Literal RunOnce(const Executable& exe, const std::vector<const Literal*>& args) {
+  std::vector<const void*> in;
+  for (const Literal* a : args) in.push_back(a->untyped_data());
+  Literal out(exe.output_shapes()[0]);
+  void* o = out.untyped_data();
+  EXPECT_TRUE(exe.Execute(in, {&o, 1}).ok());
+  return out;
+}
+
+// A model's batch buckets are separate programs over the same weights. The
+// packed (oneDNN layout) copy of each weight is made once and shared by all
+// of them: weights borrowed from one buffer (as the PjRT plugin binds them)
+// are recognized by their owner, equal owned constants by their bytes. The
+// copies go when the last program using them does.
+TEST(PackedWeights, ProgramsOverTheSameWeightsShareOnePackedCopy) {
+  auto full = hlo::ParseText(ConvChain("f32"));
+  ASSERT_TRUE(full.ok()) << full.status();
+  std::vector<Literal> args;
+  for (int64_t k = 0; k < 4; ++k) args.push_back(Random((*full)->entry()->parameter(k)->shape(), 71 + k));
+  auto w1 = std::make_shared<Literal>(args[1]);
+  auto w2 = std::make_shared<Literal>(args[2]);
+  // The chain with its weights (parameters 1 and 2) bound as constants.
+  auto bound = [&](bool borrow) {
+    auto m = hlo::ParseText(ConvChain("f32"));
+    EXPECT_TRUE(m.ok()) << m.status();
+    std::vector<std::pair<int64_t, Literal>> values;
+    for (auto [k, w] : {std::pair<int64_t, std::shared_ptr<Literal>>{1, w1}, {2, w2}})
+      values.emplace_back(k, borrow ? Literal::Borrow(w->shape(), std::as_const(*w).untyped_data(), w) : Literal(*w));
+    EXPECT_TRUE((*m)->BindParameters(std::move(values)).ok());
+    auto exe = Executable::Compile(std::move(*m));
+    EXPECT_TRUE(exe.ok()) << exe.status();
+    return std::shared_ptr<Executable>(std::move(*exe));
+  };
+  auto reference = Executable::Compile(std::move(*full));
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  Literal want = RunOnce(**reference, {&args[0], &args[1], &args[2], &args[3]});
+
+  const PackedWeightStats before = PackedWeightCount();
+  std::vector<std::shared_ptr<Executable>> programs;
+  auto packed_since = [&] { return PackedWeightCount().packed - before.packed; };
+  programs.push_back(bound(/*borrow=*/true));
+  EXPECT_EQ(packed_since(), 2);
+  programs.push_back(bound(true));
+  EXPECT_EQ(packed_since(), 2) << "the second program packed its borrowed weights again";
+  programs.push_back(bound(/*borrow=*/false));
+  EXPECT_EQ(packed_since(), 4);
+  programs.push_back(bound(false));
+  EXPECT_EQ(packed_since(), 4) << "the second program packed its equal owned weights again";
+  EXPECT_EQ(PackedWeightCount().alive - before.alive, 4);
+  for (const auto& p : programs) {
+    Literal got = RunOnce(*p, {&args[0], &args[3]});
+    for (int64_t i = 0; i < want.element_count(); ++i)
+      ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4 * (1 + std::abs(want.data<float>()[i]))) << i;
+  }
+  programs.clear();
+  EXPECT_EQ(PackedWeightCount().alive, before.alive);
+}
+
+// Calls that run one after another on programs of growing arena size (batch
+// buckets) end up sharing one arena: a smaller call reuses a larger free
+// arena, and the pool keeps no more free memory than calls used at once.
+TEST(ArenaPool, SmallerCallsReuseALargerArena) {
+  auto compile = [](int64_t batch) {
+    std::string text = ConvChain("f32");
+    std::string dim = absl::StrCat("[", batch, ",");
+    for (size_t p = text.find("[1,"); p != std::string::npos; p = text.find("[1,", p + dim.size())) text.replace(p, 3, dim);
+    auto m = hlo::ParseText(text);
+    EXPECT_TRUE(m.ok()) << m.status();
+    auto exe = Executable::Compile(std::move(*m));
+    EXPECT_TRUE(exe.ok()) << exe.status();
+    return std::move(*exe);
+  };
+  auto small = compile(1), large = compile(64);
+  ASSERT_LT(small->arena_bytes(), large->arena_bytes());
+  auto run = [](const Executable& exe) {
+    std::vector<Literal> args;
+    for (const Shape& s : exe.parameter_shapes()) args.push_back(Random(s, 5));
+    RunOnce(exe, {&args[0], &args[1], &args[2], &args[3]});
+  };
+  run(*large);
+  int64_t allocations = ArenaPoolCount().allocations;
+  run(*small);
+  run(*large);
+  EXPECT_EQ(ArenaPoolCount().allocations, allocations) << "a call allocated instead of reusing the free arena";
+  ArenaPoolStats st = ArenaPoolCount();
+  EXPECT_EQ(st.in_use_bytes, 0);
+  EXPECT_GE(st.free_bytes, large->arena_bytes());
+  EXPECT_LE(st.free_bytes, std::max(st.peak_in_use_bytes, large->arena_bytes() + 64));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -259,7 +260,8 @@ class Compiler {
           continue;
         case Opcode::kConstant:
           leaves_[i] = {{BufferRef::kConstant, static_cast<int64_t>(exe_->constants_.size())}};
-          exe_->constants_.push_back(i->literal->untyped_data());
+          // Read-only: a write access would copy a borrowed literal.
+          exe_->constants_.push_back(std::as_const(*i->literal).untyped_data());
           backing[i] = {-1};
           continue;
         case Opcode::kReshape:
@@ -401,7 +403,7 @@ class Compiler {
       ThunkIo io = IoOf(i);
       if (options_.use_dnnl && i->opcode() == Opcode::kConvolution) {
         const Instruction* w = i->operand(1);
-        const void* cw = w->opcode() == Opcode::kConstant ? w->literal->untyped_data() : nullptr;
+        const hlo::Literal* cw = w->opcode() == Opcode::kConstant ? &*w->literal : nullptr;
         if (auto t = MakeDnnlConvThunk(*i, io, cw, ConvEpilogue{}, &exe_->keep_alive_)) {
           Add(*std::move(t), "dnnl-conv");
           continue;
@@ -409,7 +411,7 @@ class Compiler {
       }
       if (options_.use_dnnl && i->opcode() == Opcode::kDot) {
         const Instruction* rhs = i->operand(1);
-        const void* cr = rhs->opcode() == Opcode::kConstant ? rhs->literal->untyped_data() : nullptr;
+        const hlo::Literal* cr = rhs->opcode() == Opcode::kConstant ? &*rhs->literal : nullptr;
         if (auto t = MakeDnnlDotThunk(*i, io, cr, &exe_->keep_alive_)) {
           Add(*std::move(t), "dnnl-matmul");
           continue;
@@ -464,7 +466,7 @@ class Compiler {
     if (e.residual) io.inputs.push_back(leaves_.at(e.residual).at(0));
     io.outputs = leaves_.at(last);
     const Instruction* w = conv->operand(1);
-    const void* cw = w->opcode() == Opcode::kConstant ? w->literal->untyped_data() : nullptr;
+    const hlo::Literal* cw = w->opcode() == Opcode::kConstant ? &*w->literal : nullptr;
     if (auto t = MakeDnnlConvThunk(*conv, io, cw, e, &exe_->keep_alive_)) {
       Add(*std::move(t), "dnnl-conv");
       return absl::OkStatus();

@@ -3,11 +3,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backends/cpu/thunks.h"
+#include "base/fingerprint.h"
 #include "base/status.h"
 
 namespace xonnx::cpu {
@@ -60,16 +63,93 @@ Tag WeightsTag(int rank) {
 
 memory::dims Dims(const std::vector<int64_t>& d) { return memory::dims(d.begin(), d.end()); }
 
-// A copy of constant data (laid out as `user`) in the layout `packed` a
-// primitive prefers, made once at compile time.
-memory PackConstant(const memory::desc& user, const memory::desc& packed, const void* data) {
-  memory src(user, Engine(), const_cast<void*>(data));
-  memory dst(packed, Engine());
-  dnnl::stream s(Engine());
-  dnnl::reorder(src, dst).execute(s, src, dst);
-  s.wait();
-  return dst;
-}
+// Constant weights packed into the layout a primitive prefers, shared by
+// every executable of the process that packs the same bytes into the same
+// layout. A model's batch buckets are separate programs over the same
+// weights: without sharing, each held (and spent the time to make) its own
+// packed copy of every weight. Borrowed constants (weights bound without a
+// copy, see hlo::Literal::Borrow) are recognized by their owner and
+// address; other constants by a fingerprint of their bytes.
+class PackedWeights {
+ public:
+  static PackedWeights& Get() {
+    static PackedWeights* p = new PackedWeights;
+    return *p;
+  }
+
+  std::shared_ptr<memory> Pack(const memory::desc& user, const memory::desc& packed, const hlo::Literal& constant) {
+    Key key;
+    key.data = std::as_const(constant).untyped_data();
+    key.bytes = user.get_size();
+    key.borrowed = constant.borrowed();
+    key.owner = constant.owner();
+    if (!key.borrowed)
+      key.fingerprint = FingerprintOf(absl::string_view(static_cast<const char*>(key.data), key.bytes));
+    if (auto found = Find(key, user, packed)) return found;
+    // Packed outside the lock, so that other weights pack in parallel; two
+    // threads packing the same weight at once keep the first copy.
+    memory src(user, Engine(), const_cast<void*>(key.data));
+    auto dst = std::make_shared<memory>(packed, Engine());
+    dnnl::stream s(Engine());
+    dnnl::reorder(src, *dst).execute(s, src, *dst);
+    s.wait();
+    std::lock_guard<std::mutex> l(mu_);
+    if (auto found = FindLocked(key, user, packed)) return found;
+    std::erase_if(entries_, [](const Entry& e) { return e.mem.expired(); });
+    entries_.push_back({key, user, packed, dst});
+    ++packed_;
+    return dst;
+  }
+
+  PackedWeightStats Stats() {
+    std::lock_guard<std::mutex> l(mu_);
+    PackedWeightStats st;
+    st.packed = packed_;
+    for (const auto& e : entries_)
+      if (auto m = e.mem.lock()) {
+        ++st.alive;
+        st.alive_bytes += m->get_desc().get_size();
+      }
+    return st;
+  }
+
+ private:
+  struct Key {
+    const void* data = nullptr;
+    size_t bytes = 0;
+    // Borrowed bytes are identified by their owner and address: while the
+    // owner lives (the weak pointer has not expired), nothing else can be
+    // at that address. Owned bytes by their fingerprint.
+    bool borrowed = false;
+    std::weak_ptr<const void> owner;
+    Fingerprint128 fingerprint;
+    bool Matches(const Key& o) const {
+      if (bytes != o.bytes || borrowed != o.borrowed) return false;
+      if (!borrowed) return fingerprint == o.fingerprint;
+      return data == o.data && !owner.expired() && !owner.owner_before(o.owner) && !o.owner.owner_before(owner);
+    }
+  };
+  struct Entry {
+    Key key;
+    memory::desc user, packed;
+    std::weak_ptr<memory> mem;
+  };
+
+  std::shared_ptr<memory> Find(const Key& key, const memory::desc& user, const memory::desc& packed) {
+    std::lock_guard<std::mutex> l(mu_);
+    return FindLocked(key, user, packed);
+  }
+  std::shared_ptr<memory> FindLocked(const Key& key, const memory::desc& user, const memory::desc& packed) {
+    for (const auto& e : entries_)
+      if (e.key.Matches(key) && e.user == user && e.packed == packed)
+        if (auto m = e.mem.lock()) return m;
+    return nullptr;
+  }
+
+  std::mutex mu_;
+  std::vector<Entry> entries_;
+  int64_t packed_ = 0;
+};
 
 // Scratch memory for one primitive execution on the calling thread. Debian's
 // oneDNN is built without concurrent execution, so a library-managed
@@ -102,8 +182,7 @@ dnnl::primitive_attr UserScratchpad() {
 struct ConvState {
   dnnl::convolution_forward prim;
   memory::desc src, weights, dst;
-  memory reordered_weights;  // set when the weights are constants
-  bool weights_reordered = false;
+  std::shared_ptr<memory> reordered_weights;  // set when the weights are constants
   memory::desc bias;
   bool has_bias = false;
   memory::desc scratchpad;
@@ -112,8 +191,7 @@ struct ConvState {
 struct DotState {
   dnnl::matmul prim;
   memory::desc a, b, c;
-  memory packed;  // the constant rhs in oneDNN's layout
-  bool has_packed = false;
+  std::shared_ptr<memory> packed;  // the constant rhs in oneDNN's layout
   memory::desc scratchpad;
 };
 
@@ -143,7 +221,9 @@ bool DnnlConvEligible(const hlo::Instruction& in) {
   return xs.ElementCount() > 0 && ws.ElementCount() > 0 && in.shape().ElementCount() > 0;
 }
 
-std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo& io, const void* constant_weights,
+PackedWeightStats PackedWeightCount() { return PackedWeights::Get().Stats(); }
+
+std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo& io, const hlo::Literal* constant_weights,
                                        const ConvEpilogue& epilogue, std::vector<std::shared_ptr<void>>* keep_alive) {
   if (!DnnlConvEligible(in)) return std::nullopt;
   const auto& d = in.conv_dnums;
@@ -210,10 +290,7 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     st->prim = dnnl::convolution_forward(pd);
     st->scratchpad = pd.scratchpad_desc();
     st->weights = pd.weights_desc();
-    if (constant_weights) {
-      st->reordered_weights = PackConstant(user_w, pd.weights_desc(), constant_weights);
-      st->weights_reordered = true;
-    }
+    if (constant_weights) st->reordered_weights = PackedWeights::Get().Pack(user_w, pd.weights_desc(), *constant_weights);
     keep_alive->push_back(st);
     BufferRef src = io.inputs[0], wref = io.inputs[1], dst = io.outputs[0];
     BufferRef bref = has_bias ? io.inputs.at(2) : BufferRef{};
@@ -225,7 +302,7 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
       dnnl::stream s(Engine());
       memory sm(st->src, Engine(), f.Ptr(src));
       memory dm(st->dst, Engine(), f.Ptr(dst));
-      memory wm = st->weights_reordered ? st->reordered_weights : memory(st->weights, Engine(), f.Ptr(wref));
+      memory wm = st->reordered_weights ? *st->reordered_weights : memory(st->weights, Engine(), f.Ptr(wref));
       ASSIGN_OR_RETURN(memory scratch, Scratchpad(st->scratchpad));
       std::unordered_map<int, memory> args = {
           {DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}, {DNNL_ARG_SCRATCHPAD, scratch}};
@@ -241,7 +318,7 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
   }
 }
 
-std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo& io, const void* constant_rhs,
+std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo& io, const hlo::Literal* constant_rhs,
                                       std::vector<std::shared_ptr<void>>* keep_alive) {
   if (in.shape().element_type != hlo::F32) return std::nullopt;
   const auto& d = in.dot_dnums;
@@ -273,10 +350,7 @@ std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo&
                                     Engine());
     st->prim = dnnl::matmul(pd);
     st->scratchpad = pd.scratchpad_desc();
-    if (constant_rhs) {
-      st->packed = PackConstant(st->b, pd.weights_desc(), constant_rhs);
-      st->has_packed = true;
-    }
+    if (constant_rhs) st->packed = PackedWeights::Get().Pack(st->b, pd.weights_desc(), *constant_rhs);
     keep_alive->push_back(st);
     BufferRef a = io.inputs[0], b = io.inputs[1], c = io.outputs[0];
     Thunk t;
@@ -284,7 +358,7 @@ std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo&
     t.run = [st, a, b, c](Frame& f) -> absl::Status {
       dnnl::stream s(Engine());
       memory am(st->a, Engine(), f.Ptr(a)), cm(st->c, Engine(), f.Ptr(c));
-      memory bm = st->has_packed ? st->packed : memory(st->b, Engine(), f.Ptr(b));
+      memory bm = st->packed ? *st->packed : memory(st->b, Engine(), f.Ptr(b));
       ASSIGN_OR_RETURN(memory scratch, Scratchpad(st->scratchpad));
       st->prim.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, scratch}});
       s.wait();

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "base/status.h"
 
@@ -17,34 +18,63 @@ namespace {
 struct FreeDeleter {
   void operator()(uint8_t* p) const { std::free(p); }
 };
-using ArenaPtr = std::unique_ptr<uint8_t, FreeDeleter>;
 
-// Arenas are reused across calls (one per concurrent call) so a run does not
-// pay for fresh pages.
+// Working memory of one call.
+struct Arena {
+  std::unique_ptr<uint8_t, FreeDeleter> data;
+  int64_t capacity = 0;
+};
+
+// Arenas are reused across calls, and across executables (a model's batch
+// buckets are separate executables), so that a run does not pay for fresh
+// pages. A call takes the smallest free arena that is large enough. Free
+// arenas are kept up to the most arena memory that calls have used at the
+// same time, the smallest freed first: calls that run one after another on
+// buckets of growing size end up sharing the largest arena instead of each
+// keeping its own.
 class ArenaPool {
  public:
-  ArenaPtr Take(int64_t bytes) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      auto it = free_.find(bytes);
-      if (it != free_.end() && !it->second.empty()) {
-        ArenaPtr p = std::move(it->second.back());
-        it->second.pop_back();
-        return p;
-      }
-    }
-    size_t size = (std::max<int64_t>(bytes, 64) + 63) / 64 * 64;
-    return ArenaPtr(static_cast<uint8_t*>(std::aligned_alloc(64, size)));
-  }
-  void Give(int64_t bytes, ArenaPtr p) {
+  Arena Take(int64_t bytes) {
+    bytes = (std::max<int64_t>(bytes, 64) + 63) / 64 * 64;
     std::lock_guard<std::mutex> l(mu_);
-    auto& v = free_[bytes];
-    if (v.size() < 8) v.push_back(std::move(p));
+    Arena a;
+    auto it = std::find_if(free_.begin(), free_.end(), [&](const Arena& f) { return f.capacity >= bytes; });
+    if (it != free_.end()) {
+      a = std::move(*it);
+      free_.erase(it);
+      free_bytes_ -= a.capacity;
+    } else {
+      a.data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, bytes)));
+      if (!a.data) return a;
+      a.capacity = bytes;
+      ++allocations_;
+    }
+    in_use_ += a.capacity;
+    peak_in_use_ = std::max(peak_in_use_, in_use_);
+    return a;
+  }
+  void Give(Arena a) {
+    std::lock_guard<std::mutex> l(mu_);
+    in_use_ -= a.capacity;
+    free_bytes_ += a.capacity;
+    // Sorted by capacity, so Take finds the best fit first.
+    auto pos = std::lower_bound(free_.begin(), free_.end(), a.capacity,
+                                [](const Arena& f, int64_t c) { return f.capacity < c; });
+    free_.insert(pos, std::move(a));
+    while (free_.size() > 1 && free_bytes_ > peak_in_use_) {
+      free_bytes_ -= free_.front().capacity;
+      free_.erase(free_.begin());
+    }
+  }
+  ArenaPoolStats Stats() {
+    std::lock_guard<std::mutex> l(mu_);
+    return {free_bytes_, in_use_, peak_in_use_, allocations_};
   }
 
  private:
   std::mutex mu_;
-  std::map<int64_t, std::vector<ArenaPtr>> free_;
+  std::vector<Arena> free_;  // ascending capacity
+  int64_t free_bytes_ = 0, in_use_ = 0, peak_in_use_ = 0, allocations_ = 0;
 };
 
 ArenaPool& Pool() {
@@ -53,6 +83,8 @@ ArenaPool& Pool() {
 }
 
 }  // namespace
+
+ArenaPoolStats ArenaPoolCount() { return Pool().Stats(); }
 
 // XONNX_PROFILE=1 prints, when an executable is destroyed, the time its
 // thunks took, summed per kind.
@@ -86,9 +118,9 @@ absl::Status Executable::Execute(absl::Span<const void* const> args, absl::Span<
     return InvalidArgument("the program takes %d arguments, got %d", parameter_shapes_.size(), args.size());
   if (outputs.size() != output_shapes_.size())
     return InvalidArgument("the program has %d outputs, got %d buffers", output_shapes_.size(), outputs.size());
-  ArenaPtr arena = Pool().Take(arena_bytes_);
-  if (!arena) return absl::ResourceExhaustedError(absl::StrFormat("cannot allocate %d bytes of working memory", arena_bytes_));
-  Frame frame(args, arena.get(), &constants_);
+  Arena arena = Pool().Take(arena_bytes_);
+  if (!arena.data) return absl::ResourceExhaustedError(absl::StrFormat("cannot allocate %d bytes of working memory", arena_bytes_));
+  Frame frame(args, arena.data.get(), &constants_);
   absl::Status st;
   if (ProfilingEnabled() && !profile_) {
     std::lock_guard<std::mutex> l(profile_mu_);
@@ -111,7 +143,7 @@ absl::Status Executable::Execute(absl::Span<const void* const> args, absl::Span<
   if (st.ok())
     for (size_t k = 0; k < outputs.size(); ++k)
       std::memcpy(outputs[k], frame.Ptr(output_refs_[k]), output_shapes_[k].ByteSize());
-  Pool().Give(arena_bytes_, std::move(arena));
+  Pool().Give(std::move(arena));
   return st;
 }
 

@@ -79,6 +79,16 @@ class Executable {
   mutable std::mutex profile_mu_;
 };
 
+// The pool of working memory (arenas) that Execute calls take from and give
+// back, shared by all executables of the process: for tests and profiles.
+struct ArenaPoolStats {
+  int64_t free_bytes = 0;     // kept for later calls
+  int64_t in_use_bytes = 0;   // held by running calls
+  int64_t peak_in_use_bytes = 0;
+  int64_t allocations = 0;    // arenas allocated so far (not reused)
+};
+ArenaPoolStats ArenaPoolCount();
+
 // The run-time state of one Execute call.
 class Frame {
  public:

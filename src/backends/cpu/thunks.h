@@ -36,7 +36,11 @@ struct ConvEpilogue {
 
 // oneDNN thunks: return nullopt when the instruction's form is not one oneDNN
 // handles (the caller then uses the reference kernel). `keep_alive` receives
-// the primitives and any reordered constant weights.
+// the primitives and any reordered constant weights. Constant weights
+// (`constant_weights`, `constant_rhs`: the operand's literal, or null) are
+// packed into oneDNN's preferred layout once per process: every executable
+// packing the same bytes into the same layout shares one copy (see
+// PackedWeightCount).
 // Whether a convolution has a form the oneDNN thunk handles (f32, 1-3
 // spatial dims, NCHW or NHWC activations with OIHW kernels, no lhs dilation).
 bool DnnlConvEligible(const hlo::Instruction& instr);
@@ -44,10 +48,18 @@ bool DnnlConvEligible(const hlo::Instruction& instr);
 // For convolutions, io.inputs may carry more buffers after x and w: the
 // epilogue's bias, then its residual.
 std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& instr, const ThunkIo& io,
-                                       const void* constant_weights, const ConvEpilogue& epilogue,
+                                       const hlo::Literal* constant_weights, const ConvEpilogue& epilogue,
                                        std::vector<std::shared_ptr<void>>* keep_alive);
-std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& instr, const ThunkIo& io, const void* constant_rhs,
+std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& instr, const ThunkIo& io,
+                                      const hlo::Literal* constant_rhs,
                                       std::vector<std::shared_ptr<void>>* keep_alive);
+
+// Packed constant weights alive in the process, and packings done so far
+// (a reused packing does not count): for tests and profiles.
+struct PackedWeightStats {
+  int64_t alive = 0, alive_bytes = 0, packed = 0;
+};
+PackedWeightStats PackedWeightCount();
 
 // Native kernels (fast_kernels.cc): reduce over a contiguous block of dims,
 // reduce-window with an identity init, and transpose/slice/broadcast.
