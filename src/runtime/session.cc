@@ -218,8 +218,14 @@ struct Session::Impl {
   std::shared_ptr<pjrt::Client> client;
   std::vector<const pjrt::Device*> devices;  // one, or all addressable ones
   // Weights on each device, uploaded on first use and shared by all programs.
+  // Each has its own once-flag, so that programs compiling in parallel wait
+  // only for the weights they need, not for every upload in progress.
+  struct WeightSlot {
+    std::once_flag once;
+    StatusOr<std::shared_ptr<pjrt::Buffer>> buffer = absl::UnknownError("not uploaded");
+  };
   std::mutex weights_mu;
-  std::map<std::pair<std::string, int>, std::shared_ptr<pjrt::Buffer>> weight_buffers;
+  std::map<std::pair<std::string, int>, std::shared_ptr<WeightSlot>> weight_buffers;
   // Initializers that must stay constants (a converter needs their values).
   std::set<std::string> constant_weights;
 
@@ -231,20 +237,37 @@ struct Session::Impl {
   std::string plugin_identity;
 
   StatusOr<std::shared_ptr<pjrt::Buffer>> WeightBuffer(const std::string& name, int dev) {
-    std::lock_guard<std::mutex> l(weights_mu);
-    if (auto it = weight_buffers.find({name, dev}); it != weight_buffers.end()) return it->second;
+    std::shared_ptr<WeightSlot> slot;
+    {
+      std::lock_guard<std::mutex> l(weights_mu);
+      auto& s = weight_buffers[{name, dev}];
+      if (!s) s = std::make_shared<WeightSlot>();
+      slot = s;
+    }
+    std::call_once(slot->once, [&] { slot->buffer = UploadWeight(name, dev); });
+    return slot->buffer;
+  }
+
+  StatusOr<std::shared_ptr<pjrt::Buffer>> UploadWeight(const std::string& name, int dev) {
     const onnx::TensorProto* t = onnx_import::FindInitializer(model->proto.graph(), name);
     if (!t) return Internal("%s: no initializer named '%s'", model->path, name);
+    auto type = onnx_import::HloType(t->data_type());
+    std::vector<int64_t> dims(t->dims().begin(), t->dims().end());
+    bool converted = type.ok() && *type == hlo::F32 && options.data_type != DataType::kFloat32;
+    if (type.ok() && !converted && t->has_raw_data() && t->data_location() != onnx::TensorProto::EXTERNAL &&
+        std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 0; }) &&
+        static_cast<int64_t>(t->raw_data().size()) == hlo::Shape(*type, dims).ByteSize()) {
+      // The usual case: the bytes go to the device straight from the model.
+      ASSIGN_OR_RETURN(std::unique_ptr<pjrt::Buffer> b, client->BufferFromHost(t->raw_data().data(), *type, dims, *devices[dev]));
+      return std::shared_ptr<pjrt::Buffer>(std::move(b));
+    }
     auto lit = onnx_import::LiteralFromTensorProto(*t);
     if (!lit.ok()) return Annotate(lit.status(), absl::StrCat(model->path, ": initializer '", name, "'"));
     // Converted once here; the program takes the weights in its compute type.
-    if (lit->shape().element_type == hlo::F32 && options.data_type != DataType::kFloat32)
-      lit = lit->Convert(ToHlo(options.data_type));
+    if (converted) lit = lit->Convert(ToHlo(options.data_type));
     ASSIGN_OR_RETURN(std::unique_ptr<pjrt::Buffer> b, client->BufferFromHost(lit->untyped_data(), lit->shape().element_type,
                                                                             lit->shape().dims, *devices[dev]));
-    std::shared_ptr<pjrt::Buffer> shared = std::move(b);
-    weight_buffers[{name, dev}] = shared;
-    return shared;
+    return std::shared_ptr<pjrt::Buffer>(std::move(b));
   }
 
   // The graph's segments when host nodes split it (see onnx/graph_split.h);
