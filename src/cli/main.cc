@@ -8,6 +8,7 @@
 #include <iostream>
 #include <random>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -327,13 +328,37 @@ int Run(const std::string& model, const InputArgs& in, const std::string& output
   return 0;
 }
 
-int Bench(const std::string& model, const InputArgs& in, int warmup, int iterations, bool json, int in_flight) {
+// The process's peak resident memory so far, in MB.
+double PeakRssMb() {
+  struct rusage u;
+  return ::getrusage(RUSAGE_SELF, &u) == 0 ? u.ru_maxrss / 1024.0 : 0;
+}
+
+int Bench(const std::string& model, const InputArgs& in, int warmup, int iterations, bool json, int in_flight,
+          bool every_bucket) {
   auto s = Open(model);
   RequireTensors(model, *s);
   PrintCacheMessages(*s);
   auto inputs = LoadInputs(*s, in);
   Check(s->Prepare(inputs));
   double compile_ms = s->last_compile_ms();
+  // One call of each batch bucket's size (inputs of zeros with the batch
+  // changed): what a server meets the first time each bucket is used.
+  std::vector<std::pair<int64_t, double>> first_calls;
+  if (every_bucket) {
+    if (s->batch_buckets().empty()) throw CliError{"--every-bucket needs batch buckets (--max-batch/--steps or --batch-buckets)"};
+    for (int64_t b : s->batch_buckets()) {
+      std::map<std::string, Tensor> batch_inputs;
+      for (const auto& spec : s->inputs()) {
+        std::vector<int64_t> dims = inputs.at(spec.name).dims();
+        if (!spec.dims.empty() && spec.dims[0] < 0) dims[0] = b;
+        batch_inputs[spec.name] = Tensor(inputs.at(spec.name).dtype(), dims);
+      }
+      auto t0 = std::chrono::steady_clock::now();
+      Check(s->Run(batch_inputs));
+      first_calls.emplace_back(b, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
   for (int i = 0; i < warmup; ++i) Check(s->Run(inputs));
   std::vector<double> ms;
   auto t_all = std::chrono::steady_clock::now();
@@ -379,14 +404,25 @@ int Bench(const std::string& model, const InputArgs& in, int warmup, int iterati
     j["latency_ms"] = {{"min", ms.empty() ? 0 : ms.front()}, {"median", median}, {"p90", pct(0.9)}};
     j["iterations"] = iterations;
     j["items_per_s"] = per_s;
+    j["peak_rss_mb"] = PeakRssMb();
+    if (every_bucket) {
+      nlohmann::json b = nlohmann::json::object();
+      for (const auto& [size, t] : first_calls) b[std::to_string(size)] = t;
+      j["bucket_first_call_ms"] = b;
+    }
     std::cout << j.dump() << "\n";
   } else {
+    if (every_bucket) {
+      std::vector<std::string> parts;
+      for (const auto& [size, t] : first_calls) parts.push_back(absl::StrFormat("%d: %.1f ms", size, t));
+      std::cout << "first call per bucket  " << absl::StrJoin(parts, ", ") << "\n";
+    }
     std::cout << absl::StrFormat("device  %s\nload    %9.2f ms  (%s)\ncompile %9.2f ms  (%s; includes the first run)\n"
                                  "latency min %.3f ms  median %.3f ms  p90 %.3f ms  (%d runs, %d in flight)\n"
-                                 "throughput %.1f items/s (batch %d)\n",
+                                 "throughput %.1f items/s (batch %d)\npeak memory %.0f MB\n",
                                  s->DeviceSummary(), s->load_ms(), StartupLine(*s), compile_ms, s->LastProgramSummary(),
                                  ms.empty() ? 0 : ms.front(), median, pct(0.9), iterations, std::max(1, in_flight), per_s,
-                                 batch);
+                                 batch, PeakRssMb());
   }
   return 0;
 }
@@ -522,8 +558,13 @@ int main(int argc, char** argv) {
   bench->add_option("--iterations", iterations, "Timed runs")->capture_default_str();
   bench->add_flag("--json", json,
                   "Print one JSON object: load_ms, buckets_ms, compile_ms, compiled, from_cache, cache_rejected, "
-                  "latency_ms{min,median,p90}, items_per_s");
+                  "latency_ms{min,median,p90}, items_per_s, peak_rss_mb (and bucket_first_call_ms)");
   int in_flight = 1;
+  bool every_bucket = false;
+  bench->add_flag("--every-bucket", every_bucket,
+                  "Before timing, make one call of each batch bucket's size and report its time (a bucket's first "
+                  "call binds the weights on some plugins and allocates its working memory); peak memory then "
+                  "covers every bucket");
   bench->add_option("--in-flight", in_flight, "Calls kept in flight at once (Session::RunAsync)")->capture_default_str();
 
   auto* convert = app.add_subcommand("convert", "Convert a model to XLA HLO (text and/or HloModuleProto)");
@@ -555,7 +596,7 @@ int main(int argc, char** argv) {
     if (*bench) {
       if (iterations < 1 || warmup < 0) throw CliError{"--iterations must be >= 1 and --warmup >= 0"};
       if (in_flight < 1) throw CliError{"--in-flight must be >= 1"};
-      return Bench(model, in, warmup, iterations, json, in_flight);
+      return Bench(model, in, warmup, iterations, json, in_flight, every_bucket);
     }
     if (*convert) return Convert(model, shapes, text_out, proto_out, batch, allow_partial);
     if (*info) return Info(model);
