@@ -6,9 +6,10 @@
 # does one cold and one warm start; the table reports medians over rounds of
 #   buckets  the time Open() spends making all buckets ready,
 #   open     all of Open(): reading the model file, plugin, buckets,
-#   process  the whole process, including one run of batch 1 (the plugin's
-#            per-bucket weight binding happens at a bucket's first run, in
-#            both cases).
+#   process  the whole process, including two runs of batch 1, padded to
+#            the smallest bucket: xonnx bench's first (untimed) run and one
+#            timed run (the plugin's per-bucket weight binding happens at a
+#            bucket's first run, in both cases).
 #
 # usage: bench/startup.sh [--rounds 7] [--model resnet50] [--max-batch 64] [--steps 8] [--threads 2]
 set -euo pipefail
