@@ -245,6 +245,13 @@ struct Session::Impl {
       slot = s;
     }
     std::call_once(slot->once, [&] { slot->buffer = UploadWeight(name, dev); });
+    if (!slot->buffer.ok()) {
+      // Not kept: a later call tries again (the device may have been short
+      // of memory only for a while).
+      std::lock_guard<std::mutex> l(weights_mu);
+      auto it = weight_buffers.find({name, dev});
+      if (it != weight_buffers.end() && it->second == slot) weight_buffers.erase(it);
+    }
     return slot->buffer;
   }
 
