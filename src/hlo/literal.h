@@ -37,11 +37,11 @@ class Literal {
   static Literal ScalarOf(PrimitiveType t, double v);
   static Literal MakeTuple(std::vector<Literal> elements);
   // An array literal that reads the shape.ByteSize() bytes at `data`
-  // without copying them: `owner` keeps them alive and nobody may change
-  // them while it does (it must not be null). Copies of the literal share them too; the first
-  // write (through a non-const accessor) gives the literal a private copy.
-  // Lets a compiler bind large weights as constants without a copy per
-  // program.
+  // without copying them: `owner` (not null) keeps them alive, and nobody
+  // may change them while it does. Copies of the literal share them too;
+  // the first write (through a non-const accessor) gives the literal a
+  // private copy. Lets a compiler bind large weights as constants without a
+  // copy per program.
   static Literal Borrow(Shape shape, const void* data, std::shared_ptr<const void> owner);
 
   const Shape& shape() const { return shape_; }

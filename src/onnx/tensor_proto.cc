@@ -48,22 +48,25 @@ int32_t OnnxType(PrimitiveType t) {
   return TP::UNDEFINED;
 }
 
-absl::StatusOr<hlo::Literal> LiteralFromTensorProto(const TP& t) {
+absl::StatusOr<hlo::Literal> LiteralFromTensorProto(const TP& t, std::shared_ptr<const void> owner) {
   ASSIGN_OR_RETURN(PrimitiveType type, HloType(t.data_type()));
   std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
   for (int64_t d : dims)
     if (d < 0) return InvalidArgument("tensor '%s' has a negative dimension", t.name());
   if (t.data_location() == TP::EXTERNAL)
     return InvalidArgument("tensor '%s': external data was not resolved", t.name());
-  hlo::Literal l(hlo::Shape(type, dims));
-  int64_t n = l.element_count();
+  hlo::Shape shape(type, dims);
   if (t.has_raw_data()) {
-    if (static_cast<int64_t>(t.raw_data().size()) != static_cast<int64_t>(l.size_bytes()))
+    if (static_cast<int64_t>(t.raw_data().size()) != shape.ByteSize())
       return InvalidArgument("tensor '%s' has %d bytes of data, its shape needs %d", t.name(), t.raw_data().size(),
-                             l.size_bytes());
+                             shape.ByteSize());
+    if (owner) return hlo::Literal::Borrow(std::move(shape), t.raw_data().data(), std::move(owner));
+    hlo::Literal l(std::move(shape));
     std::memcpy(l.untyped_data(), t.raw_data().data(), l.size_bytes());
     return l;
   }
+  hlo::Literal l(std::move(shape));
+  int64_t n = l.element_count();
   auto fill = [&](const auto& field, auto convert) -> absl::Status {
     if (field.size() != n)
       return InvalidArgument("tensor '%s' has %d values, its shape needs %d", t.name(), field.size(), n);

@@ -193,7 +193,8 @@ StatusOr<PluginInfo> DescribePlugin(const SessionOptions& options) {
 }
 
 struct Session::Impl {
-  std::unique_ptr<onnx_import::LoadedModel> model;
+  // Shared so that values borrowed from its tensors can keep it alive.
+  std::shared_ptr<onnx_import::LoadedModel> model;
   SessionOptions options;
   std::vector<TensorSpec> inputs, outputs;
   std::string unsupported;  // non-empty when allow_unsupported let Open pass
@@ -258,22 +259,15 @@ struct Session::Impl {
   StatusOr<std::shared_ptr<pjrt::Buffer>> UploadWeight(const std::string& name, int dev) {
     const onnx::TensorProto* t = onnx_import::FindInitializer(model->proto.graph(), name);
     if (!t) return Internal("%s: no initializer named '%s'", model->path, name);
-    auto type = onnx_import::HloType(t->data_type());
-    std::vector<int64_t> dims(t->dims().begin(), t->dims().end());
-    bool converted = type.ok() && *type == hlo::F32 && options.data_type != DataType::kFloat32;
-    if (type.ok() && !converted && t->has_raw_data() && t->data_location() != onnx::TensorProto::EXTERNAL &&
-        std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 0; }) &&
-        static_cast<int64_t>(t->raw_data().size()) == hlo::Shape(*type, dims).ByteSize()) {
-      // The usual case: the bytes go to the device straight from the model.
-      ASSIGN_OR_RETURN(std::unique_ptr<pjrt::Buffer> b, client->BufferFromHost(t->raw_data().data(), *type, dims, *devices[dev]));
-      return std::shared_ptr<pjrt::Buffer>(std::move(b));
-    }
-    auto lit = onnx_import::LiteralFromTensorProto(*t);
+    // Borrowed from the model: raw bytes go to the device with no copy in between.
+    auto lit = onnx_import::LiteralFromTensorProto(*t, std::shared_ptr<const void>(model, t));
     if (!lit.ok()) return Annotate(lit.status(), absl::StrCat(model->path, ": initializer '", name, "'"));
     // Converted once here; the program takes the weights in its compute type.
-    if (converted) lit = lit->Convert(ToHlo(options.data_type));
-    ASSIGN_OR_RETURN(std::unique_ptr<pjrt::Buffer> b, client->BufferFromHost(lit->untyped_data(), lit->shape().element_type,
-                                                                            lit->shape().dims, *devices[dev]));
+    if (lit->shape().element_type == hlo::F32 && options.data_type != DataType::kFloat32)
+      lit = lit->Convert(ToHlo(options.data_type));
+    const hlo::Literal& value = *lit;  // read-only: a write access would copy borrowed bytes
+    ASSIGN_OR_RETURN(std::unique_ptr<pjrt::Buffer> b, client->BufferFromHost(value.untyped_data(), value.shape().element_type,
+                                                                            value.shape().dims, *devices[dev]));
     return std::shared_ptr<pjrt::Buffer>(std::move(b));
   }
 
