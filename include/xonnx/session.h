@@ -104,9 +104,12 @@ struct CompileStats {
   int compiled = 0;        // compiled by the plugin
   int from_cache = 0;      // loaded from the persistent compile cache
   int cache_rejected = 0;  // damaged or unreadable entries, recompiled and replaced
-  // Wall time Open() spent making the buckets ready (converting and
-  // compiling, or loading from the cache); 0 without buckets.
+  // Wall time Open() spent making the buckets' programs (converting and
+  // compiling them, or loading them from the cache); 0 without buckets.
   double buckets_ms = 0;
+  // Wall time Open() then spent putting the weights those programs take on
+  // the device (once for all buckets); 0 without buckets.
+  double weights_ms = 0;
   // Why entries were rejected, or why the cache could not be used at all.
   std::vector<std::string> cache_messages;
 };

@@ -290,6 +290,8 @@ std::string StartupLine(const xonnx::Session& s) {
   if (st.cache_rejected) absl::StrAppend(&line, ", ", st.cache_rejected, " damaged cache entries replaced");
   absl::StrAppend(&line, s.cache_dir().empty() ? "; cache off" : absl::StrCat("; cache ", s.cache_dir()));
   if (!s.batch_buckets().empty()) absl::StrAppend(&line, "; batch buckets ", absl::StrJoin(s.batch_buckets(), ","));
+  if (st.buckets_ms > 0)
+    absl::StrAppend(&line, absl::StrFormat("; programs %.1f ms, weights %.1f ms", st.buckets_ms, st.weights_ms));
   return line;
 }
 
@@ -401,6 +403,7 @@ int Bench(const std::string& model, const InputArgs& in, int warmup, int iterati
     j["from_cache"] = st.from_cache;
     j["cache_rejected"] = st.cache_rejected;
     j["buckets_ms"] = st.buckets_ms;
+    j["weights_ms"] = st.weights_ms;
     j["latency_ms"] = {{"min", ms.empty() ? 0 : ms.front()}, {"median", median}, {"p90", pct(0.9)}};
     j["iterations"] = iterations;
     j["items_per_s"] = per_s;
@@ -557,7 +560,7 @@ int main(int argc, char** argv) {
   bench->add_option("--warmup", warmup, "Untimed runs before timing")->capture_default_str();
   bench->add_option("--iterations", iterations, "Timed runs")->capture_default_str();
   bench->add_flag("--json", json,
-                  "Print one JSON object: load_ms, buckets_ms, compile_ms, compiled, from_cache, cache_rejected, "
+                  "Print one JSON object: load_ms, buckets_ms, weights_ms, compile_ms, compiled, from_cache, cache_rejected, "
                   "latency_ms{min,median,p90}, items_per_s, peak_rss_mb (and bucket_first_call_ms)");
   int in_flight = 1;
   bool every_bucket = false;

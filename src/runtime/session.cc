@@ -46,6 +46,20 @@ double MsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
+// Runs fn(0..n-1) on up to `threads` threads (the caller's among them);
+// fn returns false to stop the items not started yet.
+void ParallelFor(int n, int threads, const std::function<bool(int)>& fn) {
+  std::atomic<int> next{0};
+  auto worker = [&] {
+    for (int k; (k = next++) < n;)
+      if (!fn(k)) next = n;
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::min(threads, n); ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+}
+
 std::string ShapeKey(const ShapeMap& shapes) {
   std::string k;
   for (const auto& [name, dims] : shapes) absl::StrAppend(&k, name, ":", absl::StrJoin(dims, "x"), ";");
@@ -394,7 +408,8 @@ struct Session::Impl {
     return s;
   }
 
-  // The inverse of DescribeProgram, loading the executable it names.
+  // The inverse of DescribeProgram, loading the executable it names (the
+  // weights are attached by Complete).
   StatusOr<Program> ProgramFromDescription(absl::string_view text, int dev) {
     Program p;
     std::string exe_key;
@@ -431,21 +446,47 @@ struct Session::Impl {
     p.output_counts.assign(p.computed.size(), onnx_import::ImportedModule::kTensorOutput);
     ASSIGN_OR_RETURN(p.exe, LoadCachedExecutable(exe_key, pjrt::CompileOptionsFor(*devices[dev])));
     if (p.exe->num_outputs() != p.computed.size()) return absl::DataLossError("the cached executable has other outputs");
-    for (const auto& w : p.weight_names) {
-      ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Buffer> b, WeightBuffer(w, dev));
-      p.weights.push_back(std::move(b));
-    }
     return p;
   }
 
+  // A program found by Prepare: `complete` when it came from the in-memory
+  // cache, else it still lacks its weight buffers (see Complete).
+  struct Prepared {
+    std::string key;
+    Program program;
+    bool complete = false;
+  };
+
   // The program for these inputs on devices[dev], compiled on first use.
-  // With `eager`, a model whose program depends on input values (not only
-  // shapes) is refused with FailedPrecondition instead of binding them.
-  StatusOr<Program> Get(const std::map<std::string, Tensor>& values, int dev, bool eager = false,
-                        const InputStructure* structure = nullptr) {
-    if (!unsupported.empty()) return absl::UnimplementedError(unsupported);
+  StatusOr<Program> Get(const std::map<std::string, Tensor>& values, int dev, const InputStructure* structure = nullptr) {
     ShapeMap shapes;
     for (const auto& [name, t] : values) shapes[name] = t.dims();
+    ASSIGN_OR_RETURN(Prepared p, Prepare(shapes, &values, dev, /*eager=*/false, structure));
+    return Complete(std::move(p), dev);
+  }
+
+  // Attaches a prepared program's weight buffers (uploading those not on
+  // the device yet) and keeps it in the in-memory cache.
+  StatusOr<Program> Complete(Prepared p, int dev) {
+    if (p.complete) return std::move(p.program);
+    for (const auto& w : p.program.weight_names) {
+      ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Buffer> b, WeightBuffer(w, dev));
+      p.program.weights.push_back(std::move(b));
+    }
+    std::lock_guard<std::mutex> l(mu);
+    return cache.emplace(p.key, std::move(p.program)).first->second;  // a concurrent twin wins
+  }
+
+  // The program for inputs of these shapes (and, with `values`, these
+  // values) on devices[dev]: from the in-memory cache, the persistent cache,
+  // or converted and compiled. With `eager` (and no values), a model whose
+  // program depends on input values (not only shapes) is refused with
+  // FailedPrecondition instead of binding them.
+  StatusOr<Prepared> Prepare(const ShapeMap& shapes, const std::map<std::string, Tensor>* values, int dev, bool eager,
+                             const InputStructure* structure) {
+    if (!unsupported.empty()) return absl::UnimplementedError(unsupported);
+    static const std::map<std::string, Tensor> kNoValues;
+    if (!values) values = &kNoValues;
     for (int attempt = 0; attempt < 16; ++attempt) {
       std::set<std::string> bound_names, const_weights;
       {
@@ -456,7 +497,7 @@ struct Session::Impl {
       std::string key = absl::StrCat(dev, "@", ShapeKey(shapes), structure ? structure->Key() : "");
       // String inputs never reach the program: their values are compiled in.
       std::map<std::string, onnx_import::StringTensor> strings;
-      for (const auto& [name, t] : values) {
+      for (const auto& [name, t] : *values) {
         if (t.dtype() != DataType::kString) continue;
         strings[name] = {t.dims(), t.strings()};
         absl::StrAppend(&key, "|", name, "=");
@@ -466,14 +507,16 @@ struct Session::Impl {
         return absl::FailedPreconditionError("the program depends on input values");
       std::map<std::string, hlo::Literal> bound;
       for (const std::string& name : bound_names) {
-        const Tensor& t = values.at(name);
+        auto given = values->find(name);
+        if (given == values->end()) return Internal("%s: input '%s' needs its value at compile time", model->path, name);
+        const Tensor& t = given->second;
         absl::StrAppend(&key, "|", name, "=", absl::string_view(static_cast<const char*>(t.data()), t.byte_size()));
         bound.emplace(name, LiteralOf(t));
       }
       {
         std::lock_guard<std::mutex> l(mu);
         auto it = cache.find(key);
-        if (it != cache.end()) return it->second;
+        if (it != cache.end()) return Prepared{key, it->second, true};
       }
       auto start = std::chrono::steady_clock::now();
       // A program that depends only on shapes is described in the persistent
@@ -499,8 +542,8 @@ struct Session::Impl {
             ++stats.from_cache;
             last_compile_ms = MsSince(start);
             last_summary = absl::StrFormat("%d inputs + %d weights -> %d outputs, loaded from the compile cache",
-                                           prog->params.size(), prog->weights.size(), prog->computed.size());
-            return cache.emplace(key, *prog).first->second;
+                                           prog->params.size(), prog->weight_names.size(), prog->computed.size());
+            return Prepared{key, *std::move(prog), false};
           }
           NoteCacheProblem(absl::DataLossError(absl::StrCat(disk_cache->PathFor(description_key), ": ", prog.status().message(),
                                                            "; converting the model again")));
@@ -518,7 +561,7 @@ struct Session::Impl {
         std::lock_guard<std::mutex> l(mu);
         for (absl::string_view part : absl::StrSplit(std::string(*needs), ',')) {
           std::string name(part);
-          if (values.count(name)) {
+          if (values->count(name)) {
             added |= value_inputs.insert(name).second;
           } else if (IsInitializer(name)) {
             added |= constant_weights.insert(name).second;
@@ -532,10 +575,6 @@ struct Session::Impl {
       Program prog;
       for (const auto& in : imported->inputs) prog.params.push_back(in.name);
       prog.weight_names = imported->weights;
-      for (const auto& w : imported->weights) {
-        ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Buffer> b, WeightBuffer(w, dev));
-        prog.weights.push_back(std::move(b));
-      }
       int next = 0;
       prog.output_counts = imported->output_counts;
       bool describable = std::all_of(prog.output_counts.begin(), prog.output_counts.end(),
@@ -569,9 +608,9 @@ struct Session::Impl {
       last_compile_ms = MsSince(start);
       auto fp = prog.exe->Fingerprint();
       last_summary = absl::StrFormat("%d inputs + %d weights -> %d outputs, %d KiB HloModuleProto%s", prog.params.size(),
-                                     prog.weights.size(), prog.computed.size(), bytes.size() / 1024,
+                                     prog.weight_names.size(), prog.computed.size(), bytes.size() / 1024,
                                      fp.ok() && !fp->empty() ? absl::StrCat(", fingerprint ", *fp) : "");
-      return cache.emplace(key, prog).first->second;
+      return Prepared{key, std::move(prog), false};
     }
     return Internal("%s: input value binding did not converge", model->path);
   }
@@ -581,7 +620,7 @@ struct Session::Impl {
   // call; `counts` receives how the outputs group into model outputs.
   StatusOr<std::vector<Tensor>> RunExact(const std::map<std::string, Tensor>& inputs, int dev,
                                          const InputStructure* structure = nullptr, std::vector<int>* counts = nullptr) {
-    ASSIGN_OR_RETURN(Program prog, Get(inputs, dev, false, structure));
+    ASSIGN_OR_RETURN(Program prog, Get(inputs, dev, structure));
     if (counts) *counts = prog.output_counts;
     const std::string& file = model->path;
     std::vector<std::unique_ptr<pjrt::Buffer>> uploaded;
@@ -750,9 +789,10 @@ struct Session::Impl {
     const std::string kBatch = "\n batch";  // cannot clash with a dimension name from a model
     if (!batch_buckets.empty()) expand(kBatch, batch_buckets);
     for (const auto& [name, sizes] : dim_buckets) expand(name, sizes);
-    std::vector<std::map<std::string, Tensor>> shapes;
+    // Shapes only: a bucket is converted and compiled without input values.
+    std::vector<ShapeMap> shapes;
     for (const auto& c : combos) {
-      std::map<std::string, Tensor> values;
+      ShapeMap bucket;
       for (const auto& s : inputs) {
         if (s.dtype == DataType::kString) return absl::OkStatus();  // needs values: compiled on first use
         std::vector<int64_t> dims = s.dims;
@@ -762,41 +802,58 @@ struct Session::Impl {
           if (it == c.end()) return absl::OkStatus();  // a dynamic dimension without buckets: compiled on first use
           dims[a] = it->second;
         }
-        values[s.name] = Tensor(s.dtype, dims);
+        bucket[s.name] = std::move(dims);
       }
-      shapes.push_back(std::move(values));
+      shapes.push_back(std::move(bucket));
     }
-    auto start = std::chrono::steady_clock::now();
     int total = shapes.size() * devices.size();
     int threads = options.compile_threads > 0 ? options.compile_threads : std::max(1u, std::thread::hardware_concurrency());
-    threads = std::min(threads, total);
-    std::atomic<int> next{0};
+    // Programs first (converted and compiled, or loaded from the cache), then
+    // the weights they take, uploaded once for all of them: the two phases
+    // are timed apart, since only the first depends on the compiler.
+    auto start = std::chrono::steady_clock::now();
+    std::vector<std::optional<Prepared>> prepared(total);
     std::mutex progress_mu;
     int done = 0;
     // A program that depends on input values (FailedPrecondition) stops the
     // eager compile without an error: it compiles on first use, for the
     // values given.
     Status first_error;
-    auto worker = [&] {
-      for (int k; (k = next++) < total;) {
-        auto prog = Get(shapes[k / devices.size()], k % devices.size(), /*eager=*/true);
-        std::lock_guard<std::mutex> l(progress_mu);
-        if (!prog.ok()) {
-          if (!absl::IsFailedPrecondition(prog.status()) && first_error.ok()) first_error = prog.status();
-          next = total;  // stop the others early
-          continue;
-        }
-        ++done;
-        if (options.compile_progress) options.compile_progress(done, total);
+    ParallelFor(total, threads, [&](int k) {
+      auto p = Prepare(shapes[k / devices.size()], nullptr, k % devices.size(), /*eager=*/true, nullptr);
+      std::lock_guard<std::mutex> l(progress_mu);
+      if (!p.ok()) {
+        if (!absl::IsFailedPrecondition(p.status()) && first_error.ok()) first_error = p.status();
+        return false;
       }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
+      prepared[k] = *std::move(p);
+      ++done;
+      if (options.compile_progress) options.compile_progress(done, total);
+      return true;
+    });
     if (!first_error.ok()) return first_error;
+    double buckets_ms = MsSince(start);
+    start = std::chrono::steady_clock::now();
+    std::vector<std::pair<std::string, int>> wanted;
+    {
+      std::set<std::pair<std::string, int>> seen;
+      for (int k = 0; k < total; ++k)
+        if (prepared[k] && !prepared[k]->complete)
+          for (const auto& w : prepared[k]->program.weight_names)
+            if (seen.insert({w, k % devices.size()}).second) wanted.emplace_back(w, k % devices.size());
+    }
+    ParallelFor(wanted.size(), threads, [&](int k) {
+      auto b = WeightBuffer(wanted[k].first, wanted[k].second);
+      std::lock_guard<std::mutex> l(progress_mu);
+      if (!b.ok() && first_error.ok()) first_error = b.status();
+      return b.ok();
+    });
+    if (!first_error.ok()) return first_error;
+    for (int k = 0; k < total; ++k)
+      if (prepared[k]) RETURN_IF_ERROR(Complete(*std::move(prepared[k]), k % devices.size()).status());
     std::lock_guard<std::mutex> l(mu);
-    stats.buckets_ms = MsSince(start);
+    stats.buckets_ms = buckets_ms;
+    stats.weights_ms = MsSince(start);
     return absl::OkStatus();
   }
 
