@@ -296,6 +296,53 @@ absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHost(const void* data,
   return buffer;
 }
 
+absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHostZeroCopy(const void* data, hlo::PrimitiveType type,
+                                                                       absl::Span<const int64_t> dims, const Device& device,
+                                                                       std::shared_ptr<const void> owner) {
+  ASSIGN_OR_RETURN(PJRT_Buffer_Type t, ToPjrtType(type));
+  auto a = Args<PJRT_Client_BufferFromHostBuffer_Args>();
+  a.client = client_;
+  a.data = data;
+  a.type = t;
+  a.dims = dims.data();
+  a.num_dims = dims.size();
+  a.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableZeroCopy;
+  a.device = device.raw;
+  RETURN_IF_ERROR(PJRT_CALL(plugin_, PJRT_Client_BufferFromHostBuffer, &a));
+  auto buffer = std::make_unique<Buffer>(shared_from_this(), a.buffer);
+  if (!a.done_with_host_buffer) return buffer;  // nothing to wait for: the plugin copied
+  // The owner is let go of from the plugin's callback, whenever that comes.
+  // It holds the API table, not the Plugin: the callback runs inside the
+  // plugin, which must not be unloaded from there.
+  struct Release {
+    const PJRT_Api* api;
+    std::shared_ptr<const void> owner;
+  };
+  auto* r = new Release{plugin_->api(), std::move(owner)};
+  auto on = Args<PJRT_Event_OnReady_Args>();
+  on.event = a.done_with_host_buffer;
+  on.user_arg = r;
+  on.callback = [](PJRT_Error* error, void* arg) {
+    auto* r = static_cast<Release*>(arg);
+    if (error) {  // the bytes are released either way
+      auto d = Args<PJRT_Error_Destroy_Args>();
+      d.error = error;
+      r->api->PJRT_Error_Destroy(&d);
+    }
+    delete r;
+  };
+  Event done(plugin_, a.done_with_host_buffer);
+  absl::Status st = PJRT_CALL(plugin_, PJRT_Event_OnReady, &on);
+  if (st.ok()) return buffer;
+  // A plugin that cannot call back: copy instead, so that nothing depends
+  // on when it lets go of the bytes.
+  buffer.reset();
+  RETURN_IF_ERROR(done.Await());
+  std::shared_ptr<const void> kept = std::move(r->owner);
+  delete r;
+  return BufferFromHost(data, type, dims, device);
+}
+
 absl::StatusOr<std::unique_ptr<LoadedExecutable>> Client::Compile(const std::string& hlo_module_proto,
                                                                   const std::string& compile_options) {
   PJRT_Program program;

@@ -154,6 +154,16 @@ class Client : public std::enable_shared_from_this<Client> {
   [[nodiscard]] absl::StatusOr<std::unique_ptr<Buffer>> BufferFromHost(const void* data, hlo::PrimitiveType type,
                                                                        absl::Span<const int64_t> dims,
                                                                        const Device& device);
+  // A buffer of a dense row-major host array that the plugin may read in
+  // place (PJRT's immutable zero-copy: a CPU plugin can; others copy).
+  // `owner` keeps the bytes alive until the plugin reports that it is done
+  // with them, which can be long after this returns (when the buffer and
+  // whatever the plugin built from it are gone); the bytes must not change
+  // until then.
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<Buffer>> BufferFromHostZeroCopy(const void* data, hlo::PrimitiveType type,
+                                                                               absl::Span<const int64_t> dims,
+                                                                               const Device& device,
+                                                                               std::shared_ptr<const void> owner);
   // Compiles a serialized HloModuleProto (format "hlo").
   [[nodiscard]] absl::StatusOr<std::unique_ptr<LoadedExecutable>> Compile(const std::string& hlo_module_proto,
                                                                           const std::string& compile_options);

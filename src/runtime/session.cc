@@ -279,9 +279,13 @@ struct Session::Impl {
     // Converted once here; the program takes the weights in its compute type.
     if (lit->shape().element_type == hlo::F32 && options.data_type != DataType::kFloat32)
       lit = lit->Convert(ToHlo(options.data_type));
-    const hlo::Literal& value = *lit;  // read-only: a write access would copy borrowed bytes
-    ASSIGN_OR_RETURN(std::unique_ptr<pjrt::Buffer> b, client->BufferFromHost(value.untyped_data(), value.shape().element_type,
-                                                                            value.shape().dims, *devices[dev]));
+    // The device buffer may read these bytes in place (a CPU plugin does), so
+    // they stay alive, unchanged, as long as the plugin uses them: the
+    // model's bytes (never modified after loading) or the converted copy.
+    auto value = std::make_shared<const hlo::Literal>(*std::move(lit));
+    const void* data = value->untyped_data();  // const access: a borrowed literal is not copied
+    ASSIGN_OR_RETURN(std::unique_ptr<pjrt::Buffer> b,
+                     client->BufferFromHostZeroCopy(data, value->shape().element_type, value->shape().dims, *devices[dev], value));
     return std::shared_ptr<pjrt::Buffer>(std::move(b));
   }
 

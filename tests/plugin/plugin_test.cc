@@ -7,6 +7,7 @@
 //
 //   plugin_test                       # the xonnx CPU plugin from the build
 //   XONNX_TEST_PLUGIN=/path/to/plugin.so plugin_test
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -372,6 +373,62 @@ ENTRY main {
       for (int k = 0; k < 4; ++k) y[k] -= (k % 2 == 0 ? 0.5f : -1.f);  // no bias in this program
       EXPECT_THAT(Download(*(*out)[0], 4), ::testing::Pointwise(::testing::FloatNear(1e-5), y));
     }
+}
+
+TEST_F(PluginTest, ZeroCopyHostBytesAreReleasedWhenNothingReadsThem) {
+  // Host bytes uploaded with immutable zero-copy semantics are let go of
+  // (the owner is released) once the plugin no longer reads them. The xonnx
+  // plugin reads them in place, and a program that bound them as weights
+  // keeps reading them after the buffer is gone.
+  constexpr char kWeighted[] = R"(HloModule weighted
+
+ENTRY main {
+  x = f32[2,3]{1,0} parameter(0)
+  w = f32[3,2]{1,0} parameter(1), metadata={op_type="xonnx.weight" op_name="w"}
+  ROOT d = f32[2,2]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+)";
+  auto released = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<std::vector<float>> w(new std::vector<float>{2, 1, -1, 0, 0.5f, 3}, [released](std::vector<float>* v) {
+    delete v;
+    *released = true;
+  });
+  const float* data = w->data();
+  auto bw = client_->BufferFromHostZeroCopy(data, hlo::F32, {3, 2}, client_->devices()[0], std::move(w));
+  ASSERT_TRUE(bw.ok()) << bw.status();
+  if (IsXonnx()) EXPECT_FALSE(*released) << "the buffer should read the host bytes in place";
+  auto exe = client_->Compile(Program(kWeighted), CompileOptionsFor(client_->devices()[0]));
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  auto bx = Upload(x, {2, 3});
+  auto out = (*exe)->Execute({bx.get(), bw->get()});
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::vector<float> y, e;
+  Reference(x, {2, 1, -1, 0, 0.5f, 3}, &y, &e);
+  for (int k = 0; k < 4; ++k) y[k] -= (k % 2 == 0 ? 0.5f : -1.f);  // no bias in this program
+  EXPECT_THAT(Download(*(*out)[0], 4), ::testing::Pointwise(::testing::FloatNear(1e-5), y));
+  EXPECT_EQ(Download(**bw, 6), (std::vector<float>{2, 1, -1, 0, 0.5f, 3}));
+  bw->reset();
+  if (IsXonnx()) EXPECT_FALSE(*released) << "the program compiled with these weights still reads them";
+  exe->reset();
+  EXPECT_TRUE(*released);
+}
+
+TEST_F(PluginTest, ZeroCopyOfMisalignedBytesCopiesThem) {
+  if (!IsXonnx()) GTEST_SKIP() << "alignment rules are the xonnx plugin's";
+  auto released = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<std::vector<char>> bytes(new std::vector<char>(64), [released](std::vector<char>* v) {
+    delete v;
+    *released = true;
+  });
+  char* p = bytes->data();
+  while (reinterpret_cast<uintptr_t>(p) % 16 != 4) ++p;  // 4-aligned, not 16-aligned
+  const float v[2] = {1.5f, -2.f};
+  std::memcpy(p, v, sizeof(v));
+  auto b = client_->BufferFromHostZeroCopy(p, hlo::F32, {2}, client_->devices()[0], std::move(bytes));
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_TRUE(*released) << "a copy needs the host bytes no longer";
+  EXPECT_EQ(Download(**b, 2), (std::vector<float>{1.5f, -2.f}));
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 // boundary: every failure is a PJRT_Error carrying an absl status.
 //
 // All work is synchronous: an operation is complete when its call returns,
-// so every event the plugin hands out is already ready.
+// so every event the plugin hands out is already ready, except one: a
+// zero-copy host buffer's done_with_host_buffer, ready when the plugin no
+// longer reads the caller's bytes.
 //
 // Weights. Parameters whose OpMetadata op_type is "xonnx.weight" (the
 // importer marks model initializers so) are weights: the same device buffer
@@ -18,6 +20,7 @@
 // buffers are immutable, so identity implies value). Programs without
 // weights compile when PJRT_Client_Compile is called.
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <list>
@@ -71,8 +74,61 @@ struct PJRT_Error {
   std::string message;
 };
 
+namespace {
+PJRT_Error* MakeError(const absl::Status& st);
+
+// An event's state, shared by its handles and by what makes it ready. Most
+// work is synchronous, so most events are born ready; a zero-copy buffer's
+// done_with_host_buffer event becomes ready when the buffer's storage is
+// freed.
+class EventState {
+ public:
+  EventState() = default;
+  explicit EventState(absl::Status st) : ready_(true), status_(std::move(st)) {}
+  void Set(absl::Status st) {
+    std::vector<std::pair<PJRT_Event_OnReadyCallback, void*>> run;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (ready_) return;
+      ready_ = true;
+      status_ = std::move(st);
+      run.swap(callbacks_);
+    }
+    cv_.notify_all();
+    for (auto& [cb, arg] : run) cb(MakeError(status_), arg);
+  }
+  bool ready() {
+    std::lock_guard<std::mutex> l(mu_);
+    return ready_;
+  }
+  absl::Status Await() {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return ready_; });
+    return status_;
+  }
+  // Calls `cb` now when ready, else when Set.
+  void OnReady(PJRT_Event_OnReadyCallback cb, void* arg) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!ready_) {
+        callbacks_.emplace_back(cb, arg);
+        return;
+      }
+    }
+    cb(MakeError(status_), arg);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool ready_ = false;
+  absl::Status status_;
+  std::vector<std::pair<PJRT_Event_OnReadyCallback, void*>> callbacks_;
+};
+}  // namespace
+
 struct PJRT_Event {
-  absl::Status status;
+  std::shared_ptr<EventState> state;
 };
 
 struct PJRT_DeviceDescription {
@@ -122,15 +178,31 @@ namespace {
 
 std::atomic<uint64_t> next_buffer_id{1};
 
-// Host memory of a buffer, 64-byte aligned for the vector kernels.
+// Host memory of a buffer: its own, 64-byte aligned for the vector
+// kernels, or the caller's (zero-copy), never written, and given back by
+// setting `released` when the last user of the storage lets go of it.
 struct Storage {
   explicit Storage(size_t n) : size(n) {
     data = std::aligned_alloc(64, (std::max<size_t>(n, 1) + 63) / 64 * 64);
   }
-  ~Storage() { std::free(data); }
+  Storage(const void* borrowed, size_t n, std::shared_ptr<EventState> released)
+      : data(const_cast<void*>(borrowed)), size(n), released_(std::move(released)) {}
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  ~Storage() {
+    if (released_) released_->Set(absl::OkStatus());
+    else std::free(data);
+  }
   void* data;
   size_t size;
+
+ private:
+  std::shared_ptr<EventState> released_;
 };
+
+// Zero-copy host buffers must be aligned at least this much: what malloc
+// gives, and enough for every element type the kernels read in place.
+constexpr uintptr_t kZeroCopyAlignment = 16;
 
 }  // namespace
 
@@ -220,7 +292,9 @@ absl::Status CheckSize(const char* what, size_t given, size_t needed) {
     if (!_s.ok()) return MakeError(_s);                                                           \
   } while (0)
 
-PJRT_Event* ReadyEvent(absl::Status st = absl::OkStatus()) { return new PJRT_Event{std::move(st)}; }
+PJRT_Event* ReadyEvent(absl::Status st = absl::OkStatus()) {
+  return new PJRT_Event{std::make_shared<EventState>(std::move(st))};
+}
 
 // A string getter's answer: `value`/`value_size` point into `s`, which lives
 // as long as the object asked about.
@@ -279,18 +353,19 @@ PJRT_Error* Event_Destroy(PJRT_Event_Destroy_Args* a) {
 }
 PJRT_Error* Event_IsReady(PJRT_Event_IsReady_Args* a) {
   CHECK_ARGS(PJRT_Event_IsReady_Args, a, is_ready);
-  a->is_ready = true;
+  if (!a->event) return MakeError(absl::InvalidArgumentError("PJRT_Event_IsReady: null event"));
+  a->is_ready = a->event->state->ready();
   return nullptr;
 }
 PJRT_Error* Event_Await(PJRT_Event_Await_Args* a) {
   CHECK_ARGS(PJRT_Event_Await_Args, a, event);
   if (!a->event) return MakeError(absl::InvalidArgumentError("PJRT_Event_Await: null event"));
-  return MakeError(a->event->status);
+  return MakeError(a->event->state->Await());
 }
 PJRT_Error* Event_OnReady(PJRT_Event_OnReady_Args* a) {
   CHECK_ARGS(PJRT_Event_OnReady_Args, a, user_arg);
   if (!a->event || !a->callback) return MakeError(absl::InvalidArgumentError("PJRT_Event_OnReady: null event or callback"));
-  a->callback(MakeError(a->event->status), a->user_arg);
+  a->event->state->OnReady(a->callback, a->user_arg);
   return nullptr;
 }
 
@@ -490,12 +565,25 @@ PJRT_Error* Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_Args* a
   size_t bytes = shape.ByteSize();
   if (bytes && !a->data) return MakeError(absl::InvalidArgumentError("PJRT_Client_BufferFromHostBuffer: null data"));
   auto b = std::make_unique<PJRT_Buffer>();
-  b->storage = std::make_shared<Storage>(bytes);
-  if (!b->storage->data) return MakeError(absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes")));
   b->device = device;
   if (a->num_byte_strides && a->num_byte_strides != shape.dims.size())
     return MakeError(xonnx::InvalidArgument("%d byte strides for a rank-%d array", a->num_byte_strides, shape.dims.size()));
-  if (!a->num_byte_strides || DenseRowMajorStrides(a->byte_strides, shape)) {
+  bool dense = !a->num_byte_strides || DenseRowMajorStrides(a->byte_strides, shape);
+  // Immutable zero-copy: the buffer reads the caller's bytes in place when
+  // they are dense and aligned (else it copies, as PJRT allows), and tells
+  // the caller when it is done with them.
+  if (a->host_buffer_semantics == PJRT_HostBufferSemantics_kImmutableZeroCopy && dense && bytes &&
+      reinterpret_cast<uintptr_t>(a->data) % kZeroCopyAlignment == 0) {
+    auto released = std::make_shared<EventState>();
+    b->storage = std::make_shared<Storage>(a->data, bytes, released);
+    b->shape = std::move(shape);
+    a->done_with_host_buffer = new PJRT_Event{std::move(released)};
+    a->buffer = b.release();
+    return nullptr;
+  }
+  b->storage = std::make_shared<Storage>(bytes);
+  if (!b->storage->data) return MakeError(absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes")));
+  if (dense) {
     if (bytes) std::memcpy(b->storage->data, a->data, bytes);
   } else {
     GatherStrided(static_cast<const char*>(a->data), static_cast<char*>(b->storage->data), shape.dims, a->byte_strides,
@@ -1056,7 +1144,7 @@ PJRT_Api MakeApi() {
   api.PJRT_Plugin_Attributes = Plugin_Attributes;
   api.PJRT_Event_Destroy = Event_Destroy;
   api.PJRT_Event_IsReady = Event_IsReady;
-  api.PJRT_Event_Error = Event_Await;  // every event is ready, so Error == Await
+  api.PJRT_Event_Error = Event_Await;  // asked of ready events, for which it is Await
   api.PJRT_Event_Await = Event_Await;
   api.PJRT_Event_OnReady = Event_OnReady;
   api.PJRT_Client_Create = Client_Create;
