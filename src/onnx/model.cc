@@ -1,6 +1,8 @@
 #include "onnx/model.h"
 
 #include <filesystem>
+#include <limits>
+#include <new>
 #include <fstream>
 #include <sstream>
 
@@ -77,12 +79,15 @@ absl::Status ResolveGraph(onnx::GraphProto& g, const fs::path& base_dir, const s
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModelFromBytes(const std::string& bytes, const std::string& name,
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModelFromBytes(absl::string_view bytes, const std::string& name,
                                                                 const std::string& base_dir) {
   auto m = std::make_unique<LoadedModel>();
   m->path = name;
   if (bytes.empty()) return InvalidArgument("%s: the file is empty, not an ONNX model", name);
-  if (!m->proto.ParseFromString(bytes))
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    return InvalidArgument("%s: %d bytes; an ONNX model file holds at most 2 GB (larger weights go in external data files)",
+                           name, bytes.size());
+  if (!m->proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     return InvalidArgument("%s: not a valid ONNX model (the protobuf does not parse; is the file truncated?)", name);
   if (!m->proto.has_graph() || m->proto.ir_version() <= 0)
     return InvalidArgument("%s: not a valid ONNX model (no graph or IR version)", name);
@@ -124,14 +129,18 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path) 
   if (fs::is_directory(path, ec)) return InvalidArgument("%s: is a directory, not an ONNX model file", path);
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) return absl::NotFoundError(absl::StrFormat("%s: cannot open the model file", path));
-  // One read into a buffer of the right size: models are often hundreds of MB.
-  std::string bytes(static_cast<size_t>(f.tellg()), '\0');
+  // One read into a buffer of the right size: models are often hundreds of
+  // MB. The buffer is not zero-filled first (a std::string would be): that
+  // pass alone costs as much as the read.
+  size_t size = static_cast<size_t>(f.tellg());
+  std::unique_ptr<char[]> bytes(new (std::nothrow) char[std::max<size_t>(size, 1)]);
+  if (!bytes) return absl::ResourceExhaustedError(absl::StrFormat("%s: cannot allocate %d bytes to read the model", path, size));
   f.seekg(0);
-  f.read(bytes.data(), bytes.size());
+  f.read(bytes.get(), size);
   if (!f) return absl::DataLossError(absl::StrFormat("%s: cannot read the model file", path));
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
-  return LoadModelFromBytes(bytes, path, dir.string());
+  return LoadModelFromBytes(absl::string_view(bytes.get(), size), path, dir.string());
 }
 
 }  // namespace xonnx::onnx_import

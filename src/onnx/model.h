@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "onnx/onnx_pb.h"
 
 namespace xonnx::onnx_import {
@@ -32,7 +33,7 @@ struct LoadedModel {
 [[nodiscard]] absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path);
 // The same for a model already in memory (`name` is used in messages;
 // external data is resolved relative to `base_dir`).
-[[nodiscard]] absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModelFromBytes(const std::string& bytes,
+[[nodiscard]] absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModelFromBytes(absl::string_view bytes,
                                                                               const std::string& name,
                                                                               const std::string& base_dir);
 

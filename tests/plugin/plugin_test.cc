@@ -308,6 +308,49 @@ TEST_F(PluginTest, SerializedExecutablesReloadAndAgree) {
   EXPECT_FALSE(client_->Deserialize(bytes->substr(0, bytes->size() / 2)).ok());
 }
 
+TEST_F(PluginTest, SerializedWeightedProgramsReloadAndAgree) {
+  if (!IsXonnx()) GTEST_SKIP() << "weight parameters are compiled in by the xonnx plugin only";
+  constexpr char kWeighted[] = R"(HloModule weighted_reload
+
+ENTRY main {
+  x = f32[2,3]{1,0} parameter(0)
+  w = f32[3,2]{1,0} parameter(1), metadata={op_type="xonnx.weight" op_name="w"}
+  d = f32[2,2]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = (f32[2,2]{1,0}, f32[2,3]{1,0}) tuple(d, x)
+}
+)";
+  auto exe = client_->Compile(Program(kWeighted), CompileOptionsFor(client_->devices()[0]));
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  auto bytes = (*exe)->Serialize();
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  auto loaded = client_->Deserialize(*bytes);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  // What a loaded program tells before it first runs is what the compiled
+  // one tells, and serializing it again gives the same bytes.
+  EXPECT_EQ((*loaded)->num_outputs(), 2u);
+  auto f1 = (*exe)->Fingerprint(), f2 = (*loaded)->Fingerprint();
+  ASSERT_TRUE(f1.ok() && f2.ok());
+  EXPECT_EQ(*f1, *f2);
+  auto again = (*loaded)->Serialize();
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *bytes);
+  std::vector<float> x = {1, 2, 3, 4, 5, 6}, w = {2, 1, -1, 0, 0.5f, 3};
+  auto bx = Upload(x, {2, 3});
+  auto bw = Upload(w, {3, 2});
+  auto a = (*exe)->Execute({bx.get(), bw.get()});
+  auto b = (*loaded)->Execute({bx.get(), bw.get()});
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(Download(*(*a)[0], 4), Download(*(*b)[0], 4));
+  EXPECT_EQ(Download(*(*b)[1], 6), x);
+  // A damaged module is refused at load, not at the first run.
+  std::string bad = *bytes;
+  bad[bad.size() - 3] ^= 0x20;
+  auto refused = client_->Deserialize(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("damaged"));
+}
+
 TEST_F(PluginTest, CreateOptionsAreCheckedByName) {
   if (!IsXonnx()) GTEST_SKIP() << "create options are plugin-specific";
   auto bad = Client::Create(plugin_, {{"no_such_option", int64_t{1}}});

@@ -27,12 +27,15 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "backends/cpu/executable.h"
 #include "base/fingerprint.h"
 #include "base/status.h"
@@ -52,7 +55,7 @@ using xonnx::pjrt::FromPjrtType;
 using xonnx::pjrt::ToPjrtType;
 
 constexpr char kWeightMarker[] = "xonnx.weight";
-constexpr char kSerializedMagic[] = "XONNX-CPU-EXECUTABLE-1";
+constexpr char kSerializedMagic[] = "XONNX-CPU-EXECUTABLE-2";
 constexpr size_t kSpecializationCacheSize = 2;
 
 void ErrorDestroyImpl(PJRT_Error* e);
@@ -221,8 +224,9 @@ namespace {
 struct Program {
   std::string name, fingerprint;
   std::string module_bytes;                   // serialized HloModuleProto after our passes
-  std::unique_ptr<xonnx::hlo::Module> module;  // the same, parsed
+  std::unique_ptr<xonnx::hlo::Module> module;  // the same, decoded (null until its first run when deserialized)
   std::vector<xonnx::hlo::Shape> param_shapes, output_shapes;
+  bool tuple_result = false;  // the entry returns a tuple (of output_shapes)
   std::vector<PJRT_Buffer_Type> output_types;
   std::vector<int64_t> output_dims_flat;
   std::vector<size_t> output_ranks;
@@ -231,7 +235,7 @@ struct Program {
   int device_id = 0;
   PluginOptions options;
 
-  std::mutex mu;
+  std::mutex mu;  // guards what follows, and `module` while it is null
   std::shared_ptr<xonnx::cpu::Executable> generic;  // when there are no weights
   std::list<std::pair<std::vector<uint64_t>, std::shared_ptr<xonnx::cpu::Executable>>> specialized;  // most recent first
 };
@@ -791,26 +795,18 @@ absl::Status CheckRowMajorShape(const xonnx::hlo::Shape& s, const std::string& w
   return absl::OkStatus();
 }
 
-// Decodes, checks and optimizes a program; compiles it now when it has no
-// weights.
-absl::StatusOr<std::shared_ptr<Program>> BuildProgram(absl::string_view module_bytes, int device_id,
-                                                      const PluginOptions& o) {
-  ASSIGN_OR_RETURN(std::unique_ptr<xonnx::hlo::Module> m, xonnx::hlo::ParseModule(module_bytes));
-  RETURN_IF_ERROR(xonnx::hlo::Verify(*m));
-  if (o.optimize) RETURN_IF_ERROR(xonnx::passes::RunStandardPipeline(m.get(), o.verify_passes));
-  auto p = std::make_shared<Program>();
-  p->options = o;
-  p->device_id = device_id;
-  p->name = m->name();
-  const xonnx::hlo::Computation* entry = m->entry();
-  for (int64_t k = 0; k < entry->num_parameters(); ++k) {
-    const xonnx::hlo::Instruction* param = entry->parameter(k);
-    if (!param) return xonnx::InvalidArgument("entry parameter %d is missing", k);
-    RETURN_IF_ERROR(CheckRowMajorShape(param->shape(), absl::StrCat("parameter ", k)));
-    p->param_shapes.push_back(param->shape());
-    (param->metadata.op_type == kWeightMarker ? p->weight_params : p->other_params).push_back(static_cast<int>(k));
+// What a program takes and returns, from its entry's parameter shapes
+// (`weights`: the parameter numbers that are weights) and result shape.
+absl::Status SetSignature(Program* p, std::vector<xonnx::hlo::Shape> params, const std::set<int>& weights,
+                          const xonnx::hlo::Shape& result) {
+  for (size_t k = 0; k < params.size(); ++k) {
+    RETURN_IF_ERROR(CheckRowMajorShape(params[k], absl::StrCat("parameter ", k)));
+    (weights.count(k) ? p->weight_params : p->other_params).push_back(static_cast<int>(k));
   }
-  const xonnx::hlo::Shape& result = entry->root()->shape();
+  for (int w : weights)
+    if (w < 0 || w >= static_cast<int>(params.size())) return xonnx::InvalidArgument("weight parameter %d does not exist", w);
+  p->param_shapes = std::move(params);
+  p->tuple_result = result.IsTuple();
   if (result.IsTuple()) {
     for (const auto& s : result.tuple_shapes) p->output_shapes.push_back(s);
   } else {
@@ -824,16 +820,65 @@ absl::StatusOr<std::shared_ptr<Program>> BuildProgram(absl::string_view module_b
     p->output_ranks.push_back(s.dims.size());
     p->output_dims_flat.insert(p->output_dims_flat.end(), s.dims.begin(), s.dims.end());
   }
-  p->module_bytes = xonnx::hlo::SerializeModule(*m);
+  return absl::OkStatus();
+}
+
+std::string ProgramFingerprint(absl::string_view module_bytes, int device_id, const PluginOptions& o) {
   xonnx::Fingerprinter f;
-  f.UpdateField(p->module_bytes);
+  f.UpdateField(module_bytes);
   f.UpdateField(absl::StrCat(device_id, o.use_dnnl, o.fuse_elementwise, o.optimize, XONNX_VERSION));
-  p->fingerprint = f.Finish().Hex();
+  return f.Finish().Hex();
+}
+
+// Decodes, checks and optimizes a program; compiles it now when it has no
+// weights.
+absl::StatusOr<std::shared_ptr<Program>> BuildProgram(absl::string_view module_bytes, int device_id,
+                                                      const PluginOptions& o) {
+  ASSIGN_OR_RETURN(std::unique_ptr<xonnx::hlo::Module> m, xonnx::hlo::ParseModule(module_bytes));
+  if (o.optimize) RETURN_IF_ERROR(xonnx::passes::RunStandardPipeline(m.get(), o.verify_passes));
+  auto p = std::make_shared<Program>();
+  p->options = o;
+  p->device_id = device_id;
+  p->name = m->name();
+  const xonnx::hlo::Computation* entry = m->entry();
+  std::vector<xonnx::hlo::Shape> params;
+  std::set<int> weights;
+  for (int64_t k = 0; k < entry->num_parameters(); ++k) {
+    const xonnx::hlo::Instruction* param = entry->parameter(k);
+    if (!param) return xonnx::InvalidArgument("entry parameter %d is missing", k);
+    params.push_back(param->shape());
+    if (param->metadata.op_type == kWeightMarker) weights.insert(static_cast<int>(k));
+  }
+  RETURN_IF_ERROR(SetSignature(p.get(), std::move(params), weights, entry->root()->shape()));
+  p->module_bytes = xonnx::hlo::SerializeModule(*m);
+  p->fingerprint = ProgramFingerprint(p->module_bytes, device_id, o);
   if (p->weight_params.empty()) {
     ASSIGN_OR_RETURN(p->generic, CompileBackend(m->Clone(), o, /*run_passes=*/false));
   }
   p->module = std::move(m);
   return p;
+}
+
+// Decodes a deserialized program's module at its first run (p.mu held),
+// checks it against the signature it was loaded with, and compiles it when
+// it has no weights.
+absl::Status DecodeModule(Program& p) {
+  if (p.module) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::unique_ptr<xonnx::hlo::Module> m, xonnx::hlo::ParseModule(p.module_bytes));
+  const xonnx::hlo::Computation* entry = m->entry();
+  bool same = entry->num_parameters() == static_cast<int64_t>(p.param_shapes.size());
+  for (int64_t k = 0; same && k < entry->num_parameters(); ++k) {
+    const xonnx::hlo::Instruction* param = entry->parameter(k);
+    same = param && param->shape().Compatible(p.param_shapes[k]) &&
+           (param->metadata.op_type == kWeightMarker) ==
+               std::binary_search(p.weight_params.begin(), p.weight_params.end(), static_cast<int>(k));
+  }
+  if (!same) return absl::DataLossError("the serialized program's module does not match its signature");
+  if (p.weight_params.empty()) {
+    ASSIGN_OR_RETURN(p.generic, CompileBackend(m->Clone(), p.options, /*run_passes=*/false));
+  }
+  p.module = std::move(m);
+  return absl::OkStatus();
 }
 
 // The program with the weight parameters bound to these buffers' values.
@@ -948,14 +993,30 @@ PJRT_Error* Executable_OutputDimensions(PJRT_Executable_OutputDimensions_Args* a
   return nullptr;
 }
 
-// Serialized form: magic, version, device, options, then the module. It is
-// only valid for the same plugin version, which DeserializeAndLoad checks.
+// Serialized form: lines with the magic, the plugin's version, the device,
+// the options, the weight parameter numbers, the sizes of the signature and
+// of the name, and the module's fingerprint; then the signature (a
+// ProgramShapeProto), the program's name and the module, already
+// optimized. Only this plugin version reads it back.
+//
+// Loading reads the header and the signature and checks the module's
+// fingerprint, so a damaged entry is refused at once; the module itself is
+// decoded at the program's first run, next to the specialization that run
+// does anyway. Loading a cached bucket therefore costs microseconds, and
+// buckets that never run never pay for decoding.
 PJRT_Error* Executable_Serialize(PJRT_Executable_Serialize_Args* a) {
   CHECK_ARGS(PJRT_Executable_Serialize_Args, a, serialized_executable_deleter);
   const Program& p = *a->executable->program;
+  xonnx::wire::ProgramShapeProto sig;
+  for (const auto& s : p.param_shapes) *sig.add_parameters() = xonnx::hlo::ShapeToProto(s);
+  *sig.mutable_result() =
+      xonnx::hlo::ShapeToProto(p.tuple_result ? xonnx::hlo::Shape::Tuple(p.output_shapes) : p.output_shapes.at(0));
+  std::string sig_bytes = sig.SerializeAsString();
   auto* s = new PJRT_SerializedExecutable;
   s->bytes = absl::StrCat(kSerializedMagic, "\n", XONNX_VERSION, "\n", p.device_id, "\n", p.options.optimize ? 1 : 0,
-                          p.options.use_dnnl ? 1 : 0, p.options.fuse_elementwise ? 1 : 0, "\n", p.module_bytes);
+                          p.options.use_dnnl ? 1 : 0, p.options.fuse_elementwise ? 1 : 0, "\n",
+                          absl::StrJoin(p.weight_params, ","), "\n", sig_bytes.size(), " ", p.name.size(), "\n",
+                          xonnx::FingerprintOf(p.module_bytes).Hex(), "\n", sig_bytes, p.name, p.module_bytes);
   a->serialized_executable = s;
   a->serialized_bytes = s->bytes.data();
   a->serialized_bytes_size = s->bytes.size();
@@ -971,17 +1032,32 @@ PJRT_Error* Executable_DeserializeAndLoad(PJRT_Executable_DeserializeAndLoad_Arg
   };
   std::vector<absl::string_view> header;
   size_t pos = 0;
-  for (int k = 0; k < 4; ++k) {
+  for (int k = 0; k < 7; ++k) {
     size_t nl = bytes.find('\n', pos);
     if (nl == absl::string_view::npos) return bad("not an executable serialized by the xonnx CPU plugin");
     header.push_back(bytes.substr(pos, nl - pos));
     pos = nl + 1;
   }
-  if (header[0] != kSerializedMagic) return bad("not an executable serialized by the xonnx CPU plugin");
+  if (header[0] != kSerializedMagic) return bad("not an executable serialized by this version of the xonnx CPU plugin");
   if (header[1] != XONNX_VERSION)
     return bad(absl::StrCat("serialized by xonnx ", header[1], ", this plugin is ", XONNX_VERSION));
   int device_id = 0;
-  if (!absl::SimpleAtoi(header[2], &device_id) || header[3].size() != 3) return bad("corrupt header");
+  size_t sig_size = 0, name_size = 0;
+  std::vector<absl::string_view> sizes = absl::StrSplit(header[5], ' ');
+  if (!absl::SimpleAtoi(header[2], &device_id) || header[3].size() != 3 || sizes.size() != 2 ||
+      !absl::SimpleAtoi(sizes[0], &sig_size) || !absl::SimpleAtoi(sizes[1], &name_size) ||
+      sig_size > bytes.size() - pos || name_size > bytes.size() - pos - sig_size)
+    return bad("corrupt header");
+  std::set<int> weights;
+  for (absl::string_view w : absl::StrSplit(header[4], ',', absl::SkipEmpty())) {
+    int k;
+    if (!absl::SimpleAtoi(w, &k)) return bad("corrupt header");
+    weights.insert(k);
+  }
+  absl::string_view module = bytes.substr(pos + sig_size + name_size);
+  if (xonnx::FingerprintOf(module).Hex() != header[6]) return bad("the module is damaged (fingerprint mismatch)");
+  xonnx::wire::ProgramShapeProto sig;
+  if (!sig.ParseFromArray(bytes.data() + pos, static_cast<int>(sig_size))) return bad("corrupt signature");
   PluginOptions o = a->client->options;
   o.optimize = header[3][0] == '1';
   o.use_dnnl = header[3][1] == '1';
@@ -995,14 +1071,24 @@ PJRT_Error* Executable_DeserializeAndLoad(PJRT_Executable_DeserializeAndLoad_Arg
   }
   if (device_id < 0 || device_id >= static_cast<int>(a->client->device_ptrs.size()))
     return bad(absl::StrCat("device ", device_id, " does not exist"));
-  // The module was optimized before it was serialized; do not run the passes twice.
-  PluginOptions build = o;
-  build.optimize = false;
-  auto p = BuildProgram(bytes.substr(pos), device_id, build);
-  if (!p.ok()) return MakeError(xonnx::Annotate(p.status(), "PJRT_Executable_DeserializeAndLoad"));
-  (*p)->options = o;
+  auto p = std::make_shared<Program>();
+  p->options = o;
+  p->device_id = device_id;
+  p->name = std::string(bytes.substr(pos + sig_size, name_size));
+  std::vector<xonnx::hlo::Shape> params;
+  for (const auto& sp : sig.parameters()) {
+    auto shape = xonnx::hlo::ShapeFromProto(sp);
+    if (!shape.ok()) return bad(absl::StrCat("corrupt signature: ", shape.status().message()));
+    params.push_back(*std::move(shape));
+  }
+  auto result = xonnx::hlo::ShapeFromProto(sig.result());
+  if (!result.ok()) return bad(absl::StrCat("corrupt signature: ", result.status().message()));
+  if (absl::Status st = SetSignature(p.get(), std::move(params), weights, *result); !st.ok())
+    return MakeError(xonnx::Annotate(st, "PJRT_Executable_DeserializeAndLoad"));
+  p->module_bytes = std::string(module);
+  p->fingerprint = ProgramFingerprint(p->module_bytes, device_id, o);
   auto* e = new PJRT_LoadedExecutable;
-  e->program = *p;
+  e->program = std::move(p);
   e->client = a->client;
   e->device = a->client->device_ptrs[device_id];
   a->loaded_executable = e;
@@ -1028,6 +1114,7 @@ absl::Status ExecuteOne(PJRT_LoadedExecutable* e, PJRT_Buffer* const* args, size
   std::shared_ptr<xonnx::cpu::Executable> exe;
   {
     std::lock_guard<std::mutex> l(p.mu);
+    RETURN_IF_ERROR(DecodeModule(p));
     if (p.weight_params.empty()) {
       exe = p.generic;
     } else {
