@@ -4,12 +4,17 @@
 # first with an empty cache folder (cold: convert and compile every bucket),
 # then with the cache that run filled (warm: load every bucket). Each round
 # does one cold and one warm start; the table reports medians over rounds of
-#   buckets  the time Open() spends making all buckets ready,
-#   open     all of Open(): reading the model file, plugin, buckets,
-#   process  the whole process, including two runs of batch 1, padded to
-#            the smallest bucket: xonnx bench's first (untimed) run and one
-#            timed run (the plugin's per-bucket weight binding happens at a
-#            bucket's first run, in both cases).
+#   programs  the time Open() spends making every bucket's program: convert
+#             the model and compile (cold), or load from the cache (warm);
+#             this is what the cache exists to save,
+#   weights   the time Open() then spends putting the weights on the device
+#             (once for all buckets; the same work cold and warm),
+#   open      all of Open(): reading and checking the model file, plugin,
+#             programs, weights,
+#   process   the whole process, including two runs of batch 1, padded to
+#             the smallest bucket: xonnx bench's first (untimed) run and one
+#             timed run (the plugin's per-bucket weight binding happens at a
+#             bucket's first run, in both cases).
 #
 # usage: bench/startup.sh [--rounds 7] [--model resnet50] [--max-batch 64] [--steps 8] [--threads 2]
 set -euo pipefail
@@ -35,33 +40,34 @@ cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-# Prints "buckets_ms open_ms process_ms compiled from_cache" for one start.
+# Prints "programs_ms weights_ms open_ms process_ms compiled from_cache" for one start.
 start() {
   local t0 t1 json
   t0=$(date +%s%N)
   json=$(OMP_NUM_THREADS=$threads "$xonnx" bench "$onnx" --shape "$shape" --max-batch "$max_batch" --steps "$steps" \
     --iterations 1 --warmup 0 --json --cache-dir "$cache/entries" 2>/dev/null)
   t1=$(date +%s%N)
-  /usr/bin/python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(d['buckets_ms'], d['load_ms'], $(( (t1 - t0) / 1000 )) / 1000, d['compiled'], d['from_cache'])" "$json"
+  /usr/bin/python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(d['buckets_ms'], d.get('weights_ms', 0), d['load_ms'], $(( (t1 - t0) / 1000 )) / 1000, d['compiled'], d['from_cache'])" "$json"
 }
 
-cb=() co=() cp=() wb=() wo=() wp=()
+cb=() cw=() co=() cp=() wb=() ww=() wo=() wp=()
 for ((r = 0; r < rounds; r++)); do
   rm -rf "$cache/entries"
-  read -r b o p c f < <(start)
+  read -r b g o p c f < <(start)
   [[ $c == "$steps" && $f == 0 ]] || { echo "cold start: $c compiled, $f from the cache; expected $steps and 0" >&2; exit 1; }
-  cb+=("$b") co+=("$o") cp+=("$p")
-  read -r b o p c f < <(start)
+  cb+=("$b") cw+=("$g") co+=("$o") cp+=("$p")
+  read -r b g o p c f < <(start)
   [[ $c == 0 && $f == "$steps" ]] || { echo "warm start: $c compiled, $f from the cache; expected 0 and $steps" >&2; exit 1; }
-  wb+=("$b") wo+=("$o") wp+=("$p")
+  wb+=("$b") ww+=("$g") wo+=("$o") wp+=("$p")
 done
-printf '%-9s %12s %12s %8s\n' "" "cold ms" "warm ms" "cold/warm"
-for what in buckets open process; do
+printf '%-9s %12s %12s %10s\n' "" "cold ms" "warm ms" "cold/warm"
+for what in programs weights open process; do
   case $what in
-    buckets) c=$(printf '%s\n' "${cb[@]}" | median); w=$(printf '%s\n' "${wb[@]}" | median) ;;
+    programs) c=$(printf '%s\n' "${cb[@]}" | median); w=$(printf '%s\n' "${wb[@]}" | median) ;;
+    weights) c=$(printf '%s\n' "${cw[@]}" | median); w=$(printf '%s\n' "${ww[@]}" | median) ;;
     open) c=$(printf '%s\n' "${co[@]}" | median); w=$(printf '%s\n' "${wo[@]}" | median) ;;
     process) c=$(printf '%s\n' "${cp[@]}" | median); w=$(printf '%s\n' "${wp[@]}" | median) ;;
   esac
-  printf '%-9s %12.1f %12.1f %8.1f\n' "$what" "$c" "$w" "$(echo "$c / $w" | bc -l)"
+  printf '%-9s %12.1f %12.1f %10.1f\n' "$what" "$c" "$w" "$(echo "$c / $w" | bc -l)"
 done
 echo "($model, $steps buckets up to $max_batch, $rounds rounds, $threads threads, $(nproc) cores, $(uname -m))"
