@@ -278,8 +278,10 @@ absl::StatusOr<const Device*> Client::device(int index) const {
   return &devices_[index];
 }
 
-absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHost(const void* data, hlo::PrimitiveType type,
-                                                               absl::Span<const int64_t> dims, const Device& device) {
+absl::StatusOr<std::pair<std::unique_ptr<Buffer>, PJRT_Event*>> Client::StartUpload(const void* data, hlo::PrimitiveType type,
+                                                                                   absl::Span<const int64_t> dims,
+                                                                                   const Device& device,
+                                                                                   PJRT_HostBufferSemantics semantics) {
   ASSIGN_OR_RETURN(PJRT_Buffer_Type t, ToPjrtType(type));
   auto a = Args<PJRT_Client_BufferFromHostBuffer_Args>();
   a.client = client_;
@@ -287,30 +289,28 @@ absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHost(const void* data,
   a.type = t;
   a.dims = dims.data();
   a.num_dims = dims.size();
-  a.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes;
+  a.host_buffer_semantics = semantics;
   a.device = device.raw;
   RETURN_IF_ERROR(PJRT_CALL(plugin_, PJRT_Client_BufferFromHostBuffer, &a));
-  auto buffer = std::make_unique<Buffer>(shared_from_this(), a.buffer);
-  Event done(plugin_, a.done_with_host_buffer);
+  return std::make_pair(std::make_unique<Buffer>(shared_from_this(), a.buffer), a.done_with_host_buffer);
+}
+
+absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHost(const void* data, hlo::PrimitiveType type,
+                                                               absl::Span<const int64_t> dims, const Device& device) {
+  ASSIGN_OR_RETURN(auto started,
+                   StartUpload(data, type, dims, device, PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes));
+  Event done(plugin_, started.second);
   RETURN_IF_ERROR(done.Await());
-  return buffer;
+  return std::move(started.first);
 }
 
 absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHostZeroCopy(const void* data, hlo::PrimitiveType type,
                                                                        absl::Span<const int64_t> dims, const Device& device,
                                                                        std::shared_ptr<const void> owner) {
-  ASSIGN_OR_RETURN(PJRT_Buffer_Type t, ToPjrtType(type));
-  auto a = Args<PJRT_Client_BufferFromHostBuffer_Args>();
-  a.client = client_;
-  a.data = data;
-  a.type = t;
-  a.dims = dims.data();
-  a.num_dims = dims.size();
-  a.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableZeroCopy;
-  a.device = device.raw;
-  RETURN_IF_ERROR(PJRT_CALL(plugin_, PJRT_Client_BufferFromHostBuffer, &a));
-  auto buffer = std::make_unique<Buffer>(shared_from_this(), a.buffer);
-  if (!a.done_with_host_buffer) return buffer;  // nothing to wait for: the plugin copied
+  ASSIGN_OR_RETURN(auto started, StartUpload(data, type, dims, device, PJRT_HostBufferSemantics_kImmutableZeroCopy));
+  std::unique_ptr<Buffer> buffer = std::move(started.first);
+  PJRT_Event* done_with_host_buffer = started.second;
+  if (!done_with_host_buffer) return buffer;  // nothing to wait for: the plugin copied
   // The owner is let go of from the plugin's callback, whenever that comes.
   // It holds the API table, not the Plugin: the callback runs inside the
   // plugin, which must not be unloaded from there.
@@ -320,7 +320,7 @@ absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHostZeroCopy(const voi
   };
   auto* r = new Release{plugin_->api(), std::move(owner)};
   auto on = Args<PJRT_Event_OnReady_Args>();
-  on.event = a.done_with_host_buffer;
+  on.event = done_with_host_buffer;
   on.user_arg = r;
   on.callback = [](PJRT_Error* error, void* arg) {
     auto* r = static_cast<Release*>(arg);
@@ -331,7 +331,7 @@ absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHostZeroCopy(const voi
     }
     delete r;
   };
-  Event done(plugin_, a.done_with_host_buffer);
+  Event done(plugin_, done_with_host_buffer);
   absl::Status st = PJRT_CALL(plugin_, PJRT_Event_OnReady, &on);
   if (st.ok()) return buffer;
   // A plugin that cannot call back: copy instead, so that nothing depends

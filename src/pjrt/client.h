@@ -174,6 +174,12 @@ class Client : public std::enable_shared_from_this<Client> {
                                                                               const std::string& compile_options = "");
 
  private:
+  // Calls PJRT_Client_BufferFromHostBuffer: the new buffer and its
+  // done_with_host_buffer event (which the caller owns; may be null).
+  absl::StatusOr<std::pair<std::unique_ptr<Buffer>, PJRT_Event*>> StartUpload(const void* data, hlo::PrimitiveType type,
+                                                                            absl::Span<const int64_t> dims,
+                                                                            const Device& device,
+                                                                            PJRT_HostBufferSemantics semantics);
   explicit Client(std::shared_ptr<Plugin> plugin) : plugin_(std::move(plugin)) {}
   std::shared_ptr<Plugin> plugin_;
   PJRT_Client* client_ = nullptr;

@@ -48,6 +48,16 @@ ENTRY main {
 }
 )";
 
+// x·w, with w marked as a weight (xonnx's plugin binds its values).
+constexpr char kWeighted[] = R"(HloModule weighted
+
+ENTRY main {
+  x = f32[2,3]{1,0} parameter(0)
+  w = f32[3,2]{1,0} parameter(1), metadata={op_type="xonnx.weight" op_name="w"}
+  ROOT d = f32[2,2]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+)";
+
 // y = x·w + s and exp(x·w) computed on the host.
 void Reference(const std::vector<float>& x, const std::vector<float>& w, std::vector<float>* y, std::vector<float>* e) {
   const float s[2] = {0.5f, -1.f};
@@ -393,14 +403,6 @@ TEST_F(PluginTest, WeightParametersFollowTheirBuffers) {
   if (!IsXonnx()) GTEST_SKIP() << "weight parameters are compiled in by the xonnx plugin only";
   // The same program run with two different weight buffers must give each
   // buffer's result: the compiled-in values are keyed by buffer.
-  constexpr char kWeighted[] = R"(HloModule weighted
-
-ENTRY main {
-  x = f32[2,3]{1,0} parameter(0)
-  w = f32[3,2]{1,0} parameter(1), metadata={op_type="xonnx.weight" op_name="w"}
-  ROOT d = f32[2,2]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-}
-)";
   auto exe = client_->Compile(Program(kWeighted), CompileOptionsFor(client_->devices()[0]));
   ASSERT_TRUE(exe.ok()) << exe.status();
   std::vector<float> x = {1, 2, 3, 4, 5, 6};
@@ -418,24 +420,22 @@ ENTRY main {
     }
 }
 
+// `value` on the heap; `released` turns true when the last owner lets go.
+template <typename T>
+std::shared_ptr<T> Tracked(T value, std::shared_ptr<std::atomic<bool>> released) {
+  return std::shared_ptr<T>(new T(std::move(value)), [released](T* v) {
+    delete v;
+    *released = true;
+  });
+}
+
 TEST_F(PluginTest, ZeroCopyHostBytesAreReleasedWhenNothingReadsThem) {
   // Host bytes uploaded with immutable zero-copy semantics are let go of
   // (the owner is released) once the plugin no longer reads them. The xonnx
   // plugin reads them in place, and a program that bound them as weights
   // keeps reading them after the buffer is gone.
-  constexpr char kWeighted[] = R"(HloModule weighted
-
-ENTRY main {
-  x = f32[2,3]{1,0} parameter(0)
-  w = f32[3,2]{1,0} parameter(1), metadata={op_type="xonnx.weight" op_name="w"}
-  ROOT d = f32[2,2]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-}
-)";
   auto released = std::make_shared<std::atomic<bool>>(false);
-  std::shared_ptr<std::vector<float>> w(new std::vector<float>{2, 1, -1, 0, 0.5f, 3}, [released](std::vector<float>* v) {
-    delete v;
-    *released = true;
-  });
+  auto w = Tracked(std::vector<float>{2, 1, -1, 0, 0.5f, 3}, released);
   const float* data = w->data();
   auto bw = client_->BufferFromHostZeroCopy(data, hlo::F32, {3, 2}, client_->devices()[0], std::move(w));
   ASSERT_TRUE(bw.ok()) << bw.status();
@@ -460,10 +460,7 @@ ENTRY main {
 TEST_F(PluginTest, ZeroCopyOfMisalignedBytesCopiesThem) {
   if (!IsXonnx()) GTEST_SKIP() << "alignment rules are the xonnx plugin's";
   auto released = std::make_shared<std::atomic<bool>>(false);
-  std::shared_ptr<std::vector<char>> bytes(new std::vector<char>(64), [released](std::vector<char>* v) {
-    delete v;
-    *released = true;
-  });
+  auto bytes = Tracked(std::vector<char>(64), released);
   char* p = bytes->data();
   while (reinterpret_cast<uintptr_t>(p) % 16 != 4) ++p;  // 4-aligned, not 16-aligned
   const float v[2] = {1.5f, -2.f};
