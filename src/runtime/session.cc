@@ -159,10 +159,15 @@ std::string FileIdentity(const std::string& path) {
 // The file holding xonnx's converter (the program, or a shared library
 // linking it): a rebuilt converter may emit other HLO for the same model, so
 // cached descriptions of programs must not match.
-std::string ConverterIdentity() {
-  Dl_info info;
-  if (!dladdr(reinterpret_cast<void*>(&ConverterIdentity), &info) || !info.dli_fname) return "unknown";
-  return FileIdentity(info.dli_fname);
+// Found once per process: the code running is the code that was loaded,
+// whatever happens to the file later.
+const std::string& ConverterIdentity() {
+  static const std::string identity = [] {
+    Dl_info info;
+    if (!dladdr(reinterpret_cast<void*>(&FileIdentity), &info) || !info.dli_fname) return std::string("unknown");
+    return FileIdentity(info.dli_fname);
+  }();
+  return identity;
 }
 
 }  // namespace
@@ -778,7 +783,7 @@ struct Session::Impl {
   Status CompileBuckets() {
     if (batch_buckets.empty() && dim_buckets.empty()) return absl::OkStatus();
     if (!unsupported.empty()) return absl::OkStatus();
-    // Every combination of bucket sizes, as inputs of zeros.
+    // Every combination of bucket sizes.
     std::vector<std::map<std::string, int64_t>> combos{{}};
     auto expand = [&](const std::string& name, const std::vector<int64_t>& sizes) {
       std::vector<std::map<std::string, int64_t>> next;

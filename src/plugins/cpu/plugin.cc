@@ -573,6 +573,7 @@ PJRT_Error* Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_Args* a
   if (a->num_byte_strides && a->num_byte_strides != shape.dims.size())
     return MakeError(xonnx::InvalidArgument("%d byte strides for a rank-%d array", a->num_byte_strides, shape.dims.size()));
   bool dense = !a->num_byte_strides || DenseRowMajorStrides(a->byte_strides, shape);
+  b->shape = std::move(shape);
   // Immutable zero-copy: the buffer reads the caller's bytes in place when
   // they are dense and aligned (else it copies, as PJRT allows), and tells
   // the caller when it is done with them.
@@ -580,21 +581,18 @@ PJRT_Error* Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_Args* a
       reinterpret_cast<uintptr_t>(a->data) % kZeroCopyAlignment == 0) {
     auto released = std::make_shared<EventState>();
     b->storage = std::make_shared<Storage>(a->data, bytes, released);
-    b->shape = std::move(shape);
     a->done_with_host_buffer = new PJRT_Event{std::move(released)};
-    a->buffer = b.release();
-    return nullptr;
-  }
-  b->storage = std::make_shared<Storage>(bytes);
-  if (!b->storage->data) return MakeError(absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes")));
-  if (dense) {
-    if (bytes) std::memcpy(b->storage->data, a->data, bytes);
   } else {
-    GatherStrided(static_cast<const char*>(a->data), static_cast<char*>(b->storage->data), shape.dims, a->byte_strides,
-                  xonnx::hlo::ByteWidth(*type));
+    b->storage = std::make_shared<Storage>(bytes);
+    if (!b->storage->data) return MakeError(absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes")));
+    if (dense) {
+      if (bytes) std::memcpy(b->storage->data, a->data, bytes);
+    } else {
+      GatherStrided(static_cast<const char*>(a->data), static_cast<char*>(b->storage->data), b->shape.dims, a->byte_strides,
+                    xonnx::hlo::ByteWidth(*type));
+    }
+    a->done_with_host_buffer = ReadyEvent();
   }
-  b->shape = std::move(shape);
-  a->done_with_host_buffer = ReadyEvent();
   a->buffer = b.release();
   return nullptr;
 }
@@ -830,6 +828,28 @@ std::string ProgramFingerprint(absl::string_view module_bytes, int device_id, co
   return f.Finish().Hex();
 }
 
+// The entry's parameter shapes, and which parameters are weights.
+absl::Status EntryParams(const xonnx::hlo::Module& m, std::vector<xonnx::hlo::Shape>* shapes, std::set<int>* weights) {
+  const xonnx::hlo::Computation* entry = m.entry();
+  for (int64_t k = 0; k < entry->num_parameters(); ++k) {
+    const xonnx::hlo::Instruction* param = entry->parameter(k);
+    if (!param) return xonnx::InvalidArgument("entry parameter %d is missing", k);
+    shapes->push_back(param->shape());
+    if (param->metadata.op_type == kWeightMarker) weights->insert(static_cast<int>(k));
+  }
+  return absl::OkStatus();
+}
+
+// Gives a program its decoded module, compiling it now when it has no
+// weights (one with weights compiles per set of weight buffers).
+absl::Status InstallModule(Program& p, std::unique_ptr<xonnx::hlo::Module> m) {
+  if (p.weight_params.empty()) {
+    ASSIGN_OR_RETURN(p.generic, CompileBackend(m->Clone(), p.options, /*run_passes=*/false));
+  }
+  p.module = std::move(m);
+  return absl::OkStatus();
+}
+
 // Decodes, checks and optimizes a program; compiles it now when it has no
 // weights.
 absl::StatusOr<std::shared_ptr<Program>> BuildProgram(absl::string_view module_bytes, int device_id,
@@ -840,22 +860,13 @@ absl::StatusOr<std::shared_ptr<Program>> BuildProgram(absl::string_view module_b
   p->options = o;
   p->device_id = device_id;
   p->name = m->name();
-  const xonnx::hlo::Computation* entry = m->entry();
   std::vector<xonnx::hlo::Shape> params;
   std::set<int> weights;
-  for (int64_t k = 0; k < entry->num_parameters(); ++k) {
-    const xonnx::hlo::Instruction* param = entry->parameter(k);
-    if (!param) return xonnx::InvalidArgument("entry parameter %d is missing", k);
-    params.push_back(param->shape());
-    if (param->metadata.op_type == kWeightMarker) weights.insert(static_cast<int>(k));
-  }
-  RETURN_IF_ERROR(SetSignature(p.get(), std::move(params), weights, entry->root()->shape()));
+  RETURN_IF_ERROR(EntryParams(*m, &params, &weights));
+  RETURN_IF_ERROR(SetSignature(p.get(), std::move(params), weights, m->entry()->root()->shape()));
   p->module_bytes = xonnx::hlo::SerializeModule(*m);
   p->fingerprint = ProgramFingerprint(p->module_bytes, device_id, o);
-  if (p->weight_params.empty()) {
-    ASSIGN_OR_RETURN(p->generic, CompileBackend(m->Clone(), o, /*run_passes=*/false));
-  }
-  p->module = std::move(m);
+  RETURN_IF_ERROR(InstallModule(*p, std::move(m)));
   return p;
 }
 
@@ -865,20 +876,13 @@ absl::StatusOr<std::shared_ptr<Program>> BuildProgram(absl::string_view module_b
 absl::Status DecodeModule(Program& p) {
   if (p.module) return absl::OkStatus();
   ASSIGN_OR_RETURN(std::unique_ptr<xonnx::hlo::Module> m, xonnx::hlo::ParseModule(p.module_bytes));
-  const xonnx::hlo::Computation* entry = m->entry();
-  bool same = entry->num_parameters() == static_cast<int64_t>(p.param_shapes.size());
-  for (int64_t k = 0; same && k < entry->num_parameters(); ++k) {
-    const xonnx::hlo::Instruction* param = entry->parameter(k);
-    same = param && param->shape().Compatible(p.param_shapes[k]) &&
-           (param->metadata.op_type == kWeightMarker) ==
-               std::binary_search(p.weight_params.begin(), p.weight_params.end(), static_cast<int>(k));
-  }
+  std::vector<xonnx::hlo::Shape> params;
+  std::set<int> weights;
+  bool same = EntryParams(*m, &params, &weights).ok() && params.size() == p.param_shapes.size() &&
+              weights == std::set<int>(p.weight_params.begin(), p.weight_params.end());
+  for (size_t k = 0; same && k < params.size(); ++k) same = params[k].Compatible(p.param_shapes[k]);
   if (!same) return absl::DataLossError("the serialized program's module does not match its signature");
-  if (p.weight_params.empty()) {
-    ASSIGN_OR_RETURN(p.generic, CompileBackend(m->Clone(), p.options, /*run_passes=*/false));
-  }
-  p.module = std::move(m);
-  return absl::OkStatus();
+  return InstallModule(p, std::move(m));
 }
 
 // The program with the weight parameters bound to these buffers' values.
