@@ -58,9 +58,12 @@ void Fingerprinter::Update(absl::string_view bytes) {
   tail_size_ = n;
 }
 
-void Fingerprinter::UpdateField(absl::string_view bytes) {
-  uint64_t size = bytes.size();
+void Fingerprinter::BeginField(uint64_t size) {
   Update(absl::string_view(reinterpret_cast<const char*>(&size), sizeof(size)));
+}
+
+void Fingerprinter::UpdateField(absl::string_view bytes) {
+  BeginField(bytes.size());
   Update(bytes);
 }
 

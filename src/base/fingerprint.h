@@ -27,6 +27,9 @@ class Fingerprinter {
   void Update(absl::string_view bytes);
   // Adds a length prefix, so that ("ab","c") and ("a","bc") differ.
   void UpdateField(absl::string_view bytes);
+  // The length prefix alone, for a field whose `size` bytes then come in
+  // pieces through Update(): the same result as UpdateField(all of them).
+  void BeginField(uint64_t size);
   Fingerprint128 Finish() const;
 
  private:

@@ -1,13 +1,18 @@
 #include "onnx/model.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <limits>
-#include <new>
 #include <fstream>
-#include <sstream>
+#include <limits>
 
 #include "base/fingerprint.h"
 #include "base/status.h"
+#include "google/protobuf/io/zero_copy_stream.h"
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
 
@@ -77,28 +82,100 @@ absl::Status ResolveGraph(onnx::GraphProto& g, const fs::path& base_dir, const s
   return absl::OkStatus();
 }
 
+// What every way of loading does once the proto is parsed: basic checks,
+// opsets, external data. `content` has seen the model's bytes.
+absl::Status FinishLoad(LoadedModel& m, const std::string& base_dir, Fingerprinter& content) {
+  if (!m.proto.has_graph() || m.proto.ir_version() <= 0)
+    return InvalidArgument("%s: not a valid ONNX model (no graph or IR version)", m.path);
+  for (const auto& op : m.proto.opset_import()) {
+    std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
+    m.opsets[domain] = op.version();
+  }
+  RETURN_IF_ERROR(ResolveGraph(*m.proto.mutable_graph(), base_dir, m.path, &content));
+  m.content_fingerprint = content.Finish().Hex();
+  return absl::OkStatus();
+}
+
+absl::Status CheckSize(const std::string& name, uint64_t size) {
+  if (size == 0) return InvalidArgument("%s: the file is empty, not an ONNX model", name);
+  if (size > static_cast<uint64_t>(std::numeric_limits<int>::max()))
+    return InvalidArgument("%s: %d bytes; an ONNX model file holds at most 2 GB (larger weights go in external data files)",
+                           name, size);
+  return absl::OkStatus();
+}
+
+// The model file as protobuf reads it: in chunks through one reused buffer,
+// so that the bytes are copied once, from the page cache straight into the
+// parsed tensors. Reading the whole file into memory first and parsing that
+// copies every weight twice, and the first copy's fresh pages cost as much
+// as the parse. Each byte is fingerprinted as it is read.
+class HashingFileStream : public google::protobuf::io::ZeroCopyInputStream {
+ public:
+  HashingFileStream(int fd, Fingerprinter* content) : fd_(fd), content_(content), buffer_(new char[kChunk]) {}
+
+  bool Next(const void** data, int* size) override {
+    if (backed_up_ > 0) {
+      // Bytes given back by BackUp() are handed out again, not read or
+      // fingerprinted again.
+      *data = buffer_.get() + available_ - backed_up_;
+      *size = backed_up_;
+    } else {
+      ssize_t n;
+      do n = ::read(fd_, buffer_.get(), kChunk);
+      while (n < 0 && errno == EINTR);
+      if (n < 0) errno_ = errno;
+      if (n <= 0) return false;
+      available_ = static_cast<int>(n);
+      content_->Update(absl::string_view(buffer_.get(), available_));
+      *data = buffer_.get();
+      *size = available_;
+    }
+    position_ += *size;
+    backed_up_ = 0;
+    return true;
+  }
+  void BackUp(int count) override {
+    backed_up_ = count;
+    position_ -= count;
+  }
+  bool Skip(int count) override {
+    const void* data;
+    int size;
+    while (count > 0) {
+      if (!Next(&data, &size)) return false;
+      if (size > count) {
+        BackUp(size - count);
+        return true;
+      }
+      count -= size;
+    }
+    return true;
+  }
+  int64_t ByteCount() const override { return position_; }
+  // The error of a failed read, or 0.
+  int read_errno() const { return errno_; }
+
+ private:
+  static constexpr int kChunk = 1 << 20;
+  int fd_;
+  Fingerprinter* content_;
+  std::unique_ptr<char[]> buffer_;
+  int available_ = 0, backed_up_ = 0, errno_ = 0;
+  int64_t position_ = 0;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModelFromBytes(absl::string_view bytes, const std::string& name,
                                                                 const std::string& base_dir) {
   auto m = std::make_unique<LoadedModel>();
   m->path = name;
-  if (bytes.empty()) return InvalidArgument("%s: the file is empty, not an ONNX model", name);
-  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
-    return InvalidArgument("%s: %d bytes; an ONNX model file holds at most 2 GB (larger weights go in external data files)",
-                           name, bytes.size());
+  RETURN_IF_ERROR(CheckSize(name, bytes.size()));
   if (!m->proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     return InvalidArgument("%s: not a valid ONNX model (the protobuf does not parse; is the file truncated?)", name);
-  if (!m->proto.has_graph() || m->proto.ir_version() <= 0)
-    return InvalidArgument("%s: not a valid ONNX model (no graph or IR version)", name);
-  for (const auto& op : m->proto.opset_import()) {
-    std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
-    m->opsets[domain] = op.version();
-  }
   Fingerprinter content;
   content.UpdateField(bytes);
-  RETURN_IF_ERROR(ResolveGraph(*m->proto.mutable_graph(), base_dir, name, &content));
-  m->content_fingerprint = content.Finish().Hex();
+  RETURN_IF_ERROR(FinishLoad(*m, base_dir, content));
   return m;
 }
 
@@ -127,20 +204,40 @@ absl::Status CheckModel(const LoadedModel& model) {
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return InvalidArgument("%s: is a directory, not an ONNX model file", path);
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) return absl::NotFoundError(absl::StrFormat("%s: cannot open the model file", path));
-  // One read into a buffer of the right size: models are often hundreds of
-  // MB. The buffer is not zero-filled first (a std::string would be): that
-  // pass alone costs as much as the read.
-  size_t size = static_cast<size_t>(f.tellg());
-  std::unique_ptr<char[]> bytes(new (std::nothrow) char[std::max<size_t>(size, 1)]);
-  if (!bytes) return absl::ResourceExhaustedError(absl::StrFormat("%s: cannot allocate %d bytes to read the model", path, size));
-  f.seekg(0);
-  f.read(bytes.get(), size);
-  if (!f) return absl::DataLossError(absl::StrFormat("%s: cannot read the model file", path));
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return absl::NotFoundError(absl::StrFormat("%s: cannot open the model file: %s", path, std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    return absl::DataLossError(absl::StrFormat("%s: cannot read the model file: %s", path, std::strerror(errno)));
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  RETURN_IF_ERROR(CheckSize(path, size));
+
+  auto m = std::make_unique<LoadedModel>();
+  m->path = path;
+  Fingerprinter content;
+  content.BeginField(size);
+  HashingFileStream in(fd, &content);
+  bool parsed = m->proto.ParseFromZeroCopyStream(&in);
+  if (in.read_errno() != 0)
+    return absl::DataLossError(
+        absl::StrFormat("%s: cannot read the model file: %s", path, std::strerror(in.read_errno())));
+  if (!parsed)
+    return InvalidArgument("%s: not a valid ONNX model (the protobuf does not parse; is the file truncated?)", path);
+  // The fingerprint promises to name these bytes: a file that changed size
+  // while it was read is not the file that was fingerprinted.
+  if (static_cast<uint64_t>(in.ByteCount()) != size)
+    return absl::DataLossError(absl::StrFormat(
+        "%s: the file changed while it was read (%d bytes when opened, %d read); load it again", path, size,
+        in.ByteCount()));
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
-  return LoadModelFromBytes(absl::string_view(bytes.get(), size), path, dir.string());
+  RETURN_IF_ERROR(FinishLoad(*m, dir.string(), content));
+  return m;
 }
 
 }  // namespace xonnx::onnx_import

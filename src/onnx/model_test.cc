@@ -1,0 +1,114 @@
+// Loading model files: the file read in chunks parses to the same model, with
+// the same content fingerprint, as the same bytes parsed in memory; bad files
+// are clear errors.
+#include "onnx/model.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace xonnx::onnx_import {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+class ModelFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("xonnx_model_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string Write(const std::string& name, const std::string& bytes) {
+    std::string path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+  fs::path dir_;
+};
+
+// y = x + W with a W of `elements` floats in raw data, each a different value,
+// so that a byte lost or repeated at a chunk boundary changes the result.
+onnx::ModelProto AddModel(int64_t elements) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("add");
+  for (const char* name : {"x", "y"}) {
+    auto* v = name[0] == 'x' ? g->add_input() : g->add_output();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    v->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(elements);
+  }
+  auto* w = g->add_initializer();
+  w->set_name("W");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(elements);
+  std::string raw(elements * sizeof(float), '\0');
+  for (int64_t i = 0; i < elements; ++i) {
+    float v = static_cast<float>(i) * 0.5f - 7.0f;
+    std::memcpy(&raw[i * sizeof(float)], &v, sizeof(v));
+  }
+  w->set_raw_data(std::move(raw));
+  auto* n = g->add_node();
+  n->set_op_type("Add");
+  n->add_input("x");
+  n->add_input("W");
+  n->add_output("y");
+  return m;
+}
+
+TEST_F(ModelFileTest, AFileOfManyChunksLoadsLikeTheSameBytesInMemory) {
+  // 3 MB of weights and then the node: the file spans several read chunks,
+  // and the weight's bytes cross chunk boundaries.
+  onnx::ModelProto m = AddModel(3 * 262144 + 123);
+  std::string bytes = m.SerializeAsString();
+  std::string path = Write("add.onnx", bytes);
+  auto from_file = LoadModel(path);
+  ASSERT_TRUE(from_file.ok()) << from_file.status();
+  auto from_bytes = LoadModelFromBytes(bytes, path, dir_.string());
+  ASSERT_TRUE(from_bytes.ok()) << from_bytes.status();
+  EXPECT_EQ((*from_file)->proto.SerializeAsString(), bytes);
+  EXPECT_EQ((*from_file)->content_fingerprint, (*from_bytes)->content_fingerprint);
+  EXPECT_EQ((*from_file)->default_opset(), 17);
+  EXPECT_TRUE(CheckModel(**from_file).ok());
+
+  // One weight byte changed: another fingerprint.
+  bytes[bytes.size() / 2] ^= 1;
+  auto changed = LoadModel(Write("changed.onnx", bytes));
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_NE((*changed)->content_fingerprint, (*from_file)->content_fingerprint);
+}
+
+TEST_F(ModelFileTest, BadFilesAreClearErrors) {
+  auto empty = LoadModel(Write("empty.onnx", ""));
+  ASSERT_FALSE(empty.ok());
+  EXPECT_THAT(std::string(empty.status().message()), HasSubstr("the file is empty"));
+
+  auto folder = LoadModel(dir_.string());
+  ASSERT_FALSE(folder.ok());
+  EXPECT_THAT(std::string(folder.status().message()), HasSubstr("is a directory"));
+
+  std::string missing = (dir_ / "missing.onnx").string();
+  auto none = LoadModel(missing);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(none.status().message()), HasSubstr(missing));
+
+  // Cut inside the weight, past the first read chunk.
+  std::string bytes = AddModel(3 * 262144).SerializeAsString();
+  std::string cut = Write("cut.onnx", bytes.substr(0, bytes.size() - 1000));
+  auto truncated = LoadModel(cut);
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_THAT(std::string(truncated.status().message()), HasSubstr(cut + ": not a valid ONNX model"));
+}
+
+}  // namespace
+}  // namespace xonnx::onnx_import
