@@ -17,9 +17,12 @@
 #             bucket's first run, in both cases).
 #
 # usage: bench/startup.sh [--rounds 7] [--model resnet50] [--max-batch 64] [--steps 8] [--threads 2]
+#                         [--model-file PATH] [--xonnx-args "--plugin /path/to/plugin.so"]
+# --model-file uses that ONNX file instead of exporting --model (which then
+# only picks the input shape); --xonnx-args are added to every xonnx command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=7 model=resnet50 max_batch=64 steps=8 threads=2
+rounds=7 model=resnet50 max_batch=64 steps=8 threads=2 model_file="" xonnx_args=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;
@@ -27,14 +30,23 @@ while [[ $# -gt 0 ]]; do
     --max-batch) max_batch="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
+    --model-file) model_file="$2"; shift 2 ;;
+    --xonnx-args) xonnx_args="$2"; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
 xonnx="${XONNX:-build/bin/xonnx}"
 [[ -x "$xonnx" ]] || { echo "build xonnx first (scripts/test.sh or cmake --build build)" >&2; exit 1; }
-work="${BENCH_DIR:-build/bench_models}"
-/usr/bin/python3 tests/models/export_models.py "$work" --models "$model" --opsets 17 2>/dev/null
-onnx="$work/${model}_op17/model.onnx"
+# Debian's Python has torch for the export; any Python reads the JSON.
+py=/usr/bin/python3
+[[ -x $py ]] || py=python3
+if [[ -n $model_file ]]; then
+  onnx="$model_file"
+else
+  work="${BENCH_DIR:-build/bench_models}"
+  "$py" tests/models/export_models.py "$work" --models "$model" --opsets 17 2>/dev/null
+  onnx="$work/${model}_op17/model.onnx"
+fi
 if [[ $model == transformer_encoder ]]; then shape="input=1x64x256"; else shape="input=1x3x224x224"; fi
 cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
@@ -44,10 +56,14 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 start() {
   local t0 t1 json
   t0=$(date +%s%N)
-  json=$(OMP_NUM_THREADS=$threads "$xonnx" bench "$onnx" --shape "$shape" --max-batch "$max_batch" --steps "$steps" \
-    --iterations 1 --warmup 0 --json --cache-dir "$cache/entries" 2>/dev/null)
+  # shellcheck disable=SC2086
+  if ! json=$(OMP_NUM_THREADS=$threads "$xonnx" bench "$onnx" --shape "$shape" --max-batch "$max_batch" --steps "$steps" \
+    --iterations 1 --warmup 0 --json --cache-dir "$cache/entries" $xonnx_args 2>"$cache/stderr"); then
+    cat "$cache/stderr" >&2
+    return 1
+  fi
   t1=$(date +%s%N)
-  /usr/bin/python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(d['buckets_ms'], d.get('weights_ms', 0), d['load_ms'], $(( (t1 - t0) / 1000 )) / 1000, d['compiled'], d['from_cache'])" "$json"
+  "$py" -c "import json,sys; d=json.loads(sys.argv[1]); print(d['buckets_ms'], d.get('weights_ms', 0), d['load_ms'], $(( (t1 - t0) / 1000 )) / 1000, d['compiled'], d['from_cache'])" "$json"
 }
 
 cb=() cw=() co=() cp=() wb=() ww=() wo=() wp=()
