@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""PyTorch timing of the benchmark models, printed as one JSON object like
+`xonnx bench --json`: the peer for xonnx on a GPU.
+
+usage: torch_bench.py --model resnet50|transformer_encoder --batch 8
+                      [--dtype f32|f16|bf16] [--iterations 50] [--warmup 10]
+
+The models are the ones tests/models/export_models.py exports (torchvision's
+ResNet-50, or the same bottleneck network defined here when torchvision is
+missing; the 4-layer Transformer encoder, d=256, seq 64), with random
+weights: the time does not depend on their values. PyTorch runs eagerly
+under inference_mode, with cudnn.benchmark on and ResNet-50 in channels-last
+layout, its fast settings for 16-bit convolutions. Two latencies are
+reported, medians over the iterations:
+  latency_ms          input from host memory to output in host memory (what
+                      `xonnx bench` measures: it uploads the input and reads
+                      the output back at every call),
+  device_latency_ms   input already on the device, output left there.
+"""
+import argparse
+import json
+import time
+
+import torch
+
+
+class Encoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, num_layers=4)
+
+    def forward(self, x):
+        return self.encoder(x)
+
+
+class Bottleneck(torch.nn.Module):
+    def __init__(self, cin, width, stride):
+        super().__init__()
+        cout = width * 4
+        nn = torch.nn
+        self.body = nn.Sequential(
+            nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
+            nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
+            nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout))
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        return torch.relu(self.body(x) + (self.down(x) if self.down is not None else x))
+
+
+def resnet50():
+    try:
+        import torchvision
+        return torchvision.models.resnet50(weights=None)
+    except ImportError:
+        pass
+    nn = torch.nn
+    layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1)]
+    cin = 64
+    for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for i in range(blocks):
+            layers.append(Bottleneck(cin, width, stride if i == 0 else 1))
+            cin = width * 4
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, 1000)]
+    return nn.Sequential(*layers)
+
+
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", required=True, choices=["resnet50", "transformer_encoder"])
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--dtype", default="f32", choices=["f32", "f16", "bf16"])
+    p.add_argument("--iterations", type=int, default=50)
+    p.add_argument("--warmup", type=int, default=10)
+    a = p.parse_args()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[a.dtype]
+    torch.manual_seed(0)
+    torch.backends.cudnn.benchmark = True
+    if a.model == "resnet50":
+        model, shape, layout = resnet50(), (a.batch, 3, 224, 224), torch.channels_last
+    else:
+        model, shape, layout = Encoder(), (a.batch, 64, 256), torch.contiguous_format
+    model = model.eval().to(device=device, dtype=dtype, memory_format=layout)
+    host = torch.randn(*shape).to(dtype)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def timed(fn):
+        for _ in range(a.warmup):
+            fn()
+        sync()
+        ms = []
+        for _ in range(a.iterations):
+            t = time.perf_counter()
+            fn()
+            sync()
+            ms.append((time.perf_counter() - t) * 1e3)
+        return ms
+
+    with torch.inference_mode():
+        on_device = host.to(device).contiguous(memory_format=layout)
+        from_host = timed(lambda: model(host.to(device).contiguous(memory_format=layout)).cpu())
+        device_only = timed(lambda: model(on_device))
+    print(json.dumps({
+        "engine": f"pytorch {torch.__version__} eager", "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+        "model": a.model, "batch": a.batch, "dtype": a.dtype, "iterations": a.iterations,
+        "latency_ms": {"min": min(from_host), "median": median(from_host)},
+        "device_latency_ms": {"min": min(device_only), "median": median(device_only)}}))
+
+
+if __name__ == "__main__":
+    main()
