@@ -47,7 +47,8 @@ if [[ -z $plugin ]]; then
   if [[ -z ${XLA_FLAGS:-} && -d $nvidia ]]; then export XLA_FLAGS="--xla_gpu_cuda_data_dir=$nvidia"; fi
 fi
 [[ -f $plugin ]] || { echo "plugin $plugin not found" >&2; exit 1; }
-export LD_LIBRARY_PATH="$(cd "$kit/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+libs="$(cd "$kit/lib" && pwd)"
+export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 xonnx="$(cd "$kit/bin" && pwd)/xonnx"
 work="${WORK:-$(mktemp -d)}"
 mkdir -p "$work"
