@@ -19,19 +19,15 @@ reported, medians over the iterations:
 """
 import argparse
 import json
+import os
+import sys
 import time
 
 import torch
 
-
-class Encoder(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        layer = torch.nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, batch_first=True)
-        self.encoder = torch.nn.TransformerEncoder(layer, num_layers=4)
-
-    def forward(self, x):
-        return self.encoder(x)
+# The exported test models' definitions, so that both engines run the same.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "models"))
+from export_models import Encoder  # noqa: E402
 
 
 class Bottleneck(torch.nn.Module):

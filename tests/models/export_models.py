@@ -13,11 +13,9 @@ import warnings
 
 import numpy as np
 import torch
-import torchvision
 from onnx import numpy_helper
 
 warnings.filterwarnings("ignore")
-torch.set_num_threads(2)
 
 
 class Encoder(torch.nn.Module):
@@ -50,6 +48,8 @@ def build(name):
         return Encoder(), (64, 256)
     if name == "lstm_tagger":
         return LstmTagger(), (20, 32)
+    import torchvision  # only here: bench/gpu/torch_bench.py imports Encoder where torchvision may be missing
+
     ctor = getattr(torchvision.models, name)
     model = ctor(weights=None)
     if name.startswith("vit"):
@@ -94,6 +94,7 @@ def export(name, opset, out_dir):
 
 
 def main():
+    torch.set_num_threads(2)
     p = argparse.ArgumentParser()
     p.add_argument("out_dir")
     p.add_argument("--models", default="resnet18,mobilenet_v2,efficientnet_b0,transformer_encoder,lstm_tagger,vit_b_16")
