@@ -205,8 +205,13 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path) 
   std::error_code ec;
   if (fs::is_directory(path, ec)) return InvalidArgument("%s: is a directory, not an ONNX model file", path);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return absl::NotFoundError(absl::StrFormat("%s: cannot open the model file: %s", path, std::strerror(errno)));
+  if (fd < 0) {
+    int e = errno;
+    std::string msg = absl::StrFormat("%s: cannot open the model file: %s", path, std::strerror(e));
+    if (e == ENOENT || e == ENOTDIR) return absl::NotFoundError(msg);
+    if (e == EACCES || e == EPERM) return absl::PermissionDeniedError(msg);
+    return absl::InvalidArgumentError(msg);
+  }
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
