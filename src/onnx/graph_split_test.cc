@@ -9,6 +9,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "base/test_dir.h"
+
 #include "xonnx/session.h"
 
 namespace xonnx::onnx_import {
@@ -217,9 +219,7 @@ const std::vector<std::vector<float>> kSamples = {
 class SplitSessionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("xonnx_split_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    dir_ = MakeTestDir("xonnx_split_test");
     path_ = (dir_ / "split.onnx").string();
     std::ofstream f(path_, std::ios::binary);
     SplitModel().SerializeToOstream(&f);

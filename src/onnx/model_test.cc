@@ -3,14 +3,14 @@
 // are clear errors.
 #include "onnx/model.h"
 
-#include <unistd.h>
-
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "base/test_dir.h"
 
 namespace xonnx::onnx_import {
 namespace {
@@ -21,9 +21,7 @@ using ::testing::HasSubstr;
 class ModelFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("xonnx_model_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    dir_ = MakeTestDir("xonnx_model_test");
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string Write(const std::string& name, const std::string& bytes) {

@@ -3,7 +3,6 @@
 // Results are checked against a host reference, never against themselves.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -13,6 +12,7 @@
 
 #include "onnx/onnx_pb.h"
 #include "base/float16.h"
+#include "base/test_dir.h"
 #include "runtime/batching.h"
 #include "runtime/compile_cache.h"
 #include "xonnx/session.h"
@@ -28,9 +28,7 @@ constexpr int kIn = 64, kOut = 32;  // W has 2048 elements: an uploaded weight
 class ServingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("xonnx_serving_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    dir_ = MakeTestDir("xonnx_serving_test");
     model_ = (dir_ / "model.onnx").string();
     WriteModel(0.5f);
   }

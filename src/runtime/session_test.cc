@@ -13,6 +13,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "base/test_dir.h"
+
 #include "onnx/onnx_pb.h"
 
 namespace xonnx {
@@ -24,8 +26,7 @@ using ::testing::HasSubstr;
 class SessionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("xonnx_session_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = MakeTestDir("xonnx_session_test");
     fs::create_directories(dir_ / "model");
   }
   void TearDown() override { fs::remove_all(dir_); }
