@@ -35,14 +35,7 @@ for m in resnet50 transformer_encoder; do
   tmp=$(mktemp -d)
   "$py" bench/gpu/weights.py fill "$kit/models/$m.skeleton.onnx" "$tmp/model.onnx"
   mkdir -p "$kit/models/$m"
-  "$py" - "$kit/models/$m/input_0.pb" "$shape" <<'PY'
-import sys
-import numpy as np
-from onnx import numpy_helper
-dims = [int(d) for d in sys.argv[2].split("x")]
-x = np.random.RandomState(7).standard_normal(dims).astype(np.float32)
-open(sys.argv[1], "wb").write(numpy_helper.from_array(x, "input").SerializeToString())
-PY
+  "$py" bench/gpu/tensors.py input "$kit/models/$m/input_0.pb" "$shape"
   "$xonnx" run "$tmp/model.onnx" --input "input=$kit/models/$m/input_0.pb" --output-dir "$kit/models/$m/ref_cpu" \
     --no-cache >/dev/null
   rm -rf "$tmp"

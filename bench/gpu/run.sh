@@ -80,44 +80,9 @@ if [[ ,$parts, == *,validate,* ]]; then
         --output-dir "$out" --no-cache >"$work/run.log" 2>&1; then
         say "$m $d: FAILED to run"; say "$(tail -5 "$work/run.log")"; continue
       fi
-      say "$("$py" - "$ref" "$out/output_0.pb" "$m" "$d" <<'PY'
-import sys
-import numpy as np
-from onnx import numpy_helper, TensorProto
-def load(p):
-    t = TensorProto()
-    t.ParseFromString(open(p, "rb").read())
-    return numpy_helper.to_array(t).astype(np.float64)
-ref, got = load(sys.argv[1]), load(sys.argv[2])
-# f32 on a GPU may use TF32 matrix units; 16-bit types keep 8 or 11 bits.
-bar = {"f32": 1e-2, "f16": 2e-2, "bf16": 5e-2}[sys.argv[4]]
-if ref.shape != got.shape:
-    print(f"{sys.argv[3]} {sys.argv[4]}: FAIL, shape {got.shape}, expected {ref.shape}")
-else:
-    err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
-    print(f"{sys.argv[3]} {sys.argv[4]}: rel error {err:.2e} (bar {bar:.0e}) {'ok' if err <= bar else 'FAIL'}")
-PY
-)"
+      say "$("$py" bench/gpu/tensors.py compare "$ref" "$out/output_0.pb" "$m" "$d")"
     done
-    say "$("$py" - "$work/$m.onnx" "$kit/models/$m/input_0.pb" "$ref" "$m" <<'PY' 2>&1
-import sys
-import numpy as np
-from onnx import numpy_helper, TensorProto
-try:
-    import onnxruntime as ort
-except ImportError:
-    print(f"{sys.argv[4]}: onnxruntime not installed; reference not cross-checked")
-    sys.exit(0)
-def load(p):
-    t = TensorProto()
-    t.ParseFromString(open(p, "rb").read())
-    return numpy_helper.to_array(t)
-s = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
-got = s.run(None, {"input": load(sys.argv[2])})[0].astype(np.float64)
-ref = load(sys.argv[3]).astype(np.float64)
-print(f"{sys.argv[4]}: ONNX Runtime {ort.__version__} (CPU) against the reference: rel error {np.linalg.norm(got - ref) / np.linalg.norm(ref):.2e}")
-PY
-)"
+    say "$("$py" bench/gpu/tensors.py ort "$work/$m.onnx" "$kit/models/$m/input_0.pb" "$ref" "$m" 2>&1)"
   done
 fi
 
@@ -141,8 +106,9 @@ if [[ ,$parts, == *,throughput,* ]]; then
           xs+=("$(echo "$j" | "$py" -c "import json,sys; print(json.load(sys.stdin)['latency_ms']['median'])")")
           j=$("$py" bench/gpu/torch_bench.py --model "$m" --batch "$b" --dtype "$d" --iterations "$iterations" 2>"$work/torch.log") ||
             { say "$m $d $b: pytorch FAILED: $(tail -3 "$work/torch.log")"; continue 2; }
-          ts+=("$(echo "$j" | "$py" -c "import json,sys; print(json.load(sys.stdin)['latency_ms']['median'])")")
-          tds+=("$(echo "$j" | "$py" -c "import json,sys; print(json.load(sys.stdin)['device_latency_ms']['median'])")")
+          read -r t td < <(echo "$j" | "$py" -c \
+            "import json,sys; d=json.load(sys.stdin); print(d['latency_ms']['median'], d['device_latency_ms']['median'])")
+          ts+=("$t") tds+=("$td")
         done
         x=$(printf '%s\n' "${xs[@]}" | median)
         t=$(printf '%s\n' "${ts[@]}" | median)
