@@ -1,11 +1,13 @@
 // The `xonnx` command: run, bench, convert and info over xonnx::Session.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <map>
 #include <random>
 
 #include <sys/resource.h>
@@ -14,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -21,6 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "base/float16.h"
 #include "pjrt/client.h"
+#include "runtime/compile_cache.h"
 #include "xonnx/session.h"
 
 namespace {
@@ -280,6 +284,121 @@ int Devices() {
     for (const auto& [k, v] : d.attributes) std::cout << " " << k << "=" << v;
     std::cout << "\n";
   }
+  return 0;
+}
+
+// "12.3 MiB": a size for people.
+std::string HumanBytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = bytes;
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? absl::StrCat(bytes, " B") : absl::StrFormat("%.1f %s", v, units[u]);
+}
+
+// "3 h ago": how long since a time, for people.
+std::string Ago(int64_t then, int64_t now) {
+  int64_t d = std::max<int64_t>(0, now - then);
+  if (d < 120) return absl::StrCat(d, " s ago");
+  if (d < 7200) return absl::StrCat(d / 60, " min ago");
+  if (d < 2 * 86400) return absl::StrCat(d / 3600, " h ago");
+  return absl::StrCat(d / 86400, " days ago");
+}
+
+// "500M", "2G", "1.5GiB", "0": a size in bytes (K, M, G, T are powers of 1024).
+uint64_t ParseByteSize(const std::string& text, const std::string& flag) {
+  absl::string_view t = text;
+  uint64_t scale = 1;
+  for (absl::string_view suffix : {"iB", "B"})
+    if (absl::EndsWith(t, suffix) && t.size() > suffix.size()) {
+      t.remove_suffix(suffix.size());
+      break;
+    }
+  if (!t.empty()) {
+    size_t unit = std::string("KMGT").find(static_cast<char>(std::toupper(t.back())));
+    if (unit != std::string::npos) {
+      scale = uint64_t{1} << (10 * (unit + 1));
+      t.remove_suffix(1);
+    }
+  }
+  double v;
+  if (!absl::SimpleAtod(t, &v) || v < 0 || !std::isfinite(v))
+    throw CliError{absl::StrCat(flag, " '", text, "': expected a size such as 500M, 2G or 0")};
+  return static_cast<uint64_t>(v * scale);
+}
+
+// `xonnx cache`: what the persistent compile cache holds; with `max_size`,
+// removes the least recently used entries until the rest fit.
+int Cache(std::string dir, const std::string& max_size, bool clear, bool json) {
+  if (dir.empty()) dir = xonnx::CompileCache::DefaultDir();
+  if (dir.empty()) throw CliError{"no cache folder: give --cache-dir (XONNX_CACHE_DIR, XDG_CACHE_HOME and HOME are unset)"};
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) {
+    if (json) {
+      std::cout << nlohmann::json{{"dir", dir}, {"entries", 0}, {"bytes", 0}}.dump() << "\n";
+    } else {
+      std::cout << "cache:   " << dir << " (does not exist yet: nothing has been cached there)\n";
+    }
+    return 0;
+  }
+  if (!std::filesystem::is_directory(dir, ec)) throw CliError{absl::StrCat(dir, ": not a folder")};
+  xonnx::CompileCache cache = Check(xonnx::CompileCache::Open(dir));
+  nlohmann::json j{{"dir", dir}};
+  if (clear || !max_size.empty()) {
+    uint64_t limit = clear ? 0 : ParseByteSize(max_size, "--max-size");
+    std::vector<xonnx::CompileCache::FileInfo> removed = Check(cache.Prune(limit));
+    uint64_t bytes = 0;
+    int entries = 0, temporaries = 0;
+    for (const auto& f : removed) {
+      (f.temporary ? temporaries : entries) += 1;
+      bytes += f.bytes;
+    }
+    j["removed_entries"] = entries;
+    j["removed_temporaries"] = temporaries;
+    j["removed_bytes"] = bytes;
+    if (!json)
+      std::cout << absl::StrFormat("removed: %d entries and %d stale temporary files, %s\n", entries, temporaries,
+                                   HumanBytes(bytes));
+  }
+  std::vector<xonnx::CompileCache::FileInfo> files = Check(cache.List());
+  std::map<std::string, int> kinds;
+  uint64_t bytes = 0;
+  int entries = 0, temporaries = 0;
+  int64_t oldest = 0, newest = 0;
+  for (const auto& f : files) {
+    if (f.temporary) {
+      ++temporaries;
+      continue;
+    }
+    ++entries;
+    bytes += f.bytes;
+    // A key starts with what it holds ("program ...", "executable ...").
+    ++kinds[f.key.empty() ? "unreadable" : f.key.substr(0, f.key.find(' '))];
+    oldest = entries == 1 ? f.last_used : std::min(oldest, f.last_used);
+    newest = std::max(newest, f.last_used);
+  }
+  if (json) {
+    j["entries"] = entries;
+    j["bytes"] = bytes;
+    j["kinds"] = kinds;
+    j["temporaries"] = temporaries;
+    if (entries) {
+      j["oldest_use"] = oldest;
+      j["newest_use"] = newest;
+    }
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  std::vector<std::string> parts;
+  for (const auto& [kind, n] : kinds) parts.push_back(absl::StrCat(n, " ", kind, n == 1 ? "" : "s"));
+  std::cout << "cache:   " << dir << "\nentries: " << entries << (parts.empty() ? "" : absl::StrCat(" (", absl::StrJoin(parts, ", "), ")"))
+            << ", " << HumanBytes(bytes) << "\n";
+  int64_t now = ::time(nullptr);
+  if (entries) std::cout << "used:    least recently " << Ago(oldest, now) << ", most recently " << Ago(newest, now) << "\n";
+  if (temporaries) std::cout << "temporary files: " << temporaries << " (being written, or left by a writer that died)\n";
   return 0;
 }
 
@@ -586,6 +705,18 @@ int main(int argc, char** argv) {
   info->add_option("MODEL", model, "ONNX model file")->required();
 
   auto* devices = app.add_subcommand("devices", "Print a PjRT plugin's version, platform and devices");
+  auto* cache = app.add_subcommand(
+      "cache", "Show the persistent compile cache, or trim it: --max-size removes least recently used entries");
+  std::string max_size;
+  bool clear = false;
+  cache->add_option("--cache-dir", g_device.cache_dir,
+                    "Cache folder (default: $XONNX_CACHE_DIR, else $XDG_CACHE_HOME/xonnx, else ~/.cache/xonnx)");
+  cache->add_option("--max-size", max_size,
+                    "Remove the least recently used entries until the rest take at most this much, e.g. 500M or 2G "
+                    "(K, M, G: powers of 1024); also removes temporary files that writers left more than an hour ago");
+  cache->add_flag("--clear", clear, "Remove every entry (files that are not the cache's are left alone)");
+  cache->add_flag("--json", json, "Print one JSON object");
+  cache->get_option("--clear")->excludes(cache->get_option("--max-size"));
   for (CLI::App* cmd : {run, bench}) AddDeviceOptions(cmd, /*serving=*/true);
   for (CLI::App* cmd : {convert, info, devices}) AddDeviceOptions(cmd, /*serving=*/false);
 
@@ -604,6 +735,7 @@ int main(int argc, char** argv) {
     if (*convert) return Convert(model, shapes, text_out, proto_out, batch, allow_partial);
     if (*info) return Info(model);
     if (*devices) return Devices();
+    if (*cache) return Cache(g_device.cache_dir, max_size, clear, json);
   } catch (const CliError& e) {
     std::cerr << "xonnx: error: " << e.message << "\n";
     return 1;

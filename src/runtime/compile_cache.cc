@@ -4,13 +4,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <thread>
+#include <tuple>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -57,6 +61,25 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   }
   ::close(fd);
   return out;
+}
+
+// The key in an entry's header, or "" when it is not a readable entry.
+std::string ReadKey(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  char buf[4096];
+  ssize_t n = ::pread(fd, buf, sizeof(buf), 0);
+  std::string key;
+  absl::string_view head(buf, n > 0 ? n : 0);
+  size_t nl1 = head.find('\n'), nl2 = nl1 == absl::string_view::npos ? nl1 : head.find('\n', nl1 + 1);
+  uint64_t size = 0;
+  if (nl2 != absl::string_view::npos && head.substr(0, nl1) == kMagic &&
+      absl::SimpleAtoi(head.substr(nl1 + 1, nl2 - nl1 - 1), &size) && size > 0 && size < (1u << 20)) {
+    key.resize(size);
+    if (::pread(fd, key.data(), size, nl2 + 1) != static_cast<ssize_t>(size)) key.clear();
+  }
+  ::close(fd);
+  return key;
 }
 
 }  // namespace
@@ -112,6 +135,8 @@ absl::StatusOr<std::string> CompileCache::Load(absl::string_view key) const {
   if (!line(&fp_text)) return damaged("no payload fingerprint");
   if (rest.size() != size) return damaged(absl::StrCat("payload of ", rest.size(), " bytes, ", size, " expected"));
   if (FingerprintOf(rest).Hex() != fp_text) return damaged("payload fingerprint mismatch");
+  // Marks it used, for Prune; a folder this process may not write keeps its times.
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
   return std::string(rest);
 }
 
@@ -131,6 +156,51 @@ absl::Status CompileCache::Store(absl::string_view key, absl::string_view payloa
     st = absl::InternalError(absl::StrCat(path, ": cannot rename the new entry into place: ", std::strerror(errno)));
   if (!st.ok()) ::unlink(tmp.c_str());
   return st;
+}
+
+void CompileCache::Remove(absl::string_view key) const { ::unlink(PathFor(key).c_str()); }
+
+absl::StatusOr<std::vector<CompileCache::FileInfo>> CompileCache::List() const {
+  std::vector<FileInfo> files;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    FileInfo f;
+    f.temporary = name.find(".xcache.tmp.") != std::string::npos;
+    if (!f.temporary && !absl::EndsWith(name, ".xcache")) continue;  // not ours
+    f.path = it->path().string();
+    struct stat st;
+    if (::lstat(f.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;  // gone meanwhile, or not a file
+    f.bytes = st.st_size;
+    f.last_used = st.st_mtim.tv_sec;
+    if (!f.temporary) f.key = ReadKey(f.path);
+    files.push_back(std::move(f));
+  }
+  if (ec) return absl::InternalError(absl::StrCat(dir_, ": cannot list the compile cache folder: ", ec.message()));
+  std::sort(files.begin(), files.end(), [](const FileInfo& a, const FileInfo& b) {
+    return std::tie(a.last_used, a.path) < std::tie(b.last_used, b.path);
+  });
+  return files;
+}
+
+absl::StatusOr<std::vector<CompileCache::FileInfo>> CompileCache::Prune(uint64_t max_bytes, int64_t stale_seconds) const {
+  ASSIGN_OR_RETURN(std::vector<FileInfo> files, List());
+  int64_t now = ::time(nullptr);
+  uint64_t total = 0;
+  for (const auto& f : files)
+    if (!f.temporary) total += f.bytes;
+  // Unreadable entries go first, then the least recently used.
+  std::stable_partition(files.begin(), files.end(), [](const FileInfo& f) { return !f.temporary && f.key.empty(); });
+  std::vector<FileInfo> removed;
+  for (auto& f : files) {
+    bool remove = f.temporary ? now - f.last_used > stale_seconds : total > max_bytes;
+    if (!remove) continue;
+    if (::unlink(f.path.c_str()) != 0 && errno != ENOENT)
+      return absl::InternalError(absl::StrCat(f.path, ": cannot remove: ", std::strerror(errno)));
+    if (!f.temporary) total -= f.bytes;
+    removed.push_back(std::move(f));
+  }
+  return removed;
 }
 
 }  // namespace xonnx

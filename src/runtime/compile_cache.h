@@ -11,7 +11,9 @@
 #ifndef XONNX_RUNTIME_COMPILE_CACHE_H_
 #define XONNX_RUNTIME_COMPILE_CACHE_H_
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -36,6 +38,30 @@ class CompileCache {
   [[nodiscard]] absl::StatusOr<std::string> Load(absl::string_view key) const;
   // Stores the payload under `key`, replacing any entry atomically.
   [[nodiscard]] absl::Status Store(absl::string_view key, absl::string_view payload) const;
+  // Removes the entry stored under `key`, if any (best effort: a cache on a
+  // read-only folder keeps it).
+  void Remove(absl::string_view key) const;
+
+  // One file of the folder, as List() and Prune() see it.
+  struct FileInfo {
+    std::string path;
+    // The key its header names; empty when the header is unreadable.
+    std::string key;
+    uint64_t bytes = 0;
+    // When it was last stored or loaded (Load marks it), seconds since 1970.
+    int64_t last_used = 0;
+    // A writer's temporary file rather than an entry.
+    bool temporary = false;
+  };
+  // The cache's entries and temporary files, least recently used first.
+  // Other files in the folder are not the cache's and are left out.
+  [[nodiscard]] absl::StatusOr<std::vector<FileInfo>> List() const;
+  // Removes entries, least recently used first (unreadable ones before
+  // all), until the rest take at most `max_bytes`; and temporary files
+  // older than `stale_seconds`, which writers that died left behind (a live
+  // writer renames its file within moments). Returns what was removed. Safe
+  // beside running sessions: one whose entry is removed recompiles it.
+  [[nodiscard]] absl::StatusOr<std::vector<FileInfo>> Prune(uint64_t max_bytes, int64_t stale_seconds = 3600) const;
 
  private:
   explicit CompileCache(std::string dir) : dir_(std::move(dir)) {}

@@ -4,12 +4,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <random>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "onnx/onnx_pb.h"
 #include "base/float16.h"
 #include "base/test_dir.h"
@@ -329,6 +334,139 @@ TEST_F(ServingTest, CacheEntriesAreCheckedAndAtomic) {
     EXPECT_EQ(e.path().extension(), ".xcache") << e.path();
   }
   EXPECT_EQ(files, 2);
+}
+
+TEST_F(ServingTest, CacheListsAndPrunesLeastRecentlyUsedFirst) {
+  auto c = CompileCache::Open((dir_ / "lru").string());
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->Store("old", std::string(1000, 'o')).ok());
+  ASSERT_TRUE(c->Store("middle", std::string(1000, 'm')).ok());
+  ASSERT_TRUE(c->Store("new", std::string(1000, 'n')).ok());
+  auto now = fs::file_time_type::clock::now();
+  fs::last_write_time(c->PathFor("old"), now - std::chrono::hours(3));
+  fs::last_write_time(c->PathFor("middle"), now - std::chrono::hours(2));
+  fs::last_write_time(c->PathFor("new"), now - std::chrono::hours(1));
+  ASSERT_TRUE(c->Load("old").ok());  // now the most recently used
+  // A damaged entry, a temporary left by a writer that died, a writer's
+  // fresh temporary, and a file that is not the cache's.
+  std::ofstream(c->dir() + "/0123.xcache") << "not an entry";
+  std::ofstream(c->dir() + "/0123.xcache.tmp.1.2.3") << "partial";
+  fs::last_write_time(c->dir() + "/0123.xcache.tmp.1.2.3", now - std::chrono::hours(2));
+  std::ofstream(c->dir() + "/0456.xcache.tmp.4.5.6") << "being written";
+  std::ofstream(c->dir() + "/notes.txt") << "mine";
+
+  auto listed = c->List();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  std::vector<std::string> keys;
+  int temporaries = 0;
+  for (const auto& f : *listed) {
+    if (f.temporary) {
+      ++temporaries;
+    } else if (!f.key.empty()) {
+      keys.push_back(f.key);
+    }
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"middle", "new", "old"}));
+  EXPECT_EQ(temporaries, 2);
+  EXPECT_EQ(listed->size(), 6u);
+
+  uint64_t entry_bytes = fs::file_size(c->PathFor("new"));
+  auto removed = c->Prune(2 * entry_bytes);
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  std::vector<std::string> gone;
+  for (const auto& f : *removed) gone.push_back(fs::path(f.path).filename().string());
+  std::sort(gone.begin(), gone.end());
+  std::vector<std::string> want{"0123.xcache", "0123.xcache.tmp.1.2.3", fs::path(c->PathFor("middle")).filename().string()};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(gone, want);
+  EXPECT_TRUE(c->Load("old").ok());
+  EXPECT_TRUE(c->Load("new").ok());
+  EXPECT_TRUE(absl::IsNotFound(c->Load("middle").status()));
+  EXPECT_TRUE(fs::exists(c->dir() + "/0456.xcache.tmp.4.5.6"));
+  EXPECT_TRUE(fs::exists(c->dir() + "/notes.txt"));
+
+  removed = c->Prune(0);  // clearing keeps the live writer's file and others' files
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_EQ(removed->size(), 2u);
+  EXPECT_TRUE(fs::exists(c->dir() + "/0456.xcache.tmp.4.5.6"));
+  EXPECT_TRUE(fs::exists(c->dir() + "/notes.txt"));
+}
+
+// Pruning may remove a program's executable and keep its description: the
+// next start converts the model again, quietly, as for any miss.
+TEST_F(ServingTest, PrunedExecutableIsAMissNotDamage) {
+  SessionOptions o = Options();
+  o.batch_buckets = {2};
+  o.dim_buckets["seq"] = {2};
+  {
+    auto s = Session::Open(model_, o);
+    ASSERT_TRUE(s.ok()) << s.status();
+  }
+  auto c = CompileCache::Open(o.cache_dir);
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto listed = c->List();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  int removed = 0;
+  for (const auto& f : *listed)
+    if (absl::StartsWith(f.key, "executable ")) {
+      c->Remove(f.key);
+      ++removed;
+    }
+  ASSERT_EQ(removed, 1);
+  auto s = Session::Open(model_, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->compile_stats().compiled, 1);
+  EXPECT_EQ((*s)->compile_stats().cache_rejected, 0);
+  EXPECT_TRUE((*s)->compile_stats().cache_messages.empty());
+  RunAndCheck(**s, 2, 2);
+}
+
+// The cache entry's checks pass but the plugin refuses the program when it
+// first runs it (its module does not take the weights the entry lists): the
+// session drops the entries, recompiles, and the call still succeeds.
+TEST_F(ServingTest, ProgramRefusedAtFirstRunIsRecompiled) {
+  SessionOptions o = Options();
+  o.batch_buckets = {2};
+  o.dim_buckets["seq"] = {2};
+  {
+    auto s = Session::Open(model_, o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    RunAndCheck(**s, 2, 2);
+  }
+  auto c = CompileCache::Open(o.cache_dir);
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto listed = c->List();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  int rewritten = 0;
+  for (const auto& f : *listed) {
+    if (!absl::StartsWith(f.key, "executable ")) continue;
+    auto payload = c->Load(f.key);
+    ASSERT_TRUE(payload.ok()) << payload.status();
+    // The CPU plugin's serialized form: line 5 lists the weight parameters.
+    std::vector<std::string> lines = absl::StrSplit(*payload, absl::MaxSplits('\n', 5));
+    ASSERT_EQ(lines.size(), 6u);
+    ASSERT_EQ(lines[4], "1");
+    lines[4] = "";
+    ASSERT_TRUE(c->Store(f.key, absl::StrJoin(lines, "\n")).ok());
+    ++rewritten;
+  }
+  ASSERT_EQ(rewritten, 1);
+  {
+    auto s = Session::Open(model_, o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ((*s)->compile_stats().from_cache, 1);
+    RunAndCheck(**s, 2, 2);
+    RunAndCheck(**s, 1, 2);
+    EXPECT_EQ((*s)->compile_stats().compiled, 1);
+    EXPECT_THAT((*s)->compile_stats().cache_messages,
+                ::testing::Contains(HasSubstr("the plugin refused the cached program when it first ran it")));
+  }
+  auto s = Session::Open(model_, o);  // the entries were replaced
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->compile_stats().from_cache, 1);
+  RunAndCheck(**s, 2, 2);
+  EXPECT_EQ((*s)->compile_stats().compiled, 0);
+  EXPECT_TRUE((*s)->compile_stats().cache_messages.empty());
 }
 
 TEST_F(ServingTest, AllDevicesSplitTheBatch) {

@@ -233,6 +233,9 @@ struct Session::Impl {
     // Per model output: ImportedModule::kTensorOutput, a sequence's length,
     // or kNoneOutput (see onnx/importer.h).
     std::vector<int> output_counts;
+    // The persistent cache entries it was loaded from (none when compiled
+    // here): dropped if the plugin refuses the program when it first runs.
+    std::vector<std::string> cache_keys;
   };
 
   std::shared_ptr<pjrt::Client> client;
@@ -255,6 +258,9 @@ struct Session::Impl {
   // Persistent cache; `plugin_identity` is part of every key.
   std::optional<CompileCache> disk_cache;
   std::string plugin_identity;
+  // Entries whose program the plugin refused at its first run; never loaded
+  // again by this session, even when they could not be removed.
+  std::set<std::string> distrusted;  // guarded by mu
 
   StatusOr<std::shared_ptr<pjrt::Buffer>> WeightBuffer(const std::string& name, int dev) {
     std::shared_ptr<WeightSlot> slot;
@@ -352,6 +358,28 @@ struct Session::Impl {
     return onnx_import::FindInitializer(model->proto.graph(), name) != nullptr;
   }
 
+  bool Distrusted(const std::string& key) {
+    std::lock_guard<std::mutex> l(mu);
+    return distrusted.count(key) > 0;
+  }
+
+  // The plugin refused a program loaded from the persistent cache when it
+  // first ran it (its module does not match what the entry says it takes):
+  // forgets the program, removes its entries and never loads them again, so
+  // that the next Get converts and compiles it afresh.
+  void DropCachedProgram(const Program& bad, const Status& why) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      for (auto it = cache.begin(); it != cache.end();)
+        it = it->second.exe == bad.exe ? cache.erase(it) : std::next(it);
+      distrusted.insert(bad.cache_keys.begin(), bad.cache_keys.end());
+    }
+    for (const auto& key : bad.cache_keys) disk_cache->Remove(key);
+    NoteCacheProblem(absl::DataLossError(absl::StrCat(disk_cache->PathFor(bad.cache_keys.front()),
+                                                      ": the plugin refused the cached program when it first ran it (",
+                                                      why.message(), "); recompiling")));
+  }
+
   void NoteCacheProblem(const Status& st) {
     std::lock_guard<std::mutex> l(mu);
     if (absl::IsDataLoss(st)) ++stats.cache_rejected;
@@ -373,19 +401,22 @@ struct Session::Impl {
   // The executable for a serialized module: from the persistent cache when
   // it holds one for the same module, options and plugin; else compiled (and
   // stored).
+  // `loaded` tells which.
   StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> CompileOrLoad(const std::string& module_bytes, int dev,
-                                                                  std::string* exe_key) {
+                                                                  std::string* exe_key, bool* loaded) {
     std::string compile_options = pjrt::CompileOptionsFor(*devices[dev]);
     Fingerprinter f;
     f.UpdateField(module_bytes);
     f.UpdateField(compile_options);
     f.UpdateField(plugin_identity);
     *exe_key = absl::StrCat("executable ", f.Finish().Hex());
-    if (disk_cache) {
+    *loaded = false;
+    if (disk_cache && !Distrusted(*exe_key)) {
       auto exe = LoadCachedExecutable(*exe_key, compile_options);
       if (exe.ok()) {
         std::lock_guard<std::mutex> l(mu);
         ++stats.from_cache;
+        *loaded = true;
         return exe;
       }
       if (!absl::IsNotFound(exe.status())) NoteCacheProblem(exe.status());
@@ -452,7 +483,9 @@ struct Session::Impl {
       }
     }
     if (exe_key.empty() || p.computed.size() != outputs.size()) return absl::DataLossError("incomplete program description");
+    if (Distrusted(exe_key)) return absl::DataLossError("its executable was refused by the plugin");
     p.output_counts.assign(p.computed.size(), onnx_import::ImportedModule::kTensorOutput);
+    p.cache_keys.push_back(exe_key);
     ASSIGN_OR_RETURN(p.exe, LoadCachedExecutable(exe_key, pjrt::CompileOptionsFor(*devices[dev])));
     if (p.exe->num_outputs() != p.computed.size()) return absl::DataLossError("the cached executable has other outputs");
     return p;
@@ -543,10 +576,12 @@ struct Session::Impl {
         f.UpdateField(plugin_identity);
         f.UpdateField(ConverterIdentity());
         description_key = absl::StrCat("program ", f.Finish().Hex());
-        auto text = disk_cache->Load(description_key);
+        auto text = Distrusted(description_key) ? StatusOr<std::string>(absl::NotFoundError("distrusted"))
+                                                : disk_cache->Load(description_key);
         if (text.ok()) {
           auto prog = ProgramFromDescription(*text, dev);
           if (prog.ok()) {
+            prog->cache_keys.push_back(description_key);
             std::lock_guard<std::mutex> l(mu);
             ++stats.from_cache;
             last_compile_ms = MsSince(start);
@@ -554,8 +589,11 @@ struct Session::Impl {
                                            prog->params.size(), prog->weight_names.size(), prog->computed.size());
             return Prepared{key, *std::move(prog), false};
           }
-          NoteCacheProblem(absl::DataLossError(absl::StrCat(disk_cache->PathFor(description_key), ": ", prog.status().message(),
-                                                           "; converting the model again")));
+          // An executable removed on its own (`xonnx cache --max-size`) is a
+          // miss, not damage.
+          if (!absl::IsNotFound(prog.status()))
+            NoteCacheProblem(absl::DataLossError(absl::StrCat(disk_cache->PathFor(description_key), ": ",
+                                                             prog.status().message(), "; converting the model again")));
         } else if (!absl::IsNotFound(text.status())) {
           NoteCacheProblem(text.status());
         }
@@ -605,7 +643,9 @@ struct Session::Impl {
       for (const auto& n : prog.weight_names) describable &= n.find('\n') == std::string::npos;
       std::string bytes = hlo::SerializeModule(*imported->module);
       std::string exe_key;
-      ASSIGN_OR_RETURN(prog.exe, CompileOrLoad(bytes, dev, &exe_key));
+      bool loaded = false;
+      ASSIGN_OR_RETURN(prog.exe, CompileOrLoad(bytes, dev, &exe_key, &loaded));
+      if (loaded) prog.cache_keys.push_back(exe_key);
       if (prog.exe->num_outputs() != prog.computed.size())
         return Internal("%s: the plugin reports %d outputs, the program has %d", model->path, prog.exe->num_outputs(),
                         prog.computed.size());
@@ -629,21 +669,30 @@ struct Session::Impl {
   // call; `counts` receives how the outputs group into model outputs.
   StatusOr<std::vector<Tensor>> RunExact(const std::map<std::string, Tensor>& inputs, int dev,
                                          const InputStructure* structure = nullptr, std::vector<int>* counts = nullptr) {
-    ASSIGN_OR_RETURN(Program prog, Get(inputs, dev, structure));
-    if (counts) *counts = prog.output_counts;
     const std::string& file = model->path;
+    Program prog;
+    StatusOr<std::vector<std::unique_ptr<pjrt::Buffer>>> results = absl::UnknownError("not run");
+    // Kept until the outputs are read: the plugin may still be reading them.
     std::vector<std::unique_ptr<pjrt::Buffer>> uploaded;
-    std::vector<pjrt::Buffer*> args;
-    for (const std::string& name : prog.params) {
-      const Tensor& t = inputs.at(name);
-      auto b = client->BufferFromHost(t.data(), ToHlo(t.dtype()), t.dims(), *devices[dev]);
-      if (!b.ok()) return Annotate(b.status(), absl::StrCat(file, ": input '", name, "'"));
-      args.push_back(b->get());
-      uploaded.push_back(*std::move(b));
+    // A second attempt only after dropping a program from the cache.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      ASSIGN_OR_RETURN(prog, Get(inputs, dev, structure));
+      uploaded.clear();
+      std::vector<pjrt::Buffer*> args;
+      for (const std::string& name : prog.params) {
+        const Tensor& t = inputs.at(name);
+        auto b = client->BufferFromHost(t.data(), ToHlo(t.dtype()), t.dims(), *devices[dev]);
+        if (!b.ok()) return Annotate(b.status(), absl::StrCat(file, ": input '", name, "'"));
+        args.push_back(b->get());
+        uploaded.push_back(*std::move(b));
+      }
+      for (const auto& w : prog.weights) args.push_back(w.get());
+      results = prog.exe->Execute(args);
+      if (results.ok() || !absl::IsDataLoss(results.status()) || prog.cache_keys.empty()) break;
+      DropCachedProgram(prog, results.status());
     }
-    for (const auto& w : prog.weights) args.push_back(w.get());
-    auto results = prog.exe->Execute(args);
     if (!results.ok()) return Annotate(results.status(), file);
+    if (counts) *counts = prog.output_counts;
     std::vector<Tensor> computed;
     for (size_t k = 0; k < prog.computed.size(); ++k) {
       const auto& info = prog.computed[k];

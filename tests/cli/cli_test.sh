@@ -132,6 +132,17 @@ wait
 for k in 1 2 3 4; do expect "concurrent_process_$k" 0 "" -- cmp "$tmp/one/output_0.pb" "$tmp/p$k/output_0.pb"; done
 expect concurrent_cache_whole 0 "0 compiled, 3 from the cache" -- "$xonnx" bench "$model" --batch-buckets 1,2,4 --shape image=2x3x32x32 --iterations 1 --cache-dir "$shared"
 expect no_temporaries 0 "^0$" -- bash -c "ls '$shared' | grep -v '\.xcache$' | wc -l"
+# `xonnx cache`: what the shared cache holds (3 buckets: a program and an
+# executable each), trimming it, clearing it; others' files stay.
+echo mine >"$shared/notes.txt"
+expect cache_show 0 "entries: 6 \(3 executables, 3 programs\), [0-9.]+ KiB" -- "$xonnx" cache --cache-dir "$shared"
+expect cache_json 0 '^\{"bytes":[0-9]+,"dir":".*","entries":6,"kinds":\{"executable":3,"program":3\},"newest_use":[0-9]+,"oldest_use":[0-9]+,"temporaries":0\}$' -- "$xonnx" cache --cache-dir "$shared" --json
+expect cache_trim 0 "removed: [1-6] entries" -- "$xonnx" cache --cache-dir "$shared" --max-size 12K
+expect cache_trimmed_rerun 0 "probs: float32\[2,10\]" -- "$xonnx" run "$model" --input image="$tmp/img.npy" --batch-buckets 1,2,4 --cache-dir "$shared"
+expect cache_clear 0 "entries: 0, 0 B" -- "$xonnx" cache --cache-dir "$shared" --clear
+expect cache_others_kept 0 "^notes.txt$" -- ls "$shared"
+expect cache_missing 0 "does not exist yet" -- "$xonnx" cache --cache-dir "$tmp/no_such_cache"
+expect_error cache_bad_size "--max-size '12Q': expected a size such as 500M, 2G or 0" -- "$xonnx" cache --cache-dir "$shared" --max-size 12Q
 expect_error bad_buckets "--batch-buckets '1,x': expected a comma list of sizes >= 1" -- "$xonnx" run "$model" --batch-buckets 1,x
 expect_error bad_steps "steps must be between 1 and max_batch \(4\)" -- "$xonnx" run "$model" --max-batch 4 --steps 9 --no-cache
 expect_error bad_dim_buckets "no input has a dynamic dimension named 'seq'" -- "$xonnx" run "$model" --dim-buckets seq=8,16 --no-cache
