@@ -87,14 +87,17 @@ ArenaPool& Pool() {
 ArenaPoolStats ArenaPoolCount() { return Pool().Stats(); }
 
 // XONNX_PROFILE=1 prints, when an executable is destroyed, the time its
-// thunks took, summed per kind.
-bool ProfilingEnabled() {
-  static const bool on = [] {
+// thunks took, summed per kind; XONNX_PROFILE=2 also the slowest thunks one
+// by one, to find the instruction behind a kind's time.
+int ProfilingLevel() {
+  static const int level = [] {
     const char* v = std::getenv("XONNX_PROFILE");
-    return v && *v && std::string(v) != "0";
+    if (!v || !*v) return 0;
+    return std::string(v) == "0" ? 0 : std::string(v) == "2" ? 2 : 1;
   }();
-  return on;
+  return level;
 }
+bool ProfilingEnabled() { return ProfilingLevel() > 0; }
 
 Executable::~Executable() {
   if (!profile_ || profile_->calls == 0) return;
@@ -111,6 +114,15 @@ Executable::~Executable() {
                total / 1e6 / profile_->calls);
   for (const auto& [ns, k] : rows)
     std::fprintf(stderr, "  %-28s %9.3f ms  %5.1f%%\n", k.c_str(), ns / 1e6 / profile_->calls, 100 * ns / total);
+  if (ProfilingLevel() < 2) return;
+  std::vector<std::pair<double, size_t>> slowest;
+  for (size_t i = 0; i < thunks_.size(); ++i) slowest.push_back({profile_->ns[i], i});
+  std::sort(slowest.rbegin(), slowest.rend());
+  if (slowest.size() > 20) slowest.resize(20);
+  std::fprintf(stderr, "  slowest thunks:\n");
+  for (const auto& [ns, i] : slowest)
+    std::fprintf(stderr, "    %9.3f ms  %5.1f%%  %s (%s)\n", ns / 1e6 / profile_->calls, 100 * ns / total,
+                 thunks_[i].name.c_str(), thunk_kinds_[i].c_str());
 }
 
 absl::Status Executable::Execute(absl::Span<const void* const> args, absl::Span<void* const> outputs) const {

@@ -3,6 +3,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "backends/cpu/thunks.h"
+#include "backends/cpu/vector_math.h"
 #include "base/status.h"
 #include "evaluator/scalar_ops.h"
 
@@ -143,6 +144,15 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
       return dst;
     default:
       break;
+  }
+  // Softmax's exp and sigmoid: vectorized instead of a call per element.
+  if (t0 == hlo::F32 && in.opcode() == Opcode::kExp) {
+    ExpF32(static_cast<const float*>(arg(0)), reinterpret_cast<float*>(dst), len);
+    return dst;
+  }
+  if (t0 == hlo::F32 && in.opcode() == Opcode::kLogistic) {
+    LogisticF32(static_cast<const float*>(arg(0)), reinterpret_cast<float*>(dst), len);
+    return dst;
   }
   bool ok = hlo::TypeSwitch(t0, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -1,0 +1,111 @@
+// ExpF32 and LogisticF32 against the standard library in double precision,
+// over a sweep of the whole float range and the special values; both the
+// build this CPU runs and the portable one.
+#include "backends/cpu/vector_math.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace xonnx::cpu {
+namespace {
+
+// Distance in units in the last place between two finite floats of one sign.
+int64_t UlpDistance(float a, float b) {
+  auto key = [](float f) {
+    int32_t i = std::bit_cast<int32_t>(f);
+    return i < 0 ? static_cast<int64_t>(INT32_MIN) - i : static_cast<int64_t>(i);
+  };
+  return std::llabs(key(a) - key(b));
+}
+
+// Every 97th float bit pattern, both signs (about 44 million values), in
+// slices of a million.
+using Kernel = void (*)(const float*, float*, int64_t);
+class VectorMath : public ::testing::TestWithParam<bool> {
+ protected:
+  // The portable build, or the one ExpF32 and LogisticF32 pick for this CPU.
+  Kernel Exp() const { return GetParam() ? internal::Portable<false> : ExpF32; }
+  Kernel Logistic() const { return GetParam() ? internal::Portable<true> : LogisticF32; }
+};
+INSTANTIATE_TEST_SUITE_P(Builds, VectorMath, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Portable" : "Dispatched"; });
+
+TEST_P(VectorMath, ExpIsWithinTwoUlpEverywhere) {
+  int64_t worst = 0, checked = 0;
+  float worst_x = 0;
+  std::vector<float> xs, ys;
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32);) {
+    xs.clear();
+    for (; bits < (uint64_t{1} << 32) && xs.size() < (1u << 20); bits += 97) {
+      float f = std::bit_cast<float>(static_cast<uint32_t>(bits));
+      if (!std::isnan(f)) xs.push_back(f);
+    }
+    ys.resize(xs.size());
+    Exp()(xs.data(), ys.data(), xs.size());
+    for (size_t i = 0; i < xs.size(); ++i) {
+      float want = static_cast<float>(std::exp(static_cast<double>(xs[i])));
+      if (std::isinf(want) || want == 0) {
+        ASSERT_EQ(ys[i], want) << "x = " << xs[i];
+        continue;
+      }
+      int64_t d = UlpDistance(ys[i], want);
+      if (d > worst) {
+        worst = d;
+        worst_x = xs[i];
+      }
+    }
+    checked += xs.size();
+  }
+  EXPECT_GT(checked, 40000000);
+  EXPECT_LE(worst, 2) << "at x = " << worst_x;
+}
+
+TEST_P(VectorMath, ExpSpecialValuesAndInPlace) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = {0.0f, -0.0f, 1.0f, -1.0f, inf, -inf, std::nanf(""), 88.5f, 89.0f, -87.5f, -100.0f, -104.0f, 1e-30f};
+  std::vector<float> want;
+  for (float v : x) want.push_back(std::exp(v));
+  Exp()(x.data(), x.data(), x.size());  // in place
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(x[i])) << i;
+    } else {
+      EXPECT_LE(UlpDistance(x[i], want[i]), 2) << "element " << i << ": " << x[i] << " vs " << want[i];
+    }
+  }
+  EXPECT_EQ(x[0], 1.0f);
+  EXPECT_EQ(x[4], inf);
+  EXPECT_EQ(x[5], 0.0f);
+}
+
+TEST_P(VectorMath, LogisticMatchesDoublePrecision) {
+  std::vector<float> xs;
+  for (float v = -120.0f; v <= 120.0f; v += 0.0137f) xs.push_back(v);
+  const float inf = std::numeric_limits<float>::infinity();
+  xs.insert(xs.end(), {inf, -inf, 0.0f, -0.0f});
+  std::vector<float> ys(xs.size());
+  Logistic()(xs.data(), ys.data(), xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    float want = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(xs[i]))));
+    if (want < std::numeric_limits<float>::min()) {
+      // exp(-x) overflows: 0 for a subnormal result, as 1 / (1 + exp(-x)) gives in float.
+      EXPECT_NEAR(ys[i], want, std::numeric_limits<float>::min()) << "x = " << xs[i];
+    } else if (want == 1) {
+      EXPECT_EQ(ys[i], 1.0f) << "x = " << xs[i];
+    } else {
+      EXPECT_LE(UlpDistance(ys[i], want), 3) << "x = " << xs[i] << ": " << ys[i] << " vs " << want;
+    }
+  }
+  float nan = std::nanf("");
+  float y;
+  Logistic()(&nan, &y, 1);
+  EXPECT_TRUE(std::isnan(y));
+}
+
+}  // namespace
+}  // namespace xonnx::cpu
