@@ -131,6 +131,35 @@ class ServingTest : public ::testing::Test {
     return o;
   }
 
+  // One batch bucket (2) and one seq bucket (2): one program.
+  SessionOptions OneBucketOptions() {
+    SessionOptions o = Options();
+    o.batch_buckets = {2};
+    o.dim_buckets["seq"] = {2};
+    return o;
+  }
+
+  // Opens the model once with `o`, which fills its cache, and runs a call.
+  void FillCache(const SessionOptions& o) {
+    auto s = Session::Open(model_, o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    RunAndCheck(**s, 2, 2);
+  }
+
+  // Fills cache `c` with one program through `o` and returns its
+  // executable's key ("" after a failed expectation).
+  std::string FillCacheWithOneExecutable(const SessionOptions& o, const CompileCache& c) {
+    FillCache(o);
+    std::vector<std::string> keys;
+    auto listed = c.List();
+    EXPECT_TRUE(listed.ok()) << listed.status();
+    if (listed.ok())
+      for (const auto& f : *listed)
+        if (absl::StartsWith(f.key, "executable ")) keys.push_back(f.key);
+    EXPECT_EQ(keys.size(), 1u);
+    return keys.size() == 1 ? keys[0] : "";
+  }
+
   void RunAndCheck(Session& s, int64_t batch, int64_t seq, int seed = 1) {
     Tensor x = Input(batch, seq, seed);
     auto out = s.Run({{"x", x}});
@@ -290,14 +319,8 @@ TEST_F(ServingTest, PersistentCacheIsReusedAndDamageIsDetected) {
 }
 
 TEST_F(ServingTest, ChangedModelIsNotServedFromTheCache) {
-  SessionOptions o = Options();
-  o.batch_buckets = {2};
-  o.dim_buckets["seq"] = {2};
-  {
-    auto s = Session::Open(model_, o);
-    ASSERT_TRUE(s.ok()) << s.status();
-    RunAndCheck(**s, 2, 2);
-  }
+  SessionOptions o = OneBucketOptions();
+  FillCache(o);
   WriteModel(-0.75f);  // same file, same shapes, other weights and bias
   auto s = Session::Open(model_, o);
   ASSERT_TRUE(s.ok()) << s.status();
@@ -395,24 +418,12 @@ TEST_F(ServingTest, CacheListsAndPrunesLeastRecentlyUsedFirst) {
 // Pruning may remove a program's executable and keep its description: the
 // next start converts the model again, quietly, as for any miss.
 TEST_F(ServingTest, PrunedExecutableIsAMissNotDamage) {
-  SessionOptions o = Options();
-  o.batch_buckets = {2};
-  o.dim_buckets["seq"] = {2};
-  {
-    auto s = Session::Open(model_, o);
-    ASSERT_TRUE(s.ok()) << s.status();
-  }
+  SessionOptions o = OneBucketOptions();
   auto c = CompileCache::Open(o.cache_dir);
   ASSERT_TRUE(c.ok()) << c.status();
-  auto listed = c->List();
-  ASSERT_TRUE(listed.ok()) << listed.status();
-  int removed = 0;
-  for (const auto& f : *listed)
-    if (absl::StartsWith(f.key, "executable ")) {
-      c->Remove(f.key);
-      ++removed;
-    }
-  ASSERT_EQ(removed, 1);
+  std::string key = FillCacheWithOneExecutable(o, *c);
+  ASSERT_FALSE(key.empty());
+  c->Remove(key);
   auto s = Session::Open(model_, o);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ((*s)->compile_stats().compiled, 1);
@@ -425,32 +436,19 @@ TEST_F(ServingTest, PrunedExecutableIsAMissNotDamage) {
 // first runs it (its module does not take the weights the entry lists): the
 // session drops the entries, recompiles, and the call still succeeds.
 TEST_F(ServingTest, ProgramRefusedAtFirstRunIsRecompiled) {
-  SessionOptions o = Options();
-  o.batch_buckets = {2};
-  o.dim_buckets["seq"] = {2};
-  {
-    auto s = Session::Open(model_, o);
-    ASSERT_TRUE(s.ok()) << s.status();
-    RunAndCheck(**s, 2, 2);
-  }
+  SessionOptions o = OneBucketOptions();
   auto c = CompileCache::Open(o.cache_dir);
   ASSERT_TRUE(c.ok()) << c.status();
-  auto listed = c->List();
-  ASSERT_TRUE(listed.ok()) << listed.status();
-  int rewritten = 0;
-  for (const auto& f : *listed) {
-    if (!absl::StartsWith(f.key, "executable ")) continue;
-    auto payload = c->Load(f.key);
-    ASSERT_TRUE(payload.ok()) << payload.status();
-    // The CPU plugin's serialized form: line 5 lists the weight parameters.
-    std::vector<std::string> lines = absl::StrSplit(*payload, absl::MaxSplits('\n', 5));
-    ASSERT_EQ(lines.size(), 6u);
-    ASSERT_EQ(lines[4], "1");
-    lines[4] = "";
-    ASSERT_TRUE(c->Store(f.key, absl::StrJoin(lines, "\n")).ok());
-    ++rewritten;
-  }
-  ASSERT_EQ(rewritten, 1);
+  std::string key = FillCacheWithOneExecutable(o, *c);
+  ASSERT_FALSE(key.empty());
+  auto payload = c->Load(key);
+  ASSERT_TRUE(payload.ok()) << payload.status();
+  // The CPU plugin's serialized form: line 5 lists the weight parameters.
+  std::vector<std::string> lines = absl::StrSplit(*payload, absl::MaxSplits('\n', 5));
+  ASSERT_EQ(lines.size(), 6u);
+  ASSERT_EQ(lines[4], "1");
+  lines[4] = "";
+  ASSERT_TRUE(c->Store(key, absl::StrJoin(lines, "\n")).ok());
   {
     auto s = Session::Open(model_, o);
     ASSERT_TRUE(s.ok()) << s.status();
