@@ -240,6 +240,9 @@ struct Session::Impl {
 
   std::shared_ptr<pjrt::Client> client;
   std::vector<const pjrt::Device*> devices;  // one, or all addressable ones
+  // pjrt::CompileOptionsFor(*devices[k]), serialized once: every program
+  // lookup puts them in its keys and every compile or load passes them.
+  std::vector<std::string> compile_options;
   // Weights on each device, uploaded on first use and shared by all programs.
   // Each has its own once-flag, so that programs compiling in parallel wait
   // only for the weights they need, not for every upload in progress.
@@ -259,7 +262,7 @@ struct Session::Impl {
   std::optional<CompileCache> disk_cache;
   std::string plugin_identity;
   // Entries whose program the plugin refused at its first run; never loaded
-  // again by this session, even when they could not be removed.
+  // again by this session (LoadEntry), even when they could not be removed.
   std::set<std::string> distrusted;  // guarded by mu
 
   StatusOr<std::shared_ptr<pjrt::Buffer>> WeightBuffer(const std::string& name, int dev) {
@@ -358,11 +361,6 @@ struct Session::Impl {
     return onnx_import::FindInitializer(model->proto.graph(), name) != nullptr;
   }
 
-  bool Distrusted(const std::string& key) {
-    std::lock_guard<std::mutex> l(mu);
-    return distrusted.count(key) > 0;
-  }
-
   // The plugin refused a program loaded from the persistent cache when it
   // first ran it (its module does not match what the entry says it takes):
   // forgets the program, removes its entries and never loads them again, so
@@ -386,12 +384,21 @@ struct Session::Impl {
     if (stats.cache_messages.size() < 16) stats.cache_messages.push_back(std::string(st.message()));
   }
 
-  // The executable stored under `key`: NotFound when there is none,
-  // DataLoss when the entry is damaged or the plugin refuses it.
-  StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> LoadCachedExecutable(const std::string& key,
-                                                                         const std::string& compile_options) {
-    ASSIGN_OR_RETURN(std::string bytes, disk_cache->Load(key));
-    auto exe = client->Deserialize(bytes, compile_options);
+  // The payload of the persistent cache's entry `key`; a distrusted one
+  // (see DropCachedProgram) reads as missing. Every load goes through here.
+  StatusOr<std::string> LoadEntry(const std::string& key) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (distrusted.count(key)) return absl::NotFoundError(absl::StrCat(key, ": refused earlier in this session"));
+    }
+    return disk_cache->Load(key);
+  }
+
+  // The executable stored under `key` for devices[dev]: NotFound when there
+  // is none, DataLoss when the entry is damaged or the plugin refuses it.
+  StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> LoadCachedExecutable(const std::string& key, int dev) {
+    ASSIGN_OR_RETURN(std::string bytes, LoadEntry(key));
+    auto exe = client->Deserialize(bytes, compile_options[dev]);
     if (!exe.ok())
       return absl::DataLossError(absl::StrCat(disk_cache->PathFor(key), ": the plugin refuses the cached executable (",
                                               exe.status().message(), "); recompiling"));
@@ -404,15 +411,14 @@ struct Session::Impl {
   // `loaded` tells which.
   StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> CompileOrLoad(const std::string& module_bytes, int dev,
                                                                   std::string* exe_key, bool* loaded) {
-    std::string compile_options = pjrt::CompileOptionsFor(*devices[dev]);
     Fingerprinter f;
     f.UpdateField(module_bytes);
-    f.UpdateField(compile_options);
+    f.UpdateField(compile_options[dev]);
     f.UpdateField(plugin_identity);
     *exe_key = absl::StrCat("executable ", f.Finish().Hex());
     *loaded = false;
-    if (disk_cache && !Distrusted(*exe_key)) {
-      auto exe = LoadCachedExecutable(*exe_key, compile_options);
+    if (disk_cache) {
+      auto exe = LoadCachedExecutable(*exe_key, dev);
       if (exe.ok()) {
         std::lock_guard<std::mutex> l(mu);
         ++stats.from_cache;
@@ -421,7 +427,7 @@ struct Session::Impl {
       }
       if (!absl::IsNotFound(exe.status())) NoteCacheProblem(exe.status());
     }
-    auto exe = client->Compile(module_bytes, compile_options);
+    auto exe = client->Compile(module_bytes, compile_options[dev]);
     if (!exe.ok()) return Annotate(exe.status(), absl::StrCat(model->path, ": compiling on ", client->platform_name()));
     std::shared_ptr<pjrt::LoadedExecutable> shared = *std::move(exe);
     {
@@ -483,10 +489,9 @@ struct Session::Impl {
       }
     }
     if (exe_key.empty() || p.computed.size() != outputs.size()) return absl::DataLossError("incomplete program description");
-    if (Distrusted(exe_key)) return absl::DataLossError("its executable was refused by the plugin");
     p.output_counts.assign(p.computed.size(), onnx_import::ImportedModule::kTensorOutput);
     p.cache_keys.push_back(exe_key);
-    ASSIGN_OR_RETURN(p.exe, LoadCachedExecutable(exe_key, pjrt::CompileOptionsFor(*devices[dev])));
+    ASSIGN_OR_RETURN(p.exe, LoadCachedExecutable(exe_key, dev));
     if (p.exe->num_outputs() != p.computed.size()) return absl::DataLossError("the cached executable has other outputs");
     return p;
   }
@@ -572,12 +577,11 @@ struct Session::Impl {
         f.UpdateField(absl::StrJoin(const_weights, "\n"));
         f.UpdateField(absl::StrCat(options.upload_weights, options.optimize, DataTypeName(options.data_type),
                                    DataTypeName(options.io_data_type), XONNX_VERSION));
-        f.UpdateField(pjrt::CompileOptionsFor(*devices[dev]));
+        f.UpdateField(compile_options[dev]);
         f.UpdateField(plugin_identity);
         f.UpdateField(ConverterIdentity());
         description_key = absl::StrCat("program ", f.Finish().Hex());
-        auto text = Distrusted(description_key) ? StatusOr<std::string>(absl::NotFoundError("distrusted"))
-                                                : disk_cache->Load(description_key);
+        auto text = LoadEntry(description_key);
         if (text.ok()) {
           auto prog = ProgramFromDescription(*text, dev);
           if (prog.ok()) {
@@ -706,6 +710,17 @@ struct Session::Impl {
     for (size_t k = 0; k < prog.output_index.size(); ++k)
       outs.push_back(prog.output_index[k] < 0 ? prog.string_outputs[k] : std::move(computed[prog.output_index[k]]));
     return outs;
+  }
+
+  // Every name given to a call is one of the model's inputs.
+  template <typename V>
+  Status CheckInputNames(const std::map<std::string, V>& given) const {
+    for (const auto& [name, v] : given) {
+      bool known = false;
+      for (const auto& s : inputs) known |= s.name == name;
+      if (!known) return InvalidArgument("%s: the model has no input named '%s'", model->path, name);
+    }
+    return absl::OkStatus();
   }
 
   // Inputs whose dimension 0 is the batch (declared dynamic).
@@ -939,6 +954,7 @@ struct Session::Impl {
     child->options = options;
     child->client = client;
     child->devices = devices;
+    child->compile_options = compile_options;
     child->disk_cache = disk_cache;
     child->plugin_identity = plugin_identity;
     for (const auto& name : seg.outputs) child->outputs.push_back(TensorSpec{name, DataType::kFloat32, {}, {}});
@@ -1142,6 +1158,7 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, 
     ASSIGN_OR_RETURN(const pjrt::Device* d, impl->client->device(options.device));
     impl->devices.push_back(d);
   }
+  for (const pjrt::Device* d : impl->devices) impl->compile_options.push_back(pjrt::CompileOptionsFor(*d));
   RETURN_IF_ERROR(impl->SetUpBuckets());
   RETURN_IF_ERROR(impl->CheckSplitOptions());
   for (const auto* specs : {&impl->inputs, &impl->outputs})
@@ -1278,11 +1295,7 @@ StatusOr<HloDump> Session::DumpHlo(const ShapeMap& shapes, int64_t batch, bool a
 
 Status Session::CheckInputs(const std::map<std::string, Tensor>& inputs) const {
   const std::string& file = impl_->model->path;
-  for (const auto& [name, t] : inputs) {
-    bool known = false;
-    for (const auto& s : impl_->inputs) known |= s.name == name;
-    if (!known) return InvalidArgument("%s: the model has no input named '%s'", file, name);
-  }
+  RETURN_IF_ERROR(impl_->CheckInputNames(inputs));
   for (const auto& s : impl_->inputs) {
     auto it = inputs.find(s.name);
     if (it == inputs.end()) return InvalidArgument("%s: input '%s' is missing from the call", file, s.name);
@@ -1393,11 +1406,7 @@ StatusOr<std::vector<Value>> Session::RunValues(const std::map<std::string, Valu
     for (auto& t : outs) values.push_back(Value::Of(std::move(t)));
     return values;
   }
-  for (const auto& [name, v] : inputs) {
-    bool known = false;
-    for (const auto& s : m.inputs) known |= s.name == name;
-    if (!known) return InvalidArgument("%s: the model has no input named '%s'", file, name);
-  }
+  RETURN_IF_ERROR(m.CheckInputNames(inputs));
   InputStructure structure;
   std::map<std::string, Tensor> flat;
   auto check_type = [&](const TensorSpec& s, const Tensor& t, const std::string& what) -> Status {
