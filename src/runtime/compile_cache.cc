@@ -63,20 +63,38 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return out;
 }
 
+// The line at the start of `rest`, which moves past it; false when no line
+// ends there.
+bool NextLine(absl::string_view* rest, absl::string_view* line) {
+  size_t nl = rest->find('\n');
+  if (nl == absl::string_view::npos) return false;
+  *line = rest->substr(0, nl);
+  rest->remove_prefix(nl + 1);
+  return true;
+}
+
+// An entry starts: magic \n key-size \n key \n payload-size \n
+// payload-fingerprint \n payload. Reads the first two lines from `rest`,
+// leaving it at the key; the error says which is wrong.
+absl::Status ReadKeySize(absl::string_view* rest, uint64_t* key_size) {
+  absl::string_view magic, size_text;
+  if (!NextLine(rest, &magic) || magic != kMagic) return absl::DataLossError("bad magic");
+  if (!NextLine(rest, &size_text) || !absl::SimpleAtoi(size_text, key_size)) return absl::DataLossError("bad key size");
+  return absl::OkStatus();
+}
+
 // The key in an entry's header, or "" when it is not a readable entry.
 std::string ReadKey(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return "";
   char buf[4096];
   ssize_t n = ::pread(fd, buf, sizeof(buf), 0);
-  std::string key;
-  absl::string_view head(buf, n > 0 ? n : 0);
-  size_t nl1 = head.find('\n'), nl2 = nl1 == absl::string_view::npos ? nl1 : head.find('\n', nl1 + 1);
+  absl::string_view head(buf, n > 0 ? n : 0), rest = head;
   uint64_t size = 0;
-  if (nl2 != absl::string_view::npos && head.substr(0, nl1) == kMagic &&
-      absl::SimpleAtoi(head.substr(nl1 + 1, nl2 - nl1 - 1), &size) && size > 0 && size < (1u << 20)) {
+  std::string key;
+  if (ReadKeySize(&rest, &size).ok() && size > 0 && size < (1u << 20)) {
     key.resize(size);
-    if (::pread(fd, key.data(), size, nl2 + 1) != static_cast<ssize_t>(size)) key.clear();
+    if (::pread(fd, key.data(), size, rest.data() - head.data()) != static_cast<ssize_t>(size)) key.clear();
   }
   ::close(fd);
   return key;
@@ -115,24 +133,14 @@ absl::StatusOr<std::string> CompileCache::Load(absl::string_view key) const {
     ::unlink(path.c_str());
     return absl::DataLossError(absl::StrCat(path, ": damaged compile cache entry (", why, "); recompiling"));
   };
-  // magic \n key-size \n key \n payload-size \n payload-fingerprint \n payload
-  absl::string_view rest = bytes;
-  auto line = [&](absl::string_view* out) {
-    size_t nl = rest.find('\n');
-    if (nl == absl::string_view::npos) return false;
-    *out = rest.substr(0, nl);
-    rest.remove_prefix(nl + 1);
-    return true;
-  };
-  absl::string_view magic, key_size_text, size_text, fp_text;
+  absl::string_view rest = bytes, size_text, fp_text;
   uint64_t key_size = 0, size = 0;
-  if (!line(&magic) || magic != kMagic) return damaged("bad magic");
-  if (!line(&key_size_text) || !absl::SimpleAtoi(key_size_text, &key_size) || key_size + 1 > rest.size())
-    return damaged("bad key size");
+  if (absl::Status st = ReadKeySize(&rest, &key_size); !st.ok()) return damaged(st.message());
+  if (key_size + 1 > rest.size()) return damaged("bad key size");
   if (rest.substr(0, key_size) != key || rest[key_size] != '\n') return damaged("written for another key");
   rest.remove_prefix(key_size + 1);
-  if (!line(&size_text) || !absl::SimpleAtoi(size_text, &size)) return damaged("bad payload size");
-  if (!line(&fp_text)) return damaged("no payload fingerprint");
+  if (!NextLine(&rest, &size_text) || !absl::SimpleAtoi(size_text, &size)) return damaged("bad payload size");
+  if (!NextLine(&rest, &fp_text)) return damaged("no payload fingerprint");
   if (rest.size() != size) return damaged(absl::StrCat("payload of ", rest.size(), " bytes, ", size, " expected"));
   if (FingerprintOf(rest).Hex() != fp_text) return damaged("payload fingerprint mismatch");
   // Marks it used, for Prune; a folder this process may not write keeps its times.
