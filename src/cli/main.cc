@@ -186,6 +186,9 @@ void PrintSummary(const xonnx::TensorSpec& spec, const Tensor& t) {
   std::cout << " [" << absl::StrJoin(first, ", ") << (n > 6 ? ", ..." : "") << "]\n";
 }
 
+// Where CompileCache::DefaultDir looks, for --help.
+constexpr char kCacheDirDefault[] = "(default: $XONNX_CACHE_DIR, else $XDG_CACHE_HOME/xonnx, else ~/.cache/xonnx)";
+
 // Where and how a model runs: --plugin, --device, --create-option, buckets,
 // data types and the compile cache.
 struct DeviceArgs {
@@ -649,9 +652,7 @@ void AddDeviceOptions(CLI::App* cmd, bool serving) {
                   "Host-side type of float inputs and outputs: f32, f16 or bf16 (input files of another float type "
                   "are converted)")
       ->capture_default_str();
-  cmd->add_option("--cache-dir", g_device.cache_dir,
-                  "Persistent compile cache folder (default: $XONNX_CACHE_DIR, else $XDG_CACHE_HOME/xonnx, else "
-                  "~/.cache/xonnx)");
+  cmd->add_option("--cache-dir", g_device.cache_dir, absl::StrCat("Persistent compile cache folder ", kCacheDirDefault));
   cmd->add_flag("--no-cache", g_device.no_cache, "Do not read or write the persistent compile cache");
   cmd->add_option("--compile-threads", g_device.compile_threads,
                   "Threads compiling buckets at start (default: one per hardware thread)");
@@ -709,8 +710,7 @@ int main(int argc, char** argv) {
       "cache", "Show the persistent compile cache, or trim it: --max-size removes least recently used entries");
   std::string max_size;
   bool clear = false;
-  cache->add_option("--cache-dir", g_device.cache_dir,
-                    "Cache folder (default: $XONNX_CACHE_DIR, else $XDG_CACHE_HOME/xonnx, else ~/.cache/xonnx)");
+  cache->add_option("--cache-dir", g_device.cache_dir, absl::StrCat("Cache folder ", kCacheDirDefault));
   cache->add_option("--max-size", max_size,
                     "Remove the least recently used entries until the rest take at most this much, e.g. 500M or 2G "
                     "(K, M, G: powers of 1024); also removes temporary files that writers left more than an hour ago");
