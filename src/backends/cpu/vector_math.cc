@@ -12,11 +12,13 @@ namespace {
 // Arguments whose exp is a normal float with an exponent the bit trick below
 // can build: outside it (and for NaN) the result comes from std::exp.
 constexpr float kLowest = -87.0f, kHighest = 88.0f;
+// False for NaN too. `&`, not `&&`: no branch, so a loop of it vectorizes.
+[[gnu::always_inline]] inline bool InRange(float x) { return (x >= kLowest) & (x <= kHighest); }
 
 // exp(x) for x in [kLowest, kHighest]: x = k ln2 + r with |r| <= ln2 / 2,
 // exp(r) by its Taylor series to r^7 (truncation below 1e-8 relative), times
 // 2^k made from k's bits. Other x give garbage, without undefined behaviour,
-// that FixUp replaces: no branch or clamp here, so the loops vectorize.
+// that ExpChunk replaces: no branch or clamp here, so the loops vectorize.
 [[gnu::always_inline]] inline float ExpInRange(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   // ln2 in two parts: k * kLn2Hi is exact for |k| < 2^9 (kLn2Hi has 15
@@ -47,7 +49,7 @@ constexpr float kLowest = -87.0f, kHighest = 88.0f;
 // scan that vectorizes, so the common case never takes the slow path.
 [[gnu::always_inline]] inline bool AnyOutOfRange(const float* x, int64_t n) {
   int out = 0;
-  for (int64_t i = 0; i < n; ++i) out |= !(x[i] >= kLowest) | !(x[i] <= kHighest);
+  for (int64_t i = 0; i < n; ++i) out |= !InRange(x[i]);
   return out != 0;
 }
 
@@ -63,7 +65,7 @@ constexpr int64_t kChunk = 256;
   std::memcpy(xs, x, m * sizeof(float));
   for (int64_t i = 0; i < m; ++i) y[i] = ExpInRange(xs[i]);
   for (int64_t i = 0; i < m; ++i)
-    if (!(xs[i] >= kLowest && xs[i] <= kHighest)) y[i] = std::exp(xs[i]);
+    if (!InRange(xs[i])) y[i] = std::exp(xs[i]);
 }
 
 template <bool kLogistic>
