@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+
+#include "evaluator/evaluator.h"
 #include "hlo/printer.h"
 #include "passes/pipeline.h"
 
@@ -13,6 +16,14 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+
+// An empty model named `path` importing the default domain at `opset`.
+LoadedModel NewModel(const std::string& path, int64_t opset) {
+  LoadedModel m;
+  m.path = path;
+  m.opsets[""] = opset;
+  return m;
+}
 
 void AddInput(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims) {
   auto* in = g->add_input();
@@ -46,9 +57,7 @@ void AddIntsConst(onnx::GraphProto* g, const std::string& name, std::vector<int6
 // Flatten the way exporters do with dynamic batch:
 // Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])).
 LoadedModel FlattenModel() {
-  LoadedModel m;
-  m.path = "flatten.onnx";
-  m.opsets[""] = 13;
+  LoadedModel m = NewModel("flatten.onnx", 13);
   m.proto.set_ir_version(8);
   auto* g = m.proto.mutable_graph();
   AddInput(g, "x", {-1, 2, 3});
@@ -109,22 +118,10 @@ TEST(Importer, PartialConversionStopsAtTheFailingNode) {
   ASSERT_FALSE(partial->outputs.empty());
 }
 
-}  // namespace
-}  // namespace xonnx::onnx_import
-
-#include <functional>
-
-#include "evaluator/evaluator.h"
-
-namespace xonnx::onnx_import {
-namespace {
-
 TEST(Importer, LegacyBroadcastAlignsAtAxis) {
   // Opset 6: Add(a [2,3,2], b [3]) with broadcast=1, axis=1 adds b along dim 1
   // (numpy's right alignment would pair b with the last dim instead).
-  LoadedModel m;
-  m.path = "legacy.onnx";
-  m.opsets[""] = 6;
+  LoadedModel m = NewModel("legacy.onnx", 6);
   auto* g = m.proto.mutable_graph();
   AddInput(g, "a", {2, 3, 2});
   auto* b = g->add_initializer();
@@ -156,20 +153,12 @@ TEST(Importer, LegacyBroadcastAlignsAtAxis) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("broadcast=0"));
 }
 
-}  // namespace
-}  // namespace xonnx::onnx_import
-
-namespace xonnx::onnx_import {
-namespace {
-
 // One node of `op` at `opset` over float input x of `dims` (plus float
 // initializers), evaluated by the reference evaluator.
 hlo::Literal EvalNode(const std::string& op, int64_t opset, std::vector<int64_t> dims, const hlo::Literal& x,
                       std::vector<std::pair<std::string, std::vector<float>>> inits,
                       std::function<void(onnx::NodeProto*)> attrs, std::vector<std::pair<std::string, std::vector<int64_t>>> int_inits = {}) {
-  LoadedModel m;
-  m.path = op + ".onnx";
-  m.opsets[""] = opset;
+  LoadedModel m = NewModel(op + ".onnx", opset);
   auto* g = m.proto.mutable_graph();
   AddInput(g, "x", dims);
   std::vector<std::string> ins = {"x"};
@@ -261,19 +250,11 @@ TEST(Importer, CenterCropPadCropsAndPadsAroundTheCentre) {
   EXPECT_EQ(y.ValuesToString(), "{{0, 0, 0}, {2, 3, 4}, {7, 8, 9}, {0, 0, 0}}");
 }
 
-}  // namespace
-}  // namespace xonnx::onnx_import
-
-namespace xonnx::onnx_import {
-namespace {
-
 // If on a runtime condition: an HLO conditional whose branches read the
 // captured input through the operand tuple and outer constants (a Reshape
 // target shape) as constants; only the branch taken runs.
 TEST(Importer, IfOnARuntimeConditionIsAConditional) {
-  LoadedModel m;
-  m.path = "if.onnx";
-  m.opsets[""] = 13;
+  LoadedModel m = NewModel("if.onnx", 13);
   auto* g = m.proto.mutable_graph();
   AddInput(g, "x", {2, 3});
   AddIntsConst(g, "flat", {6});
@@ -320,9 +301,7 @@ TEST(Importer, IfOnARuntimeConditionIsAConditional) {
 // SplitToSequence (sizes, keepdims), SequenceErase and SequenceAt with
 // negative positions, SequenceLength, ConcatFromSequence with new_axis.
 TEST(Importer, SequenceOpsSplitEraseAndConcat) {
-  LoadedModel m;
-  m.path = "seq.onnx";
-  m.opsets[""] = 17;
+  LoadedModel m = NewModel("seq.onnx", 17);
   auto* g = m.proto.mutable_graph();
   AddInput(g, "x", {5, 2});
   AddIntsConst(g, "two", {2}, true);
