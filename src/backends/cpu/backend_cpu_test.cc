@@ -39,6 +39,9 @@ struct Case {
   std::string name;
   std::vector<Shape> params;
   std::function<Instruction*(Builder&, const std::vector<Instruction*>&)> body;
+  // With oneDNN and fusion: the thunks expected, by kind (ThunkSummary's
+  // order); empty: not checked.
+  std::vector<std::pair<std::string, int64_t>> fast_thunks = {};
 };
 
 Window Win2d(int64_t k, int64_t stride, int64_t pad, int64_t dil = 1) {
@@ -158,6 +161,34 @@ std::vector<Case> Cases() {
          d.rhs_contracting_dimensions = {1};
          return b.Dot(p[0], p[1], d);
        }},
+      {"dot_reshape_bias_residual_relu", {Shape(F32, {6, 7}), Shape(F32, {7, 5}), Shape(F32, {5}), Shape(F32, {2, 3, 5})},
+       [](Builder& b, auto p) {
+         // ONNX MatMul + Add + Add + Relu as imported: the product is
+         // reshaped back to the activations' rank before the bias.
+         DotDimensionNumbers d;
+         d.lhs_contracting_dimensions = {1};
+         d.rhs_contracting_dimensions = {0};
+         auto* y = b.Reshape(b.Dot(p[0], p[1], d), {2, 3, 5});
+         y = b.Binary(Opcode::kAdd, b.Broadcast(p[2], y->shape().dims, {2}), y);
+         y = b.Binary(Opcode::kAdd, p[3], y);
+         return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
+       },
+       {{"dnnl-matmul", 1}}},
+      {"two_biased_dots_summed", {Shape(F32, {3, 4}), Shape(F32, {5, 4}), Shape(F32, {3, 5}), Shape(F32, {5, 5}), Shape(F32, {10})},
+       [](Builder& b, auto p) {
+         // One RNN step: tanh(x·Wᵀ + bw + h·Rᵀ + br), both biases slices of one vector.
+         DotDimensionNumbers d;
+         d.lhs_contracting_dimensions = {1};
+         d.rhs_contracting_dimensions = {1};
+         auto* xw = b.Reshape(b.Dot(p[0], p[1], d), {1, 3, 5});
+         xw = b.Reshape(b.Binary(Opcode::kAdd, xw, b.Broadcast(b.Slice(p[4], {0}, {5}, {1}), {1, 3, 5}, {2})), {3, 5});
+         auto* hr = b.Dot(p[2], p[3], d);
+         hr = b.Binary(Opcode::kAdd, hr, b.Broadcast(b.Slice(p[4], {5}, {10}, {1}), {3, 5}, {1}));
+         return b.Unary(Opcode::kTanh, b.Binary(Opcode::kAdd, xw, hr));
+       },
+       // The second product takes the first as its residual; the biases are
+       // computed slices the arena must keep until the products run.
+       {{"dnnl-matmul", 2}, {"fusion", 1}, {"slice", 2}}},
       {"softmax_rows", {Shape(F32, {6, 33})},
        [](Builder& b, auto p) {
          auto* m = b.Reduce({p[0]}, {b.ScalarConstant(F32, -INFINITY)}, {1}, b.ScalarReducer(Opcode::kMaximum, F32));
@@ -210,6 +241,7 @@ TEST_P(BackendTest, MatchesEvaluator) {
     // Control flow runs as compiled branches/bodies, not on the evaluator.
     for (const auto& [kind, n] : (*exe)->ThunkSummary()) EXPECT_NE(kind, "control-flow") << c.name;
   }
+  if (fast && !c.fast_thunks.empty()) EXPECT_EQ((*exe)->ThunkSummary(), c.fast_thunks) << c.name;
   std::vector<const Literal*> want;
   if (expected->shape().IsTuple()) for (auto& e : expected->tuple_elements()) want.push_back(&e);
   else want.push_back(&*expected);

@@ -77,7 +77,7 @@ class Compiler {
       if (!p->shape().IsArray()) return Unimplemented("tuple-shaped parameters are not supported");
       exe_->parameter_shapes_.push_back(p->shape());
     }
-    if (options_.use_dnnl) PlanConvEpilogues(c->root());
+    if (options_.use_dnnl) PlanEpilogues(c->root());
     if (options_.fuse_elementwise) PlanFusions(c->root());
     RETURN_IF_ERROR(AssignBuffers(c->root()));
     RETURN_IF_ERROR(EmitThunks());
@@ -97,36 +97,57 @@ class Compiler {
     return i->literal->GetAsDouble(0);
   }
 
-  // conv -> add(per-channel bias) -> relu | clamp becomes one oneDNN
-  // convolution with bias and an eltwise post-op.
-  void PlanConvEpilogues(Instruction* root) {
+  // conv -> add(per-channel bias) -> add(residual) -> relu | clamp | swish
+  // becomes one oneDNN convolution with bias and post-ops, and likewise a
+  // dot with a per-column bias (ONNX MatMul + Add, Gemm) becomes one oneDNN
+  // matmul. A dot's result may be reshaped on the way to its epilogue (the
+  // importer flattens MatMul's leading dims): a row-major reshape that keeps
+  // the column count leaves every element's column, so the bias still
+  // applies per column and the bytes are the same.
+  void PlanEpilogues(Instruction* root) {
     for (Instruction* c : order_) {
-      if (c->opcode() != Opcode::kConvolution || !DnnlConvEligible(*c)) continue;
-      ConvEpilogue e;
-      Instruction* last = c;
-      // The one user of i, unless another convolution's epilogue took it.
+      std::optional<int64_t> columns;
+      if (c->opcode() == Opcode::kConvolution) {
+        if (!DnnlConvEligible(*c)) continue;
+      } else if (c->opcode() == Opcode::kDot) {
+        columns = DnnlDotColumns(*c);
+        if (!columns) continue;
+      } else {
+        continue;
+      }
+      Epilogue e;
+      // The one user of i, unless another epilogue took it.
       auto single_user = [&](Instruction* i) -> Instruction* {
         const auto& us = users_.at(i);
-        return us.size() == 1 && i != root && !absorbed_into_conv_.contains(us[0]) ? us[0] : nullptr;
+        return us.size() == 1 && i != root && !absorbed_into_.contains(us[0]) ? us[0] : nullptr;
       };
       // A value another epilogue consumes internally is never materialized.
       auto available = [&](Instruction* i) {
         if (epilogue_.contains(i)) return false;
-        auto a = absorbed_into_conv_.find(i);
-        return a == absorbed_into_conv_.end() || epilogue_last_.at(a->second) == i;
+        auto a = absorbed_into_.find(i);
+        return a == absorbed_into_.end() || epilogue_last_.at(a->second) == i;
       };
-      int64_t feature = c->conv_dnums.output_feature_dimension;
-      if (Instruction* add = single_user(c); add && add->opcode() == Opcode::kAdd) {
-        Instruction* other = add->operand(0) == c ? add->operand(1) : add->operand(0);
-        if (other != c && other->opcode() == Opcode::kBroadcast && other->operand(0)->shape().rank() == 1 &&
+      std::vector<Instruction*> absorbed;
+      Instruction* last = c;
+      if (columns) {
+        while (Instruction* r = single_user(last)) {
+          if (r->opcode() != Opcode::kReshape || r->shape().rank() == 0 || r->shape().dims.back() != *columns) break;
+          absorbed.push_back(r);
+          last = r;
+        }
+      }
+      Instruction* value = last;  // the operation's result as its epilogue sees it
+      int64_t feature = columns ? value->shape().rank() - 1 : c->conv_dnums.output_feature_dimension;
+      if (Instruction* add = single_user(last); add && add->opcode() == Opcode::kAdd) {
+        Instruction* other = add->operand(0) == last ? add->operand(1) : add->operand(0);
+        if (other != last && other->opcode() == Opcode::kBroadcast && other->operand(0)->shape().rank() == 1 &&
             other->dimensions == std::vector<int64_t>{feature}) {
           e.bias = other->operand(0);
           last = add;
+          absorbed.push_back(add);
         }
       }
-      std::vector<Instruction*> absorbed;
-      if (last != c) absorbed.push_back(last);
-      // A residual connection: add(conv + bias, r) with r of the same shape.
+      // A residual connection: add(op + bias, r) with r of the same shape.
       if (Instruction* add = single_user(last); add && add->opcode() == Opcode::kAdd) {
         Instruction* other = add->operand(0) == last ? add->operand(1) : add->operand(0);
         if (other != last && other->opcode() != Opcode::kBroadcast && other->shape().Compatible(last->shape()) &&
@@ -141,14 +162,14 @@ class Compiler {
         if (act->opcode() == Opcode::kMaximum) {
           Instruction* other = act->operand(0) == last ? act->operand(1) : act->operand(0);
           if (other != last && ScalarValue(other) == 0.0) {
-            e.activation = ConvEpilogue::kRelu;
+            e.activation = Epilogue::kRelu;
             last = act;
             absorbed.push_back(act);
           }
         } else if (act->opcode() == Opcode::kClamp && act->operand(1) == last) {
           auto lo = ScalarValue(act->operand(0)), hi = ScalarValue(act->operand(2));
           if (lo && hi) {
-            e.activation = ConvEpilogue::kClip;
+            e.activation = Epilogue::kClip;
             e.lo = *lo;
             e.hi = *hi;
             last = act;
@@ -163,30 +184,31 @@ class Compiler {
                         users_.at(sig).size() == 1 && users_.at(sig)[0] == mul &&
                         ((mul->operand(0) == last && mul->operand(1) == sig) || (mul->operand(1) == last && mul->operand(0) == sig));
         if (is_swish) {
-          e.activation = ConvEpilogue::kSwish;
+          e.activation = Epilogue::kSwish;
           absorbed.push_back(sig);
           absorbed.push_back(mul);
           last = mul;
         }
       }
-      if (last == c) continue;
+      // Reshapes alone are free already; they join only with real work.
+      if (last == value) continue;
       epilogue_[c] = e;
       epilogue_last_[c] = last;
-      for (Instruction* x : absorbed) absorbed_into_conv_[x] = c;
+      for (Instruction* x : absorbed) absorbed_into_[x] = c;
     }
     // Operands only the absorbed ops read (the bias broadcast, the relu
     // zero) are never computed; the bias and residual the primitive reads
     // itself still are.
     absl::flat_hash_set<const Instruction*> read_by_epilogue;
-    for (const auto& [conv, e] : epilogue_) {
+    for (const auto& [op, e] : epilogue_) {
       if (e.bias) read_by_epilogue.insert(e.bias);
       if (e.residual) read_by_epilogue.insert(e.residual);
     }
     for (Instruction* i : order_) {
       const auto& us = users_.at(i);
-      if (i == root || us.empty() || absorbed_into_conv_.contains(i) || epilogue_.contains(i) || read_by_epilogue.contains(i))
+      if (i == root || us.empty() || absorbed_into_.contains(i) || epilogue_.contains(i) || read_by_epilogue.contains(i))
         continue;
-      if (std::all_of(us.begin(), us.end(), [&](Instruction* u) { return absorbed_into_conv_.contains(u); }))
+      if (std::all_of(us.begin(), us.end(), [&](Instruction* u) { return absorbed_into_.contains(u); }))
         unused_.insert(i);
     }
   }
@@ -205,7 +227,7 @@ class Compiler {
         group = g->second;
       }
       if (joinable && groups_[group].back()->shape().dims != i->shape().dims) joinable = false;
-      if (Fusible(i) && !absorbed_into_conv_.contains(i) && !epilogue_.contains(i)) {
+      if (Fusible(i) && !absorbed_into_.contains(i) && !epilogue_.contains(i)) {
         if (joinable) {
           groups_[group].push_back(i);
           member_group_[i] = group;
@@ -215,7 +237,7 @@ class Compiler {
         }
       } else if (i->opcode() == Opcode::kBroadcast && i != root && !us.empty() && i->shape().ElementCount() > 0 &&
                  std::all_of(us.begin(), us.end(), [&](Instruction* u) {
-                   if (absorbed_into_conv_.contains(u)) return true;
+                   if (absorbed_into_.contains(u)) return true;
                    auto g = member_group_.find(u);
                    return g != member_group_.end() && groups_[g->second].back()->shape().dims == i->shape().dims;
                  })) {
@@ -234,9 +256,9 @@ class Compiler {
   }
   bool Materialized(Instruction* i) const {
     if (absorbed_broadcast_.contains(i) || unused_.contains(i)) return false;
-    // A conv with an epilogue writes the epilogue's last buffer.
+    // A conv or dot with an epilogue writes the epilogue's last buffer.
     if (epilogue_.contains(i)) return false;
-    if (auto a = absorbed_into_conv_.find(i); a != absorbed_into_conv_.end()) return epilogue_last_.at(a->second) == i;
+    if (auto a = absorbed_into_.find(i); a != absorbed_into_.end()) return epilogue_last_.at(a->second) == i;
     auto g = member_group_.find(i);
     return g == member_group_.end() || groups_[g->second].back() == i;
   }
@@ -313,7 +335,7 @@ class Compiler {
     // member's operands are used by its group's root.
     auto use_point = [&](Instruction* user) -> int64_t {
       if (auto e = epilogue_last_.find(user); e != epilogue_last_.end()) return pos_.at(e->second);
-      if (auto a = absorbed_into_conv_.find(user); a != absorbed_into_conv_.end()) return pos_.at(epilogue_last_.at(a->second));
+      if (auto a = absorbed_into_.find(user); a != absorbed_into_.end()) return pos_.at(epilogue_last_.at(a->second));
       auto g = member_group_.find(user);
       if (g != member_group_.end()) return pos_.at(groups_[g->second].back());
       if (absorbed_broadcast_.contains(user)) {
@@ -331,6 +353,16 @@ class Compiler {
         if (bk == backing.end()) continue;
         for (int s : bk->second)
           if (s >= 0) slots[s].last_use = std::max(slots[s].last_use, use_point(i));
+      }
+    }
+    // An epilogue's bias and residual are operands of ops that are never
+    // emitted (the bias broadcast, the adds); the primitive reads them when
+    // the epilogue's last op would run.
+    for (const auto& [op, e] : epilogue_) {
+      for (const Instruction* x : {e.bias, e.residual}) {
+        if (!x) continue;
+        for (int s : backing.at(x))
+          if (s >= 0) slots[s].last_use = std::max(slots[s].last_use, pos_.at(epilogue_last_.at(op)));
       }
     }
     for (int s : backing.at(root))
@@ -390,9 +422,9 @@ class Compiler {
         default:
           break;
       }
-      if (auto a = absorbed_into_conv_.find(i); a != absorbed_into_conv_.end()) {
+      if (auto a = absorbed_into_.find(i); a != absorbed_into_.end()) {
         if (epilogue_last_.at(a->second) != i) continue;
-        RETURN_IF_ERROR(EmitConvWithEpilogue(a->second, i));
+        RETURN_IF_ERROR(EmitWithEpilogue(a->second, i));
         continue;
       }
       if (!Materialized(i)) continue;
@@ -404,7 +436,7 @@ class Compiler {
       if (options_.use_dnnl && i->opcode() == Opcode::kConvolution) {
         const Instruction* w = i->operand(1);
         const hlo::Literal* cw = w->opcode() == Opcode::kConstant ? &*w->literal : nullptr;
-        if (auto t = MakeDnnlConvThunk(*i, io, cw, ConvEpilogue{}, &exe_->keep_alive_)) {
+        if (auto t = MakeDnnlConvThunk(*i, io, cw, Epilogue{}, &exe_->keep_alive_)) {
           Add(*std::move(t), "dnnl-conv");
           continue;
         }
@@ -412,7 +444,7 @@ class Compiler {
       if (options_.use_dnnl && i->opcode() == Opcode::kDot) {
         const Instruction* rhs = i->operand(1);
         const hlo::Literal* cr = rhs->opcode() == Opcode::kConstant ? &*rhs->literal : nullptr;
-        if (auto t = MakeDnnlDotThunk(*i, io, cr, &exe_->keep_alive_)) {
+        if (auto t = MakeDnnlDotThunk(*i, io, cr, Epilogue{}, &exe_->keep_alive_)) {
           Add(*std::move(t), "dnnl-matmul");
           continue;
         }
@@ -456,22 +488,23 @@ class Compiler {
     return absl::OkStatus();
   }
 
-  // The conv and its epilogue in one oneDNN primitive, or, if oneDNN declines,
-  // the reference conv followed by the epilogue ops one by one.
-  absl::Status EmitConvWithEpilogue(Instruction* conv, Instruction* last) {
+  // The conv or dot and its epilogue in one oneDNN primitive. The planner
+  // only chose forms oneDNN takes, so a refusal is an internal error.
+  absl::Status EmitWithEpilogue(Instruction* op, Instruction* last) {
     ThunkIo io;
-    for (Instruction* op : conv->operands()) io.inputs.push_back(leaves_.at(op).at(0));
-    const ConvEpilogue& e = epilogue_.at(conv);
+    for (Instruction* x : op->operands()) io.inputs.push_back(leaves_.at(x).at(0));
+    const Epilogue& e = epilogue_.at(op);
     if (e.bias) io.inputs.push_back(leaves_.at(e.bias).at(0));
     if (e.residual) io.inputs.push_back(leaves_.at(e.residual).at(0));
     io.outputs = leaves_.at(last);
-    const Instruction* w = conv->operand(1);
+    const Instruction* w = op->operand(1);
     const hlo::Literal* cw = w->opcode() == Opcode::kConstant ? &*w->literal : nullptr;
-    if (auto t = MakeDnnlConvThunk(*conv, io, cw, e, &exe_->keep_alive_)) {
-      Add(*std::move(t), "dnnl-conv");
-      return absl::OkStatus();
-    }
-    return Unimplemented("%s: oneDNN rejected a convolution it was planned for", conv->name());
+    bool conv = op->opcode() == Opcode::kConvolution;
+    std::optional<Thunk> t = conv ? MakeDnnlConvThunk(*op, io, cw, e, &exe_->keep_alive_)
+                                  : MakeDnnlDotThunk(*op, io, cw, e, &exe_->keep_alive_);
+    if (!t) return Unimplemented("%s: oneDNN rejected a %s it was planned for", op->name(), conv ? "convolution" : "dot");
+    Add(*std::move(t), conv ? "dnnl-conv" : "dnnl-matmul");
+    return absl::OkStatus();
   }
 
   absl::Status EmitFusion(Instruction* root) {
@@ -685,9 +718,9 @@ class Compiler {
   absl::flat_hash_map<const Instruction*, int> member_group_;
   absl::flat_hash_set<const Instruction*> absorbed_broadcast_;
   absl::flat_hash_set<const Instruction*> unused_;
-  absl::flat_hash_map<const Instruction*, ConvEpilogue> epilogue_;          // conv -> epilogue
-  absl::flat_hash_map<const Instruction*, Instruction*> epilogue_last_;     // conv -> last absorbed op
-  absl::flat_hash_map<const Instruction*, Instruction*> absorbed_into_conv_;  // absorbed op -> conv
+  absl::flat_hash_map<const Instruction*, Epilogue> epilogue_;          // conv or dot -> its epilogue
+  absl::flat_hash_map<const Instruction*, Instruction*> epilogue_last_;  // conv or dot -> last absorbed op
+  absl::flat_hash_map<const Instruction*, Instruction*> absorbed_into_;  // absorbed op -> its conv or dot
   absl::flat_hash_map<const Instruction*, std::vector<BufferRef>> leaves_;
 };
 

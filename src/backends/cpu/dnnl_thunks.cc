@@ -190,10 +190,36 @@ struct ConvState {
 
 struct DotState {
   dnnl::matmul prim;
-  memory::desc a, b, c;
+  memory::desc a, b, c, bias;
+  bool has_bias = false;
   std::shared_ptr<memory> packed;  // the constant rhs in oneDNN's layout
   memory::desc scratchpad;
 };
+
+// The epilogue as oneDNN post-ops, with the user-provided scratchpad. The
+// residual is a sum post-op: the output buffer is filled with it first and
+// the primitive accumulates into it (oneDNN keeps its fast kernels for sum,
+// unlike a full-tensor binary post-op).
+dnnl::primitive_attr EpilogueAttr(const Epilogue& epilogue) {
+  dnnl::primitive_attr attr = UserScratchpad();
+  dnnl::post_ops po;
+  if (epilogue.residual) po.append_sum(1.0f);
+  switch (epilogue.activation) {
+    case Epilogue::kNone: break;
+    case Epilogue::kRelu: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
+    case Epilogue::kClip: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, epilogue.lo, epilogue.hi); break;
+    case Epilogue::kSwish: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); break;
+  }
+  attr.set_post_ops(po);
+  return attr;
+}
+
+// The sum post-op adds to what the output holds, so the residual is copied
+// there first (the arena keeps the residual live at the output's definition,
+// so the two never share a slot; the check keeps memcpy well-defined anyway).
+void PrefillResidual(Frame& f, BufferRef residual, BufferRef dst, size_t bytes) {
+  if (f.Ptr(residual) != f.Ptr(dst)) std::memcpy(f.Ptr(dst), f.Ptr(residual), bytes);
+}
 
 }  // namespace
 
@@ -224,7 +250,7 @@ bool DnnlConvEligible(const hlo::Instruction& in) {
 PackedWeightStats PackedWeightCount() { return PackedWeights::Get().Stats(); }
 
 std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo& io, const hlo::Literal* constant_weights,
-                                       const ConvEpilogue& epilogue, std::vector<std::shared_ptr<void>>* keep_alive) {
+                                       const Epilogue& epilogue, std::vector<std::shared_ptr<void>>* keep_alive) {
   if (!DnnlConvEligible(in)) return std::nullopt;
   const auto& d = in.conv_dnums;
   int64_t ns = d.input_spatial_dimensions.size();
@@ -262,20 +288,7 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     memory::desc user_w(wdims, memory::data_type::f32, wtag);
     // Constant weights may take oneDNN's preferred (blocked) layout, reordered once here.
     memory::desc any_w(wdims, memory::data_type::f32, constant_weights ? Tag::any : wtag);
-    dnnl::primitive_attr attr = UserScratchpad();
-    dnnl::post_ops po;
-    // The residual is a sum post-op: the output buffer is filled with it
-    // first and the convolution accumulates into it (oneDNN keeps its fast
-    // kernels for sum, unlike a full-tensor binary post-op).
-    if (epilogue.residual) po.append_sum(1.0f);
-    if (epilogue.activation != ConvEpilogue::kNone) {
-      switch (epilogue.activation) {
-        case ConvEpilogue::kRelu: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
-        case ConvEpilogue::kClip: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, epilogue.lo, epilogue.hi); break;
-        default: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); break;
-      }
-    }
-    attr.set_post_ops(po);
+    dnnl::primitive_attr attr = EpilogueAttr(epilogue);
     bool has_bias = epilogue.bias != nullptr;
     memory::desc bias_md({in.shape().dims[d.output_feature_dimension]}, memory::data_type::f32, Tag::a);
     auto desc = has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
@@ -307,7 +320,7 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
       std::unordered_map<int, memory> args = {
           {DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}, {DNNL_ARG_SCRATCHPAD, scratch}};
       if (st->has_bias) args[DNNL_ARG_BIAS] = memory(st->bias, Engine(), f.Ptr(bref));
-      if (has_residual && f.Ptr(rref) != f.Ptr(dst)) std::memcpy(f.Ptr(dst), f.Ptr(rref), st->dst.get_size());
+      if (has_residual) PrefillResidual(f, rref, dst, st->dst.get_size());
       st->prim.execute(s, args);
       s.wait();
       return absl::OkStatus();
@@ -318,9 +331,17 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
   }
 }
 
-std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo& io, const hlo::Literal* constant_rhs,
-                                      std::vector<std::shared_ptr<void>>* keep_alive) {
-  if (in.shape().element_type != hlo::F32) return std::nullopt;
+namespace {
+
+// A dot in oneDNN's terms: C[batch, m, n] = A[batch, m, k] · B[batch, k, n],
+// with A and B each stored transposed or not.
+struct DotForm {
+  int64_t batch = 1, m = 0, k = 0, n = 0;
+  bool ta = false, tb = false;  // A stored [k, m]; B stored [n, k]
+};
+
+std::optional<DotForm> DotFormOf(const hlo::Instruction& in) {
+  if (in.opcode() != hlo::Opcode::kDot || in.shape().element_type != hlo::F32) return std::nullopt;
   const auto& d = in.dot_dnums;
   const hlo::Shape& as = in.operand(0)->shape();
   const hlo::Shape& bs = in.operand(1)->shape();
@@ -330,13 +351,30 @@ std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo&
     if (d.lhs_batch_dimensions[i] != i || d.rhs_batch_dimensions[i] != i) return std::nullopt;
   int64_t lc = d.lhs_contracting_dimensions[0], rc = d.rhs_contracting_dimensions[0];
   if (lc < nb || rc < nb) return std::nullopt;
-  if (in.shape().ElementCount() == 0) return std::nullopt;
-  int64_t batch = 1;
-  for (int64_t i = 0; i < nb; ++i) batch *= as.dims[i];
-  bool ta = lc == nb;      // lhs stored [K, M]
-  bool tb = rc == nb + 1;  // rhs stored [N, K]
-  int64_t m = as.dims[ta ? nb + 1 : nb], k = as.dims[lc], n = bs.dims[tb ? nb : nb + 1];
-  if (in.shape().ElementCount() == 0 || k == 0) return std::nullopt;
+  DotForm f;
+  for (int64_t i = 0; i < nb; ++i) f.batch *= as.dims[i];
+  f.ta = lc == nb;
+  f.tb = rc == nb + 1;
+  f.m = as.dims[f.ta ? nb + 1 : nb];
+  f.k = as.dims[lc];
+  f.n = bs.dims[f.tb ? nb : nb + 1];
+  if (in.shape().ElementCount() == 0 || f.k == 0) return std::nullopt;
+  return f;
+}
+
+}  // namespace
+
+std::optional<int64_t> DnnlDotColumns(const hlo::Instruction& in) {
+  auto f = DotFormOf(in);
+  if (!f) return std::nullopt;
+  return f->n;
+}
+
+std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo& io, const hlo::Literal* constant_rhs,
+                                      const Epilogue& epilogue, std::vector<std::shared_ptr<void>>* keep_alive) {
+  auto form = DotFormOf(in);
+  if (!form) return std::nullopt;
+  auto [batch, m, k, n, ta, tb] = *form;
   try {
     auto st = std::make_shared<DotState>();
     st->a = memory::desc({batch, m, k}, memory::data_type::f32,
@@ -346,21 +384,31 @@ std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo&
     st->c = memory::desc({batch, m, n}, memory::data_type::f32, memory::dims{m * n, n, 1});
     // Constant weights are packed once into oneDNN's preferred layout.
     memory::desc b_any({batch, k, n}, memory::data_type::f32, Tag::any);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(st->a, constant_rhs ? b_any : st->b, st->c), UserScratchpad(),
-                                    Engine());
+    const memory::desc& b_md = constant_rhs ? b_any : st->b;
+    st->has_bias = epilogue.bias != nullptr;
+    st->bias = memory::desc({1, 1, n}, memory::data_type::f32, memory::dims{n, n, 1});
+    auto desc = st->has_bias ? dnnl::matmul::desc(st->a, b_md, st->bias, st->c) : dnnl::matmul::desc(st->a, b_md, st->c);
+    dnnl::matmul::primitive_desc pd(desc, EpilogueAttr(epilogue), Engine());
     st->prim = dnnl::matmul(pd);
     st->scratchpad = pd.scratchpad_desc();
     if (constant_rhs) st->packed = PackedWeights::Get().Pack(st->b, pd.weights_desc(), *constant_rhs);
     keep_alive->push_back(st);
     BufferRef a = io.inputs[0], b = io.inputs[1], c = io.outputs[0];
+    BufferRef bias = st->has_bias ? io.inputs.at(2) : BufferRef{};
+    bool has_residual = epilogue.residual != nullptr;
+    BufferRef residual = has_residual ? io.inputs.at(st->has_bias ? 3 : 2) : BufferRef{};
     Thunk t;
     t.name = in.name();
-    t.run = [st, a, b, c](Frame& f) -> absl::Status {
+    t.run = [st, a, b, c, bias, residual, has_residual](Frame& f) -> absl::Status {
       dnnl::stream s(Engine());
       memory am(st->a, Engine(), f.Ptr(a)), cm(st->c, Engine(), f.Ptr(c));
       memory bm = st->packed ? *st->packed : memory(st->b, Engine(), f.Ptr(b));
       ASSIGN_OR_RETURN(memory scratch, Scratchpad(st->scratchpad));
-      st->prim.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, scratch}});
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, scratch}};
+      if (st->has_bias) args[DNNL_ARG_BIAS] = memory(st->bias, Engine(), f.Ptr(bias));
+      if (has_residual) PrefillResidual(f, residual, c, st->c.get_size());
+      st->prim.execute(s, args);
       s.wait();
       return absl::OkStatus();
     };

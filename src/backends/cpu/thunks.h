@@ -26,9 +26,10 @@ struct FusionSpec {
 // Builds the fused loop thunk; input i of the spec reads buffer io.inputs[i].
 absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io);
 
-// Work folded into a convolution as oneDNN bias and post-op: y = act(conv + bias).
-struct ConvEpilogue {
-  const hlo::Instruction* bias = nullptr;      // rank-1 per-channel vector, or null
+// Work folded into a convolution or a matrix product as oneDNN bias and
+// post-ops: y = act(op + bias + residual).
+struct Epilogue {
+  const hlo::Instruction* bias = nullptr;      // rank-1 vector over the output features (conv) or columns (dot), or null
   const hlo::Instruction* residual = nullptr;  // a tensor of the output's shape added after the bias, or null
   enum Activation { kNone, kRelu, kClip, kSwish } activation = kNone;
   float lo = 0, hi = 0;                    // kClip bounds
@@ -45,13 +46,20 @@ struct ConvEpilogue {
 // spatial dims, NCHW or NHWC activations with OIHW kernels, no lhs dilation).
 bool DnnlConvEligible(const hlo::Instruction& instr);
 
-// For convolutions, io.inputs may carry more buffers after x and w: the
-// epilogue's bias, then its residual.
+// Whether a dot has a form the oneDNN thunk handles (f32, one contracting
+// dim, leading batch dims, each operand [batch..., rows, cols] in either
+// order), and its output's column count when it does.
+std::optional<int64_t> DnnlDotColumns(const hlo::Instruction& instr);
+
+// io.inputs may carry more buffers after the two operands: the epilogue's
+// bias, then its residual. io.outputs[0] is the epilogue's last value, which
+// has the operation's bytes in row-major order (a dot's result may have been
+// reshaped on the way).
 std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& instr, const ThunkIo& io,
-                                       const hlo::Literal* constant_weights, const ConvEpilogue& epilogue,
+                                       const hlo::Literal* constant_weights, const Epilogue& epilogue,
                                        std::vector<std::shared_ptr<void>>* keep_alive);
 std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& instr, const ThunkIo& io,
-                                      const hlo::Literal* constant_rhs,
+                                      const hlo::Literal* constant_rhs, const Epilogue& epilogue,
                                       std::vector<std::shared_ptr<void>>* keep_alive);
 
 // Packed constant weights alive in the process, and packings done so far
