@@ -423,6 +423,39 @@ TEST(PackedWeights, ProgramsOverTheSameWeightsShareOnePackedCopy) {
   EXPECT_EQ(PackedWeightCount().alive, before.alive);
 }
 
+// Rows reduced along their contiguous last dim run in 16 lanes that meet at
+// the end: every row length around the lane count and its multiples gives
+// the evaluator's sums (to rounding), applies a non-identity init once, and
+// a NaN anywhere in a row comes out of max.
+TEST(FastReduce, RowsOfEveryLengthMatchTheEvaluator) {
+  for (int64_t n : {1, 15, 31, 32, 33, 47, 48, 100, 1000}) {
+    for (Opcode op : {Opcode::kAdd, Opcode::kMaximum}) {
+      auto m = std::make_unique<Module>("rows");
+      Builder b(m.get(), "main");
+      Shape xs(F32, {3, n});
+      auto* x = b.Parameter(0, xs, "x");
+      float init = op == Opcode::kAdd ? 0.25f : -INFINITY;
+      auto* r = b.Reduce({x}, {b.ScalarConstant(F32, init)}, {1}, b.ScalarReducer(op, F32));
+      auto comp = b.Build(r);
+      ASSERT_TRUE(comp.ok()) << comp.status();
+      m->set_entry(*comp);
+      Literal arg = Random(xs, 7);
+      if (op == Opcode::kMaximum) arg.data<float>()[n + n / 2] = NAN;  // row 1
+      auto want = eval::EvaluateModule(*m, {arg});
+      ASSERT_TRUE(want.ok()) << want.status();
+      auto exe = Executable::Compile(std::move(m));
+      ASSERT_TRUE(exe.ok()) << exe.status();
+      EXPECT_EQ((*exe)->ThunkSummary(), (std::vector<std::pair<std::string, int64_t>>{{"reduce", 1}}));
+      Literal got = RunOnce(**exe, {&arg});
+      for (int64_t row = 0; row < 3; ++row) {
+        float g = got.data<float>()[row], w = want->data<float>()[row];
+        if (std::isnan(w)) EXPECT_TRUE(std::isnan(g)) << "n=" << n << " row " << row;
+        else EXPECT_NEAR(g, w, 1e-5 * (1 + std::abs(w)) * n) << "n=" << n << " row " << row << " op " << OpcodeName(op);
+      }
+    }
+  }
+}
+
 // Calls that run one after another on programs of growing arena size (batch
 // buckets) end up sharing one arena: a smaller call reuses a larger free
 // arena, and the pool keeps no more free memory than calls used at once.

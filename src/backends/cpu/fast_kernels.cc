@@ -41,6 +41,29 @@ void DispatchReducer(Opcode op, F&& f) {
   }
 }
 
+// Reduces n contiguous values into init. A running total is one dependent
+// chain (an add's latency per element); 16 independent lanes vectorize and
+// overlap instead, then meet pairwise. The order of a float sum changes, as
+// XLA allows for reduce; a NaN still reaches the result through max/min.
+template <typename R, typename T>
+T ReduceContiguous(R r, T init, const T* x, int64_t n) {
+  constexpr int kLanes = 16;
+  if (n < 2 * kLanes) {
+    T acc = init;
+    for (int64_t m = 0; m < n; ++m) acc = r.Apply(acc, x[m]);
+    return acc;
+  }
+  T lane[kLanes];
+  for (int j = 0; j < kLanes; ++j) lane[j] = x[j];
+  int64_t m = kLanes;
+  for (; m + kLanes <= n; m += kLanes)
+    for (int j = 0; j < kLanes; ++j) lane[j] = r.Apply(lane[j], x[m + j]);
+  for (int j = 0; m < n; ++m, ++j) lane[j] = r.Apply(lane[j], x[m]);
+  for (int w = kLanes / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) lane[j] = r.Apply(lane[j], lane[j + w]);
+  return r.Apply(init, lane[0]);
+}
+
 bool ReducibleType(hlo::PrimitiveType t) { return t == hlo::F32 || t == hlo::F64 || t == hlo::S32 || t == hlo::S64; }
 
 template <typename F>
@@ -95,9 +118,7 @@ std::optional<Thunk> MakeFastReduceThunk(const Instruction& in, const ThunkIo& i
         T* dst = O + o * inner;
         const T* src = X + o * mid * inner;
         if (inner == 1) {
-          T acc = v0;
-          for (int64_t m = 0; m < mid; ++m) acc = r.Apply(acc, src[m]);
-          dst[0] = acc;
+          dst[0] = ReduceContiguous(r, v0, src, mid);
         } else {
           for (int64_t i = i0; i < i1; ++i) dst[i] = v0;
           for (int64_t m = 0; m < mid; ++m) {
