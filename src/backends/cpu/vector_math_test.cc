@@ -67,7 +67,8 @@ TEST_P(VectorMath, ExpIsWithinTwoUlpEverywhere) {
 
 TEST_P(VectorMath, ExpSpecialValuesAndInPlace) {
   const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> x = {0.0f, -0.0f, 1.0f, -1.0f, inf, -inf, std::nanf(""), 88.5f, 89.0f, -87.5f, -100.0f, -104.0f, 1e-30f};
+  std::vector<float> x = {0.0f,   -0.0f,  1.0f,    -1.0f,     inf,    -inf,     std::nanf(""), 88.5f, 89.0f, -87.5f,
+                          -100.0f, -104.0f, 1e-30f, 88.72f, 88.73f, -103.96f, -1e9f,         1e9f};
   std::vector<float> want;
   for (float v : x) want.push_back(std::exp(v));
   Exp()(x.data(), x.data(), x.size());  // in place
@@ -81,6 +82,25 @@ TEST_P(VectorMath, ExpSpecialValuesAndInPlace) {
   EXPECT_EQ(x[0], 1.0f);
   EXPECT_EQ(x[4], inf);
   EXPECT_EQ(x[5], 0.0f);
+}
+
+// A chunk holding an extreme value takes the full-range loop; its other
+// elements come out bit for bit as in a chunk without one (masked softmax
+// rows against unmasked ones).
+TEST_P(VectorMath, ExtremeValuesLeaveTheirNeighboursUnchanged) {
+  std::vector<float> plain;
+  for (float v = -12.0f; v <= 12.0f; v += 0.0371f) plain.push_back(v);
+  std::vector<float> masked = plain;
+  for (size_t i = 0; i < masked.size(); i += 4) masked[i] = i % 8 ? -1e9f : -std::numeric_limits<float>::infinity();
+  masked[5] = std::nanf("");
+  std::vector<float> want(plain.size()), got(plain.size());
+  Exp()(plain.data(), want.data(), plain.size());
+  Exp()(masked.data(), got.data(), masked.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    if (i % 4 == 0) EXPECT_EQ(got[i], 0.0f) << i;
+    else if (i == 5) EXPECT_TRUE(std::isnan(got[i]));
+    else EXPECT_EQ(got[i], want[i]) << "x = " << plain[i];
+  }
 }
 
 TEST_P(VectorMath, LogisticMatchesDoublePrecision) {
