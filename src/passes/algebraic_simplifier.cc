@@ -1,5 +1,8 @@
 #include "passes/algebraic_simplifier.h"
 
+#include <algorithm>
+#include <memory>
+
 #include "hlo/builder.h"
 
 namespace xonnx::passes {
@@ -62,6 +65,17 @@ Instruction* Simplify(hlo::Computation* c, Instruction* i) {
       bool identity = true;
       for (size_t k = 0; k < i->dimensions.size(); ++k) identity &= i->dimensions[k] == static_cast<int64_t>(k);
       if (identity) return ops[0];  // transpose(x, identity) -> x
+      // A transpose that moves only size-1 dims keeps every element in its
+      // row-major place: a reshape, which backends run as a free view.
+      std::vector<int64_t> kept;
+      for (int64_t d : i->dimensions)
+        if (ops[0]->shape().dims[d] != 1) kept.push_back(d);
+      if (std::is_sorted(kept.begin(), kept.end())) {
+        auto r = std::make_unique<Instruction>(Opcode::kReshape, i->shape());
+        r->AppendOperand(ops[0]);
+        r->metadata = i->metadata;
+        return c->AddInstruction(std::move(r));
+      }
       if (ops[0]->opcode() == Opcode::kTranspose) {  // transpose(transpose(x, p), q) -> transpose(x, p[q])
         std::vector<int64_t> composed(i->dimensions.size());
         for (size_t k = 0; k < composed.size(); ++k) composed[k] = ops[0]->dimensions[i->dimensions[k]];

@@ -141,6 +141,32 @@ ENTRY main {
 )");
 }
 
+TEST(AlgebraicSimplifier, TransposeMovingOnlyUnitDimsIsAReshape) {
+  AlgebraicSimplifier s;
+  // [64,1,256] -> [1,64,256] moves only the 1 (a view); [4,64,1] -> [64,4,1]
+  // swaps two real dims (a copy).
+  EXPECT_EQ(Apply(s, R"(HloModule m
+
+ENTRY main {
+  x = f32[64,1,256]{2,1,0} parameter(0)
+  y = f32[4,64,1]{2,1,0} parameter(1)
+  a = f32[1,64,256]{2,1,0} transpose(x), dimensions={1,0,2}
+  b = f32[64,4,1]{2,1,0} transpose(y), dimensions={1,0,2}
+  ROOT t = (f32[1,64,256]{2,1,0}, f32[64,4,1]{2,1,0}) tuple(a, b)
+}
+)"),
+            R"(HloModule m
+
+ENTRY main {
+  x = f32[64,1,256]{2,1,0} parameter(0)
+  y = f32[4,64,1]{2,1,0} parameter(1)
+  reshape = f32[1,64,256]{2,1,0} reshape(x)
+  b = f32[64,4,1]{2,1,0} transpose(y), dimensions={1,0,2}
+  ROOT t = (f32[1,64,256]{2,1,0}, f32[64,4,1]{2,1,0}) tuple(reshape, b)
+}
+)");
+}
+
 TEST(AlgebraicSimplifier, KeepsFloatAddOfZero) {
   // x + 0 is not x for x = -0.0, so floats keep the add.
   AlgebraicSimplifier s;
