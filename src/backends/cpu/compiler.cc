@@ -1,6 +1,7 @@
 // Compiles an hlo::Module into an Executable: fusion grouping, buffer
 // assignment by liveness, thunk selection.
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 #include <utility>
@@ -79,6 +80,7 @@ class Compiler {
     }
     if (options_.use_dnnl) PlanEpilogues(c->root());
     if (options_.fuse_elementwise) PlanFusions(c->root());
+    if (options_.use_dnnl) PlanDotViews(c->root());
     RETURN_IF_ERROR(AssignBuffers(c->root()));
     RETURN_IF_ERROR(EmitThunks());
     for (const auto& leaf : leaves_.at(c->root())) exe_->output_refs_.push_back(leaf);
@@ -213,6 +215,42 @@ class Compiler {
     }
   }
 
+  // A dot operand made by slices, transposes and reshapes (attention's head
+  // split: slice the QKV projection, reshape, transpose) is read in place
+  // through a strided view of the value they start from, so those copies
+  // are never made. Each op of the chain must have the chain as its only
+  // user; an op that is not a view (a gathering reshape) stays and the view
+  // starts after it.
+  void PlanDotViews(Instruction* root) {
+    auto is_view_op = [&](Instruction* i) {
+      Opcode op = i->opcode();
+      return (op == Opcode::kSlice || op == Opcode::kTranspose || op == Opcode::kReshape) && i != root &&
+             i->shape().element_type == hlo::F32 && users_.at(i).size() == 1 && Materialized(i);
+    };
+    for (Instruction* d : order_) {
+      if (d->opcode() != Opcode::kDot || !DnnlDotColumns(*d)) continue;
+      for (int k = 0; k < 2; ++k) {
+        std::vector<Instruction*> chain;  // from the operand back
+        for (Instruction* x = d->operand(k); is_view_op(x); x = x->operand(0)) chain.push_back(x);
+        std::reverse(chain.begin(), chain.end());
+        // Follow the chain forward from its start; restart after an op that
+        // is not a view.
+        size_t first = 0;
+        std::optional<StridedView> v;
+        for (size_t j = 0; j < chain.size(); ++j) {
+          if (!v) v = StridedView::RowMajor(chain[j]->operand(0)->shape().dims);
+          v = Apply(*chain[j], *v);
+          if (!v) first = j + 1;
+        }
+        if (first == chain.size() || !v || !DnnlDotViewable(*d, *v)) continue;
+        Instruction* source = chain[first]->operand(0);
+        if (!source->shape().IsArray() || !Materialized(source)) continue;
+        dot_views_[d][k] = {source, *v};
+        for (size_t j = first; j < chain.size(); ++j) viewed_.insert(chain[j]);
+      }
+    }
+  }
+
   // Groups elementwise chains: an elementwise instruction joins its users'
   // fusion when all of them are members of one fusion of the same shape.
   void PlanFusions(Instruction* root) {
@@ -255,7 +293,7 @@ class Compiler {
     return g != member_group_.end() && groups_[g->second].back() == i;
   }
   bool Materialized(Instruction* i) const {
-    if (absorbed_broadcast_.contains(i) || unused_.contains(i)) return false;
+    if (absorbed_broadcast_.contains(i) || unused_.contains(i) || viewed_.contains(i)) return false;
     // A conv or dot with an epilogue writes the epilogue's last buffer.
     if (epilogue_.contains(i)) return false;
     if (auto a = absorbed_into_.find(i); a != absorbed_into_.end()) return epilogue_last_.at(a->second) == i;
@@ -365,6 +403,16 @@ class Compiler {
           if (s >= 0) slots[s].last_use = std::max(slots[s].last_use, pos_.at(epilogue_last_.at(op)));
       }
     }
+    // A dot reads its views' sources when it runs (at its epilogue's end).
+    for (const auto& [dot, views] : dot_views_) {
+      auto e = epilogue_last_.find(dot);
+      int64_t at = pos_.at(e != epilogue_last_.end() ? e->second : dot);
+      for (const auto& pv : views) {
+        if (!pv) continue;
+        for (int s : backing.at(pv->source))
+          if (s >= 0) slots[s].last_use = std::max(slots[s].last_use, at);
+      }
+    }
     for (int s : backing.at(root))
       if (s >= 0) slots[s].last_use = INT64_MAX;
     ArenaPlanner planner;
@@ -432,20 +480,23 @@ class Compiler {
         RETURN_IF_ERROR(EmitFusion(i));
         continue;
       }
+      if (options_.use_dnnl && i->opcode() == Opcode::kDot) {
+        ThunkIo io = DotIo(i);
+        io.outputs = leaves_.at(i);
+        const Instruction* rhs = i->operand(1);
+        const hlo::Literal* cr = rhs->opcode() == Opcode::kConstant ? &*rhs->literal : nullptr;
+        if (auto t = MakeDnnlDotThunk(*i, io, cr, Epilogue{}, ViewsOf(i), &exe_->keep_alive_)) {
+          Add(*std::move(t), "dnnl-matmul");
+          continue;
+        }
+        if (dot_views_.contains(i)) return Unimplemented("%s: oneDNN rejected a dot planned to read views", i->name());
+      }
       ThunkIo io = IoOf(i);
       if (options_.use_dnnl && i->opcode() == Opcode::kConvolution) {
         const Instruction* w = i->operand(1);
         const hlo::Literal* cw = w->opcode() == Opcode::kConstant ? &*w->literal : nullptr;
         if (auto t = MakeDnnlConvThunk(*i, io, cw, Epilogue{}, &exe_->keep_alive_)) {
           Add(*std::move(t), "dnnl-conv");
-          continue;
-        }
-      }
-      if (options_.use_dnnl && i->opcode() == Opcode::kDot) {
-        const Instruction* rhs = i->operand(1);
-        const hlo::Literal* cr = rhs->opcode() == Opcode::kConstant ? &*rhs->literal : nullptr;
-        if (auto t = MakeDnnlDotThunk(*i, io, cr, Epilogue{}, &exe_->keep_alive_)) {
-          Add(*std::move(t), "dnnl-matmul");
           continue;
         }
       }
@@ -488,20 +539,40 @@ class Compiler {
     return absl::OkStatus();
   }
 
+  // A dot's two operand buffers (a viewed operand's source's); no outputs.
+  ThunkIo DotIo(Instruction* dot) {
+    ThunkIo io;
+    auto v = dot_views_.find(dot);
+    for (int k = 0; k < 2; ++k) {
+      bool viewed = v != dot_views_.end() && v->second[k];
+      io.inputs.push_back(leaves_.at(viewed ? v->second[k]->source : dot->operand(k)).at(0));
+    }
+    return io;
+  }
+  DotViews ViewsOf(Instruction* dot) const {
+    DotViews views;
+    if (auto v = dot_views_.find(dot); v != dot_views_.end()) {
+      if (v->second[0]) views.lhs = v->second[0]->view;
+      if (v->second[1]) views.rhs = v->second[1]->view;
+    }
+    return views;
+  }
+
   // The conv or dot and its epilogue in one oneDNN primitive. The planner
   // only chose forms oneDNN takes, so a refusal is an internal error.
   absl::Status EmitWithEpilogue(Instruction* op, Instruction* last) {
-    ThunkIo io;
-    for (Instruction* x : op->operands()) io.inputs.push_back(leaves_.at(x).at(0));
+    bool conv = op->opcode() == Opcode::kConvolution;
+    ThunkIo io = conv ? ThunkIo{} : DotIo(op);
+    if (conv)
+      for (Instruction* x : op->operands()) io.inputs.push_back(leaves_.at(x).at(0));
     const Epilogue& e = epilogue_.at(op);
     if (e.bias) io.inputs.push_back(leaves_.at(e.bias).at(0));
     if (e.residual) io.inputs.push_back(leaves_.at(e.residual).at(0));
     io.outputs = leaves_.at(last);
     const Instruction* w = op->operand(1);
     const hlo::Literal* cw = w->opcode() == Opcode::kConstant ? &*w->literal : nullptr;
-    bool conv = op->opcode() == Opcode::kConvolution;
     std::optional<Thunk> t = conv ? MakeDnnlConvThunk(*op, io, cw, e, &exe_->keep_alive_)
-                                  : MakeDnnlDotThunk(*op, io, cw, e, &exe_->keep_alive_);
+                                  : MakeDnnlDotThunk(*op, io, cw, e, ViewsOf(op), &exe_->keep_alive_);
     if (!t) return Unimplemented("%s: oneDNN rejected a %s it was planned for", op->name(), conv ? "convolution" : "dot");
     Add(*std::move(t), conv ? "dnnl-conv" : "dnnl-matmul");
     return absl::OkStatus();
@@ -721,6 +792,12 @@ class Compiler {
   absl::flat_hash_map<const Instruction*, Epilogue> epilogue_;          // conv or dot -> its epilogue
   absl::flat_hash_map<const Instruction*, Instruction*> epilogue_last_;  // conv or dot -> last absorbed op
   absl::flat_hash_map<const Instruction*, Instruction*> absorbed_into_;  // absorbed op -> its conv or dot
+  struct PlannedView {
+    Instruction* source;  // the materialized value the view reads
+    StridedView view;
+  };
+  absl::flat_hash_map<const Instruction*, std::array<std::optional<PlannedView>, 2>> dot_views_;  // dot -> operand views
+  absl::flat_hash_set<const Instruction*> viewed_;  // ops dots read through views, never computed
   absl::flat_hash_map<const Instruction*, std::vector<BufferRef>> leaves_;
 };
 

@@ -370,17 +370,52 @@ std::optional<int64_t> DnnlDotColumns(const hlo::Instruction& in) {
   return f->n;
 }
 
+namespace {
+
+// An operand as oneDNN's [batch, rows, cols] with the strides of `view`
+// (row-major when absent); nullopt when its batch dims do not nest.
+std::optional<memory::desc> OperandDesc(const hlo::Shape& shape, const std::optional<StridedView>& view, int64_t nb,
+                                        int64_t row_dim, int64_t col_dim) {
+  StridedView v = view ? *view : StridedView::RowMajor(shape.dims);
+  int64_t batch = 1, rows = shape.dims[row_dim], cols = shape.dims[col_dim];
+  for (int64_t i = 0; i < nb; ++i) batch *= shape.dims[i];
+  for (int64_t i = 0; i + 1 < nb; ++i)
+    if (v.strides[i] != v.strides[i + 1] * shape.dims[i + 1]) return std::nullopt;
+  int64_t batch_stride = nb > 0 ? v.strides[nb - 1] : rows * cols;
+  return memory::desc({batch, rows, cols}, memory::data_type::f32, {batch_stride, v.strides[row_dim], v.strides[col_dim]});
+}
+
+}  // namespace
+
+bool DnnlDotViewable(const hlo::Instruction& dot, const StridedView& view) {
+  if (dot.dot_dnums.lhs_batch_dimensions.size() > 1) return false;
+  size_t r = view.dims.size();
+  if (r < 2 || view.strides.size() != r) return false;
+  for (int64_t d : view.dims)
+    if (d <= 0) return false;
+  for (int64_t s : view.strides)
+    if (s <= 0) return false;
+  return view.strides[r - 1] == 1 || view.strides[r - 2] == 1;
+}
+
 std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo& io, const hlo::Literal* constant_rhs,
-                                      const Epilogue& epilogue, std::vector<std::shared_ptr<void>>* keep_alive) {
+                                      const Epilogue& epilogue, const DotViews& views,
+                                      std::vector<std::shared_ptr<void>>* keep_alive) {
   auto form = DotFormOf(in);
   if (!form) return std::nullopt;
   auto [batch, m, k, n, ta, tb] = *form;
+  int64_t nb = in.dot_dnums.lhs_batch_dimensions.size();
+  auto a_desc = OperandDesc(in.operand(0)->shape(), views.lhs, nb, ta ? nb + 1 : nb, ta ? nb : nb + 1);
+  auto b_desc = OperandDesc(in.operand(1)->shape(), views.rhs, nb, tb ? nb + 1 : nb, tb ? nb : nb + 1);
+  if (!a_desc || !b_desc) return std::nullopt;
+  if (views.rhs) constant_rhs = nullptr;  // packing reads the constant row-major
+  // Element offsets of the views into their buffers, in bytes.
+  size_t a_off = views.lhs ? views.lhs->offset * sizeof(float) : 0;
+  size_t b_off = views.rhs ? views.rhs->offset * sizeof(float) : 0;
   try {
     auto st = std::make_shared<DotState>();
-    st->a = memory::desc({batch, m, k}, memory::data_type::f32,
-                         ta ? memory::dims{m * k, 1, m} : memory::dims{m * k, k, 1});
-    st->b = memory::desc({batch, k, n}, memory::data_type::f32,
-                         tb ? memory::dims{k * n, 1, k} : memory::dims{k * n, n, 1});
+    st->a = *a_desc;
+    st->b = *b_desc;
     st->c = memory::desc({batch, m, n}, memory::data_type::f32, memory::dims{m * n, n, 1});
     // Constant weights are packed once into oneDNN's preferred layout.
     memory::desc b_any({batch, k, n}, memory::data_type::f32, Tag::any);
@@ -399,10 +434,10 @@ std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo&
     BufferRef residual = has_residual ? io.inputs.at(st->has_bias ? 3 : 2) : BufferRef{};
     Thunk t;
     t.name = in.name();
-    t.run = [st, a, b, c, bias, residual, has_residual](Frame& f) -> absl::Status {
+    t.run = [st, a, b, c, bias, residual, has_residual, a_off, b_off](Frame& f) -> absl::Status {
       dnnl::stream s(Engine());
-      memory am(st->a, Engine(), f.Ptr(a)), cm(st->c, Engine(), f.Ptr(c));
-      memory bm = st->packed ? *st->packed : memory(st->b, Engine(), f.Ptr(b));
+      memory am(st->a, Engine(), static_cast<char*>(f.Ptr(a)) + a_off), cm(st->c, Engine(), f.Ptr(c));
+      memory bm = st->packed ? *st->packed : memory(st->b, Engine(), static_cast<char*>(f.Ptr(b)) + b_off);
       ASSIGN_OR_RETURN(memory scratch, Scratchpad(st->scratchpad));
       std::unordered_map<int, memory> args = {
           {DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, scratch}};

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/cpu/executable.h"
+#include "backends/cpu/strided_view.h"
 
 namespace xonnx::cpu {
 
@@ -51,6 +52,16 @@ bool DnnlConvEligible(const hlo::Instruction& instr);
 // order), and its output's column count when it does.
 std::optional<int64_t> DnnlDotColumns(const hlo::Instruction& instr);
 
+// A dot's operands read in place through views of other values' buffers
+// (the buffers io.inputs gives for them); empty: the operand's own buffer.
+struct DotViews {
+  std::optional<StridedView> lhs, rhs;
+};
+
+// Whether the oneDNN matmul reads this view of a dot operand directly: at
+// most one batch dim, and unit stride along rows or columns.
+bool DnnlDotViewable(const hlo::Instruction& dot, const StridedView& view);
+
 // io.inputs may carry more buffers after the two operands: the epilogue's
 // bias, then its residual. io.outputs[0] is the epilogue's last value, which
 // has the operation's bytes in row-major order (a dot's result may have been
@@ -60,7 +71,7 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& instr, const Thun
                                        std::vector<std::shared_ptr<void>>* keep_alive);
 std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& instr, const ThunkIo& io,
                                       const hlo::Literal* constant_rhs, const Epilogue& epilogue,
-                                      std::vector<std::shared_ptr<void>>* keep_alive);
+                                      const DotViews& views, std::vector<std::shared_ptr<void>>* keep_alive);
 
 // Packed constant weights alive in the process, and packings done so far
 // (a reused packing does not count): for tests and profiles.
