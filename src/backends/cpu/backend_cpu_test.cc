@@ -56,6 +56,19 @@ ConvolutionDimensionNumbers Nchw() {
   return d;
 }
 
+// Dot numbers contracting lhs dim `lc` with rhs dim `rc`, after `batch`
+// leading batch dims.
+DotDimensionNumbers DotDims(int64_t lc, int64_t rc, int64_t batch = 0) {
+  DotDimensionNumbers d;
+  for (int64_t i = 0; i < batch; ++i) {
+    d.lhs_batch_dimensions.push_back(i);
+    d.rhs_batch_dimensions.push_back(i);
+  }
+  d.lhs_contracting_dimensions = {lc};
+  d.rhs_contracting_dimensions = {rc};
+  return d;
+}
+
 std::string BranchPrefix(ComparisonDirection dir) { return dir == ComparisonDirection::kEq ? "index" : "pred"; }
 
 // A conditional over the tuple (a, b) whose results are the operands' last
@@ -148,26 +161,19 @@ std::vector<Case> Cases() {
        [](Builder& b, auto p) { return b.Convolution(p[0], p[1], Win2d(3, 2, 2, 2), Nchw(), 4); }},
       {"batched_dot", {Shape(F32, {3, 5, 7}), Shape(F32, {3, 7, 4})},
        [](Builder& b, auto p) {
-         DotDimensionNumbers d;
-         d.lhs_batch_dimensions = d.rhs_batch_dimensions = {0};
-         d.lhs_contracting_dimensions = {2};
-         d.rhs_contracting_dimensions = {1};
+         DotDimensionNumbers d = DotDims(2, 1, /*batch=*/1);
          return b.Dot(p[0], p[1], d);
        }},
       {"dot_transposed_operands", {Shape(F32, {7, 5}), Shape(F32, {4, 7})},
        [](Builder& b, auto p) {
-         DotDimensionNumbers d;
-         d.lhs_contracting_dimensions = {0};
-         d.rhs_contracting_dimensions = {1};
+         DotDimensionNumbers d = DotDims(0, 1);
          return b.Dot(p[0], p[1], d);
        }},
       {"dot_reshape_bias_residual_relu", {Shape(F32, {6, 7}), Shape(F32, {7, 5}), Shape(F32, {5}), Shape(F32, {2, 3, 5})},
        [](Builder& b, auto p) {
          // ONNX MatMul + Add + Add + Relu as imported: the product is
          // reshaped back to the activations' rank before the bias.
-         DotDimensionNumbers d;
-         d.lhs_contracting_dimensions = {1};
-         d.rhs_contracting_dimensions = {0};
+         DotDimensionNumbers d = DotDims(1, 0);
          auto* y = b.Reshape(b.Dot(p[0], p[1], d), {2, 3, 5});
          y = b.Binary(Opcode::kAdd, b.Broadcast(p[2], y->shape().dims, {2}), y);
          y = b.Binary(Opcode::kAdd, p[3], y);
@@ -177,9 +183,7 @@ std::vector<Case> Cases() {
       {"two_biased_dots_summed", {Shape(F32, {3, 4}), Shape(F32, {5, 4}), Shape(F32, {3, 5}), Shape(F32, {5, 5}), Shape(F32, {10})},
        [](Builder& b, auto p) {
          // One RNN step: tanh(x·Wᵀ + bw + h·Rᵀ + br), both biases slices of one vector.
-         DotDimensionNumbers d;
-         d.lhs_contracting_dimensions = {1};
-         d.rhs_contracting_dimensions = {1};
+         DotDimensionNumbers d = DotDims(1, 1);
          auto* xw = b.Reshape(b.Dot(p[0], p[1], d), {1, 3, 5});
          xw = b.Reshape(b.Binary(Opcode::kAdd, xw, b.Broadcast(b.Slice(p[4], {0}, {5}, {1}), {1, 3, 5}, {2})), {3, 5});
          auto* hr = b.Dot(p[2], p[3], d);
@@ -198,10 +202,7 @@ std::vector<Case> Cases() {
            auto* s = b.Slice(p[0], {0, 0, at}, {8, 1, at + 16}, {1, 1, 1});
            return b.Transpose(b.Reshape(s, {8, 4, 4}), perm);
          };
-         DotDimensionNumbers d;
-         d.lhs_batch_dimensions = d.rhs_batch_dimensions = {0};
-         d.lhs_contracting_dimensions = {2};
-         d.rhs_contracting_dimensions = {1};
+         DotDimensionNumbers d = DotDims(2, 1, /*batch=*/1);
          auto* scores = b.Dot(head(0, {1, 0, 2}), head(16, {1, 2, 0}), d);  // [4, 8, 8]
          return b.Dot(scores, head(32, {1, 0, 2}), d);                       // [4, 8, 4]
        },
@@ -210,10 +211,7 @@ std::vector<Case> Cases() {
        [](Builder& b, auto p) {
          // The transpose is also an output, so it is computed; the product
          // reads it as usual.
-         DotDimensionNumbers d;
-         d.lhs_batch_dimensions = d.rhs_batch_dimensions = {0};
-         d.lhs_contracting_dimensions = {2};
-         d.rhs_contracting_dimensions = {1};
+         DotDimensionNumbers d = DotDims(2, 1, /*batch=*/1);
          auto* t = b.Transpose(p[0], {1, 0, 2});
          return b.Tuple({b.Dot(t, p[1], d), t});
        },
@@ -223,10 +221,7 @@ std::vector<Case> Cases() {
          // x's last use in program order is the transpose, which is never
          // computed; w, made after it, must not take x's bytes before the
          // product reads them.
-         DotDimensionNumbers d;
-         d.lhs_batch_dimensions = d.rhs_batch_dimensions = {0};
-         d.lhs_contracting_dimensions = {2};
-         d.rhs_contracting_dimensions = {1};
+         DotDimensionNumbers d = DotDims(2, 1, /*batch=*/1);
          auto* t = b.Transpose(b.Unary(Opcode::kExp, p[0]), {1, 0, 2});
          auto* w = b.Unary(Opcode::kNegate, b.Unary(Opcode::kTanh, p[1]));
          return b.Dot(t, w, d);
