@@ -385,33 +385,15 @@ class Compiler {
       }
       return pos_.at(user);
     };
+    auto read_at = [&](const Instruction* x, int64_t at) {
+      auto bk = backing.find(x);
+      if (bk == backing.end()) return;
+      for (int s : bk->second)
+        if (s >= 0) slots[s].last_use = std::max(slots[s].last_use, at);
+    };
     for (Instruction* i : order_) {
-      for (Instruction* op : i->operands()) {
-        auto bk = backing.find(op);
-        if (bk == backing.end()) continue;
-        for (int s : bk->second)
-          if (s >= 0) slots[s].last_use = std::max(slots[s].last_use, use_point(i));
-      }
-    }
-    // An epilogue's bias and residual are operands of ops that are never
-    // emitted (the bias broadcast, the adds); the primitive reads them when
-    // the epilogue's last op would run.
-    for (const auto& [op, e] : epilogue_) {
-      for (const Instruction* x : {e.bias, e.residual}) {
-        if (!x) continue;
-        for (int s : backing.at(x))
-          if (s >= 0) slots[s].last_use = std::max(slots[s].last_use, pos_.at(epilogue_last_.at(op)));
-      }
-    }
-    // A dot reads its views' sources when it runs (at its epilogue's end).
-    for (const auto& [dot, views] : dot_views_) {
-      auto e = epilogue_last_.find(dot);
-      int64_t at = pos_.at(e != epilogue_last_.end() ? e->second : dot);
-      for (const auto& pv : views) {
-        if (!pv) continue;
-        for (int s : backing.at(pv->source))
-          if (s >= 0) slots[s].last_use = std::max(slots[s].last_use, at);
-      }
+      for (Instruction* op : i->operands()) read_at(op, use_point(i));
+      for (const Instruction* x : HiddenReads(i)) read_at(x, use_point(i));
     }
     for (int s : backing.at(root))
       if (s >= 0) slots[s].last_use = INT64_MAX;
@@ -446,13 +428,35 @@ class Compiler {
     return absl::OkStatus();
   }
 
-  ThunkIo IoOf(Instruction* i) {
-    ThunkIo io;
-    for (Instruction* op : i->operands())
-      for (const BufferRef& r : leaves_.at(op)) io.inputs.push_back(r);
-    io.outputs = leaves_.at(i);
-    return io;
+  // Values a oneDNN primitive reads that are not operands of its anchor:
+  // an epilogue's bias and residual (operands of the broadcast and adds,
+  // which are never emitted) and the sources of a dot's views. The
+  // primitive reads them when it runs, so they live until then.
+  std::vector<const Instruction*> HiddenReads(const Instruction* i) const {
+    std::vector<const Instruction*> reads;
+    if (auto e = epilogue_.find(i); e != epilogue_.end()) {
+      if (e->second.bias) reads.push_back(e->second.bias);
+      if (e->second.residual) reads.push_back(e->second.residual);
+    }
+    if (auto v = dot_views_.find(i); v != dot_views_.end())
+      for (const auto& pv : v->second)
+        if (pv) reads.push_back(pv->source);
+    return reads;
   }
+
+  // The buffers i reads, one per operand leaf; a dot reads a viewed
+  // operand from its view's source.
+  std::vector<BufferRef> InputsOf(Instruction* i) {
+    std::vector<BufferRef> in;
+    auto v = dot_views_.find(i);
+    for (int64_t k = 0; k < i->operand_count(); ++k) {
+      bool viewed = v != dot_views_.end() && v->second[k];
+      for (const BufferRef& r : leaves_.at(viewed ? v->second[k]->source : i->operand(k))) in.push_back(r);
+    }
+    return in;
+  }
+
+  ThunkIo IoOf(Instruction* i) { return {InputsOf(i), leaves_.at(i)}; }
 
   void Add(Thunk t, std::string kind) {
     exe_->thunks_.push_back(std::move(t));
@@ -480,9 +484,8 @@ class Compiler {
         RETURN_IF_ERROR(EmitFusion(i));
         continue;
       }
+      ThunkIo io = IoOf(i);
       if (options_.use_dnnl && i->opcode() == Opcode::kDot) {
-        ThunkIo io = DotIo(i);
-        io.outputs = leaves_.at(i);
         const Instruction* rhs = i->operand(1);
         const hlo::Literal* cr = rhs->opcode() == Opcode::kConstant ? &*rhs->literal : nullptr;
         if (auto t = MakeDnnlDotThunk(*i, io, cr, Epilogue{}, ViewsOf(i), &exe_->keep_alive_)) {
@@ -491,7 +494,6 @@ class Compiler {
         }
         if (dot_views_.contains(i)) return Unimplemented("%s: oneDNN rejected a dot planned to read views", i->name());
       }
-      ThunkIo io = IoOf(i);
       if (options_.use_dnnl && i->opcode() == Opcode::kConvolution) {
         const Instruction* w = i->operand(1);
         const hlo::Literal* cw = w->opcode() == Opcode::kConstant ? &*w->literal : nullptr;
@@ -539,16 +541,6 @@ class Compiler {
     return absl::OkStatus();
   }
 
-  // A dot's two operand buffers (a viewed operand's source's); no outputs.
-  ThunkIo DotIo(Instruction* dot) {
-    ThunkIo io;
-    auto v = dot_views_.find(dot);
-    for (int k = 0; k < 2; ++k) {
-      bool viewed = v != dot_views_.end() && v->second[k];
-      io.inputs.push_back(leaves_.at(viewed ? v->second[k]->source : dot->operand(k)).at(0));
-    }
-    return io;
-  }
   DotViews ViewsOf(Instruction* dot) const {
     DotViews views;
     if (auto v = dot_views_.find(dot); v != dot_views_.end()) {
@@ -562,13 +554,10 @@ class Compiler {
   // only chose forms oneDNN takes, so a refusal is an internal error.
   absl::Status EmitWithEpilogue(Instruction* op, Instruction* last) {
     bool conv = op->opcode() == Opcode::kConvolution;
-    ThunkIo io = conv ? ThunkIo{} : DotIo(op);
-    if (conv)
-      for (Instruction* x : op->operands()) io.inputs.push_back(leaves_.at(x).at(0));
+    ThunkIo io{InputsOf(op), leaves_.at(last)};
     const Epilogue& e = epilogue_.at(op);
     if (e.bias) io.inputs.push_back(leaves_.at(e.bias).at(0));
     if (e.residual) io.inputs.push_back(leaves_.at(e.residual).at(0));
-    io.outputs = leaves_.at(last);
     const Instruction* w = op->operand(1);
     const hlo::Literal* cw = w->opcode() == Opcode::kConstant ? &*w->literal : nullptr;
     std::optional<Thunk> t = conv ? MakeDnnlConvThunk(*op, io, cw, e, &exe_->keep_alive_)
