@@ -1,6 +1,7 @@
 // ExpF32 and LogisticF32 against the standard library in double precision,
-// over a sweep of the whole float range and the special values; both the
-// build this CPU runs and the portable one.
+// over a sweep of the whole float range and the special values, and ArithF32
+// against the scalar operators; both the build this CPU runs and the
+// portable one.
 #include "backends/cpu/vector_math.h"
 
 #include <gtest/gtest.h>
@@ -31,6 +32,9 @@ class VectorMath : public ::testing::TestWithParam<bool> {
   // The portable build, or the one ExpF32 and LogisticF32 pick for this CPU.
   Kernel Exp() const { return GetParam() ? internal::Portable<false> : ExpF32; }
   Kernel Logistic() const { return GetParam() ? internal::Portable<true> : LogisticF32; }
+  void RunArith(Arith op, const float* a, const float* b, float* y, int64_t n) const {
+    (GetParam() ? internal::PortableArith : ArithF32)(op, a, b, y, n);
+  }
 };
 INSTANTIATE_TEST_SUITE_P(Builds, VectorMath, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "Portable" : "Dispatched"; });
@@ -125,6 +129,51 @@ TEST_P(VectorMath, LogisticMatchesDoublePrecision) {
   float y;
   Logistic()(&nan, &y, 1);
   EXPECT_TRUE(std::isnan(y));
+}
+
+// The wide builds of + - * / max min give the scalar operators' bits
+// (IEEE operations round the same at any width); max and min return a NaN
+// operand, the first one's payload if both are.
+TEST_P(VectorMath, ArithMatchesScalarOperatorsBitForBit) {
+  const float nan_a = std::bit_cast<float>(0x7fc00001u), nan_b = std::bit_cast<float>(0x7fc00002u);
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> a, b;
+  // Every pairing of the special values, then a sweep of ordinary ones; the
+  // odd length leaves a remainder after the vector loop.
+  const std::vector<float> special = {0.0f, -0.0f, 1.0f, -2.5f, inf, -inf, nan_a, nan_b, 1e-45f, 3.4e38f};
+  for (float x : special)
+    for (float y : special) a.push_back(x), b.push_back(y);
+  for (int i = 0; i < 1001; ++i) a.push_back(std::ldexp(1.0f + i * 0.37f, i % 40 - 20) * (i % 3 ? 1 : -1)),
+                                  b.push_back(std::ldexp(1.0f + i * 0.11f, i % 23 - 11) * (i % 5 ? -1 : 1));
+  auto scalar = [](Arith op, float x, float y) {
+    switch (op) {
+      case Arith::kAdd: return x + y;
+      case Arith::kSubtract: return x - y;
+      case Arith::kMultiply: return x * y;
+      case Arith::kDivide: return x / y;
+      case Arith::kMaximum: return std::isnan(x) ? x : std::isnan(y) ? y : (x > y ? x : y);
+      case Arith::kMinimum: return std::isnan(x) ? x : std::isnan(y) ? y : (x < y ? x : y);
+    }
+    return 0.0f;
+  };
+  const int64_t n = a.size();
+  for (auto op : {Arith::kAdd, Arith::kSubtract, Arith::kMultiply, Arith::kDivide, Arith::kMaximum, Arith::kMinimum}) {
+    std::vector<float> y(n), in_place = a;
+    RunArith(op, a.data(), b.data(), y.data(), n);
+    RunArith(op, in_place.data(), b.data(), in_place.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      float expected = scalar(op, a[i], b[i]);
+      if (std::isnan(expected) && op != Arith::kMaximum && op != Arith::kMinimum) {
+        // Which NaN operand an arithmetic instruction passes on is the
+        // hardware's choice (and the compiler may commute a + b).
+        EXPECT_TRUE(std::isnan(y[i]) && std::isnan(in_place[i])) << "op " << static_cast<int>(op);
+        continue;
+      }
+      uint32_t want = std::bit_cast<uint32_t>(expected);
+      ASSERT_EQ(std::bit_cast<uint32_t>(y[i]), want) << "op " << static_cast<int>(op) << " " << a[i] << ", " << b[i];
+      ASSERT_EQ(std::bit_cast<uint32_t>(in_place[i]), want) << "in place, op " << static_cast<int>(op);
+    }
+  }
 }
 
 }  // namespace
