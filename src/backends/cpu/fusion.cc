@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "backends/cpu/thunks.h"
@@ -14,6 +15,7 @@ namespace {
 using hlo::Opcode;
 
 constexpr int64_t kBlock = 512;
+constexpr int64_t kMaxPeriod = 1 << 16;
 
 // One node of the fused program.
 struct Node {
@@ -23,6 +25,11 @@ struct Node {
   std::vector<int> operands;       // node indices
   int input = -1;                  // for inputs: index into io.inputs
   std::vector<int64_t> src_strides;  // broadcast: operand stride per output dim
+  // Broadcast whose values repeat every `period` elements of the output (a
+  // per-channel scale or bias in channels-last order, a layer norm's gamma):
+  // each call lays out period + kBlock of them once, and a block reads them
+  // at its offset instead of gathering its own copy. 0: not periodic.
+  int64_t period = 0;
 };
 
 struct Program {
@@ -49,10 +56,49 @@ void Fill(uint8_t* dst, const void* src, int w, int64_t n) {
   }
 }
 
+// Writes elements [start, start + len) of broadcast node `node` to `dst`,
+// walking them in runs along the innermost dim: each run is a fill (stride
+// 0), a memcpy (stride 1) or a strided gather.
+void Gather(const Program& p, const Node& node, const void* input, int64_t start, int64_t len, uint8_t* dst) {
+  int w = hlo::ByteWidth(node.type);
+  int64_t r = p.out_dims.size();
+  int64_t idx[16];
+  int64_t rem = start, src = 0;
+  for (int64_t d = r - 1; d >= 0; --d) {
+    idx[d] = rem % p.out_dims[d];
+    rem /= p.out_dims[d];
+    src += idx[d] * node.src_strides[d];
+  }
+  const uint8_t* base = static_cast<const uint8_t*>(input);
+  int64_t inner = p.out_dims[r - 1], s_in = node.src_strides[r - 1];
+  for (int64_t i = 0; i < len;) {
+    int64_t run = std::min(len - i, inner - idx[r - 1]);
+    uint8_t* out = dst + i * w;
+    const uint8_t* in = base + src * w;
+    if (s_in == 1) {
+      std::memcpy(out, in, run * w);
+    } else if (s_in == 0) {
+      Fill(out, in, w, run);
+    } else {
+      for (int64_t k = 0; k < run; ++k) std::memcpy(out + k * w, in + k * s_in * w, w);
+    }
+    i += run;
+    src += run * s_in;
+    idx[r - 1] += run;
+    for (int64_t d = r - 1; d > 0 && idx[d] == p.out_dims[d]; --d) {
+      src -= idx[d] * node.src_strides[d];
+      idx[d] = 0;
+      ++idx[d - 1];
+      src += node.src_strides[d - 1];
+    }
+  }
+}
+
 // Computes a block of node `n` into `dst` (or returns a pointer to data it
 // can read directly).
 const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vector<const void*>& vals,
-                 uint8_t* scratch, const std::vector<void*>& in_ptrs, void* final_out, absl::Status& st) {
+                 uint8_t* scratch, const std::vector<void*>& in_ptrs, const std::vector<const uint8_t*>& patterns,
+                 void* final_out, absl::Status& st) {
   const Node& node = p.nodes[n];
   int w = hlo::ByteWidth(node.type);
   uint8_t* dst = n == static_cast<int>(p.nodes.size()) - 1 ? static_cast<uint8_t*>(final_out) + start * w
@@ -63,42 +109,10 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
     case Node::kInputScalar:
       Fill(dst, in_ptrs[node.input], w, len);
       return dst;
-    case Node::kInputBroadcast: {
-      // Walk the block in runs along the innermost dim: each run is a fill
-      // (stride 0), a memcpy (stride 1) or a strided gather.
-      int64_t r = p.out_dims.size();
-      int64_t idx[16];
-      int64_t rem = start, src = 0;
-      for (int64_t d = r - 1; d >= 0; --d) {
-        idx[d] = rem % p.out_dims[d];
-        rem /= p.out_dims[d];
-        src += idx[d] * node.src_strides[d];
-      }
-      const uint8_t* base = static_cast<const uint8_t*>(in_ptrs[node.input]);
-      int64_t inner = p.out_dims[r - 1], s_in = node.src_strides[r - 1];
-      for (int64_t i = 0; i < len;) {
-        int64_t run = std::min(len - i, inner - idx[r - 1]);
-        uint8_t* out = dst + i * w;
-        const uint8_t* in = base + src * w;
-        if (s_in == 1) {
-          std::memcpy(out, in, run * w);
-        } else if (s_in == 0) {
-          Fill(out, in, w, run);
-        } else {
-          for (int64_t k = 0; k < run; ++k) std::memcpy(out + k * w, in + k * s_in * w, w);
-        }
-        i += run;
-        src += run * s_in;
-        idx[r - 1] += run;
-        for (int64_t d = r - 1; d > 0 && idx[d] == p.out_dims[d]; --d) {
-          src -= idx[d] * node.src_strides[d];
-          idx[d] = 0;
-          ++idx[d - 1];
-          src += node.src_strides[d - 1];
-        }
-      }
+    case Node::kInputBroadcast:
+      if (node.period) return patterns[n] + (start % node.period) * w;
+      Gather(p, node, in_ptrs[node.input], start, len, dst);
       return dst;
-    }
     case Node::kOp:
       break;
   }
@@ -154,6 +168,22 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
     LogisticF32(static_cast<const float*>(arg(0)), reinterpret_cast<float*>(dst), len);
     return dst;
   }
+  if (t0 == hlo::F32 && node.operands.size() == 2) {
+    std::optional<Arith> op;
+    switch (in.opcode()) {
+      case Opcode::kAdd: op = Arith::kAdd; break;
+      case Opcode::kSubtract: op = Arith::kSubtract; break;
+      case Opcode::kMultiply: op = Arith::kMultiply; break;
+      case Opcode::kDivide: op = Arith::kDivide; break;
+      case Opcode::kMaximum: op = Arith::kMaximum; break;
+      case Opcode::kMinimum: op = Arith::kMinimum; break;
+      default: break;
+    }
+    if (op) {
+      ArithF32(*op, static_cast<const float*>(arg(0)), static_cast<const float*>(arg(1)), reinterpret_cast<float*>(dst), len);
+      return dst;
+    }
+  }
   bool ok = hlo::TypeSwitch(t0, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (node.operands.size() == 1) return eval::UnaryKernel<T>(in.opcode(), static_cast<const T*>(arg(0)), reinterpret_cast<T*>(dst), len);
@@ -187,6 +217,13 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
       n.src_strides.assign(p->out_dims.size(), 0);
       std::vector<int64_t> st = in->operand(0)->shape().Strides();
       for (size_t i = 0; i < in->dimensions.size(); ++i) n.src_strides[in->dimensions[i]] = st[i];
+      // The values depend only on the index within the trailing dims that
+      // follow the last leading dim the broadcast repeats along.
+      size_t lead = 0;
+      while (lead < p->out_dims.size() && n.src_strides[lead] == 0) ++lead;
+      int64_t period = 1;
+      for (size_t d = lead; d < p->out_dims.size(); ++d) period *= p->out_dims[d];
+      if (lead > 0 && period <= kMaxPeriod && period + kBlock <= p->count) n.period = period;
     } else if (in->shape().ElementCount() == 1 && p->count != 1) {
       n.kind = Node::kInputScalar;
     } else {
@@ -216,6 +253,15 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
     std::vector<void*> in_ptrs;
     for (const BufferRef& r : ins) in_ptrs.push_back(f.Ptr(r));
     void* final_out = f.Ptr(out);
+    std::vector<std::vector<uint8_t>> pattern_data(p->nodes.size());
+    std::vector<const uint8_t*> patterns(p->nodes.size(), nullptr);
+    for (size_t n = 0; n < p->nodes.size(); ++n) {
+      const Node& node = p->nodes[n];
+      if (node.kind != Node::kInputBroadcast || !node.period) continue;
+      pattern_data[n].resize((node.period + kBlock) * hlo::ByteWidth(node.type));
+      Gather(*p, node, in_ptrs[node.input], 0, node.period + kBlock, pattern_data[n].data());
+      patterns[n] = pattern_data[n].data();
+    }
     int64_t blocks = (p->count + kBlock - 1) / kBlock;
     absl::Status status;
 #pragma omp parallel if (blocks > 4)
@@ -228,7 +274,7 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
         int64_t start = bi * kBlock;
         int64_t len = std::min(kBlock, p->count - start);
         for (size_t n = 0; n < p->nodes.size(); ++n)
-          vals[n] = Eval(*p, n, start, len, vals, scratch.data(), in_ptrs, final_out, local);
+          vals[n] = Eval(*p, n, start, len, vals, scratch.data(), in_ptrs, patterns, final_out, local);
       }
       if (!local.ok()) {
 #pragma omp critical
