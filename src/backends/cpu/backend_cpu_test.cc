@@ -234,6 +234,31 @@ std::vector<Case> Cases() {
          auto* s = b.Reduce({e}, {b.ScalarConstant(F32, 0)}, {1}, b.ScalarReducer(Opcode::kAdd, F32));
          return b.Binary(Opcode::kDivide, e, b.Broadcast(s, {6, 33}, {0}));
        }},
+      // Leading dims reduced (a global pool in channels-last order): column
+      // blocks with a narrow tail, and rows split into parts of odd length.
+      {"reduce_leading_dims", {Shape(F32, {1, 40, 40, 20}), Shape(F32, {131, 3, 21}), Shape(F32, {2, 9, 11, 37})},
+       [](Builder& b, auto p) {
+         auto* sum = b.Reduce({p[0]}, {b.ScalarConstant(F32, 0)}, {1, 2}, b.ScalarReducer(Opcode::kAdd, F32));
+         auto* mx = b.Reduce({p[1]}, {b.ScalarConstant(F32, -INFINITY)}, {0, 1}, b.ScalarReducer(Opcode::kMaximum, F32));
+         auto* two = b.Reduce({p[2]}, {b.ScalarConstant(F32, 1)}, {1, 2}, b.ScalarReducer(Opcode::kAdd, F32));
+         return b.Tuple({sum, mx, two});
+       },
+       {{"reduce", 3}}},
+      // Channels-first to channels-last (a 2-D transpose per batch once
+      // dims are merged) and a plain 2-D one, neither a multiple of a tile.
+      {"transposes_in_tiles", {Shape(F32, {2, 5, 9, 70}), Shape(F32, {100, 33})},
+       [](Builder& b, auto p) { return b.Tuple({b.Transpose(p[0], {0, 2, 3, 1}), b.Transpose(p[1], {1, 0})}); },
+       {{"transpose", 2}}},
+      // Broadcasts that repeat with a period (a per-channel vector, a
+      // trailing matrix) and one that does not (per leading index).
+      {"periodic_broadcasts", {Shape(F32, {3, 700, 5}), Shape(F32, {5}), Shape(F32, {700, 5}), Shape(F32, {3})},
+       [](Builder& b, auto p) {
+         auto* y = b.Binary(Opcode::kMultiply, p[0], b.Broadcast(p[1], {3, 700, 5}, {2}));
+         y = b.Binary(Opcode::kAdd, y, b.Broadcast(p[2], {3, 700, 5}, {1, 2}));
+         y = b.Binary(Opcode::kMaximum, y, b.Broadcast(p[3], {3, 700, 5}, {0}));
+         return b.Binary(Opcode::kSubtract, y, b.Broadcast(p[1], {3, 700, 5}, {2}));
+       },
+       {{"fusion", 1}}},
       {"mixed_types_and_tuple", {Shape(S32, {4, 300}), Shape(F32, {300})},
        [](Builder& b, auto p) {
          auto* f = b.Convert(p[0], F32);

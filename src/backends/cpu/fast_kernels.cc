@@ -45,9 +45,10 @@ void DispatchReducer(Opcode op, F&& f) {
 // chain (an add's latency per element); 16 independent lanes vectorize and
 // overlap instead, then meet pairwise. The order of a float sum changes, as
 // XLA allows for reduce; a NaN still reaches the result through max/min.
+constexpr int64_t kLanes = 16;
+
 template <typename R, typename T>
 T ReduceContiguous(R r, T init, const T* x, int64_t n) {
-  constexpr int kLanes = 16;
   if (n < 2 * kLanes) {
     T acc = init;
     for (int64_t m = 0; m < n; ++m) acc = r.Apply(acc, x[m]);
@@ -62,6 +63,30 @@ T ReduceContiguous(R r, T init, const T* x, int64_t n) {
   for (int w = kLanes / 2; w > 0; w /= 2)
     for (int j = 0; j < w; ++j) lane[j] = r.Apply(lane[j], lane[j + w]);
   return r.Apply(init, lane[0]);
+}
+
+// acc[j] = the reduction of src[m * stride + j] over rows m in [m0, m1)
+// (m1 > m0), for j < width <= kLanes. Rows alternate between two sets of
+// accumulators, so consecutive rows do not wait on each other's adds.
+template <typename R, typename T>
+[[gnu::always_inline]] inline void ReduceColumns(R r, const T* src, int64_t stride, int64_t m0, int64_t m1,
+                                                 int64_t width, T* acc) {
+  T odd[kLanes];
+  for (int64_t j = 0; j < width; ++j) acc[j] = src[m0 * stride + j];
+  int64_t m = m0 + 1;
+  if (m == m1) return;
+  for (int64_t j = 0; j < width; ++j) odd[j] = src[m * stride + j];
+  for (++m; m + 1 < m1; m += 2) {
+    const T* a = src + m * stride;
+    const T* b = a + stride;
+    for (int64_t j = 0; j < width; ++j) {
+      acc[j] = r.Apply(acc[j], a[j]);
+      odd[j] = r.Apply(odd[j], b[j]);
+    }
+  }
+  if (m < m1)
+    for (int64_t j = 0; j < width; ++j) acc[j] = r.Apply(acc[j], src[m * stride + j]);
+  for (int64_t j = 0; j < width; ++j) acc[j] = r.Apply(acc[j], odd[j]);
 }
 
 bool ReducibleType(hlo::PrimitiveType t) { return t == hlo::F32 || t == hlo::F64 || t == hlo::S32 || t == hlo::S64; }
@@ -104,27 +129,50 @@ std::optional<Thunk> MakeFastReduceThunk(const Instruction& in, const ThunkIo& i
   DispatchReducible(xs.element_type, [&](auto tag) {
    DispatchReducer(rop, [&](auto r) {
     using T = typename decltype(tag)::type;
+    if (inner == 1) {
+      t.run = [=](Frame& f) -> absl::Status {
+        const T* X = static_cast<const T*>(f.Ptr(x));
+        T* O = static_cast<T*>(f.Ptr(out));
+        const T v0 = *static_cast<const T*>(f.Ptr(init));
+#pragma omp parallel for if (outer * mid > 65536) schedule(static)
+        for (int64_t o = 0; o < outer; ++o) O[o] = ReduceContiguous(r, v0, X + o * mid, mid);
+        return absl::OkStatus();
+      };
+      return;
+    }
+    // Reducing leading dims (a global pool in channels-last order): work
+    // items are (outer index, block of kLanes columns, part of the rows), so
+    // that one outer row (batch 1) still spreads over the threads. The
+    // parts depend on the shape alone and meet in order: the same result on
+    // any number of threads.
+    int64_t col_blocks = (inner + kLanes - 1) / kLanes;
+    int64_t parts = std::clamp<int64_t>(8 / (outer * col_blocks), 1, std::max<int64_t>(1, mid / 64));
     t.run = [=](Frame& f) -> absl::Status {
       const T* X = static_cast<const T*>(f.Ptr(x));
       T* O = static_cast<T*>(f.Ptr(out));
       const T v0 = *static_cast<const T*>(f.Ptr(init));
-      // Work items: (outer index, chunk of the inner dim), so a single
-      // outer row (batch 1) still spreads over the threads.
-      int64_t chunk = inner == 1 ? 1 : std::max<int64_t>(16, (inner + 7) / 8);
-      int64_t chunks = (inner + chunk - 1) / chunk;
+      std::vector<T> partial(parts > 1 ? parts * outer * inner : 0);
+      int64_t rows_per_part = (mid + parts - 1) / parts;
 #pragma omp parallel for if (outer * mid * inner > 65536) schedule(static)
-      for (int64_t item = 0; item < outer * chunks; ++item) {
-        int64_t o = item / chunks, i0 = (item % chunks) * chunk, i1 = std::min(inner, i0 + chunk);
-        T* dst = O + o * inner;
-        const T* src = X + o * mid * inner;
-        if (inner == 1) {
-          dst[0] = ReduceContiguous(r, v0, src, mid);
+      for (int64_t item = 0; item < outer * col_blocks * parts; ++item) {
+        int64_t part = item % parts, cb = item / parts % col_blocks, o = item / parts / col_blocks;
+        int64_t c0 = cb * kLanes, width = std::min(kLanes, inner - c0);
+        int64_t m0 = part * rows_per_part, m1 = std::min(mid, m0 + rows_per_part);
+        const T* src = X + o * mid * inner + c0;
+        T acc[kLanes];
+        if (width == kLanes) ReduceColumns(r, src, inner, m0, m1, kLanes, acc);
+        else ReduceColumns(r, src, inner, m0, m1, width, acc);
+        if (parts == 1) {
+          for (int64_t j = 0; j < width; ++j) O[o * inner + c0 + j] = r.Apply(v0, acc[j]);
         } else {
-          for (int64_t i = i0; i < i1; ++i) dst[i] = v0;
-          for (int64_t m = 0; m < mid; ++m) {
-            const T* row = src + m * inner;
-            for (int64_t i = i0; i < i1; ++i) dst[i] = r.Apply(dst[i], row[i]);
-          }
+          std::copy(acc, acc + width, partial.data() + (part * outer + o) * inner + c0);
+        }
+      }
+      if (parts > 1) {
+        for (int64_t k = 0; k < outer * inner; ++k) {
+          T v = v0;
+          for (int64_t part = 0; part < parts; ++part) v = r.Apply(v, partial[part * outer * inner + k]);
+          O[k] = v;
         }
       }
       return absl::OkStatus();
@@ -254,6 +302,48 @@ void StridedCopy(const W* src, W* dst, const std::vector<int64_t>& dims, const s
   }
 }
 
+// Merges output dims that are also adjacent, in order, in the source
+// (stride of d = stride of d+1 times size of d+1) and drops size-1 dims, so
+// that a channels-first to channels-last transpose becomes the 2-D
+// transpose it is.
+void CollapseDims(std::vector<int64_t>& dims, std::vector<int64_t>& strides) {
+  std::vector<int64_t> d2, s2;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == 1) continue;
+    if (!d2.empty() && s2.back() == strides[d] * dims[d]) {
+      d2.back() *= dims[d];
+      s2.back() = strides[d];
+    } else {
+      d2.push_back(dims[d]);
+      s2.push_back(strides[d]);
+    }
+  }
+  if (d2.empty()) d2 = {1}, s2 = {1};
+  dims = std::move(d2);
+  strides = std::move(s2);
+}
+
+// dst[o][r][c] = src[o * so + c * sc + r] for an output of [outer, rows,
+// cols]: the source is read along its contiguous rows dim, in tiles that
+// keep the written lines in cache, instead of gathering each output row
+// element by element from far apart.
+template <typename W>
+void TiledTranspose(const W* src, W* dst, int64_t outer, int64_t so, int64_t rows, int64_t cols, int64_t sc) {
+  constexpr int64_t kTileRows = 64, kTileCols = 16;
+  int64_t rt = (rows + kTileRows - 1) / kTileRows;
+#pragma omp parallel for if (outer * rows * cols > 65536) schedule(static)
+  for (int64_t item = 0; item < outer * rt; ++item) {
+    int64_t o = item / rt, r0 = item % rt * kTileRows, r1 = std::min(rows, r0 + kTileRows);
+    const W* in = src + o * so;
+    W* out = dst + o * rows * cols;
+    for (int64_t c0 = 0; c0 < cols; c0 += kTileCols) {
+      int64_t c1 = std::min(cols, c0 + kTileCols);
+      for (int64_t c = c0; c < c1; ++c)
+        for (int64_t r = r0; r < r1; ++r) out[r * cols + c] = in[c * sc + r];
+    }
+  }
+}
+
 template <typename F>
 bool DispatchWidth(int width, F&& f) {
   switch (width) {
@@ -291,11 +381,25 @@ std::optional<Thunk> MakeFastMoveThunk(const Instruction& in, const ThunkIo& io)
   }
   if (os.rank() == 0) return std::nullopt;
   std::vector<int64_t> dims = os.dims;
+  CollapseDims(dims, strides);
   BufferRef x = io.inputs[0], out = io.outputs[0];
   Thunk t;
   t.name = in.name();
+  int64_t r = dims.size();
+  // A transpose of the two innermost dims (after collapsing), the source's
+  // contiguous one becoming the outer of them: tile it.
+  bool tiled = (r == 2 || r == 3) && strides[r - 2] == 1 && strides[r - 1] != 1;
   bool ok = DispatchWidth(hlo::ByteWidth(os.element_type), [&](auto tag) {
     using W = typename decltype(tag)::type;
+    if (tiled) {
+      int64_t outer = r == 3 ? dims[0] : 1, so = r == 3 ? strides[0] : 0;
+      int64_t rows = dims[r - 2], cols = dims[r - 1], sc = strides[r - 1];
+      t.run = [=](Frame& f) -> absl::Status {
+        TiledTranspose<W>(static_cast<const W*>(f.Ptr(x)) + base, static_cast<W*>(f.Ptr(out)), outer, so, rows, cols, sc);
+        return absl::OkStatus();
+      };
+      return;
+    }
     t.run = [=](Frame& f) -> absl::Status {
       StridedCopy<W>(static_cast<const W*>(f.Ptr(x)), static_cast<W*>(f.Ptr(out)), dims, strides, base);
       return absl::OkStatus();
