@@ -234,6 +234,23 @@ std::vector<Case> Cases() {
          auto* s = b.Reduce({e}, {b.ScalarConstant(F32, 0)}, {1}, b.ScalarReducer(Opcode::kAdd, F32));
          return b.Binary(Opcode::kDivide, e, b.Broadcast(s, {6, 33}, {0}));
        }},
+      // A squeeze-and-excitation block: 1x1 convolutions of a pooled
+      // vector, one element per feature, so the reshapes after them and
+      // biases of the output's shape (computed, or reshaped from a vector)
+      // join their epilogues, with swish and sigmoid.
+      {"squeeze_excitation", {Shape(F32, {1, 16, 5, 5}), Shape(F32, {4, 16, 1, 1}), Shape(F32, {1, 4, 1, 1}),
+                              Shape(F32, {16, 4, 1, 1}), Shape(F32, {16})},
+       [](Builder& b, auto p) {
+         auto* pooled = b.Reshape(b.Reduce({p[0]}, {b.ScalarConstant(F32, 0)}, {2, 3}, b.ScalarReducer(Opcode::kAdd, F32)),
+                                  {1, 16, 1, 1});
+         auto* c1 = b.Reshape(b.Convolution(pooled, p[1], Win2d(1, 1, 0), Nchw(), 1), {1, 1, 1, 4});
+         auto* y = b.Binary(Opcode::kAdd, c1, b.Reshape(b.Unary(Opcode::kTanh, p[2]), {1, 1, 1, 4}));
+         y = b.Binary(Opcode::kMultiply, y, b.Unary(Opcode::kLogistic, y));
+         auto* c2 = b.Reshape(b.Convolution(b.Reshape(y, {1, 4, 1, 1}), p[3], Win2d(1, 1, 0), Nchw(), 1), {16});
+         auto* s = b.Unary(Opcode::kLogistic, b.Binary(Opcode::kAdd, c2, p[4]));
+         return b.Binary(Opcode::kMultiply, p[0], b.Broadcast(s, {1, 16, 5, 5}, {1}));
+       },
+       {{"dnnl-conv", 2}, {"fusion", 2}, {"reduce", 1}}},
       // Leading dims reduced (a global pool in channels-last order): column
       // blocks with a narrow tail, and rows split into parts of odd length.
       {"reduce_leading_dims", {Shape(F32, {1, 40, 40, 20}), Shape(F32, {131, 3, 21}), Shape(F32, {2, 9, 11, 37})},

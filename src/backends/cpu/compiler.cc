@@ -99,7 +99,7 @@ class Compiler {
     return i->literal->GetAsDouble(0);
   }
 
-  // conv -> add(per-channel bias) -> add(residual) -> relu | clamp | swish
+  // conv -> add(per-channel bias) -> add(residual) -> relu | clamp | swish | sigmoid
   // becomes one oneDNN convolution with bias and post-ops, and likewise a
   // dot with a per-column bias (ONNX MatMul + Add, Gemm) becomes one oneDNN
   // matmul. A dot's result may be reshaped on the way to its epilogue (the
@@ -131,20 +131,36 @@ class Compiler {
       };
       std::vector<Instruction*> absorbed;
       Instruction* last = c;
-      if (columns) {
+      // One element per feature (a 1x1 output at batch 1, as in a
+      // squeeze-and-excitation block; a one-row product): element i is
+      // feature i whatever the shape, so any reshape keeps the features and
+      // any operand of the result's shape is a bias of its own bytes.
+      int64_t features = columns ? *columns : c->shape().dims[c->conv_dnums.output_feature_dimension];
+      bool one_per_feature = c->shape().ElementCount() == features;
+      if (columns || one_per_feature) {
         while (Instruction* r = single_user(last)) {
-          if (r->opcode() != Opcode::kReshape || r->shape().rank() == 0 || r->shape().dims.back() != *columns) break;
+          if (r->opcode() != Opcode::kReshape) break;
+          if (!one_per_feature && (r->shape().rank() == 0 || r->shape().dims.back() != *columns)) break;
           absorbed.push_back(r);
           last = r;
         }
       }
       Instruction* value = last;  // the operation's result as its epilogue sees it
       int64_t feature = columns ? value->shape().rank() - 1 : c->conv_dnums.output_feature_dimension;
+      if (value != c && one_per_feature) {
+        const auto& dims = value->shape().dims;
+        feature = std::find(dims.begin(), dims.end(), features) - dims.begin();
+      }
       if (Instruction* add = single_user(last); add && add->opcode() == Opcode::kAdd) {
         Instruction* other = add->operand(0) == last ? add->operand(1) : add->operand(0);
         if (other != last && other->opcode() == Opcode::kBroadcast && other->operand(0)->shape().rank() == 1 &&
             other->dimensions == std::vector<int64_t>{feature}) {
           e.bias = other->operand(0);
+        } else if (other != last && one_per_feature && other->opcode() != Opcode::kBroadcast &&
+                   other->shape().Compatible(value->shape()) && available(other)) {
+          e.bias = other;
+        }
+        if (e.bias) {
           last = add;
           absorbed.push_back(add);
         }
@@ -168,6 +184,10 @@ class Compiler {
             last = act;
             absorbed.push_back(act);
           }
+        } else if (act->opcode() == Opcode::kLogistic) {
+          e.activation = Epilogue::kSigmoid;
+          last = act;
+          absorbed.push_back(act);
         } else if (act->opcode() == Opcode::kClamp && act->operand(1) == last) {
           auto lo = ScalarValue(act->operand(0)), hi = ScalarValue(act->operand(2));
           if (lo && hi) {

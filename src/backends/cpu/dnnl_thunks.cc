@@ -209,6 +209,7 @@ dnnl::primitive_attr EpilogueAttr(const Epilogue& epilogue) {
     case Epilogue::kRelu: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
     case Epilogue::kClip: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, epilogue.lo, epilogue.hi); break;
     case Epilogue::kSwish: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); break;
+    case Epilogue::kSigmoid: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f); break;
   }
   attr.set_post_ops(po);
   return attr;

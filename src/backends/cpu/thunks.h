@@ -30,9 +30,9 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
 // Work folded into a convolution or a matrix product as oneDNN bias and
 // post-ops: y = act(op + bias + residual).
 struct Epilogue {
-  const hlo::Instruction* bias = nullptr;      // rank-1 vector over the output features (conv) or columns (dot), or null
+  const hlo::Instruction* bias = nullptr;      // the output features' (conv) or columns' (dot) values in order, or null
   const hlo::Instruction* residual = nullptr;  // a tensor of the output's shape added after the bias, or null
-  enum Activation { kNone, kRelu, kClip, kSwish } activation = kNone;
+  enum Activation { kNone, kRelu, kClip, kSwish, kSigmoid } activation = kNone;
   float lo = 0, hi = 0;                    // kClip bounds
 };
 
