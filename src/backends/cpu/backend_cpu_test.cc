@@ -540,7 +540,8 @@ TEST(FastReduce, RowsOfEveryLengthMatchTheEvaluator) {
 
 // Calls that run one after another on programs of growing arena size (batch
 // buckets) end up sharing one arena: a smaller call reuses a larger free
-// arena, and the pool keeps no more free memory than calls used at once.
+// arena, and the pool keeps no more free memory than calls used at once,
+// and none once the executables are gone.
 TEST(ArenaPool, SmallerCallsReuseALargerArena) {
   auto compile = [](int64_t batch) {
     std::string text = ConvChain("f32");
@@ -568,6 +569,11 @@ TEST(ArenaPool, SmallerCallsReuseALargerArena) {
   EXPECT_EQ(st.in_use_bytes, 0);
   EXPECT_GE(st.free_bytes, large->arena_bytes());
   EXPECT_LE(st.free_bytes, std::max(st.peak_in_use_bytes, large->arena_bytes() + 64));
+  // The memory goes with the last executable (none other is alive here).
+  small.reset();
+  EXPECT_GE(ArenaPoolCount().free_bytes, large->arena_bytes());
+  large.reset();
+  EXPECT_EQ(ArenaPoolCount().free_bytes, 0);
 }
 
 }  // namespace

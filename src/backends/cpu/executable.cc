@@ -9,82 +9,12 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/cpu/arena_pool.h"
 #include "base/status.h"
 
 namespace xonnx::cpu {
 
-namespace {
-
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-
-// Working memory of one call.
-struct Arena {
-  std::unique_ptr<uint8_t, FreeDeleter> data;
-  int64_t capacity = 0;
-};
-
-// Arenas are reused across calls, and across executables (a model's batch
-// buckets are separate executables), so that a run does not pay for fresh
-// pages. A call takes the smallest free arena that is large enough. Free
-// arenas are kept up to the most arena memory that calls have used at the
-// same time, the smallest freed first: calls that run one after another on
-// buckets of growing size end up sharing the largest arena instead of each
-// keeping its own.
-class ArenaPool {
- public:
-  Arena Take(int64_t bytes) {
-    bytes = (std::max<int64_t>(bytes, 64) + 63) / 64 * 64;
-    std::lock_guard<std::mutex> l(mu_);
-    Arena a;
-    auto it = std::find_if(free_.begin(), free_.end(), [&](const Arena& f) { return f.capacity >= bytes; });
-    if (it != free_.end()) {
-      a = std::move(*it);
-      free_.erase(it);
-      free_bytes_ -= a.capacity;
-    } else {
-      a.data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, bytes)));
-      if (!a.data) return a;
-      a.capacity = bytes;
-      ++allocations_;
-    }
-    in_use_ += a.capacity;
-    peak_in_use_ = std::max(peak_in_use_, in_use_);
-    return a;
-  }
-  void Give(Arena a) {
-    std::lock_guard<std::mutex> l(mu_);
-    in_use_ -= a.capacity;
-    free_bytes_ += a.capacity;
-    // Sorted by capacity, so Take finds the best fit first.
-    auto pos = std::lower_bound(free_.begin(), free_.end(), a.capacity,
-                                [](const Arena& f, int64_t c) { return f.capacity < c; });
-    free_.insert(pos, std::move(a));
-    while (free_.size() > 1 && free_bytes_ > peak_in_use_) {
-      free_bytes_ -= free_.front().capacity;
-      free_.erase(free_.begin());
-    }
-  }
-  ArenaPoolStats Stats() {
-    std::lock_guard<std::mutex> l(mu_);
-    return {free_bytes_, in_use_, peak_in_use_, allocations_};
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<Arena> free_;  // ascending capacity
-  int64_t free_bytes_ = 0, in_use_ = 0, peak_in_use_ = 0, allocations_ = 0;
-};
-
-ArenaPool& Pool() {
-  static ArenaPool* p = new ArenaPool;
-  return *p;
-}
-
-}  // namespace
-
-ArenaPoolStats ArenaPoolCount() { return Pool().Stats(); }
+ArenaPoolStats ArenaPoolCount() { return SharedArenaPool().Stats(); }
 
 // XONNX_PROFILE=1 prints, when an executable is destroyed, the time its
 // thunks took, summed per kind; XONNX_PROFILE=2 also the slowest thunks one
@@ -130,7 +60,7 @@ absl::Status Executable::Execute(absl::Span<const void* const> args, absl::Span<
     return InvalidArgument("the program takes %d arguments, got %d", parameter_shapes_.size(), args.size());
   if (outputs.size() != output_shapes_.size())
     return InvalidArgument("the program has %d outputs, got %d buffers", output_shapes_.size(), outputs.size());
-  Arena arena = Pool().Take(arena_bytes_);
+  Arena arena = SharedArenaPool().Take(arena_bytes_);
   if (!arena.data) return absl::ResourceExhaustedError(absl::StrFormat("cannot allocate %d bytes of working memory", arena_bytes_));
   Frame frame(args, arena.data.get(), &constants_);
   absl::Status st;
@@ -155,7 +85,7 @@ absl::Status Executable::Execute(absl::Span<const void* const> args, absl::Span<
   if (st.ok())
     for (size_t k = 0; k < outputs.size(); ++k)
       std::memcpy(outputs[k], frame.Ptr(output_refs_[k]), output_shapes_[k].ByteSize());
-  Pool().Give(std::move(arena));
+  SharedArenaPool().Give(std::move(arena));
   return st;
 }
 

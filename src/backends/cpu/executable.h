@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "backends/cpu/arena_pool.h"
 #include "hlo/ir.h"
 
 namespace xonnx::cpu {
@@ -61,6 +62,16 @@ class Executable {
   friend class Compiler;
   Executable() = default;
 
+  // Registers with the shared arena pool for the executable's lifetime, so
+  // the pool frees its memory when the last executable goes. First member:
+  // destroyed last.
+  struct PoolUse {
+    PoolUse() { SharedArenaPool().Attach(); }
+    ~PoolUse() { SharedArenaPool().Detach(); }
+    PoolUse(const PoolUse&) = delete;
+    PoolUse& operator=(const PoolUse&) = delete;
+  } pool_use_;
+
   std::unique_ptr<hlo::Module> module_;
   std::vector<hlo::Shape> parameter_shapes_, output_shapes_;
   std::vector<BufferRef> output_refs_;
@@ -79,14 +90,8 @@ class Executable {
   mutable std::mutex profile_mu_;
 };
 
-// The pool of working memory (arenas) that Execute calls take from and give
-// back, shared by all executables of the process: for tests and profiles.
-struct ArenaPoolStats {
-  int64_t free_bytes = 0;     // kept for later calls
-  int64_t in_use_bytes = 0;   // held by running calls
-  int64_t peak_in_use_bytes = 0;
-  int64_t allocations = 0;    // arenas allocated so far (not reused)
-};
+// The shared pool of working memory (arena_pool.h) that Execute calls take
+// from and give back: for tests and profiles.
 ArenaPoolStats ArenaPoolCount();
 
 // The run-time state of one Execute call.
