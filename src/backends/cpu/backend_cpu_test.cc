@@ -1,6 +1,10 @@
 // Table-driven: every case runs on the CPU backend (with and without oneDNN
 // and fusion) and on the reference evaluator, on non-trivial random data.
+#include <stdlib.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <random>
@@ -14,6 +18,7 @@
 #include "backends/cpu/layout_pass.h"
 #include "backends/cpu/precision_pass.h"
 #include "backends/cpu/thunks.h"
+#include "base/test_dir.h"
 #include "hlo/parser.h"
 #include "hlo/printer.h"
 #include "evaluator/evaluator.h"
@@ -574,6 +579,29 @@ TEST(ArenaPool, SmallerCallsReuseALargerArena) {
   EXPECT_GE(ArenaPoolCount().free_bytes, large->arena_bytes());
   large.reset();
   EXPECT_EQ(ArenaPoolCount().free_bytes, 0);
+}
+
+// XONNX_DUMP_TO: a compiled program writes the HLO it runs (channels-last
+// after the layout pass) and its kernels in order.
+TEST(Dump, WritesTheProgramAsRunAndItsKernels) {
+  std::filesystem::path dir = MakeTestDir("xonnx_dump");
+  ::setenv("XONNX_DUMP_TO", dir.c_str(), 1);
+  auto m = hlo::ParseText(ConvChain("f32"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  auto exe = Executable::Compile(std::move(*m));
+  ::unsetenv("XONNX_DUMP_TO");
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_TRUE(absl::StartsWith(files[0].filename().string(), "conv_chain.")) << files[0];
+  EXPECT_TRUE(absl::EndsWith(files[0].filename().string(), ".cpu.txt")) << files[0];
+  std::ifstream f(files[0]);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("dim_labels=b01f_oi01->b01f"), std::string::npos) << text;
+  EXPECT_NE(text.find("dnnl-conv"), std::string::npos) << text;
+  EXPECT_NE(text.find(absl::StrCat((*exe)->arena_bytes(), " bytes of working memory")), std::string::npos) << text;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -1,8 +1,16 @@
 // Compiles an hlo::Module into an Executable: fusion grouping, buffer
 // assignment by liveness, thunk selection.
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cctype>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <map>
 #include <utility>
 
@@ -10,10 +18,12 @@
 #include "absl/container/flat_hash_set.h"
 #include "backends/cpu/layout_pass.h"
 #include "backends/cpu/precision_pass.h"
+#include "absl/strings/str_cat.h"
 #include "backends/cpu/thunks.h"
 #include "base/status.h"
 #include "evaluator/evaluator.h"
 #include "evaluator/kernels.h"
+#include "hlo/printer.h"
 #include "hlo/verifier.h"
 
 namespace xonnx::cpu {
@@ -810,13 +820,44 @@ class Compiler {
   absl::flat_hash_map<const Instruction*, std::vector<BufferRef>> leaves_;
 };
 
+namespace {
+
+// XONNX_DUMP_TO=DIR, this backend's counterpart of XLA's --xla_dump_to: each
+// program compiled writes DIR/<module>.<pid>.<n>.cpu.txt with the HLO it
+// runs (after the backend's passes) and its kernels in order, to see what
+// became of a model's ops. A dump that cannot be written is a warning: it
+// never fails the compilation.
+void MaybeDump(const Executable& exe) {
+  const char* dir = std::getenv("XONNX_DUMP_TO");
+  if (!dir || !*dir) return;
+  static std::atomic<int> counter{0};
+  std::string name = exe.module().name();
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-') ch = '_';
+  std::filesystem::path path =
+      std::filesystem::path(dir) / absl::StrCat(name, ".", ::getpid(), ".", counter++, ".cpu.txt");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::ofstream f(path);
+  f << "# The program as the CPU backend runs it, after its passes.\n"
+    << hlo::ToText(exe.module()) << "\n# Kernels in run order (" << exe.arena_bytes()
+    << " bytes of working memory per call):\n"
+    << exe.KernelListing();
+  f.close();
+  if (!f) std::cerr << "xonnx: warning: cannot write " << path.string() << " (XONNX_DUMP_TO)\n";
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(std::unique_ptr<hlo::Module> module,
                                                                 const CompileOptions& options) {
   UpcastHalfPrecision upcast;
   RETURN_IF_ERROR(upcast.Run(module.get()).status());
   if (options.use_dnnl) RETURN_IF_ERROR(RunLayoutPasses(module.get()));
   Compiler c(std::move(module), options);
-  return c.Run();
+  ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, c.Run());
+  MaybeDump(*exe);
+  return exe;
 }
 
 }  // namespace xonnx::cpu

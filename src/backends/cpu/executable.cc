@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "backends/cpu/arena_pool.h"
 #include "base/status.h"
 
@@ -93,6 +94,13 @@ std::vector<std::pair<std::string, int64_t>> Executable::ThunkSummary() const {
   std::map<std::string, int64_t> counts;
   for (const auto& k : thunk_kinds_) ++counts[k];
   return {counts.begin(), counts.end()};
+}
+
+std::string Executable::KernelListing() const {
+  std::string out;
+  for (size_t i = 0; i < thunks_.size(); ++i)
+    absl::StrAppendFormat(&out, "%5d  %-14s %s\n", i, thunk_kinds_[i], thunks_[i].name);
+  return out;
 }
 
 }  // namespace xonnx::cpu

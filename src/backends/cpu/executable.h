@@ -57,6 +57,9 @@ class Executable {
   int64_t arena_bytes() const { return arena_bytes_; }
   // Counts of thunk kinds, e.g. {"dnnl-conv": 20, "fusion": 31, "kernel": 12}.
   std::vector<std::pair<std::string, int64_t>> ThunkSummary() const;
+  // The kernels in run order, one line each: index, kind, and the name of
+  // the instruction it computes (a fusion's last one).
+  std::string KernelListing() const;
 
  private:
   friend class Compiler;
