@@ -16,9 +16,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
 #include "backends/cpu/layout_pass.h"
 #include "backends/cpu/precision_pass.h"
-#include "absl/strings/str_cat.h"
 #include "backends/cpu/thunks.h"
 #include "base/status.h"
 #include "evaluator/evaluator.h"

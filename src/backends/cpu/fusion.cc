@@ -97,7 +97,7 @@ void Gather(const Program& p, const Node& node, const void* input, int64_t start
 // Computes a block of node `n` into `dst` (or returns a pointer to data it
 // can read directly).
 const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vector<const void*>& vals,
-                 uint8_t* scratch, const std::vector<void*>& in_ptrs, const std::vector<const uint8_t*>& patterns,
+                 uint8_t* scratch, const std::vector<void*>& in_ptrs, const std::vector<std::vector<uint8_t>>& patterns,
                  void* final_out, absl::Status& st) {
   const Node& node = p.nodes[n];
   int w = hlo::ByteWidth(node.type);
@@ -110,7 +110,7 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
       Fill(dst, in_ptrs[node.input], w, len);
       return dst;
     case Node::kInputBroadcast:
-      if (node.period) return patterns[n] + (start % node.period) * w;
+      if (node.period) return patterns[n].data() + (start % node.period) * w;
       Gather(p, node, in_ptrs[node.input], start, len, dst);
       return dst;
     case Node::kOp:
@@ -253,14 +253,14 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
     std::vector<void*> in_ptrs;
     for (const BufferRef& r : ins) in_ptrs.push_back(f.Ptr(r));
     void* final_out = f.Ptr(out);
-    std::vector<std::vector<uint8_t>> pattern_data(p->nodes.size());
-    std::vector<const uint8_t*> patterns(p->nodes.size(), nullptr);
+    // One per node, sized only for periodic broadcasts (Eval reads no other).
+    std::vector<std::vector<uint8_t>> patterns;
     for (size_t n = 0; n < p->nodes.size(); ++n) {
       const Node& node = p->nodes[n];
       if (node.kind != Node::kInputBroadcast || !node.period) continue;
-      pattern_data[n].resize((node.period + kBlock) * hlo::ByteWidth(node.type));
-      Gather(*p, node, in_ptrs[node.input], 0, node.period + kBlock, pattern_data[n].data());
-      patterns[n] = pattern_data[n].data();
+      patterns.resize(p->nodes.size());
+      patterns[n].resize((node.period + kBlock) * hlo::ByteWidth(node.type));
+      Gather(*p, node, in_ptrs[node.input], 0, node.period + kBlock, patterns[n].data());
     }
     int64_t blocks = (p->count + kBlock - 1) / kBlock;
     absl::Status status;
