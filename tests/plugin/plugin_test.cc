@@ -368,6 +368,10 @@ TEST_F(PluginTest, CreateOptionsAreCheckedByName) {
   EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("no_such_option"));
   EXPECT_FALSE(Client::Create(plugin_, {{"cpu_device_count", std::string("four")}}).ok());
   EXPECT_FALSE(Client::Create(plugin_, {{"cpu_device_count", int64_t{0}}}).ok());
+  auto not_bool = Client::Create(plugin_, {{"winograd", int64_t{1}}});
+  ASSERT_FALSE(not_bool.ok());
+  EXPECT_THAT(std::string(not_bool.status().message()), ::testing::HasSubstr("'winograd' must be a bool"));
+  EXPECT_TRUE(Client::Create(plugin_, {{"winograd", false}}).ok());
 }
 
 TEST_F(PluginTest, VirtualDevicesSelectedByTheDeviceAssignment) {

@@ -40,6 +40,16 @@ Literal Random(const Shape& s, uint32_t seed) {
   return l;
 }
 
+// Weights of a trained network's scale (He initialization: about
+// sqrt(2 / fan_in)), so that outputs keep the inputs' magnitude.
+Literal Weights(const Shape& s, uint32_t seed) {
+  Literal l = Random(s, seed);
+  int64_t fan_in = s.ElementCount() / s.dims[0];
+  float scale = std::sqrt(2.0f / fan_in) / 6;  // Random spans +-6
+  for (int64_t i = 0; i < l.element_count(); ++i) l.data<float>()[i] *= scale;
+  return l;
+}
+
 struct Case {
   std::string name;
   std::vector<Shape> params;
@@ -137,6 +147,23 @@ std::vector<Case> Cases() {
          y = b.Binary(Opcode::kAdd, y, b.Unary(Opcode::kTanh, p[3]));
          return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
        }},
+      // 3x3 convolutions with constant weights: 64 channels each way run
+      // Winograd's algorithm on blocked copies of the activations (with the
+      // bias, the residual and the ReLU as post-ops); 32 channels stay direct.
+      // Weights of a trained network's scale: Winograd's transforms add
+      // rounding error in proportion to the partial sums' magnitude.
+      {"winograd_conv_bias_residual_relu",
+       {Shape(F32, {2, 64, 10, 10}), Shape(F32, {64}), Shape(F32, {2, 64, 10, 10}), Shape(F32, {2, 32, 6, 6})},
+       [](Builder& b, auto p) {
+         auto* w = b.Constant(Weights(Shape(F32, {64, 64, 3, 3}), 5));
+         auto* c = b.Convolution(p[0], w, Win2d(3, 1, 1), Nchw(), 1);
+         auto* y = b.Binary(Opcode::kAdd, c, b.Broadcast(p[1], c->shape().dims, {1}));
+         y = b.Binary(Opcode::kAdd, y, p[2]);
+         y = b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
+         auto* narrow = b.Convolution(p[3], b.Constant(Weights(Shape(F32, {32, 32, 3, 3}), 6)), Win2d(3, 1, 1), Nchw(), 1);
+         return b.Tuple({y, narrow});
+       },
+       {{"dnnl-conv", 1}, {"dnnl-conv-wino", 1}, {"fusion", 1}, {"transpose", 4}}},
       {"while_with_tuple_state", {Shape(F32, {5})},
        [](Builder& b, auto p) {
          // (i, v): while i < 4 { v = tanh(v) * 1.5 + v; i += 1 }

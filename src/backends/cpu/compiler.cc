@@ -489,8 +489,8 @@ class Compiler {
   ThunkIo IoOf(Instruction* i) { return {InputsOf(i), leaves_.at(i)}; }
 
   void Add(Thunk t, std::string kind) {
+    exe_->thunk_kinds_.push_back(t.kind.empty() ? std::move(kind) : t.kind);
     exe_->thunks_.push_back(std::move(t));
-    exe_->thunk_kinds_.push_back(std::move(kind));
   }
 
   absl::Status EmitThunks() {
@@ -527,7 +527,7 @@ class Compiler {
       if (options_.use_dnnl && i->opcode() == Opcode::kConvolution) {
         const Instruction* w = i->operand(1);
         const hlo::Literal* cw = w->opcode() == Opcode::kConstant ? &*w->literal : nullptr;
-        if (auto t = MakeDnnlConvThunk(*i, io, cw, Epilogue{}, &exe_->keep_alive_)) {
+        if (auto t = MakeDnnlConvThunk(*i, io, cw, Epilogue{}, options_.winograd, &exe_->keep_alive_)) {
           Add(*std::move(t), "dnnl-conv");
           continue;
         }
@@ -590,7 +590,7 @@ class Compiler {
     if (e.residual) io.inputs.push_back(leaves_.at(e.residual).at(0));
     const Instruction* w = op->operand(1);
     const hlo::Literal* cw = w->opcode() == Opcode::kConstant ? &*w->literal : nullptr;
-    std::optional<Thunk> t = conv ? MakeDnnlConvThunk(*op, io, cw, e, &exe_->keep_alive_)
+    std::optional<Thunk> t = conv ? MakeDnnlConvThunk(*op, io, cw, e, options_.winograd, &exe_->keep_alive_)
                                   : MakeDnnlDotThunk(*op, io, cw, e, ViewsOf(op), &exe_->keep_alive_);
     if (!t) return Unimplemented("%s: oneDNN rejected a %s it was planned for", op->name(), conv ? "convolution" : "dot");
     Add(*std::move(t), conv ? "dnnl-conv" : "dnnl-matmul");

@@ -23,6 +23,10 @@ struct CompileOptions {
   bool use_dnnl = true;
   // Group elementwise chains into single loops.
   bool fuse_elementwise = true;
+  // Run 3x3 convolutions with Winograd's algorithm where it is faster (with
+  // use_dnnl). Results differ from the direct algorithm's in the last bits
+  // (about 1e-6 of the output's magnitude).
+  bool winograd = true;
 };
 
 // Where a buffer lives while the program runs.
@@ -36,6 +40,7 @@ class Frame;
 // One step of the program.
 struct Thunk {
   std::string name;  // the instruction it came from, for errors and profiles
+  std::string kind;  // set by a factory that picks among algorithms; else the compiler names it
   std::function<absl::Status(Frame&)> run;
 };
 

@@ -66,9 +66,11 @@ bool DnnlDotViewable(const hlo::Instruction& dot, const StridedView& view);
 // bias, then its residual. io.outputs[0] is the epilogue's last value, which
 // has the operation's bytes in row-major order (a dot's result may have been
 // reshaped on the way).
+// `allow_winograd`: a 3x3 convolution with constant weights may run
+// Winograd's algorithm where it pays (kind "dnnl-conv-wino").
 std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& instr, const ThunkIo& io,
                                        const hlo::Literal* constant_weights, const Epilogue& epilogue,
-                                       std::vector<std::shared_ptr<void>>* keep_alive);
+                                       bool allow_winograd, std::vector<std::shared_ptr<void>>* keep_alive);
 std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& instr, const ThunkIo& io,
                                       const hlo::Literal* constant_rhs, const Epilogue& epilogue,
                                       const DotViews& views, std::vector<std::shared_ptr<void>>* keep_alive);

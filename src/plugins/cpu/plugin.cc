@@ -55,7 +55,7 @@ using xonnx::pjrt::FromPjrtType;
 using xonnx::pjrt::ToPjrtType;
 
 constexpr char kWeightMarker[] = "xonnx.weight";
-constexpr char kSerializedMagic[] = "XONNX-CPU-EXECUTABLE-2";
+constexpr char kSerializedMagic[] = "XONNX-CPU-EXECUTABLE-3";
 constexpr size_t kSpecializationCacheSize = 2;
 
 void ErrorDestroyImpl(PJRT_Error* e);
@@ -166,6 +166,7 @@ struct PluginOptions {
   bool verify_passes = false;
   bool use_dnnl = true;
   bool fuse_elementwise = true;
+  bool winograd = true;
 };
 
 struct PJRT_Client {
@@ -412,10 +413,13 @@ absl::Status ApplyCreateOption(const PJRT_NamedValue& v, PluginOptions& o) {
   } else if (name == "fuse_elementwise") {
     RETURN_IF_ERROR(want(PJRT_NamedValue_kBool, "a bool"));
     o.fuse_elementwise = v.bool_value;
+  } else if (name == "winograd") {
+    RETURN_IF_ERROR(want(PJRT_NamedValue_kBool, "a bool"));
+    o.winograd = v.bool_value;
   } else {
     return xonnx::InvalidArgument(
         "unknown create option '%s' (the xonnx CPU plugin knows cpu_device_count, optimize, verify_passes, use_dnnl, "
-        "fuse_elementwise)",
+        "fuse_elementwise, winograd)",
         name);
   }
   return absl::OkStatus();
@@ -782,6 +786,7 @@ absl::StatusOr<std::shared_ptr<xonnx::cpu::Executable>> CompileBackend(std::uniq
   xonnx::cpu::CompileOptions co;
   co.use_dnnl = o.use_dnnl;
   co.fuse_elementwise = o.fuse_elementwise;
+  co.winograd = o.winograd;
   ASSIGN_OR_RETURN(std::unique_ptr<xonnx::cpu::Executable> exe, xonnx::cpu::Executable::Compile(std::move(m), co));
   return std::shared_ptr<xonnx::cpu::Executable>(std::move(exe));
 }
@@ -824,7 +829,7 @@ absl::Status SetSignature(Program* p, std::vector<xonnx::hlo::Shape> params, con
 std::string ProgramFingerprint(absl::string_view module_bytes, int device_id, const PluginOptions& o) {
   xonnx::Fingerprinter f;
   f.UpdateField(module_bytes);
-  f.UpdateField(absl::StrCat(device_id, o.use_dnnl, o.fuse_elementwise, o.optimize, XONNX_VERSION));
+  f.UpdateField(absl::StrCat(device_id, o.use_dnnl, o.fuse_elementwise, o.optimize, o.winograd, XONNX_VERSION));
   return f.Finish().Hex();
 }
 
@@ -1018,7 +1023,7 @@ PJRT_Error* Executable_Serialize(PJRT_Executable_Serialize_Args* a) {
   std::string sig_bytes = sig.SerializeAsString();
   auto* s = new PJRT_SerializedExecutable;
   s->bytes = absl::StrCat(kSerializedMagic, "\n", XONNX_VERSION, "\n", p.device_id, "\n", p.options.optimize ? 1 : 0,
-                          p.options.use_dnnl ? 1 : 0, p.options.fuse_elementwise ? 1 : 0, "\n",
+                          p.options.use_dnnl ? 1 : 0, p.options.fuse_elementwise ? 1 : 0, p.options.winograd ? 1 : 0, "\n",
                           absl::StrJoin(p.weight_params, ","), "\n", sig_bytes.size(), " ", p.name.size(), "\n",
                           xonnx::FingerprintOf(p.module_bytes).Hex(), "\n", sig_bytes, p.name, p.module_bytes);
   a->serialized_executable = s;
@@ -1048,7 +1053,7 @@ PJRT_Error* Executable_DeserializeAndLoad(PJRT_Executable_DeserializeAndLoad_Arg
   int device_id = 0;
   size_t sig_size = 0, name_size = 0;
   std::vector<absl::string_view> sizes = absl::StrSplit(header[5], ' ');
-  if (!absl::SimpleAtoi(header[2], &device_id) || header[3].size() != 3 || sizes.size() != 2 ||
+  if (!absl::SimpleAtoi(header[2], &device_id) || header[3].size() != 4 || sizes.size() != 2 ||
       !absl::SimpleAtoi(sizes[0], &sig_size) || !absl::SimpleAtoi(sizes[1], &name_size) ||
       sig_size > bytes.size() - pos || name_size > bytes.size() - pos - sig_size)
     return bad("corrupt header");
@@ -1066,6 +1071,7 @@ PJRT_Error* Executable_DeserializeAndLoad(PJRT_Executable_DeserializeAndLoad_Arg
   o.optimize = header[3][0] == '1';
   o.use_dnnl = header[3][1] == '1';
   o.fuse_elementwise = header[3][2] == '1';
+  o.winograd = header[3][3] == '1';
   if (a->overridden_serialized_compile_options && a->overridden_serialized_compile_options_size &&
       a->struct_size >= XONNX_STRUCT_SIZE(PJRT_Executable_DeserializeAndLoad_Args, overridden_serialized_compile_options_size)) {
     auto id = xonnx::pjrt::DeviceIdFromCompileOptions(
