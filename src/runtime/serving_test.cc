@@ -329,6 +329,25 @@ TEST_F(ServingTest, ChangedModelIsNotServedFromTheCache) {
   RunAndCheck(**s, 2, 2);
 }
 
+// A plugin's create options may choose its kernels (the CPU plugin's
+// winograd, use_dnnl): an executable cached under other options is not reused.
+TEST_F(ServingTest, OtherCreateOptionsDoNotReuseTheCache) {
+  SessionOptions o = OneBucketOptions();
+  FillCache(o);
+  o.create_options.push_back({"winograd", false});
+  {
+    auto s = Session::Open(model_, o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ((*s)->compile_stats().from_cache, 0);
+    EXPECT_EQ((*s)->compile_stats().compiled, 1);
+    RunAndCheck(**s, 2, 2);
+  }
+  auto s = Session::Open(model_, o);  // the same options again: cached now
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->compile_stats().from_cache, 1);
+  EXPECT_EQ((*s)->compile_stats().compiled, 0);
+}
+
 TEST_F(ServingTest, CacheEntriesAreCheckedAndAtomic) {
   auto c = CompileCache::Open((dir_ / "raw").string());
   ASSERT_TRUE(c.ok()) << c.status();

@@ -123,17 +123,24 @@ std::string OptionsKey(const std::vector<pjrt::NamedValue>& options) {
   return key;
 }
 
+// The plugin's create options: the user's, and for our CPU plugin the
+// session's switches that it implements.
+std::vector<pjrt::NamedValue> CreateOptionsFor(const SessionOptions& options, const pjrt::Plugin& plugin) {
+  std::vector<pjrt::NamedValue> create = ToNamedValues(options.create_options);
+  bool ours = std::filesystem::path(plugin.path()).filename() == kPluginFile;
+  if (ours && !options.use_dnnl) create.push_back({"use_dnnl", false});
+  if (ours && !options.fuse_elementwise) create.push_back({"fuse_elementwise", false});
+  if (ours && !options.optimize) create.push_back({"optimize", false});
+  if (ours && options.verify_passes) create.push_back({"verify_passes", true});
+  return create;
+}
+
 // One client per (plugin, create options), shared by the sessions using it:
 // a client may own a whole device (XLA's GPU plugin preallocates memory).
 StatusOr<std::shared_ptr<pjrt::Client>> GetClient(const SessionOptions& options) {
   std::string path = options.plugin.empty() ? DefaultPluginPath() : options.plugin;
   ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Plugin> plugin, pjrt::Plugin::Load(path));
-  std::vector<pjrt::NamedValue> create = ToNamedValues(options.create_options);
-  bool ours = std::filesystem::path(plugin->path()).filename() == kPluginFile;
-  if (ours && !options.use_dnnl) create.push_back({"use_dnnl", false});
-  if (ours && !options.fuse_elementwise) create.push_back({"fuse_elementwise", false});
-  if (ours && !options.optimize) create.push_back({"optimize", false});
-  if (ours && options.verify_passes) create.push_back({"verify_passes", true});
+  std::vector<pjrt::NamedValue> create = CreateOptionsFor(options, *plugin);
   static std::mutex mu;
   static std::map<std::string, std::weak_ptr<pjrt::Client>> clients;
   std::string key = absl::StrCat(plugin->path(), "|", OptionsKey(create));
@@ -835,11 +842,13 @@ struct Session::Impl {
     }
     disk_cache = *std::move(c);
     // A cached executable is only valid for the same build of the plugin:
-    // its file (size and time) and what it says about itself. (Program
+    // its file (size and time) and what it says about itself, and for the
+    // same create options (they may choose kernels or numerics). (Program
     // descriptions also depend on the converter; see Get.)
     const auto& plugin = client->plugin();
     plugin_identity = absl::StrCat(FileIdentity(plugin->path()), "|", plugin->major_version(), ".", plugin->minor_version(), "|",
-                                   client->platform_name(), "|", client->platform_version(), "|", XONNX_VERSION);
+                                   client->platform_name(), "|", client->platform_version(), "|", XONNX_VERSION, "|",
+                                   OptionsKey(CreateOptionsFor(options, *plugin)));
   }
 
   // With buckets covering every dynamic dimension, compiles (or loads) every
