@@ -608,6 +608,53 @@ TEST(ArenaPool, SmallerCallsReuseALargerArena) {
   EXPECT_EQ(ArenaPoolCount().free_bytes, 0);
 }
 
+// Two residual blocks in channels-last order, each block's result the next
+// one's residual: b = conv(conv(a)) + a, c = conv(conv(b)) + b. The
+// epilogues read their residuals last, so b is written over a and c over b:
+// the arena holds a block's value and its inner convolution's, 2 x 4 KiB
+// (3 x 4 KiB if each result took a slot of its own).
+constexpr char kResidualChain[] = R"(HloModule residual_chain
+
+ENTRY main {
+  x = f32[1,8,8,16]{3,2,1,0} parameter(0)
+  w0 = f32[16,16,3,3]{3,2,1,0} parameter(1)
+  w1 = f32[16,16,3,3]{3,2,1,0} parameter(2)
+  w2 = f32[16,16,3,3]{3,2,1,0} parameter(3)
+  w3 = f32[16,16,3,3]{3,2,1,0} parameter(4)
+  a = f32[1,8,8,16]{3,2,1,0} tanh(x)
+  h1 = f32[1,8,8,16]{3,2,1,0} convolution(a, w0), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_oi01->b01f
+  c1 = f32[1,8,8,16]{3,2,1,0} convolution(h1, w1), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_oi01->b01f
+  b = f32[1,8,8,16]{3,2,1,0} add(c1, a)
+  h2 = f32[1,8,8,16]{3,2,1,0} convolution(b, w2), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_oi01->b01f
+  c2 = f32[1,8,8,16]{3,2,1,0} convolution(h2, w3), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_oi01->b01f
+  ROOT c = f32[1,8,8,16]{3,2,1,0} add(c2, b)
+}
+)";
+
+TEST(Epilogues, ResultsAreWrittenOverResidualsReadLast) {
+  auto m = hlo::ParseText(kResidualChain);
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<Literal> args;
+  for (int64_t k = 0; k < (*m)->entry()->num_parameters(); ++k)
+    args.push_back(k == 0 ? Random((*m)->entry()->parameter(k)->shape(), 3)
+                          : Weights((*m)->entry()->parameter(k)->shape(), 3 + k));
+  auto expected = eval::EvaluateModule(**m, args);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  auto exe = Executable::Compile(std::move(*m));
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  EXPECT_EQ((*exe)->ThunkSummary(), (std::vector<std::pair<std::string, int64_t>>{{"dnnl-conv", 4}, {"fusion", 1}}));
+  EXPECT_EQ((*exe)->arena_bytes(), 2 * 4096);
+  std::vector<const void*> in;
+  for (auto& a : args) in.push_back(a.untyped_data());
+  Literal out(expected->shape());
+  std::vector<void*> outs = {out.untyped_data()};
+  ASSERT_TRUE((*exe)->Execute(in, outs).ok());
+  double max_err = 0;
+  for (int64_t i = 0; i < out.element_count(); ++i)
+    max_err = std::max(max_err, std::abs(out.GetAsDouble(i) - expected->GetAsDouble(i)) / (1 + std::abs(expected->GetAsDouble(i))));
+  EXPECT_LT(max_err, 1e-4);
+}
+
 // XONNX_DUMP_TO: a compiled program writes the HLO it runs (channels-last
 // after the layout pass) and its kernels in order.
 TEST(Dump, WritesTheProgramAsRunAndItsKernels) {

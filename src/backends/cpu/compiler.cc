@@ -427,9 +427,41 @@ class Compiler {
     }
     for (int s : backing.at(root))
       if (s >= 0) slots[s].last_use = INT64_MAX;
+    // An epilogue that reads its residual last writes its result over it:
+    // oneDNN's sum post-op accumulates into the output buffer, which
+    // otherwise must first receive a copy of the residual.
+    // In program order, so that a chain (one block's result is the next
+    // one's residual) ends in the first slot, which the planner places.
+    std::vector<int> share_of(slots.size(), -1);  // slot -> the first slot of its chain
+    for (Instruction* op : order_) {
+      auto found = epilogue_.find(op);
+      if (found == epilogue_.end() || !found->second.residual) continue;
+      const Epilogue& e = found->second;
+      Instruction* last = epilogue_last_.at(op);
+      auto rb = backing.find(e.residual), ob = backing.find(last);
+      if (rb == backing.end() || ob == backing.end()) continue;
+      int r = rb->second.at(0), o = ob->second.at(0);
+      if (r < 0 || o < 0 || slots[o].owner != last || slots[r].size != slots[o].size || slots[r].last_use != slots[o].def)
+        continue;
+      // Not when the primitive also reads those bytes as an operand, its bias
+      // or a view's source: it would read what it has begun to overwrite.
+      bool read_otherwise = false;
+      auto check = [&](const Instruction* x) {
+        if (auto bk = backing.find(x); bk != backing.end())
+          for (int s : bk->second) read_otherwise |= s == r;
+      };
+      for (const Instruction* x : op->operands()) check(x);
+      for (const Instruction* x : HiddenReads(op))
+        if (x != e.residual) check(x);
+      if (read_otherwise) continue;
+      int first = share_of[r] >= 0 ? share_of[r] : r;
+      share_of[o] = first;
+      slots[first].last_use = std::max(slots[first].last_use, slots[o].last_use);
+    }
     ArenaPlanner planner;
     std::vector<int64_t> offsets(slots.size());
-    for (size_t s = 0; s < slots.size(); ++s) offsets[s] = planner.Place(slots[s].size, slots[s].def, slots[s].last_use);
+    for (size_t s = 0; s < slots.size(); ++s)
+      offsets[s] = share_of[s] >= 0 ? offsets[share_of[s]] : planner.Place(slots[s].size, slots[s].def, slots[s].last_use);
     exe_->arena_bytes_ = planner.total();
     // Resolve arena refs of owners, then re-resolve aliases in order.
     for (size_t s = 0; s < slots.size(); ++s) leaves_[slots[s].owner][slots[s].leaf] = {BufferRef::kArena, offsets[s]};

@@ -231,8 +231,8 @@ dnnl::primitive_attr EpilogueAttr(const Epilogue& epilogue) {
 }
 
 // The sum post-op adds to what the output holds, so the residual is copied
-// there first (the arena keeps the residual live at the output's definition,
-// so the two never share a slot; the check keeps memcpy well-defined anyway).
+// there first, unless the arena already put the output over the residual
+// (where the epilogue is the residual's last reader).
 void PrefillResidual(Frame& f, BufferRef residual, BufferRef dst, size_t bytes) {
   if (f.Ptr(residual) != f.Ptr(dst)) std::memcpy(f.Ptr(dst), f.Ptr(residual), bytes);
 }
