@@ -10,6 +10,7 @@
 #include <random>
 #include <utility>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
@@ -643,7 +644,7 @@ TEST(Epilogues, ResultsAreWrittenOverResidualsReadLast) {
   auto exe = Executable::Compile(std::move(*m));
   ASSERT_TRUE(exe.ok()) << exe.status();
   EXPECT_EQ((*exe)->ThunkSummary(), (std::vector<std::pair<std::string, int64_t>>{{"dnnl-conv", 4}, {"fusion", 1}}));
-  EXPECT_EQ((*exe)->arena_bytes(), 2 * 4096);
+  EXPECT_EQ((*exe)->arena_bytes() - (*exe)->scratch_bytes(), 2 * 4096);
   std::vector<const void*> in;
   for (auto& a : args) in.push_back(a.untyped_data());
   Literal out(expected->shape());
@@ -653,6 +654,24 @@ TEST(Epilogues, ResultsAreWrittenOverResidualsReadLast) {
   for (int64_t i = 0; i < out.element_count(); ++i)
     max_err = std::max(max_err, std::abs(out.GetAsDouble(i) - expected->GetAsDouble(i)) / (1 + std::abs(expected->GetAsDouble(i))));
   EXPECT_LT(max_err, 1e-4);
+}
+
+// A Winograd convolution's blocked copies of its input and output live in
+// the call's arena, after the values' slots, not in memory of the thread.
+TEST(Epilogues, WinogradCopiesLiveInTheArenasScratchRegion) {
+  auto m = std::make_unique<Module>("winograd");
+  Builder b(m.get(), "main");
+  Shape xs(F32, {1, 64, 12, 12});
+  auto* x = b.Parameter(0, xs, "x");
+  auto* w = b.Constant(Weights(Shape(F32, {64, 64, 3, 3}), 1));
+  auto comp = b.Build(b.Convolution(x, w, Win2d(3, 1, 1), Nchw(), 1));
+  ASSERT_TRUE(comp.ok()) << comp.status();
+  m->set_entry(*comp);
+  auto exe = Executable::Compile(std::move(m));
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  EXPECT_THAT((*exe)->KernelListing(), ::testing::HasSubstr("dnnl-conv-wino"));
+  EXPECT_GE((*exe)->scratch_bytes(), 2 * xs.ByteSize());
+  EXPECT_GE((*exe)->arena_bytes() - (*exe)->scratch_bytes(), 2 * xs.ByteSize());  // the transposed input and output
 }
 
 // XONNX_DUMP_TO: a compiled program writes the HLO it runs (channels-last

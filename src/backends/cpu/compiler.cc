@@ -93,6 +93,10 @@ class Compiler {
     if (options_.use_dnnl) PlanDotViews(c->root());
     RETURN_IF_ERROR(AssignBuffers(c->root()));
     RETURN_IF_ERROR(EmitThunks());
+    int64_t scratch = 0;
+    for (const Thunk& t : exe_->thunks_) scratch = std::max(scratch, t.scratch_bytes);
+    exe_->scratch_offset_ = AlignUp(exe_->arena_bytes_);
+    if (scratch > 0) exe_->arena_bytes_ = exe_->scratch_offset_ + AlignUp(scratch);
     for (const auto& leaf : leaves_.at(c->root())) exe_->output_refs_.push_back(leaf);
     if (c->root()->shape().IsTuple()) exe_->output_shapes_ = c->root()->shape().tuple_shapes;
     else exe_->output_shapes_ = {c->root()->shape()};

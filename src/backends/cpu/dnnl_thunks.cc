@@ -154,32 +154,12 @@ class PackedWeights {
 
 size_t RoundUp64(size_t n) { return (n + 63) / 64 * 64; }
 
-// Scratch memory for one primitive execution on the calling thread. Debian's
-// oneDNN is built without concurrent execution, so a library-managed
-// scratchpad belongs to the primitive and two threads running the same
-// primitive would share it; every primitive here therefore takes a user
-// scratchpad, from a buffer of the calling thread (a thread runs one
-// primitive at a time: execute waits for it). The buffer keeps the largest
-// size asked for, 64-byte aligned.
-absl::StatusOr<uint8_t*> ThreadScratch(size_t bytes) {
-  struct Buffer {
-    std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};
-    size_t size = 0;
-  };
-  thread_local Buffer buffer;
-  if (bytes > buffer.size) {
-    size_t rounded = RoundUp64(bytes);
-    buffer.data.reset(std::aligned_alloc(64, rounded));
-    buffer.size = buffer.data ? rounded : 0;
-    if (!buffer.data) return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes of oneDNN scratch memory"));
-  }
-  return static_cast<uint8_t*>(buffer.data.get());
-}
-
-absl::StatusOr<memory> Scratchpad(const memory::desc& md) {
-  ASSIGN_OR_RETURN(uint8_t * p, ThreadScratch(md.get_size()));
-  return memory(md, Engine(), p);
-}
+// Debian's oneDNN is built without concurrent execution, so a
+// library-managed scratchpad belongs to the primitive and two calls running
+// the same primitive at once would share it. Every primitive here therefore
+// takes a user scratchpad, from the scratch region of the call's arena
+// (Frame::Scratch, sized by Thunk::scratch_bytes).
+memory Scratchpad(const memory::desc& md, Frame& f) { return memory(md, Engine(), f.Scratch()); }
 
 dnnl::primitive_attr UserScratchpad() {
   dnnl::primitive_attr attr;
@@ -377,17 +357,22 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     BufferRef rref = has_residual ? io.inputs.at(has_bias ? 3 : 2) : BufferRef{};
     Thunk t;
     t.name = in.name();
-    if (st->winograd) t.kind = "dnnl-conv-wino";
+    t.scratch_bytes = RoundUp64(st->scratchpad.get_size());
+    if (st->winograd) {
+      t.kind = "dnnl-conv-wino";
+      t.scratch_bytes += RoundUp64(st->blocked_src.get_size()) + st->blocked_dst.get_size();
+    }
     t.run = [st, src, wref, bref, rref, has_residual, dst](Frame& f) -> absl::Status {
       dnnl::stream s(Engine());
       memory sm(st->src, Engine(), f.Ptr(src));
       memory dm(st->dst, Engine(), f.Ptr(dst));
       memory wm = st->reordered_weights ? *st->reordered_weights : memory(st->weights, Engine(), f.Ptr(wref));
+      // The scratch region: oneDNN's scratchpad, then (Winograd) the blocked
+      // input and output.
       size_t pad_bytes = RoundUp64(st->scratchpad.get_size());
       size_t src_bytes = st->winograd ? RoundUp64(st->blocked_src.get_size()) : 0;
-      size_t dst_bytes = st->winograd ? st->blocked_dst.get_size() : 0;
-      ASSIGN_OR_RETURN(uint8_t * scratch_base, ThreadScratch(pad_bytes + src_bytes + dst_bytes));
-      memory scratch(st->scratchpad, Engine(), scratch_base);
+      uint8_t* scratch_base = f.Scratch();
+      memory scratch = Scratchpad(st->scratchpad, f);
       std::unordered_map<int, memory> args = {{DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_SCRATCHPAD, scratch}};
       if (st->has_bias) args[DNNL_ARG_BIAS] = memory(st->bias, Engine(), f.Ptr(bref));
       if (st->winograd) {
@@ -520,11 +505,12 @@ std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo&
     BufferRef residual = has_residual ? io.inputs.at(st->has_bias ? 3 : 2) : BufferRef{};
     Thunk t;
     t.name = in.name();
+    t.scratch_bytes = st->scratchpad.get_size();
     t.run = [st, a, b, c, bias, residual, has_residual, a_off, b_off](Frame& f) -> absl::Status {
       dnnl::stream s(Engine());
       memory am(st->a, Engine(), static_cast<char*>(f.Ptr(a)) + a_off), cm(st->c, Engine(), f.Ptr(c));
       memory bm = st->packed ? *st->packed : memory(st->b, Engine(), static_cast<char*>(f.Ptr(b)) + b_off);
-      ASSIGN_OR_RETURN(memory scratch, Scratchpad(st->scratchpad));
+      memory scratch = Scratchpad(st->scratchpad, f);
       std::unordered_map<int, memory> args = {
           {DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, scratch}};
       if (st->has_bias) args[DNNL_ARG_BIAS] = memory(st->bias, Engine(), f.Ptr(bias));

@@ -63,7 +63,7 @@ absl::Status Executable::Execute(absl::Span<const void* const> args, absl::Span<
     return InvalidArgument("the program has %d outputs, got %d buffers", output_shapes_.size(), outputs.size());
   Arena arena = SharedArenaPool().Take(arena_bytes_);
   if (!arena.data) return absl::ResourceExhaustedError(absl::StrFormat("cannot allocate %d bytes of working memory", arena_bytes_));
-  Frame frame(args, arena.data.get(), &constants_);
+  Frame frame(args, arena.data.get(), scratch_offset_, &constants_);
   absl::Status st;
   if (ProfilingEnabled() && !profile_) {
     std::lock_guard<std::mutex> l(profile_mu_);

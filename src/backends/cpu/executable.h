@@ -42,6 +42,9 @@ struct Thunk {
   std::string name;  // the instruction it came from, for errors and profiles
   std::string kind;  // set by a factory that picks among algorithms; else the compiler names it
   std::function<absl::Status(Frame&)> run;
+  // Working memory it needs while it runs (Frame::Scratch): one region at
+  // the end of the call's arena serves every thunk, since they run in turn.
+  int64_t scratch_bytes = 0;
 };
 
 class Executable {
@@ -59,7 +62,9 @@ class Executable {
   const std::vector<hlo::Shape>& parameter_shapes() const { return parameter_shapes_; }
   const std::vector<hlo::Shape>& output_shapes() const { return output_shapes_; }
   const hlo::Module& module() const { return *module_; }
+  // Working memory of one call: the values' slots, then the thunks' scratch.
   int64_t arena_bytes() const { return arena_bytes_; }
+  int64_t scratch_bytes() const { return arena_bytes_ - scratch_offset_; }
   // Counts of thunk kinds, e.g. {"dnnl-conv": 20, "fusion": 31, "kernel": 12}.
   std::vector<std::pair<std::string, int64_t>> ThunkSummary() const;
   // The kernels in run order, one line each: index, kind, and the name of
@@ -87,6 +92,7 @@ class Executable {
   std::vector<Thunk> thunks_;
   std::vector<std::string> thunk_kinds_;
   int64_t arena_bytes_ = 0;
+  int64_t scratch_offset_ = 0;  // where the thunks' scratch region starts in the arena
   // State owned by thunks (oneDNN primitives, reordered weights).
   std::vector<std::shared_ptr<void>> keep_alive_;
   // Per-thunk time when XONNX_PROFILE is set (approximate under concurrency).
@@ -105,9 +111,11 @@ ArenaPoolStats ArenaPoolCount();
 // The run-time state of one Execute call.
 class Frame {
  public:
-  Frame(absl::Span<const void* const> args, uint8_t* arena,
+  Frame(absl::Span<const void* const> args, uint8_t* arena, int64_t scratch_offset,
         const std::vector<const void*>* constants)
-      : args_(args), arena_(arena), constants_(constants) {}
+      : args_(args), arena_(arena), scratch_offset_(scratch_offset), constants_(constants) {}
+  // The running thunk's scratch memory (Thunk::scratch_bytes), 64-byte aligned.
+  uint8_t* Scratch() const { return arena_ + scratch_offset_; }
   void* Ptr(const BufferRef& r) const {
     switch (r.kind) {
       case BufferRef::kArena: return arena_ + r.index;
@@ -120,6 +128,7 @@ class Frame {
  private:
   absl::Span<const void* const> args_;
   uint8_t* arena_;
+  int64_t scratch_offset_;
   const std::vector<const void*>* constants_;
 };
 
