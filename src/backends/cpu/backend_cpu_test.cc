@@ -41,6 +41,16 @@ Literal Random(const Shape& s, uint32_t seed) {
   return l;
 }
 
+// The largest |got - want| / (1 + |want|) over the elements.
+double MaxRelativeError(const Literal& got, const Literal& want) {
+  double max_err = 0;
+  for (int64_t i = 0; i < got.element_count(); ++i) {
+    double a = got.GetAsDouble(i), e = want.GetAsDouble(i);
+    max_err = std::max(max_err, std::abs(a - e) / (1 + std::abs(e)));
+  }
+  return max_err;
+}
+
 // Weights of a trained network's scale (He initialization: about
 // sqrt(2 / fan_in)), so that outputs keep the inputs' magnitude.
 Literal Weights(const Shape& s, uint32_t seed) {
@@ -363,12 +373,7 @@ TEST_P(BackendTest, MatchesEvaluator) {
   ASSERT_EQ(want.size(), outs.size());
   for (size_t k = 0; k < outs.size(); ++k) {
     ASSERT_EQ(outs[k].element_count(), want[k]->element_count());
-    double max_err = 0;
-    for (int64_t i = 0; i < outs[k].element_count(); ++i) {
-      double a = outs[k].GetAsDouble(i), e = want[k]->GetAsDouble(i);
-      max_err = std::max(max_err, std::abs(a - e) / (1 + std::abs(e)));
-    }
-    EXPECT_LT(max_err, 1e-4) << c.name << " output " << k;
+    EXPECT_LT(MaxRelativeError(outs[k], *want[k]), 1e-4) << c.name << " output " << k;
   }
 }
 
@@ -650,10 +655,7 @@ TEST(Epilogues, ResultsAreWrittenOverResidualsReadLast) {
   Literal out(expected->shape());
   std::vector<void*> outs = {out.untyped_data()};
   ASSERT_TRUE((*exe)->Execute(in, outs).ok());
-  double max_err = 0;
-  for (int64_t i = 0; i < out.element_count(); ++i)
-    max_err = std::max(max_err, std::abs(out.GetAsDouble(i) - expected->GetAsDouble(i)) / (1 + std::abs(expected->GetAsDouble(i))));
-  EXPECT_LT(max_err, 1e-4);
+  EXPECT_LT(MaxRelativeError(out, *expected), 1e-4);
 }
 
 // A Winograd convolution's blocked copies of its input and output live in

@@ -176,10 +176,12 @@ struct ConvState {
   memory::desc scratchpad;
   // oneDNN's Winograd kernels take only its blocked activation layouts: the
   // source is reordered into one and the result back out, through the
-  // thread's scratch memory (the residual, for the sum post-op, into the
-  // blocked result first).
+  // call's scratch region (the residual, for the sum post-op, into the
+  // blocked result first). The region holds the scratchpad, then the blocked
+  // source and result at these byte offsets.
   bool winograd = false;
   memory::desc blocked_src, blocked_dst;
+  size_t blocked_src_at = 0, blocked_dst_at = 0;
   dnnl::reorder src_to_blocked, dst_to_blocked, blocked_to_dst;
 };
 
@@ -325,17 +327,20 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
         memory::desc any_dst(st->dst.dims(), memory::data_type::f32, Tag::any);
         auto wpd = make_pd(dnnl::algorithm::convolution_winograd, any_src, any_dst);
         dnnl::reorder::primitive_desc in_pd(Engine(), st->src, Engine(), wpd.src_desc());
-        dnnl::reorder::primitive_desc res_pd(Engine(), st->dst, Engine(), wpd.dst_desc());
         dnnl::reorder::primitive_desc out_pd(Engine(), wpd.dst_desc(), Engine(), st->dst);
+        std::optional<dnnl::reorder::primitive_desc> res_pd;
+        if (epilogue.residual) res_pd.emplace(Engine(), st->dst, Engine(), wpd.dst_desc());
         // Plain layout changes need no scratch memory; one that did would
         // own a library scratchpad that concurrent calls would share.
-        if (in_pd.scratchpad_desc().get_size() == 0 && res_pd.scratchpad_desc().get_size() == 0 &&
-            out_pd.scratchpad_desc().get_size() == 0) {
+        if (in_pd.scratchpad_desc().get_size() == 0 && out_pd.scratchpad_desc().get_size() == 0 &&
+            (!res_pd || res_pd->scratchpad_desc().get_size() == 0)) {
           st->winograd = true;
           st->blocked_src = wpd.src_desc();
           st->blocked_dst = wpd.dst_desc();
+          st->blocked_src_at = RoundUp64(wpd.scratchpad_desc().get_size());
+          st->blocked_dst_at = st->blocked_src_at + RoundUp64(st->blocked_src.get_size());
           st->src_to_blocked = dnnl::reorder(in_pd);
-          st->dst_to_blocked = dnnl::reorder(res_pd);
+          if (res_pd) st->dst_to_blocked = dnnl::reorder(*res_pd);
           st->blocked_to_dst = dnnl::reorder(out_pd);
           pd = wpd;
         }
@@ -357,27 +362,22 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     BufferRef rref = has_residual ? io.inputs.at(has_bias ? 3 : 2) : BufferRef{};
     Thunk t;
     t.name = in.name();
-    t.scratch_bytes = RoundUp64(st->scratchpad.get_size());
+    t.scratch_bytes = st->scratchpad.get_size();
     if (st->winograd) {
       t.kind = "dnnl-conv-wino";
-      t.scratch_bytes += RoundUp64(st->blocked_src.get_size()) + st->blocked_dst.get_size();
+      t.scratch_bytes = st->blocked_dst_at + st->blocked_dst.get_size();
     }
     t.run = [st, src, wref, bref, rref, has_residual, dst](Frame& f) -> absl::Status {
       dnnl::stream s(Engine());
       memory sm(st->src, Engine(), f.Ptr(src));
       memory dm(st->dst, Engine(), f.Ptr(dst));
       memory wm = st->reordered_weights ? *st->reordered_weights : memory(st->weights, Engine(), f.Ptr(wref));
-      // The scratch region: oneDNN's scratchpad, then (Winograd) the blocked
-      // input and output.
-      size_t pad_bytes = RoundUp64(st->scratchpad.get_size());
-      size_t src_bytes = st->winograd ? RoundUp64(st->blocked_src.get_size()) : 0;
-      uint8_t* scratch_base = f.Scratch();
       memory scratch = Scratchpad(st->scratchpad, f);
       std::unordered_map<int, memory> args = {{DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_SCRATCHPAD, scratch}};
       if (st->has_bias) args[DNNL_ARG_BIAS] = memory(st->bias, Engine(), f.Ptr(bref));
       if (st->winograd) {
-        memory bsrc(st->blocked_src, Engine(), scratch_base + pad_bytes);
-        memory bdst(st->blocked_dst, Engine(), scratch_base + pad_bytes + src_bytes);
+        memory bsrc(st->blocked_src, Engine(), f.Scratch() + st->blocked_src_at);
+        memory bdst(st->blocked_dst, Engine(), f.Scratch() + st->blocked_dst_at);
         st->src_to_blocked.execute(s, sm, bsrc);
         if (has_residual) {
           memory rm(st->dst, Engine(), f.Ptr(rref));
