@@ -1,7 +1,7 @@
-// ExpF32 and LogisticF32 against the standard library in double precision,
-// over a sweep of the whole float range and the special values, and ArithF32
-// against the scalar operators; both the build this CPU runs and the
-// portable one.
+// ExpF32, LogisticF32 and SwishF32 against the standard library in double
+// precision, over a sweep of the whole float range and the special values,
+// and ArithF32 against the scalar operators; every build this CPU can run
+// (the portable one, AVX2, AVX-512).
 #include "backends/cpu/vector_math.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace xonnx::cpu {
@@ -26,18 +28,32 @@ int64_t UlpDistance(float a, float b) {
 
 // Every 97th float bit pattern, both signs (about 44 million values), in
 // slices of a million.
-using Kernel = void (*)(const float*, float*, int64_t);
-class VectorMath : public ::testing::TestWithParam<bool> {
+using internal::Kernel;
+class VectorMath : public ::testing::TestWithParam<internal::Build> {
  protected:
-  // The portable build, or the one ExpF32 and LogisticF32 pick for this CPU.
-  Kernel Exp() const { return GetParam() ? internal::Portable<false> : ExpF32; }
-  Kernel Logistic() const { return GetParam() ? internal::Portable<true> : LogisticF32; }
+  Kernel Exp() const { return GetParam().exp; }
+  Kernel Logistic() const { return GetParam().logistic; }
+  Kernel Swish() const { return GetParam().swish; }
   void RunArith(Arith op, const float* a, const float* b, float* y, int64_t n) const {
-    (GetParam() ? internal::PortableArith : ArithF32)(op, a, b, y, n);
+    GetParam().arith(op, a, b, y, n);
   }
 };
-INSTANTIATE_TEST_SUITE_P(Builds, VectorMath, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "Portable" : "Dispatched"; });
+INSTANTIATE_TEST_SUITE_P(Builds, VectorMath, ::testing::ValuesIn(internal::Builds()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// The entry points run the last build.
+TEST(VectorMathDispatch, EntryPointsRunTheWidestBuild) {
+  const internal::Build& widest = internal::Builds().back();
+  std::vector<float> x;
+  for (float v = -30.0f; v <= 30.0f; v += 0.173f) x.push_back(v);
+  std::vector<float> got(x.size()), want(x.size());
+  for (auto [entry, kernel] : {std::pair<Kernel, Kernel>{ExpF32, widest.exp}, {LogisticF32, widest.logistic}, {SwishF32, widest.swish}}) {
+    entry(x.data(), got.data(), x.size());
+    kernel(x.data(), want.data(), x.size());
+    EXPECT_EQ(got, want) << widest.name;
+  }
+  EXPECT_EQ(VectorMathIs16Wide(), std::string(widest.name) == "Avx512");
+}
 
 TEST_P(VectorMath, ExpIsWithinTwoUlpEverywhere) {
   int64_t worst = 0, checked = 0;
@@ -129,6 +145,65 @@ TEST_P(VectorMath, LogisticMatchesDoublePrecision) {
   float y;
   Logistic()(&nan, &y, 1);
   EXPECT_TRUE(std::isnan(y));
+}
+
+// x / (1 + exp(-x)) with one rounding after ExpF32's: within 3 ulp, except
+// where exp(-x) overflows (x below about -88.72), which gives -0 for a value
+// under 3e-37 in magnitude, as x times the float logistic does; a NaN for
+// -inf, as -inf times 0.
+TEST_P(VectorMath, SwishMatchesDoublePrecision) {
+  std::vector<float> xs;
+  for (float v = -120.0f; v <= 120.0f; v += 0.0137f) xs.push_back(v);
+  for (int e = -140; e <= 127; e += 3) xs.push_back(std::ldexp(1.0f, e)), xs.push_back(-std::ldexp(1.3f, e));
+  std::vector<float> ys(xs.size()), in_place = xs;
+  Swish()(xs.data(), ys.data(), xs.size());
+  Swish()(in_place.data(), in_place.data(), in_place.size());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double x = xs[i];
+    float want = static_cast<float>(x / (1.0 + std::exp(-x)));
+    ASSERT_EQ(std::bit_cast<uint32_t>(in_place[i]), std::bit_cast<uint32_t>(ys[i])) << "in place, x = " << xs[i];
+    if (std::isinf(want)) {
+      EXPECT_EQ(ys[i], want) << "x = " << xs[i];
+    } else if (std::isinf(std::exp(-xs[i]))) {
+      EXPECT_EQ(std::bit_cast<uint32_t>(ys[i]), 0x80000000u) << "x = " << xs[i];
+      EXPECT_LT(std::fabs(want), 3e-37f) << "x = " << xs[i];
+    } else if (std::fabs(want) < std::numeric_limits<float>::min()) {
+      EXPECT_NEAR(ys[i], want, std::numeric_limits<float>::min()) << "x = " << xs[i];
+    } else {
+      EXPECT_LE(UlpDistance(ys[i], want), 3) << "x = " << xs[i] << ": " << ys[i] << " vs " << want;
+    }
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> special = {inf, -inf, std::nanf(""), 0.0f, -0.0f}, out(special.size());
+  Swish()(special.data(), out.data(), special.size());
+  EXPECT_EQ(out[0], inf);
+  EXPECT_TRUE(std::isnan(out[1]));  // -inf / inf, as -inf * 0
+  EXPECT_TRUE(std::isnan(out[2]));
+  EXPECT_EQ(std::bit_cast<uint32_t>(out[3]), 0u);
+  EXPECT_EQ(std::bit_cast<uint32_t>(out[4]), 0x80000000u);
+}
+
+// Every length from 0 to 40 (the vector loops' tails), in place and not:
+// each element as in one long call, nothing written past the end.
+TEST_P(VectorMath, TailsMatchTheBody) {
+  std::vector<float> x(40);
+  for (int i = 0; i < 40; ++i) x[i] = std::sin(i * 0.7f) * 9;
+  for (Kernel k : {Exp(), Logistic(), Swish()}) {
+    std::vector<float> full(40);
+    k(x.data(), full.data(), 40);
+    for (int n = 0; n <= 40; ++n) {
+      std::vector<float> y(48, 7.0f), in_place(x.begin(), x.begin() + n);
+      in_place.resize(48, 7.0f);
+      k(x.data(), y.data(), n);
+      k(in_place.data(), in_place.data(), n);
+      for (int i = 0; i < n; ++i) {
+        EXPECT_EQ(y[i], full[i]) << "n = " << n << ", i = " << i;
+        EXPECT_EQ(in_place[i], full[i]) << "n = " << n << ", i = " << i;
+      }
+      for (int i = n; i < 48; ++i) EXPECT_EQ(y[i], 7.0f) << "written past n = " << n;
+      for (int i = n; i < 48; ++i) EXPECT_EQ(in_place[i], 7.0f) << "written past n = " << n;
+    }
+  }
 }
 
 // The wide builds of + - * / max min give the scalar operators' bits
