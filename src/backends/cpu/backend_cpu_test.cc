@@ -2,12 +2,14 @@
 // and fusion) and on the reference evaluator, on non-trivial random data.
 #include <stdlib.h>
 
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
 #include <random>
+#include <thread>
 #include <utility>
 
 #include <gmock/gmock.h>
@@ -674,6 +676,48 @@ TEST(Epilogues, WinogradCopiesLiveInTheArenasScratchRegion) {
   EXPECT_THAT((*exe)->KernelListing(), ::testing::HasSubstr("dnnl-conv-wino"));
   EXPECT_GE((*exe)->scratch_bytes(), 2 * xs.ByteSize());
   EXPECT_GE((*exe)->arena_bytes() - (*exe)->scratch_bytes(), 2 * xs.ByteSize());  // the transposed input and output
+}
+
+// oneDNN primitives keep the memory objects that point them at a call's
+// buffers and re-point them on each run; a call that finds them taken by a
+// concurrent call of the same executable makes its own. Threads running one
+// executable on different inputs (a Winograd convolution with its layout
+// changes, a convolution with bias and swish, a matrix product) each get
+// their own input's result, as computed alone.
+TEST(Runners, ConcurrentCallsOfOneExecutableGetTheirOwnResults) {
+  auto m = std::make_unique<Module>("concurrent");
+  Builder b(m.get(), "main");
+  Shape xs(F32, {1, 64, 12, 12});
+  auto* x = b.Parameter(0, xs, "x");
+  auto* c1 = b.Convolution(x, b.Constant(Weights(Shape(F32, {64, 64, 3, 3}), 1)), Win2d(3, 1, 1), Nchw(), 1);
+  auto* c2 = b.Convolution(c1, b.Constant(Weights(Shape(F32, {32, 64, 1, 1}), 2)), Win2d(1, 1, 0), Nchw(), 1);
+  auto* biased = b.Binary(Opcode::kAdd, c2, b.Broadcast(b.Constant(Random(Shape(F32, {32}), 3)), {1, 32, 12, 12}, {1}));
+  auto* swish = b.Binary(Opcode::kMultiply, biased, b.Unary(Opcode::kLogistic, biased));
+  auto* flat = b.Reshape(swish, {1, 32 * 144});
+  auto* y = b.Dot(flat, b.Constant(Weights(Shape(F32, {32 * 144, 10}), 4)), DotDims(1, 0));
+  auto comp = b.Build(y);
+  ASSERT_TRUE(comp.ok()) << comp.status();
+  m->set_entry(*comp);
+  auto exe = Executable::Compile(std::move(m));
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  EXPECT_THAT((*exe)->KernelListing(), ::testing::HasSubstr("dnnl-conv-wino"));
+  constexpr int kThreads = 4;
+  std::vector<Literal> inputs, alone;
+  for (int t = 0; t < kThreads; ++t) {
+    inputs.push_back(Random(xs, 100 + t));
+    alone.push_back(RunOnce(**exe, {&inputs[t]}));
+  }
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i)
+        if (MaxRelativeError(RunOnce(**exe, {&inputs[t]}), alone[t]) > 1e-5) ++wrong;
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong, 0);
+  // Different inputs give different results, so a mix-up would show.
+  EXPECT_GT(MaxRelativeError(alone[0], alone[1]), 1e-2);
 }
 
 // XONNX_DUMP_TO: a compiled program writes the HLO it runs (channels-last
