@@ -660,6 +660,71 @@ TEST(Epilogues, ResultsAreWrittenOverResidualsReadLast) {
   EXPECT_LT(MaxRelativeError(out, *expected), 1e-4);
 }
 
+// A squeeze-and-excitation scale: h is pooled, then multiplied by a
+// per-channel factor made from the pool; the product goes through a 1x1
+// convolution onto a residual k, computed first. The fused multiply is h's
+// last reader, so it writes its result over h. With `keep_h`, h is also an
+// output: then it is not the last reader and h must come out intact.
+std::string ScaleChain(bool keep_h) {
+  std::string y = "y = f32[1,8,8,32]{3,2,1,0} add(k, c)";
+  std::string root = keep_h ? "  " + y + "\n  ROOT out = (f32[1,8,8,32]{3,2,1,0}, f32[1,8,8,32]{3,2,1,0}) tuple(y, h)"
+                            : "  ROOT " + y;
+  return absl::StrCat(R"(HloModule scale_chain
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  x = f32[1,8,8,32]{3,2,1,0} parameter(0)
+  w1 = f32[32,32,1,1]{3,2,1,0} parameter(1)
+  w2 = f32[32,32,1,1]{3,2,1,0} parameter(2)
+  k = f32[1,8,8,32]{3,2,1,0} tanh(x)
+  h = f32[1,8,8,32]{3,2,1,0} convolution(x, w1), window={size=1x1}, dim_labels=b01f_oi01->b01f
+  zero = f32[] constant(0)
+  pool = f32[1,32]{1,0} reduce(h, zero), dimensions={1,2}, to_apply=add
+  gate = f32[1,32]{1,0} logistic(pool)
+  scale = f32[1,8,8,32]{3,2,1,0} broadcast(gate), dimensions={0,3}
+  m = f32[1,8,8,32]{3,2,1,0} multiply(h, scale)
+  c = f32[1,8,8,32]{3,2,1,0} convolution(m, w2), window={size=1x1}, dim_labels=b01f_oi01->b01f
+)", root, "\n}\n");
+}
+
+TEST(Fusions, ResultsAreWrittenOverInputsReadLast) {
+  for (bool keep_h : {false, true}) {
+    auto m = hlo::ParseText(ScaleChain(keep_h));
+    ASSERT_TRUE(m.ok()) << m.status();
+    std::vector<Literal> args;
+    for (int64_t k = 0; k < 3; ++k)
+      args.push_back(k == 0 ? Random((*m)->entry()->parameter(k)->shape(), 5)
+                            : Weights((*m)->entry()->parameter(k)->shape(), 5 + k));
+    auto expected = eval::EvaluateModule(**m, args);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    auto exe = Executable::Compile(std::move(*m));
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    const int64_t value = 8 * 8 * 32 * 4;
+    // k (and y over it), h (and m over it), the pool and the gate; m in a
+    // slot of its own would make three values of this size live at once.
+    int64_t values = (*exe)->arena_bytes() - (*exe)->scratch_bytes();
+    if (!keep_h) EXPECT_LT(values, 3 * value) << "the multiply did not write over h";
+    else EXPECT_GE(values, 3 * value);
+    std::vector<const void*> in;
+    for (auto& a : args) in.push_back(a.untyped_data());
+    std::vector<Literal> outs;
+    std::vector<void*> out_ptrs;
+    for (const Shape& s : (*exe)->output_shapes()) outs.emplace_back(s);
+    for (auto& o : outs) out_ptrs.push_back(o.untyped_data());
+    ASSERT_TRUE((*exe)->Execute(in, out_ptrs).ok());
+    if (keep_h) {
+      for (int k = 0; k < 2; ++k) EXPECT_LT(MaxRelativeError(outs[k], expected->tuple_elements()[k]), 1e-4) << "output " << k;
+    } else {
+      EXPECT_LT(MaxRelativeError(outs[0], *expected), 1e-4);
+    }
+  }
+}
+
 // A Winograd convolution's blocked copies of its input and output live in
 // the call's arena, after the values' slots, not in memory of the thread.
 TEST(Epilogues, WinogradCopiesLiveInTheArenasScratchRegion) {

@@ -336,12 +336,50 @@ class Compiler {
   }
 
   // The buffers an instruction's value occupies (aliases resolved).
+  struct Slot {
+    Instruction* owner;
+    int leaf;
+    int64_t size, def, last_use;
+  };
+
+  // The arena slot of an input that the fusion rooted at `root` may
+  // overwrite with its result, or -1. A fused loop reads each input element
+  // at the index it writes (block by block, every read of a block before its
+  // write), so its result can take the slot of an input of the same element
+  // width and count whose last reader it is: the squeeze-and-excitation
+  // scale then rewrites its input where it lies in cache instead of filling
+  // a second buffer. Not an input that the loop also reads another way (as
+  // a broadcast's operand), nor one read twice.
+  int InPlaceFusionInput(Instruction* root, const absl::flat_hash_map<const Instruction*, std::vector<int>>& backing,
+                         const std::vector<Slot>& slots) {
+    auto ob = backing.find(root);
+    if (ob == backing.end() || ob->second.size() != 1 || ob->second[0] < 0) return -1;
+    const Slot& out = slots[ob->second[0]];
+    if (out.owner != root) return -1;
+    int g = member_group_.at(root);
+    absl::flat_hash_map<int, int> reads;  // slot -> inputs backed by it
+    absl::flat_hash_set<const Instruction*> seen;
+    std::vector<int> candidates;
+    for (const Instruction* m : groups_[g]) {
+      for (Instruction* op : m->operands()) {
+        if (auto mg = member_group_.find(op); mg != member_group_.end() && mg->second == g) continue;
+        if (!seen.insert(op).second) continue;  // one input, however many members read it
+        const Instruction* buffer = absorbed_broadcast_.contains(op) ? op->operand(0) : op;
+        auto bk = backing.find(buffer);
+        if (bk == backing.end() || bk->second.size() != 1 || bk->second[0] < 0) continue;
+        int r = bk->second[0];
+        ++reads[r];
+        if (buffer == op && op->shape().ElementCount() == root->shape().ElementCount() &&
+            hlo::ByteWidth(op->shape().element_type) == hlo::ByteWidth(root->shape().element_type))
+          candidates.push_back(r);
+      }
+    }
+    for (int r : candidates)
+      if (reads[r] == 1 && slots[r].size == out.size && slots[r].last_use == out.def) return r;
+    return -1;
+  }
+
   absl::Status AssignBuffers(Instruction* root) {
-    struct Slot {
-      Instruction* owner;
-      int leaf;
-      int64_t size, def, last_use;
-    };
     std::vector<Slot> slots;
     absl::flat_hash_map<const Instruction*, std::vector<int>> slot_of;  // leaf -> slot index (-1 for non-arena)
     // Which arena slot backs each leaf (following aliases), for liveness.
@@ -437,7 +475,16 @@ class Compiler {
     // In program order, so that a chain (one block's result is the next
     // one's residual) ends in the first slot, which the planner places.
     std::vector<int> share_of(slots.size(), -1);  // slot -> the first slot of its chain
+    auto share = [&](int r, int o) {
+      int first = share_of[r] >= 0 ? share_of[r] : r;
+      share_of[o] = first;
+      slots[first].last_use = std::max(slots[first].last_use, slots[o].last_use);
+    };
     for (Instruction* op : order_) {
+      if (IsGroupRoot(op)) {
+        if (int r = InPlaceFusionInput(op, backing, slots); r >= 0) share(r, backing.at(op).at(0));
+        continue;
+      }
       auto found = epilogue_.find(op);
       if (found == epilogue_.end() || !found->second.residual) continue;
       const Epilogue& e = found->second;
@@ -458,9 +505,7 @@ class Compiler {
       for (const Instruction* x : HiddenReads(op))
         if (x != e.residual) check(x);
       if (read_otherwise) continue;
-      int first = share_of[r] >= 0 ? share_of[r] : r;
-      share_of[o] = first;
-      slots[first].last_use = std::max(slots[first].last_use, slots[o].last_use);
+      share(r, o);
     }
     ArenaPlanner planner;
     std::vector<int64_t> offsets(slots.size());
