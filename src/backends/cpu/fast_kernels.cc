@@ -141,10 +141,13 @@ std::optional<Thunk> MakeFastReduceThunk(const Instruction& in, const ThunkIo& i
       return;
     }
     // Reducing leading dims (a global pool in channels-last order): work
-    // items are (outer index, block of kLanes columns, part of the rows), so
-    // that one outer row (batch 1) still spreads over the threads. The
-    // parts depend on the shape alone and meet in order: the same result on
-    // any number of threads.
+    // items are (part of the rows, outer index, block of kLanes columns), so
+    // that one outer row (batch 1) still spreads over the threads. The part
+    // varies slowest: a thread's consecutive items read the same rows, and
+    // two threads read different rows rather than halves of the same cache
+    // lines (a 32-channel pool read every line on both threads). The parts
+    // depend on the shape alone and meet in order: the same result on any
+    // number of threads.
     int64_t col_blocks = (inner + kLanes - 1) / kLanes;
     int64_t parts = std::clamp<int64_t>(8 / (outer * col_blocks), 1, std::max<int64_t>(1, mid / 64));
     t.run = [=](Frame& f) -> absl::Status {
@@ -155,7 +158,7 @@ std::optional<Thunk> MakeFastReduceThunk(const Instruction& in, const ThunkIo& i
       int64_t rows_per_part = (mid + parts - 1) / parts;
 #pragma omp parallel for if (outer * mid * inner > 65536) schedule(static)
       for (int64_t item = 0; item < outer * col_blocks * parts; ++item) {
-        int64_t part = item % parts, cb = item / parts % col_blocks, o = item / parts / col_blocks;
+        int64_t cb = item % col_blocks, o = item / col_blocks % outer, part = item / col_blocks / outer;
         int64_t c0 = cb * kLanes, width = std::min(kLanes, inner - c0);
         int64_t m0 = part * rows_per_part, m1 = std::min(mid, m0 + rows_per_part);
         const T* src = X + o * mid * inner + c0;
