@@ -3,6 +3,8 @@
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/types/span.h"
 #include "backends/cpu/thunks.h"
 #include "backends/cpu/vector_math.h"
 #include "base/status.h"
@@ -97,7 +99,7 @@ void Gather(const Program& p, const Node& node, const void* input, int64_t start
 // Computes a block of node `n` into `dst` (or returns a pointer to data it
 // can read directly).
 const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vector<const void*>& vals,
-                 uint8_t* scratch, const std::vector<void*>& in_ptrs, const std::vector<std::vector<uint8_t>>& patterns,
+                 uint8_t* scratch, absl::Span<void* const> in_ptrs, const std::vector<std::vector<uint8_t>>& patterns,
                  void* final_out, absl::Status& st) {
   const Node& node = p.nodes[n];
   int w = hlo::ByteWidth(node.type);
@@ -250,7 +252,7 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
   Thunk t;
   t.name = root->name();
   t.run = [p, ins, out](Frame& f) -> absl::Status {
-    std::vector<void*> in_ptrs;
+    absl::InlinedVector<void*, 16> in_ptrs;
     for (const BufferRef& r : ins) in_ptrs.push_back(f.Ptr(r));
     void* final_out = f.Ptr(out);
     // One per node, sized only for periodic broadcasts (Eval reads no other).
@@ -266,8 +268,13 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
     absl::Status status;
 #pragma omp parallel if (blocks > 4)
     {
-      std::vector<uint8_t> scratch(p->nodes.size() * kBlock * 8);
-      std::vector<const void*> vals(p->nodes.size());
+      // Each thread's block buffers, kept from call to call: most fusions
+      // are small (a squeeze-and-excitation gate is 32 to 1152 elements),
+      // and allocating these was a good part of their time.
+      thread_local std::vector<uint8_t> scratch;
+      thread_local std::vector<const void*> vals;
+      if (scratch.size() < p->nodes.size() * kBlock * 8) scratch.resize(p->nodes.size() * kBlock * 8);
+      if (vals.size() < p->nodes.size()) vals.resize(p->nodes.size());
       absl::Status local;
 #pragma omp for schedule(static)
       for (int64_t bi = 0; bi < blocks; ++bi) {
