@@ -335,7 +335,8 @@ class Compiler {
     return g == member_group_.end() || groups_[g->second].back() == i;
   }
 
-  // The buffers an instruction's value occupies (aliases resolved).
+  // An arena value: the leaf of `owner` it holds, its bytes, and the program
+  // positions of its definition and last read.
   struct Slot {
     Instruction* owner;
     int leaf;
@@ -379,6 +380,7 @@ class Compiler {
     return -1;
   }
 
+  // The buffers an instruction's value occupies (aliases resolved).
   absl::Status AssignBuffers(Instruction* root) {
     std::vector<Slot> slots;
     absl::flat_hash_map<const Instruction*, std::vector<int>> slot_of;  // leaf -> slot index (-1 for non-arena)

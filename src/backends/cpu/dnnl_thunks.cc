@@ -1,5 +1,6 @@
-// oneDNN primitives for f32 convolutions and matrix products. Primitives are
-// created once at compile time; each run only wraps the frame's pointers.
+// oneDNN primitives for f32 convolutions and matrix products. Primitives and
+// the memory objects that bind their arguments are created once at compile
+// time; each run only points those at the frame's buffers.
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -264,11 +265,11 @@ void MakeReorder(std::optional<PrimitiveRunner>& r, const dnnl::reorder::primiti
 }
 
 // Whether the epilogue's swish runs after the primitive, over its result,
-// instead of as a post-op: SwishF32 at 16 lanes took half the time of
-// oneDNN 2.6's swish post-op, over 1x1 and depthwise convolutions'
-// results at 56x56 and 112x112 (those of EfficientNet's first blocks),
-// which costs more than reading the result once more. Narrower builds keep
-// the post-op.
+// instead of as a post-op. Over the results of EfficientNet's first 1x1 and
+// depthwise convolutions (56x56 and 112x112), SwishF32 at 16 lanes took half
+// the time of oneDNN 2.6's swish post-op, more than paying for reading the
+// result once more while it is in cache; at batch 64, where it no longer
+// is, the two measured the same. Narrower builds keep the post-op.
 bool SwishAfter(const Epilogue& epilogue) {
   return epilogue.activation == Epilogue::kSwish && VectorMathIs16Wide();
 }
