@@ -278,7 +278,65 @@ std::vector<Case> Cases() {
          auto* e = b.Unary(Opcode::kExp, b.Binary(Opcode::kSubtract, p[0], b.Broadcast(m, {6, 33}, {0})));
          auto* s = b.Reduce({e}, {b.ScalarConstant(F32, 0)}, {1}, b.ScalarReducer(Opcode::kAdd, F32));
          return b.Binary(Opcode::kDivide, e, b.Broadcast(s, {6, 33}, {0}));
-       }},
+       },
+       {{"row-fusion", 1}}},
+      // Enough rows and nodes for the threads to split the rows.
+      {"softmax_rows_in_parallel", {Shape(F32, {128, 300})},
+       [](Builder& b, auto p) {
+         auto* m = b.Reduce({p[0]}, {b.ScalarConstant(F32, -INFINITY)}, {1}, b.ScalarReducer(Opcode::kMaximum, F32));
+         auto* e = b.Unary(Opcode::kExp, b.Binary(Opcode::kSubtract, p[0], b.Broadcast(m, {128, 300}, {0})));
+         auto* s = b.Reduce({e}, {b.ScalarConstant(F32, 0)}, {1}, b.ScalarReducer(Opcode::kAdd, F32));
+         return b.Binary(Opcode::kDivide, e, b.Broadcast(s, {128, 300}, {0}));
+       },
+       {{"row-fusion", 1}}},
+      // Short rows go several to a block (12 of 40 here, the last block
+      // one row), with a vector added along every row and threads
+      // splitting the blocks.
+      {"softmax_short_rows_in_blocks", {Shape(F32, {301, 40}), Shape(F32, {40})},
+       [](Builder& b, auto p) {
+         auto* x = b.Binary(Opcode::kAdd, p[0], b.Broadcast(p[1], {301, 40}, {1}));
+         auto* m = b.Reduce({x}, {b.ScalarConstant(F32, -INFINITY)}, {1}, b.ScalarReducer(Opcode::kMaximum, F32));
+         auto* e = b.Unary(Opcode::kExp, b.Binary(Opcode::kSubtract, x, b.Broadcast(m, {301, 40}, {0})));
+         auto* s = b.Reduce({e}, {b.ScalarConstant(F32, 0)}, {1}, b.ScalarReducer(Opcode::kAdd, F32));
+         return b.Binary(Opcode::kDivide, e, b.Broadcast(s, {301, 40}, {0}));
+       },
+       {{"row-fusion", 1}}},
+      // A layer norm as the importer writes it (the row values reshaped to
+      // [2, 5, 1] and back, gamma and beta along the rows, rows of 37: not a
+      // multiple of the 16 lanes), also returning the mean: one row fusion
+      // with two outputs.
+      {"layer_norm_rows", {Shape(F32, {2, 5, 37}), Shape(F32, {37}), Shape(F32, {37})},
+       [](Builder& b, auto p) {
+         const std::vector<int64_t> full = {2, 5, 37}, row = {2, 5, 1};
+         auto row_sum = [&](Instruction* x) {
+           return b.Reshape(b.Reduce({x}, {b.ScalarConstant(F32, 0)}, {2}, b.ScalarReducer(Opcode::kAdd, F32)), row);
+         };
+         auto* n = b.Broadcast(b.ScalarConstant(F32, 37), row, {});
+         auto spread = [&](Instruction* r) { return b.Broadcast(b.Reshape(r, {2, 5}), full, {0, 1}); };
+         auto* mean = b.Binary(Opcode::kDivide, row_sum(p[0]), n);
+         auto* d = b.Binary(Opcode::kSubtract, p[0], spread(mean));
+         auto* var = b.Binary(Opcode::kDivide, row_sum(b.Binary(Opcode::kMultiply, d, d)), n);
+         auto* inv = b.Unary(Opcode::kRsqrt, b.Binary(Opcode::kAdd, var, b.Broadcast(b.ScalarConstant(F32, 1e-5), row, {})));
+         auto* y = b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, d, spread(inv)), b.Broadcast(p[1], full, {2}));
+         y = b.Binary(Opcode::kAdd, y, b.Broadcast(p[2], full, {2}));
+         return b.Tuple({y, mean});
+       },
+       {{"row-fusion", 1}}},
+      // Two row reductions with a matrix product between that reads the
+      // first one's result: the second group must not take in the first
+      // (the product depends on it), so they stay two steps with the
+      // product between.
+      {"row_fusions_around_a_product", {Shape(F32, {8, 16}), Shape(F32, {16, 16})},
+       [](Builder& b, auto p) {
+         auto centre = [&](Instruction* x) {
+           auto* s = b.Reduce({x}, {b.ScalarConstant(F32, 0)}, {1}, b.ScalarReducer(Opcode::kAdd, F32));
+           return b.Binary(Opcode::kSubtract, x, b.Broadcast(s, {8, 16}, {0}));
+         };
+         auto* y = centre(b.Unary(Opcode::kTanh, p[0]));
+         auto* z = b.Dot(y, p[1], DotDims(1, 0));
+         return centre(b.Binary(Opcode::kAdd, y, z));
+       },
+       {{"dnnl-matmul", 1}, {"row-fusion", 2}}},
       // A squeeze-and-excitation block: 1x1 convolutions of a pooled
       // vector, one element per feature, so the reshapes after them and
       // biases of the output's shape (computed, or reshaped from a vector)

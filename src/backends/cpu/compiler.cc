@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <utility>
@@ -30,6 +31,7 @@ namespace xonnx::cpu {
 
 using hlo::Instruction;
 using hlo::Opcode;
+using Read = RowFusionSpec::Read;
 
 namespace {
 
@@ -89,6 +91,7 @@ class Compiler {
       exe_->parameter_shapes_.push_back(p->shape());
     }
     if (options_.use_dnnl) PlanEpilogues(c->root());
+    if (options_.fuse_elementwise) PlanRowFusions(c->root());
     if (options_.fuse_elementwise) PlanFusions(c->root());
     if (options_.use_dnnl) PlanDotViews(c->root());
     RETURN_IF_ERROR(AssignBuffers(c->root()));
@@ -299,7 +302,8 @@ class Compiler {
         group = g->second;
       }
       if (joinable && groups_[group].back()->shape().dims != i->shape().dims) joinable = false;
-      if (Fusible(i) && !absorbed_into_.contains(i) && !epilogue_.contains(i)) {
+      if (Fusible(i) && !absorbed_into_.contains(i) && !epilogue_.contains(i) && !row_group_of_.contains(i) &&
+          !row_internal_.contains(i)) {
         if (joinable) {
           groups_[group].push_back(i);
           member_group_[i] = group;
@@ -308,6 +312,7 @@ class Compiler {
           groups_.push_back({i});
         }
       } else if (i->opcode() == Opcode::kBroadcast && i != root && !us.empty() && i->shape().ElementCount() > 0 &&
+                 !row_internal_.contains(i) &&
                  std::all_of(us.begin(), us.end(), [&](Instruction* u) {
                    if (absorbed_into_.contains(u)) return true;
                    auto g = member_group_.find(u);
@@ -328,6 +333,11 @@ class Compiler {
   }
   bool Materialized(Instruction* i) const {
     if (absorbed_broadcast_.contains(i) || unused_.contains(i) || viewed_.contains(i)) return false;
+    if (row_internal_.contains(i)) return false;
+    if (auto rg = row_group_of_.find(i); rg != row_group_of_.end()) {
+      const auto& outs = row_groups_[rg->second].outputs;
+      return std::find(outs.begin(), outs.end(), i) != outs.end();
+    }
     // A conv or dot with an epilogue writes the epilogue's last buffer.
     if (epilogue_.contains(i)) return false;
     if (auto a = absorbed_into_.find(i); a != absorbed_into_.end()) return epilogue_last_.at(a->second) == i;
@@ -446,6 +456,10 @@ class Compiler {
     // Liveness: a use of any alias extends the backing slot's life. A fused
     // member's operands are used by its group's root.
     auto use_point = [&](Instruction* user) -> int64_t {
+      // A row fusion reads its inputs when it runs, at its last member.
+      if (auto rg = row_group_of_.find(user); rg != row_group_of_.end())
+        return pos_.at(row_groups_[rg->second].members.back());
+      if (auto ri = row_internal_.find(user); ri != row_internal_.end()) return ri->second;
       if (auto e = epilogue_last_.find(user); e != epilogue_last_.end()) return pos_.at(e->second);
       if (auto a = absorbed_into_.find(user); a != absorbed_into_.end()) return pos_.at(epilogue_last_.at(a->second));
       auto g = member_group_.find(user);
@@ -587,6 +601,11 @@ class Compiler {
         default:
           break;
       }
+      if (auto rg = row_group_of_.find(i); rg != row_group_of_.end()) {
+        if (row_groups_[rg->second].members.back() == i) RETURN_IF_ERROR(EmitRowFusion(rg->second));
+        continue;
+      }
+      if (row_internal_.contains(i)) continue;
       if (auto a = absorbed_into_.find(i); a != absorbed_into_.end()) {
         if (epilogue_last_.at(a->second) != i) continue;
         RETURN_IF_ERROR(EmitWithEpilogue(a->second, i));
@@ -678,6 +697,285 @@ class Compiler {
     if (!t) return Unimplemented("%s: oneDNN rejected a %s it was planned for", op->name(), conv ? "convolution" : "dot");
     Add(*std::move(t), conv ? "dnnl-conv" : "dnnl-matmul");
     return absl::OkStatus();
+  }
+
+  // A row fusion, emitted at its last member in program order.
+  struct RowGroup {
+    std::vector<Instruction*> members;  // program order
+    std::vector<Instruction*> inputs;   // the values read from outside, in spec order
+    std::vector<Instruction*> outputs;  // members read outside, in spec order
+    std::vector<Instruction*> views;    // the reshapes and broadcasts it reads through
+    RowFusionSpec spec;
+  };
+
+  absl::Status EmitRowFusion(int g) {
+    const RowGroup& group = row_groups_[g];
+    ThunkIo io;
+    for (Instruction* in : group.inputs) {
+      auto l = leaves_.find(in);
+      if (l == leaves_.end() || l->second.empty())
+        return Internal("row fusion at %s reads %s, which no kernel writes", group.members.back()->name(), in->name());
+      io.inputs.push_back(l->second[0]);
+    }
+    for (Instruction* out : group.outputs) io.outputs.push_back(leaves_.at(out).at(0));
+    ASSIGN_OR_RETURN(Thunk t, MakeRowFusionThunk(group.spec, io));
+    Add(std::move(t), "row-fusion");
+    return absl::OkStatus();
+  }
+
+  // Row fusions: a reduce along the last dim of an f32 value of shape
+  // [..., C] starts a group; it grows through operands and users that are
+  // f32 elementwise ops of that shape or with one element per row, and
+  // other such reduces, reading through reshapes and through broadcasts of
+  // a row value, a C-vector or a scalar back along the rows. A layer norm
+  // (two reductions, eight kernels before) or a softmax (two, four) becomes
+  // one kernel that keeps each row in cache. A group is dropped when it
+  // cannot run as one step: a value it reads depends on one it writes, or
+  // it reads a value no kernel writes (one folded into another's epilogue).
+  void PlanRowFusions(Instruction* root) {
+    for (Instruction* seed : order_) {
+      if (row_group_of_.contains(seed) || !RowReduce(seed, nullptr)) continue;
+      const std::vector<int64_t> full = seed->operand(0)->shape().dims;
+      int64_t cols = full.back(), rows = seed->shape().ElementCount();
+      if (cols < 2 || cols > (1 << 16)) continue;
+      std::vector<Instruction*> members = {seed};
+      absl::flat_hash_set<Instruction*> in_group = {seed};
+      int64_t first = pos_.at(seed);
+      for (size_t k = 0; k < members.size(); ++k) {
+        Instruction* m = members[k];
+        // x joins when no value it reads from outside depends on a member
+        // (as the next layer's attention does, between a layer norm and the
+        // residual add after it): the group runs as one step. Values before
+        // the first member cannot; those after it are searched back to it.
+        auto depends_on_group = [&](Instruction* v) {
+          std::vector<Instruction*> stack = {v};
+          absl::flat_hash_set<Instruction*> seen;
+          while (!stack.empty()) {
+            Instruction* y = stack.back();
+            stack.pop_back();
+            if (in_group.contains(y)) return true;
+            if (pos_.at(y) < first || !seen.insert(y).second) continue;
+            for (Instruction* op : y->operands()) stack.push_back(op);
+          }
+          return false;
+        };
+        auto consider = [&](Instruction* x) {
+          if (in_group.contains(x) || !RowMember(x, full, rows)) return;
+          for (Instruction* op : x->operands()) {
+            Instruction* v = ThroughRowViews(op, full, rows).value;
+            if (!in_group.contains(v) && depends_on_group(v)) return;
+          }
+          in_group.insert(x);
+          members.push_back(x);
+          first = std::min(first, pos_.at(x));
+        };
+        for (Instruction* op : m->operands()) consider(ThroughRowViews(op, full, rows).value);
+        std::vector<Instruction*> readers = users_.at(m);
+        for (size_t r = 0; r < readers.size(); ++r) {
+          Instruction* u = readers[r];
+          if (RowView(u, full, rows)) readers.insert(readers.end(), users_.at(u).begin(), users_.at(u).end());
+          else consider(u);
+        }
+      }
+      std::sort(members.begin(), members.end(), [&](Instruction* a, Instruction* b) { return pos_.at(a) < pos_.at(b); });
+      RowGroup group;
+      group.members = members;
+      if (!BuildRowGroup(root, full, rows, in_group, &group)) continue;
+      int g = row_groups_.size();
+      for (Instruction* m : group.members) row_group_of_[m] = g;
+      const int64_t emit = pos_.at(group.members.back());
+      for (Instruction* view : group.views) row_views_[view] = std::max(row_views_[view], emit);
+      row_groups_.push_back(std::move(group));
+    }
+    // A reshape or broadcast that only row fusions read (directly or through
+    // other such views) is never computed: they read what is under it.
+    std::function<bool(Instruction*)> internal = [&](Instruction* view) {
+      if (view == root || !row_views_.contains(view)) return false;
+      for (Instruction* u : users_.at(view))
+        if (!row_group_of_.contains(u) && !internal(u)) return false;
+      return true;
+    };
+    for (const auto& [view, emit] : row_views_)
+      if (internal(view)) row_internal_[view] = emit;
+  }
+
+  // Whether i is a reduce along the last dim of an f32 value (of shape
+  // `full`, when given) with a scalar init and an add, multiply, max or min
+  // reducer.
+  bool RowReduce(const Instruction* i, const std::vector<int64_t>* full) const {
+    if (i->opcode() != Opcode::kReduce || i->operand_count() != 2 || !i->shape().IsArray()) return false;
+    const hlo::Shape& xs = i->operand(0)->shape();
+    if (xs.element_type != hlo::F32 || xs.rank() < 1 || i->dimensions != std::vector<int64_t>{xs.rank() - 1}) return false;
+    if (full && xs.dims != *full) return false;
+    if (i->operand(1)->shape().ElementCount() != 1 || absorbed_into_.contains(i)) return false;
+    std::optional<Opcode> op = eval::MatchScalarBinary(*i->to_apply());
+    return op && (*op == Opcode::kAdd || *op == Opcode::kMultiply || *op == Opcode::kMaximum || *op == Opcode::kMinimum);
+  }
+
+  // Whether i can be a member: a reduce as above, or an f32 elementwise op
+  // of one or two operands, of shape `full` or with `rows` elements, not
+  // already part of an epilogue or another row fusion.
+  bool RowMember(const Instruction* i, const std::vector<int64_t>& full, int64_t rows) const {
+    if (row_group_of_.contains(i) || absorbed_into_.contains(i) || epilogue_.contains(i)) return false;
+    if (RowReduce(i, &full)) return true;
+    if (!Fusible(i) || i->shape().element_type != hlo::F32 || i->operand_count() < 1 || i->operand_count() > 2) return false;
+    for (const Instruction* op : i->operands())
+      if (op->shape().element_type != hlo::F32) return false;
+    return i->shape().dims == full || i->shape().ElementCount() == rows;
+  }
+
+  // A reshape (any) or a broadcast of a row value, a C-vector or a scalar to
+  // the full shape or to one element per row: the ways a row fusion reads
+  // a value other than directly.
+  std::optional<Read> RowBroadcastRead(const Instruction* b, const std::vector<int64_t>& full, int64_t rows) const {
+    if (b->opcode() != Opcode::kBroadcast) return std::nullopt;
+    const hlo::Shape& src = b->operand(0)->shape();
+    if (src.ElementCount() == 1) return Read::kScalar;
+    if (b->shape().dims != full) return std::nullopt;
+    int64_t r = full.size();
+    if (src.rank() == 1 && b->dimensions == std::vector<int64_t>{r - 1} && src.dims[0] == full.back()) return Read::kColumns;
+    std::vector<int64_t> lead(r - 1);
+    for (int64_t d = 0; d < r - 1; ++d) lead[d] = d;
+    if (b->dimensions == lead && src.ElementCount() == rows &&
+        std::equal(src.dims.begin(), src.dims.end(), full.begin(), full.end() - 1))
+      return Read::kRow;
+    return std::nullopt;
+  }
+  bool RowView(const Instruction* i, const std::vector<int64_t>& full, int64_t rows) const {
+    return i->opcode() == Opcode::kReshape || RowBroadcastRead(i, full, rows).has_value();
+  }
+
+  // The value an operand reaches through reshapes and at most one
+  // broadcast, and how the broadcast (if any) reads it.
+  struct ThroughViews {
+    Instruction* value;
+    std::optional<Read> broadcast;
+  };
+  ThroughViews ThroughRowViews(Instruction* x, const std::vector<int64_t>& full, int64_t rows) const {
+    std::optional<Read> b;
+    while (true) {
+      if (x->opcode() == Opcode::kReshape) {
+        x = x->operand(0);
+      } else if (!b && (b = RowBroadcastRead(x, full, rows))) {
+        x = x->operand(0);
+      } else {
+        return {x, b};
+      }
+    }
+  }
+
+  // Resolves the group's operands into its program; false when it cannot
+  // run as one step (see PlanRowFusions).
+  bool BuildRowGroup(Instruction* root, const std::vector<int64_t>& full, int64_t rows,
+                     const absl::flat_hash_set<Instruction*>& in_group, RowGroup* group) {
+    const int64_t cols = full.back();
+    absl::flat_hash_set<Instruction*> views;
+    RowFusionSpec& spec = group->spec;
+    spec.rows = rows;
+    spec.cols = cols;
+    absl::flat_hash_map<const Instruction*, int> node_of, input_of;
+    auto is_full = [&](const Instruction* i) { return i->opcode() != Opcode::kReduce && i->shape().dims == full; };
+    // A value read from outside: written by some kernel (not folded away).
+    auto readable = [&](Instruction* v) {
+      if (v->opcode() == Opcode::kBroadcast || unused_.contains(v) || epilogue_.contains(v)) return false;
+      if (auto a = absorbed_into_.find(v); a != absorbed_into_.end()) return epilogue_last_.at(a->second) == v;
+      return v->shape().IsArray() && v->shape().element_type == hlo::F32;
+    };
+    auto input = [&](Instruction* v) {
+      auto [it, added] = input_of.try_emplace(v, group->inputs.size());
+      if (added) group->inputs.push_back(v);
+      return it->second;
+    };
+    for (Instruction* m : group->members) {
+      RowFusionSpec::Node node;
+      node.instr = m;
+      node.full = is_full(m);
+      if (!node.full && m->shape().ElementCount() != rows) return false;
+      node.reduce = m->opcode() == Opcode::kReduce;
+      if (node.reduce) node.reduce_op = *eval::MatchScalarBinary(*m->to_apply());
+      for (int64_t k = 0; k < m->operand_count(); ++k) {
+        Instruction* x = m->operand(k);
+        RowFusionSpec::Operand o;
+        if (node.reduce && k == 1) {  // the init: one value from outside
+          if (!readable(x) || in_group.contains(x)) return false;
+          o.index = input(x);
+          o.read = Read::kScalar;
+          node.operands.push_back(o);
+          continue;
+        }
+        auto [v, b] = ThroughRowViews(x, full, rows);
+        bool wants_full = node.full || node.reduce;
+        if (in_group.contains(v)) {
+          auto n = node_of.find(v);
+          if (n == node_of.end()) return false;  // read before it is computed
+          o.member = true;
+          o.index = n->second;
+          bool v_full = spec.nodes[n->second].full;
+          if (v_full) {
+            if (b || !wants_full) return false;
+            o.read = Read::kFull;
+          } else {
+            if (b && *b != Read::kRow && !(*b == Read::kScalar && rows == 1)) return false;
+            if (!b && wants_full) return false;
+            o.read = Read::kRow;
+          }
+        } else {
+          if (!readable(v)) return false;
+          int64_t count = v->shape().ElementCount();
+          if (b) {
+            o.read = *b;
+          } else {
+            o.read = wants_full ? Read::kFull : Read::kRow;
+          }
+          int64_t want = o.read == Read::kFull ? rows * cols : o.read == Read::kRow ? rows : o.read == Read::kColumns ? cols : 1;
+          if (count != want) return false;
+          if (!wants_full && o.read != Read::kRow && o.read != Read::kScalar) return false;
+          o.index = input(v);
+        }
+        node.operands.push_back(o);
+        // The reshapes and broadcasts between.
+        for (Instruction* view = x; view != v; view = view->operand(0))
+          if (views.insert(view).second) group->views.push_back(view);
+      }
+      node_of[m] = spec.nodes.size();
+      spec.nodes.push_back(std::move(node));
+    }
+    // A view that something outside the group reads too stays a kernel (or
+    // an alias) of its own; then the member under it is an output.
+    std::function<bool(Instruction*)> internal_view = [&](Instruction* view) {
+      if (view == root || !views.contains(view)) return false;
+      for (Instruction* u : users_.at(view))
+        if (!in_group.contains(u) && !internal_view(u)) return false;
+      return true;
+    };
+    // Outputs: members read by anything outside (directly or through a view
+    // that stays), which must all run after the group's last member.
+    const int64_t emit = pos_.at(group->members.back());
+    for (Instruction* m : group->members) {
+      bool output = m == root;
+      std::vector<Instruction*> readers = users_.at(m);
+      for (size_t r = 0; r < readers.size(); ++r) {
+        Instruction* u = readers[r];
+        if (in_group.contains(u) || internal_view(u)) continue;
+        output = true;
+        if (pos_.at(u) <= emit && u->opcode() != Opcode::kReshape) return false;
+        if (u->opcode() == Opcode::kReshape) readers.insert(readers.end(), users_.at(u).begin(), users_.at(u).end());
+      }
+      if (output) {
+        spec.outputs.push_back(node_of.at(m));
+        group->outputs.push_back(m);
+      }
+    }
+    // The inputs must not depend on the group: each is defined before the
+    // group's first member reads it, and none is computed from a member
+    // (checked through the outputs' readers above: a value computed from a
+    // member would be such a reader positioned before the last member).
+    spec.inputs = group->inputs.size();
+    // Scratch per thread, a row per full node: keep it within the caches.
+    int64_t full_nodes = 0;
+    for (const auto& n : spec.nodes) full_nodes += n.full;
+    if ((full_nodes + 2) * cols > (1 << 20)) return false;
+    return full_nodes > 0;
   }
 
   absl::Status EmitFusion(Instruction* root) {
@@ -891,6 +1189,12 @@ class Compiler {
   absl::flat_hash_map<const Instruction*, int> member_group_;
   absl::flat_hash_set<const Instruction*> absorbed_broadcast_;
   absl::flat_hash_set<const Instruction*> unused_;
+  // Row fusions, their members' groups, and the reshapes and broadcasts only
+  // row fusions read.
+  std::vector<RowGroup> row_groups_;
+  absl::flat_hash_map<const Instruction*, int> row_group_of_;
+  absl::flat_hash_map<Instruction*, int64_t> row_views_;            // view -> last emit position reading it
+  absl::flat_hash_map<const Instruction*, int64_t> row_internal_;  // view only row fusions read -> that position
   absl::flat_hash_map<const Instruction*, Epilogue> epilogue_;          // conv or dot -> its epilogue
   absl::flat_hash_map<const Instruction*, Instruction*> epilogue_last_;  // conv or dot -> last absorbed op
   absl::flat_hash_map<const Instruction*, Instruction*> absorbed_into_;  // absorbed op -> its conv or dot

@@ -27,6 +27,42 @@ struct FusionSpec {
 // Builds the fused loop thunk; input i of the spec reads buffer io.inputs[i].
 absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io);
 
+// A row fusion (a layer norm, a softmax): values of one shape [..., cols]
+// ("full"; `rows` is the product of the other dims) and values with one
+// element per row, made by reductions along the last dim and elementwise
+// work on them, read back along the rows through broadcasts. Computed a
+// block of rows at a time (one row, or as many short rows as make about 512
+// elements), every node over the block before the next, so that a row's
+// intermediate values stay in cache; the compiler resolves the reshapes and
+// broadcasts into how each operand is read.
+struct RowFusionSpec {
+  enum class Read {
+    kFull,     // a full value's row
+    kRow,      // a row value, spread along the row when a full node reads it
+    kColumns,  // a vector of `cols` values, the same for every row (input only)
+    kScalar,   // one value (input only)
+  };
+  struct Operand {
+    bool member = false;  // a node of this fusion, else input `index`
+    int index = 0;
+    Read read = Read::kFull;
+  };
+  struct Node {
+    const hlo::Instruction* instr = nullptr;  // elementwise, or a reduce along the last dim
+    bool full = false;                        // a full value, else a row value
+    bool reduce = false;                      // operands: the full value, then the scalar init input
+    hlo::Opcode reduce_op = hlo::Opcode::kAdd;
+    std::vector<Operand> operands;
+  };
+  int64_t rows = 0, cols = 0;
+  std::vector<Node> nodes;  // operand first
+  size_t inputs = 0;        // io.inputs, in Operand::index order
+  std::vector<int> outputs;  // the nodes io.outputs receive, in order
+};
+
+// Builds the row fusion thunk.
+absl::StatusOr<Thunk> MakeRowFusionThunk(const RowFusionSpec& spec, const ThunkIo& io);
+
 // Work folded into a convolution or a matrix product as oneDNN bias and
 // post-ops: y = act(op + bias + residual).
 struct Epilogue {

@@ -1,0 +1,218 @@
+// The row fusion thunk: a layer norm or softmax (reductions along the last
+// dim, the elementwise work around them and the broadcasts of their results
+// back along it) computed one row at a time, a row's intermediate values in
+// the thread's cache, in one pass of the threads over the rows.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "backends/cpu/thunks.h"
+#include "backends/cpu/vector_math.h"
+#include "base/status.h"
+#include "evaluator/scalar_ops.h"
+
+namespace xonnx::cpu {
+
+namespace {
+
+using hlo::Opcode;
+using Read = RowFusionSpec::Read;
+
+constexpr int kLanes = 16;
+
+template <Opcode kOp>
+[[gnu::always_inline]] inline float Combine(float a, float b) {
+  if constexpr (kOp == Opcode::kAdd) return a + b;
+  if constexpr (kOp == Opcode::kMultiply) return a * b;
+  // HLO's max and min return a NaN operand. Written with `&` and selects so
+  // that the loop vectorizes.
+  float r;
+  if constexpr (kOp == Opcode::kMaximum) r = a > b ? a : b;
+  else r = a < b ? a : b;
+  return a != a ? a : b != b ? b : r;
+}
+
+// The reduction of x[0..n) into init with 16 lanes that meet at the end, so
+// that the loop vectorizes.
+template <Opcode kOp>
+float ReduceLanes(float init, const float* x, int64_t n) {
+  int64_t j = 0;
+  if (n >= kLanes) {
+    float lane[kLanes];
+    for (int k = 0; k < kLanes; ++k) lane[k] = x[k];
+    for (j = kLanes; j + kLanes <= n; j += kLanes)
+      for (int k = 0; k < kLanes; ++k) lane[k] = Combine<kOp>(lane[k], x[j + k]);
+    for (int w = kLanes / 2; w > 0; w /= 2)
+      for (int k = 0; k < w; ++k) lane[k] = Combine<kOp>(lane[k], lane[k + w]);
+    init = Combine<kOp>(init, lane[0]);
+  }
+  for (; j < n; ++j) init = Combine<kOp>(init, x[j]);
+  return init;
+}
+
+float ReduceRow(Opcode op, float init, const float* x, int64_t n) {
+  switch (op) {
+    case Opcode::kAdd: return ReduceLanes<Opcode::kAdd>(init, x, n);
+    case Opcode::kMultiply: return ReduceLanes<Opcode::kMultiply>(init, x, n);
+    case Opcode::kMaximum: return ReduceLanes<Opcode::kMaximum>(init, x, n);
+    default: return ReduceLanes<Opcode::kMinimum>(init, x, n);
+  }
+}
+
+// y = op(a[, b]) over n floats, with the vectorized kernels where there are;
+// false for an op not defined on floats (the planner admits only f32
+// elementwise ops, so none in practice).
+bool ApplyF32(const hlo::Instruction& in, const float* a, const float* b, float* y, int64_t n) {
+  switch (in.opcode()) {
+    case Opcode::kExp: ExpF32(a, y, n); return true;
+    case Opcode::kLogistic: LogisticF32(a, y, n); return true;
+    case Opcode::kAdd: ArithF32(Arith::kAdd, a, b, y, n); return true;
+    case Opcode::kSubtract: ArithF32(Arith::kSubtract, a, b, y, n); return true;
+    case Opcode::kMultiply: ArithF32(Arith::kMultiply, a, b, y, n); return true;
+    case Opcode::kDivide: ArithF32(Arith::kDivide, a, b, y, n); return true;
+    case Opcode::kMaximum: ArithF32(Arith::kMaximum, a, b, y, n); return true;
+    case Opcode::kMinimum: ArithF32(Arith::kMinimum, a, b, y, n); return true;
+    default: break;
+  }
+  return b ? eval::BinaryKernel<float>(in.opcode(), a, b, y, n) : eval::UnaryKernel<float>(in.opcode(), a, y, n);
+}
+
+}  // namespace
+
+absl::StatusOr<Thunk> MakeRowFusionThunk(const RowFusionSpec& spec, const ThunkIo& io) {
+  if (io.inputs.size() != spec.inputs || io.outputs.size() != spec.outputs.size())
+    return Internal("row fusion: %d inputs and %d outputs planned, %d and %d buffers", spec.inputs,
+                    spec.outputs.size(), io.inputs.size(), io.outputs.size());
+  struct Plan {
+    RowFusionSpec spec;
+    // Rows per block: short rows (a softmax over 64 keys) go several at a
+    // time, so that each node's kernel call covers about kBlock elements;
+    // consecutive rows of a full value are contiguous.
+    int64_t block_rows = 1;
+    std::vector<int64_t> full_slot, output_of;
+    int64_t full_slots = 0;
+    std::vector<int> column_inputs;  // inputs read as kColumns
+  };
+  constexpr int64_t kBlock = 512;
+  auto plan = std::make_shared<Plan>();
+  plan->spec = spec;
+  const int64_t rows = spec.rows, cols = spec.cols;
+  plan->block_rows = std::clamp<int64_t>(kBlock / cols, 1, rows);
+  plan->full_slot.assign(spec.nodes.size(), -1);
+  plan->output_of.assign(spec.nodes.size(), -1);
+  for (size_t n = 0; n < spec.nodes.size(); ++n)
+    if (spec.nodes[n].full) plan->full_slot[n] = plan->full_slots++;
+  for (size_t k = 0; k < spec.outputs.size(); ++k) plan->output_of[spec.outputs[k]] = k;
+  std::vector<bool> is_column(spec.inputs, false);
+  for (const auto& node : spec.nodes)
+    for (const auto& o : node.operands)
+      if (o.read == Read::kColumns && !o.member && !is_column[o.index]) {
+        is_column[o.index] = true;
+        plan->column_inputs.push_back(o.index);
+      }
+  std::vector<BufferRef> ins = io.inputs, outs = io.outputs;
+  Thunk t;
+  t.name = spec.nodes.back().instr->name();
+  t.run = [plan, ins, outs](Frame& f) -> absl::Status {
+    const Plan& pl = *plan;
+    const RowFusionSpec& p = pl.spec;
+    const int64_t rows = p.rows, cols = p.cols, kb = pl.block_rows, span = kb * cols;
+    const int64_t blocks = (rows + kb - 1) / kb;
+    const size_t nodes = p.nodes.size();
+    absl::InlinedVector<const float*, 16> in_ptr;
+    for (const BufferRef& r : ins) in_ptr.push_back(static_cast<const float*>(f.Ptr(r)));
+    absl::InlinedVector<float*, 4> out_ptr;
+    for (const BufferRef& r : outs) out_ptr.push_back(static_cast<float*>(f.Ptr(r)));
+    absl::Status status;
+    // One fork and join for the whole normalization; blocks of rows are
+    // independent.
+#pragma omp parallel if (blocks > 1 && rows * cols * static_cast<int64_t>(nodes) >= (1 << 15))
+    {
+      // Per thread, kept between calls: a block for each full node, two
+      // for operands spread along rows, one per column vector repeated
+      // over the block's rows, and the row values.
+      thread_local std::vector<float> scratch;
+      thread_local std::vector<const float*> full_ptr;
+      const size_t columns = pl.column_inputs.size();
+      const size_t want = (pl.full_slots + 2 + columns) * span + (nodes + 2) * kb;
+      if (scratch.size() < want) scratch.resize(want);
+      if (full_ptr.size() < nodes + in_ptr.size()) full_ptr.resize(nodes + in_ptr.size());
+      // Plain pointers: each use of a thread_local in a shared library is a
+      // call to find it.
+      float* const slot_base = scratch.data();
+      float* const splat_base = slot_base + pl.full_slots * span;
+      float* const column_base = splat_base + 2 * span;
+      float* const rv = column_base + columns * span;     // nodes x kb row values
+      float* const small = rv + nodes * kb;                // 2 x kb spread scalars
+      const float** const fp = full_ptr.data();
+      const float** const column_ptr = fp + nodes;         // by input index
+      for (size_t c = 0; c < columns; ++c) {
+        int idx = pl.column_inputs[c];
+        float* dst = column_base + c * span;
+        for (int64_t r = 0; r < kb; ++r) std::memcpy(dst + r * cols, in_ptr[idx], cols * sizeof(float));
+        column_ptr[idx] = dst;
+      }
+      bool ok = true;
+#pragma omp for schedule(static)
+      for (int64_t b = 0; b < blocks; ++b) {
+        if (!ok) continue;
+        const int64_t i0 = b * kb, nk = std::min(kb, rows - i0), len = nk * cols;
+        for (size_t n = 0; n < nodes && ok; ++n) {
+          const RowFusionSpec::Node& node = p.nodes[n];
+          const bool wide = node.full || node.reduce;  // reads full operands
+          const float* arg[2] = {nullptr, nullptr};
+          const size_t operand_count = node.reduce ? 1 : node.operands.size();
+          for (size_t k = 0; k < operand_count; ++k) {
+            const RowFusionSpec::Operand& o = node.operands[k];
+            switch (o.read) {
+              case Read::kFull:
+                arg[k] = o.member ? fp[o.index] : in_ptr[o.index] + i0 * cols;
+                break;
+              case Read::kColumns:
+                arg[k] = column_ptr[o.index];
+                break;
+              case Read::kRow: {
+                const float* v = o.member ? rv + o.index * kb : in_ptr[o.index] + i0;
+                if (wide) {
+                  float* s = splat_base + k * span;
+                  for (int64_t r = 0; r < nk; ++r) std::fill(s + r * cols, s + (r + 1) * cols, v[r]);
+                  arg[k] = s;
+                } else {
+                  arg[k] = v;
+                }
+                break;
+              }
+              case Read::kScalar: {
+                float* s = wide ? splat_base + k * span : small + k * kb;
+                std::fill(s, s + (wide ? len : nk), in_ptr[o.index][0]);
+                arg[k] = s;
+                break;
+              }
+            }
+          }
+          if (node.reduce) {
+            const float init = in_ptr[node.operands[1].index][0];
+            for (int64_t r = 0; r < nk; ++r) rv[n * kb + r] = ReduceRow(node.reduce_op, init, arg[0] + r * cols, cols);
+          } else if (node.full) {
+            float* y = pl.output_of[n] >= 0 ? out_ptr[pl.output_of[n]] + i0 * cols : slot_base + pl.full_slot[n] * span;
+            ok = ApplyF32(*node.instr, arg[0], operand_count > 1 ? arg[1] : nullptr, y, len);
+            fp[n] = y;
+          } else {
+            ok = ApplyF32(*node.instr, arg[0], operand_count > 1 ? arg[1] : nullptr, rv + n * kb, nk);
+          }
+          if (ok && !node.full && pl.output_of[n] >= 0)
+            std::memcpy(out_ptr[pl.output_of[n]] + i0, rv + n * kb, nk * sizeof(float));
+        }
+      }
+      if (!ok) {
+#pragma omp critical
+        status = Unimplemented("row fusion: an op is not defined for f32");
+      }
+    }
+    return status;
+  };
+  return t;
+}
+
+}  // namespace xonnx::cpu
