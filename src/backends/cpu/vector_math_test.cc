@@ -43,7 +43,7 @@ INSTANTIATE_TEST_SUITE_P(Builds, VectorMath, ::testing::ValuesIn(internal::Build
 
 // The entry points run the last build.
 TEST(VectorMathDispatch, EntryPointsRunTheWidestBuild) {
-  const internal::Build& widest = internal::Builds().back();
+  const internal::Build widest = internal::Builds().back();
   std::vector<float> x;
   for (float v = -30.0f; v <= 30.0f; v += 0.173f) x.push_back(v);
   std::vector<float> got(x.size()), want(x.size());
