@@ -109,6 +109,12 @@ void Collapse(const std::vector<int64_t>& dims, int64_t a, int64_t b, int64_t* o
 
 }  // namespace
 
+float ReduceContiguousF32(Opcode op, float init, const float* x, int64_t n) {
+  float result = init;
+  DispatchReducer(op, [&](auto r) { result = ReduceContiguous(r, init, x, n); });
+  return result;
+}
+
 std::optional<Thunk> MakeFastReduceThunk(const Instruction& in, const ThunkIo& io) {
   if (in.operand_count() != 2 || !in.shape().IsArray()) return std::nullopt;
   const hlo::Shape& xs = in.operand(0)->shape();

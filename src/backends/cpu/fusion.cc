@@ -161,30 +161,12 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
     default:
       break;
   }
-  // Softmax's exp and sigmoid: vectorized instead of a call per element.
-  if (t0 == hlo::F32 && in.opcode() == Opcode::kExp) {
-    ExpF32(static_cast<const float*>(arg(0)), reinterpret_cast<float*>(dst), len);
+  if (t0 == hlo::F32 && node.type == hlo::F32 && node.operands.size() <= 2) {
+    if (!ElementwiseF32(in, static_cast<const float*>(arg(0)),
+                        node.operands.size() == 2 ? static_cast<const float*>(arg(1)) : nullptr,
+                        reinterpret_cast<float*>(dst), len))
+      st = Unimplemented("%s is not defined for f32", hlo::OpcodeName(in.opcode()));
     return dst;
-  }
-  if (t0 == hlo::F32 && in.opcode() == Opcode::kLogistic) {
-    LogisticF32(static_cast<const float*>(arg(0)), reinterpret_cast<float*>(dst), len);
-    return dst;
-  }
-  if (t0 == hlo::F32 && node.operands.size() == 2) {
-    std::optional<Arith> op;
-    switch (in.opcode()) {
-      case Opcode::kAdd: op = Arith::kAdd; break;
-      case Opcode::kSubtract: op = Arith::kSubtract; break;
-      case Opcode::kMultiply: op = Arith::kMultiply; break;
-      case Opcode::kDivide: op = Arith::kDivide; break;
-      case Opcode::kMaximum: op = Arith::kMaximum; break;
-      case Opcode::kMinimum: op = Arith::kMinimum; break;
-      default: break;
-    }
-    if (op) {
-      ArithF32(*op, static_cast<const float*>(arg(0)), static_cast<const float*>(arg(1)), reinterpret_cast<float*>(dst), len);
-      return dst;
-    }
   }
   bool ok = hlo::TypeSwitch(t0, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -197,6 +179,34 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
 }
 
 }  // namespace
+
+bool ElementwiseF32(const hlo::Instruction& in, const float* a, const float* b, float* y, int64_t n) {
+  // Softmax's exp, sigmoid and the arithmetic: vectorized instead of a call
+  // per element.
+  switch (in.opcode()) {
+    case Opcode::kExp: ExpF32(a, y, n); return true;
+    case Opcode::kLogistic: LogisticF32(a, y, n); return true;
+    default: break;
+  }
+  if (b) {
+    std::optional<Arith> op;
+    switch (in.opcode()) {
+      case Opcode::kAdd: op = Arith::kAdd; break;
+      case Opcode::kSubtract: op = Arith::kSubtract; break;
+      case Opcode::kMultiply: op = Arith::kMultiply; break;
+      case Opcode::kDivide: op = Arith::kDivide; break;
+      case Opcode::kMaximum: op = Arith::kMaximum; break;
+      case Opcode::kMinimum: op = Arith::kMinimum; break;
+      default: break;
+    }
+    if (op) {
+      ArithF32(*op, a, b, y, n);
+      return true;
+    }
+    return eval::BinaryKernel<float>(in.opcode(), a, b, y, n);
+  }
+  return eval::UnaryKernel<float>(in.opcode(), a, y, n);
+}
 
 absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io) {
   auto p = std::make_shared<Program>();

@@ -1,84 +1,19 @@
 // The row fusion thunk: a layer norm or softmax (reductions along the last
 // dim, the elementwise work around them and the broadcasts of their results
-// back along it) computed one row at a time, a row's intermediate values in
-// the thread's cache, in one pass of the threads over the rows.
+// back along it) computed a block of rows at a time, a row's intermediate
+// values in the thread's cache, in one pass of the threads over the rows.
+// The kernels are the fused loops' and the reduce thunk's.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "backends/cpu/thunks.h"
-#include "backends/cpu/vector_math.h"
 #include "base/status.h"
-#include "evaluator/scalar_ops.h"
 
 namespace xonnx::cpu {
 
-namespace {
-
-using hlo::Opcode;
 using Read = RowFusionSpec::Read;
-
-constexpr int kLanes = 16;
-
-template <Opcode kOp>
-[[gnu::always_inline]] inline float Combine(float a, float b) {
-  if constexpr (kOp == Opcode::kAdd) return a + b;
-  if constexpr (kOp == Opcode::kMultiply) return a * b;
-  // HLO's max and min return a NaN operand. Written with `&` and selects so
-  // that the loop vectorizes.
-  float r;
-  if constexpr (kOp == Opcode::kMaximum) r = a > b ? a : b;
-  else r = a < b ? a : b;
-  return a != a ? a : b != b ? b : r;
-}
-
-// The reduction of x[0..n) into init with 16 lanes that meet at the end, so
-// that the loop vectorizes.
-template <Opcode kOp>
-float ReduceLanes(float init, const float* x, int64_t n) {
-  int64_t j = 0;
-  if (n >= kLanes) {
-    float lane[kLanes];
-    for (int k = 0; k < kLanes; ++k) lane[k] = x[k];
-    for (j = kLanes; j + kLanes <= n; j += kLanes)
-      for (int k = 0; k < kLanes; ++k) lane[k] = Combine<kOp>(lane[k], x[j + k]);
-    for (int w = kLanes / 2; w > 0; w /= 2)
-      for (int k = 0; k < w; ++k) lane[k] = Combine<kOp>(lane[k], lane[k + w]);
-    init = Combine<kOp>(init, lane[0]);
-  }
-  for (; j < n; ++j) init = Combine<kOp>(init, x[j]);
-  return init;
-}
-
-float ReduceRow(Opcode op, float init, const float* x, int64_t n) {
-  switch (op) {
-    case Opcode::kAdd: return ReduceLanes<Opcode::kAdd>(init, x, n);
-    case Opcode::kMultiply: return ReduceLanes<Opcode::kMultiply>(init, x, n);
-    case Opcode::kMaximum: return ReduceLanes<Opcode::kMaximum>(init, x, n);
-    default: return ReduceLanes<Opcode::kMinimum>(init, x, n);
-  }
-}
-
-// y = op(a[, b]) over n floats, with the vectorized kernels where there are;
-// false for an op not defined on floats (the planner admits only f32
-// elementwise ops, so none in practice).
-bool ApplyF32(const hlo::Instruction& in, const float* a, const float* b, float* y, int64_t n) {
-  switch (in.opcode()) {
-    case Opcode::kExp: ExpF32(a, y, n); return true;
-    case Opcode::kLogistic: LogisticF32(a, y, n); return true;
-    case Opcode::kAdd: ArithF32(Arith::kAdd, a, b, y, n); return true;
-    case Opcode::kSubtract: ArithF32(Arith::kSubtract, a, b, y, n); return true;
-    case Opcode::kMultiply: ArithF32(Arith::kMultiply, a, b, y, n); return true;
-    case Opcode::kDivide: ArithF32(Arith::kDivide, a, b, y, n); return true;
-    case Opcode::kMaximum: ArithF32(Arith::kMaximum, a, b, y, n); return true;
-    case Opcode::kMinimum: ArithF32(Arith::kMinimum, a, b, y, n); return true;
-    default: break;
-  }
-  return b ? eval::BinaryKernel<float>(in.opcode(), a, b, y, n) : eval::UnaryKernel<float>(in.opcode(), a, y, n);
-}
-
-}  // namespace
 
 absl::StatusOr<Thunk> MakeRowFusionThunk(const RowFusionSpec& spec, const ThunkIo& io) {
   if (io.inputs.size() != spec.inputs || io.outputs.size() != spec.outputs.size())
@@ -193,13 +128,13 @@ absl::StatusOr<Thunk> MakeRowFusionThunk(const RowFusionSpec& spec, const ThunkI
           }
           if (node.reduce) {
             const float init = in_ptr[node.operands[1].index][0];
-            for (int64_t r = 0; r < nk; ++r) rv[n * kb + r] = ReduceRow(node.reduce_op, init, arg[0] + r * cols, cols);
+            for (int64_t r = 0; r < nk; ++r) rv[n * kb + r] = ReduceContiguousF32(node.reduce_op, init, arg[0] + r * cols, cols);
           } else if (node.full) {
             float* y = pl.output_of[n] >= 0 ? out_ptr[pl.output_of[n]] + i0 * cols : slot_base + pl.full_slot[n] * span;
-            ok = ApplyF32(*node.instr, arg[0], operand_count > 1 ? arg[1] : nullptr, y, len);
+            ok = ElementwiseF32(*node.instr, arg[0], operand_count > 1 ? arg[1] : nullptr, y, len);
             fp[n] = y;
           } else {
-            ok = ApplyF32(*node.instr, arg[0], operand_count > 1 ? arg[1] : nullptr, rv + n * kb, nk);
+            ok = ElementwiseF32(*node.instr, arg[0], operand_count > 1 ? arg[1] : nullptr, rv + n * kb, nk);
           }
           if (ok && !node.full && pl.output_of[n] >= 0)
             std::memcpy(out_ptr[pl.output_of[n]] + i0, rv + n * kb, nk * sizeof(float));

@@ -63,6 +63,16 @@ struct RowFusionSpec {
 // Builds the row fusion thunk.
 absl::StatusOr<Thunk> MakeRowFusionThunk(const RowFusionSpec& spec, const ThunkIo& io);
 
+// The reduction of x[0..n) into init by add, multiply, maximum or minimum,
+// as the reduce thunk computes a row (16 lanes that meet at the end; max
+// and min pass a NaN on).
+float ReduceContiguousF32(hlo::Opcode op, float init, const float* x, int64_t n);
+
+// y = op(a[, b]) over n floats for an f32 elementwise instruction of one or
+// two operands, the fused loops' kernels (vectorized exp, logistic and
+// arithmetic); false where the op is not defined on floats. y may be a or b.
+bool ElementwiseF32(const hlo::Instruction& in, const float* a, const float* b, float* y, int64_t n);
+
 // Work folded into a convolution or a matrix product as oneDNN bias and
 // post-ops: y = act(op + bias + residual).
 struct Epilogue {
