@@ -356,14 +356,18 @@ std::vector<Case> Cases() {
        {{"dnnl-conv", 2}, {"fusion", 2}, {"reduce", 1}}},
       // Leading dims reduced (a global pool in channels-last order): column
       // blocks with a narrow tail, and rows split into parts of odd length.
-      {"reduce_leading_dims", {Shape(F32, {1, 40, 40, 20}), Shape(F32, {131, 3, 21}), Shape(F32, {2, 9, 11, 37})},
+      {"reduce_leading_dims", {Shape(F32, {1, 40, 40, 20}), Shape(F32, {131, 3, 21}), Shape(F32, {2, 9, 11, 37}),
+                               Shape(F32, {1, 30, 30, 150})},
        [](Builder& b, auto p) {
          auto* sum = b.Reduce({p[0]}, {b.ScalarConstant(F32, 0)}, {1, 2}, b.ScalarReducer(Opcode::kAdd, F32));
          auto* mx = b.Reduce({p[1]}, {b.ScalarConstant(F32, -INFINITY)}, {0, 1}, b.ScalarReducer(Opcode::kMaximum, F32));
          auto* two = b.Reduce({p[2]}, {b.ScalarConstant(F32, 1)}, {1, 2}, b.ScalarReducer(Opcode::kAdd, F32));
-         return b.Tuple({sum, mx, two});
+         // Wider than one pass takes: 16-column blocks with a 6-column
+         // tail, rows in parts; the 37-wide one above goes in one pass.
+         auto* wide = b.Reduce({p[3]}, {b.ScalarConstant(F32, 0)}, {1, 2}, b.ScalarReducer(Opcode::kAdd, F32));
+         return b.Tuple({sum, mx, two, wide});
        },
-       {{"reduce", 3}}},
+       {{"reduce", 4}}},
       // Channels-first to channels-last (a 2-D transpose per batch once
       // dims are merged) and a plain 2-D one, neither a multiple of a tile.
       {"transposes_in_tiles", {Shape(F32, {2, 5, 9, 70}), Shape(F32, {100, 33})},

@@ -46,6 +46,12 @@ void DispatchReducer(Opcode op, F&& f) {
 // overlap instead, then meet pairwise. The order of a float sum changes, as
 // XLA allows for reduce; a NaN still reaches the result through max/min.
 constexpr int64_t kLanes = 16;
+// At most this many columns (a row of up to 64 channels) are summed by one
+// work item of a leading-dims reduce in one pass over its rows, so that
+// each row is read once, whole, instead of once per 16-column block. Wider
+// rows go 16 columns at a time: 64-wide items measured slower there (144
+// to 1152 channels, EfficientNet's pools at batch 64).
+constexpr int64_t kColumns = 64;
 
 template <typename R, typename T>
 T ReduceContiguous(R r, T init, const T* x, int64_t n) {
@@ -66,12 +72,12 @@ T ReduceContiguous(R r, T init, const T* x, int64_t n) {
 }
 
 // acc[j] = the reduction of src[m * stride + j] over rows m in [m0, m1)
-// (m1 > m0), for j < width <= kLanes. Rows alternate between two sets of
+// (m1 > m0), for j < width <= kColumns. Rows alternate between two sets of
 // accumulators, so consecutive rows do not wait on each other's adds.
 template <typename R, typename T>
 [[gnu::always_inline]] inline void ReduceColumns(R r, const T* src, int64_t stride, int64_t m0, int64_t m1,
                                                  int64_t width, T* acc) {
-  T odd[kLanes];
+  T odd[kColumns];
   for (int64_t j = 0; j < width; ++j) acc[j] = src[m0 * stride + j];
   int64_t m = m0 + 1;
   if (m == m1) return;
@@ -147,14 +153,15 @@ std::optional<Thunk> MakeFastReduceThunk(const Instruction& in, const ThunkIo& i
       return;
     }
     // Reducing leading dims (a global pool in channels-last order): work
-    // items are (part of the rows, outer index, block of kLanes columns), so
+    // items are (part of the rows, outer index, block of columns), so
     // that one outer row (batch 1) still spreads over the threads. The part
     // varies slowest: a thread's consecutive items read the same rows, and
     // two threads read different rows rather than halves of the same cache
     // lines (a 32-channel pool read every line on both threads). The parts
     // depend on the shape alone and meet in order: the same result on any
     // number of threads.
-    int64_t col_blocks = (inner + kLanes - 1) / kLanes;
+    const int64_t block = inner <= kColumns ? inner : kLanes;  // columns per item
+    int64_t col_blocks = (inner + block - 1) / block;
     int64_t parts = std::clamp<int64_t>(8 / (outer * col_blocks), 1, std::max<int64_t>(1, mid / 64));
     t.run = [=](Frame& f) -> absl::Status {
       const T* X = static_cast<const T*>(f.Ptr(x));
@@ -165,11 +172,14 @@ std::optional<Thunk> MakeFastReduceThunk(const Instruction& in, const ThunkIo& i
 #pragma omp parallel for if (outer * mid * inner > 65536) schedule(static)
       for (int64_t item = 0; item < outer * col_blocks * parts; ++item) {
         int64_t cb = item % col_blocks, o = item / col_blocks % outer, part = item / col_blocks / outer;
-        int64_t c0 = cb * kLanes, width = std::min(kLanes, inner - c0);
+        int64_t c0 = cb * block, width = std::min(block, inner - c0);
         int64_t m0 = part * rows_per_part, m1 = std::min(mid, m0 + rows_per_part);
         const T* src = X + o * mid * inner + c0;
-        T acc[kLanes];
+        T acc[kColumns];
+        // Constant widths for the common channel counts, so the loops unroll.
         if (width == kLanes) ReduceColumns(r, src, inner, m0, m1, kLanes, acc);
+        else if (width == 32) ReduceColumns(r, src, inner, m0, m1, 32, acc);
+        else if (width == kColumns) ReduceColumns(r, src, inner, m0, m1, kColumns, acc);
         else ReduceColumns(r, src, inner, m0, m1, width, acc);
         if (parts == 1) {
           for (int64_t j = 0; j < width; ++j) O[o * inner + c0 + j] = r.Apply(v0, acc[j]);
