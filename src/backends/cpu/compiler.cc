@@ -10,7 +10,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iostream>
 #include <map>
 #include <utility>
@@ -116,6 +115,15 @@ class Compiler {
     return i->literal->GetAsDouble(0);
   }
 
+  // Whether the epilogues planned so far leave i's value in a buffer: not
+  // a conv or dot whose epilogue writes its result, nor an op folded into
+  // one before its last.
+  bool KeptByEpilogues(const Instruction* i) const {
+    if (epilogue_.contains(i)) return false;
+    auto a = absorbed_into_.find(i);
+    return a == absorbed_into_.end() || epilogue_last_.at(a->second) == i;
+  }
+
   // conv -> add(per-channel bias) -> add(residual) -> relu | clamp | swish | sigmoid
   // becomes one oneDNN convolution with bias and post-ops, and likewise a
   // dot with a per-column bias (ONNX MatMul + Add, Gemm) becomes one oneDNN
@@ -139,12 +147,6 @@ class Compiler {
       auto single_user = [&](Instruction* i) -> Instruction* {
         const auto& us = users_.at(i);
         return us.size() == 1 && i != root && !absorbed_into_.contains(us[0]) ? us[0] : nullptr;
-      };
-      // A value another epilogue consumes internally is never materialized.
-      auto available = [&](Instruction* i) {
-        if (epilogue_.contains(i)) return false;
-        auto a = absorbed_into_.find(i);
-        return a == absorbed_into_.end() || epilogue_last_.at(a->second) == i;
       };
       std::vector<Instruction*> absorbed;
       Instruction* last = c;
@@ -174,7 +176,7 @@ class Compiler {
             other->dimensions == std::vector<int64_t>{feature}) {
           e.bias = other->operand(0);
         } else if (other != last && one_per_feature && other->opcode() != Opcode::kBroadcast &&
-                   other->shape().Compatible(value->shape()) && available(other)) {
+                   other->shape().Compatible(value->shape()) && KeptByEpilogues(other)) {
           e.bias = other;
         }
         if (e.bias) {
@@ -186,7 +188,7 @@ class Compiler {
       if (Instruction* add = single_user(last); add && add->opcode() == Opcode::kAdd) {
         Instruction* other = add->operand(0) == last ? add->operand(1) : add->operand(0);
         if (other != last && other->opcode() != Opcode::kBroadcast && other->shape().Compatible(last->shape()) &&
-            available(other) && other->opcode() != Opcode::kConvolution) {
+            KeptByEpilogues(other) && other->opcode() != Opcode::kConvolution) {
           e.residual = other;
           last = add;
           absorbed.push_back(add);
@@ -789,14 +791,21 @@ class Compiler {
     }
     // A reshape or broadcast that only row fusions read (directly or through
     // other such views) is never computed: they read what is under it.
-    std::function<bool(Instruction*)> internal = [&](Instruction* view) {
-      if (view == root || !row_views_.contains(view)) return false;
-      for (Instruction* u : users_.at(view))
-        if (!row_group_of_.contains(u) && !internal(u)) return false;
-      return true;
-    };
     for (const auto& [view, emit] : row_views_)
-      if (internal(view)) row_internal_[view] = emit;
+      if (OnlyReadThroughViews(
+              view, root, [&](Instruction* v) { return row_views_.contains(v); },
+              [&](Instruction* u) { return row_group_of_.contains(u); }))
+        row_internal_[view] = emit;
+  }
+
+  // Whether `view` (not the root) is read only by `reader`s, directly or
+  // through other views (`is_view`) read the same way.
+  template <typename IsView, typename IsReader>
+  bool OnlyReadThroughViews(Instruction* view, Instruction* root, const IsView& is_view, const IsReader& reader) const {
+    if (view == root || !is_view(view)) return false;
+    for (Instruction* u : users_.at(view))
+      if (!reader(u) && !OnlyReadThroughViews(u, root, is_view, reader)) return false;
+    return true;
   }
 
   // Whether i is a reduce along the last dim of an f32 value (of shape
@@ -877,9 +886,8 @@ class Compiler {
     auto is_full = [&](const Instruction* i) { return i->opcode() != Opcode::kReduce && i->shape().dims == full; };
     // A value read from outside: written by some kernel (not folded away).
     auto readable = [&](Instruction* v) {
-      if (v->opcode() == Opcode::kBroadcast || unused_.contains(v) || epilogue_.contains(v)) return false;
-      if (auto a = absorbed_into_.find(v); a != absorbed_into_.end()) return epilogue_last_.at(a->second) == v;
-      return v->shape().IsArray() && v->shape().element_type == hlo::F32;
+      return v->opcode() != Opcode::kBroadcast && !unused_.contains(v) && KeptByEpilogues(v) && v->shape().IsArray() &&
+             v->shape().element_type == hlo::F32;
     };
     auto input = [&](Instruction* v) {
       auto [it, added] = input_of.try_emplace(v, group->inputs.size());
@@ -942,11 +950,10 @@ class Compiler {
     }
     // A view that something outside the group reads too stays a kernel (or
     // an alias) of its own; then the member under it is an output.
-    std::function<bool(Instruction*)> internal_view = [&](Instruction* view) {
-      if (view == root || !views.contains(view)) return false;
-      for (Instruction* u : users_.at(view))
-        if (!in_group.contains(u) && !internal_view(u)) return false;
-      return true;
+    auto internal_view = [&](Instruction* view) {
+      return OnlyReadThroughViews(
+          view, root, [&](Instruction* v) { return views.contains(v); },
+          [&](Instruction* u) { return in_group.contains(u); });
     };
     // Outputs: members read by anything outside (directly or through a view
     // that stays), which must all run after the group's last member.
