@@ -8,7 +8,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -245,8 +244,7 @@ struct ConvState {
   bool winograd = false;
   memory::desc blocked_src, blocked_dst;
   size_t blocked_src_at = 0, blocked_dst_at = 0;
-  // The convolution: source, weights, [bias,] result, scratchpad.
-  std::optional<PrimitiveRunner> conv;
+  std::optional<PrimitiveRunner> conv;  // ProductArgs
   std::optional<PrimitiveRunner> src_to_blocked, dst_to_blocked, blocked_to_dst;  // from, to
 };
 
@@ -255,8 +253,34 @@ struct DotState {
   bool has_bias = false;
   std::shared_ptr<memory> packed;  // the constant rhs in oneDNN's layout
   memory::desc scratchpad;
-  std::optional<PrimitiveRunner> matmul;  // a, b, [bias,] c, scratchpad
+  std::optional<PrimitiveRunner> matmul;  // ProductArgs
 };
+
+// The arguments of a convolution or a matrix product, in the order its runs
+// pass their buffers (RunProduct): source, weights (the packed constant,
+// when there is one), the bias if `bias`, result, scratchpad.
+std::vector<PrimitiveRunner::Arg> ProductArgs(const memory::desc& src, const memory::desc& weights,
+                                              std::shared_ptr<memory> packed, const memory::desc* bias,
+                                              const memory::desc& dst, const memory::desc& scratchpad) {
+  std::vector<PrimitiveRunner::Arg> args = {{DNNL_ARG_SRC, src, nullptr}, {DNNL_ARG_WEIGHTS, weights, std::move(packed)}};
+  if (bias) args.push_back({DNNL_ARG_BIAS, *bias, nullptr});
+  args.push_back({DNNL_ARG_DST, dst, nullptr});
+  args.push_back({DNNL_ARG_SCRATCHPAD, scratchpad, nullptr});
+  return args;
+}
+
+// Runs a product made with ProductArgs on a call's buffers; `bias` is null
+// when it has none. The scratchpad is the call's scratch region.
+absl::Status RunProduct(PrimitiveRunner& product, Frame& f, void* src, void* weights, void* bias, void* dst) {
+  void* args[5];
+  int n = 0;
+  args[n++] = src;
+  args[n++] = weights;
+  if (bias) args[n++] = bias;
+  args[n++] = dst;
+  args[n++] = f.Scratch();
+  return product.Run(absl::MakeConstSpan(args, n));
+}
 
 // A layout change from one buffer to another.
 void MakeReorder(std::optional<PrimitiveRunner>& r, const dnnl::reorder::primitive_desc& pd) {
@@ -450,15 +474,10 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     st->scratchpad = pd->scratchpad_desc();
     st->weights = pd->weights_desc();
     if (constant_weights) st->reordered_weights = PackedWeights::Get().Pack(user_w, pd->weights_desc(), *constant_weights);
-    {
-      std::vector<PrimitiveRunner::Arg> args = {
-          {DNNL_ARG_SRC, st->winograd ? st->blocked_src : st->src, nullptr},
-          {DNNL_ARG_WEIGHTS, st->weights, st->reordered_weights}};
-      if (has_bias) args.push_back({DNNL_ARG_BIAS, st->bias, nullptr});
-      args.push_back({DNNL_ARG_DST, st->winograd ? st->blocked_dst : st->dst, nullptr});
-      args.push_back({DNNL_ARG_SCRATCHPAD, st->scratchpad, nullptr});
-      st->conv.emplace(dnnl::convolution_forward(*pd), std::move(args));
-    }
+    st->conv.emplace(dnnl::convolution_forward(*pd),
+                     ProductArgs(st->winograd ? st->blocked_src : st->src, st->weights, st->reordered_weights,
+                                 has_bias ? &st->bias : nullptr, st->winograd ? st->blocked_dst : st->dst,
+                                 st->scratchpad));
     keep_alive->push_back(st);
     BufferRef src = io.inputs[0], wref = io.inputs[1], dst = io.outputs[0];
     BufferRef bref = has_bias ? io.inputs.at(2) : BufferRef{};
@@ -473,8 +492,6 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     }
     bool swish_after = SwishAfter(epilogue);
     t.run = [st, src, wref, bref, rref, has_residual, dst, swish_after](Frame& f) -> absl::Status {
-      void* args[5];
-      int n = 0;
       void* x = f.Ptr(src);
       void* y = f.Ptr(dst);
       if (st->winograd) {
@@ -485,12 +502,7 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
       } else if (has_residual) {
         PrefillResidual(f, rref, dst, st->dst.get_size());
       }
-      args[n++] = x;
-      args[n++] = f.Ptr(wref);
-      if (st->has_bias) args[n++] = f.Ptr(bref);
-      args[n++] = y;
-      args[n++] = f.Scratch();
-      RETURN_IF_ERROR(st->conv->Run(absl::MakeConstSpan(args, n)));
+      RETURN_IF_ERROR(RunProduct(*st->conv, f, x, f.Ptr(wref), st->has_bias ? f.Ptr(bref) : nullptr, y));
       if (st->winograd) RETURN_IF_ERROR(st->blocked_to_dst->Run({y, f.Ptr(dst)}));
       if (swish_after) SwishInPlace(f.Ptr(dst), st->dst.get_size());
       return absl::OkStatus();
@@ -596,14 +608,8 @@ std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo&
     dnnl::matmul::primitive_desc pd(desc, EpilogueAttr(epilogue), Engine());
     st->scratchpad = pd.scratchpad_desc();
     if (constant_rhs) st->packed = PackedWeights::Get().Pack(st->b, pd.weights_desc(), *constant_rhs);
-    {
-      std::vector<PrimitiveRunner::Arg> args = {{DNNL_ARG_SRC, st->a, nullptr},
-                                                {DNNL_ARG_WEIGHTS, st->b, st->packed}};
-      if (st->has_bias) args.push_back({DNNL_ARG_BIAS, st->bias, nullptr});
-      args.push_back({DNNL_ARG_DST, st->c, nullptr});
-      args.push_back({DNNL_ARG_SCRATCHPAD, st->scratchpad, nullptr});
-      st->matmul.emplace(dnnl::matmul(pd), std::move(args));
-    }
+    st->matmul.emplace(dnnl::matmul(pd), ProductArgs(st->a, st->b, st->packed, st->has_bias ? &st->bias : nullptr,
+                                                     st->c, st->scratchpad));
     keep_alive->push_back(st);
     BufferRef a = io.inputs[0], b = io.inputs[1], c = io.outputs[0];
     BufferRef bias = st->has_bias ? io.inputs.at(2) : BufferRef{};
@@ -614,15 +620,9 @@ std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo&
     t.scratch_bytes = st->scratchpad.get_size();
     bool swish_after = SwishAfter(epilogue);
     t.run = [st, a, b, c, bias, residual, has_residual, a_off, b_off, swish_after](Frame& f) -> absl::Status {
-      void* args[5];
-      int n = 0;
-      args[n++] = static_cast<char*>(f.Ptr(a)) + a_off;
-      args[n++] = static_cast<char*>(f.Ptr(b)) + b_off;
-      if (st->has_bias) args[n++] = f.Ptr(bias);
-      args[n++] = f.Ptr(c);
-      args[n++] = f.Scratch();
       if (has_residual) PrefillResidual(f, residual, c, st->c.get_size());
-      RETURN_IF_ERROR(st->matmul->Run(absl::MakeConstSpan(args, n)));
+      RETURN_IF_ERROR(RunProduct(*st->matmul, f, static_cast<char*>(f.Ptr(a)) + a_off,
+                                 static_cast<char*>(f.Ptr(b)) + b_off, st->has_bias ? f.Ptr(bias) : nullptr, f.Ptr(c)));
       if (swish_after) SwishInPlace(f.Ptr(c), st->c.get_size());
       return absl::OkStatus();
     };
