@@ -177,6 +177,34 @@ std::vector<Case> Cases() {
          return b.Tuple({y, narrow});
        },
        {{"dnnl-conv", 1}, {"dnnl-conv-wino", 1}, {"fusion", 1}, {"transpose", 4}}},
+      // Two bottleneck blocks of 64 and 128 channels (ResNet's form): the
+      // values between their 1x1 and Winograd convolutions, and the
+      // residual chain d -> y1 -> y2, stay in oneDNN's blocked layout. At
+      // the edges a convolution changes layouts on its smaller side: a and d
+      // read x plain (equal sides: a runs blocked), `narrow` writes 32
+      // channels out plain from a blocked 128, `wide` reads the 128 plain
+      // to write 256, g writes its 64 blocked from 256 plain.
+      {"blocked_bottlenecks", {Shape(F32, {2, 64, 9, 9}), Shape(F32, {2, 256, 9, 9})},
+       [](Builder& b, auto p) {
+         uint32_t seed = 20;
+         auto conv = [&](Instruction* x, int64_t oc, int64_t k, Instruction* residual = nullptr) {
+           int64_t ic = x->shape().dims[1];
+           auto* c = b.Convolution(x, b.Constant(Weights(Shape(F32, {oc, ic, k, k}), seed++)), Win2d(k, 1, k / 2),
+                                   Nchw(), 1);
+           auto* y = b.Binary(Opcode::kAdd, c, b.Broadcast(b.Constant(Random(Shape(F32, {oc}), seed++)), c->shape().dims, {1}));
+           if (residual) y = b.Binary(Opcode::kAdd, y, residual);
+           return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
+         };
+         auto* w = conv(conv(p[0], 64, 1), 64, 3);
+         auto* d = conv(p[0], 128, 1);
+         auto* y1 = conv(w, 128, 1, d);
+         auto* y2 = conv(conv(conv(y1, 64, 1), 64, 3), 128, 1, y1);
+         auto* narrow = conv(y2, 32, 1);
+         auto* wide = conv(y2, 256, 1);
+         auto* g = conv(conv(p[1], 64, 1), 64, 3);
+         return b.Tuple({narrow, wide, g});
+       },
+       {{"dnnl-conv", 2}, {"dnnl-conv-blocked", 6}, {"dnnl-conv-wino", 3}, {"transpose", 5}}},
       {"while_with_tuple_state", {Shape(F32, {5})},
        [](Builder& b, auto p) {
          // (i, v): while i < 4 { v = tanh(v) * 1.5 + v; i += 1 }

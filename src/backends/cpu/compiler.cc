@@ -90,6 +90,7 @@ class Compiler {
       exe_->parameter_shapes_.push_back(p->shape());
     }
     if (options_.use_dnnl) PlanEpilogues(c->root());
+    if (options_.use_dnnl && options_.blocked_layouts) PlanBlockedLayouts(c->root());
     if (options_.fuse_elementwise) PlanRowFusions(c->root());
     if (options_.fuse_elementwise) PlanFusions(c->root());
     if (options_.use_dnnl) PlanDotViews(c->root());
@@ -252,6 +253,102 @@ class Compiler {
       if (std::all_of(us.begin(), us.end(), [&](Instruction* u) { return absorbed_into_.contains(u); }))
         unused_.insert(i);
     }
+  }
+
+  // The value a convolution writes: its epilogue's last op, or itself.
+  const Instruction* ResultOf(const Instruction* conv) const {
+    auto e = epilogue_last_.find(conv);
+    return e == epilogue_last_.end() ? conv : e->second;
+  }
+
+  // Results of convolutions that run faster on oneDNN's blocked layout
+  // (DnnlConvRunsBlocked) stay in it when every reader is such a
+  // convolution, reading it as its source or as the residual its epilogue
+  // adds: a ResNet stage's 1x1 and Winograd convolutions then pass blocked
+  // activations along and never change layouts between them. A convolution
+  // with a residual writes its result over the residual's bytes, so the two
+  // must share a layout; where they would not, both stay plain. Elsewhere
+  // (the first convolution after a pool, the last before one) the
+  // convolution changes the layout on its way in or out.
+  void PlanBlockedLayouts(Instruction* root) {
+    absl::flat_hash_set<const Instruction*> runs_blocked;
+    for (Instruction* c : order_) {
+      if (c->opcode() != Opcode::kConvolution) continue;
+      bool constant_weights = c->operand(1)->opcode() == Opcode::kConstant;
+      if (DnnlConvRunsBlocked(*c, constant_weights, options_.winograd)) runs_blocked.insert(c);
+    }
+    auto winograd = [&](const Instruction* c) {
+      return DnnlConvRunsWinograd(*c, c->operand(1)->opcode() == Opcode::kConstant, options_.winograd);
+    };
+    // The candidates: results of such convolutions that only such
+    // convolutions read, as their source or their residual.
+    absl::flat_hash_map<const Instruction*, const Instruction*> producer;  // candidate -> its convolution
+    for (Instruction* c : order_) {
+      if (!runs_blocked.contains(c)) continue;
+      const Instruction* v = ResultOf(c);
+      if (v == root || v->shape().dims != c->shape().dims) continue;
+      bool ok = true;
+      for (Instruction* u : users_.at(v)) {
+        if (runs_blocked.contains(u) && u->operand(0) == v && u->operand(1) != v) continue;
+        auto a = absorbed_into_.find(u);
+        if (a != absorbed_into_.end() && runs_blocked.contains(a->second) && epilogue_.at(a->second).residual == v)
+          continue;
+        ok = false;
+        break;
+      }
+      if (ok) producer[v] = c;
+    }
+    // A residual and the result written over it share a layout, so values
+    // linked by residuals (a ResNet stage's outputs) form one group, blocked
+    // as a whole or not at all.
+    absl::flat_hash_map<const Instruction*, const Instruction*> parent;
+    auto find = [&](const Instruction* v) {
+      while (true) {
+        auto p = parent.find(v);
+        if (p == parent.end() || p->second == v) return v;
+        v = p->second;
+      }
+    };
+    for (Instruction* c : order_) {
+      auto e = epilogue_.find(c);
+      if (e == epilogue_.end() || !e->second.residual || !runs_blocked.contains(c)) continue;
+      const Instruction *x = find(ResultOf(c)), *y = find(e->second.residual);
+      if (x != y) parent[x] = y;
+    }
+    absl::flat_hash_map<const Instruction*, std::vector<const Instruction*>> groups;  // root -> members
+    for (Instruction* i : order_)
+      if (producer.contains(i) || parent.contains(i)) groups[find(i)].push_back(i);
+    for (const auto& [g, members] : groups)
+      if (std::all_of(members.begin(), members.end(), [&](const Instruction* v) { return producer.contains(v); }))
+        blocked_.insert(members.begin(), members.end());
+    // Only the layout of a group blocked for nothing would change twice:
+    // where no convolution producing or reading a member as its source runs
+    // blocked on both sides, or runs Winograd's algorithm (which changes
+    // layouts anyway), the group stays plain. (MobileNet's 1x1
+    // convolutions each sit between a depthwise one, which runs plain, and a
+    // value they would block.)
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const auto& [g, members] : groups) {
+        if (!blocked_.contains(members[0])) continue;
+        bool pays = false;
+        for (const Instruction* v : members) {
+          const Instruction* c = producer.at(v);
+          if (winograd(c) || blocked_.contains(c->operand(0))) pays = true;
+          for (Instruction* u : users_.at(v))
+            if (runs_blocked.contains(u) && u->operand(0) == v && (winograd(u) || blocked_.contains(ResultOf(u))))
+              pays = true;
+        }
+        if (!pays) {
+          for (const Instruction* v : members) blocked_.erase(v);
+          changed = true;
+        }
+      }
+    }
+  }
+
+  ConvLayouts LayoutsOf(const Instruction* conv) const {
+    return {blocked_.contains(conv->operand(0)), blocked_.contains(ResultOf(conv))};
   }
 
   // A dot operand made by slices, transposes and reshapes (attention's head
@@ -631,10 +728,13 @@ class Compiler {
       if (options_.use_dnnl && i->opcode() == Opcode::kConvolution) {
         const Instruction* w = i->operand(1);
         const hlo::Literal* cw = w->opcode() == Opcode::kConstant ? &*w->literal : nullptr;
-        if (auto t = MakeDnnlConvThunk(*i, io, cw, Epilogue{}, options_.winograd, &exe_->keep_alive_)) {
+        ConvLayouts layouts = LayoutsOf(i);
+        if (auto t = MakeDnnlConvThunk(*i, io, cw, Epilogue{}, options_.winograd, layouts, &exe_->keep_alive_)) {
           Add(*std::move(t), "dnnl-conv");
           continue;
         }
+        if (layouts.src_blocked || layouts.dst_blocked)
+          return Unimplemented("%s: oneDNN rejected a convolution planned on blocked activations", i->name());
       }
       if (i->opcode() == Opcode::kReduce) {
         if (auto t = MakeFastReduceThunk(*i, io)) {
@@ -694,7 +794,7 @@ class Compiler {
     if (e.residual) io.inputs.push_back(leaves_.at(e.residual).at(0));
     const Instruction* w = op->operand(1);
     const hlo::Literal* cw = w->opcode() == Opcode::kConstant ? &*w->literal : nullptr;
-    std::optional<Thunk> t = conv ? MakeDnnlConvThunk(*op, io, cw, e, options_.winograd, &exe_->keep_alive_)
+    std::optional<Thunk> t = conv ? MakeDnnlConvThunk(*op, io, cw, e, options_.winograd, LayoutsOf(op), &exe_->keep_alive_)
                                   : MakeDnnlDotThunk(*op, io, cw, e, ViewsOf(op), &exe_->keep_alive_);
     if (!t) return Unimplemented("%s: oneDNN rejected a %s it was planned for", op->name(), conv ? "convolution" : "dot");
     Add(*std::move(t), conv ? "dnnl-conv" : "dnnl-matmul");
@@ -1205,6 +1305,7 @@ class Compiler {
   absl::flat_hash_map<const Instruction*, Epilogue> epilogue_;          // conv or dot -> its epilogue
   absl::flat_hash_map<const Instruction*, Instruction*> epilogue_last_;  // conv or dot -> last absorbed op
   absl::flat_hash_map<const Instruction*, Instruction*> absorbed_into_;  // absorbed op -> its conv or dot
+  absl::flat_hash_set<const Instruction*> blocked_;  // conv results kept in oneDNN's blocked layout
   struct PlannedView {
     Instruction* source;  // the materialized value the view reads
     StridedView view;

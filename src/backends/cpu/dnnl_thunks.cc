@@ -47,6 +47,11 @@ Tag ChannelsLastTag(int rank) {
   }
 }
 
+// oneDNN's blocked activation layout for 2-D convolutions: channels in
+// blocks of 16, each block stored whole per pixel ([N][C/16][H][W][16]).
+// With a channel count divisible by 16 it has the plain layout's size.
+constexpr Tag kBlocked = Tag::aBcd16b;
+
 Tag GroupedWeightsTag(int rank) {  // rank of the ungrouped weights
   switch (rank) {
     case 3: return Tag::goiw;
@@ -231,21 +236,24 @@ class PrimitiveRunner {
 };
 
 struct ConvState {
-  memory::desc src, weights, dst;
+  memory::desc src, weights, dst;  // the activations as the arena holds them
   std::shared_ptr<memory> reordered_weights;  // set when the weights are constants
   memory::desc bias;
   bool has_bias = false;
   memory::desc scratchpad;
-  // oneDNN's Winograd kernels take only its blocked activation layouts: the
-  // source is reordered into one and the result back out, through the
-  // call's scratch region (the residual, for the sum post-op, into the
-  // blocked result first). The region holds the scratchpad, then the blocked
-  // source and result at these byte offsets.
+  // The primitive's own activation layouts, where they differ from the
+  // arena's: oneDNN's Winograd kernels take only blocked ones, and a
+  // convolution that runs blocked may read a plain source or write a plain
+  // result (at the edges of a chain of blocked values). The source is
+  // reordered into the call's scratch region, and the result computed there
+  // (the residual, for the sum post-op, reordered in first) and reordered
+  // out. The region holds the scratchpad, then the copies at these offsets.
   bool winograd = false;
-  memory::desc blocked_src, blocked_dst;
-  size_t blocked_src_at = 0, blocked_dst_at = 0;
+  memory::desc run_src, run_dst;
+  bool src_copied = false, dst_copied = false;
+  size_t run_src_at = 0, run_dst_at = 0, scratch_bytes = 0;
   std::optional<PrimitiveRunner> conv;  // ProductArgs
-  std::optional<PrimitiveRunner> src_to_blocked, dst_to_blocked, blocked_to_dst;  // from, to
+  std::optional<PrimitiveRunner> src_in, residual_in, dst_out;  // from, to
 };
 
 struct DotState {
@@ -388,10 +396,27 @@ bool WinogradPays(const hlo::Instruction& in, bool channels_last) {
   return transformed_weight_bytes <= (int64_t{16} << 20) || pixels >= 2048;
 }
 
+bool DnnlConvRunsWinograd(const hlo::Instruction& in, bool constant_weights, bool allow_winograd) {
+  return allow_winograd && constant_weights && DnnlConvEligible(in) &&
+         WinogradPays(in, in.conv_dnums.input_feature_dimension == in.shape().rank() - 1);
+}
+
+bool DnnlConvRunsBlocked(const hlo::Instruction& in, bool constant_weights, bool allow_winograd) {
+  if (!DnnlConvEligible(in) || in.feature_group_count != 1 || in.window.dimensions.size() != 2) return false;
+  bool channels_last = in.conv_dnums.input_feature_dimension == 3;
+  if (!channels_last) return false;
+  const hlo::Shape& ws = in.operand(1)->shape();  // OIHW
+  if (ws.dims[0] % 16 != 0 || ws.dims[1] % 16 != 0) return false;
+  if (DnnlConvRunsWinograd(in, constant_weights, allow_winograd)) return true;
+  for (const auto& w : in.window.dimensions)
+    if (w.size != 1) return false;
+  return true;
+}
+
 PackedWeightStats PackedWeightCount() { return PackedWeights::Get().Stats(); }
 
 std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo& io, const hlo::Literal* constant_weights,
-                                       const Epilogue& epilogue, bool allow_winograd,
+                                       const Epilogue& epilogue, bool allow_winograd, ConvLayouts layouts,
                                        std::vector<std::shared_ptr<void>>* keep_alive) {
   if (!DnnlConvEligible(in)) return std::nullopt;
   const auto& d = in.conv_dnums;
@@ -425,13 +450,18 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
       return l;
     };
     Tag act = channels_last ? ChannelsLastTag(rank) : PlainTag(rank);
-    st->src = memory::desc(logical(xs.dims), memory::data_type::f32, act);
-    st->dst = memory::desc(logical(in.shape().dims), memory::data_type::f32, act);
+    if ((layouts.src_blocked || layouts.dst_blocked) && (!channels_last || rank != 4)) return std::nullopt;
+    auto activations = [&](const std::vector<int64_t>& dims, bool blocked) {
+      return memory::desc(logical(dims), memory::data_type::f32, blocked ? kBlocked : act);
+    };
+    st->src = activations(xs.dims, layouts.src_blocked);
+    st->dst = activations(in.shape().dims, layouts.dst_blocked);
     memory::desc user_w(wdims, memory::data_type::f32, wtag);
     // Constant weights may take oneDNN's preferred (blocked) layout, reordered once here.
     memory::desc any_w(wdims, memory::data_type::f32, constant_weights ? Tag::any : wtag);
     dnnl::primitive_attr attr = EpilogueAttr(epilogue);
     bool has_bias = epilogue.bias != nullptr;
+    bool has_residual = epilogue.residual != nullptr;
     memory::desc bias_md({in.shape().dims[d.output_feature_dimension]}, memory::data_type::f32, Tag::a);
     auto make_pd = [&](dnnl::algorithm alg, const memory::desc& src, const memory::desc& dst) {
       auto desc = has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, src, any_w, bias_md,
@@ -440,70 +470,94 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
                                                               strides, dil, pad_l, pad_r);
       return dnnl::convolution_forward::primitive_desc(desc, attr, Engine());
     };
+    // The layout changes between the arena's activations and the
+    // primitive's; false when one would need scratch memory of its own
+    // (plain layout changes never do; one that did would own a library
+    // scratchpad that concurrent calls would share).
+    auto plan_copies = [&](const dnnl::convolution_forward::primitive_desc& pd) {
+      memory::desc rs = pd.src_desc(), rd = pd.dst_desc();
+      std::optional<dnnl::reorder::primitive_desc> in_pd, res_pd, out_pd;
+      if (rs != st->src) in_pd.emplace(Engine(), st->src, Engine(), rs);
+      if (rd != st->dst) {
+        out_pd.emplace(Engine(), rd, Engine(), st->dst);
+        if (has_residual) res_pd.emplace(Engine(), st->dst, Engine(), rd);
+      }
+      for (const auto* r : {&in_pd, &res_pd, &out_pd})
+        if (*r && (*r)->scratchpad_desc().get_size() != 0) return false;
+      st->run_src = rs;
+      st->run_dst = rd;
+      st->src_copied = in_pd.has_value();
+      st->dst_copied = out_pd.has_value();
+      st->run_src_at = RoundUp64(pd.scratchpad_desc().get_size());
+      st->run_dst_at = st->run_src_at + (st->src_copied ? RoundUp64(rs.get_size()) : 0);
+      st->scratch_bytes = st->dst_copied ? st->run_dst_at + rd.get_size()
+                                         : (st->src_copied ? st->run_src_at + rs.get_size() : pd.scratchpad_desc().get_size());
+      if (in_pd) MakeReorder(st->src_in, *in_pd);
+      if (res_pd) MakeReorder(st->residual_in, *res_pd);
+      if (out_pd) MakeReorder(st->dst_out, *out_pd);
+      return true;
+    };
     std::optional<dnnl::convolution_forward::primitive_desc> pd;
-    if (allow_winograd && constant_weights && WinogradPays(in, channels_last)) {
+    bool runs_blocked = false;
+    if (DnnlConvRunsWinograd(in, constant_weights != nullptr, allow_winograd)) {
       try {
         memory::desc any_src(st->src.dims(), memory::data_type::f32, Tag::any);
         memory::desc any_dst(st->dst.dims(), memory::data_type::f32, Tag::any);
         auto wpd = make_pd(dnnl::algorithm::convolution_winograd, any_src, any_dst);
-        dnnl::reorder::primitive_desc in_pd(Engine(), st->src, Engine(), wpd.src_desc());
-        dnnl::reorder::primitive_desc out_pd(Engine(), wpd.dst_desc(), Engine(), st->dst);
-        std::optional<dnnl::reorder::primitive_desc> res_pd;
-        if (epilogue.residual) res_pd.emplace(Engine(), st->dst, Engine(), wpd.dst_desc());
-        // Plain layout changes need no scratch memory; one that did would
-        // own a library scratchpad that concurrent calls would share.
-        if (in_pd.scratchpad_desc().get_size() == 0 && out_pd.scratchpad_desc().get_size() == 0 &&
-            (!res_pd || res_pd->scratchpad_desc().get_size() == 0)) {
+        if (plan_copies(wpd)) {
           st->winograd = true;
-          st->blocked_src = wpd.src_desc();
-          st->blocked_dst = wpd.dst_desc();
-          st->blocked_src_at = RoundUp64(wpd.scratchpad_desc().get_size());
-          st->blocked_dst_at = st->blocked_src_at + RoundUp64(st->blocked_src.get_size());
-          MakeReorder(st->src_to_blocked, in_pd);
-          if (res_pd) MakeReorder(st->dst_to_blocked, *res_pd);
-          MakeReorder(st->blocked_to_dst, out_pd);
           pd = wpd;
         }
       } catch (const dnnl::error&) {
         // No Winograd kernel for this form (post-op, padding, CPU): direct.
       }
     }
-    if (!pd) pd = make_pd(dnnl::algorithm::convolution_direct, st->src, st->dst);
+    if (!pd) {
+      // oneDNN has fast kernels for one layout on both sides, not for mixed
+      // ones: with one side blocked, the smaller side changes layout.
+      bool blocked = layouts.src_blocked && layouts.dst_blocked;
+      if (layouts.src_blocked != layouts.dst_blocked) {
+        size_t plain_side = layouts.src_blocked ? st->dst.get_size() : st->src.get_size();
+        size_t blocked_side = layouts.src_blocked ? st->src.get_size() : st->dst.get_size();
+        blocked = plain_side <= blocked_side;
+      }
+      runs_blocked = blocked;
+      pd = make_pd(dnnl::algorithm::convolution_direct, activations(xs.dims, blocked),
+                   activations(in.shape().dims, blocked));
+      if (!plan_copies(*pd)) return std::nullopt;
+    }
     st->bias = bias_md;
     st->has_bias = has_bias;
     st->scratchpad = pd->scratchpad_desc();
     st->weights = pd->weights_desc();
     if (constant_weights) st->reordered_weights = PackedWeights::Get().Pack(user_w, pd->weights_desc(), *constant_weights);
-    st->conv.emplace(dnnl::convolution_forward(*pd),
-                     ProductArgs(st->winograd ? st->blocked_src : st->src, st->weights, st->reordered_weights,
-                                 has_bias ? &st->bias : nullptr, st->winograd ? st->blocked_dst : st->dst,
-                                 st->scratchpad));
+    st->conv.emplace(dnnl::convolution_forward(*pd), ProductArgs(st->run_src, st->weights, st->reordered_weights,
+                                                                 has_bias ? &st->bias : nullptr, st->run_dst,
+                                                                 st->scratchpad));
     keep_alive->push_back(st);
     BufferRef src = io.inputs[0], wref = io.inputs[1], dst = io.outputs[0];
     BufferRef bref = has_bias ? io.inputs.at(2) : BufferRef{};
-    bool has_residual = epilogue.residual != nullptr;
     BufferRef rref = has_residual ? io.inputs.at(has_bias ? 3 : 2) : BufferRef{};
     Thunk t;
     t.name = in.name();
-    t.scratch_bytes = st->scratchpad.get_size();
-    if (st->winograd) {
-      t.kind = "dnnl-conv-wino";
-      t.scratch_bytes = st->blocked_dst_at + st->blocked_dst.get_size();
-    }
+    t.kind = st->winograd ? "dnnl-conv-wino" : runs_blocked ? "dnnl-conv-blocked" : "";
+    t.scratch_bytes = st->scratch_bytes;
     bool swish_after = SwishAfter(epilogue);
     t.run = [st, src, wref, bref, rref, has_residual, dst, swish_after](Frame& f) -> absl::Status {
       void* x = f.Ptr(src);
       void* y = f.Ptr(dst);
-      if (st->winograd) {
-        x = f.Scratch() + st->blocked_src_at;
-        y = f.Scratch() + st->blocked_dst_at;
-        RETURN_IF_ERROR(st->src_to_blocked->Run({f.Ptr(src), x}));
-        if (has_residual) RETURN_IF_ERROR(st->dst_to_blocked->Run({f.Ptr(rref), y}));
+      if (st->src_copied) {
+        x = f.Scratch() + st->run_src_at;
+        RETURN_IF_ERROR(st->src_in->Run({f.Ptr(src), x}));
+      }
+      if (st->dst_copied) {
+        y = f.Scratch() + st->run_dst_at;
+        if (has_residual) RETURN_IF_ERROR(st->residual_in->Run({f.Ptr(rref), y}));
       } else if (has_residual) {
         PrefillResidual(f, rref, dst, st->dst.get_size());
       }
       RETURN_IF_ERROR(RunProduct(*st->conv, f, x, f.Ptr(wref), st->has_bias ? f.Ptr(bref) : nullptr, y));
-      if (st->winograd) RETURN_IF_ERROR(st->blocked_to_dst->Run({y, f.Ptr(dst)}));
+      if (st->dst_copied) RETURN_IF_ERROR(st->dst_out->Run({y, f.Ptr(dst)}));
       if (swish_after) SwishInPlace(f.Ptr(dst), st->dst.get_size());
       return absl::OkStatus();
     };

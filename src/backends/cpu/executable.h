@@ -27,6 +27,9 @@ struct CompileOptions {
   // use_dnnl). Results differ from the direct algorithm's in the last bits
   // (about 1e-6 of the output's magnitude).
   bool winograd = true;
+  // Keep the activations between convolutions that run faster on oneDNN's
+  // blocked layout in it (with use_dnnl; see DnnlConvRunsBlocked).
+  bool blocked_layouts = true;
 };
 
 // Where a buffer lives while the program runs.

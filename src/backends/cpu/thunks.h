@@ -98,6 +98,25 @@ bool DnnlConvEligible(const hlo::Instruction& instr);
 // order), and its output's column count when it does.
 std::optional<int64_t> DnnlDotColumns(const hlo::Instruction& instr);
 
+// Where a 2-D channels-last convolution keeps its activations: plain
+// (NHWC) or oneDNN's blocked layout, 16 channels innermost
+// ([N][C/16][H][W][16]), which has the same size when C is a multiple of 16.
+struct ConvLayouts {
+  bool src_blocked = false;
+  bool dst_blocked = false;  // the result, and the residual it adds
+};
+
+// Whether a convolution runs faster on blocked activations than on
+// channels-last ones, so that the values between such convolutions are
+// best kept blocked: a 2-D, ungrouped convolution with channel counts that
+// are multiples of 16, either 1x1 or one that runs Winograd's algorithm
+// (whose kernels take only blocked activations).
+bool DnnlConvRunsBlocked(const hlo::Instruction& instr, bool constant_weights, bool allow_winograd);
+
+// Whether MakeDnnlConvThunk will try Winograd's algorithm for it (it falls
+// back to the direct one where oneDNN has no Winograd kernel for the form).
+bool DnnlConvRunsWinograd(const hlo::Instruction& instr, bool constant_weights, bool allow_winograd);
+
 // A dot's operands read in place through views of other values' buffers
 // (the buffers io.inputs gives for them); empty: the operand's own buffer.
 struct DotViews {
@@ -114,9 +133,12 @@ bool DnnlDotViewable(const hlo::Instruction& dot, const StridedView& view);
 // reshaped on the way).
 // `allow_winograd`: a 3x3 convolution with constant weights may run
 // Winograd's algorithm where it pays (kind "dnnl-conv-wino").
+// `layouts`: which activations the arena holds in oneDNN's blocked layout
+// (see DnnlConvRunsBlocked); the residual is in the result's layout.
 std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& instr, const ThunkIo& io,
                                        const hlo::Literal* constant_weights, const Epilogue& epilogue,
-                                       bool allow_winograd, std::vector<std::shared_ptr<void>>* keep_alive);
+                                       bool allow_winograd, ConvLayouts layouts,
+                                       std::vector<std::shared_ptr<void>>* keep_alive);
 std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& instr, const ThunkIo& io,
                                       const hlo::Literal* constant_rhs, const Epilogue& epilogue,
                                       const DotViews& views, std::vector<std::shared_ptr<void>>* keep_alive);

@@ -167,6 +167,7 @@ struct PluginOptions {
   bool use_dnnl = true;
   bool fuse_elementwise = true;
   bool winograd = true;
+  bool blocked_layouts = true;
 };
 
 struct PJRT_Client {
@@ -416,10 +417,13 @@ absl::Status ApplyCreateOption(const PJRT_NamedValue& v, PluginOptions& o) {
   } else if (name == "winograd") {
     RETURN_IF_ERROR(want(PJRT_NamedValue_kBool, "a bool"));
     o.winograd = v.bool_value;
+  } else if (name == "blocked_layouts") {
+    RETURN_IF_ERROR(want(PJRT_NamedValue_kBool, "a bool"));
+    o.blocked_layouts = v.bool_value;
   } else {
     return xonnx::InvalidArgument(
         "unknown create option '%s' (the xonnx CPU plugin knows cpu_device_count, optimize, verify_passes, use_dnnl, "
-        "fuse_elementwise, winograd)",
+        "fuse_elementwise, winograd, blocked_layouts)",
         name);
   }
   return absl::OkStatus();
@@ -787,6 +791,7 @@ absl::StatusOr<std::shared_ptr<xonnx::cpu::Executable>> CompileBackend(std::uniq
   co.use_dnnl = o.use_dnnl;
   co.fuse_elementwise = o.fuse_elementwise;
   co.winograd = o.winograd;
+  co.blocked_layouts = o.blocked_layouts;
   ASSIGN_OR_RETURN(std::unique_ptr<xonnx::cpu::Executable> exe, xonnx::cpu::Executable::Compile(std::move(m), co));
   return std::shared_ptr<xonnx::cpu::Executable>(std::move(exe));
 }
@@ -829,7 +834,7 @@ absl::Status SetSignature(Program* p, std::vector<xonnx::hlo::Shape> params, con
 std::string ProgramFingerprint(absl::string_view module_bytes, int device_id, const PluginOptions& o) {
   xonnx::Fingerprinter f;
   f.UpdateField(module_bytes);
-  f.UpdateField(absl::StrCat(device_id, o.use_dnnl, o.fuse_elementwise, o.optimize, o.winograd, XONNX_VERSION));
+  f.UpdateField(absl::StrCat(device_id, o.use_dnnl, o.fuse_elementwise, o.optimize, o.winograd, o.blocked_layouts, XONNX_VERSION));
   return f.Finish().Hex();
 }
 
