@@ -280,6 +280,22 @@ std::vector<Case> Cases() {
          return b.Dot(scores, head(32, {1, 0, 2}), d);                       // [4, 8, 4]
        },
        {{"dnnl-matmul", 2}}},
+      {"large_attention_heads_copied", {Shape(F32, {128, 1, 768})},
+       [](Builder& b, auto p) {
+         // The same at 4 heads of 128x64: the heads' operands (32K elements
+         // each) are copied, since a product over interleaved heads runs on
+         // oneDNN's slower generic kernel. (tanh keeps the sums of 128
+         // products at a scale where f32 rounding stays below the bound.)
+         auto* x = b.Unary(Opcode::kTanh, p[0]);
+         auto head = [&](int64_t at, std::vector<int64_t> perm) {
+           auto* s = b.Slice(x, {0, 0, at}, {128, 1, at + 256}, {1, 1, 1});
+           return b.Transpose(b.Reshape(s, {128, 4, 64}), perm);
+         };
+         DotDimensionNumbers d = DotDims(2, 1, /*batch=*/1);
+         auto* scores = b.Dot(head(0, {1, 0, 2}), head(256, {1, 2, 0}), d);  // [4, 128, 128]
+         return b.Dot(scores, head(512, {1, 0, 2}), d);                       // [4, 128, 64]
+       },
+       {{"dnnl-matmul", 2}, {"fusion", 1}, {"slice", 3}, {"transpose", 3}}},
       {"transposed_operand_with_two_users", {Shape(F32, {5, 3, 4}), Shape(F32, {3, 4, 6})},
        [](Builder& b, auto p) {
          // The transpose is also an output, so it is computed; the product
