@@ -280,6 +280,10 @@ class Compiler {
     auto winograd = [&](const Instruction* c) {
       return DnnlConvRunsWinograd(*c, c->operand(1)->opcode() == Opcode::kConstant, options_.winograd);
     };
+    // Whether u is such a convolution with v as its source (and not also its weights).
+    auto source_of_blocked = [&](const Instruction* u, const Instruction* v) {
+      return runs_blocked.contains(u) && u->operand(0) == v && u->operand(1) != v;
+    };
     // The candidates: results of such convolutions that only such
     // convolutions read, as their source or their residual.
     absl::flat_hash_map<const Instruction*, const Instruction*> producer;  // candidate -> its convolution
@@ -289,7 +293,7 @@ class Compiler {
       if (v == root || v->shape().dims != c->shape().dims) continue;
       bool ok = true;
       for (Instruction* u : users_.at(v)) {
-        if (runs_blocked.contains(u) && u->operand(0) == v && u->operand(1) != v) continue;
+        if (source_of_blocked(u, v)) continue;
         auto a = absorbed_into_.find(u);
         if (a != absorbed_into_.end() && runs_blocked.contains(a->second) && epilogue_.at(a->second).residual == v)
           continue;
@@ -336,7 +340,7 @@ class Compiler {
           const Instruction* c = producer.at(v);
           if (winograd(c) || blocked_.contains(c->operand(0))) pays = true;
           for (Instruction* u : users_.at(v))
-            if (runs_blocked.contains(u) && u->operand(0) == v && (winograd(u) || blocked_.contains(ResultOf(u))))
+            if (source_of_blocked(u, v) && (winograd(u) || blocked_.contains(ResultOf(u))))
               pays = true;
         }
         if (!pays) {
@@ -351,12 +355,6 @@ class Compiler {
     return {blocked_.contains(conv->operand(0)), blocked_.contains(ResultOf(conv))};
   }
 
-  // A dot operand made by slices, transposes and reshapes (attention's head
-  // split: slice the QKV projection, reshape, transpose) is read in place
-  // through a strided view of the value they start from, so those copies
-  // are never made. Each op of the chain must have the chain as its only
-  // user; an op that is not a view (a gathering reshape) stays and the view
-  // starts after it.
   // Whether the matrices of a view's batch dims lie inside each other's
   // span (a head split of K or V: each row of the projection holds a row of
   // every head). oneDNN runs a product over such a view on its generic gemm
@@ -375,6 +373,12 @@ class Compiler {
   }
   static constexpr int64_t kMaxInterleavedViewElements = 16384;
 
+  // A dot operand made by slices, transposes and reshapes (attention's head
+  // split: slice the QKV projection, reshape, transpose) is read in place
+  // through a strided view of the value they start from, so those copies
+  // are never made. Each op of the chain must have the chain as its only
+  // user; an op that is not a view (a gathering reshape) stays and the view
+  // starts after it.
   void PlanDotViews(Instruction* root) {
     auto is_view_op = [&](Instruction* i) {
       Opcode op = i->opcode();

@@ -3,7 +3,6 @@
 // time; each run only points those at the frame's buffers.
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -248,12 +247,10 @@ struct ConvState {
   // reordered into the call's scratch region, and the result computed there
   // (the residual, for the sum post-op, reordered in first) and reordered
   // out. The region holds the scratchpad, then the copies at these offsets.
-  bool winograd = false;
   memory::desc run_src, run_dst;
-  bool src_copied = false, dst_copied = false;
-  size_t run_src_at = 0, run_dst_at = 0, scratch_bytes = 0;
+  size_t run_src_at = 0, run_dst_at = 0;
   std::optional<PrimitiveRunner> conv;  // ProductArgs
-  std::optional<PrimitiveRunner> src_in, residual_in, dst_out;  // from, to
+  std::optional<PrimitiveRunner> src_in, residual_in, dst_out;  // from, to; set where the layouts differ
 };
 
 struct DotState {
@@ -470,6 +467,8 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
                                                               strides, dil, pad_l, pad_r);
       return dnnl::convolution_forward::primitive_desc(desc, attr, Engine());
     };
+    bool winograd = false, runs_blocked = false;
+    size_t scratch_bytes = 0;  // the call's scratch region: scratchpad, then the layout copies
     // The layout changes between the arena's activations and the
     // primitive's; false when one would need scratch memory of its own
     // (plain layout changes never do; one that did would own a library
@@ -486,26 +485,23 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
         if (*r && (*r)->scratchpad_desc().get_size() != 0) return false;
       st->run_src = rs;
       st->run_dst = rd;
-      st->src_copied = in_pd.has_value();
-      st->dst_copied = out_pd.has_value();
       st->run_src_at = RoundUp64(pd.scratchpad_desc().get_size());
-      st->run_dst_at = st->run_src_at + (st->src_copied ? RoundUp64(rs.get_size()) : 0);
-      st->scratch_bytes = st->dst_copied ? st->run_dst_at + rd.get_size()
-                                         : (st->src_copied ? st->run_src_at + rs.get_size() : pd.scratchpad_desc().get_size());
+      st->run_dst_at = st->run_src_at + (in_pd ? RoundUp64(rs.get_size()) : 0);
+      scratch_bytes = out_pd ? st->run_dst_at + rd.get_size()
+                             : (in_pd ? st->run_src_at + rs.get_size() : pd.scratchpad_desc().get_size());
       if (in_pd) MakeReorder(st->src_in, *in_pd);
       if (res_pd) MakeReorder(st->residual_in, *res_pd);
       if (out_pd) MakeReorder(st->dst_out, *out_pd);
       return true;
     };
     std::optional<dnnl::convolution_forward::primitive_desc> pd;
-    bool runs_blocked = false;
     if (DnnlConvRunsWinograd(in, constant_weights != nullptr, allow_winograd)) {
       try {
         memory::desc any_src(st->src.dims(), memory::data_type::f32, Tag::any);
         memory::desc any_dst(st->dst.dims(), memory::data_type::f32, Tag::any);
         auto wpd = make_pd(dnnl::algorithm::convolution_winograd, any_src, any_dst);
         if (plan_copies(wpd)) {
-          st->winograd = true;
+          winograd = true;
           pd = wpd;
         }
       } catch (const dnnl::error&) {
@@ -515,15 +511,14 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     if (!pd) {
       // oneDNN has fast kernels for one layout on both sides, not for mixed
       // ones: with one side blocked, the smaller side changes layout.
-      bool blocked = layouts.src_blocked && layouts.dst_blocked;
+      runs_blocked = layouts.src_blocked && layouts.dst_blocked;
       if (layouts.src_blocked != layouts.dst_blocked) {
         size_t plain_side = layouts.src_blocked ? st->dst.get_size() : st->src.get_size();
         size_t blocked_side = layouts.src_blocked ? st->src.get_size() : st->dst.get_size();
-        blocked = plain_side <= blocked_side;
+        runs_blocked = plain_side <= blocked_side;
       }
-      runs_blocked = blocked;
-      pd = make_pd(dnnl::algorithm::convolution_direct, activations(xs.dims, blocked),
-                   activations(in.shape().dims, blocked));
+      pd = make_pd(dnnl::algorithm::convolution_direct, activations(xs.dims, runs_blocked),
+                   activations(in.shape().dims, runs_blocked));
       if (!plan_copies(*pd)) return std::nullopt;
     }
     st->bias = bias_md;
@@ -540,24 +535,24 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     BufferRef rref = has_residual ? io.inputs.at(has_bias ? 3 : 2) : BufferRef{};
     Thunk t;
     t.name = in.name();
-    t.kind = st->winograd ? "dnnl-conv-wino" : runs_blocked ? "dnnl-conv-blocked" : "";
-    t.scratch_bytes = st->scratch_bytes;
+    t.kind = winograd ? "dnnl-conv-wino" : runs_blocked ? "dnnl-conv-blocked" : "";
+    t.scratch_bytes = scratch_bytes;
     bool swish_after = SwishAfter(epilogue);
     t.run = [st, src, wref, bref, rref, has_residual, dst, swish_after](Frame& f) -> absl::Status {
       void* x = f.Ptr(src);
       void* y = f.Ptr(dst);
-      if (st->src_copied) {
+      if (st->src_in) {
         x = f.Scratch() + st->run_src_at;
         RETURN_IF_ERROR(st->src_in->Run({f.Ptr(src), x}));
       }
-      if (st->dst_copied) {
+      if (st->dst_out) {
         y = f.Scratch() + st->run_dst_at;
         if (has_residual) RETURN_IF_ERROR(st->residual_in->Run({f.Ptr(rref), y}));
       } else if (has_residual) {
         PrefillResidual(f, rref, dst, st->dst.get_size());
       }
       RETURN_IF_ERROR(RunProduct(*st->conv, f, x, f.Ptr(wref), st->has_bias ? f.Ptr(bref) : nullptr, y));
-      if (st->dst_copied) RETURN_IF_ERROR(st->dst_out->Run({y, f.Ptr(dst)}));
+      if (st->dst_out) RETURN_IF_ERROR(st->dst_out->Run({y, f.Ptr(dst)}));
       if (swish_after) SwishInPlace(f.Ptr(dst), st->dst.get_size());
       return absl::OkStatus();
     };
