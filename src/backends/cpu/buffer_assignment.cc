@@ -1,0 +1,278 @@
+#include "backends/cpu/buffer_assignment.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "base/status.h"
+
+namespace xonnx::cpu {
+
+using hlo::Instruction;
+using hlo::Opcode;
+
+namespace {
+
+// Places buffers in one arena: a buffer may reuse the bytes of any buffer
+// whose last use came before its definition.
+class ArenaPlanner {
+ public:
+  int64_t Place(int64_t size, int64_t def, int64_t last_use) {
+    size = AlignUp(std::max<int64_t>(size, 1));
+    std::erase_if(live_, [&](const Block& b) { return b.last_use < def; });
+    std::sort(live_.begin(), live_.end(), [](const Block& a, const Block& b) { return a.offset < b.offset; });
+    int64_t offset = 0;
+    for (const Block& b : live_) {
+      if (b.offset - offset >= size) break;
+      offset = std::max(offset, b.offset + b.size);
+    }
+    live_.push_back({offset, size, last_use});
+    total_ = std::max(total_, offset + size);
+    return offset;
+  }
+  int64_t total() const { return total_; }
+
+ private:
+  struct Block {
+    int64_t offset, size, last_use;
+  };
+  std::vector<Block> live_;
+  int64_t total_ = 0;
+};
+
+// An arena value: the leaf of `owner` it holds, its bytes, and the program
+// positions of its definition and last read.
+struct Slot {
+  Instruction* owner;
+  int leaf;
+  int64_t size, def, last_use;
+};
+
+// The steps of AssignBuffers, over the slots they share.
+class BufferAssigner {
+ public:
+  explicit BufferAssigner(const Plan& plan) : plan_(plan) {}
+
+  absl::StatusOr<BufferAssignment> Run() {
+    RETURN_IF_ERROR(MakeSlots());
+    ComputeLiveness();
+    ShareInPlace();
+    Place();
+    return std::move(out_);
+  }
+
+ private:
+  // A slot for each leaf of every materialized value; aliases (reshapes,
+  // tuples and their elements) take their operands' leaves.
+  absl::Status MakeSlots();
+  // A use of any alias extends the backing slot's life to the point where
+  // its reader runs.
+  void ComputeLiveness();
+  // Slots a result may overwrite in place.
+  void ShareInPlace();
+  void Share(int r, int o) {
+    int first = share_of_[r] >= 0 ? share_of_[r] : r;
+    share_of_[o] = first;
+    slots_[first].last_use = std::max(slots_[first].last_use, slots_[o].last_use);
+  }
+  int InPlaceFusionInput(const Instruction* root) const;
+  // Offsets in the arena, then every leaf's buffer.
+  void Place();
+
+  const Plan& plan_;
+  BufferAssignment out_;
+  std::vector<Slot> slots_;
+  // Which arena slots back each value's leaves (following aliases), -1 for
+  // parameters and constants.
+  absl::flat_hash_map<const Instruction*, std::vector<int>> backing_;
+  std::vector<int> share_of_;  // slot -> the first slot of its chain, or -1
+};
+
+absl::Status BufferAssigner::MakeSlots() {
+  auto& leaves = out_.leaves;
+for (Instruction* i : plan_.order()) {
+  switch (i->opcode()) {
+    case Opcode::kParameter:
+      leaves[i] = {{BufferRef::kParameter, i->parameter_number}};
+      backing_[i] = {-1};
+      continue;
+    case Opcode::kConstant:
+      leaves[i] = {{BufferRef::kConstant, static_cast<int64_t>(out_.constants.size())}};
+      // Read-only: a write access would copy a borrowed literal.
+      out_.constants.push_back(std::as_const(*i->literal).untyped_data());
+      backing_[i] = {-1};
+      continue;
+    case Opcode::kReshape:
+    case Opcode::kBitcastConvert:
+      if (plan_.Materialized(i->operand(0))) {
+        // Copy before inserting: flat_hash_map insertions move elements.
+        std::vector<BufferRef> l = leaves.at(i->operand(0));
+        std::vector<int> bk = backing_.at(i->operand(0));
+        leaves[i] = std::move(l);
+        backing_[i] = std::move(bk);
+        continue;
+      }
+      break;
+    case Opcode::kGetTupleElement: {
+      BufferRef l = leaves.at(i->operand(0)).at(i->tuple_index);
+      int bk = backing_.at(i->operand(0)).at(i->tuple_index);
+      leaves[i] = {l};
+      backing_[i] = {bk};
+      continue;
+    }
+    case Opcode::kTuple: {
+      std::vector<BufferRef> l;
+      std::vector<int> bk;
+      for (Instruction* op : i->operands()) {
+        if (!op->shape().IsArray()) return Unimplemented("nested tuples are not supported");
+        if (!plan_.Materialized(op)) return Internal("tuple operand %s is not materialized", op->name());
+        l.push_back(leaves.at(op)[0]);
+        bk.push_back(backing_.at(op)[0]);
+      }
+      leaves[i] = l;
+      backing_[i] = bk;
+      continue;
+    }
+    default:
+      break;
+  }
+  if (!plan_.Materialized(i)) continue;
+  std::vector<hlo::Shape> shapes = i->shape().IsTuple() ? i->shape().tuple_shapes : std::vector<hlo::Shape>{i->shape()};
+  std::vector<int> bk;
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    if (!shapes[k].IsArray()) return Unimplemented("%s: nested tuples are not supported", i->name());
+    bk.push_back(slots_.size());
+    slots_.push_back({i, static_cast<int>(k), shapes[k].ByteSize(), plan_.pos(i), plan_.pos(i)});
+  }
+  leaves[i] = std::vector<BufferRef>(shapes.size());
+  backing_[i] = bk;
+}
+  share_of_.assign(slots_.size(), -1);
+  return absl::OkStatus();
+}
+
+void BufferAssigner::ComputeLiveness() {
+auto read_at = [&](const Instruction* x, int64_t at) {
+  auto bk = backing_.find(x);
+  if (bk == backing_.end()) return;
+  for (int s : bk->second)
+    if (s >= 0) slots_[s].last_use = std::max(slots_[s].last_use, at);
+};
+for (Instruction* i : plan_.order()) {
+  for (Instruction* op : i->operands()) read_at(op, plan_.UsePoint(i));
+  for (const Instruction* x : plan_.HiddenReads(i)) read_at(x, plan_.UsePoint(i));
+}
+for (int s : backing_.at(plan_.root()))
+  if (s >= 0) slots_[s].last_use = INT64_MAX;
+}
+
+// An epilogue that reads its residual last writes its result over it:
+// oneDNN's sum post-op accumulates into the output buffer, which otherwise
+// must first receive a copy of the residual. In program order, so that a
+// chain (one block's result is the next one's residual) ends in the first
+// slot, which the arena planner places.
+void BufferAssigner::ShareInPlace() {
+for (Instruction* op : plan_.order()) {
+  if (plan_.IsGroupRoot(op)) {
+    if (int r = InPlaceFusionInput(op); r >= 0) Share(r, backing_.at(op).at(0));
+    continue;
+  }
+  const Epilogue* found = plan_.EpilogueOf(op);
+  if (!found || !found->residual) continue;
+  const Epilogue& e = *found;
+  const Instruction* last = plan_.ResultOf(op);
+  auto rb = backing_.find(e.residual), ob = backing_.find(last);
+  if (rb == backing_.end() || ob == backing_.end()) continue;
+  int r = rb->second.at(0), o = ob->second.at(0);
+  if (r < 0 || o < 0 || slots_[o].owner != last || slots_[r].size != slots_[o].size || slots_[r].last_use != slots_[o].def)
+    continue;
+  // Not when the primitive also reads those bytes as an operand, its bias
+  // or a view's source: it would read what it has begun to overwrite.
+  bool read_otherwise = false;
+  auto check = [&](const Instruction* x) {
+    if (auto bk = backing_.find(x); bk != backing_.end())
+      for (int s : bk->second) read_otherwise |= s == r;
+  };
+  for (const Instruction* x : op->operands()) check(x);
+  for (const Instruction* x : plan_.HiddenReads(op))
+    if (x != e.residual) check(x);
+  if (read_otherwise) continue;
+  Share(r, o);
+}
+}
+
+// The arena slot of an input that the fusion rooted at `root` may
+// overwrite with its result, or -1. A fused loop reads each input element
+// at the index it writes (block by block, every read of a block before its
+// write), so its result can take the slot of an input of the same element
+// width and count whose last reader it is: the squeeze-and-excitation
+// scale then rewrites its input where it lies in cache instead of filling
+// a second buffer. Not an input that the loop also reads another way (as
+// a broadcast's operand), nor one read twice.
+int BufferAssigner::InPlaceFusionInput(const Instruction* root) const {
+  auto ob = backing_.find(root);
+  if (ob == backing_.end() || ob->second.size() != 1 || ob->second[0] < 0) return -1;
+  const Slot& out = slots_[ob->second[0]];
+  if (out.owner != root) return -1;
+  const auto& fusions = plan_.fusions;
+  int g = fusions.group_of.at(root);
+  absl::flat_hash_map<int, int> reads;  // slot -> inputs backed by it
+  absl::flat_hash_set<const Instruction*> seen;
+  std::vector<int> candidates;
+  for (const Instruction* m : fusions.groups[g]) {
+    for (Instruction* op : m->operands()) {
+      if (auto mg = fusions.group_of.find(op); mg != fusions.group_of.end() && mg->second == g) continue;
+      if (!seen.insert(op).second) continue;  // one input, however many members read it
+      const Instruction* buffer = fusions.absorbed_broadcasts.contains(op) ? op->operand(0) : op;
+      auto bk = backing_.find(buffer);
+      if (bk == backing_.end() || bk->second.size() != 1 || bk->second[0] < 0) continue;
+      int r = bk->second[0];
+      ++reads[r];
+      if (buffer == op && op->shape().ElementCount() == root->shape().ElementCount() &&
+          hlo::ByteWidth(op->shape().element_type) == hlo::ByteWidth(root->shape().element_type))
+        candidates.push_back(r);
+    }
+  }
+  for (int r : candidates)
+    if (reads[r] == 1 && slots_[r].size == out.size && slots_[r].last_use == out.def) return r;
+  return -1;
+}
+
+void BufferAssigner::Place() {
+  auto& leaves = out_.leaves;
+ArenaPlanner planner;
+std::vector<int64_t> offsets(slots_.size());
+for (size_t s = 0; s < slots_.size(); ++s)
+  offsets[s] = share_of_[s] >= 0 ? offsets[share_of_[s]] : planner.Place(slots_[s].size, slots_[s].def, slots_[s].last_use);
+out_.arena_bytes = planner.total();
+// Resolve arena refs of owners, then re-resolve aliases in order.
+for (size_t s = 0; s < slots_.size(); ++s) leaves[slots_[s].owner][slots_[s].leaf] = {BufferRef::kArena, offsets[s]};
+for (Instruction* i : plan_.order()) {
+  switch (i->opcode()) {
+    case Opcode::kReshape: case Opcode::kBitcastConvert:
+      if (plan_.Materialized(i->operand(0)) && backing_.at(i) == backing_.at(i->operand(0))) {
+        std::vector<BufferRef> l = leaves.at(i->operand(0));
+        leaves[i] = std::move(l);
+      }
+      break;
+    case Opcode::kGetTupleElement: {
+      BufferRef l = leaves.at(i->operand(0)).at(i->tuple_index);
+      leaves[i] = {l};
+      break;
+    }
+    case Opcode::kTuple: {
+      std::vector<BufferRef> l;
+      for (Instruction* op : i->operands()) l.push_back(leaves.at(op)[0]);
+      leaves[i] = l;
+      break;
+    }
+    default: break;
+  }
+}
+}
+
+}  // namespace
+
+absl::StatusOr<BufferAssignment> AssignBuffers(const Plan& plan) { return BufferAssigner(plan).Run(); }
+
+}  // namespace xonnx::cpu

@@ -1,0 +1,323 @@
+// oneDNN planning: which users of a convolution or matrix product its
+// primitive computes as post-ops, which activations stay in oneDNN's
+// blocked layout, and which dot operands are read through views.
+#include <algorithm>
+#include <optional>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "backends/cpu/planners.h"
+#include "backends/cpu/thunks.h"
+
+namespace xonnx::cpu {
+
+using hlo::Instruction;
+using hlo::Opcode;
+
+namespace {
+
+// The scalar value of a constant or of a broadcast of one.
+std::optional<double> ScalarValue(const Instruction* i) {
+  if (i->opcode() == Opcode::kBroadcast) i = i->operand(0);
+  if (i->opcode() != Opcode::kConstant || i->literal->element_count() != 1) return std::nullopt;
+  return i->literal->GetAsDouble(0);
+}
+
+// Whether the matrices of a view's batch dims lie inside each other's
+// span (a head split of K or V: each row of the projection holds a row of
+// every head). oneDNN runs a product over such a view on its generic gemm
+// kernel, at about half the speed of its brgemm one; a copy costs a pass
+// over the operand. On the Transformer encoder's attention (4 heads of
+// 64x64 per sequence) the views paid at batch 1 (16K elements per
+// operand: whole model 1.8% faster than with the copies), and the copies
+// from batch 2 up (32K: even; 64K: 4% faster; 128K: 7%).
+bool BatchesInterleaved(const StridedView& v) {
+  size_t r = v.dims.size();
+  int64_t span = 0;  // of one matrix, in elements
+  for (size_t i = r - 2; i < r; ++i) span = std::max(span, v.strides[i] * v.dims[i]);
+  for (size_t i = 0; i + 2 < r; ++i)
+    if (v.dims[i] > 1 && v.strides[i] < span) return true;
+  return false;
+}
+constexpr int64_t kMaxInterleavedViewElements = 16384;
+
+// Matches the activation after `last` (relu, clip, sigmoid or swish) into
+// e; returns the op that ends the epilogue then, `last` when none matches.
+template <typename SingleUser>
+Instruction* MatchActivation(const Plan& plan, Instruction* last, const SingleUser& single_user, Epilogue* e,
+                             std::vector<Instruction*>* absorbed) {
+const auto& lu = plan.users(last);
+if (Instruction* act = single_user(last)) {
+    if (act->opcode() == Opcode::kMaximum) {
+      Instruction* other = act->operand(0) == last ? act->operand(1) : act->operand(0);
+      if (other != last && ScalarValue(other) == 0.0) {
+        e->activation = Epilogue::kRelu;
+        last = act;
+        absorbed->push_back(act);
+      }
+    } else if (act->opcode() == Opcode::kLogistic) {
+      e->activation = Epilogue::kSigmoid;
+      last = act;
+      absorbed->push_back(act);
+    } else if (act->opcode() == Opcode::kClamp && act->operand(1) == last) {
+      auto lo = ScalarValue(act->operand(0)), hi = ScalarValue(act->operand(2));
+      if (lo && hi) {
+        e->activation = Epilogue::kClip;
+        e->lo = *lo;
+        e->hi = *hi;
+        last = act;
+        absorbed->push_back(act);
+      }
+    }
+  } else if (lu.size() == 2 && last != plan.root()) {
+    // swish: y * logistic(y)
+    Instruction* sig = lu[0]->opcode() == Opcode::kLogistic ? lu[0] : lu[1];
+    Instruction* mul = sig == lu[0] ? lu[1] : lu[0];
+    bool is_swish = sig->opcode() == Opcode::kLogistic && mul->opcode() == Opcode::kMultiply &&
+                    plan.users(sig).size() == 1 && plan.users(sig)[0] == mul &&
+                    ((mul->operand(0) == last && mul->operand(1) == sig) || (mul->operand(1) == last && mul->operand(0) == sig));
+    if (is_swish) {
+      e->activation = Epilogue::kSwish;
+      absorbed->push_back(sig);
+      absorbed->push_back(mul);
+      last = mul;
+    }
+  }
+  return last;
+}
+
+// Operands only the absorbed ops read (the bias broadcast, the relu zero)
+// are never computed; the bias and residual the primitive reads itself
+// still are.
+void MarkUnused(Plan* plan) {
+  Instruction* root = plan->root();
+  auto& epilogues = plan->epilogues;
+  absl::flat_hash_set<const Instruction*> read_by_epilogue;
+  for (const auto& [op, e] : epilogues.of) {
+    if (e.bias) read_by_epilogue.insert(e.bias);
+    if (e.residual) read_by_epilogue.insert(e.residual);
+  }
+  for (Instruction* i : plan->order()) {
+    const auto& us = plan->users(i);
+    if (i == root || us.empty() || epilogues.absorbed.contains(i) || epilogues.of.contains(i) || read_by_epilogue.contains(i))
+      continue;
+    if (std::all_of(us.begin(), us.end(), [&](Instruction* u) { return epilogues.absorbed.contains(u); }))
+      epilogues.unused.insert(i);
+  }
+}
+
+}  // namespace
+
+// conv -> add(per-channel bias) -> add(residual) -> relu | clamp | swish | sigmoid
+// becomes one oneDNN convolution with bias and post-ops, and likewise a
+// dot with a per-column bias (ONNX MatMul + Add, Gemm) becomes one oneDNN
+// matmul. A dot's result may be reshaped on the way to its epilogue (the
+// importer flattens MatMul's leading dims): a row-major reshape that keeps
+// the column count leaves every element's column, so the bias still
+// applies per column and the bytes are the same.
+void PlanEpilogues(Plan* plan) {
+  Instruction* root = plan->root();
+  auto& epilogues = plan->epilogues;
+  for (Instruction* c : plan->order()) {
+    std::optional<int64_t> columns;
+    if (c->opcode() == Opcode::kConvolution) {
+      if (!DnnlConvEligible(*c)) continue;
+    } else if (c->opcode() == Opcode::kDot) {
+      columns = DnnlDotColumns(*c);
+      if (!columns) continue;
+    } else {
+      continue;
+    }
+    Epilogue e;
+    // The one user of i, unless another epilogue took it.
+    auto single_user = [&](Instruction* i) -> Instruction* {
+      const auto& us = plan->users(i);
+      return us.size() == 1 && i != root && !epilogues.absorbed.contains(us[0]) ? us[0] : nullptr;
+    };
+    std::vector<Instruction*> absorbed;
+    Instruction* last = c;
+    // One element per feature (a 1x1 output at batch 1, as in a
+    // squeeze-and-excitation block; a one-row product): element i is
+    // feature i whatever the shape, so any reshape keeps the features and
+    // any operand of the result's shape is a bias of its own bytes.
+    int64_t features = columns ? *columns : c->shape().dims[c->conv_dnums.output_feature_dimension];
+    bool one_per_feature = c->shape().ElementCount() == features;
+    if (columns || one_per_feature) {
+      while (Instruction* r = single_user(last)) {
+        if (r->opcode() != Opcode::kReshape) break;
+        if (!one_per_feature && (r->shape().rank() == 0 || r->shape().dims.back() != *columns)) break;
+        absorbed.push_back(r);
+        last = r;
+      }
+    }
+    Instruction* value = last;  // the operation's result as its epilogue sees it
+    int64_t feature = columns ? value->shape().rank() - 1 : c->conv_dnums.output_feature_dimension;
+    if (value != c && one_per_feature) {
+      const auto& dims = value->shape().dims;
+      feature = std::find(dims.begin(), dims.end(), features) - dims.begin();
+    }
+    if (Instruction* add = single_user(last); add && add->opcode() == Opcode::kAdd) {
+      Instruction* other = add->operand(0) == last ? add->operand(1) : add->operand(0);
+      if (other != last && other->opcode() == Opcode::kBroadcast && other->operand(0)->shape().rank() == 1 &&
+          other->dimensions == std::vector<int64_t>{feature}) {
+        e.bias = other->operand(0);
+      } else if (other != last && one_per_feature && other->opcode() != Opcode::kBroadcast &&
+                 other->shape().Compatible(value->shape()) && plan->KeptByEpilogues(other)) {
+        e.bias = other;
+      }
+      if (e.bias) {
+        last = add;
+        absorbed.push_back(add);
+      }
+    }
+    // A residual connection: add(op + bias, r) with r of the same shape.
+    if (Instruction* add = single_user(last); add && add->opcode() == Opcode::kAdd) {
+      Instruction* other = add->operand(0) == last ? add->operand(1) : add->operand(0);
+      if (other != last && other->opcode() != Opcode::kBroadcast && other->shape().Compatible(last->shape()) &&
+          plan->KeptByEpilogues(other) && other->opcode() != Opcode::kConvolution) {
+        e.residual = other;
+        last = add;
+        absorbed.push_back(add);
+      }
+    }
+    last = MatchActivation(*plan, last, single_user, &e, &absorbed);
+    // Reshapes alone are free already; they join only with real work.
+    if (last == value) continue;
+    epilogues.of[c] = e;
+    epilogues.last[c] = last;
+    for (Instruction* x : absorbed) epilogues.absorbed[x] = c;
+  }
+  MarkUnused(plan);
+}
+
+// Results of convolutions that run faster on oneDNN's blocked layout
+// (DnnlConvRunsBlocked) stay in it when every reader is such a
+// convolution, reading it as its source or as the residual its epilogue
+// adds: a ResNet stage's 1x1 and Winograd convolutions then pass blocked
+// activations along and never change layouts between them. A convolution
+// with a residual writes its result over the residual's bytes, so the two
+// must share a layout; where they would not, both stay plain. Elsewhere
+// (the first convolution after a pool, the last before one) the
+// convolution changes the layout on its way in or out.
+void PlanBlockedLayouts(const CompileOptions& options, Plan* plan) {
+  Instruction* root = plan->root();
+  auto& blocked = plan->blocked;
+  absl::flat_hash_set<const Instruction*> runs_blocked;
+  for (Instruction* c : plan->order()) {
+    if (c->opcode() != Opcode::kConvolution) continue;
+    bool constant_weights = c->operand(1)->opcode() == Opcode::kConstant;
+    if (DnnlConvRunsBlocked(*c, constant_weights, options.winograd)) runs_blocked.insert(c);
+  }
+  auto winograd = [&](const Instruction* c) {
+    return DnnlConvRunsWinograd(*c, c->operand(1)->opcode() == Opcode::kConstant, options.winograd);
+  };
+  // Whether u is such a convolution with v as its source (and not also its weights).
+  auto source_of_blocked = [&](const Instruction* u, const Instruction* v) {
+    return runs_blocked.contains(u) && u->operand(0) == v && u->operand(1) != v;
+  };
+  // The candidates: results of such convolutions that only such
+  // convolutions read, as their source or their residual.
+  absl::flat_hash_map<const Instruction*, const Instruction*> producer;  // candidate -> its convolution
+  for (Instruction* c : plan->order()) {
+    if (!runs_blocked.contains(c)) continue;
+    const Instruction* v = plan->ResultOf(c);
+    if (v == root || v->shape().dims != c->shape().dims) continue;
+    bool ok = true;
+    for (Instruction* u : plan->users(v)) {
+      if (source_of_blocked(u, v)) continue;
+      const Instruction* a = plan->AbsorbedInto(u);
+      if (a && runs_blocked.contains(a) && plan->EpilogueOf(a)->residual == v)
+        continue;
+      ok = false;
+      break;
+    }
+    if (ok) producer[v] = c;
+  }
+  // A residual and the result written over it share a layout, so values
+  // linked by residuals (a ResNet stage's outputs) form one group, blocked
+  // as a whole or not at all.
+  absl::flat_hash_map<const Instruction*, const Instruction*> parent;
+  auto find = [&](const Instruction* v) {
+    while (true) {
+      auto p = parent.find(v);
+      if (p == parent.end() || p->second == v) return v;
+      v = p->second;
+    }
+  };
+  for (Instruction* c : plan->order()) {
+    const Epilogue* e = plan->EpilogueOf(c);
+    if (!e || !e->residual || !runs_blocked.contains(c)) continue;
+    const Instruction *x = find(plan->ResultOf(c)), *y = find(e->residual);
+    if (x != y) parent[x] = y;
+  }
+  absl::flat_hash_map<const Instruction*, std::vector<const Instruction*>> groups;  // root -> members
+  for (Instruction* i : plan->order())
+    if (producer.contains(i) || parent.contains(i)) groups[find(i)].push_back(i);
+  for (const auto& [g, members] : groups)
+    if (std::all_of(members.begin(), members.end(), [&](const Instruction* v) { return producer.contains(v); }))
+      blocked.insert(members.begin(), members.end());
+  // Only the layout of a group blocked for nothing would change twice:
+  // where no convolution producing or reading a member as its source runs
+  // blocked on both sides, or runs Winograd's algorithm (which changes
+  // layouts anyway), the group stays plain. (MobileNet's 1x1
+  // convolutions each sit between a depthwise one, which runs plain, and a
+  // value they would block.)
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& [g, members] : groups) {
+      if (!blocked.contains(members[0])) continue;
+      bool pays = false;
+      for (const Instruction* v : members) {
+        const Instruction* c = producer.at(v);
+        if (winograd(c) || blocked.contains(c->operand(0))) pays = true;
+        for (Instruction* u : plan->users(v))
+          if (source_of_blocked(u, v) && (winograd(u) || blocked.contains(plan->ResultOf(u))))
+            pays = true;
+      }
+      if (!pays) {
+        for (const Instruction* v : members) blocked.erase(v);
+        changed = true;
+      }
+    }
+  }
+}
+
+// A dot operand made by slices, transposes and reshapes (attention's head
+// split: slice the QKV projection, reshape, transpose) is read in place
+// through a strided view of the value they start from, so those copies
+// are never made. Each op of the chain must have the chain as its only
+// user; an op that is not a view (a gathering reshape) stays and the view
+// starts after it.
+void PlanDotViews(Plan* plan) {
+  Instruction* root = plan->root();
+  auto is_view_op = [&](Instruction* i) {
+    Opcode op = i->opcode();
+    return (op == Opcode::kSlice || op == Opcode::kTranspose || op == Opcode::kReshape) && i != root &&
+           i->shape().element_type == hlo::F32 && plan->users(i).size() == 1 && plan->Materialized(i);
+  };
+  for (Instruction* d : plan->order()) {
+    if (d->opcode() != Opcode::kDot || !DnnlDotColumns(*d)) continue;
+    for (int k = 0; k < 2; ++k) {
+      std::vector<Instruction*> chain;  // from the operand back
+      for (Instruction* x = d->operand(k); is_view_op(x); x = x->operand(0)) chain.push_back(x);
+      std::reverse(chain.begin(), chain.end());
+      // Follow the chain forward from its start; restart after an op that
+      // is not a view.
+      size_t first = 0;
+      std::optional<StridedView> v;
+      for (size_t j = 0; j < chain.size(); ++j) {
+        if (!v) v = StridedView::RowMajor(chain[j]->operand(0)->shape().dims);
+        v = Apply(*chain[j], *v);
+        if (!v) first = j + 1;
+      }
+      if (first == chain.size() || !v || !DnnlDotViewable(*d, *v)) continue;
+      if (BatchesInterleaved(*v) && d->operand(k)->shape().ElementCount() > kMaxInterleavedViewElements) continue;
+      Instruction* source = chain[first]->operand(0);
+      if (!source->shape().IsArray() || !plan->Materialized(source)) continue;
+      plan->dot_views.of[d][k] = {source, *v};
+      for (size_t j = first; j < chain.size(); ++j) plan->dot_views.replaced.insert(chain[j]);
+    }
+  }
+}
+
+}  // namespace xonnx::cpu

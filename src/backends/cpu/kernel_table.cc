@@ -1,0 +1,90 @@
+#include "backends/cpu/kernel_table.h"
+
+#include <array>
+#include <vector>
+
+#include "base/status.h"
+
+namespace xonnx::cpu {
+
+using hlo::Instruction;
+using hlo::Opcode;
+
+namespace {
+
+using MakerResult = absl::StatusOr<std::optional<Thunk>>;
+
+// The constant literal of operand k, or null: oneDNN packs constant
+// weights once, at compile time.
+const hlo::Literal* ConstantOperand(const Instruction& i, int k) {
+  const Instruction* w = i.operand(k);
+  return w->opcode() == Opcode::kConstant ? &*w->literal : nullptr;
+}
+
+MakerResult DnnlMatmul(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
+  if (!ctx.options.use_dnnl) return std::nullopt;
+  if (auto t = MakeDnnlDotThunk(i, io, ConstantOperand(i, 1), Epilogue{}, ctx.plan.ViewsOf(&i), ctx.keep_alive))
+    return t;
+  if (ctx.plan.dot_views.of.contains(&i))
+    return Unimplemented("%s: oneDNN rejected a dot planned to read views", i.name());
+  return std::nullopt;
+}
+
+MakerResult DnnlConv(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
+  if (!ctx.options.use_dnnl) return std::nullopt;
+  ConvLayouts layouts = ctx.plan.LayoutsOf(&i);
+  if (auto t = MakeDnnlConvThunk(i, io, ConstantOperand(i, 1), Epilogue{}, ctx.options.winograd, layouts,
+                                 ctx.keep_alive))
+    return t;
+  if (layouts.src_blocked || layouts.dst_blocked)
+    return Unimplemented("%s: oneDNN rejected a convolution planned on blocked activations", i.name());
+  return std::nullopt;
+}
+
+MakerResult FastReduce(const EmitContext&, const Instruction& i, const ThunkIo& io) {
+  return MakeFastReduceThunk(i, io);
+}
+MakerResult FastReduceWindow(const EmitContext&, const Instruction& i, const ThunkIo& io) {
+  return MakeFastReduceWindowThunk(i, io);
+}
+MakerResult FastMove(const EmitContext&, const Instruction& i, const ThunkIo& io) { return MakeFastMoveThunk(i, io); }
+
+constexpr KernelMaker kReference{"kernel", MakeReferenceKernelThunk};
+constexpr KernelMaker kEvaluator{"control-flow", MakeEvaluatorThunk};
+
+struct KernelRow {
+  Opcode opcode;
+  std::vector<KernelMaker> makers;
+};
+
+// One row per opcode with kernels of its own; every other opcode runs on
+// the reference kernel alone.
+const std::vector<KernelRow>& Rows() {
+  static const auto* rows = new std::vector<KernelRow>{
+      {Opcode::kDot, {{"dnnl-matmul", DnnlMatmul}, kReference}},
+      {Opcode::kConvolution, {{"dnnl-conv", DnnlConv}, kReference}},
+      {Opcode::kReduce, {{"reduce", FastReduce}, kReference}},
+      {Opcode::kReduceWindow, {{"reduce-window", FastReduceWindow}, kReference}},
+      {Opcode::kTranspose, {{"transpose", FastMove}, kReference}},
+      {Opcode::kSlice, {{"slice", FastMove}, kReference}},
+      {Opcode::kBroadcast, {{"broadcast", FastMove}, kReference}},
+      {Opcode::kWhile, {{"while", MakeNativeWhileThunk}, kEvaluator}},
+      {Opcode::kConditional, {{"conditional", MakeNativeConditionalThunk}, kEvaluator}},
+      {Opcode::kCall, {kEvaluator}},
+  };
+  return *rows;
+}
+
+}  // namespace
+
+absl::Span<const KernelMaker> KernelMakersFor(Opcode op) {
+  static const auto* table = [] {
+    auto* t = new std::array<std::vector<KernelMaker>, hlo::kOpcodeCount>;
+    for (auto& makers : *t) makers = {kReference};
+    for (const KernelRow& row : Rows()) (*t)[static_cast<int>(row.opcode)] = row.makers;
+    return t;
+  }();
+  return (*table)[static_cast<int>(op)];
+}
+
+}  // namespace xonnx::cpu

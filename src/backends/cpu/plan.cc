@@ -1,0 +1,109 @@
+#include "backends/cpu/plan.h"
+
+#include <algorithm>
+
+namespace xonnx::cpu {
+
+using hlo::Instruction;
+
+bool Fusible(const Instruction* i) {
+  return hlo::IsElementwise(i->opcode()) && i->shape().IsArray() && i->shape().ElementCount() > 0;
+}
+
+Plan::Plan(hlo::Computation* entry) : root_(entry->root()) {
+  for (const auto& i : entry->instructions()) order_.push_back(i.get());
+  for (size_t k = 0; k < order_.size(); ++k) pos_[order_[k]] = k;
+  auto users = entry->ComputeUsers();
+  for (size_t k = 0; k < order_.size(); ++k) users_[order_[k]] = users[k];
+}
+
+bool Plan::IsGroupRoot(const Instruction* i) const {
+  auto g = fusions.group_of.find(i);
+  return g != fusions.group_of.end() && fusions.groups[g->second].back() == i;
+}
+
+bool Plan::Materialized(const Instruction* i) const {
+  if (fusions.absorbed_broadcasts.contains(i) || epilogues.unused.contains(i) || dot_views.replaced.contains(i))
+    return false;
+  if (row_fusions.internal.contains(i)) return false;
+  if (int rg = RowGroupOf(i); rg >= 0) {
+    const auto& outs = row_fusions.groups[rg].outputs;
+    return std::find(outs.begin(), outs.end(), i) != outs.end();
+  }
+  // A conv or dot with an epilogue writes the epilogue's last buffer.
+  if (epilogues.of.contains(i)) return false;
+  if (const Instruction* a = AbsorbedInto(i)) return epilogues.last.at(a) == i;
+  auto g = fusions.group_of.find(i);
+  return g == fusions.group_of.end() || fusions.groups[g->second].back() == i;
+}
+
+bool Plan::KeptByEpilogues(const Instruction* i) const {
+  if (epilogues.of.contains(i)) return false;
+  const Instruction* a = AbsorbedInto(i);
+  return a == nullptr || epilogues.last.at(a) == i;
+}
+
+const Epilogue* Plan::EpilogueOf(const Instruction* op) const {
+  auto e = epilogues.of.find(op);
+  return e == epilogues.of.end() ? nullptr : &e->second;
+}
+
+const Instruction* Plan::AbsorbedInto(const Instruction* i) const {
+  auto a = epilogues.absorbed.find(i);
+  return a == epilogues.absorbed.end() ? nullptr : a->second;
+}
+
+const Instruction* Plan::ResultOf(const Instruction* op) const {
+  auto e = epilogues.last.find(op);
+  return e == epilogues.last.end() ? op : e->second;
+}
+
+ConvLayouts Plan::LayoutsOf(const Instruction* conv) const {
+  return {blocked.contains(conv->operand(0)), blocked.contains(ResultOf(conv))};
+}
+
+DotViews Plan::ViewsOf(const Instruction* dot) const {
+  DotViews views;
+  if (auto v = dot_views.of.find(dot); v != dot_views.of.end()) {
+    if (v->second[0]) views.lhs = v->second[0]->view;
+    if (v->second[1]) views.rhs = v->second[1]->view;
+  }
+  return views;
+}
+
+int Plan::RowGroupOf(const Instruction* i) const {
+  auto g = row_fusions.group_of.find(i);
+  return g == row_fusions.group_of.end() ? -1 : g->second;
+}
+
+std::vector<const Instruction*> Plan::HiddenReads(const Instruction* i) const {
+  std::vector<const Instruction*> reads;
+  if (const Epilogue* e = EpilogueOf(i)) {
+    if (e->bias) reads.push_back(e->bias);
+    if (e->residual) reads.push_back(e->residual);
+  }
+  if (auto v = dot_views.of.find(i); v != dot_views.of.end())
+    for (const auto& pv : v->second)
+      if (pv) reads.push_back(pv->source);
+  return reads;
+}
+
+int64_t Plan::UsePoint(const Instruction* user) const {
+  // A row fusion reads its inputs when it runs, at its last member.
+  if (int rg = RowGroupOf(user); rg >= 0) return pos(row_fusions.groups[rg].members.back());
+  if (auto ri = row_fusions.internal.find(user); ri != row_fusions.internal.end()) return ri->second;
+  if (auto e = epilogues.last.find(user); e != epilogues.last.end()) return pos(e->second);
+  if (const Instruction* a = AbsorbedInto(user)) return pos(epilogues.last.at(a));
+  auto g = fusions.group_of.find(user);
+  if (g != fusions.group_of.end()) return pos(fusions.groups[g->second].back());
+  if (fusions.absorbed_broadcasts.contains(user)) {
+    int64_t last = pos(user);
+    for (Instruction* u : users(user))
+      if (auto ug = fusions.group_of.find(u); ug != fusions.group_of.end())
+        last = std::max(last, pos(fusions.groups[ug->second].back()));
+    return last;
+  }
+  return pos(user);
+}
+
+}  // namespace xonnx::cpu

@@ -1,0 +1,156 @@
+#include "backends/cpu/thunk_emitter.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/kernel_table.h"
+#include "base/status.h"
+
+namespace xonnx::cpu {
+
+using hlo::Instruction;
+using hlo::Opcode;
+
+std::vector<BufferRef> EmitContext::InputsOf(const Instruction* i) const {
+  std::vector<BufferRef> in;
+  auto v = plan.dot_views.of.find(i);
+  for (int64_t k = 0; k < i->operand_count(); ++k) {
+    bool viewed = v != plan.dot_views.of.end() && v->second[k];
+    for (const BufferRef& r : LeavesOf(viewed ? v->second[k]->source : i->operand(k))) in.push_back(r);
+  }
+  return in;
+}
+
+namespace {
+
+class Emitter {
+ public:
+  explicit Emitter(const EmitContext& ctx) : ctx_(ctx), plan_(ctx.plan) {}
+
+  absl::StatusOr<EmittedThunks> Run() {
+    for (Instruction* i : plan_.order()) RETURN_IF_ERROR(Emit(i));
+    return std::move(out_);
+  }
+
+ private:
+  void Add(Thunk t, std::string kind) {
+    out_.kinds.push_back(t.kind.empty() ? std::move(kind) : t.kind);
+    out_.thunks.push_back(std::move(t));
+  }
+
+  // The thunk that computes i, if i is where a step of the plan runs.
+  absl::Status Emit(Instruction* i) {
+    switch (i->opcode()) {
+      case Opcode::kParameter:
+      case Opcode::kConstant:
+      case Opcode::kGetTupleElement:
+      case Opcode::kTuple:
+        return absl::OkStatus();  // buffers of their own or aliases
+      case Opcode::kReshape:
+      case Opcode::kBitcastConvert:
+        if (plan_.Materialized(i->operand(0))) return absl::OkStatus();  // an alias
+        break;
+      default:
+        break;
+    }
+    if (int rg = plan_.RowGroupOf(i); rg >= 0) {
+      if (plan_.row_fusions.groups[rg].members.back() != i) return absl::OkStatus();
+      return EmitRowFusion(plan_.row_fusions.groups[rg]);
+    }
+    if (plan_.row_fusions.internal.contains(i)) return absl::OkStatus();
+    if (const Instruction* op = plan_.AbsorbedInto(i)) {
+      if (plan_.ResultOf(op) != i) return absl::OkStatus();
+      return EmitWithEpilogue(op, i);
+    }
+    if (!plan_.Materialized(i)) return absl::OkStatus();
+    if (plan_.IsGroupRoot(i)) return EmitFusion(i);
+    return EmitFromTable(i);
+  }
+
+  // The first kernel of i's row in the kernel table that takes its form.
+  absl::Status EmitFromTable(const Instruction* i) {
+    ThunkIo io{ctx_.InputsOf(i), ctx_.LeavesOf(i)};
+    for (const KernelMaker& maker : KernelMakersFor(i->opcode())) {
+      ASSIGN_OR_RETURN(std::optional<Thunk> t, maker.make(ctx_, *i, io));
+      if (!t) continue;
+      if (t->name.empty()) t->name = i->name();
+      Add(*std::move(t), maker.kind);
+      return absl::OkStatus();
+    }
+    return Internal("%s: no kernel in the table takes this %s", i->name(), hlo::OpcodeName(i->opcode()));
+  }
+
+  // The conv or dot and its epilogue in one oneDNN primitive. The planner
+  // only chose forms oneDNN takes, so a refusal is an internal error.
+  absl::Status EmitWithEpilogue(const Instruction* op, const Instruction* last) {
+    bool conv = op->opcode() == Opcode::kConvolution;
+    ThunkIo io{ctx_.InputsOf(op), ctx_.LeavesOf(last)};
+    const Epilogue& e = *plan_.EpilogueOf(op);
+    if (e.bias) io.inputs.push_back(ctx_.LeavesOf(e.bias).at(0));
+    if (e.residual) io.inputs.push_back(ctx_.LeavesOf(e.residual).at(0));
+    const Instruction* w = op->operand(1);
+    const hlo::Literal* cw = w->opcode() == Opcode::kConstant ? &*w->literal : nullptr;
+    std::optional<Thunk> t =
+        conv ? MakeDnnlConvThunk(*op, io, cw, e, ctx_.options.winograd, plan_.LayoutsOf(op), ctx_.keep_alive)
+             : MakeDnnlDotThunk(*op, io, cw, e, plan_.ViewsOf(op), ctx_.keep_alive);
+    if (!t)
+      return Unimplemented("%s: oneDNN rejected a %s it was planned for", op->name(), conv ? "convolution" : "dot");
+    Add(*std::move(t), conv ? "dnnl-conv" : "dnnl-matmul");
+    return absl::OkStatus();
+  }
+
+  // A row fusion, emitted at its last member in program order.
+  absl::Status EmitRowFusion(const RowGroup& group) {
+    ThunkIo io;
+    for (const Instruction* in : group.inputs) {
+      auto l = ctx_.buffers.leaves.find(in);
+      if (l == ctx_.buffers.leaves.end() || l->second.empty())
+        return Internal("row fusion at %s reads %s, which no kernel writes", group.members.back()->name(), in->name());
+      io.inputs.push_back(l->second[0]);
+    }
+    for (const Instruction* out : group.outputs) io.outputs.push_back(ctx_.LeavesOf(out).at(0));
+    ASSIGN_OR_RETURN(Thunk t, MakeRowFusionThunk(group.spec, io));
+    Add(std::move(t), "row-fusion");
+    return absl::OkStatus();
+  }
+
+  // A fused elementwise loop, emitted at its root; a broadcast absorbed
+  // into it is read from its operand's buffer.
+  absl::Status EmitFusion(const Instruction* root) {
+    const auto& fusions = plan_.fusions;
+    int g = fusions.group_of.at(root);
+    FusionSpec spec;
+    spec.members.assign(fusions.groups[g].begin(), fusions.groups[g].end());
+    std::sort(spec.members.begin(), spec.members.end(),
+              [&](const Instruction* a, const Instruction* b) { return plan_.pos(a) < plan_.pos(b); });
+    ThunkIo io;
+    absl::flat_hash_map<const Instruction*, bool> seen;
+    for (const Instruction* m : spec.members) {
+      for (Instruction* op : m->operands()) {
+        auto mg = fusions.group_of.find(op);
+        if (mg != fusions.group_of.end() && mg->second == g) continue;
+        if (seen[op]) continue;
+        seen[op] = true;
+        spec.inputs.push_back(op);
+        const Instruction* buffer = fusions.absorbed_broadcasts.contains(op) ? op->operand(0) : op;
+        io.inputs.push_back(ctx_.LeavesOf(buffer).at(0));
+      }
+    }
+    io.outputs = ctx_.LeavesOf(root);
+    ASSIGN_OR_RETURN(Thunk t, MakeFusionThunk(spec, io));
+    Add(std::move(t), "fusion");
+    return absl::OkStatus();
+  }
+
+  const EmitContext& ctx_;
+  const Plan& plan_;
+  EmittedThunks out_;
+};
+
+}  // namespace
+
+absl::StatusOr<EmittedThunks> EmitThunks(const EmitContext& ctx) { return Emitter(ctx).Run(); }
+
+}  // namespace xonnx::cpu

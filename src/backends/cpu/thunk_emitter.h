@@ -1,0 +1,48 @@
+// Thunk emission for the CPU compiler (internal header): walks the program
+// in order and turns each planned step (a fusion, a row fusion, a oneDNN
+// primitive with its epilogue, or an instruction of its own) into a thunk,
+// picking an instruction's kernel from the kernel table.
+#ifndef XONNX_BACKENDS_CPU_THUNK_EMITTER_H_
+#define XONNX_BACKENDS_CPU_THUNK_EMITTER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/cpu/buffer_assignment.h"
+#include "backends/cpu/executable.h"
+#include "backends/cpu/plan.h"
+#include "backends/cpu/thunks.h"
+
+namespace xonnx::cpu {
+
+// What kernel makers read: the plan, the buffers, the options, the module
+// (control flow compiles its computations from it) and where thunks keep
+// the state they own.
+struct EmitContext {
+  const Plan& plan;
+  const BufferAssignment& buffers;
+  const CompileOptions& options;
+  const hlo::Module& module;
+  std::vector<std::shared_ptr<void>>* keep_alive;
+
+  // The buffers i reads, one per operand leaf; a dot reads a viewed operand
+  // from its view's source.
+  std::vector<BufferRef> InputsOf(const hlo::Instruction* i) const;
+  // The buffers of i's leaves.
+  const std::vector<BufferRef>& LeavesOf(const hlo::Instruction* i) const { return buffers.leaves.at(i); }
+};
+
+// The program's thunks in run order, and the kind each counts as in
+// profiles and summaries.
+struct EmittedThunks {
+  std::vector<Thunk> thunks;
+  std::vector<std::string> kinds;
+};
+
+[[nodiscard]] absl::StatusOr<EmittedThunks> EmitThunks(const EmitContext& ctx);
+
+}  // namespace xonnx::cpu
+
+#endif  // XONNX_BACKENDS_CPU_THUNK_EMITTER_H_
