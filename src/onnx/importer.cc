@@ -7,7 +7,10 @@
 #include "hlo/builder.h"
 #include "onnx/registry.h"
 #include "onnx/tensor_proto.h"
+#include "hlo/verifier.h"
 #include "passes/constant_folding.h"
+#include "passes/convert_precision.h"
+#include "passes/pipeline.h"
 
 namespace xonnx::onnx_import {
 
@@ -162,7 +165,10 @@ absl::Status ConvertNodes(const onnx::GraphProto& g, const std::map<std::string,
   return absl::OkStatus();
 }
 
-absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOptions& options) {
+namespace {
+
+// The graph as HLO, before the module is optimized.
+absl::StatusOr<ImportedModule> ImportGraph(const LoadedModel& model, const ImportOptions& options) {
   const std::string& file = model.path;
   const onnx::GraphProto& g = model.proto.graph();
   std::vector<UnsupportedOp> unsupported = FindUnsupportedOps(model);
@@ -327,6 +333,28 @@ absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOpti
   ASSIGN_OR_RETURN(hlo::Computation * entry, b.Build(b.Tuple(roots)));
   result.module->set_entry(entry);
   return result;
+}
+
+}  // namespace
+
+absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOptions& options) {
+  ASSIGN_OR_RETURN(ImportedModule imported, ImportGraph(model, options));
+  hlo::Module* m = imported.module.get();
+  if (options.optimize) {
+    absl::Status st = passes::RunStandardPipeline(m, options.verify_passes);
+    if (!st.ok()) return Annotate(st, model.path);
+  }
+  if (options.compute_type != hlo::F32 || options.io_type != hlo::F32) {
+    passes::ConvertPrecision precision(options.compute_type, options.io_type);
+    absl::Status st = precision.Run(m).status();
+    if (st.ok()) st = hlo::Verify(*m);
+    if (st.ok() && options.optimize) st = passes::RunStandardPipeline(m, options.verify_passes);
+    if (!st.ok())
+      return Annotate(st, absl::StrCat(model.path, ": computing in ", hlo::PrimitiveTypeName(options.compute_type)));
+    for (auto& out : imported.outputs)
+      if (!out.is_string && out.type == hlo::F32) out.type = options.io_type;
+  }
+  return imported;
 }
 
 }  // namespace xonnx::onnx_import

@@ -62,6 +62,16 @@ struct ImportOptions {
   std::set<std::string> constant_weights;
   // Import-time constant folding cap (elements).
   int64_t fold_max_elements = 1 << 22;
+  // What happens to the module before Import returns it: the standard pass
+  // pipeline (with the verifier after every pass when verify_passes), then,
+  // unless both are F32, the conversion to compute in compute_type with
+  // float inputs and outputs in io_type (passes::ConvertPrecision). This is
+  // the one place a module is optimized and its precision decided on the
+  // way to a plugin.
+  bool optimize = false;
+  bool verify_passes = false;
+  hlo::PrimitiveType compute_type = hlo::F32;
+  hlo::PrimitiveType io_type = hlo::F32;
 };
 
 struct ImportedModule {

@@ -1,0 +1,141 @@
+#include "runtime/clients.h"
+
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "xonnx/session.h"
+
+namespace xonnx {
+
+namespace {
+
+constexpr char kPluginFile[] = "libxonnx_pjrt_cpu.so";
+
+// The folder of the running program.
+std::filesystem::path ProgramDir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : exe.parent_path();
+}
+
+std::vector<pjrt::NamedValue> ToNamedValues(const std::vector<CreateOption>& options) {
+  std::vector<pjrt::NamedValue> out;
+  for (const auto& o : options) {
+    pjrt::NamedValue nv;
+    nv.name = o.name;
+    std::visit([&](const auto& v) { nv.value = v; }, o.value);
+    out.push_back(std::move(nv));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string OptionsKey(const std::vector<pjrt::NamedValue>& options) {
+  std::string key;
+  for (const auto& o : options) {
+    absl::StrAppend(&key, o.name, "=", o.value.index(), ":");
+    std::visit(
+        [&](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+            absl::StrAppend(&key, absl::StrJoin(v, ","));
+          else
+            absl::StrAppend(&key, v);
+        },
+        o.value);
+    key += ";";
+  }
+  return key;
+}
+
+std::vector<pjrt::NamedValue> CreateOptionsFor(const SessionOptions& options, const pjrt::Plugin& plugin) {
+  std::vector<pjrt::NamedValue> create = ToNamedValues(options.create_options);
+  bool ours = std::filesystem::path(plugin.path()).filename() == kPluginFile;
+  if (ours && !options.use_dnnl) create.push_back({"use_dnnl", false});
+  if (ours && !options.fuse_elementwise) create.push_back({"fuse_elementwise", false});
+  if (ours && !options.optimize) create.push_back({"optimize", false});
+  if (ours && options.verify_passes) create.push_back({"verify_passes", true});
+  return create;
+}
+
+StatusOr<std::shared_ptr<pjrt::Client>> GetClient(const SessionOptions& options) {
+  std::string path = options.plugin.empty() ? DefaultPluginPath() : options.plugin;
+  ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Plugin> plugin, pjrt::Plugin::Load(path));
+  std::vector<pjrt::NamedValue> create = CreateOptionsFor(options, *plugin);
+  static std::mutex mu;
+  static std::map<std::string, std::weak_ptr<pjrt::Client>> clients;
+  std::string key = absl::StrCat(plugin->path(), "|", OptionsKey(create));
+  std::lock_guard<std::mutex> l(mu);
+  if (auto it = clients.find(key); it != clients.end())
+    if (auto c = it->second.lock()) return c;
+  ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Client> client, pjrt::Client::Create(plugin, create));
+  clients[key] = client;
+  return client;
+}
+
+std::string FileIdentity(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path file = std::filesystem::canonical(path, ec);
+  if (ec) return path;
+  auto size = std::filesystem::file_size(file, ec);
+  auto time = std::filesystem::last_write_time(file, ec).time_since_epoch().count();
+  return absl::StrCat(file.string(), "|", ec ? 0 : size, "|", ec ? 0 : time);
+}
+
+const std::string& ConverterIdentity() {
+  static const std::string identity = [] {
+    Dl_info info;
+    if (!dladdr(reinterpret_cast<void*>(&FileIdentity), &info) || !info.dli_fname) return std::string("unknown");
+    return FileIdentity(info.dli_fname);
+  }();
+  return identity;
+}
+
+std::string DefaultPluginPath() {
+  if (const char* env = std::getenv("XONNX_PLUGIN"); env && *env) return env;
+  std::vector<std::filesystem::path> candidates;
+  std::filesystem::path dir = ProgramDir();
+  if (!dir.empty()) {
+    candidates.push_back(dir / kPluginFile);
+    candidates.push_back(dir / ".." / "lib" / kPluginFile);
+    candidates.push_back(dir / ".." / "lib" / "xonnx" / kPluginFile);
+  }
+#ifdef XONNX_BUILD_PLUGIN_DIR
+  candidates.push_back(std::filesystem::path(XONNX_BUILD_PLUGIN_DIR) / kPluginFile);
+#endif
+#ifdef XONNX_INSTALL_PLUGIN_DIR
+  candidates.push_back(std::filesystem::path(XONNX_INSTALL_PLUGIN_DIR) / kPluginFile);
+#endif
+  for (const auto& c : candidates) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(c, ec)) return std::filesystem::weakly_canonical(c, ec).string();
+  }
+  return kPluginFile;
+}
+
+StatusOr<PluginInfo> DescribePlugin(const SessionOptions& options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Client> client, GetClient(options));
+  PluginInfo info;
+  const auto& plugin = client->plugin();
+  info.path = plugin->path();
+  info.api_major = plugin->major_version();
+  info.api_minor = plugin->minor_version();
+  info.attributes = plugin->Attributes();
+  info.platform_name = client->platform_name();
+  info.platform_version = client->platform_version();
+  for (size_t i = 0; i < client->devices().size(); ++i) {
+    const auto& d = client->devices()[i];
+    info.devices.push_back({static_cast<int>(i), d.id, d.local_hardware_id, d.kind, d.description, d.attributes});
+  }
+  return info;
+}
+
+}  // namespace xonnx

@@ -1,0 +1,99 @@
+#include "runtime/graph_stages.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "onnx/tensor_proto.h"
+#include "runtime/dtype.h"
+
+namespace xonnx {
+
+StatusOr<ModelRunner*> GraphStages::Stage(const ModelRunner& parent, int k,
+                                          const std::map<std::string, DataType>& types) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (auto it = stages_.find(k); it != stages_.end()) return it->second.get();
+  const onnx_import::Segment& seg = split_.segments[k];
+  std::map<std::string, int> onnx_types;
+  for (const auto& name : seg.inputs) {
+    DataType t = types.at(name);
+    onnx_types[name] = t == DataType::kString ? onnx::TensorProto::STRING : onnx_import::OnnxType(ToHlo(t));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<onnx_import::LoadedModel> sub,
+                   onnx_import::SegmentModel(parent.model(), seg, k, onnx_types));
+  std::unique_ptr<ModelRunner> child = parent.ForSegment(std::move(sub), seg.outputs.size());
+  ModelRunner* raw = child.get();
+  stages_[k] = std::move(child);
+  return raw;
+}
+
+void GraphStages::ForEachStage(const std::function<void(int, const ModelRunner&)>& fn) const {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [k, stage] : stages_) fn(k, *stage);
+}
+
+StatusOr<std::vector<Tensor>> GraphStages::Run(const ModelRunner& parent, const std::vector<TensorSpec>& outputs,
+                                               const std::map<std::string, Tensor>& inputs) {
+  const onnx_import::LoadedModel& model = parent.model();
+  const onnx::GraphProto& g = model.proto.graph();
+  std::map<std::string, Tensor> values = inputs;
+  for (size_t k = 0; k < split_.segments.size(); ++k) {
+    const onnx_import::Segment& seg = split_.segments[k];
+    if (seg.on_host) {
+      std::map<std::string, hlo::Literal> args;
+      for (const auto& name : seg.inputs) {
+        const Tensor& t = values.at(name);
+        if (t.dtype() == DataType::kString)
+          return Unimplemented("%s: node %s on the host: string input '%s' is not supported", model.path,
+                               onnx_import::NodeLabel(g.node(seg.nodes[0])), name);
+        args.emplace(name, LiteralOf(t));
+      }
+      ASSIGN_OR_RETURN(std::vector<hlo::Literal> outs, onnx_import::RunNodeOnHost(model, seg.nodes[0], args));
+      const onnx::NodeProto& n = g.node(seg.nodes[0]);
+      for (int o = 0; o < n.output_size(); ++o) {
+        if (n.output(o).empty()) continue;
+        ASSIGN_OR_RETURN(values[n.output(o)], TensorOf(outs[o]));
+      }
+      continue;
+    }
+    std::map<std::string, DataType> types;
+    std::map<std::string, Tensor> args;
+    for (const auto& name : seg.inputs) {
+      types[name] = values.at(name).dtype();
+      args[name] = values.at(name);
+    }
+    ASSIGN_OR_RETURN(ModelRunner * stage, Stage(parent, k, types));
+    ASSIGN_OR_RETURN(std::vector<Tensor> outs, stage->RunExact(args, 0));
+    for (size_t o = 0; o < outs.size() && o < seg.outputs.size(); ++o) values[seg.outputs[o]] = std::move(outs[o]);
+  }
+  std::vector<Tensor> outs;
+  for (const auto& spec : outputs) {
+    if (auto it = values.find(spec.name); it != values.end()) {
+      outs.push_back(std::move(it->second));
+      continue;
+    }
+    const onnx::TensorProto* init = onnx_import::FindInitializer(g, spec.name);
+    if (!init) return Internal("%s: graph output '%s' was not computed", model.path, spec.name);
+    ASSIGN_OR_RETURN(Tensor t, TensorFromProto(*init));
+    outs.push_back(std::move(t));
+  }
+  return outs;
+}
+
+std::vector<std::string> GraphStages::NodeLabels(const onnx_import::LoadedModel& model, const std::vector<int>& nodes) {
+  std::vector<std::string> labels;
+  for (int i : nodes) labels.push_back(onnx_import::NodeLabel(model.proto.graph().node(i)));
+  return labels;
+}
+
+std::string GraphStages::Description(const onnx_import::LoadedModel& model) const {
+  std::vector<std::string> parts;
+  if (!split_.host_nodes.empty())
+    parts.push_back(
+        absl::StrCat("runs partly on the host (", absl::StrJoin(NodeLabels(model, split_.host_nodes), ", "), ")"));
+  if (!split_.value_nodes.empty())
+    parts.push_back(absl::StrCat("compiles parts for values computed at run time (",
+                                 absl::StrJoin(NodeLabels(model, split_.value_nodes), ", "), ")"));
+  return absl::StrJoin(parts, " and ");
+}
+
+}  // namespace xonnx

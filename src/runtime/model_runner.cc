@@ -1,0 +1,291 @@
+#include "runtime/model_runner.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "base/fingerprint.h"
+#include "base/status.h"
+#include "hlo/proto_codec.h"
+#include "onnx/tensor_proto.h"
+#include "runtime/clients.h"
+#include "runtime/dtype.h"
+
+#ifndef XONNX_VERSION
+#define XONNX_VERSION "0.0.0"
+#endif
+
+namespace xonnx {
+
+namespace {
+
+double MsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::string ShapeKey(const ShapeMap& shapes) {
+  std::string k;
+  for (const auto& [name, dims] : shapes) absl::StrAppend(&k, name, ":", absl::StrJoin(dims, "x"), ";");
+  return k;
+}
+
+}  // namespace
+
+std::string InputStructure::Key() const {
+  std::string k;
+  for (const auto& [n, l] : lengths) absl::StrAppend(&k, "|", n, "#", l);
+  for (const auto& n : absent) absl::StrAppend(&k, "|", n, "#none");
+  return k;
+}
+
+ModelRunner::ModelRunner(std::shared_ptr<onnx_import::LoadedModel> model, const SessionOptions& options,
+                         std::shared_ptr<pjrt::Client> client, std::vector<const pjrt::Device*> devices,
+                         size_t num_outputs)
+    : model_(std::move(model)),
+      options_(options),
+      client_(std::move(client)),
+      devices_(std::move(devices)),
+      num_outputs_(num_outputs),
+      weights_(model_, options.data_type, client_, devices_),
+      programs_(client_) {
+  for (const pjrt::Device* d : devices_) compile_options_.push_back(pjrt::CompileOptionsFor(*d));
+}
+
+std::unique_ptr<ModelRunner> ModelRunner::ForSegment(std::shared_ptr<onnx_import::LoadedModel> segment,
+                                                     size_t num_outputs) const {
+  auto child = std::make_unique<ModelRunner>(std::move(segment), options_, client_, devices_, num_outputs);
+  child->programs_.SharePersistent(programs_);
+  return child;
+}
+
+StatusOr<onnx_import::ImportedModule> ModelRunner::BuildModule(
+    const ShapeMap& shapes, const std::map<std::string, hlo::Literal>& bound, bool allow_partial, bool optimized,
+    const std::map<std::string, onnx_import::StringTensor>& strings, const std::set<std::string>* constant_weights,
+    const InputStructure* structure) const {
+  onnx_import::ImportOptions io;
+  if (structure) {
+    io.sequence_lengths = structure->lengths;
+    io.absent_inputs = structure->absent;
+  }
+  if (constant_weights) {
+    io.weights_as_parameters = true;
+    io.constant_weights = *constant_weights;
+  }
+  for (const auto& [name, dims] : shapes)
+    if (!bound.count(name) && !strings.count(name)) io.input_shapes[name] = dims;
+  io.bound_inputs = bound;
+  io.string_inputs = strings;
+  io.allow_partial = allow_partial;
+  io.optimize = optimized;
+  io.verify_passes = options_.verify_passes;
+  io.compute_type = ToHlo(options_.data_type);
+  io.io_type = ToHlo(options_.io_data_type);
+  return onnx_import::Import(*model_, io);
+}
+
+ModelRunner::Bindings ModelRunner::CurrentBindings() const {
+  std::lock_guard<std::mutex> l(bindings_mu_);
+  return bindings_;
+}
+
+bool ModelRunner::BindValuesFor(const Status& import_error, const std::map<std::string, Tensor>& values) {
+  auto needs = import_error.GetPayload(onnx_import::kNeedsInputValuesPayload);
+  if (!needs) return false;
+  bool added = false;
+  std::lock_guard<std::mutex> l(bindings_mu_);
+  for (absl::string_view part : absl::StrSplit(std::string(*needs), ',')) {
+    std::string name(part);
+    if (values.count(name)) {
+      added |= bindings_.inputs.insert(name).second;
+    } else if (onnx_import::FindInitializer(model_->proto.graph(), name)) {
+      added |= bindings_.weights.insert(name).second;
+    } else {
+      return false;
+    }
+  }
+  return added;
+}
+
+std::string ModelRunner::DescriptionKey(const std::string& key, const Bindings& bindings, int dev) const {
+  Fingerprinter f;
+  f.UpdateField(model_->content_fingerprint);
+  f.UpdateField(key);
+  f.UpdateField(absl::StrJoin(bindings.weights, "\n"));
+  f.UpdateField(absl::StrCat(options_.upload_weights, options_.optimize, DataTypeName(options_.data_type),
+                             DataTypeName(options_.io_data_type), XONNX_VERSION));
+  f.UpdateField(compile_options_[dev]);
+  f.UpdateField(programs_.plugin_identity());
+  f.UpdateField(ConverterIdentity());
+  return absl::StrCat("program ", f.Finish().Hex());
+}
+
+// Converting may find that a shape-like value (a Reshape's shape, a
+// TopK's k, a Range's limits) depends on inputs or weights: the importer
+// names them, they are bound as constants, and the lookup starts again
+// under the key the bound values make. Each round binds at least one more
+// of the model's inputs and initializers, so there are at most that many
+// rounds; a round that binds nothing returns the importer's error, which
+// names the node.
+StatusOr<ModelRunner::Prepared> ModelRunner::Prepare(const ShapeMap& shapes,
+                                                     const std::map<std::string, Tensor>* values, int dev, bool eager,
+                                                     const InputStructure* structure) {
+  if (!unsupported_.empty()) return absl::UnimplementedError(unsupported_);
+  static const std::map<std::string, Tensor> kNoValues;
+  if (!values) values = &kNoValues;
+  const int max_rounds = model_->proto.graph().input_size() + model_->proto.graph().initializer_size() + 1;
+  for (int round = 0; round < max_rounds; ++round) {
+    Bindings bindings = CurrentBindings();
+    std::string key = absl::StrCat(dev, "@", ShapeKey(shapes), structure ? structure->Key() : "");
+    // String inputs never reach the program: their values are compiled in.
+    std::map<std::string, onnx_import::StringTensor> strings;
+    for (const auto& [name, t] : *values) {
+      if (t.dtype() != DataType::kString) continue;
+      strings[name] = {t.dims(), t.strings()};
+      absl::StrAppend(&key, "|", name, "=");
+      for (const auto& v : t.strings()) absl::StrAppend(&key, v.size(), ":", v);
+    }
+    if (eager && (!bindings.inputs.empty() || !strings.empty()))
+      return absl::FailedPreconditionError("the program depends on input values");
+    std::map<std::string, hlo::Literal> bound;
+    for (const std::string& name : bindings.inputs) {
+      auto given = values->find(name);
+      if (given == values->end()) return Internal("%s: input '%s' needs its value at compile time", path(), name);
+      const Tensor& t = given->second;
+      absl::StrAppend(&key, "|", name, "=", absl::string_view(static_cast<const char*>(t.data()), t.byte_size()));
+      bound.emplace(name, LiteralOf(t));
+    }
+    if (std::optional<Program> p = programs_.Find(key)) return Prepared{key, *std::move(p), true};
+    auto start = std::chrono::steady_clock::now();
+    // A program that depends only on shapes is described in the persistent
+    // cache under the model's fingerprint and the shapes, so a later
+    // process need not convert the model at all.
+    std::string description_key;
+    if (programs_.persistent() && bound.empty() && strings.empty()) {
+      description_key = DescriptionKey(key, bindings, dev);
+      auto prog = programs_.LoadDescribed(description_key, compile_options_[dev], num_outputs_);
+      if (prog.ok()) {
+        programs_.NoteProgram(/*from_cache=*/true, MsSince(start),
+                              absl::StrFormat("%d inputs + %d weights -> %d outputs, loaded from the compile cache",
+                                              prog->params.size(), prog->weight_names.size(), prog->computed.size()));
+        return Prepared{key, *std::move(prog), false};
+      }
+      if (!absl::IsNotFound(prog.status())) programs_.NoteProblem(prog.status());
+    }
+    auto prepared = Convert(key, shapes, bound, strings, bindings, description_key, dev, structure, start);
+    if (prepared.ok() || !BindValuesFor(prepared.status(), *values)) return prepared;
+  }
+  return Internal("%s: binding the input values that decide shapes did not end after %d rounds (bound: %s)", path(),
+                  max_rounds, absl::StrJoin(CurrentBindings().inputs, ", "));
+}
+
+StatusOr<ModelRunner::Prepared> ModelRunner::Convert(const std::string& key, const ShapeMap& shapes,
+                                                     const std::map<std::string, hlo::Literal>& bound,
+                                                     const std::map<std::string, onnx_import::StringTensor>& strings,
+                                                     const Bindings& bindings, const std::string& description_key,
+                                                     int dev, const InputStructure* structure,
+                                                     std::chrono::steady_clock::time_point start) {
+  ASSIGN_OR_RETURN(onnx_import::ImportedModule imported,
+                   BuildModule(shapes, bound, false, options_.optimize, strings,
+                               options_.upload_weights ? &bindings.weights : nullptr, structure));
+  Program prog;
+  for (const auto& in : imported.inputs) prog.params.push_back(in.name);
+  prog.weight_names = imported.weights;
+  int next = 0;
+  prog.output_counts = imported.output_counts;
+  bool describable = std::all_of(prog.output_counts.begin(), prog.output_counts.end(),
+                                 [](int c) { return c == onnx_import::ImportedModule::kTensorOutput; });
+  for (const auto& out : imported.outputs) {
+    describable &= out.name.find('\n') == std::string::npos;
+    if (out.is_string) {
+      describable = false;
+      const auto& sv = imported.string_outputs.at(out.name);
+      prog.output_index.push_back(-1);
+      prog.string_outputs.push_back(Tensor::FromStrings(sv.dims, sv.values));
+    } else {
+      prog.output_index.push_back(next++);
+      prog.string_outputs.emplace_back();
+      prog.computed.push_back(out);
+    }
+  }
+  for (const auto& n : prog.params) describable &= n.find('\n') == std::string::npos;
+  for (const auto& n : prog.weight_names) describable &= n.find('\n') == std::string::npos;
+  std::string bytes = hlo::SerializeModule(*imported.module);
+  std::string exe_key;
+  bool loaded = false;
+  ASSIGN_OR_RETURN(prog.exe, programs_.CompileOrLoad(bytes, compile_options_[dev], path(), &exe_key, &loaded));
+  if (loaded) prog.cache_keys.push_back(exe_key);
+  if (prog.exe->num_outputs() != prog.computed.size())
+    return Internal("%s: the plugin reports %d outputs, the program has %d", path(), prog.exe->num_outputs(),
+                    prog.computed.size());
+  if (!description_key.empty() && describable) programs_.StoreDescription(description_key, exe_key, prog);
+  auto fp = prog.exe->Fingerprint();
+  programs_.NoteProgram(loaded, MsSince(start),
+                        absl::StrFormat("%d inputs + %d weights -> %d outputs, %d KiB HloModuleProto%s",
+                                        prog.params.size(), prog.weight_names.size(), prog.computed.size(),
+                                        bytes.size() / 1024,
+                                        fp.ok() && !fp->empty() ? absl::StrCat(", fingerprint ", *fp) : ""));
+  return Prepared{key, std::move(prog), false};
+}
+
+StatusOr<Program> ModelRunner::Get(const std::map<std::string, Tensor>& values, int dev,
+                                   const InputStructure* structure) {
+  ShapeMap shapes;
+  for (const auto& [name, t] : values) shapes[name] = t.dims();
+  ASSIGN_OR_RETURN(Prepared p, Prepare(shapes, &values, dev, /*eager=*/false, structure));
+  return Complete(std::move(p), dev);
+}
+
+StatusOr<Program> ModelRunner::Complete(Prepared p, int dev) {
+  if (p.complete) return std::move(p.program);
+  for (const auto& w : p.program.weight_names) {
+    ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Buffer> b, weights_.Get(w, dev));
+    p.program.weights.push_back(std::move(b));
+  }
+  return programs_.Keep(p.key, std::move(p.program));
+}
+
+StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, Tensor>& inputs, int dev,
+                                                    const InputStructure* structure, std::vector<int>* counts) {
+  const std::string& file = path();
+  Program prog;
+  StatusOr<std::vector<std::unique_ptr<pjrt::Buffer>>> results = absl::UnknownError("not run");
+  // Kept until the outputs are read: the plugin may still be reading them.
+  std::vector<std::unique_ptr<pjrt::Buffer>> uploaded;
+  // A second attempt only after dropping a program from the cache.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    ASSIGN_OR_RETURN(prog, Get(inputs, dev, structure));
+    uploaded.clear();
+    std::vector<pjrt::Buffer*> args;
+    for (const std::string& name : prog.params) {
+      const Tensor& t = inputs.at(name);
+      auto b = client_->BufferFromHost(t.data(), ToHlo(t.dtype()), t.dims(), *devices_[dev]);
+      if (!b.ok()) return Annotate(b.status(), absl::StrCat(file, ": input '", name, "'"));
+      args.push_back(b->get());
+      uploaded.push_back(*std::move(b));
+    }
+    for (const auto& w : prog.weights) args.push_back(w.get());
+    results = prog.exe->Execute(args);
+    if (results.ok() || !absl::IsDataLoss(results.status()) || prog.cache_keys.empty()) break;
+    programs_.Drop(prog, results.status());
+  }
+  if (!results.ok()) return Annotate(results.status(), file);
+  if (counts) *counts = prog.output_counts;
+  std::vector<Tensor> computed;
+  for (size_t k = 0; k < prog.computed.size(); ++k) {
+    const auto& info = prog.computed[k];
+    ASSIGN_OR_RETURN(DataType t, FromHlo(info.type));
+    Tensor out(t, info.dims);
+    Status st = (*results)[k]->ToHost(out.data(), out.byte_size());
+    if (!st.ok()) return Annotate(st, absl::StrCat(file, ": output '", info.name, "'"));
+    computed.push_back(std::move(out));
+  }
+  std::vector<Tensor> outs;
+  for (size_t k = 0; k < prog.output_index.size(); ++k)
+    outs.push_back(prog.output_index[k] < 0 ? prog.string_outputs[k] : std::move(computed[prog.output_index[k]]));
+  return outs;
+}
+
+}  // namespace xonnx

@@ -1,0 +1,131 @@
+// Runs one ONNX model (or one device segment of a split graph) on a
+// plugin's devices: converts it for the shapes (and, where they decide
+// shapes, the values) of a call, finds or compiles the program, attaches
+// its weights and executes it. Session adds buckets, device splits, graph
+// stages and asynchronous calls on top.
+#ifndef XONNX_RUNTIME_MODEL_RUNNER_H_
+#define XONNX_RUNTIME_MODEL_RUNNER_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "hlo/literal.h"
+#include "onnx/importer.h"
+#include "onnx/model.h"
+#include "pjrt/client.h"
+#include "runtime/program_cache.h"
+#include "runtime/weight_store.h"
+#include "xonnx/options.h"
+#include "xonnx/session.h"
+
+namespace xonnx {
+
+// The shape of a call with sequence or optional inputs that is not in the
+// tensors: sequence lengths and empty optionals.
+struct InputStructure {
+  std::map<std::string, int64_t> lengths;
+  std::set<std::string> absent;
+  std::string Key() const;
+};
+
+class ModelRunner {
+ public:
+  // A runner for `model` on `devices` of `client`; `num_outputs` is the
+  // model's output count (a cached program must have as many).
+  ModelRunner(std::shared_ptr<onnx_import::LoadedModel> model, const SessionOptions& options,
+              std::shared_ptr<pjrt::Client> client, std::vector<const pjrt::Device*> devices, size_t num_outputs);
+
+  // A runner for another model (a graph segment) on the same client and
+  // devices, sharing this one's persistent cache.
+  std::unique_ptr<ModelRunner> ForSegment(std::shared_ptr<onnx_import::LoadedModel> segment,
+                                          size_t num_outputs) const;
+
+  const onnx_import::LoadedModel& model() const { return *model_; }
+  const std::string& path() const { return model_->path; }
+  const std::vector<const pjrt::Device*>& devices() const { return devices_; }
+  const std::shared_ptr<pjrt::Client>& client() const { return client_; }
+  ProgramCache& programs() { return programs_; }
+  const ProgramCache& programs() const { return programs_; }
+  // Makes every program lookup fail with this message (a model with
+  // unsupported ops opened with allow_unsupported).
+  void set_unsupported(std::string message) { unsupported_ = std::move(message); }
+
+  // The HLO module for inputs of these shapes, with `bound` inputs' values
+  // compiled in; `optimized` runs the standard pipeline (and precision
+  // conversion) as the session's options say. `constant_weights`, when
+  // given, keeps initializers parameters except those named.
+  StatusOr<onnx_import::ImportedModule> BuildModule(
+      const ShapeMap& shapes, const std::map<std::string, hlo::Literal>& bound, bool allow_partial, bool optimized,
+      const std::map<std::string, onnx_import::StringTensor>& strings = {},
+      const std::set<std::string>* constant_weights = nullptr, const InputStructure* structure = nullptr) const;
+
+  // A program found by Prepare: `complete` when it came from the in-memory
+  // cache, else it still lacks its weight buffers (see Complete).
+  struct Prepared {
+    std::string key;
+    Program program;
+    bool complete = false;
+  };
+  // The program for inputs of these shapes (and, with `values`, these
+  // values) on devices[dev]: from the in-memory cache, the persistent cache,
+  // or converted and compiled. With `eager` (and no values), a model whose
+  // program depends on input values (not only shapes) is refused with
+  // FailedPrecondition instead of binding them.
+  StatusOr<Prepared> Prepare(const ShapeMap& shapes, const std::map<std::string, Tensor>* values, int dev, bool eager,
+                             const InputStructure* structure);
+  // Attaches a prepared program's weight buffers (uploading those not on
+  // the device yet) and keeps it in the in-memory cache.
+  StatusOr<Program> Complete(Prepared p, int dev);
+  // Uploads a weight to devices[dev] now (Open does it for all buckets).
+  Status UploadWeight(const std::string& name, int dev) { return weights_.Get(name, dev).status(); }
+
+  // Runs one program on devices[dev] with inputs of exactly its shapes.
+  // With `structure`, also the sequence lengths and empty optionals of the
+  // call; `counts` receives how the outputs group into model outputs.
+  StatusOr<std::vector<Tensor>> RunExact(const std::map<std::string, Tensor>& inputs, int dev,
+                                         const InputStructure* structure = nullptr, std::vector<int>* counts = nullptr);
+
+ private:
+  // What a program lookup binds: inputs whose values decide shapes, and
+  // initializers that must stay constants (a converter needs their values).
+  struct Bindings {
+    std::set<std::string> inputs, weights;
+  };
+  Bindings CurrentBindings() const;
+  // After an import failed because shape-like values depend on inputs or
+  // weights (the importer names them), binds those; false when the error is
+  // another one or names nothing new.
+  bool BindValuesFor(const Status& import_error, const std::map<std::string, Tensor>& values);
+  // Converts and compiles the program under `key` (see Prepare).
+  StatusOr<Prepared> Convert(const std::string& key, const ShapeMap& shapes,
+                             const std::map<std::string, hlo::Literal>& bound,
+                             const std::map<std::string, onnx_import::StringTensor>& strings,
+                             const Bindings& bindings, const std::string& description_key, int dev,
+                             const InputStructure* structure, std::chrono::steady_clock::time_point start);
+  // The persistent cache's key for the description of a program that
+  // depends only on shapes.
+  std::string DescriptionKey(const std::string& key, const Bindings& bindings, int dev) const;
+  StatusOr<Program> Get(const std::map<std::string, Tensor>& values, int dev, const InputStructure* structure);
+
+  std::shared_ptr<onnx_import::LoadedModel> model_;
+  SessionOptions options_;
+  std::shared_ptr<pjrt::Client> client_;
+  std::vector<const pjrt::Device*> devices_;
+  // pjrt::CompileOptionsFor(*devices_[k]), serialized once: every program
+  // lookup puts them in its keys and every compile or load passes them.
+  std::vector<std::string> compile_options_;
+  size_t num_outputs_;
+  std::string unsupported_;
+  WeightStore weights_;
+  ProgramCache programs_;
+  mutable std::mutex bindings_mu_;
+  Bindings bindings_;  // guarded by bindings_mu_
+};
+
+}  // namespace xonnx
+
+#endif  // XONNX_RUNTIME_MODEL_RUNNER_H_
