@@ -20,6 +20,10 @@ struct CreateOption {
   std::variant<std::string, int64_t, std::vector<int64_t>, float, bool> value;
 };
 
+// Parses "name=value" as `xonnx --create-option` takes it: true/false, an
+// integer, a float, a comma list of integers, or else a string.
+StatusOr<CreateOption> ParseCreateOption(const std::string& text);
+
 struct SessionOptions {
   // The PjRT plugin that compiles and runs the model: a file path (anything
   // with a '/'), or a library name found through the loader's search path.

@@ -1,4 +1,4 @@
-#include "base/float16.h"
+#include "xonnx/float16.h"
 
 #include <cmath>
 #include <limits>

@@ -22,9 +22,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "base/float16.h"
-#include "pjrt/client.h"
-#include "runtime/compile_cache.h"
+#include "xonnx/float16.h"
+#include "xonnx/cache.h"
 #include "xonnx/session.h"
 
 namespace {
@@ -186,7 +185,7 @@ void PrintSummary(const xonnx::TensorSpec& spec, const Tensor& t) {
   std::cout << " [" << absl::StrJoin(first, ", ") << (n > 6 ? ", ..." : "") << "]\n";
 }
 
-// Where CompileCache::DefaultDir looks, for --help.
+// Where DefaultCacheDir looks, for --help.
 constexpr char kCacheDirDefault[] = "(default: $XONNX_CACHE_DIR, else $XDG_CACHE_HOME/xonnx, else ~/.cache/xonnx)";
 
 // Where and how a model runs: --plugin, --device, --create-option, buckets,
@@ -241,11 +240,7 @@ xonnx::SessionOptions BaseOptions() {
     throw CliError{absl::StrCat("--device '", g_device.device, "': expected a device index (see `xonnx devices`) or 'all'")};
   }
   for (const auto& text : g_device.create_options) {
-    auto nv = Check(xonnx::pjrt::ParseNamedValue(text));
-    xonnx::CreateOption c;
-    c.name = nv.name;
-    std::visit([&](const auto& v) { c.value = v; }, nv.value);
-    o.create_options.push_back(std::move(c));
+    o.create_options.push_back(Check(xonnx::ParseCreateOption(text)));
   }
   o.max_batch = g_device.max_batch;
   o.steps = g_device.steps;
@@ -336,7 +331,7 @@ uint64_t ParseByteSize(const std::string& text, const std::string& flag) {
 // `xonnx cache`: what the persistent compile cache holds; with `max_size`,
 // removes the least recently used entries until the rest fit.
 int Cache(std::string dir, const std::string& max_size, bool clear, bool json) {
-  if (dir.empty()) dir = xonnx::CompileCache::DefaultDir();
+  if (dir.empty()) dir = xonnx::DefaultCacheDir();
   if (dir.empty()) throw CliError{"no cache folder: give --cache-dir (XONNX_CACHE_DIR, XDG_CACHE_HOME and HOME are unset)"};
   std::error_code ec;
   if (!std::filesystem::exists(dir, ec)) {
@@ -348,11 +343,10 @@ int Cache(std::string dir, const std::string& max_size, bool clear, bool json) {
     return 0;
   }
   if (!std::filesystem::is_directory(dir, ec)) throw CliError{absl::StrCat(dir, ": not a folder")};
-  xonnx::CompileCache cache = Check(xonnx::CompileCache::Open(dir));
   nlohmann::json j{{"dir", dir}};
   if (clear || !max_size.empty()) {
     uint64_t limit = clear ? 0 : ParseByteSize(max_size, "--max-size");
-    std::vector<xonnx::CompileCache::FileInfo> removed = Check(cache.Prune(limit));
+    std::vector<xonnx::CacheFile> removed = Check(xonnx::TrimCache(dir, limit));
     uint64_t bytes = 0;
     int entries = 0, temporaries = 0;
     for (const auto& f : removed) {
@@ -366,7 +360,7 @@ int Cache(std::string dir, const std::string& max_size, bool clear, bool json) {
       std::cout << absl::StrFormat("removed: %d entries and %d stale temporary files, %s\n", entries, temporaries,
                                    HumanBytes(bytes));
   }
-  std::vector<xonnx::CompileCache::FileInfo> files = Check(cache.List());
+  std::vector<xonnx::CacheFile> files = Check(xonnx::ListCache(dir));
   std::map<std::string, int> kinds;
   uint64_t bytes = 0;
   int entries = 0, temporaries = 0;

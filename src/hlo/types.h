@@ -8,7 +8,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/status/statusor.h"
-#include "base/float16.h"
+#include "xonnx/float16.h"
 
 namespace xonnx::hlo {
 

@@ -278,15 +278,14 @@ absl::StatusOr<const Device*> Client::device(int index) const {
   return &devices_[index];
 }
 
-absl::StatusOr<std::pair<std::unique_ptr<Buffer>, PJRT_Event*>> Client::StartUpload(const void* data, hlo::PrimitiveType type,
+absl::StatusOr<std::pair<std::unique_ptr<Buffer>, PJRT_Event*>> Client::StartUpload(const void* data, PJRT_Buffer_Type type,
                                                                                    absl::Span<const int64_t> dims,
                                                                                    const Device& device,
                                                                                    PJRT_HostBufferSemantics semantics) {
-  ASSIGN_OR_RETURN(PJRT_Buffer_Type t, ToPjrtType(type));
   auto a = Args<PJRT_Client_BufferFromHostBuffer_Args>();
   a.client = client_;
   a.data = data;
-  a.type = t;
+  a.type = type;
   a.dims = dims.data();
   a.num_dims = dims.size();
   a.host_buffer_semantics = semantics;
@@ -295,7 +294,7 @@ absl::StatusOr<std::pair<std::unique_ptr<Buffer>, PJRT_Event*>> Client::StartUpl
   return std::make_pair(std::make_unique<Buffer>(shared_from_this(), a.buffer), a.done_with_host_buffer);
 }
 
-absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHost(const void* data, hlo::PrimitiveType type,
+absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHost(const void* data, PJRT_Buffer_Type type,
                                                                absl::Span<const int64_t> dims, const Device& device) {
   ASSIGN_OR_RETURN(auto started,
                    StartUpload(data, type, dims, device, PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes));
@@ -304,7 +303,7 @@ absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHost(const void* data,
   return std::move(started.first);
 }
 
-absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHostZeroCopy(const void* data, hlo::PrimitiveType type,
+absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHostZeroCopy(const void* data, PJRT_Buffer_Type type,
                                                                        absl::Span<const int64_t> dims, const Device& device,
                                                                        std::shared_ptr<const void> owner) {
   ASSIGN_OR_RETURN(auto started, StartUpload(data, type, dims, device, PJRT_HostBufferSemantics_kImmutableZeroCopy));
@@ -394,11 +393,11 @@ absl::StatusOr<std::vector<int64_t>> Buffer::Dimensions() const {
   return std::vector<int64_t>(a.dims, a.dims + a.num_dims);
 }
 
-absl::StatusOr<hlo::PrimitiveType> Buffer::ElementType() const {
+absl::StatusOr<PJRT_Buffer_Type> Buffer::ElementType() const {
   auto a = Args<PJRT_Buffer_ElementType_Args>();
   a.buffer = buffer_;
   RETURN_IF_ERROR(PJRT_CALL(client_->plugin(), PJRT_Buffer_ElementType, &a));
-  return FromPjrtType(a.type);
+  return a.type;
 }
 
 absl::Status Buffer::ToHost(void* dst, size_t size) const {

@@ -19,7 +19,6 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "hlo/types.h"
 #include "pjrt/c_api.h"
 #include "pjrt/compile_options.h"
 
@@ -102,7 +101,7 @@ class Buffer {
 
   PJRT_Buffer* raw() const { return buffer_; }
   [[nodiscard]] absl::StatusOr<std::vector<int64_t>> Dimensions() const;
-  [[nodiscard]] absl::StatusOr<hlo::PrimitiveType> ElementType() const;
+  [[nodiscard]] absl::StatusOr<PJRT_Buffer_Type> ElementType() const;
   // Copies the buffer into `dst` (dense, row-major, `size` bytes) and waits.
   [[nodiscard]] absl::Status ToHost(void* dst, size_t size) const;
 
@@ -151,7 +150,7 @@ class Client : public std::enable_shared_from_this<Client> {
 
   // Copies a dense row-major host array to `device`; waits until the host
   // memory may be reused.
-  [[nodiscard]] absl::StatusOr<std::unique_ptr<Buffer>> BufferFromHost(const void* data, hlo::PrimitiveType type,
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<Buffer>> BufferFromHost(const void* data, PJRT_Buffer_Type type,
                                                                        absl::Span<const int64_t> dims,
                                                                        const Device& device);
   // A buffer of a dense row-major host array that the plugin may read in
@@ -160,7 +159,7 @@ class Client : public std::enable_shared_from_this<Client> {
   // with them, which can be long after this returns (when the buffer and
   // whatever the plugin built from it are gone); the bytes must not change
   // until then.
-  [[nodiscard]] absl::StatusOr<std::unique_ptr<Buffer>> BufferFromHostZeroCopy(const void* data, hlo::PrimitiveType type,
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<Buffer>> BufferFromHostZeroCopy(const void* data, PJRT_Buffer_Type type,
                                                                                absl::Span<const int64_t> dims,
                                                                                const Device& device,
                                                                                std::shared_ptr<const void> owner);
@@ -176,7 +175,7 @@ class Client : public std::enable_shared_from_this<Client> {
  private:
   // Calls PJRT_Client_BufferFromHostBuffer: the new buffer and its
   // done_with_host_buffer event (which the caller owns; may be null).
-  absl::StatusOr<std::pair<std::unique_ptr<Buffer>, PJRT_Event*>> StartUpload(const void* data, hlo::PrimitiveType type,
+  absl::StatusOr<std::pair<std::unique_ptr<Buffer>, PJRT_Event*>> StartUpload(const void* data, PJRT_Buffer_Type type,
                                                                             absl::Span<const int64_t> dims,
                                                                             const Device& device,
                                                                             PJRT_HostBufferSemantics semantics);

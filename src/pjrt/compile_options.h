@@ -1,5 +1,5 @@
 // What both sides of the PjRT ABI share besides c_api.h: the compile options
-// xonnx sends (and its CPU plugin reads), and the element type mapping.
+// xonnx sends (and its CPU plugin reads).
 #ifndef XONNX_PJRT_COMPILE_OPTIONS_H_
 #define XONNX_PJRT_COMPILE_OPTIONS_H_
 
@@ -7,7 +7,6 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "hlo/types.h"
 #include "pjrt/c_api.h"
 
 namespace xonnx::pjrt {
@@ -20,10 +19,6 @@ std::string EncodeCompileOptions(int device_id, int device_ordinal);
 // no assignment, 0 when neither), or an error for options asking for several
 // replicas, partitions or devices.
 absl::StatusOr<int> DeviceIdFromCompileOptions(absl::string_view bytes);
-
-// PJRT_Buffer_Type <-> our element types.
-absl::StatusOr<PJRT_Buffer_Type> ToPjrtType(hlo::PrimitiveType t);
-absl::StatusOr<hlo::PrimitiveType> FromPjrtType(PJRT_Buffer_Type t);
 
 }  // namespace xonnx::pjrt
 

@@ -138,4 +138,12 @@ StatusOr<PluginInfo> DescribePlugin(const SessionOptions& options) {
   return info;
 }
 
+StatusOr<CreateOption> ParseCreateOption(const std::string& text) {
+  ASSIGN_OR_RETURN(pjrt::NamedValue nv, pjrt::ParseNamedValue(text));
+  CreateOption c;
+  c.name = nv.name;
+  std::visit([&](const auto& v) { c.value = v; }, nv.value);
+  return c;
+}
+
 }  // namespace xonnx

@@ -211,4 +211,16 @@ absl::StatusOr<std::vector<CompileCache::FileInfo>> CompileCache::Prune(uint64_t
   return removed;
 }
 
+std::string DefaultCacheDir() { return CompileCache::DefaultDir(); }
+
+StatusOr<std::vector<CacheFile>> ListCache(const std::string& dir) {
+  ASSIGN_OR_RETURN(CompileCache cache, CompileCache::Open(dir));
+  return cache.List();
+}
+
+StatusOr<std::vector<CacheFile>> TrimCache(const std::string& dir, uint64_t max_bytes) {
+  ASSIGN_OR_RETURN(CompileCache cache, CompileCache::Open(dir));
+  return cache.Prune(max_bytes);
+}
+
 }  // namespace xonnx

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "xonnx/cache.h"
 
 namespace xonnx {
 
@@ -43,16 +44,7 @@ class CompileCache {
   void Remove(absl::string_view key) const;
 
   // One file of the folder, as List() and Prune() see it.
-  struct FileInfo {
-    std::string path;
-    // The key its header names; empty when the header is unreadable.
-    std::string key;
-    uint64_t bytes = 0;
-    // When it was last stored or loaded (Load marks it), seconds since 1970.
-    int64_t last_used = 0;
-    // A writer's temporary file rather than an entry.
-    bool temporary = false;
-  };
+  using FileInfo = CacheFile;
   // The cache's entries and temporary files, least recently used first.
   // Other files in the folder are not the cache's and are left out.
   [[nodiscard]] absl::StatusOr<std::vector<FileInfo>> List() const;

@@ -6,12 +6,15 @@
 #include "hlo/literal.h"
 #include "hlo/types.h"
 #include "onnx/onnx_pb.h"
+#include "pjrt/c_api.h"
 #include "xonnx/tensor.h"
 
 namespace xonnx {
 
 hlo::PrimitiveType ToHlo(DataType t);
 StatusOr<DataType> FromHlo(hlo::PrimitiveType t);
+// The PjRT buffer type of a numeric DataType (strings have none).
+StatusOr<PJRT_Buffer_Type> ToPjrt(DataType t);
 
 // A numeric tensor's values as a literal, and back (copies).
 hlo::Literal LiteralOf(const Tensor& t);

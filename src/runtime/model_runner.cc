@@ -261,7 +261,8 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
     std::vector<pjrt::Buffer*> args;
     for (const std::string& name : prog.params) {
       const Tensor& t = inputs.at(name);
-      auto b = client_->BufferFromHost(t.data(), ToHlo(t.dtype()), t.dims(), *devices_[dev]);
+      ASSIGN_OR_RETURN(PJRT_Buffer_Type type, ToPjrt(t.dtype()));
+      auto b = client_->BufferFromHost(t.data(), type, t.dims(), *devices_[dev]);
       if (!b.ok()) return Annotate(b.status(), absl::StrCat(file, ": input '", name, "'"));
       args.push_back(b->get());
       uploaded.push_back(*std::move(b));

@@ -16,7 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "onnx/onnx_pb.h"
-#include "base/float16.h"
+#include "xonnx/float16.h"
 #include "base/test_dir.h"
 #include "runtime/batching.h"
 #include "runtime/compile_cache.h"

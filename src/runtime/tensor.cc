@@ -12,18 +12,25 @@ namespace {
 struct Row {
   DataType dtype;
   hlo::PrimitiveType hlo;
+  PJRT_Buffer_Type pjrt;
   const char* name;
 };
 // The one table of public element types.
 constexpr Row kRows[] = {
-    {DataType::kFloat32, hlo::F32, "float32"}, {DataType::kFloat16, hlo::F16, "float16"},
-    {DataType::kBFloat16, hlo::BF16, "bfloat16"}, {DataType::kFloat64, hlo::F64, "float64"},
-    {DataType::kInt8, hlo::S8, "int8"},       {DataType::kInt16, hlo::S16, "int16"},
-    {DataType::kInt32, hlo::S32, "int32"},    {DataType::kInt64, hlo::S64, "int64"},
-    {DataType::kUInt8, hlo::U8, "uint8"},     {DataType::kUInt16, hlo::U16, "uint16"},
-    {DataType::kUInt32, hlo::U32, "uint32"},  {DataType::kUInt64, hlo::U64, "uint64"},
-    {DataType::kBool, hlo::PRED, "bool"},
-    {DataType::kString, hlo::PRIMITIVE_TYPE_INVALID, "string"},
+    {DataType::kFloat32, hlo::F32, PJRT_Buffer_Type_F32, "float32"},
+    {DataType::kFloat16, hlo::F16, PJRT_Buffer_Type_F16, "float16"},
+    {DataType::kBFloat16, hlo::BF16, PJRT_Buffer_Type_BF16, "bfloat16"},
+    {DataType::kFloat64, hlo::F64, PJRT_Buffer_Type_F64, "float64"},
+    {DataType::kInt8, hlo::S8, PJRT_Buffer_Type_S8, "int8"},
+    {DataType::kInt16, hlo::S16, PJRT_Buffer_Type_S16, "int16"},
+    {DataType::kInt32, hlo::S32, PJRT_Buffer_Type_S32, "int32"},
+    {DataType::kInt64, hlo::S64, PJRT_Buffer_Type_S64, "int64"},
+    {DataType::kUInt8, hlo::U8, PJRT_Buffer_Type_U8, "uint8"},
+    {DataType::kUInt16, hlo::U16, PJRT_Buffer_Type_U16, "uint16"},
+    {DataType::kUInt32, hlo::U32, PJRT_Buffer_Type_U32, "uint32"},
+    {DataType::kUInt64, hlo::U64, PJRT_Buffer_Type_U64, "uint64"},
+    {DataType::kBool, hlo::PRED, PJRT_Buffer_Type_PRED, "bool"},
+    {DataType::kString, hlo::PRIMITIVE_TYPE_INVALID, PJRT_Buffer_Type_INVALID, "string"},
 };
 const Row& RowOf(DataType t) {
   for (const Row& r : kRows)
@@ -33,6 +40,11 @@ const Row& RowOf(DataType t) {
 }  // namespace
 
 hlo::PrimitiveType ToHlo(DataType t) { return RowOf(t).hlo; }
+
+StatusOr<PJRT_Buffer_Type> ToPjrt(DataType t) {
+  if (t == DataType::kString) return InvalidArgument("string tensors have no PjRT buffer type");
+  return RowOf(t).pjrt;
+}
 
 StatusOr<DataType> FromHlo(hlo::PrimitiveType t) {
   for (const Row& r : kRows)

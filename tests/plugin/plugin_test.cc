@@ -85,7 +85,7 @@ class PluginTest : public ::testing::Test {
   bool IsXonnx() const { return client_->platform_version().rfind("xonnx", 0) == 0; }
 
   std::unique_ptr<Buffer> Upload(const std::vector<float>& v, std::vector<int64_t> dims, int device = 0) {
-    auto b = client_->BufferFromHost(v.data(), hlo::F32, dims, client_->devices()[device]);
+    auto b = client_->BufferFromHost(v.data(), PJRT_Buffer_Type_F32, dims, client_->devices()[device]);
     EXPECT_TRUE(b.ok()) << b.status();
     return b.ok() ? *std::move(b) : nullptr;
   }
@@ -132,14 +132,20 @@ TEST_F(PluginTest, BuffersRoundTripEveryType) {
   const auto& dev = client_->devices()[0];
   std::vector<uint8_t> bytes(48);
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 37 + 11);
-  for (hlo::PrimitiveType t : {hlo::PRED, hlo::S8, hlo::S16, hlo::S32, hlo::S64, hlo::U8, hlo::U16, hlo::U32, hlo::U64,
-                               hlo::F16, hlo::F32, hlo::F64, hlo::BF16}) {
-    int64_t n = 48 / hlo::ByteWidth(t);
+  // Each PjRT type with its element width.
+  const std::pair<PJRT_Buffer_Type, int> types[] = {
+      {PJRT_Buffer_Type_PRED, 1}, {PJRT_Buffer_Type_S8, 1},  {PJRT_Buffer_Type_S16, 2}, {PJRT_Buffer_Type_S32, 4},
+      {PJRT_Buffer_Type_S64, 8},  {PJRT_Buffer_Type_U8, 1},  {PJRT_Buffer_Type_U16, 2}, {PJRT_Buffer_Type_U32, 4},
+      {PJRT_Buffer_Type_U64, 8},  {PJRT_Buffer_Type_F16, 2}, {PJRT_Buffer_Type_F32, 4}, {PJRT_Buffer_Type_F64, 8},
+      {PJRT_Buffer_Type_BF16, 2},
+  };
+  for (const auto& [t, width] : types) {
+    int64_t n = 48 / width;
     std::vector<uint8_t> in = bytes;
-    if (t == hlo::PRED)
+    if (t == PJRT_Buffer_Type_PRED)
       for (auto& b : in) b &= 1;
     auto b = client_->BufferFromHost(in.data(), t, {n}, dev);
-    ASSERT_TRUE(b.ok()) << hlo::PrimitiveTypeName(t) << ": " << b.status();
+    ASSERT_TRUE(b.ok()) << "PjRT type " << static_cast<int>(t) << ": " << b.status();
     auto dims = (*b)->Dimensions();
     ASSERT_TRUE(dims.ok());
     EXPECT_EQ(*dims, std::vector<int64_t>{n});
@@ -148,7 +154,7 @@ TEST_F(PluginTest, BuffersRoundTripEveryType) {
     EXPECT_EQ(*type, t);
     std::vector<uint8_t> out(48, 0xEE);
     ASSERT_TRUE((*b)->ToHost(out.data(), out.size()).ok());
-    EXPECT_EQ(out, in) << hlo::PrimitiveTypeName(t);
+    EXPECT_EQ(out, in) << "PjRT type " << static_cast<int>(t);
   }
 }
 
@@ -218,8 +224,8 @@ TEST_F(PluginTest, ExecutesFromSeveralThreads) {
       for (int it = 0; it < 20; ++it) {
         std::vector<float> x(6), w(6);
         for (int k = 0; k < 6; ++k) x[k] = 0.1f * (k + t), w[k] = 0.2f * (k - it % 3);
-        auto bx = client_->BufferFromHost(x.data(), hlo::F32, {2, 3}, client_->devices()[0]);
-        auto bw = client_->BufferFromHost(w.data(), hlo::F32, {3, 2}, client_->devices()[0]);
+        auto bx = client_->BufferFromHost(x.data(), PJRT_Buffer_Type_F32, {2, 3}, client_->devices()[0]);
+        auto bw = client_->BufferFromHost(w.data(), PJRT_Buffer_Type_F32, {3, 2}, client_->devices()[0]);
         if (!bx.ok() || !bw.ok()) { ++bad; continue; }
         auto out = (*exe)->Execute({bx->get(), bw->get()});
         if (!out.ok()) { ++bad; continue; }
@@ -292,7 +298,7 @@ TEST_F(PluginTest, WrongArgumentsAreErrors) {
   EXPECT_FALSE((*exe)->Execute({bx.get()}).ok());                // too few
   EXPECT_FALSE((*exe)->Execute({bx.get(), wrong.get()}).ok());   // wrong shape
   std::vector<int32_t> ints(6, 1);
-  auto bi = client_->BufferFromHost(ints.data(), hlo::S32, {3, 2}, client_->devices()[0]);
+  auto bi = client_->BufferFromHost(ints.data(), PJRT_Buffer_Type_S32, {3, 2}, client_->devices()[0]);
   ASSERT_TRUE(bi.ok());
   EXPECT_FALSE((*exe)->Execute({bx.get(), bi->get()}).ok());     // wrong type
 }
@@ -384,9 +390,9 @@ TEST_F(PluginTest, VirtualDevicesSelectedByTheDeviceAssignment) {
   auto exe = (*c)->Compile(Program(kAffine), CompileOptionsFor(d2));
   ASSERT_TRUE(exe.ok()) << exe.status();
   std::vector<float> x = {1, 2, 3, 4, 5, 6}, w = {1, 0, 0, 1, 1, 1};
-  auto on2x = (*c)->BufferFromHost(x.data(), hlo::F32, {2, 3}, d2);
-  auto on2w = (*c)->BufferFromHost(w.data(), hlo::F32, {3, 2}, d2);
-  auto on0w = (*c)->BufferFromHost(w.data(), hlo::F32, {3, 2}, (*c)->devices()[0]);
+  auto on2x = (*c)->BufferFromHost(x.data(), PJRT_Buffer_Type_F32, {2, 3}, d2);
+  auto on2w = (*c)->BufferFromHost(w.data(), PJRT_Buffer_Type_F32, {3, 2}, d2);
+  auto on0w = (*c)->BufferFromHost(w.data(), PJRT_Buffer_Type_F32, {3, 2}, (*c)->devices()[0]);
   ASSERT_TRUE(on2x.ok() && on2w.ok() && on0w.ok());
   auto ok = (*exe)->Execute({on2x->get(), on2w->get()});
   ASSERT_TRUE(ok.ok()) << ok.status();
@@ -441,9 +447,11 @@ TEST_F(PluginTest, ZeroCopyHostBytesAreReleasedWhenNothingReadsThem) {
   auto released = std::make_shared<std::atomic<bool>>(false);
   auto w = Tracked(std::vector<float>{2, 1, -1, 0, 0.5f, 3}, released);
   const float* data = w->data();
-  auto bw = client_->BufferFromHostZeroCopy(data, hlo::F32, {3, 2}, client_->devices()[0], std::move(w));
+  auto bw = client_->BufferFromHostZeroCopy(data, PJRT_Buffer_Type_F32, {3, 2}, client_->devices()[0], std::move(w));
   ASSERT_TRUE(bw.ok()) << bw.status();
-  if (IsXonnx()) EXPECT_FALSE(*released) << "the buffer should read the host bytes in place";
+  if (IsXonnx()) {
+    EXPECT_FALSE(*released) << "the buffer should read the host bytes in place";
+  }
   auto exe = client_->Compile(Program(kWeighted), CompileOptionsFor(client_->devices()[0]));
   ASSERT_TRUE(exe.ok()) << exe.status();
   std::vector<float> x = {1, 2, 3, 4, 5, 6};
@@ -456,7 +464,9 @@ TEST_F(PluginTest, ZeroCopyHostBytesAreReleasedWhenNothingReadsThem) {
   EXPECT_THAT(Download(*(*out)[0], 4), ::testing::Pointwise(::testing::FloatNear(1e-5), y));
   EXPECT_EQ(Download(**bw, 6), (std::vector<float>{2, 1, -1, 0, 0.5f, 3}));
   bw->reset();
-  if (IsXonnx()) EXPECT_FALSE(*released) << "the program compiled with these weights still reads them";
+  if (IsXonnx()) {
+    EXPECT_FALSE(*released) << "the program compiled with these weights still reads them";
+  }
   exe->reset();
   EXPECT_TRUE(*released);
 }
@@ -469,7 +479,7 @@ TEST_F(PluginTest, ZeroCopyOfMisalignedBytesCopiesThem) {
   while (reinterpret_cast<uintptr_t>(p) % 16 != 4) ++p;  // 4-aligned, not 16-aligned
   const float v[2] = {1.5f, -2.f};
   std::memcpy(p, v, sizeof(v));
-  auto b = client_->BufferFromHostZeroCopy(p, hlo::F32, {2}, client_->devices()[0], std::move(bytes));
+  auto b = client_->BufferFromHostZeroCopy(p, PJRT_Buffer_Type_F32, {2}, client_->devices()[0], std::move(bytes));
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_TRUE(*released) << "a copy needs the host bytes no longer";
   EXPECT_EQ(Download(**b, 2), (std::vector<float>{1.5f, -2.f}));

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "pjrt/compile_options.h"
+#include "plugins/cpu/element_types.h"
 #include "plugins/cpu/shim.h"
 
 namespace xonnx::pjrt_cpu {
@@ -76,7 +77,7 @@ void GatherStrided(const char* src, char* dst, const std::vector<int64_t>& dims,
 
 PJRT_Error* Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_Args* a) {
   CHECK_ARGS(PJRT_Client_BufferFromHostBuffer_Args, a, buffer);
-  auto type = pjrt::FromPjrtType(a->type);
+  auto type = FromPjrtType(a->type);
   if (!type.ok()) return MakeError(type.status());
   if (absl::Status st = CheckDims(a->dims, a->num_dims); !st.ok()) return MakeError(xonnx::Annotate(st, "PJRT_Client_BufferFromHostBuffer"));
   PJRT_Device* device = a->device;
@@ -139,7 +140,7 @@ PJRT_Error* Buffer_IsOnCpu(PJRT_Buffer_Bool_Args* a) {
 }
 PJRT_Error* Buffer_ElementType(PJRT_Buffer_ElementType_Args* a) {
   CHECK_ARGS(PJRT_Buffer_ElementType_Args, a, type);
-  auto t = pjrt::ToPjrtType(a->buffer->shape.element_type);
+  auto t = ToPjrtType(a->buffer->shape.element_type);
   if (!t.ok()) return MakeError(t.status());
   a->type = *t;
   return nullptr;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "pjrt/compile_options.h"
+#include "plugins/cpu/element_types.h"
 #include "plugins/cpu/shim.h"
 
 namespace xonnx::pjrt_cpu {
@@ -21,7 +22,7 @@ absl::StatusOr<std::shared_ptr<ProgramHandle>> MakeHandle(std::shared_ptr<cpu::P
   h->device_id = device_id;
   h->fingerprint = program->Fingerprint(device_id);
   for (const hlo::Shape& s : program->output_shapes()) {
-    ASSIGN_OR_RETURN(PJRT_Buffer_Type t, pjrt::ToPjrtType(s.element_type));
+    ASSIGN_OR_RETURN(PJRT_Buffer_Type t, ToPjrtType(s.element_type));
     h->output_types.push_back(t);
     h->output_ranks.push_back(s.dims.size());
     h->output_dims_flat.insert(h->output_dims_flat.end(), s.dims.begin(), s.dims.end());

@@ -1,7 +1,7 @@
 // IEEE binary16 and bfloat16 storage types. Arithmetic happens in float:
 // every operation converts in, computes, and rounds back to nearest-even.
-#ifndef XONNX_BASE_FLOAT16_H_
-#define XONNX_BASE_FLOAT16_H_
+#ifndef XONNX_FLOAT16_H_
+#define XONNX_FLOAT16_H_
 
 #include <cstdint>
 #include <type_traits>
@@ -46,4 +46,4 @@ struct BFloat16 {
 
 }  // namespace xonnx
 
-#endif  // XONNX_BASE_FLOAT16_H_
+#endif  // XONNX_FLOAT16_H_

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Checks that no source file includes a layer it may not (DESIGN.md).
+
+Every #include "..." of a project header (one found under src/ or include/)
+is checked against the table below; libraries' headers (absl, onnx, oneDNN,
+protobuf, ...) are not the project's and pass. Unit tests (*_test.cc) may
+include anything, as the suites under tests/ do. Prints every violation,
+then 'N passed, N failed' over the files checked; exits non-zero on any.
+"""
+import os
+import re
+import sys
+
+# Layer -> the layers its files may include besides their own. "public"
+# is include/xonnx/; "base-public" the two public headers every layer may
+# use (xonnx/status.h, xonnx/float16.h: the types of errors and of 16-bit
+# floats are the same inside and out).
+MAY_INCLUDE = {
+    "base": {"base-public"},
+    "hlo": {"base", "base-public"},
+    "evaluator": {"hlo", "base", "base-public"},
+    "passes": {"evaluator", "hlo", "base", "base-public"},
+    "onnx": {"passes", "evaluator", "hlo", "base", "base-public"},
+    # The PjRT ABI and its client: no HLO types (element types are the ABI's).
+    "pjrt": {"base", "base-public"},
+    "backends/cpu": {"passes", "evaluator", "hlo", "base", "base-public"},
+    # The plugin shim: the ABI's declarations only, never the client.
+    "plugins/cpu": {"pjrt-abi", "backends/cpu", "hlo", "base", "base-public"},
+    # The runtime reaches a plugin through the ABI like any client: never
+    # backends/cpu; optimization happens behind the importer, so no passes.
+    "runtime": {"onnx", "pjrt", "pjrt-abi", "hlo", "base", "public", "base-public"},
+    "cli": {"public", "base-public"},
+    "public": {"public", "base-public"},
+}
+BASE_PUBLIC = {"xonnx/status.h", "xonnx/float16.h"}
+PJRT_ABI = {"pjrt/c_api.h", "pjrt/compile_options.h"}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def layer_of_header(root, path):
+    """The layer a project header belongs to, or None for a library's."""
+    if os.path.isfile(os.path.join(root, "include", path)):
+        return "base-public" if path in BASE_PUBLIC else "public"
+    if not os.path.isfile(os.path.join(root, "src", path)):
+        return None
+    if path in PJRT_ABI:
+        return "pjrt-abi"
+    for layer in sorted(MAY_INCLUDE, key=len, reverse=True):
+        if path.startswith(layer + "/"):
+            return layer
+    return path.split("/")[0]
+
+
+def layer_of_file(rel):
+    if rel.startswith("include/xonnx/"):
+        return "public"
+    rel = rel[len("src/"):]
+    for layer in sorted(MAY_INCLUDE, key=len, reverse=True):
+        if rel.startswith(layer + "/"):
+            return layer
+    return None
+
+
+def main():
+    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../.."))
+    files = []
+    for top in ("src", "include"):
+        for d, _, names in os.walk(os.path.join(root, top)):
+            for n in names:
+                if n.endswith((".h", ".cc", ".c")) and not n.endswith("_test.cc"):
+                    files.append(os.path.relpath(os.path.join(d, n), root))
+    passed = failed = 0
+    for rel in sorted(files):
+        layer = layer_of_file(rel)
+        if layer is None:
+            print(f"{rel}: not in any layer of DESIGN.md's table")
+            failed += 1
+            continue
+        with open(os.path.join(root, rel), encoding="utf-8") as f:
+            text = f.read()
+        bad = []
+        for inc in INCLUDE.findall(text):
+            target = layer_of_header(root, inc)
+            if target is None or target == layer:
+                continue
+            if target == "pjrt-abi" and layer == "pjrt":
+                continue
+            if target not in MAY_INCLUDE[layer]:
+                bad.append(f'{rel}: layer {layer} includes "{inc}" (layer {target})')
+        for b in bad:
+            print(b)
+        if bad:
+            failed += 1
+        else:
+            passed += 1
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
