@@ -344,11 +344,13 @@ absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOpti
     absl::Status st = passes::RunStandardPipeline(m, options.verify_passes);
     if (!st.ok()) return Annotate(st, model.path);
   }
+  // After the pipeline: constants fold in f32 first and are rounded once.
+  // The converts this leaves around constants are folded by the plugin's
+  // own pipeline, which runs once more on its side of the ABI anyway.
   if (options.compute_type != hlo::F32 || options.io_type != hlo::F32) {
     passes::ConvertPrecision precision(options.compute_type, options.io_type);
     absl::Status st = precision.Run(m).status();
     if (st.ok()) st = hlo::Verify(*m);
-    if (st.ok() && options.optimize) st = passes::RunStandardPipeline(m, options.verify_passes);
     if (!st.ok())
       return Annotate(st, absl::StrCat(model.path, ": computing in ", hlo::PrimitiveTypeName(options.compute_type)));
     for (auto& out : imported.outputs)

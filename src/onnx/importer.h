@@ -67,7 +67,7 @@ struct ImportOptions {
   // unless both are F32, the conversion to compute in compute_type with
   // float inputs and outputs in io_type (passes::ConvertPrecision). This is
   // the one place a module is optimized and its precision decided on the
-  // way to a plugin.
+  // client's side of the PjRT ABI.
   bool optimize = false;
   bool verify_passes = false;
   hlo::PrimitiveType compute_type = hlo::F32;

@@ -101,17 +101,20 @@ absl::Status Program::InstallModule(std::unique_ptr<hlo::Module> m) {
   return absl::OkStatus();
 }
 
+// The standard pipeline runs once per program on this side: here for a
+// program without weights, which compiles now; after binding for one with
+// weights (Specialize), where the weights' values let it fold far more.
 absl::StatusOr<std::shared_ptr<Program>> Program::Build(absl::string_view module_bytes, const ProgramOptions& o) {
   ASSIGN_OR_RETURN(std::unique_ptr<hlo::Module> m, hlo::ParseModule(module_bytes));
-  if (o.optimize) RETURN_IF_ERROR(passes::RunStandardPipeline(m.get(), o.verify_passes));
   std::shared_ptr<Program> p(new Program);
   p->options_ = o;
   p->name_ = m->name();
   std::vector<hlo::Shape> params;
   std::vector<int> weights;
   RETURN_IF_ERROR(EntryParams(*m, &params, &weights));
+  if (weights.empty() && o.optimize) RETURN_IF_ERROR(passes::RunStandardPipeline(m.get(), o.verify_passes));
   RETURN_IF_ERROR(p->SetSignature(std::move(params), weights, m->entry()->root()->shape()));
-  p->module_bytes_ = hlo::SerializeModule(*m);
+  p->module_bytes_ = weights.empty() ? hlo::SerializeModule(*m) : std::string(module_bytes);
   RETURN_IF_ERROR(p->InstallModule(std::move(m)));
   return p;
 }

@@ -87,7 +87,9 @@ class Program {
   absl::StatusOr<std::shared_ptr<Executable>> Specialize(absl::Span<const WeightArg> weights);
 
   std::string name_;
-  std::string module_bytes_;  // serialized HloModuleProto after our passes
+  // The serialized HloModuleProto: optimized when the program has no
+  // weights; as received when it has (it is optimized once bound).
+  std::string module_bytes_;
   std::vector<hlo::Shape> param_shapes_, output_shapes_;
   bool tuple_result_ = false;  // the entry returns a tuple (of output_shapes_)
   std::vector<int> weight_params_, other_params_;
