@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "base/status.h"
+#include "onnx/ops/activations.h"
 #include "onnx/registry.h"
 #include "onnx/tensor_proto.h"
 
@@ -175,16 +176,12 @@ absl::Status Atanh(NodeContext& ctx) {  // 0.5 * log((1 + x) / (1 - x))
 }
 
 absl::Status Relu(NodeContext& ctx) {
-  Instruction* x = ctx.input(0);
-  ctx.set_output(0, ctx.b().Binary(Opcode::kMaximum, x, SplatLike(ctx.b(), x, 0)));
+  ctx.set_output(0, ReluOf(ctx.b(), ctx.input(0)));
   return absl::OkStatus();
 }
 
 absl::Status LeakyRelu(NodeContext& ctx) {
-  Instruction* x = ctx.input(0);
-  hlo::Builder& b = ctx.b();
-  Instruction* neg = b.Binary(Opcode::kMultiply, x, SplatLike(b, x, ctx.attr_f("alpha", 0.01f)));
-  ctx.set_output(0, b.Select(b.Compare(x, SplatLike(b, x, 0), hlo::ComparisonDirection::kGe), x, neg));
+  ctx.set_output(0, LeakyReluOf(ctx.b(), ctx.input(0), ctx.attr_f("alpha", 0.01f)));
   return absl::OkStatus();
 }
 
@@ -200,11 +197,7 @@ absl::Status PRelu(NodeContext& ctx) {
 absl::Status EluLike(NodeContext& ctx, double alpha, double gamma) {
   Instruction* x = ctx.input(0);
   RETURN_IF_ERROR(RequireFloat(ctx, x));
-  hlo::Builder& b = ctx.b();
-  Instruction* neg = b.Binary(Opcode::kMultiply, b.Unary(Opcode::kExpm1, x), SplatLike(b, x, alpha));
-  Instruction* r = b.Select(b.Compare(x, SplatLike(b, x, 0), hlo::ComparisonDirection::kGt), x, neg);
-  if (gamma != 1.0) r = b.Binary(Opcode::kMultiply, r, SplatLike(b, x, gamma));
-  ctx.set_output(0, r);
+  ctx.set_output(0, EluOf(ctx.b(), x, alpha, gamma));
   return absl::OkStatus();
 }
 absl::Status Elu(NodeContext& ctx) { return EluLike(ctx, ctx.attr_f("alpha", 1.0f), 1.0); }
@@ -226,21 +219,14 @@ absl::Status Celu(NodeContext& ctx) {  // max(0,x) + min(0, alpha*(exp(x/alpha)-
 }
 
 absl::Status ThresholdedRelu(NodeContext& ctx) {
-  Instruction* x = ctx.input(0);
-  hlo::Builder& b = ctx.b();
-  Instruction* gt = b.Compare(x, SplatLike(b, x, ctx.attr_f("alpha", 1.0f)), hlo::ComparisonDirection::kGt);
-  ctx.set_output(0, b.Select(gt, x, SplatLike(b, x, 0)));
+  ctx.set_output(0, ThresholdedReluOf(ctx.b(), ctx.input(0), ctx.attr_f("alpha", 1.0f)));
   return absl::OkStatus();
 }
 
 absl::Status Sigmoid(NodeContext& ctx) { return Unary<Opcode::kLogistic>(ctx); }
 
-absl::Status HardSigmoid(NodeContext& ctx) {  // clamp(alpha*x + beta, 0, 1)
-  Instruction* x = ctx.input(0);
-  hlo::Builder& b = ctx.b();
-  Instruction* y = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, ctx.attr_f("alpha", 0.2f))),
-                            SplatLike(b, x, ctx.attr_f("beta", 0.5f)));
-  ctx.set_output(0, b.Clamp(b.ScalarConstant(x->shape().element_type, 0), y, b.ScalarConstant(x->shape().element_type, 1)));
+absl::Status HardSigmoid(NodeContext& ctx) {
+  ctx.set_output(0, HardSigmoidOf(ctx.b(), ctx.input(0), ctx.attr_f("alpha", 0.2f), ctx.attr_f("beta", 0.5f)));
   return absl::OkStatus();
 }
 
@@ -253,23 +239,11 @@ absl::Status HardSwish(NodeContext& ctx) {  // x * clamp(x/6 + 0.5, 0, 1)
   return absl::OkStatus();
 }
 
-Instruction* Softplus(hlo::Builder& b, Instruction* x) {
-  // log(1 + exp(x)) computed stably as max(x, 0) + log1p(exp(-|x|)).
-  Instruction* ax = b.Unary(Opcode::kAbs, x);
-  return b.Binary(Opcode::kAdd, b.Binary(Opcode::kMaximum, x, SplatLike(b, x, 0)),
-                  b.Unary(Opcode::kLog1p, b.Unary(Opcode::kExp, b.Unary(Opcode::kNegate, ax))));
-}
-absl::Status SoftplusOp(NodeContext& ctx) {
-  return FloatFn(ctx, [](hlo::Builder& b, Instruction* x) { return Softplus(b, x); });
-}
-absl::Status Softsign(NodeContext& ctx) {
-  return FloatFn(ctx, [](hlo::Builder& b, Instruction* x) {
-    return b.Binary(Opcode::kDivide, x, b.Binary(Opcode::kAdd, SplatLike(b, x, 1), b.Unary(Opcode::kAbs, x)));
-  });
-}
+absl::Status SoftplusOp(NodeContext& ctx) { return FloatFn(ctx, SoftplusOf); }
+absl::Status Softsign(NodeContext& ctx) { return FloatFn(ctx, SoftsignOf); }
 absl::Status Mish(NodeContext& ctx) {
   return FloatFn(ctx, [](hlo::Builder& b, Instruction* x) {
-    return b.Binary(Opcode::kMultiply, x, b.Unary(Opcode::kTanh, Softplus(b, x)));
+    return b.Binary(Opcode::kMultiply, x, b.Unary(Opcode::kTanh, SoftplusOf(b, x)));
   });
 }
 

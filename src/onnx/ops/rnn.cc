@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "base/status.h"
+#include "onnx/ops/activations.h"
 #include "onnx/registry.h"
 
 namespace xonnx::onnx_import {
@@ -22,24 +23,7 @@ struct Activation {
 };
 
 absl::StatusOr<Instruction*> Apply(NodeContext& ctx, const Activation& a, Instruction* x) {
-  hlo::Builder& b = ctx.b();
-  auto splat = [&](double v) { return SplatLike(b, x, v); };
-  if (a.name == "Sigmoid") return b.Unary(Opcode::kLogistic, x);
-  if (a.name == "Tanh") return b.Unary(Opcode::kTanh, x);
-  if (a.name == "Relu") return b.Binary(Opcode::kMaximum, x, splat(0));
-  if (a.name == "HardSigmoid")
-    return b.Binary(Opcode::kMinimum, splat(1), b.Binary(Opcode::kMaximum, splat(0),
-                    b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, splat(a.alpha)), splat(a.beta))));
-  if (a.name == "LeakyRelu")
-    return b.Select(b.Compare(x, splat(0), hlo::ComparisonDirection::kGe), x, b.Binary(Opcode::kMultiply, x, splat(a.alpha)));
-  if (a.name == "Affine") return b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, splat(a.alpha)), splat(a.beta));
-  if (a.name == "ScaledTanh")
-    return b.Binary(Opcode::kMultiply, splat(a.alpha), b.Unary(Opcode::kTanh, b.Binary(Opcode::kMultiply, x, splat(a.beta))));
-  if (a.name == "Softsign")
-    return b.Binary(Opcode::kDivide, x, b.Binary(Opcode::kAdd, splat(1), b.Unary(Opcode::kAbs, x)));
-  if (a.name == "Elu")
-    return b.Select(b.Compare(x, splat(0), hlo::ComparisonDirection::kGe), x,
-                    b.Binary(Opcode::kMultiply, b.Unary(Opcode::kExpm1, x), splat(a.alpha)));
+  if (Instruction* y = NamedActivation(ctx.b(), a.name, x, a.alpha, a.beta)) return y;
   return ctx.Unsupported(absl::StrCat("activation '", a.name, "'"));
 }
 
@@ -87,10 +71,7 @@ absl::Status Recurrent(NodeContext& ctx) {
   for (int64_t k = 0; k < per_dir * dirs; ++k) {
     Activation a;
     a.name = k < static_cast<int64_t>(names.size()) ? names[k] : defaults[k % per_dir];
-    // The defaults of the parameterized activations (ONNX operator docs).
-    if (a.name == "LeakyRelu") a.alpha = 0.01f;
-    if (a.name == "HardSigmoid") { a.alpha = 0.2f; a.beta = 0.5f; }
-    if (a.name == "Elu") a.alpha = 1.0f;
+    ActivationDefaults(a.name, &a.alpha, &a.beta);
     if (k < static_cast<int64_t>(alphas.size())) a.alpha = alphas[k];
     if (k < static_cast<int64_t>(betas.size())) a.beta = betas[k];
     acts.push_back(a);
