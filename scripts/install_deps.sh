@@ -24,7 +24,7 @@ build_pkgs=(
   libabsl-dev libdnnl-dev libcli11-dev nlohmann-json3-dev
 )
 test_pkgs=(
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev clang-format clang-tidy
   python3-onnx python3-numpy python3-torch python3-torchvision
 )
 

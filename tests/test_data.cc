@@ -6,8 +6,8 @@
 
 #include "onnx/onnx_pb.h"
 // After onnx_pb.h, which defines the export macro the generated header uses.
-#include "onnx/onnx-data.pb.h"
 #include "base/status.h"
+#include "onnx/onnx-data.pb.h"
 #include "runtime/dtype.h"
 
 namespace xonnx::testing {

@@ -28,7 +28,11 @@ struct Half {
   explicit Half(double d) : bits(FloatToHalfBits(static_cast<float>(d))) {}
   template <typename I, typename = std::enable_if_t<std::is_integral_v<I>>>
   explicit Half(I i) : bits(FloatToHalfBits(static_cast<float>(i))) {}
-  static Half FromBits(uint16_t b) { Half h; h.bits = b; return h; }
+  static Half FromBits(uint16_t b) {
+    Half h;
+    h.bits = b;
+    return h;
+  }
   operator float() const { return HalfBitsToFloat(bits); }
 };
 
@@ -40,7 +44,11 @@ struct BFloat16 {
   explicit BFloat16(double d) : bits(FloatToBF16Bits(static_cast<float>(d))) {}
   template <typename I, typename = std::enable_if_t<std::is_integral_v<I>>>
   explicit BFloat16(I i) : bits(FloatToBF16Bits(static_cast<float>(i))) {}
-  static BFloat16 FromBits(uint16_t b) { BFloat16 h; h.bits = b; return h; }
+  static BFloat16 FromBits(uint16_t b) {
+    BFloat16 h;
+    h.bits = b;
+    return h;
+  }
   operator float() const { return BF16BitsToFloat(bits); }
 };
 

@@ -53,19 +53,19 @@ struct Value {
 struct ModelInfo {
   std::string producer;
   int64_t ir_version = 0;
-  std::map<std::string, int64_t> opsets;      // domain ("" = ai.onnx) -> version
-  std::map<std::string, int64_t> op_counts;   // op type -> nodes
-  std::vector<std::string> unsupported;       // "Op (nodes 'a', 'b')" per unsupported op
+  std::map<std::string, int64_t> opsets;     // domain ("" = ai.onnx) -> version
+  std::map<std::string, int64_t> op_counts;  // op type -> nodes
+  std::vector<std::string> unsupported;      // "Op (nodes 'a', 'b')" per unsupported op
   // Nodes whose output shapes depend on values only known when the model
   // runs (NonZero, Unique, NonMaxSuppression, Compress with a computed
   // condition): the graph is split around them, they run on the host, and
   // the device programs between them compile for the shapes they meet.
-  std::vector<std::string> host_nodes;        // "Op 'node'" each, in execution order
+  std::vector<std::string> host_nodes;  // "Op 'node'" each, in execution order
   // Nodes with a shape-like input (a Reshape's shape, TopK's k) computed from
   // runtime data: each starts a device program that receives the value and
   // compiles for it.
-  std::vector<std::string> value_nodes;       // "Op 'node'" each, in execution order
-  int device_programs = 1;                    // device segments of the graph
+  std::vector<std::string> value_nodes;  // "Op 'node'" each, in execution order
+  int device_programs = 1;               // device segments of the graph
   int64_t initializer_bytes = 0;
 };
 

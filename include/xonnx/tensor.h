@@ -11,8 +11,22 @@
 namespace xonnx {
 
 // Element types of tensors (the ONNX tensor types xonnx supports).
-enum class DataType { kFloat32, kFloat16, kBFloat16, kFloat64, kInt8, kInt16, kInt32, kInt64,
-                      kUInt8, kUInt16, kUInt32, kUInt64, kBool, kString };
+enum class DataType {
+  kFloat32,
+  kFloat16,
+  kBFloat16,
+  kFloat64,
+  kInt8,
+  kInt16,
+  kInt32,
+  kInt64,
+  kUInt8,
+  kUInt16,
+  kUInt32,
+  kUInt64,
+  kBool,
+  kString
+};
 
 // "float32", "int64", ... as printed by the CLI.
 std::string DataTypeName(DataType t);
@@ -42,9 +56,13 @@ class Tensor {
   void* data() { return bytes_.data(); }
   const void* data() const { return bytes_.data(); }
   template <typename T>
-  T* data_as() { return reinterpret_cast<T*>(bytes_.data()); }
+  T* data_as() {
+    return reinterpret_cast<T*>(bytes_.data());
+  }
   template <typename T>
-  const T* data_as() const { return reinterpret_cast<const T*>(bytes_.data()); }
+  const T* data_as() const {
+    return reinterpret_cast<const T*>(bytes_.data());
+  }
   // Element i converted to double (16-bit floats decoded; strings parsed).
   double GetAsDouble(int64_t i) const;
   // The values of a string tensor (empty for other types).

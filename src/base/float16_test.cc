@@ -1,9 +1,9 @@
 #include "xonnx/float16.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
-
-#include <gtest/gtest.h>
 
 namespace xonnx {
 namespace {

@@ -3,20 +3,20 @@
 #ifndef XONNX_BASE_STATUS_H_
 #define XONNX_BASE_STATUS_H_
 
-#include "absl/strings/string_view.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 
 #define XONNX_CONCAT_IMPL(a, b) a##b
 #define XONNX_CONCAT(a, b) XONNX_CONCAT_IMPL(a, b)
 
 // Returns from the current function if `expr` yields a non-OK status.
-#define RETURN_IF_ERROR(expr)                 \
-  do {                                        \
-    ::absl::Status _st = (expr);              \
-    if (!_st.ok()) return _st;                \
+#define RETURN_IF_ERROR(expr)    \
+  do {                           \
+    ::absl::Status _st = (expr); \
+    if (!_st.ok()) return _st;   \
   } while (0)
 
 #define ASSIGN_OR_RETURN_IMPL(var, lhs, expr) \
@@ -25,8 +25,7 @@
   lhs = std::move(var).value()
 
 // `ASSIGN_OR_RETURN(auto x, F());` declares x from a StatusOr or returns its error.
-#define ASSIGN_OR_RETURN(lhs, expr) \
-  ASSIGN_OR_RETURN_IMPL(XONNX_CONCAT(_statusor_, __LINE__), lhs, expr)
+#define ASSIGN_OR_RETURN(lhs, expr) ASSIGN_OR_RETURN_IMPL(XONNX_CONCAT(_statusor_, __LINE__), lhs, expr)
 
 namespace xonnx {
 

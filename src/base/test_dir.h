@@ -2,12 +2,11 @@
 #ifndef XONNX_BASE_TEST_DIR_H_
 #define XONNX_BASE_TEST_DIR_H_
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace xonnx {
 

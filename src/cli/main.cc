@@ -1,4 +1,8 @@
 // The `xonnx` command: run, bench, convert and info over xonnx::Session.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -8,13 +12,8 @@
 #include <future>
 #include <iostream>
 #include <map>
-#include <random>
-
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -22,8 +21,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "xonnx/float16.h"
 #include "xonnx/cache.h"
+#include "xonnx/float16.h"
 #include "xonnx/session.h"
 
 namespace {
@@ -51,12 +50,14 @@ xonnx::ShapeMap ParseShapes(const std::vector<std::string>& specs) {
   xonnx::ShapeMap m;
   for (const auto& spec : specs) {
     std::vector<std::string> kv = absl::StrSplit(spec, absl::MaxSplits('=', 1));
-    if (kv.size() != 2 || kv[0].empty()) throw CliError{absl::StrCat("--shape '", spec, "': expected NAME=DIMxDIMx...")};
+    if (kv.size() != 2 || kv[0].empty())
+      throw CliError{absl::StrCat("--shape '", spec, "': expected NAME=DIMxDIMx...")};
     std::vector<int64_t> dims;
     if (!kv[1].empty()) {
       for (absl::string_view d : absl::StrSplit(kv[1], absl::ByAnyChar("x,"))) {
         int64_t v;
-        if (!absl::SimpleAtoi(d, &v) || v < 0) throw CliError{absl::StrCat("--shape '", spec, "': bad dimension '", d, "'")};
+        if (!absl::SimpleAtoi(d, &v) || v < 0)
+          throw CliError{absl::StrCat("--shape '", spec, "': bad dimension '", d, "'")};
         dims.push_back(v);
       }
     }
@@ -73,20 +74,47 @@ Tensor RandomTensor(DataType t, const std::vector<int64_t>& dims, std::mt19937_6
   std::uniform_int_distribution<int> ui(1, 9);
   for (int64_t i = 0; i < out.element_count(); ++i) {
     switch (t) {
-      case DataType::kFloat32: out.data_as<float>()[i] = static_cast<float>(u(rng)); break;
-      case DataType::kFloat64: out.data_as<double>()[i] = u(rng); break;
-      case DataType::kBool: out.data_as<bool>()[i] = rng() & 1; break;
-      case DataType::kInt8: out.data_as<int8_t>()[i] = ui(rng); break;
-      case DataType::kUInt8: out.data_as<uint8_t>()[i] = ui(rng); break;
-      case DataType::kInt16: out.data_as<int16_t>()[i] = ui(rng); break;
-      case DataType::kUInt16: out.data_as<uint16_t>()[i] = ui(rng); break;
-      case DataType::kInt32: out.data_as<int32_t>()[i] = ui(rng); break;
-      case DataType::kUInt32: out.data_as<uint32_t>()[i] = ui(rng); break;
-      case DataType::kInt64: out.data_as<int64_t>()[i] = ui(rng); break;
-      case DataType::kUInt64: out.data_as<uint64_t>()[i] = ui(rng); break;
-      case DataType::kString: break;  // refused by the caller
-      case DataType::kFloat16: out.data_as<xonnx::Half>()[i] = xonnx::Half(u(rng)); break;
-      case DataType::kBFloat16: out.data_as<xonnx::BFloat16>()[i] = xonnx::BFloat16(u(rng)); break;
+      case DataType::kFloat32:
+        out.data_as<float>()[i] = static_cast<float>(u(rng));
+        break;
+      case DataType::kFloat64:
+        out.data_as<double>()[i] = u(rng);
+        break;
+      case DataType::kBool:
+        out.data_as<bool>()[i] = rng() & 1;
+        break;
+      case DataType::kInt8:
+        out.data_as<int8_t>()[i] = ui(rng);
+        break;
+      case DataType::kUInt8:
+        out.data_as<uint8_t>()[i] = ui(rng);
+        break;
+      case DataType::kInt16:
+        out.data_as<int16_t>()[i] = ui(rng);
+        break;
+      case DataType::kUInt16:
+        out.data_as<uint16_t>()[i] = ui(rng);
+        break;
+      case DataType::kInt32:
+        out.data_as<int32_t>()[i] = ui(rng);
+        break;
+      case DataType::kUInt32:
+        out.data_as<uint32_t>()[i] = ui(rng);
+        break;
+      case DataType::kInt64:
+        out.data_as<int64_t>()[i] = ui(rng);
+        break;
+      case DataType::kUInt64:
+        out.data_as<uint64_t>()[i] = ui(rng);
+        break;
+      case DataType::kString:
+        break;  // refused by the caller
+      case DataType::kFloat16:
+        out.data_as<xonnx::Half>()[i] = xonnx::Half(u(rng));
+        break;
+      case DataType::kBFloat16:
+        out.data_as<xonnx::BFloat16>()[i] = xonnx::BFloat16(u(rng));
+        break;
     }
   }
   return out;
@@ -120,23 +148,30 @@ std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a) 
       bool named = false;
       for (const auto& sp : specs) named |= sp.name == name;
       if (!named) {  // match by position
-        if (i >= specs.size()) throw CliError{absl::StrCat(f.string(), ": the model has only ", specs.size(), " inputs")};
+        if (i >= specs.size())
+          throw CliError{absl::StrCat(f.string(), ": the model has only ", specs.size(), " inputs")};
         name = specs[i].name;
       }
       if (!m.count(name)) m[name] = std::move(t);
     }
   }
   // Float files meet a model whose host type is another float type (--io-data-type).
-  auto is_float = [](DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16; };
+  auto is_float = [](DataType t) {
+    return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
+  };
   for (const auto& sp : specs) {
     auto it = m.find(sp.name);
-    if (it == m.end() || it->second.dtype() == sp.dtype || !is_float(sp.dtype) || !is_float(it->second.dtype())) continue;
+    if (it == m.end() || it->second.dtype() == sp.dtype || !is_float(sp.dtype) || !is_float(it->second.dtype()))
+      continue;
     Tensor c(sp.dtype, it->second.dims());
     for (int64_t i = 0; i < c.element_count(); ++i) {
       double v = it->second.GetAsDouble(i);
-      if (sp.dtype == DataType::kFloat32) c.data_as<float>()[i] = static_cast<float>(v);
-      else if (sp.dtype == DataType::kFloat16) c.data_as<xonnx::Half>()[i] = xonnx::Half(v);
-      else c.data_as<xonnx::BFloat16>()[i] = xonnx::BFloat16(v);
+      if (sp.dtype == DataType::kFloat32)
+        c.data_as<float>()[i] = static_cast<float>(v);
+      else if (sp.dtype == DataType::kFloat16)
+        c.data_as<xonnx::Half>()[i] = xonnx::Half(v);
+      else
+        c.data_as<xonnx::BFloat16>()[i] = xonnx::BFloat16(v);
     }
     it->second = std::move(c);
   }
@@ -157,8 +192,8 @@ std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a) 
     if (sp.dtype == DataType::kString)
       throw CliError{absl::StrCat("string input '", sp.name, "' must be given with --input or --input-dir")};
     m[sp.name] = RandomTensor(sp.dtype, dims, rng);
-    std::cerr << "xonnx: input '" << sp.name << "' not given: using random " << m[sp.name].ShapeString()
-              << " (seed " << a.seed << ")\n";
+    std::cerr << "xonnx: input '" << sp.name << "' not given: using random " << m[sp.name].ShapeString() << " (seed "
+              << a.seed << ")\n";
   }
   return m;
 }
@@ -168,7 +203,8 @@ void PrintSummary(const xonnx::TensorSpec& spec, const Tensor& t) {
   if (t.dtype() == DataType::kString) {
     std::vector<std::string> first;
     for (int64_t i = 0; i < std::min<int64_t>(n, 6); ++i) first.push_back(absl::StrCat("\"", t.strings()[i], "\""));
-    std::cout << spec.name << ": " << t.ShapeString() << " [" << absl::StrJoin(first, ", ") << (n > 6 ? ", ..." : "") << "]\n";
+    std::cout << spec.name << ": " << t.ShapeString() << " [" << absl::StrJoin(first, ", ") << (n > 6 ? ", ..." : "")
+              << "]\n";
     return;
   }
   double mn = INFINITY, mx = -INFINITY, sum = 0;
@@ -227,8 +263,8 @@ DataType ParseFloatType(const std::string& text, const std::string& flag) {
 void ShowProgress(int done, int total) {
   constexpr int kWidth = 30;
   int filled = total ? done * kWidth / total : kWidth;
-  std::cerr << "\rxonnx: compiling buckets [" << std::string(filled, '#') << std::string(kWidth - filled, '.') << "] " << done
-            << "/" << total << (done == total ? "\n" : "") << std::flush;
+  std::cerr << "\rxonnx: compiling buckets [" << std::string(filled, '#') << std::string(kWidth - filled, '.') << "] "
+            << done << "/" << total << (done == total ? "\n" : "") << std::flush;
 }
 
 xonnx::SessionOptions BaseOptions() {
@@ -237,7 +273,8 @@ xonnx::SessionOptions BaseOptions() {
   if (g_device.device == "all") {
     o.device = xonnx::SessionOptions::kAllDevices;
   } else if (!absl::SimpleAtoi(g_device.device, &o.device) || o.device < 0) {
-    throw CliError{absl::StrCat("--device '", g_device.device, "': expected a device index (see `xonnx devices`) or 'all'")};
+    throw CliError{
+        absl::StrCat("--device '", g_device.device, "': expected a device index (see `xonnx devices`) or 'all'")};
   }
   for (const auto& text : g_device.create_options) {
     o.create_options.push_back(Check(xonnx::ParseCreateOption(text)));
@@ -247,7 +284,8 @@ xonnx::SessionOptions BaseOptions() {
   if (!g_device.batch_buckets.empty()) o.batch_buckets = ParseSizes(g_device.batch_buckets, "--batch-buckets");
   for (const auto& spec : g_device.dim_buckets) {
     std::vector<std::string> kv = absl::StrSplit(spec, absl::MaxSplits('=', 1));
-    if (kv.size() != 2 || kv[0].empty()) throw CliError{absl::StrCat("--dim-buckets '", spec, "': expected NAME=16,32,64")};
+    if (kv.size() != 2 || kv[0].empty())
+      throw CliError{absl::StrCat("--dim-buckets '", spec, "': expected NAME=16,32,64")};
     o.dim_buckets[kv[0]] = ParseSizes(kv[1], "--dim-buckets");
   }
   o.data_type = ParseFloatType(g_device.data_type, "--data-type");
@@ -332,7 +370,8 @@ uint64_t ParseByteSize(const std::string& text, const std::string& flag) {
 // removes the least recently used entries until the rest fit.
 int Cache(std::string dir, const std::string& max_size, bool clear, bool json) {
   if (dir.empty()) dir = xonnx::DefaultCacheDir();
-  if (dir.empty()) throw CliError{"no cache folder: give --cache-dir (XONNX_CACHE_DIR, XDG_CACHE_HOME and HOME are unset)"};
+  if (dir.empty())
+    throw CliError{"no cache folder: give --cache-dir (XONNX_CACHE_DIR, XDG_CACHE_HOME and HOME are unset)"};
   std::error_code ec;
   if (!std::filesystem::exists(dir, ec)) {
     if (json) {
@@ -391,11 +430,14 @@ int Cache(std::string dir, const std::string& max_size, bool clear, bool json) {
   }
   std::vector<std::string> parts;
   for (const auto& [kind, n] : kinds) parts.push_back(absl::StrCat(n, " ", kind, n == 1 ? "" : "s"));
-  std::cout << "cache:   " << dir << "\nentries: " << entries << (parts.empty() ? "" : absl::StrCat(" (", absl::StrJoin(parts, ", "), ")"))
-            << ", " << HumanBytes(bytes) << "\n";
+  std::cout << "cache:   " << dir << "\nentries: " << entries
+            << (parts.empty() ? "" : absl::StrCat(" (", absl::StrJoin(parts, ", "), ")")) << ", " << HumanBytes(bytes)
+            << "\n";
   int64_t now = ::time(nullptr);
-  if (entries) std::cout << "used:    least recently " << Ago(oldest, now) << ", most recently " << Ago(newest, now) << "\n";
-  if (temporaries) std::cout << "temporary files: " << temporaries << " (being written, or left by a writer that died)\n";
+  if (entries)
+    std::cout << "used:    least recently " << Ago(oldest, now) << ", most recently " << Ago(newest, now) << "\n";
+  if (temporaries)
+    std::cout << "temporary files: " << temporaries << " (being written, or left by a writer that died)\n";
   return 0;
 }
 
@@ -464,7 +506,8 @@ int Bench(const std::string& model, const InputArgs& in, int warmup, int iterati
   // changed): what a server meets the first time each bucket is used.
   std::vector<std::pair<int64_t, double>> first_calls;
   if (every_bucket) {
-    if (s->batch_buckets().empty()) throw CliError{"--every-bucket needs batch buckets (--max-batch/--steps or --batch-buckets)"};
+    if (s->batch_buckets().empty())
+      throw CliError{"--every-bucket needs batch buckets (--max-batch/--steps or --batch-buckets)"};
     for (int64_t b : s->batch_buckets()) {
       std::map<std::string, Tensor> batch_inputs;
       for (const auto& spec : s->inputs()) {
@@ -474,7 +517,8 @@ int Bench(const std::string& model, const InputArgs& in, int warmup, int iterati
       }
       auto t0 = std::chrono::steady_clock::now();
       Check(s->Run(batch_inputs));
-      first_calls.emplace_back(b, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      first_calls.emplace_back(
+          b, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
   }
   for (int i = 0; i < warmup; ++i) Check(s->Run(inputs));
@@ -492,7 +536,8 @@ int Bench(const std::string& model, const InputArgs& in, int warmup, int iterati
     for (int i = 0; i < iterations; ++i) {
       if (static_cast<int>(q.size()) == in_flight) {
         Check(q.front().first.get());
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - q.front().second).count());
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - q.front().second).count());
         q.erase(q.begin());
       }
       q.emplace_back(s->RunAsync(inputs), std::chrono::steady_clock::now());
@@ -508,8 +553,11 @@ int Bench(const std::string& model, const InputArgs& in, int warmup, int iterati
     if (!sp.dims.empty() && sp.dims[0] < 0) batch = inputs.at(sp.name).dims()[0];
   double per_s = total_s > 0 ? iterations * batch / total_s : 0;
   std::sort(ms.begin(), ms.end());
-  auto pct = [&](double p) { return ms.empty() ? 0.0 : ms[std::min<size_t>(ms.size() - 1, static_cast<size_t>(p * ms.size()))]; };
-  double median = ms.empty() ? 0 : (ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2);
+  auto pct = [&](double p) {
+    return ms.empty() ? 0.0 : ms[std::min<size_t>(ms.size() - 1, static_cast<size_t>(p * ms.size()))];
+  };
+  double median =
+      ms.empty() ? 0 : (ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2);
   xonnx::CompileStats st = s->compile_stats();
   if (json) {
     nlohmann::json j;
@@ -536,12 +584,12 @@ int Bench(const std::string& model, const InputArgs& in, int warmup, int iterati
       for (const auto& [size, t] : first_calls) parts.push_back(absl::StrFormat("%d: %.1f ms", size, t));
       std::cout << "first call per bucket  " << absl::StrJoin(parts, ", ") << "\n";
     }
-    std::cout << absl::StrFormat("device  %s\nload    %9.2f ms  (%s)\ncompile %9.2f ms  (%s; includes the first run)\n"
-                                 "latency min %.3f ms  median %.3f ms  p90 %.3f ms  (%d runs, %d in flight)\n"
-                                 "throughput %.1f items/s (batch %d)\npeak memory %.0f MB\n",
-                                 s->DeviceSummary(), s->load_ms(), StartupLine(*s), compile_ms, s->LastProgramSummary(),
-                                 ms.empty() ? 0 : ms.front(), median, pct(0.9), iterations, std::max(1, in_flight), per_s,
-                                 batch, PeakRssMb());
+    std::cout << absl::StrFormat(
+        "device  %s\nload    %9.2f ms  (%s)\ncompile %9.2f ms  (%s; includes the first run)\n"
+        "latency min %.3f ms  median %.3f ms  p90 %.3f ms  (%d runs, %d in flight)\n"
+        "throughput %.1f items/s (batch %d)\npeak memory %.0f MB\n",
+        s->DeviceSummary(), s->load_ms(), StartupLine(*s), compile_ms, s->LastProgramSummary(),
+        ms.empty() ? 0 : ms.front(), median, pct(0.9), iterations, std::max(1, in_flight), per_s, batch, PeakRssMb());
   }
   return 0;
 }
@@ -581,7 +629,8 @@ std::string DimsString(const xonnx::TensorSpec& s) {
 int Info(const std::string& model) {
   auto s = Open(model, /*allow_unsupported=*/true);
   xonnx::ModelInfo info = s->Info();
-  std::cout << "model:    " << model << "\nproducer: " << info.producer << "\nir:       " << info.ir_version << "\nopsets:  ";
+  std::cout << "model:    " << model << "\nproducer: " << info.producer << "\nir:       " << info.ir_version
+            << "\nopsets:  ";
   for (const auto& [d, v] : info.opsets) std::cout << " " << (d.empty() ? "ai.onnx" : d) << "=" << v;
   std::cout << "\nweights:  " << absl::StrFormat("%.2f MiB", info.initializer_bytes / 1048576.0) << "\ninputs:\n";
   for (const auto& i : s->inputs()) std::cout << "  " << i.name << ": " << DimsString(i) << "\n";
@@ -635,7 +684,8 @@ void AddDeviceOptions(CLI::App* cmd, bool serving) {
                   "Largest batch to compile for; with --steps S, buckets max-batch*i/S for i=1..S are compiled at "
                   "start (a call runs on the smallest bucket that fits, padded with zeros; larger batches are split)");
   cmd->add_option("--steps", g_device.steps, "Number of batch buckets up to --max-batch")->capture_default_str();
-  cmd->add_option("--batch-buckets", g_device.batch_buckets, "Explicit batch buckets, e.g. 1,8,64 (instead of --max-batch/--steps)");
+  cmd->add_option("--batch-buckets", g_device.batch_buckets,
+                  "Explicit batch buckets, e.g. 1,8,64 (instead of --max-batch/--steps)");
   cmd->add_option("--dim-buckets", g_device.dim_buckets,
                   "Buckets for a dynamic dimension by its name in the model, NAME=16,32,64 (padded with zeros, "
                   "outputs cut back); repeatable");
@@ -646,7 +696,8 @@ void AddDeviceOptions(CLI::App* cmd, bool serving) {
                   "Host-side type of float inputs and outputs: f32, f16 or bf16 (input files of another float type "
                   "are converted)")
       ->capture_default_str();
-  cmd->add_option("--cache-dir", g_device.cache_dir, absl::StrCat("Persistent compile cache folder ", kCacheDirDefault));
+  cmd->add_option("--cache-dir", g_device.cache_dir,
+                  absl::StrCat("Persistent compile cache folder ", kCacheDirDefault));
   cmd->add_flag("--no-cache", g_device.no_cache, "Do not read or write the persistent compile cache");
   cmd->add_option("--compile-threads", g_device.compile_threads,
                   "Threads compiling buckets at start (default: one per hardware thread)");
@@ -673,16 +724,18 @@ int main(int argc, char** argv) {
   bool json = false;
   bench->add_option("--warmup", warmup, "Untimed runs before timing")->capture_default_str();
   bench->add_option("--iterations", iterations, "Timed runs")->capture_default_str();
-  bench->add_flag("--json", json,
-                  "Print one JSON object: load_ms, buckets_ms, weights_ms, compile_ms, compiled, from_cache, cache_rejected, "
-                  "latency_ms{min,median,p90}, items_per_s, peak_rss_mb (and bucket_first_call_ms)");
+  bench->add_flag(
+      "--json", json,
+      "Print one JSON object: load_ms, buckets_ms, weights_ms, compile_ms, compiled, from_cache, cache_rejected, "
+      "latency_ms{min,median,p90}, items_per_s, peak_rss_mb (and bucket_first_call_ms)");
   int in_flight = 1;
   bool every_bucket = false;
   bench->add_flag("--every-bucket", every_bucket,
                   "Before timing, make one call of each batch bucket's size and report its time (a bucket's first "
                   "call binds the weights on some plugins and allocates its working memory); peak memory then "
                   "covers every bucket");
-  bench->add_option("--in-flight", in_flight, "Calls kept in flight at once (Session::RunAsync)")->capture_default_str();
+  bench->add_option("--in-flight", in_flight, "Calls kept in flight at once (Session::RunAsync)")
+      ->capture_default_str();
 
   auto* convert = app.add_subcommand("convert", "Convert a model to XLA HLO (text and/or HloModuleProto)");
   convert->add_option("MODEL", model, "ONNX model file")->required();
@@ -693,7 +746,8 @@ int main(int argc, char** argv) {
   convert->add_option("--hlo-text", text_out, "Write HLO text to FILE, or '-' for stdout");
   convert->add_option("--hlo-proto", proto_out, "Write the serialized HloModuleProto to FILE");
   convert->add_option("--shape", shapes, "Shape of an input, NAME=1x3x224x224; repeatable");
-  convert->add_option("--batch", batch, "Value for dynamic dimensions of inputs without --shape")->capture_default_str();
+  convert->add_option("--batch", batch, "Value for dynamic dimensions of inputs without --shape")
+      ->capture_default_str();
   convert->add_flag("--allow-partial", allow_partial, "On an error, write the part converted before it");
 
   auto* info = app.add_subcommand("info", "Print a model's inputs, outputs, opsets, ops and unsupported ops");

@@ -13,13 +13,12 @@ namespace xonnx::eval {
 // Runs a computation on arguments (one literal per parameter) and returns
 // its root value (a tuple literal for tuple roots).
 [[nodiscard]] absl::StatusOr<hlo::Literal> Evaluate(const hlo::Computation& computation,
-                                                   std::vector<hlo::Literal> args);
+                                                    std::vector<hlo::Literal> args);
 // Runs the module's entry computation.
-[[nodiscard]] absl::StatusOr<hlo::Literal> EvaluateModule(const hlo::Module& module,
-                                                         std::vector<hlo::Literal> args);
+[[nodiscard]] absl::StatusOr<hlo::Literal> EvaluateModule(const hlo::Module& module, std::vector<hlo::Literal> args);
 // Evaluates one instruction on literal operand values (constant folding).
-[[nodiscard]] absl::StatusOr<hlo::Literal> EvaluateInstruction(
-    const hlo::Instruction& instr, const std::vector<const hlo::Literal*>& operands);
+[[nodiscard]] absl::StatusOr<hlo::Literal> EvaluateInstruction(const hlo::Instruction& instr,
+                                                               const std::vector<const hlo::Literal*>& operands);
 
 }  // namespace xonnx::eval
 

@@ -38,7 +38,7 @@ TEST(Evaluator, ElementwiseAndCompare) {
 
 TEST(Evaluator, IntegerDivisionFollowsXla) {
   Literal r = BuildAndRun({Literal::Vector<int32_t>({7, -7, 5, INT32_MIN}), Literal::Vector<int32_t>({2, 2, 0, -1})},
-                  [](Builder& b, auto p) { return b.Binary(Opcode::kDivide, p[0], p[1]); });
+                          [](Builder& b, auto p) { return b.Binary(Opcode::kDivide, p[0], p[1]); });
   EXPECT_EQ(r.ToInt64Vector(), (std::vector<int64_t>{3, -3, -1, INT32_MIN}));
 }
 
@@ -91,7 +91,7 @@ TEST(Evaluator, PadSliceConcatAndReduceWindow) {
   Literal r = BuildAndRun({Iota2x3()}, [](Builder& b, auto p) {
     auto* pad = b.Pad(p[0], b.ScalarConstant(F32, 0), {{1, 0, 0}, {0, 1, 1}});  // 3x6
     auto* sl = b.Slice(pad, {1, 0}, {3, 6}, {1, 2});                            // 2x3: original
-    auto* cat = b.Concatenate({sl, p[0]}, 0);                                    // 4x3
+    auto* cat = b.Concatenate({sl, p[0]}, 0);                                   // 4x3
     Window w;
     w.dimensions = {{2, 2, 0, 0, 1, 1, false}, {3, 1, 1, 1, 1, 1, false}};
     return b.ReduceWindow(cat, b.ScalarConstant(F32, 1e30), w, b.ScalarReducer(Opcode::kMinimum, F32));
@@ -106,7 +106,8 @@ TEST(Evaluator, WhileLoopCounts) {
     auto* c = cond.Compare(cond.Parameter(0, Shape::Scalar(S32), "i"), cond.ScalarConstant(S32, 10),
                            ComparisonDirection::kLt);
     Builder body(m, "body");
-    auto* next = body.Binary(Opcode::kMultiply, body.Parameter(0, Shape::Scalar(S32), "i"), body.ScalarConstant(S32, 2));
+    auto* next =
+        body.Binary(Opcode::kMultiply, body.Parameter(0, Shape::Scalar(S32), "i"), body.ScalarConstant(S32, 2));
     return b.While(*cond.Build(c), *body.Build(next), p[0]);
   });
   EXPECT_EQ(r.GetAsInt64(0), 12);

@@ -39,8 +39,10 @@ void CopyElem(void* dst, int64_t di, const void* src, int64_t si, int w) {
 int64_t ReadIndex(const void* data, PrimitiveType t, int64_t i) {
   return hlo::TypeSwitch(t, [&](auto tag) -> int64_t {
     using T = typename decltype(tag)::type;
-    if constexpr (std::is_integral_v<T>) return static_cast<int64_t>(static_cast<const T*>(data)[i]);
-    else return 0;
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<int64_t>(static_cast<const T*>(data)[i]);
+    else
+      return 0;
   });
 }
 
@@ -166,7 +168,10 @@ void Pad(const Instruction& in, const void* x, const void* value, void* out) {
     for (int64_t d = 0; d < xs.rank(); ++d) {
       const auto& p = in.padding_config[d];
       int64_t pos = p.edge_padding_low + idx[d] * (p.interior_padding + 1);
-      if (pos < 0 || pos >= os.dims[d]) { inside = false; break; }
+      if (pos < 0 || pos >= os.dims[d]) {
+        inside = false;
+        break;
+      }
       o += pos * ost[d];
     }
     if (inside) CopyElem(out, o, x, i, w);
@@ -279,8 +284,10 @@ void IndexVector(const Shape& idx_shape, const void* indices, int64_t index_vect
     int64_t off = 0;
     size_t b = 0;
     for (int64_t d = 0; d < idx_shape.rank(); ++d) {
-      if (d == index_vector_dim) off += k * st[d];
-      else off += batch_idx[b++] * st[d];
+      if (d == index_vector_dim)
+        off += k * st[d];
+      else
+        off += batch_idx[b++] * st[d];
     }
     out[k] = ReadIndex(indices, idx_shape.element_type, off);
   }
@@ -347,7 +354,8 @@ absl::Status Scatter(const Instruction& in, absl::Span<const void* const> ops, v
     for (int64_t k = 0; k < us.rank(); ++k) (is_window[k] ? window : batch).push_back(idx[k]);
     IndexVector(is, ops[1], d.index_vector_dim, batch, start_vec);
     std::fill(operand_idx.begin(), operand_idx.end(), 0);
-    for (size_t k = 0; k < d.scatter_dims_to_operand_dims.size(); ++k) operand_idx[d.scatter_dims_to_operand_dims[k]] = start_vec[k];
+    for (size_t k = 0; k < d.scatter_dims_to_operand_dims.size(); ++k)
+      operand_idx[d.scatter_dims_to_operand_dims[k]] = start_vec[k];
     for (size_t k = 0; k < window_operand_dims.size(); ++k) operand_idx[window_operand_dims[k]] += window[k];
     bool inside = true;
     for (int64_t k = 0; k < os.rank(); ++k) inside &= operand_idx[k] >= 0 && operand_idx[k] < os.dims[k];
@@ -365,8 +373,10 @@ absl::Status Scatter(const Instruction& in, absl::Span<const void* const> ops, v
             if (!BinaryKernel<T>(*combiner, dst, src, dst, 1)) status = Unimplemented("scatter combiner");
           } else {
             auto r = call(comp, {Literal::Scalar<T>(*dst), Literal::Scalar<T>(*src)});
-            if (!r.ok()) status = r.status();
-            else *dst = r->template data<T>()[0];
+            if (!r.ok())
+              status = r.status();
+            else
+              *dst = r->template data<T>()[0];
           }
         });
         if (!status.ok()) return status;
@@ -389,11 +399,13 @@ void DotKernel(const Instruction& in, const void* a, const void* b, void* out) {
   std::vector<int64_t> a_free, b_free;
   for (int64_t i = 0; i < as.rank(); ++i)
     if (std::find(d.lhs_batch_dimensions.begin(), d.lhs_batch_dimensions.end(), i) == d.lhs_batch_dimensions.end() &&
-        std::find(d.lhs_contracting_dimensions.begin(), d.lhs_contracting_dimensions.end(), i) == d.lhs_contracting_dimensions.end())
+        std::find(d.lhs_contracting_dimensions.begin(), d.lhs_contracting_dimensions.end(), i) ==
+            d.lhs_contracting_dimensions.end())
       a_free.push_back(i);
   for (int64_t i = 0; i < bs.rank(); ++i)
     if (std::find(d.rhs_batch_dimensions.begin(), d.rhs_batch_dimensions.end(), i) == d.rhs_batch_dimensions.end() &&
-        std::find(d.rhs_contracting_dimensions.begin(), d.rhs_contracting_dimensions.end(), i) == d.rhs_contracting_dimensions.end())
+        std::find(d.rhs_contracting_dimensions.begin(), d.rhs_contracting_dimensions.end(), i) ==
+            d.rhs_contracting_dimensions.end())
       b_free.push_back(i);
   // Output dim k maps to strides in a and b.
   std::vector<int64_t> oa, ob;
@@ -401,8 +413,14 @@ void DotKernel(const Instruction& in, const void* a, const void* b, void* out) {
     oa.push_back(ast[d.lhs_batch_dimensions[k]]);
     ob.push_back(bst[d.rhs_batch_dimensions[k]]);
   }
-  for (int64_t f : a_free) { oa.push_back(ast[f]); ob.push_back(0); }
-  for (int64_t f : b_free) { oa.push_back(0); ob.push_back(bst[f]); }
+  for (int64_t f : a_free) {
+    oa.push_back(ast[f]);
+    ob.push_back(0);
+  }
+  for (int64_t f : b_free) {
+    oa.push_back(0);
+    ob.push_back(bst[f]);
+  }
   std::vector<int64_t> cdims, ca, cb;
   for (size_t k = 0; k < d.lhs_contracting_dimensions.size(); ++k) {
     cdims.push_back(as.dims[d.lhs_contracting_dimensions[k]]);
@@ -427,8 +445,10 @@ void DotKernel(const Instruction& in, const void* a, const void* b, void* out) {
         do {
           auto x = static_cast<Acc<T>>(static_cast<ComputeType<T>>(A[abase + Dot(cidx, ca)]));
           auto y = static_cast<Acc<T>>(static_cast<ComputeType<T>>(B[bbase + Dot(cidx, cb)]));
-          if constexpr (std::is_same_v<Acc<T>, bool>) acc = acc || (x && y);
-          else acc = internal::WrapAdd(acc, internal::WrapMul(x, y));
+          if constexpr (std::is_same_v<Acc<T>, bool>)
+            acc = acc || (x && y);
+          else
+            acc = internal::WrapAdd(acc, internal::WrapMul(x, y));
         } while (Next(cidx, cdims));
       }
       O[i++] = static_cast<T>(static_cast<ComputeType<T>>(acc));
@@ -474,29 +494,39 @@ void ConvKernel(const Instruction& in, const void* x, const void* k, void* out) 
           bool any_k = true;
           for (int64_t s = 0; s < ns; ++s) any_k &= kspatial[s] > 0;
           if (any_k) do {
-            int64_t xoff = in_b * xst[d.input_batch_dimension];
-            int64_t koff = of * kst[d.kernel_output_feature_dimension];
-            bool valid = true;
-            for (int64_t s = 0; s < ns && valid; ++s) {
-              const auto& wd = in.window.dimensions[s];
-              int64_t kk = wd.window_reversal ? kspatial[s] - 1 - kpos[s] : kpos[s];
-              int64_t pos = opos[s] * wd.stride - wd.padding_low + kpos[s] * wd.window_dilation;
-              if (pos < 0 || pos % wd.base_dilation != 0) { valid = false; break; }
-              pos /= wd.base_dilation;
-              if (pos >= xs.dims[d.input_spatial_dimensions[s]]) { valid = false; break; }
-              xoff += pos * xst[d.input_spatial_dimensions[s]];
-              koff += kk * kst[d.kernel_spatial_dimensions[s]];
-            }
-            if (valid) {
-              for (int64_t c = 0; c < in_features_per_group; ++c) {
-                int64_t ic = g * in_features_per_group + c;
-                auto xv = static_cast<Acc<T>>(static_cast<ComputeType<T>>(X[xoff + ic * xst[d.input_feature_dimension]]));
-                auto kv = static_cast<Acc<T>>(static_cast<ComputeType<T>>(K[koff + c * kst[d.kernel_input_feature_dimension]]));
-                if constexpr (std::is_same_v<Acc<T>, bool>) acc = acc || (xv && kv);
-                else acc = internal::WrapAdd(acc, internal::WrapMul(xv, kv));
+              int64_t xoff = in_b * xst[d.input_batch_dimension];
+              int64_t koff = of * kst[d.kernel_output_feature_dimension];
+              bool valid = true;
+              for (int64_t s = 0; s < ns && valid; ++s) {
+                const auto& wd = in.window.dimensions[s];
+                int64_t kk = wd.window_reversal ? kspatial[s] - 1 - kpos[s] : kpos[s];
+                int64_t pos = opos[s] * wd.stride - wd.padding_low + kpos[s] * wd.window_dilation;
+                if (pos < 0 || pos % wd.base_dilation != 0) {
+                  valid = false;
+                  break;
+                }
+                pos /= wd.base_dilation;
+                if (pos >= xs.dims[d.input_spatial_dimensions[s]]) {
+                  valid = false;
+                  break;
+                }
+                xoff += pos * xst[d.input_spatial_dimensions[s]];
+                koff += kk * kst[d.kernel_spatial_dimensions[s]];
               }
-            }
-          } while (Next(kpos, kspatial));
+              if (valid) {
+                for (int64_t c = 0; c < in_features_per_group; ++c) {
+                  int64_t ic = g * in_features_per_group + c;
+                  auto xv =
+                      static_cast<Acc<T>>(static_cast<ComputeType<T>>(X[xoff + ic * xst[d.input_feature_dimension]]));
+                  auto kv = static_cast<Acc<T>>(
+                      static_cast<ComputeType<T>>(K[koff + c * kst[d.kernel_input_feature_dimension]]));
+                  if constexpr (std::is_same_v<Acc<T>, bool>)
+                    acc = acc || (xv && kv);
+                  else
+                    acc = internal::WrapAdd(acc, internal::WrapMul(xv, kv));
+                }
+              }
+            } while (Next(kpos, kspatial));
           int64_t o = b * ost[d.output_batch_dimension] + of * ost[d.output_feature_dimension];
           for (int64_t s = 0; s < ns; ++s) o += opos[s] * ost[d.output_spatial_dimensions[s]];
           O[o] = static_cast<T>(static_cast<ComputeType<T>>(acc));
@@ -540,7 +570,10 @@ absl::Status Reduce(const Instruction& in, absl::Span<const void* const> ops, ab
       T* O = static_cast<T*>(outs[0]);
       do {
         T* dst = O + Dot(idx, out_strides_full);
-        if (!BinaryKernel<T>(*op, dst, X + i, dst, 1)) { st = Unimplemented("reducer"); return; }
+        if (!BinaryKernel<T>(*op, dst, X + i, dst, 1)) {
+          st = Unimplemented("reducer");
+          return;
+        }
         ++i;
       } while (Next(idx, xs.dims));
     });
@@ -571,7 +604,8 @@ absl::Status Reduce(const Instruction& in, absl::Span<const void* const> ops, ab
   return absl::OkStatus();
 }
 
-absl::Status ReduceWindow(const Instruction& in, absl::Span<const void* const> ops, void* out, const CallComputation& call) {
+absl::Status ReduceWindow(const Instruction& in, absl::Span<const void* const> ops, void* out,
+                          const CallComputation& call) {
   const Shape& os = in.shape();
   const Shape& xs = in.operand(0)->shape();
   if (os.ElementCount() == 0) return absl::OkStatus();
@@ -595,9 +629,15 @@ absl::Status ReduceWindow(const Instruction& in, absl::Span<const void* const> o
         for (int64_t d = 0; d < xs.rank(); ++d) {
           const auto& w = in.window.dimensions[d];
           int64_t pos = idx[d] * w.stride - w.padding_low + widx[d] * w.window_dilation;
-          if (pos < 0 || pos % w.base_dilation) { inside = false; break; }
+          if (pos < 0 || pos % w.base_dilation) {
+            inside = false;
+            break;
+          }
           pos /= w.base_dilation;
-          if (pos >= xs.dims[d]) { inside = false; break; }
+          if (pos >= xs.dims[d]) {
+            inside = false;
+            break;
+          }
           off += pos * xst[d];
         }
         T v = inside ? X[off] : init;
@@ -605,8 +645,10 @@ absl::Status ReduceWindow(const Instruction& in, absl::Span<const void* const> o
           if (!BinaryKernel<T>(*op, &acc, &v, &acc, 1)) st = Unimplemented("reduce-window reducer");
         } else {
           auto r = call(*in.to_apply(), {Literal::Scalar<T>(acc), Literal::Scalar<T>(v)});
-          if (!r.ok()) st = r.status();
-          else acc = r->template data<T>()[0];
+          if (!r.ok())
+            st = r.status();
+          else
+            acc = r->template data<T>()[0];
         }
         if (!st.ok()) return;
       } while (Next(widx, wdims));
@@ -651,7 +693,10 @@ absl::Status Sort(const Instruction& in, absl::Span<const void* const> ops, absl
         }
       }
       auto r = call(*in.to_apply(), std::move(args));
-      if (!r.ok()) { status = r.status(); return false; }
+      if (!r.ok()) {
+        status = r.status();
+        return false;
+      }
       return r->data<bool>()[0];
     };
     std::stable_sort(perm.begin(), perm.end(), less);
@@ -674,8 +719,13 @@ std::optional<hlo::Opcode> MatchScalarBinary(const Computation& c) {
   if (a->opcode() != hlo::Opcode::kParameter || b->opcode() != hlo::Opcode::kParameter) return std::nullopt;
   if (a->parameter_number == 0 && b->parameter_number == 1) return r->opcode();
   switch (r->opcode()) {
-    case hlo::Opcode::kAdd: case hlo::Opcode::kMultiply: case hlo::Opcode::kMaximum: case hlo::Opcode::kMinimum:
-    case hlo::Opcode::kAnd: case hlo::Opcode::kOr: case hlo::Opcode::kXor:
+    case hlo::Opcode::kAdd:
+    case hlo::Opcode::kMultiply:
+    case hlo::Opcode::kMaximum:
+    case hlo::Opcode::kMinimum:
+    case hlo::Opcode::kAnd:
+    case hlo::Opcode::kOr:
+    case hlo::Opcode::kXor:
       if (a->parameter_number == 1 && b->parameter_number == 0) return r->opcode();
       break;
     default:
@@ -704,26 +754,54 @@ absl::Status RunKernel(const Instruction& in, absl::Span<const void* const> ops,
     case Opcode::kConstant:
       std::memcpy(out, in.literal->untyped_data(), in.literal->size_bytes());
       return absl::OkStatus();
-    case Opcode::kIota: Iota(in, out); return absl::OkStatus();
+    case Opcode::kIota:
+      Iota(in, out);
+      return absl::OkStatus();
     case Opcode::kReshape:
     case Opcode::kBitcastConvert:
       if (out != ops[0]) std::memcpy(out, ops[0], in.shape().ByteSize());
       return absl::OkStatus();
-    case Opcode::kBroadcast: Broadcast(in, ops[0], out); return absl::OkStatus();
-    case Opcode::kTranspose: Transpose(in, ops[0], out); return absl::OkStatus();
-    case Opcode::kSlice: Slice(in, ops[0], out); return absl::OkStatus();
-    case Opcode::kPad: Pad(in, ops[0], ops[1], out); return absl::OkStatus();
-    case Opcode::kConcatenate: Concatenate(in, ops, out); return absl::OkStatus();
-    case Opcode::kReverse: Reverse(in, ops[0], out); return absl::OkStatus();
-    case Opcode::kDynamicSlice: DynamicSlice(in, ops, out); return absl::OkStatus();
-    case Opcode::kDynamicUpdateSlice: DynamicUpdateSlice(in, ops, out); return absl::OkStatus();
-    case Opcode::kGather: Gather(in, ops[0], ops[1], out); return absl::OkStatus();
-    case Opcode::kScatter: return Scatter(in, ops, out, call);
-    case Opcode::kDot: DotKernel(in, ops[0], ops[1], out); return absl::OkStatus();
-    case Opcode::kConvolution: ConvKernel(in, ops[0], ops[1], out); return absl::OkStatus();
-    case Opcode::kReduce: return Reduce(in, ops, outs, call);
-    case Opcode::kReduceWindow: return ReduceWindow(in, ops, out, call);
-    case Opcode::kSort: return Sort(in, ops, outs, call);
+    case Opcode::kBroadcast:
+      Broadcast(in, ops[0], out);
+      return absl::OkStatus();
+    case Opcode::kTranspose:
+      Transpose(in, ops[0], out);
+      return absl::OkStatus();
+    case Opcode::kSlice:
+      Slice(in, ops[0], out);
+      return absl::OkStatus();
+    case Opcode::kPad:
+      Pad(in, ops[0], ops[1], out);
+      return absl::OkStatus();
+    case Opcode::kConcatenate:
+      Concatenate(in, ops, out);
+      return absl::OkStatus();
+    case Opcode::kReverse:
+      Reverse(in, ops[0], out);
+      return absl::OkStatus();
+    case Opcode::kDynamicSlice:
+      DynamicSlice(in, ops, out);
+      return absl::OkStatus();
+    case Opcode::kDynamicUpdateSlice:
+      DynamicUpdateSlice(in, ops, out);
+      return absl::OkStatus();
+    case Opcode::kGather:
+      Gather(in, ops[0], ops[1], out);
+      return absl::OkStatus();
+    case Opcode::kScatter:
+      return Scatter(in, ops, out, call);
+    case Opcode::kDot:
+      DotKernel(in, ops[0], ops[1], out);
+      return absl::OkStatus();
+    case Opcode::kConvolution:
+      ConvKernel(in, ops[0], ops[1], out);
+      return absl::OkStatus();
+    case Opcode::kReduce:
+      return Reduce(in, ops, outs, call);
+    case Opcode::kReduceWindow:
+      return ReduceWindow(in, ops, out, call);
+    case Opcode::kSort:
+      return Sort(in, ops, outs, call);
     default:
       break;
   }

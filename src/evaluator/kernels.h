@@ -18,8 +18,7 @@ namespace xonnx::eval {
 
 // Evaluates a called computation on literal arguments: the slow path for
 // reducers, comparators and scatter combiners that are not a single opcode.
-using CallComputation =
-    std::function<absl::StatusOr<hlo::Literal>(const hlo::Computation&, std::vector<hlo::Literal>)>;
+using CallComputation = std::function<absl::StatusOr<hlo::Literal>(const hlo::Computation&, std::vector<hlo::Literal>)>;
 
 // Runs `instr` reading its operands' buffers and writing its result buffers
 // (one per tuple element for tuple-shaped results, else one).

@@ -150,45 +150,77 @@ bool UnaryKernel(Opcode op, const T* a, T* out, int64_t n) {
     return true;
   };
   switch (op) {
-    case Opcode::kCopy: return map([](C x) { return x; });
+    case Opcode::kCopy:
+      return map([](C x) { return x; });
     case Opcode::kNegate:
-      if constexpr (std::is_same_v<C, bool>) return false;
-      else return map([](C x) { return internal::WrapSub(C(0), x); });
+      if constexpr (std::is_same_v<C, bool>)
+        return false;
+      else
+        return map([](C x) { return internal::WrapSub(C(0), x); });
     case Opcode::kAbs:
-      if constexpr (std::is_same_v<C, bool>) return false;
-      else if constexpr (std::is_unsigned_v<C>) return map([](C x) { return x; });
-      else if constexpr (std::is_integral_v<C>) return map([](C x) { return x < 0 ? internal::WrapSub(C(0), x) : x; });
-      else return map([](C x) { return std::fabs(x); });
+      if constexpr (std::is_same_v<C, bool>)
+        return false;
+      else if constexpr (std::is_unsigned_v<C>)
+        return map([](C x) { return x; });
+      else if constexpr (std::is_integral_v<C>)
+        return map([](C x) { return x < 0 ? internal::WrapSub(C(0), x) : x; });
+      else
+        return map([](C x) { return std::fabs(x); });
     case Opcode::kSign:
-      if constexpr (std::is_same_v<C, bool>) return false;
-      else if constexpr (std::is_floating_point_v<C>) return map([](C x) { return x != x ? x : (x > 0 ? C(1) : (x < 0 ? C(-1) : x)); });
-      else return map([](C x) { return static_cast<C>((x > 0) - (x < 0)); });
+      if constexpr (std::is_same_v<C, bool>)
+        return false;
+      else if constexpr (std::is_floating_point_v<C>)
+        return map([](C x) { return x != x ? x : (x > 0 ? C(1) : (x < 0 ? C(-1) : x)); });
+      else
+        return map([](C x) { return static_cast<C>((x > 0) - (x < 0)); });
     case Opcode::kNot:
-      if constexpr (std::is_same_v<C, bool>) return map([](C x) { return !x; });
-      else if constexpr (std::is_integral_v<C>) return map([](C x) { return static_cast<C>(~x); });
-      else return false;
-    default: break;
+      if constexpr (std::is_same_v<C, bool>)
+        return map([](C x) { return !x; });
+      else if constexpr (std::is_integral_v<C>)
+        return map([](C x) { return static_cast<C>(~x); });
+      else
+        return false;
+    default:
+      break;
   }
   if constexpr (std::is_floating_point_v<C>) {
     switch (op) {
-      case Opcode::kExp: return map([](C x) { return std::exp(x); });
-      case Opcode::kExpm1: return map([](C x) { return std::expm1(x); });
-      case Opcode::kLog: return map([](C x) { return std::log(x); });
-      case Opcode::kLog1p: return map([](C x) { return std::log1p(x); });
-      case Opcode::kTanh: return map([](C x) { return std::tanh(x); });
-      case Opcode::kLogistic: return map([](C x) { return C(1) / (C(1) + std::exp(-x)); });
-      case Opcode::kSqrt: return map([](C x) { return std::sqrt(x); });
-      case Opcode::kRsqrt: return map([](C x) { return C(1) / std::sqrt(x); });
-      case Opcode::kCbrt: return map([](C x) { return std::cbrt(x); });
-      case Opcode::kSin: return map([](C x) { return std::sin(x); });
-      case Opcode::kCos: return map([](C x) { return std::cos(x); });
-      case Opcode::kTan: return map([](C x) { return std::tan(x); });
-      case Opcode::kFloor: return map([](C x) { return std::floor(x); });
-      case Opcode::kCeil: return map([](C x) { return std::ceil(x); });
-      case Opcode::kRoundNearestEven: return map([](C x) { return std::nearbyint(x); });
-      case Opcode::kRoundNearestAfz: return map([](C x) { return std::round(x); });
-      case Opcode::kErf: return map([](C x) { return std::erf(x); });
-      default: break;
+      case Opcode::kExp:
+        return map([](C x) { return std::exp(x); });
+      case Opcode::kExpm1:
+        return map([](C x) { return std::expm1(x); });
+      case Opcode::kLog:
+        return map([](C x) { return std::log(x); });
+      case Opcode::kLog1p:
+        return map([](C x) { return std::log1p(x); });
+      case Opcode::kTanh:
+        return map([](C x) { return std::tanh(x); });
+      case Opcode::kLogistic:
+        return map([](C x) { return C(1) / (C(1) + std::exp(-x)); });
+      case Opcode::kSqrt:
+        return map([](C x) { return std::sqrt(x); });
+      case Opcode::kRsqrt:
+        return map([](C x) { return C(1) / std::sqrt(x); });
+      case Opcode::kCbrt:
+        return map([](C x) { return std::cbrt(x); });
+      case Opcode::kSin:
+        return map([](C x) { return std::sin(x); });
+      case Opcode::kCos:
+        return map([](C x) { return std::cos(x); });
+      case Opcode::kTan:
+        return map([](C x) { return std::tan(x); });
+      case Opcode::kFloor:
+        return map([](C x) { return std::floor(x); });
+      case Opcode::kCeil:
+        return map([](C x) { return std::ceil(x); });
+      case Opcode::kRoundNearestEven:
+        return map([](C x) { return std::nearbyint(x); });
+      case Opcode::kRoundNearestAfz:
+        return map([](C x) { return std::round(x); });
+      case Opcode::kErf:
+        return map([](C x) { return std::erf(x); });
+      default:
+        break;
     }
   }
   return false;
@@ -204,34 +236,58 @@ bool BinaryKernel(Opcode op, const T* a, const T* b, T* out, int64_t n) {
   };
   if constexpr (std::is_same_v<C, bool>) {
     switch (op) {
-      case Opcode::kAnd: case Opcode::kMinimum: case Opcode::kMultiply: return map([](C x, C y) { return x && y; });
-      case Opcode::kOr: case Opcode::kMaximum: case Opcode::kAdd: return map([](C x, C y) { return x || y; });
-      case Opcode::kXor: return map([](C x, C y) { return x != y; });
-      default: return false;
+      case Opcode::kAnd:
+      case Opcode::kMinimum:
+      case Opcode::kMultiply:
+        return map([](C x, C y) { return x && y; });
+      case Opcode::kOr:
+      case Opcode::kMaximum:
+      case Opcode::kAdd:
+        return map([](C x, C y) { return x || y; });
+      case Opcode::kXor:
+        return map([](C x, C y) { return x != y; });
+      default:
+        return false;
     }
   } else {
     switch (op) {
-      case Opcode::kAdd: return map([](C x, C y) { return internal::WrapAdd(x, y); });
-      case Opcode::kSubtract: return map([](C x, C y) { return internal::WrapSub(x, y); });
-      case Opcode::kMultiply: return map([](C x, C y) { return internal::WrapMul(x, y); });
-      case Opcode::kDivide: return map([](C x, C y) { return internal::Div(x, y); });
-      case Opcode::kRemainder: return map([](C x, C y) { return internal::Rem(x, y); });
-      case Opcode::kMaximum: return map([](C x, C y) { return internal::Max(x, y); });
-      case Opcode::kMinimum: return map([](C x, C y) { return internal::Min(x, y); });
-      case Opcode::kPower: return map([](C x, C y) { return internal::Pow(x, y); });
-      default: break;
+      case Opcode::kAdd:
+        return map([](C x, C y) { return internal::WrapAdd(x, y); });
+      case Opcode::kSubtract:
+        return map([](C x, C y) { return internal::WrapSub(x, y); });
+      case Opcode::kMultiply:
+        return map([](C x, C y) { return internal::WrapMul(x, y); });
+      case Opcode::kDivide:
+        return map([](C x, C y) { return internal::Div(x, y); });
+      case Opcode::kRemainder:
+        return map([](C x, C y) { return internal::Rem(x, y); });
+      case Opcode::kMaximum:
+        return map([](C x, C y) { return internal::Max(x, y); });
+      case Opcode::kMinimum:
+        return map([](C x, C y) { return internal::Min(x, y); });
+      case Opcode::kPower:
+        return map([](C x, C y) { return internal::Pow(x, y); });
+      default:
+        break;
     }
     if constexpr (std::is_floating_point_v<C>) {
       if (op == Opcode::kAtan2) return map([](C x, C y) { return std::atan2(x, y); });
     } else {
       switch (op) {
-        case Opcode::kAnd: return map([](C x, C y) { return static_cast<C>(x & y); });
-        case Opcode::kOr: return map([](C x, C y) { return static_cast<C>(x | y); });
-        case Opcode::kXor: return map([](C x, C y) { return static_cast<C>(x ^ y); });
-        case Opcode::kShiftLeft: return map([](C x, C y) { return internal::ShiftLeft(x, y); });
-        case Opcode::kShiftRightLogical: return map([](C x, C y) { return internal::ShiftRightLogical(x, y); });
-        case Opcode::kShiftRightArithmetic: return map([](C x, C y) { return internal::ShiftRightArithmetic(x, y); });
-        default: break;
+        case Opcode::kAnd:
+          return map([](C x, C y) { return static_cast<C>(x & y); });
+        case Opcode::kOr:
+          return map([](C x, C y) { return static_cast<C>(x | y); });
+        case Opcode::kXor:
+          return map([](C x, C y) { return static_cast<C>(x ^ y); });
+        case Opcode::kShiftLeft:
+          return map([](C x, C y) { return internal::ShiftLeft(x, y); });
+        case Opcode::kShiftRightLogical:
+          return map([](C x, C y) { return internal::ShiftRightLogical(x, y); });
+        case Opcode::kShiftRightArithmetic:
+          return map([](C x, C y) { return internal::ShiftRightArithmetic(x, y); });
+        default:
+          break;
       }
     }
     return false;
@@ -246,12 +302,18 @@ void CompareKernel(ComparisonDirection dir, const T* a, const T* b, bool* out, i
     for (int64_t i = 0; i < n; ++i) out[i] = f(static_cast<C>(a[i]), static_cast<C>(b[i]));
   };
   switch (dir) {
-    case ComparisonDirection::kEq: return map([](C x, C y) { return x == y; });
-    case ComparisonDirection::kNe: return map([](C x, C y) { return x != y; });
-    case ComparisonDirection::kGe: return map([](C x, C y) { return x >= y; });
-    case ComparisonDirection::kGt: return map([](C x, C y) { return x > y; });
-    case ComparisonDirection::kLe: return map([](C x, C y) { return x <= y; });
-    case ComparisonDirection::kLt: return map([](C x, C y) { return x < y; });
+    case ComparisonDirection::kEq:
+      return map([](C x, C y) { return x == y; });
+    case ComparisonDirection::kNe:
+      return map([](C x, C y) { return x != y; });
+    case ComparisonDirection::kGe:
+      return map([](C x, C y) { return x >= y; });
+    case ComparisonDirection::kGt:
+      return map([](C x, C y) { return x > y; });
+    case ComparisonDirection::kLe:
+      return map([](C x, C y) { return x <= y; });
+    case ComparisonDirection::kLt:
+      return map([](C x, C y) { return x < y; });
   }
 }
 

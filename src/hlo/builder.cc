@@ -53,9 +53,12 @@ absl::StatusOr<Shape> InferGather(const Shape& x, const Shape& idx, const Instru
   std::vector<int64_t> out(out_rank);
   size_t bi = 0, oi = 0;
   for (int64_t i = 0; i < out_rank; ++i) {
-    if (std::find(d.offset_dims.begin(), d.offset_dims.end(), i) != d.offset_dims.end()) out[i] = offset_sizes[oi++];
-    else if (bi < batch.size()) out[i] = batch[bi++];
-    else return Err("gather offset_dims out of range");
+    if (std::find(d.offset_dims.begin(), d.offset_dims.end(), i) != d.offset_dims.end())
+      out[i] = offset_sizes[oi++];
+    else if (bi < batch.size())
+      out[i] = batch[bi++];
+    else
+      return Err("gather offset_dims out of range");
   }
   return Shape(x.element_type, out);
 }
@@ -101,8 +104,8 @@ absl::StatusOr<Shape> InferShape(const Instruction& in) {
     case Opcode::kSelect:
       if (ops[0]->element_type != PRED || !ops[1]->Compatible(*ops[2]) ||
           (ops[0]->dims != ops[1]->dims && ops[0]->rank() != 0))
-        return Err(absl::StrCat("select needs pred[same dims] and two equal shapes, got ", ops[0]->ToString(),
-                                ", ", ops[1]->ToString(), ", ", ops[2]->ToString()));
+        return Err(absl::StrCat("select needs pred[same dims] and two equal shapes, got ", ops[0]->ToString(), ", ",
+                                ops[1]->ToString(), ", ", ops[2]->ToString()));
       return *ops[1];
     case Opcode::kClamp:
       for (int i : {0, 2})
@@ -145,8 +148,8 @@ absl::StatusOr<Shape> InferShape(const Instruction& in) {
     case Opcode::kSlice: {
       RETURN_IF_ERROR(array(0));
       const Shape& x = *ops[0];
-      if (static_cast<int64_t>(in.slice_starts.size()) != x.rank() || in.slice_limits.size() != in.slice_starts.size() ||
-          in.slice_strides.size() != in.slice_starts.size())
+      if (static_cast<int64_t>(in.slice_starts.size()) != x.rank() ||
+          in.slice_limits.size() != in.slice_starts.size() || in.slice_strides.size() != in.slice_starts.size())
         return Err("slice attributes must have one entry per dimension");
       std::vector<int64_t> out(x.rank());
       for (int64_t i = 0; i < x.rank(); ++i) {
@@ -159,7 +162,8 @@ absl::StatusOr<Shape> InferShape(const Instruction& in) {
     }
     case Opcode::kDynamicSlice: {
       const Shape& x = *ops[0];
-      if (static_cast<int64_t>(ops.size()) != x.rank() + 1 || static_cast<int64_t>(in.dynamic_slice_sizes.size()) != x.rank())
+      if (static_cast<int64_t>(ops.size()) != x.rank() + 1 ||
+          static_cast<int64_t>(in.dynamic_slice_sizes.size()) != x.rank())
         return Err("dynamic-slice needs one start index and one size per dimension");
       for (int64_t i = 0; i < x.rank(); ++i)
         if (!IsScalarIntegral(*ops[i + 1]) || in.dynamic_slice_sizes[i] > x.dims[i] || in.dynamic_slice_sizes[i] < 0)
@@ -188,20 +192,24 @@ absl::StatusOr<Shape> InferShape(const Instruction& in) {
           return Err("concatenate operands must share type and rank");
         for (int64_t i = 0; i < s.rank(); ++i)
           if (i != dim && s.dims[i] != first.dims[i])
-            return Err(absl::StrCat("concatenate operands differ outside dimension ", dim, ": ", first.ToString(), " vs ", s.ToString()));
+            return Err(absl::StrCat("concatenate operands differ outside dimension ", dim, ": ", first.ToString(),
+                                    " vs ", s.ToString()));
         out[dim] += s.dims[dim];
       }
       return Shape(first.element_type, out);
     }
     case Opcode::kPad: {
       const Shape& x = *ops[0];
-      if (ops[1]->rank() != 0 || ops[1]->element_type != x.element_type) return Err("pad value must be a scalar of the operand type");
-      if (static_cast<int64_t>(in.padding_config.size()) != x.rank()) return Err("pad config needs one entry per dimension");
+      if (ops[1]->rank() != 0 || ops[1]->element_type != x.element_type)
+        return Err("pad value must be a scalar of the operand type");
+      if (static_cast<int64_t>(in.padding_config.size()) != x.rank())
+        return Err("pad config needs one entry per dimension");
       std::vector<int64_t> out(x.rank());
       for (int64_t i = 0; i < x.rank(); ++i) {
         const auto& p = in.padding_config[i];
         if (p.interior_padding < 0) return Err("negative interior padding");
-        out[i] = p.edge_padding_low + p.edge_padding_high + x.dims[i] + std::max<int64_t>(x.dims[i] - 1, 0) * p.interior_padding;
+        out[i] = p.edge_padding_low + p.edge_padding_high + x.dims[i] +
+                 std::max<int64_t>(x.dims[i] - 1, 0) * p.interior_padding;
         if (out[i] < 0) return Err("pad produces a negative dimension");
       }
       return Shape(x.element_type, out);
@@ -244,8 +252,10 @@ absl::StatusOr<Shape> InferShape(const Instruction& in) {
       }
       std::vector<int64_t> out;
       for (int64_t x : d.lhs_batch_dimensions) out.push_back(a.dims[x]);
-      for (int64_t i = 0; i < a.rank(); ++i) if (!la.count(i)) out.push_back(a.dims[i]);
-      for (int64_t i = 0; i < b.rank(); ++i) if (!rb.count(i)) out.push_back(b.dims[i]);
+      for (int64_t i = 0; i < a.rank(); ++i)
+        if (!la.count(i)) out.push_back(a.dims[i]);
+      for (int64_t i = 0; i < b.rank(); ++i)
+        if (!rb.count(i)) out.push_back(b.dims[i]);
       return Shape(in.shape().element_type != PRIMITIVE_TYPE_INVALID ? in.shape().element_type : a.element_type, out);
     }
     case Opcode::kConvolution: {
@@ -261,8 +271,10 @@ absl::StatusOr<Shape> InferShape(const Instruction& in) {
       if (fgc < 1 || bgc < 1) return Err("group counts must be >= 1");
       if (x.dims[d.input_feature_dimension] != w.dims[d.kernel_input_feature_dimension] * fgc)
         return Err(absl::StrCat("convolution input features ", x.dims[d.input_feature_dimension],
-                                " != kernel input features ", w.dims[d.kernel_input_feature_dimension], " x groups ", fgc));
-      if (w.dims[d.kernel_output_feature_dimension] % (fgc * bgc) != 0) return Err("kernel output features not divisible by groups");
+                                " != kernel input features ", w.dims[d.kernel_input_feature_dimension], " x groups ",
+                                fgc));
+      if (w.dims[d.kernel_output_feature_dimension] % (fgc * bgc) != 0)
+        return Err("kernel output features not divisible by groups");
       if (x.dims[d.input_batch_dimension] % bgc != 0) return Err("batch not divisible by batch_group_count");
       std::vector<int64_t> out(ns + 2);
       out[d.output_batch_dimension] = x.dims[d.input_batch_dimension] / bgc;
@@ -281,7 +293,8 @@ absl::StatusOr<Shape> InferShape(const Instruction& in) {
       if (!in.to_apply()) return Err("reduce without a computation");
       std::vector<int64_t> out;
       const Shape& x = *ops[0];
-      for (int64_t d : in.dimensions) if (d < 0 || d >= x.rank()) return Err("reduce dimension out of range");
+      for (int64_t d : in.dimensions)
+        if (d < 0 || d >= x.rank()) return Err("reduce dimension out of range");
       for (int64_t i = 0; i < x.rank(); ++i)
         if (std::find(in.dimensions.begin(), in.dimensions.end(), i) == in.dimensions.end()) out.push_back(x.dims[i]);
       std::vector<Shape> results;
@@ -295,10 +308,14 @@ absl::StatusOr<Shape> InferShape(const Instruction& in) {
     }
     case Opcode::kReduceWindow: {
       const Shape& x = *ops[0];
-      if (static_cast<int64_t>(in.window.dimensions.size()) != x.rank()) return Err("reduce-window needs one window dimension per dimension");
-      if (ops[1]->rank() != 0 || ops[1]->element_type != x.element_type) return Err("reduce-window init must be a scalar");
+      if (static_cast<int64_t>(in.window.dimensions.size()) != x.rank())
+        return Err("reduce-window needs one window dimension per dimension");
+      if (ops[1]->rank() != 0 || ops[1]->element_type != x.element_type)
+        return Err("reduce-window init must be a scalar");
       std::vector<int64_t> out(x.rank());
-      for (int64_t i = 0; i < x.rank(); ++i) { ASSIGN_OR_RETURN(out[i], WindowedSize(x.dims[i], in.window.dimensions[i])); }
+      for (int64_t i = 0; i < x.rank(); ++i) {
+        ASSIGN_OR_RETURN(out[i], WindowedSize(x.dims[i], in.window.dimensions[i]));
+      }
       return Shape(x.element_type, out);
     }
     case Opcode::kSort: {
@@ -317,7 +334,8 @@ absl::StatusOr<Shape> InferShape(const Instruction& in) {
       return Shape::Tuple(s);
     }
     case Opcode::kGetTupleElement:
-      if (!ops[0]->IsTuple() || in.tuple_index < 0 || in.tuple_index >= static_cast<int64_t>(ops[0]->tuple_shapes.size()))
+      if (!ops[0]->IsTuple() || in.tuple_index < 0 ||
+          in.tuple_index >= static_cast<int64_t>(ops[0]->tuple_shapes.size()))
         return Err("get-tuple-element index out of range");
       return ops[0]->tuple_shapes[in.tuple_index];
     case Opcode::kCall:
@@ -351,7 +369,8 @@ absl::StatusOr<Shape> InferShape(const Instruction& in) {
     if (bitwise && IsFloatingPoint(t)) return Err(absl::StrCat(OpcodeName(op), " needs integer or pred operands"));
     bool shift = op == Opcode::kShiftLeft || op == Opcode::kShiftRightArithmetic || op == Opcode::kShiftRightLogical;
     if (shift && !IsInteger(t)) return Err(absl::StrCat(OpcodeName(op), " needs integer operands"));
-    if (!bitwise && t == PRED && op != Opcode::kCopy) return Err(absl::StrCat(OpcodeName(op), " is not defined for pred"));
+    if (!bitwise && t == PRED && op != Opcode::kCopy)
+      return Err(absl::StrCat(OpcodeName(op), " is not defined for pred"));
     return *ops[0];
   }
   return Err(absl::StrCat("no shape inference for ", OpcodeName(op)));
@@ -439,8 +458,12 @@ Instruction* Builder::Compare(Instruction* a, Instruction* b, ComparisonDirectio
   return Add(std::move(i));
 }
 
-Instruction* Builder::Select(Instruction* p, Instruction* t, Instruction* f) { return Add(Make(Opcode::kSelect, {p, t, f})); }
-Instruction* Builder::Clamp(Instruction* lo, Instruction* x, Instruction* hi) { return Add(Make(Opcode::kClamp, {lo, x, hi})); }
+Instruction* Builder::Select(Instruction* p, Instruction* t, Instruction* f) {
+  return Add(Make(Opcode::kSelect, {p, t, f}));
+}
+Instruction* Builder::Clamp(Instruction* lo, Instruction* x, Instruction* hi) {
+  return Add(Make(Opcode::kClamp, {lo, x, hi}));
+}
 
 Instruction* Builder::Convert(Instruction* x, PrimitiveType type) {
   if (x && x->shape().element_type == type) return x;
@@ -485,7 +508,8 @@ Instruction* Builder::Slice(Instruction* x, std::vector<int64_t> starts, std::ve
   return Add(std::move(i));
 }
 
-Instruction* Builder::DynamicSlice(Instruction* x, const std::vector<Instruction*>& starts, std::vector<int64_t> sizes) {
+Instruction* Builder::DynamicSlice(Instruction* x, const std::vector<Instruction*>& starts,
+                                   std::vector<int64_t> sizes) {
   std::vector<Instruction*> ops = {x};
   ops.insert(ops.end(), starts.begin(), starts.end());
   auto i = Make(Opcode::kDynamicSlice, ops);
@@ -527,8 +551,8 @@ Instruction* Builder::Gather(Instruction* x, Instruction* indices, GatherDimensi
   return Add(std::move(i));
 }
 
-Instruction* Builder::Scatter(Instruction* x, Instruction* indices, Instruction* updates,
-                              ScatterDimensionNumbers dnums, Computation* update_computation) {
+Instruction* Builder::Scatter(Instruction* x, Instruction* indices, Instruction* updates, ScatterDimensionNumbers dnums,
+                              Computation* update_computation) {
   auto i = Make(Opcode::kScatter, {x, indices, updates});
   i->scatter_dnums = std::move(dnums);
   i->AppendCalledComputation(update_computation);

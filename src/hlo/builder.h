@@ -57,29 +57,24 @@ class Builder {
   Instruction* Transpose(Instruction* x, std::vector<int64_t> perm);
   Instruction* Slice(Instruction* x, std::vector<int64_t> starts, std::vector<int64_t> limits,
                      std::vector<int64_t> strides);
-  Instruction* DynamicSlice(Instruction* x, const std::vector<Instruction*>& starts,
-                            std::vector<int64_t> sizes);
-  Instruction* DynamicUpdateSlice(Instruction* x, Instruction* update,
-                                  const std::vector<Instruction*>& starts);
+  Instruction* DynamicSlice(Instruction* x, const std::vector<Instruction*>& starts, std::vector<int64_t> sizes);
+  Instruction* DynamicUpdateSlice(Instruction* x, Instruction* update, const std::vector<Instruction*>& starts);
   Instruction* Concatenate(const std::vector<Instruction*>& xs, int64_t dim);
   Instruction* Pad(Instruction* x, Instruction* value, std::vector<PaddingDimension> config);
   Instruction* Reverse(Instruction* x, std::vector<int64_t> dims);
   Instruction* Gather(Instruction* x, Instruction* indices, GatherDimensionNumbers dnums,
                       std::vector<int64_t> slice_sizes);
-  Instruction* Scatter(Instruction* x, Instruction* indices, Instruction* updates,
-                       ScatterDimensionNumbers dnums, Computation* update_computation);
+  Instruction* Scatter(Instruction* x, Instruction* indices, Instruction* updates, ScatterDimensionNumbers dnums,
+                       Computation* update_computation);
 
   Instruction* Dot(Instruction* lhs, Instruction* rhs, DotDimensionNumbers dnums);
-  Instruction* Convolution(Instruction* x, Instruction* w, Window window,
-                           ConvolutionDimensionNumbers dnums, int64_t feature_group_count,
-                           int64_t batch_group_count = 1);
+  Instruction* Convolution(Instruction* x, Instruction* w, Window window, ConvolutionDimensionNumbers dnums,
+                           int64_t feature_group_count, int64_t batch_group_count = 1);
   // Variadic reduce: N inputs, N scalar inits; a tuple result when N > 1.
-  Instruction* Reduce(const std::vector<Instruction*>& inputs,
-                      const std::vector<Instruction*>& inits, std::vector<int64_t> dims,
-                      Computation* reducer);
+  Instruction* Reduce(const std::vector<Instruction*>& inputs, const std::vector<Instruction*>& inits,
+                      std::vector<int64_t> dims, Computation* reducer);
   Instruction* ReduceWindow(Instruction* x, Instruction* init, Window window, Computation* reducer);
-  Instruction* Sort(const std::vector<Instruction*>& xs, int64_t dim, Computation* comparator,
-                    bool stable);
+  Instruction* Sort(const std::vector<Instruction*>& xs, int64_t dim, Computation* comparator, bool stable);
 
   Instruction* Tuple(const std::vector<Instruction*>& xs);
   Instruction* GetTupleElement(Instruction* t, int64_t index);

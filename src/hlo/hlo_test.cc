@@ -1,8 +1,8 @@
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "hlo/builder.h"
 #include "hlo/parser.h"

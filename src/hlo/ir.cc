@@ -12,16 +12,13 @@ bool Instruction::SameAttributes(const Instruction& o) const {
   if (opcode_ != o.opcode_ || !shape_.Compatible(o.shape_)) return false;
   if (literal.has_value() != o.literal.has_value()) return false;
   if (literal && !(*literal == *o.literal)) return false;
-  return parameter_number == o.parameter_number && tuple_index == o.tuple_index &&
-         dimensions == o.dimensions && slice_starts == o.slice_starts &&
-         slice_limits == o.slice_limits && slice_strides == o.slice_strides &&
-         dynamic_slice_sizes == o.dynamic_slice_sizes && padding_config == o.padding_config &&
-         window == o.window && conv_dnums == o.conv_dnums &&
-         feature_group_count == o.feature_group_count &&
-         batch_group_count == o.batch_group_count && dot_dnums == o.dot_dnums &&
-         gather_dnums == o.gather_dnums && gather_slice_sizes == o.gather_slice_sizes &&
-         scatter_dnums == o.scatter_dnums && indices_are_sorted == o.indices_are_sorted &&
-         unique_indices == o.unique_indices &&
+  return parameter_number == o.parameter_number && tuple_index == o.tuple_index && dimensions == o.dimensions &&
+         slice_starts == o.slice_starts && slice_limits == o.slice_limits && slice_strides == o.slice_strides &&
+         dynamic_slice_sizes == o.dynamic_slice_sizes && padding_config == o.padding_config && window == o.window &&
+         conv_dnums == o.conv_dnums && feature_group_count == o.feature_group_count &&
+         batch_group_count == o.batch_group_count && dot_dnums == o.dot_dnums && gather_dnums == o.gather_dnums &&
+         gather_slice_sizes == o.gather_slice_sizes && scatter_dnums == o.scatter_dnums &&
+         indices_are_sorted == o.indices_are_sorted && unique_indices == o.unique_indices &&
          comparison_direction == o.comparison_direction && is_stable == o.is_stable &&
          rng_algorithm == o.rng_algorithm && called_ == o.called_;
 }
@@ -30,9 +27,8 @@ std::vector<Instruction*> Computation::parameters() const {
   std::vector<Instruction*> params;
   for (const auto& i : instructions_)
     if (i->opcode() == Opcode::kParameter) params.push_back(i.get());
-  std::sort(params.begin(), params.end(), [](Instruction* a, Instruction* b) {
-    return a->parameter_number < b->parameter_number;
-  });
+  std::sort(params.begin(), params.end(),
+            [](Instruction* a, Instruction* b) { return a->parameter_number < b->parameter_number; });
   return params;
 }
 
@@ -135,7 +131,8 @@ std::unique_ptr<Computation> Computation::Clone(Module* m, std::string name) con
 
 std::string Module::UniqueName(absl::string_view base) {
   std::string clean;
-  for (char ch : base) clean += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '-') ? ch : '_';
+  for (char ch : base)
+    clean += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '-') ? ch : '_';
   // XLA rejects purely numeric names and names starting with a digit confuse
   // its text parser; prefix them.
   if (clean.empty() || std::isdigit(static_cast<unsigned char>(clean[0]))) clean = "v" + clean;
@@ -195,7 +192,8 @@ absl::Status Module::BindParameters(std::vector<std::pair<int64_t, Literal>> val
   std::vector<bool> bound(params.size(), false);
   for (const auto& [number, value] : values) {
     if (number < 0 || number >= static_cast<int64_t>(params.size()) || !params[number])
-      return absl::InvalidArgumentError(absl::StrCat("cannot bind parameter ", number, ": the entry has ", params.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot bind parameter ", number, ": the entry has ", params.size()));
     if (bound[number]) return absl::InvalidArgumentError(absl::StrCat("parameter ", number, " is bound twice"));
     if (!value.shape().Compatible(params[number]->shape()))
       return absl::InvalidArgumentError(absl::StrCat("parameter ", number, " is ", params[number]->shape().ToString(),

@@ -104,24 +104,24 @@ class Instruction {
   Computation* to_apply() const { return called_.empty() ? nullptr : called_[0]; }
 
   // Attributes, public as in a proto message.
-  std::optional<Literal> literal;          // constant
-  int64_t parameter_number = -1;           // parameter
-  int64_t tuple_index = -1;                // get-tuple-element
-  std::vector<int64_t> dimensions;         // broadcast/transpose/reduce/reverse/concat/iota/sort
+  std::optional<Literal> literal;   // constant
+  int64_t parameter_number = -1;    // parameter
+  int64_t tuple_index = -1;         // get-tuple-element
+  std::vector<int64_t> dimensions;  // broadcast/transpose/reduce/reverse/concat/iota/sort
   std::vector<int64_t> slice_starts, slice_limits, slice_strides;  // slice
-  std::vector<int64_t> dynamic_slice_sizes;  // dynamic-slice
-  std::vector<PaddingDimension> padding_config;  // pad
-  Window window;                           // reduce-window, convolution
-  ConvolutionDimensionNumbers conv_dnums;  // convolution
+  std::vector<int64_t> dynamic_slice_sizes;                        // dynamic-slice
+  std::vector<PaddingDimension> padding_config;                    // pad
+  Window window;                                                   // reduce-window, convolution
+  ConvolutionDimensionNumbers conv_dnums;                          // convolution
   int64_t feature_group_count = 1, batch_group_count = 1;
-  DotDimensionNumbers dot_dnums;           // dot
-  GatherDimensionNumbers gather_dnums;     // gather
+  DotDimensionNumbers dot_dnums;        // dot
+  GatherDimensionNumbers gather_dnums;  // gather
   std::vector<int64_t> gather_slice_sizes;
-  ScatterDimensionNumbers scatter_dnums;   // scatter
+  ScatterDimensionNumbers scatter_dnums;  // scatter
   bool indices_are_sorted = false, unique_indices = false;
   ComparisonDirection comparison_direction = ComparisonDirection::kEq;  // compare
-  bool is_stable = false;                  // sort
-  int64_t rng_algorithm = 0;               // rng-bit-generator
+  bool is_stable = false;                                               // sort
+  int64_t rng_algorithm = 0;                                            // rng-bit-generator
   OpMetadata metadata;
 
   // True when every attribute (not operands, name or id) is equal.

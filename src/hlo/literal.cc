@@ -62,8 +62,10 @@ double Literal::GetAsDouble(int64_t i) const {
 int64_t Literal::GetAsInt64(int64_t i) const {
   return TypeSwitch(shape_.element_type, [&](auto tag) -> int64_t {
     using T = typename decltype(tag)::type;
-    if constexpr (std::is_integral_v<T>) return static_cast<int64_t>(data<T>()[i]);
-    else return static_cast<int64_t>(static_cast<double>(static_cast<float>(data<T>()[i])));
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<int64_t>(data<T>()[i]);
+    else
+      return static_cast<int64_t>(static_cast<double>(static_cast<float>(data<T>()[i])));
   });
 }
 
@@ -147,8 +149,11 @@ std::string Literal::ValuesToString(int64_t max_elements) const {
     out += FormatElement(*this, i);
     int closes = 0;
     for (int64_t d = shape_.rank() - 1; d >= 0; --d) {
-      if ((i + 1) % (strides[d] * shape_.dims[d]) == 0) { out += "}"; ++closes; }
-      else break;
+      if ((i + 1) % (strides[d] * shape_.dims[d]) == 0) {
+        out += "}";
+        ++closes;
+      } else
+        break;
     }
     if (i + 1 < n) out += ", ";
   }

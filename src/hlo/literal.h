@@ -54,9 +54,13 @@ class Literal {
   void* untyped_data() { return MutableBytes(); }
   const void* untyped_data() const { return Bytes(); }
   template <typename T>
-  T* data() { return reinterpret_cast<T*>(MutableBytes()); }
+  T* data() {
+    return reinterpret_cast<T*>(MutableBytes());
+  }
   template <typename T>
-  const T* data() const { return reinterpret_cast<const T*>(Bytes()); }
+  const T* data() const {
+    return reinterpret_cast<const T*>(Bytes());
+  }
 
   std::vector<Literal>& tuple_elements() { return tuple_; }
   const std::vector<Literal>& tuple_elements() const { return tuple_; }
@@ -84,7 +88,7 @@ class Literal {
   uint8_t* MutableBytes();
 
   Shape shape_;
-  std::vector<uint8_t> bytes_;  // owned bytes, when not borrowed
+  std::vector<uint8_t> bytes_;         // owned bytes, when not borrowed
   const uint8_t* borrowed_ = nullptr;  // borrowed bytes, valid while owner_ is set
   std::shared_ptr<const void> owner_;
   std::vector<Literal> tuple_;
@@ -96,8 +100,7 @@ template <typename To, typename From>
 To ConvertValue(From v) {
   if constexpr (std::is_same_v<To, bool>) {
     return static_cast<float>(v) != 0;
-  } else if constexpr (std::is_integral_v<To> &&
-                       !(std::is_integral_v<From> || std::is_same_v<From, bool>)) {
+  } else if constexpr (std::is_integral_v<To> && !(std::is_integral_v<From> || std::is_same_v<From, bool>)) {
     double d = static_cast<double>(static_cast<float>(v));
     if constexpr (std::is_same_v<From, double>) d = v;
     if (d != d) return 0;
@@ -105,8 +108,10 @@ To ConvertValue(From v) {
     if (d >= static_cast<double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
     return static_cast<To>(d);
   } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
-    if constexpr (std::is_same_v<From, double>) return To(static_cast<float>(v));
-    else return To(static_cast<float>(v));
+    if constexpr (std::is_same_v<From, double>)
+      return To(static_cast<float>(v));
+    else
+      return To(static_cast<float>(v));
   } else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
     return static_cast<To>(static_cast<float>(v));
   } else {

@@ -29,9 +29,7 @@ absl::StatusOr<Opcode> OpcodeFromName(absl::string_view name) {
   return Unimplemented("unsupported HLO opcode '%s'", name);
 }
 
-absl::string_view ComparisonDirectionName(ComparisonDirection d) {
-  return kDirections[static_cast<int>(d)];
-}
+absl::string_view ComparisonDirectionName(ComparisonDirection d) { return kDirections[static_cast<int>(d)]; }
 
 absl::StatusOr<ComparisonDirection> ComparisonDirectionFromName(absl::string_view s) {
   for (int i = 0; i < 6; ++i)

@@ -4,9 +4,8 @@
 
 #include <cstdint>
 
-
-#include "absl/strings/string_view.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace xonnx::hlo {
 

@@ -36,7 +36,9 @@ class Cursor {
   std::string Name() {
     Skip();
     size_t n = 0;
-    while (n < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[n])) || s_[n] == '_' || s_[n] == '.' || s_[n] == '-')) ++n;
+    while (n < s_.size() &&
+           (std::isalnum(static_cast<unsigned char>(s_[n])) || s_[n] == '_' || s_[n] == '.' || s_[n] == '-'))
+      ++n;
     std::string out(s_.substr(0, n));
     s_.remove_prefix(n);
     return out;
@@ -124,16 +126,23 @@ absl::StatusOr<Literal> ParseLiteral(absl::string_view text, const Shape& shape)
   }
   if (!cur.empty()) tokens.push_back(cur);
   if (static_cast<int64_t>(tokens.size()) != l.element_count())
-    return InvalidArgument("constant has %d values, shape %s needs %d", tokens.size(), shape.ToString(), l.element_count());
+    return InvalidArgument("constant has %d values, shape %s needs %d", tokens.size(), shape.ToString(),
+                           l.element_count());
   for (size_t i = 0; i < tokens.size(); ++i) {
     const std::string& tok = tokens[i];
     double v;
-    if (tok == "true") v = 1;
-    else if (tok == "false") v = 0;
-    else if (tok == "nan") v = NAN;
-    else if (tok == "inf") v = INFINITY;
-    else if (tok == "-inf") v = -INFINITY;
-    else if (!absl::SimpleAtod(tok, &v)) return InvalidArgument("bad constant value '%s'", tok);
+    if (tok == "true")
+      v = 1;
+    else if (tok == "false")
+      v = 0;
+    else if (tok == "nan")
+      v = NAN;
+    else if (tok == "inf")
+      v = INFINITY;
+    else if (tok == "-inf")
+      v = -INFINITY;
+    else if (!absl::SimpleAtod(tok, &v))
+      return InvalidArgument("bad constant value '%s'", tok);
     TypeSwitch(shape.element_type, [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, uint64_t>) {
@@ -160,7 +169,8 @@ absl::StatusOr<Window> ParseWindow(absl::string_view text) {
   auto per_dim = [&](const std::string& key, auto set) -> absl::Status {
     if (!fields.count(key)) return absl::OkStatus();
     std::vector<std::string> parts = absl::StrSplit(fields[key], 'x');
-    if (parts.size() != size.size()) return InvalidArgument("window %s has %d entries, expected %d", key, parts.size(), size.size());
+    if (parts.size() != size.size())
+      return InvalidArgument("window %s has %d entries, expected %d", key, parts.size(), size.size());
     for (size_t i = 0; i < parts.size(); ++i) RETURN_IF_ERROR(set(w.dimensions[i], parts[i]));
     return absl::OkStatus();
   };
@@ -195,15 +205,19 @@ absl::StatusOr<ConvolutionDimensionNumbers> ParseDimLabels(absl::string_view tex
   auto parse = [](const std::string& l, char a, char b, int64_t* da, int64_t* db, std::vector<int64_t>* sp) {
     std::map<int, int64_t> spatial;
     for (size_t i = 0; i < l.size(); ++i) {
-      if (l[i] == a) *da = i;
-      else if (l[i] == b) *db = i;
-      else spatial[l[i] - '0'] = i;
+      if (l[i] == a)
+        *da = i;
+      else if (l[i] == b)
+        *db = i;
+      else
+        spatial[l[i] - '0'] = i;
     }
     sp->clear();
     for (auto& [k, v] : spatial) sp->push_back(v);
   };
   parse(lhs_rhs[0], 'b', 'f', &d.input_batch_dimension, &d.input_feature_dimension, &d.input_spatial_dimensions);
-  parse(lhs_rhs[1], 'i', 'o', &d.kernel_input_feature_dimension, &d.kernel_output_feature_dimension, &d.kernel_spatial_dimensions);
+  parse(lhs_rhs[1], 'i', 'o', &d.kernel_input_feature_dimension, &d.kernel_output_feature_dimension,
+        &d.kernel_spatial_dimensions);
   parse(io[1], 'b', 'f', &d.output_batch_dimension, &d.output_feature_dimension, &d.output_spatial_dimensions);
   return d;
 }
@@ -271,7 +285,8 @@ class Parser {
     RETURN_IF_ERROR(c.Expect("("));
     ASSIGN_OR_RETURN(std::string args, c.Balanced('(', ')'));
     if (op == Opcode::kParameter) {
-      if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(args), &instr->parameter_number)) return InvalidArgument("bad parameter number");
+      if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(args), &instr->parameter_number))
+        return InvalidArgument("bad parameter number");
     } else if (op == Opcode::kConstant) {
       ASSIGN_OR_RETURN(Literal l, ParseLiteral(args, shape));
       instr->literal = std::move(l);
@@ -342,7 +357,8 @@ class Parser {
         part = absl::StripPrefix(absl::StripSuffix(part, "]"), "[");
         std::vector<std::string> f = absl::StrSplit(part, ':');
         int64_t s = 0, l = 0, st = 1;
-        if (f.size() < 2 || !absl::SimpleAtoi(f[0], &s) || !absl::SimpleAtoi(f[1], &l) || (f.size() == 3 && !absl::SimpleAtoi(f[2], &st)))
+        if (f.size() < 2 || !absl::SimpleAtoi(f[0], &s) || !absl::SimpleAtoi(f[1], &l) ||
+            (f.size() == 3 && !absl::SimpleAtoi(f[2], &st)))
           return InvalidArgument("bad slice '%s'", v);
         i.slice_starts.push_back(s);
         i.slice_limits.push_back(l);
@@ -354,7 +370,8 @@ class Parser {
       for (absl::string_view d : absl::StrSplit(v, 'x')) {
         std::vector<std::string> f = absl::StrSplit(d, '_');
         PaddingDimension p;
-        if (f.size() < 2 || !absl::SimpleAtoi(f[0], &p.edge_padding_low) || !absl::SimpleAtoi(f[1], &p.edge_padding_high) ||
+        if (f.size() < 2 || !absl::SimpleAtoi(f[0], &p.edge_padding_low) ||
+            !absl::SimpleAtoi(f[1], &p.edge_padding_high) ||
             (f.size() == 3 && !absl::SimpleAtoi(f[2], &p.interior_padding)))
           return InvalidArgument("bad padding '%s'", v);
         i.padding_config.push_back(p);
@@ -369,8 +386,10 @@ class Parser {
       ASSIGN_OR_RETURN(i.conv_dnums, ParseDimLabels(v));
       return absl::OkStatus();
     }
-    if (key == "feature_group_count") return absl::SimpleAtoi(v, &i.feature_group_count) ? absl::OkStatus() : InvalidArgument("bad %s", key);
-    if (key == "batch_group_count") return absl::SimpleAtoi(v, &i.batch_group_count) ? absl::OkStatus() : InvalidArgument("bad %s", key);
+    if (key == "feature_group_count")
+      return absl::SimpleAtoi(v, &i.feature_group_count) ? absl::OkStatus() : InvalidArgument("bad %s", key);
+    if (key == "batch_group_count")
+      return absl::SimpleAtoi(v, &i.batch_group_count) ? absl::OkStatus() : InvalidArgument("bad %s", key);
     if (key == "lhs_batch_dims") return ints(&i.dot_dnums.lhs_batch_dimensions);
     if (key == "rhs_batch_dims") return ints(&i.dot_dnums.rhs_batch_dimensions);
     if (key == "lhs_contracting_dims") return ints(&i.dot_dnums.lhs_contracting_dimensions);

@@ -44,10 +44,10 @@ std::string DimLabels(const ConvolutionDimensionNumbers& d) {
     for (size_t i = 0; i < spatial.size(); ++i) s[spatial[i]] = static_cast<char>('0' + i);
     return s;
   };
-  return absl::StrCat(label(d.input_batch_dimension, d.input_feature_dimension, d.input_spatial_dimensions, 'b', 'f'), "_",
-                      label(d.kernel_input_feature_dimension, d.kernel_output_feature_dimension, d.kernel_spatial_dimensions, 'i', 'o'),
-                      "->",
-                      label(d.output_batch_dimension, d.output_feature_dimension, d.output_spatial_dimensions, 'b', 'f'));
+  return absl::StrCat(
+      label(d.input_batch_dimension, d.input_feature_dimension, d.input_spatial_dimensions, 'b', 'f'), "_",
+      label(d.kernel_input_feature_dimension, d.kernel_output_feature_dimension, d.kernel_spatial_dimensions, 'i', 'o'),
+      "->", label(d.output_batch_dimension, d.output_feature_dimension, d.output_spatial_dimensions, 'b', 'f'));
 }
 
 std::string Escape(const std::string& s) {
@@ -62,8 +62,12 @@ std::string Escape(const std::string& s) {
 std::string Attributes(const Instruction& i, const PrintOptions& o) {
   std::vector<std::string> a;
   switch (i.opcode()) {
-    case Opcode::kBroadcast: case Opcode::kTranspose: case Opcode::kReverse: case Opcode::kReduce:
-    case Opcode::kConcatenate: case Opcode::kSort:
+    case Opcode::kBroadcast:
+    case Opcode::kTranspose:
+    case Opcode::kReverse:
+    case Opcode::kReduce:
+    case Opcode::kConcatenate:
+    case Opcode::kSort:
       a.push_back(absl::StrCat("dimensions=", Braces(i.dimensions)));
       break;
     case Opcode::kIota:

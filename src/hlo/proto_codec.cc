@@ -57,20 +57,47 @@ wire::LiteralProto LiteralToProto(const Literal& l) {
   int64_t n = l.element_count();
   const char* bytes = static_cast<const char*>(l.untyped_data());
   switch (l.shape().element_type) {
-    case PRED: for (int64_t i = 0; i < n; ++i) p.add_preds(l.data<bool>()[i]); break;
-    case S8: p.set_s8s(bytes, n); break;
-    case U8: p.set_u8s(bytes, n); break;
-    case S16: for (int64_t i = 0; i < n; ++i) p.add_s16s(l.data<int16_t>()[i]); break;
-    case U16: for (int64_t i = 0; i < n; ++i) p.add_u16s(l.data<uint16_t>()[i]); break;
-    case S32: p.mutable_s32s()->Add(l.data<int32_t>(), l.data<int32_t>() + n); break;
-    case U32: p.mutable_u32s()->Add(l.data<uint32_t>(), l.data<uint32_t>() + n); break;
-    case S64: for (int64_t i = 0; i < n; ++i) p.add_s64s(l.data<int64_t>()[i]); break;
-    case U64: for (int64_t i = 0; i < n; ++i) p.add_u64s(l.data<uint64_t>()[i]); break;
-    case F16: p.set_f16s(bytes, n * 2); break;
-    case BF16: p.set_bf16s(bytes, n * 2); break;
-    case F32: p.mutable_f32s()->Add(l.data<float>(), l.data<float>() + n); break;
-    case F64: p.mutable_f64s()->Add(l.data<double>(), l.data<double>() + n); break;
-    default: break;
+    case PRED:
+      for (int64_t i = 0; i < n; ++i) p.add_preds(l.data<bool>()[i]);
+      break;
+    case S8:
+      p.set_s8s(bytes, n);
+      break;
+    case U8:
+      p.set_u8s(bytes, n);
+      break;
+    case S16:
+      for (int64_t i = 0; i < n; ++i) p.add_s16s(l.data<int16_t>()[i]);
+      break;
+    case U16:
+      for (int64_t i = 0; i < n; ++i) p.add_u16s(l.data<uint16_t>()[i]);
+      break;
+    case S32:
+      p.mutable_s32s()->Add(l.data<int32_t>(), l.data<int32_t>() + n);
+      break;
+    case U32:
+      p.mutable_u32s()->Add(l.data<uint32_t>(), l.data<uint32_t>() + n);
+      break;
+    case S64:
+      for (int64_t i = 0; i < n; ++i) p.add_s64s(l.data<int64_t>()[i]);
+      break;
+    case U64:
+      for (int64_t i = 0; i < n; ++i) p.add_u64s(l.data<uint64_t>()[i]);
+      break;
+    case F16:
+      p.set_f16s(bytes, n * 2);
+      break;
+    case BF16:
+      p.set_bf16s(bytes, n * 2);
+      break;
+    case F32:
+      p.mutable_f32s()->Add(l.data<float>(), l.data<float>() + n);
+      break;
+    case F64:
+      p.mutable_f64s()->Add(l.data<double>(), l.data<double>() + n);
+      break;
+    default:
+      break;
   }
   return p;
 }
@@ -89,31 +116,60 @@ absl::StatusOr<Literal> LiteralFromProto(const wire::LiteralProto& p) {
   int64_t n = l.element_count();
   auto copy_repeated = [&](const auto& field, auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
-    if (field.size() != n) return InvalidArgument("literal has %d values, shape %s needs %d", field.size(), shape.ToString(), n);
+    if (field.size() != n)
+      return InvalidArgument("literal has %d values, shape %s needs %d", field.size(), shape.ToString(), n);
     for (int64_t i = 0; i < n; ++i) l.data<T>()[i] = static_cast<T>(field.Get(i));
     return absl::OkStatus();
   };
   auto copy_bytes = [&](const std::string& field) -> absl::Status {
     if (static_cast<int64_t>(field.size()) != shape.ByteSize())
-      return InvalidArgument("literal has %d bytes, shape %s needs %d", field.size(), shape.ToString(), shape.ByteSize());
+      return InvalidArgument("literal has %d bytes, shape %s needs %d", field.size(), shape.ToString(),
+                             shape.ByteSize());
     std::memcpy(l.untyped_data(), field.data(), field.size());
     return absl::OkStatus();
   };
   switch (shape.element_type) {
-    case PRED: RETURN_IF_ERROR(copy_repeated(p.preds(), TypeTag<bool>{})); break;
-    case S8: RETURN_IF_ERROR(copy_bytes(p.s8s())); break;
-    case U8: RETURN_IF_ERROR(copy_bytes(p.u8s())); break;
-    case S16: RETURN_IF_ERROR(copy_repeated(p.s16s(), TypeTag<int16_t>{})); break;
-    case U16: RETURN_IF_ERROR(copy_repeated(p.u16s(), TypeTag<uint16_t>{})); break;
-    case S32: RETURN_IF_ERROR(copy_repeated(p.s32s(), TypeTag<int32_t>{})); break;
-    case U32: RETURN_IF_ERROR(copy_repeated(p.u32s(), TypeTag<uint32_t>{})); break;
-    case S64: RETURN_IF_ERROR(copy_repeated(p.s64s(), TypeTag<int64_t>{})); break;
-    case U64: RETURN_IF_ERROR(copy_repeated(p.u64s(), TypeTag<uint64_t>{})); break;
-    case F16: RETURN_IF_ERROR(copy_bytes(p.f16s())); break;
-    case BF16: RETURN_IF_ERROR(copy_bytes(p.bf16s())); break;
-    case F32: RETURN_IF_ERROR(copy_repeated(p.f32s(), TypeTag<float>{})); break;
-    case F64: RETURN_IF_ERROR(copy_repeated(p.f64s(), TypeTag<double>{})); break;
-    default: return Unimplemented("literal of type %s", PrimitiveTypeName(shape.element_type));
+    case PRED:
+      RETURN_IF_ERROR(copy_repeated(p.preds(), TypeTag<bool>{}));
+      break;
+    case S8:
+      RETURN_IF_ERROR(copy_bytes(p.s8s()));
+      break;
+    case U8:
+      RETURN_IF_ERROR(copy_bytes(p.u8s()));
+      break;
+    case S16:
+      RETURN_IF_ERROR(copy_repeated(p.s16s(), TypeTag<int16_t>{}));
+      break;
+    case U16:
+      RETURN_IF_ERROR(copy_repeated(p.u16s(), TypeTag<uint16_t>{}));
+      break;
+    case S32:
+      RETURN_IF_ERROR(copy_repeated(p.s32s(), TypeTag<int32_t>{}));
+      break;
+    case U32:
+      RETURN_IF_ERROR(copy_repeated(p.u32s(), TypeTag<uint32_t>{}));
+      break;
+    case S64:
+      RETURN_IF_ERROR(copy_repeated(p.s64s(), TypeTag<int64_t>{}));
+      break;
+    case U64:
+      RETURN_IF_ERROR(copy_repeated(p.u64s(), TypeTag<uint64_t>{}));
+      break;
+    case F16:
+      RETURN_IF_ERROR(copy_bytes(p.f16s()));
+      break;
+    case BF16:
+      RETURN_IF_ERROR(copy_bytes(p.bf16s()));
+      break;
+    case F32:
+      RETURN_IF_ERROR(copy_repeated(p.f32s(), TypeTag<float>{}));
+      break;
+    case F64:
+      RETURN_IF_ERROR(copy_repeated(p.f64s(), TypeTag<double>{}));
+      break;
+    default:
+      return Unimplemented("literal of type %s", PrimitiveTypeName(shape.element_type));
   }
   return l;
 }
@@ -266,7 +322,8 @@ absl::StatusOr<std::unique_ptr<Module>> FromProto(const wire::HloModuleProto& p)
       }
       for (int64_t id : ip.called_computation_ids()) {
         auto it = computations.find(id);
-        if (it == computations.end()) return InvalidArgument("%s: called computation id %d is not defined before it", where, id);
+        if (it == computations.end())
+          return InvalidArgument("%s: called computation id %d is not defined before it", where, id);
         i->AppendCalledComputation(it->second);
       }
       if (ip.has_literal()) {
@@ -298,11 +355,14 @@ absl::StatusOr<std::unique_ptr<Module>> FromProto(const wire::HloModuleProto& p)
         i->window.dimensions.push_back(w);
       }
       const auto& cd = ip.convolution_dimension_numbers();
-      i->conv_dnums = {cd.input_batch_dimension(), cd.input_feature_dimension(),
+      i->conv_dnums = {cd.input_batch_dimension(),
+                       cd.input_feature_dimension(),
                        {cd.input_spatial_dimensions().begin(), cd.input_spatial_dimensions().end()},
-                       cd.kernel_input_feature_dimension(), cd.kernel_output_feature_dimension(),
+                       cd.kernel_input_feature_dimension(),
+                       cd.kernel_output_feature_dimension(),
                        {cd.kernel_spatial_dimensions().begin(), cd.kernel_spatial_dimensions().end()},
-                       cd.output_batch_dimension(), cd.output_feature_dimension(),
+                       cd.output_batch_dimension(),
+                       cd.output_feature_dimension(),
                        {cd.output_spatial_dimensions().begin(), cd.output_spatial_dimensions().end()}};
       i->feature_group_count = ip.feature_group_count() ? ip.feature_group_count() : 1;
       i->batch_group_count = ip.batch_group_count() ? ip.batch_group_count() : 1;
@@ -336,8 +396,10 @@ absl::StatusOr<std::unique_ptr<Module>> FromProto(const wire::HloModuleProto& p)
       auto inferred = InferShape(*i);
       if (!inferred.ok()) return Annotate(inferred.status(), where);
       if (!inferred->Compatible(shape))
-        return InvalidArgument("%s: shape %s differs from the inferred %s", where, shape.ToString(), inferred->ToString());
-      if (ip.name().empty() || by_id.contains(ip.id())) return InvalidArgument("%s: missing name or duplicate id", where);
+        return InvalidArgument("%s: shape %s differs from the inferred %s", where, shape.ToString(),
+                               inferred->ToString());
+      if (ip.name().empty() || by_id.contains(ip.id()))
+        return InvalidArgument("%s: missing name or duplicate id", where);
       i->set_name(ip.name());
       i->set_id(ip.id());
       max_id = std::max(max_id, ip.id());

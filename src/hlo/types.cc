@@ -12,10 +12,9 @@ struct TypeInfo {
 };
 // One row per type: the single table of names and widths.
 constexpr TypeInfo kTypes[] = {
-    {PRED, "pred", 1}, {S8, "s8", 1},   {S16, "s16", 2}, {S32, "s32", 4},
-    {S64, "s64", 8},   {U8, "u8", 1},   {U16, "u16", 2}, {U32, "u32", 4},
-    {U64, "u64", 8},   {F16, "f16", 2}, {BF16, "bf16", 2}, {F32, "f32", 4},
-    {F64, "f64", 8},   {TUPLE, "tuple", 0}, {TOKEN, "token", 0},
+    {PRED, "pred", 1}, {S8, "s8", 1},   {S16, "s16", 2}, {S32, "s32", 4},     {S64, "s64", 8},
+    {U8, "u8", 1},     {U16, "u16", 2}, {U32, "u32", 4}, {U64, "u64", 8},     {F16, "f16", 2},
+    {BF16, "bf16", 2}, {F32, "f32", 4}, {F64, "f64", 8}, {TUPLE, "tuple", 0}, {TOKEN, "token", 0},
 };
 const TypeInfo* Find(PrimitiveType t) {
   for (const auto& i : kTypes)

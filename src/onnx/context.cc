@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <limits>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "onnx/importer.h"
 #include "onnx/tensor_proto.h"
-#include "absl/container/flat_hash_set.h"
-#include "absl/strings/cord.h"
 
 namespace xonnx::onnx_import {
 
@@ -73,7 +73,8 @@ void NodeContext::set_string_output(int i, StringTensor v) {
 hlo::Instruction* NodeContext::input(int i) {
   if (!has_input(i)) return nullptr;
   if (values_.strings.count(node_.input(i))) {
-    b_.ReportError(Unsupported(absl::StrCat("input '", node_.input(i), "' is a string tensor, which this op cannot take")));
+    b_.ReportError(
+        Unsupported(absl::StrCat("input '", node_.input(i), "' is a string tensor, which this op cannot take")));
     return nullptr;
   }
   auto it = values_.values.find(node_.input(i));
@@ -110,8 +111,9 @@ absl::StatusOr<hlo::Literal> NodeContext::RequireConstant(const hlo::Instruction
     if (w->opcode() == hlo::Opcode::kParameter) params.push_back(w->metadata.op_name);
     for (const hlo::Instruction* op : w->operands()) work.push_back(op);
   }
-  absl::Status st = Unsupported(absl::StrCat(what, " must be known at compile time",
-                                             params.empty() ? "" : absl::StrCat("; it depends on model input(s) ", absl::StrJoin(params, ", "))));
+  absl::Status st = Unsupported(
+      absl::StrCat(what, " must be known at compile time",
+                   params.empty() ? "" : absl::StrCat("; it depends on model input(s) ", absl::StrJoin(params, ", "))));
   if (!params.empty()) st.SetPayload(kNeedsInputValuesPayload, absl::Cord(absl::StrJoin(params, ",")));
   return st;
 }
@@ -169,7 +171,8 @@ absl::Status NodeContext::ConvertSubgraph(const onnx::GraphProto& g, GraphValues
 absl::Status NodeContext::ConvertSubgraphInto(hlo::Builder& b, const onnx::GraphProto& g, GraphValues& scope) {
   if (!opsets_) return Error("subgraphs cannot be converted here");
   absl::Status st = ConvertNodes(g, *opsets_, b, scope);
-  if (!st.ok()) return Annotate(st, absl::StrCat("node '", node_.name(), "' (", node_.op_type(), ") subgraph '", g.name(), "'"));
+  if (!st.ok())
+    return Annotate(st, absl::StrCat("node '", node_.name(), "' (", node_.op_type(), ") subgraph '", g.name(), "'"));
   return absl::OkStatus();
 }
 
@@ -225,7 +228,8 @@ hlo::Instruction* BroadcastTo(hlo::Builder& b, hlo::Instruction* x, const std::v
       kept_dims.push_back(off + i);
       kept_sizes.push_back(xd[i]);
     } else if (xd[i] != 1) {
-      return b.ReportError(InvalidArgument("cannot broadcast [%s] to [%s]", absl::StrJoin(xd, ","), absl::StrJoin(dims, ",")));
+      return b.ReportError(
+          InvalidArgument("cannot broadcast [%s] to [%s]", absl::StrJoin(xd, ","), absl::StrJoin(dims, ",")));
     }
   }
   return b.Broadcast(b.Reshape(x, kept_sizes), dims, kept_dims);
@@ -292,13 +296,16 @@ hlo::Instruction* ElementIndices(hlo::Builder& b, hlo::Instruction* indices, int
   hlo::Instruction* idx64 = b.Convert(indices, hlo::S64);
   std::vector<hlo::Instruction*> parts;
   for (int64_t k = 0; k < rank; ++k) {
-    if (k == axis) parts.push_back(b.Reshape(idx64, d1));
-    else parts.push_back(b.Iota(hlo::Shape(hlo::S64, d1), k));
+    if (k == axis)
+      parts.push_back(b.Reshape(idx64, d1));
+    else
+      parts.push_back(b.Iota(hlo::Shape(hlo::S64, d1), k));
   }
   return b.Concatenate(parts, rank);
 }
 
-hlo::Instruction* GatherElementsAlongAxis(hlo::Builder& b, hlo::Instruction* x, hlo::Instruction* indices, int64_t axis) {
+hlo::Instruction* GatherElementsAlongAxis(hlo::Builder& b, hlo::Instruction* x, hlo::Instruction* indices,
+                                          int64_t axis) {
   if (!x || !indices) return nullptr;
   int64_t r = x->shape().rank();
   hlo::GatherDimensionNumbers d;
@@ -313,16 +320,20 @@ hlo::Instruction* GatherElementsAlongAxis(hlo::Builder& b, hlo::Instruction* x, 
 double LowestValue(hlo::PrimitiveType t) {
   return hlo::TypeSwitch(t, [](auto tag) -> double {
     using T = typename decltype(tag)::type;
-    if constexpr (std::is_integral_v<T>) return static_cast<double>(std::numeric_limits<T>::lowest());
-    else return -std::numeric_limits<double>::infinity();
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<double>(std::numeric_limits<T>::lowest());
+    else
+      return -std::numeric_limits<double>::infinity();
   });
 }
 
 double HighestValue(hlo::PrimitiveType t) {
   return hlo::TypeSwitch(t, [](auto tag) -> double {
     using T = typename decltype(tag)::type;
-    if constexpr (std::is_integral_v<T>) return static_cast<double>(std::numeric_limits<T>::max());
-    else return std::numeric_limits<double>::infinity();
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<double>(std::numeric_limits<T>::max());
+    else
+      return std::numeric_limits<double>::infinity();
   });
 }
 

@@ -151,7 +151,8 @@ hlo::Instruction* ReduceOver(hlo::Builder& b, hlo::Instruction* x, hlo::Opcode o
 hlo::Instruction* TakeAlongAxis(hlo::Builder& b, hlo::Instruction* x, hlo::Instruction* indices, int64_t axis);
 // ONNX GatherElements: out[i...] = x[i... with i[axis] = indices[i...]];
 // indices has x's rank and is in range.
-hlo::Instruction* GatherElementsAlongAxis(hlo::Builder& b, hlo::Instruction* x, hlo::Instruction* indices, int64_t axis);
+hlo::Instruction* GatherElementsAlongAxis(hlo::Builder& b, hlo::Instruction* x, hlo::Instruction* indices,
+                                          int64_t axis);
 // Full index vectors for element-wise gather/scatter along `axis`: shape
 // indices.dims + [rank], component `axis` from indices, the others iotas.
 hlo::Instruction* ElementIndices(hlo::Builder& b, hlo::Instruction* indices, int64_t axis);

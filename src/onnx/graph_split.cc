@@ -55,8 +55,8 @@ bool IsSmallInput(const onnx::ValueInfoProto& v) {
 }  // namespace
 
 std::string NodeLabel(const onnx::NodeProto& node) {
-  return absl::StrCat(node.op_type(), " '", node.name().empty() ? (node.output_size() ? node.output(0) : "?") : node.name(),
-                      "'");
+  return absl::StrCat(node.op_type(), " '",
+                      node.name().empty() ? (node.output_size() ? node.output(0) : "?") : node.name(), "'");
 }
 
 absl::StatusOr<GraphSplit> SplitGraph(const LoadedModel& model) {
@@ -209,7 +209,8 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> SegmentModel(const LoadedModel& mod
   sg.set_name(absl::StrCat(g.name().empty() ? "model" : g.name(), "_part", index));
   for (const std::string& name : segment.inputs) {
     auto t = input_types.find(name);
-    if (t == input_types.end()) return absl::InternalError(absl::StrCat("no element type for segment input '", name, "'"));
+    if (t == input_types.end())
+      return absl::InternalError(absl::StrCat("no element type for segment input '", name, "'"));
     onnx::ValueInfoProto* v = sg.add_input();
     v->set_name(name);
     v->mutable_type()->mutable_tensor_type()->set_elem_type(t->second);
@@ -223,14 +224,15 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> SegmentModel(const LoadedModel& mod
 }
 
 absl::StatusOr<std::vector<hlo::Literal>> RunNodeOnHost(const LoadedModel& model, int node,
-                                                       const std::map<std::string, hlo::Literal>& inputs) {
+                                                        const std::map<std::string, hlo::Literal>& inputs) {
   const onnx::GraphProto& g = model.proto.graph();
   const onnx::NodeProto& n = g.node(node);
   std::string where = absl::StrCat(model.path, ": node ", NodeLabel(n), " on the host");
   hlo::Module module("host");
   hlo::Builder b(&module, "host");
   // Everything here is a constant: fold it all, whatever its size.
-  b.set_folder([](const hlo::Instruction& i) { return passes::FoldInstruction(i, std::numeric_limits<int64_t>::max()); });
+  b.set_folder(
+      [](const hlo::Instruction& i) { return passes::FoldInstruction(i, std::numeric_limits<int64_t>::max()); });
   GraphValues values;
   for (const auto& name : n.input()) {
     if (name.empty() || values.values.count(name)) continue;

@@ -31,7 +31,7 @@ namespace xonnx::onnx_import {
 
 // A run of nodes of the top-level graph that executes as one unit.
 struct Segment {
-  bool on_host = false;  // one host node; else nodes of one device program
+  bool on_host = false;    // one host node; else nodes of one device program
   std::vector<int> nodes;  // indices into graph().node(), in graph order
   // Values read that the graph inputs or earlier segments define (never
   // initializers), and initializers read (subgraph bodies included).
@@ -58,15 +58,15 @@ struct GraphSplit {
 // declared with the ONNX element types given (without shapes, which the
 // caller provides per call), its outputs by name only. Messages keep the
 // parent's path; the content fingerprint is derived from the parent's.
-[[nodiscard]] absl::StatusOr<std::unique_ptr<LoadedModel>> SegmentModel(const LoadedModel& model, const Segment& segment,
-                                                                        int index,
+[[nodiscard]] absl::StatusOr<std::unique_ptr<LoadedModel>> SegmentModel(const LoadedModel& model,
+                                                                        const Segment& segment, int index,
                                                                         const std::map<std::string, int>& input_types);
 
 // Computes one node on the host from the values of its inputs (initializers
 // are read from the model; absent optional inputs are skipped). Returns one
 // literal per node output (empty for unnamed outputs).
-[[nodiscard]] absl::StatusOr<std::vector<hlo::Literal>> RunNodeOnHost(const LoadedModel& model, int node,
-                                                                      const std::map<std::string, hlo::Literal>& inputs);
+[[nodiscard]] absl::StatusOr<std::vector<hlo::Literal>> RunNodeOnHost(
+    const LoadedModel& model, int node, const std::map<std::string, hlo::Literal>& inputs);
 
 // "Op 'name'" for messages and `xonnx info`.
 std::string NodeLabel(const onnx::NodeProto& node);

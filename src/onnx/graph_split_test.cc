@@ -3,14 +3,13 @@
 // against a host reference, one compile per distinct shape, not per value).
 #include "onnx/graph_split.h"
 
-#include <filesystem>
-#include <fstream>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "base/test_dir.h"
+#include <filesystem>
+#include <fstream>
 
+#include "base/test_dir.h"
 #include "xonnx/session.h"
 
 namespace xonnx::onnx_import {
@@ -44,8 +43,10 @@ void AddInitializer(onnx::GraphProto* g, const std::string& name, int type, cons
   t->set_data_type(type);
   for (int64_t d : dims) t->add_dims(d);
   for (double v : values) {
-    if (type == onnx::TensorProto::FLOAT) t->add_float_data(static_cast<float>(v));
-    else t->add_int64_data(static_cast<int64_t>(v));
+    if (type == onnx::TensorProto::FLOAT)
+      t->add_float_data(static_cast<float>(v));
+    else
+      t->add_int64_data(static_cast<int64_t>(v));
   }
 }
 
@@ -57,8 +58,10 @@ void AddValue(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list, co
   tt->set_elem_type(type);
   auto* shape = tt->mutable_shape();
   for (const auto& d : dims) {
-    if (d.empty() || !isdigit(d[0])) shape->add_dim()->set_dim_param(d);
-    else shape->add_dim()->set_dim_value(std::stoll(d));
+    if (d.empty() || !isdigit(d[0]))
+      shape->add_dim()->set_dim_param(d);
+    else
+      shape->add_dim()->set_dim_value(std::stoll(d));
   }
 }
 
@@ -85,8 +88,8 @@ onnx::ModelProto SplitModel() {
   AddInt(AddNode(g, "Compress", {"x", "mask"}, {"compressed"}), "axis", 0);
   AddNode(g, "ReduceSum", {"x"}, {"total"});
   AddNode(g, "Shape", {"x"}, {"shape"});
-  AddNode(g, "NonZero", {"shape"}, {"shape_nz"});   // known when compiling
-  AddNode(g, "NonZero", {"keep"}, {"keep_nz"});     // an initializer
+  AddNode(g, "NonZero", {"shape"}, {"shape_nz"});  // known when compiling
+  AddNode(g, "NonZero", {"keep"}, {"keep_nz"});    // an initializer
   AddNode(g, "Concat", {"shape_nz", "keep_nz"}, {"known"});
   AddInt(&g->mutable_node()->at(g->node_size() - 1), "axis", 1);
   AddValue(g->mutable_output(), "doubled", f, {"k"});

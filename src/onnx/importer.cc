@@ -5,9 +5,9 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "hlo/builder.h"
+#include "hlo/verifier.h"
 #include "onnx/registry.h"
 #include "onnx/tensor_proto.h"
-#include "hlo/verifier.h"
 #include "passes/constant_folding.h"
 #include "passes/convert_precision.h"
 #include "passes/pipeline.h"
@@ -29,8 +29,9 @@ absl::StatusOr<TensorInfo> InfoFromValue(const onnx::ValueInfoProto& v, const st
     type = &type->sequence_type().elem_type();
   }
   if (!type->has_tensor_type())
-    return Unimplemented("%s: value '%s' is not a tensor, a sequence of tensors or an optional of either (maps are not supported)",
-                         model, v.name());
+    return Unimplemented(
+        "%s: value '%s' is not a tensor, a sequence of tensors or an optional of either (maps are not supported)",
+        model, v.name());
   const auto& tt = type->tensor_type();
   if (tt.elem_type() == onnx::TensorProto::STRING) {
     if (info.is_sequence || info.is_optional)
@@ -56,7 +57,8 @@ std::set<std::string> InitializerNames(const onnx::GraphProto& g) {
   return s;
 }
 
-void CollectUnsupported(const onnx::GraphProto& g, const LoadedModel& model, std::map<std::string, UnsupportedOp>& out) {
+void CollectUnsupported(const onnx::GraphProto& g, const LoadedModel& model,
+                        std::map<std::string, UnsupportedOp>& out) {
   const Registry& reg = Registry::Get();
   for (const auto& n : g.node()) {
     auto [domain, opset] = OpsetOf(n, model.opsets);
@@ -153,7 +155,8 @@ absl::Status ConvertNodes(const onnx::GraphProto& g, const std::map<std::string,
     if (!st.ok()) {
       // Messages from the builder lack the node; add it once.
       std::string msg(st.message());
-      if (msg.find("node '") == std::string::npos) st = Annotate(st, absl::StrCat("node '", node_name, "' (", n.op_type(), ")"));
+      if (msg.find("node '") == std::string::npos)
+        st = Annotate(st, absl::StrCat("node '", node_name, "' (", n.op_type(), ")"));
       return st;
     }
     if (consumed)
@@ -323,8 +326,7 @@ absl::StatusOr<ImportedModule> ImportGraph(const LoadedModel& model, const Impor
       }
       auto v = values.values.find(o.name());
       if (v == values.values.end()) return InvalidArgument("%s: graph output '%s' is never produced", file, o.name());
-      if (!v->second->shape().IsArray())
-        return Unimplemented("%s: graph output '%s' is not a tensor", file, o.name());
+      if (!v->second->shape().IsArray()) return Unimplemented("%s: graph output '%s' is not a tensor", file, o.name());
       roots.push_back(v->second);
       result.outputs.push_back({o.name(), v->second->shape().element_type, v->second->shape().dims, {}});
     }

@@ -76,14 +76,14 @@ struct ImportOptions {
 
 struct ImportedModule {
   std::unique_ptr<hlo::Module> module;
-  std::vector<TensorInfo> inputs;   // concrete, in parameter order (bound inputs excluded)
+  std::vector<TensorInfo> inputs;    // concrete, in parameter order (bound inputs excluded)
   std::vector<std::string> weights;  // initializers passed as the parameters after the inputs
-  std::vector<TensorInfo> outputs;  // concrete, in tuple order (sequence elements one by one)
+  std::vector<TensorInfo> outputs;   // concrete, in tuple order (sequence elements one by one)
   // Per graph output, how many entries of `outputs` it takes: kTensorOutput
   // for a tensor, the length for a sequence, kNoneOutput for an empty optional.
   static constexpr int kTensorOutput = -1, kNoneOutput = -2;
   std::vector<int> output_counts;
-  std::string partial_error;        // set when allow_partial cut the graph short
+  std::string partial_error;  // set when allow_partial cut the graph short
   // String outputs, computed while converting; they are not in the HLO.
   std::map<std::string, StringTensor> string_outputs;
 };

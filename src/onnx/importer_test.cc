@@ -31,8 +31,10 @@ void AddInput(onnx::GraphProto* g, const std::string& name, std::vector<int64_t>
   auto* tt = in->mutable_type()->mutable_tensor_type();
   tt->set_elem_type(onnx::TensorProto::FLOAT);
   for (int64_t d : dims) {
-    if (d < 0) tt->mutable_shape()->add_dim()->set_dim_param("batch");
-    else tt->mutable_shape()->add_dim()->set_dim_value(d);
+    if (d < 0)
+      tt->mutable_shape()->add_dim()->set_dim_param("batch");
+    else
+      tt->mutable_shape()->add_dim()->set_dim_value(d);
   }
 }
 
@@ -145,7 +147,8 @@ TEST(Importer, LegacyBroadcastAlignsAtAxis) {
   for (int i = 0; i < 12; ++i) a.data<float>()[i] = i;
   auto out = eval::EvaluateModule(*r->module, {a});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ(out->tuple_elements()[0].ValuesToString(), "{{{10, 11}, {22, 23}, {34, 35}}, {{16, 17}, {28, 29}, {40, 41}}}");
+  EXPECT_EQ(out->tuple_elements()[0].ValuesToString(),
+            "{{{10, 11}, {22, 23}, {34, 35}}, {{16, 17}, {28, 29}, {40, 41}}}");
   // Without broadcast=1, differing shapes are an error at opset 6.
   add->mutable_attribute(0)->set_i(0);
   auto bad = Import(m, {});
@@ -157,7 +160,8 @@ TEST(Importer, LegacyBroadcastAlignsAtAxis) {
 // initializers), evaluated by the reference evaluator.
 hlo::Literal EvalNode(const std::string& op, int64_t opset, std::vector<int64_t> dims, const hlo::Literal& x,
                       std::vector<std::pair<std::string, std::vector<float>>> inits,
-                      std::function<void(onnx::NodeProto*)> attrs, std::vector<std::pair<std::string, std::vector<int64_t>>> int_inits = {}) {
+                      std::function<void(onnx::NodeProto*)> attrs,
+                      std::vector<std::pair<std::string, std::vector<int64_t>>> int_inits = {}) {
   LoadedModel m = NewModel(op + ".onnx", opset);
   auto* g = m.proto.mutable_graph();
   AddInput(g, "x", dims);
@@ -219,7 +223,8 @@ TEST(Importer, GeluMatchesItsDefinition) {
   for (int i = 0; i < 5; ++i) {
     double v = x.GetAsDouble(i);
     EXPECT_NEAR(exact.GetAsDouble(i), 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))), 1e-6);
-    EXPECT_NEAR(approx.GetAsDouble(i), 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))), 1e-6);
+    EXPECT_NEAR(approx.GetAsDouble(i), 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))),
+                1e-6);
   }
 }
 

@@ -30,12 +30,14 @@ absl::Status ResolveExternal(onnx::TensorProto& t, const fs::path& base_dir, con
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : t.external_data()) {
-    if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = std::stoll(kv.value());
-    else if (kv.key() == "length") length = std::stoll(kv.value());
+    if (kv.key() == "location")
+      location = kv.value();
+    else if (kv.key() == "offset")
+      offset = std::stoll(kv.value());
+    else if (kv.key() == "length")
+      length = std::stoll(kv.value());
   }
-  if (location.empty())
-    return InvalidArgument("%s: tensor '%s' has external data without a location", model, t.name());
+  if (location.empty()) return InvalidArgument("%s: tensor '%s' has external data without a location", model, t.name());
   fs::path rel(location);
   if (rel.is_absolute())
     return absl::PermissionDeniedError(absl::StrFormat(
@@ -49,7 +51,9 @@ absl::Status ResolveExternal(onnx::TensorProto& t, const fs::path& base_dir, con
     return absl::PermissionDeniedError(absl::StrFormat(
         "%s: tensor '%s': external data path '%s' points outside the model's folder", model, t.name(), location));
   std::ifstream f(full, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrFormat("%s: tensor '%s': cannot open external data file '%s'", model, t.name(), full.string()));
+  if (!f)
+    return absl::NotFoundError(
+        absl::StrFormat("%s: tensor '%s': cannot open external data file '%s'", model, t.name(), full.string()));
   f.seekg(0, std::ios::end);
   int64_t size = f.tellg();
   if (length < 0) length = size - offset;
@@ -59,7 +63,9 @@ absl::Status ResolveExternal(onnx::TensorProto& t, const fs::path& base_dir, con
   std::string data(length, '\0');
   f.seekg(offset);
   f.read(data.data(), length);
-  if (!f) return absl::DataLossError(absl::StrFormat("%s: tensor '%s': cannot read external data file '%s'", model, t.name(), full.string()));
+  if (!f)
+    return absl::DataLossError(
+        absl::StrFormat("%s: tensor '%s': cannot read external data file '%s'", model, t.name(), full.string()));
   content->UpdateField(t.name());
   content->UpdateField(data);
   t.set_raw_data(std::move(data));
@@ -68,7 +74,8 @@ absl::Status ResolveExternal(onnx::TensorProto& t, const fs::path& base_dir, con
   return absl::OkStatus();
 }
 
-absl::Status ResolveGraph(onnx::GraphProto& g, const fs::path& base_dir, const std::string& model, Fingerprinter* content) {
+absl::Status ResolveGraph(onnx::GraphProto& g, const fs::path& base_dir, const std::string& model,
+                          Fingerprinter* content) {
   for (auto& t : *g.mutable_initializer())
     if (t.data_location() == onnx::TensorProto::EXTERNAL) RETURN_IF_ERROR(ResolveExternal(t, base_dir, model, content));
   for (auto& n : *g.mutable_node()) {
@@ -99,8 +106,8 @@ absl::Status FinishLoad(LoadedModel& m, const std::string& base_dir, Fingerprint
 absl::Status CheckSize(const std::string& name, uint64_t size) {
   if (size == 0) return InvalidArgument("%s: the file is empty, not an ONNX model", name);
   if (size > static_cast<uint64_t>(std::numeric_limits<int>::max()))
-    return InvalidArgument("%s: %d bytes; an ONNX model file holds at most 2 GB (larger weights go in external data files)",
-                           name, size);
+    return InvalidArgument(
+        "%s: %d bytes; an ONNX model file holds at most 2 GB (larger weights go in external data files)", name, size);
   return absl::OkStatus();
 }
 
@@ -236,9 +243,9 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path) 
   // The fingerprint promises to name these bytes: a file that changed size
   // while it was read is not the file that was fingerprinted.
   if (static_cast<uint64_t>(in.ByteCount()) != size)
-    return absl::DataLossError(absl::StrFormat(
-        "%s: the file changed while it was read (%d bytes when opened, %d read); load it again", path, size,
-        in.ByteCount()));
+    return absl::DataLossError(
+        absl::StrFormat("%s: the file changed while it was read (%d bytes when opened, %d read); load it again", path,
+                        size, in.ByteCount()));
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
   RETURN_IF_ERROR(FinishLoad(*m, dir.string(), content));

@@ -3,12 +3,12 @@
 // are clear errors.
 #include "onnx/model.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "base/test_dir.h"
 
@@ -20,9 +20,7 @@ using ::testing::HasSubstr;
 
 class ModelFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = MakeTestDir("xonnx_model_test");
-  }
+  void SetUp() override { dir_ = MakeTestDir("xonnx_model_test"); }
   void TearDown() override { fs::remove_all(dir_); }
   std::string Write(const std::string& name, const std::string& bytes) {
     std::string path = (dir_ / name).string();

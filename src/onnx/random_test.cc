@@ -1,8 +1,8 @@
 // Random ops: reproducible for a seed, independent across seeds, and with
 // the right statistics (values cannot match another generator's).
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "evaluator/evaluator.h"
 #include "onnx/importer.h"

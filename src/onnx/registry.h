@@ -22,8 +22,8 @@ inline constexpr int64_t kMaxOpset = 21;
 struct ConverterEntry {
   std::string domain;  // "" for the default ONNX domain
   std::string op_type;
-  int64_t min_opset;   // inclusive
-  int64_t max_opset;   // inclusive
+  int64_t min_opset;  // inclusive
+  int64_t max_opset;  // inclusive
   Converter fn;
   // Inputs whose values (not only shapes) the converter needs at compile
   // time: a Reshape's shape, TopK's k, a Slice's bounds. When one is

@@ -17,10 +17,10 @@ struct TypeRow {
 };
 // The one table mapping ONNX element types to HLO types.
 constexpr TypeRow kTypes[] = {
-    {TP::FLOAT, hlo::F32, "float"},   {TP::UINT8, hlo::U8, "uint8"},     {TP::INT8, hlo::S8, "int8"},
-    {TP::UINT16, hlo::U16, "uint16"}, {TP::INT16, hlo::S16, "int16"},    {TP::INT32, hlo::S32, "int32"},
-    {TP::INT64, hlo::S64, "int64"},   {TP::BOOL, hlo::PRED, "bool"},     {TP::FLOAT16, hlo::F16, "float16"},
-    {TP::DOUBLE, hlo::F64, "double"}, {TP::UINT32, hlo::U32, "uint32"},  {TP::UINT64, hlo::U64, "uint64"},
+    {TP::FLOAT, hlo::F32, "float"},        {TP::UINT8, hlo::U8, "uint8"},    {TP::INT8, hlo::S8, "int8"},
+    {TP::UINT16, hlo::U16, "uint16"},      {TP::INT16, hlo::S16, "int16"},   {TP::INT32, hlo::S32, "int32"},
+    {TP::INT64, hlo::S64, "int64"},        {TP::BOOL, hlo::PRED, "bool"},    {TP::FLOAT16, hlo::F16, "float16"},
+    {TP::DOUBLE, hlo::F64, "double"},      {TP::UINT32, hlo::U32, "uint32"}, {TP::UINT64, hlo::U64, "uint64"},
     {TP::BFLOAT16, hlo::BF16, "bfloat16"},
 };
 }  // namespace
@@ -29,10 +29,14 @@ std::string OnnxTypeName(int32_t t) {
   for (const auto& r : kTypes)
     if (r.onnx == t) return r.name;
   switch (t) {
-    case TP::STRING: return "string";
-    case TP::COMPLEX64: return "complex64";
-    case TP::COMPLEX128: return "complex128";
-    default: return absl::StrCat("type#", t);
+    case TP::STRING:
+      return "string";
+    case TP::COMPLEX64:
+      return "complex64";
+    case TP::COMPLEX128:
+      return "complex128";
+    default:
+      return absl::StrCat("type#", t);
   }
 }
 
@@ -74,13 +78,22 @@ absl::StatusOr<hlo::Literal> LiteralFromTensorProto(const TP& t, std::shared_ptr
     return absl::OkStatus();
   };
   switch (type) {
-    case hlo::F32: RETURN_IF_ERROR(fill(t.float_data(), [&](int64_t i, float v) { l.data<float>()[i] = v; })); break;
-    case hlo::F64: RETURN_IF_ERROR(fill(t.double_data(), [&](int64_t i, double v) { l.data<double>()[i] = v; })); break;
-    case hlo::S64: RETURN_IF_ERROR(fill(t.int64_data(), [&](int64_t i, int64_t v) { l.data<int64_t>()[i] = v; })); break;
-    case hlo::U32: case hlo::U64:
+    case hlo::F32:
+      RETURN_IF_ERROR(fill(t.float_data(), [&](int64_t i, float v) { l.data<float>()[i] = v; }));
+      break;
+    case hlo::F64:
+      RETURN_IF_ERROR(fill(t.double_data(), [&](int64_t i, double v) { l.data<double>()[i] = v; }));
+      break;
+    case hlo::S64:
+      RETURN_IF_ERROR(fill(t.int64_data(), [&](int64_t i, int64_t v) { l.data<int64_t>()[i] = v; }));
+      break;
+    case hlo::U32:
+    case hlo::U64:
       RETURN_IF_ERROR(fill(t.uint64_data(), [&](int64_t i, uint64_t v) {
-        if (type == hlo::U32) l.data<uint32_t>()[i] = static_cast<uint32_t>(v);
-        else l.data<uint64_t>()[i] = v;
+        if (type == hlo::U32)
+          l.data<uint32_t>()[i] = static_cast<uint32_t>(v);
+        else
+          l.data<uint64_t>()[i] = v;
       }));
       break;
     default:

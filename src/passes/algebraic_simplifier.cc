@@ -90,12 +90,13 @@ Instruction* Simplify(hlo::Computation* c, Instruction* i) {
       break;
     case Opcode::kPad: {
       bool none = true;
-      for (const auto& p : i->padding_config) none &= p.edge_padding_low == 0 && p.edge_padding_high == 0 && p.interior_padding == 0;
+      for (const auto& p : i->padding_config)
+        none &= p.edge_padding_low == 0 && p.edge_padding_high == 0 && p.interior_padding == 0;
       if (none) return ops[0];  // pad with nothing -> x
       break;
     }
     case Opcode::kSelect:
-      if (ops[1] == ops[2]) return ops[1];  // select(p, x, x) -> x
+      if (ops[1] == ops[2]) return ops[1];                                  // select(p, x, x) -> x
       if (auto u = UniformValue(ops[0])) return *u != 0 ? ops[1] : ops[2];  // select(const, a, b) -> a or b
       break;
     case Opcode::kConcatenate:

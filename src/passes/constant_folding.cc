@@ -9,8 +9,13 @@ namespace xonnx::passes {
 std::optional<hlo::Literal> FoldInstruction(const hlo::Instruction& instr, int64_t max_elements) {
   using hlo::Opcode;
   switch (instr.opcode()) {
-    case Opcode::kParameter: case Opcode::kConstant: case Opcode::kRngBitGenerator: case Opcode::kTuple:
-    case Opcode::kWhile: case Opcode::kConditional: case Opcode::kCall:
+    case Opcode::kParameter:
+    case Opcode::kConstant:
+    case Opcode::kRngBitGenerator:
+    case Opcode::kTuple:
+    case Opcode::kWhile:
+    case Opcode::kConditional:
+    case Opcode::kCall:
       return std::nullopt;
     default:
       break;
@@ -29,8 +34,8 @@ std::optional<hlo::Literal> FoldInstruction(const hlo::Instruction& instr, int64
     n = instr.shape().ElementCount();
   }
   // Broadcasts and iotas are cheap to compute and expensive to store.
-  bool expands = instr.opcode() == Opcode::kBroadcast || instr.opcode() == Opcode::kIota ||
-                 instr.opcode() == Opcode::kPad;
+  bool expands =
+      instr.opcode() == Opcode::kBroadcast || instr.opcode() == Opcode::kIota || instr.opcode() == Opcode::kPad;
   if (n > max_elements || (expands && n > 1024)) return std::nullopt;
   std::vector<const hlo::Literal*> ops;
   for (hlo::Instruction* op : instr.operands()) {

@@ -68,16 +68,18 @@ absl::StatusOr<bool> ConvertPrecision::Run(hlo::Module* module) {
         (AccumulatesInF32(*i) ? keep_f32 : other_called).insert(called);
   for (const hlo::Computation* c : keep_f32)
     if (other_called.count(c))
-      return absl::UnimplementedError(absl::StrCat("computation '", c->name(),
-                                                   "' is applied both by an f32 reduction and by another op; it cannot be "
-                                                   "computed in two precisions"));
+      return absl::UnimplementedError(
+          absl::StrCat("computation '", c->name(),
+                       "' is applied both by an f32 reduction and by another op; it cannot be "
+                       "computed in two precisions"));
   // Checked before anything changes: a bit-level reinterpretation of f32
   // values has no 16-bit meaning.
   if (compute_ != hlo::F32)
     for (const auto& c : module->computations())
       for (const auto& i : c->instructions())
         if (i->opcode() == Opcode::kBitcastConvert && (HasF32(i->shape()) || HasF32(i->operand(0)->shape())))
-          return absl::UnimplementedError(absl::StrCat("'", i->name(), "': bitcast-convert of f32 values cannot be computed in ",
+          return absl::UnimplementedError(absl::StrCat("'", i->name(),
+                                                       "': bitcast-convert of f32 values cannot be computed in ",
                                                        hlo::PrimitiveTypeName(compute_)));
   bool changed = false;
   for (const auto& cp : module->computations()) {

@@ -22,7 +22,10 @@ absl::StatusOr<bool> Cse::Run(hlo::Module* module) {
       auto& bucket = buckets[key];
       hlo::Instruction* same = nullptr;
       for (hlo::Instruction* cand : bucket)
-        if (cand->SameAttributes(*instr)) { same = cand; break; }
+        if (cand->SameAttributes(*instr)) {
+          same = cand;
+          break;
+        }
       if (same) {
         c->ReplaceAllUsesWith(instr, same);
         changed = true;

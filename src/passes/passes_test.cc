@@ -3,10 +3,10 @@
 
 #include "hlo/parser.h"
 #include "hlo/printer.h"
+#include "hlo/verifier.h"
 #include "passes/algebraic_simplifier.h"
 #include "passes/constant_folding.h"
 #include "passes/convert_precision.h"
-#include "hlo/verifier.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/pipeline.h"
@@ -36,7 +36,8 @@ ENTRY main {
   dead = f32[2]{0} exponential(x)
   ROOT n = f32[2]{0} negate(x)
 }
-)", &changed),
+)",
+                  &changed),
             R"(HloModule m
 
 ENTRY main {

@@ -502,9 +502,9 @@ typedef struct {
   size_t struct_size;
   PJRT_Extension_Base* extension_start;
   PJRT_Executable* executable;
-  size_t num_outputs;        // out
-  const int64_t* dims;       // out: all outputs' dims, concatenated
-  const size_t* dim_sizes;   // out: rank of each output
+  size_t num_outputs;       // out
+  const int64_t* dims;      // out: all outputs' dims, concatenated
+  const size_t* dim_sizes;  // out: rank of each output
 } PJRT_Executable_OutputDimensions_Args;
 
 typedef struct PJRT_SerializedExecutable PJRT_SerializedExecutable;
@@ -512,10 +512,10 @@ typedef struct {
   size_t struct_size;
   PJRT_Extension_Base* extension_start;
   const PJRT_Executable* executable;
-  const char* serialized_bytes;  // out, lives as long as serialized_executable
-  size_t serialized_bytes_size;  // out
-  PJRT_SerializedExecutable* serialized_executable;                            // out
-  void (*serialized_executable_deleter)(PJRT_SerializedExecutable* exec);      // out; call once
+  const char* serialized_bytes;                      // out, lives as long as serialized_executable
+  size_t serialized_bytes_size;                      // out
+  PJRT_SerializedExecutable* serialized_executable;  // out
+  void (*serialized_executable_deleter)(PJRT_SerializedExecutable* exec);  // out; call once
 } PJRT_Executable_Serialize_Args;
 
 typedef struct {

@@ -30,12 +30,16 @@ std::string View(const char* p, size_t n) { return p ? std::string(p, n) : std::
 
 std::string FormatValue(const PJRT_NamedValue& v) {
   switch (v.type) {
-    case PJRT_NamedValue_kString: return View(v.string_value, v.value_size);
-    case PJRT_NamedValue_kInt64: return absl::StrCat(v.int64_value);
+    case PJRT_NamedValue_kString:
+      return View(v.string_value, v.value_size);
+    case PJRT_NamedValue_kInt64:
+      return absl::StrCat(v.int64_value);
     case PJRT_NamedValue_kInt64List:
       return absl::StrJoin(absl::MakeConstSpan(v.int64_array_value, v.value_size), ",");
-    case PJRT_NamedValue_kFloat: return absl::StrCat(v.float_value);
-    case PJRT_NamedValue_kBool: return v.bool_value ? "true" : "false";
+    case PJRT_NamedValue_kFloat:
+      return absl::StrCat(v.float_value);
+    case PJRT_NamedValue_kBool:
+      return v.bool_value ? "true" : "false";
   }
   return "?";
 }
@@ -43,12 +47,11 @@ std::string FormatValue(const PJRT_NamedValue& v) {
 }  // namespace
 
 // Calls a PJRT_Api slot, first checking that the plugin has it.
-#define PJRT_CALL(plugin, slot, args)                                                                \
-  ((plugin)->HasSlot(offsetof(PJRT_Api, slot))                                                      \
-       ? (plugin)->ToStatus((plugin)->api()->slot(args))                                            \
-       : absl::UnimplementedError(absl::StrCat((plugin)->path(), ": the plugin (PjRT API ",          \
-                                               (plugin)->major_version(), ".", (plugin)->minor_version(), \
-                                               ") has no ", #slot)))
+#define PJRT_CALL(plugin, slot, args)                                                                                  \
+  ((plugin)->HasSlot(offsetof(PJRT_Api, slot))                                                                         \
+       ? (plugin)->ToStatus((plugin)->api()->slot(args))                                                               \
+       : absl::UnimplementedError(absl::StrCat((plugin)->path(), ": the plugin (PjRT API ", (plugin)->major_version(), \
+                                               ".", (plugin)->minor_version(), ") has no ", #slot)))
 
 // ------------------------------------------------------------------ Plugin
 
@@ -71,7 +74,8 @@ absl::StatusOr<std::shared_ptr<Plugin>> Plugin::Load(const std::string& path_or_
   p->handle_ = dlopen(key.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!p->handle_) {
     const char* err = dlerror();
-    return absl::NotFoundError(absl::StrCat("cannot load PjRT plugin '", path_or_name, "': ", err ? err : "unknown error"));
+    return absl::NotFoundError(
+        absl::StrCat("cannot load PjRT plugin '", path_or_name, "': ", err ? err : "unknown error"));
   }
   auto get = reinterpret_cast<PJRT_GetPjrtApi_Fn>(dlsym(p->handle_, "GetPjrtApi"));
   if (!get) return absl::InvalidArgumentError(absl::StrCat(key, ": not a PjRT plugin (no GetPjrtApi symbol)"));
@@ -154,7 +158,8 @@ absl::StatusOr<NamedValue> ParseNamedValue(const std::string& text) {
   } else {
     std::vector<int64_t> list;
     bool all_ints = v.find(',') != std::string::npos;
-    for (absl::string_view part : absl::StrSplit(v, ',')) all_ints &= absl::SimpleAtoi(part, &i) && (list.push_back(i), true);
+    for (absl::string_view part : absl::StrSplit(v, ','))
+      all_ints &= absl::SimpleAtoi(part, &i) && (list.push_back(i), true);
     if (all_ints)
       nv.value = list;
     else
@@ -249,8 +254,7 @@ absl::StatusOr<std::shared_ptr<Client>> Client::Create(std::shared_ptr<Plugin> p
     if (PJRT_CALL(plugin, PJRT_DeviceDescription_Kind, &kind).ok()) d.kind = View(kind.value, kind.value_size);
     auto str = Args<PJRT_DeviceDescription_String_Args>();
     str.device_description = gd.device_description;
-    if (PJRT_CALL(plugin, PJRT_DeviceDescription_ToString, &str).ok())
-      d.description = View(str.value, str.value_size);
+    if (PJRT_CALL(plugin, PJRT_DeviceDescription_ToString, &str).ok()) d.description = View(str.value, str.value_size);
     auto attrs = Args<PJRT_DeviceDescription_Attributes_Args>();
     attrs.device_description = gd.device_description;
     if (PJRT_CALL(plugin, PJRT_DeviceDescription_Attributes, &attrs).ok())
@@ -259,7 +263,8 @@ absl::StatusOr<std::shared_ptr<Client>> Client::Create(std::shared_ptr<Plugin> p
                                   FormatValue(attrs.attributes[k]));
     c->devices_.push_back(std::move(d));
   }
-  if (c->devices_.empty()) return absl::FailedPreconditionError(absl::StrCat(plugin->path(), ": the plugin has no addressable devices"));
+  if (c->devices_.empty())
+    return absl::FailedPreconditionError(absl::StrCat(plugin->path(), ": the plugin has no addressable devices"));
   return c;
 }
 
@@ -278,10 +283,9 @@ absl::StatusOr<const Device*> Client::device(int index) const {
   return &devices_[index];
 }
 
-absl::StatusOr<std::pair<std::unique_ptr<Buffer>, PJRT_Event*>> Client::StartUpload(const void* data, PJRT_Buffer_Type type,
-                                                                                   absl::Span<const int64_t> dims,
-                                                                                   const Device& device,
-                                                                                   PJRT_HostBufferSemantics semantics) {
+absl::StatusOr<std::pair<std::unique_ptr<Buffer>, PJRT_Event*>> Client::StartUpload(
+    const void* data, PJRT_Buffer_Type type, absl::Span<const int64_t> dims, const Device& device,
+    PJRT_HostBufferSemantics semantics) {
   auto a = Args<PJRT_Client_BufferFromHostBuffer_Args>();
   a.client = client_;
   a.data = data;
@@ -304,7 +308,8 @@ absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHost(const void* data,
 }
 
 absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHostZeroCopy(const void* data, PJRT_Buffer_Type type,
-                                                                       absl::Span<const int64_t> dims, const Device& device,
+                                                                       absl::Span<const int64_t> dims,
+                                                                       const Device& device,
                                                                        std::shared_ptr<const void> owner) {
   ASSIGN_OR_RETURN(auto started, StartUpload(data, type, dims, device, PJRT_HostBufferSemantics_kImmutableZeroCopy));
   std::unique_ptr<Buffer> buffer = std::move(started.first);
@@ -362,7 +367,7 @@ absl::StatusOr<std::unique_ptr<LoadedExecutable>> Client::Compile(const std::str
 }
 
 absl::StatusOr<std::unique_ptr<LoadedExecutable>> Client::Deserialize(const std::string& bytes,
-                                                                     const std::string& compile_options) {
+                                                                      const std::string& compile_options) {
   auto a = Args<PJRT_Executable_DeserializeAndLoad_Args>();
   a.client = client_;
   a.serialized_executable = bytes.data();

@@ -136,7 +136,7 @@ class LoadedExecutable {
 class Client : public std::enable_shared_from_this<Client> {
  public:
   [[nodiscard]] static absl::StatusOr<std::shared_ptr<Client>> Create(std::shared_ptr<Plugin> plugin,
-                                                                     const std::vector<NamedValue>& options);
+                                                                      const std::vector<NamedValue>& options);
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
   ~Client();
@@ -176,9 +176,9 @@ class Client : public std::enable_shared_from_this<Client> {
   // Calls PJRT_Client_BufferFromHostBuffer: the new buffer and its
   // done_with_host_buffer event (which the caller owns; may be null).
   absl::StatusOr<std::pair<std::unique_ptr<Buffer>, PJRT_Event*>> StartUpload(const void* data, PJRT_Buffer_Type type,
-                                                                            absl::Span<const int64_t> dims,
-                                                                            const Device& device,
-                                                                            PJRT_HostBufferSemantics semantics);
+                                                                              absl::Span<const int64_t> dims,
+                                                                              const Device& device,
+                                                                              PJRT_HostBufferSemantics semantics);
   explicit Client(std::shared_ptr<Plugin> plugin) : plugin_(std::move(plugin)) {}
   std::shared_ptr<Plugin> plugin_;
   PJRT_Client* client_ = nullptr;

@@ -29,8 +29,9 @@ absl::StatusOr<int> DeviceIdFromCompileOptions(absl::string_view bytes) {
     return absl::InvalidArgumentError("compile options are not a valid CompileOptionsProto");
   const auto& build = p.executable_build_options();
   if (build.num_replicas() > 1 || build.num_partitions() > 1)
-    return absl::UnimplementedError(absl::StrFormat("%d replicas x %d partitions requested; this plugin runs one of each",
-                                                    build.num_replicas(), build.num_partitions()));
+    return absl::UnimplementedError(
+        absl::StrFormat("%d replicas x %d partitions requested; this plugin runs one of each", build.num_replicas(),
+                        build.num_partitions()));
   if (build.has_device_assignment()) {
     const auto& da = build.device_assignment();
     if (da.computation_devices_size() > 1 ||

@@ -25,7 +25,8 @@ void CopyBlocks(const Tensor& in, Tensor& out, int64_t count, int64_t in_block, 
   if (in.dtype() == DataType::kString) {
     std::vector<std::string> values = out.strings();
     for (int64_t b = 0; b < count; ++b)
-      for (int64_t i = 0; i < take; ++i) values[out_offset + b * out_block + i] = in.strings()[in_offset + b * in_block + i];
+      for (int64_t i = 0; i < take; ++i)
+        values[out_offset + b * out_block + i] = in.strings()[in_offset + b * in_block + i];
     out = Tensor::FromStrings(out.dims(), std::move(values));
     return;
   }
@@ -52,11 +53,13 @@ StatusOr<std::vector<int64_t>> SortedBuckets(const std::vector<int64_t>& sizes, 
   return out;
 }
 
-StatusOr<std::vector<int64_t>> BatchBuckets(int64_t max_batch, int64_t steps, const std::vector<int64_t>& explicit_list) {
+StatusOr<std::vector<int64_t>> BatchBuckets(int64_t max_batch, int64_t steps,
+                                            const std::vector<int64_t>& explicit_list) {
   if (!explicit_list.empty()) {
     if (max_batch > 0 && *std::max_element(explicit_list.begin(), explicit_list.end()) != max_batch)
-      return InvalidArgument("batch_buckets [%s] and max_batch %d disagree: give one of them, or make max_batch the largest bucket",
-                             absl::StrJoin(explicit_list, ","), max_batch);
+      return InvalidArgument(
+          "batch_buckets [%s] and max_batch %d disagree: give one of them, or make max_batch the largest bucket",
+          absl::StrJoin(explicit_list, ","), max_batch);
     return SortedBuckets(explicit_list, "batch_buckets");
   }
   if (max_batch < 0) return InvalidArgument("max_batch must be >= 1, got %d", max_batch);
@@ -89,7 +92,8 @@ StatusOr<Tensor> ResizeAxis(const Tensor& t, int axis, int64_t size) {
 StatusOr<Tensor> SliceRows(const Tensor& t, int64_t begin, int64_t count) {
   const auto& dims = t.dims();
   if (dims.empty() || begin < 0 || count < 0 || begin + count > dims[0])
-    return InvalidArgument("rows [%d, %d) are outside a tensor of shape [%s]", begin, begin + count, absl::StrJoin(dims, ","));
+    return InvalidArgument("rows [%d, %d) are outside a tensor of shape [%s]", begin, begin + count,
+                           absl::StrJoin(dims, ","));
   std::vector<int64_t> out_dims = dims;
   out_dims[0] = count;
   Tensor out = Blank(t.dtype(), out_dims);

@@ -14,7 +14,8 @@ namespace xonnx {
 // The batch sizes to compile, ascending and without repeats: the explicit
 // list when given, else lc0's rule ceil(max_batch * i / steps), i = 1..steps;
 // empty when neither is set. Errors name the option that is wrong.
-StatusOr<std::vector<int64_t>> BatchBuckets(int64_t max_batch, int64_t steps, const std::vector<int64_t>& explicit_list);
+StatusOr<std::vector<int64_t>> BatchBuckets(int64_t max_batch, int64_t steps,
+                                            const std::vector<int64_t>& explicit_list);
 // Checks and sorts a list of dimension sizes (for dim_buckets).
 StatusOr<std::vector<int64_t>> SortedBuckets(const std::vector<int64_t>& sizes, const std::string& what);
 

@@ -24,11 +24,14 @@ StatusOr<Buckets> Buckets::Make(const SessionOptions& options, const std::vector
       if (s.dims[a] < 0 && !s.dim_names[a].empty()) (a == 0 ? batch_names : dim_names).insert(s.dim_names[a]);
   }
   if (!b.batch_.empty() && !any_batched)
-    return InvalidArgument("%s: batch buckets were given, but no input has a dynamic dimension 0 (a batch)", model_path);
+    return InvalidArgument("%s: batch buckets were given, but no input has a dynamic dimension 0 (a batch)",
+                           model_path);
   for (const auto& [name, sizes] : options.dim_buckets) {
     if (batch_names.count(name) && any_batched)
-      return InvalidArgument("%s: dim_buckets '%s' names the batch dimension; give batch buckets (max_batch/steps or batch_buckets) instead",
-                             model_path, name);
+      return InvalidArgument(
+          "%s: dim_buckets '%s' names the batch dimension; give batch buckets (max_batch/steps or batch_buckets) "
+          "instead",
+          model_path, name);
     if (!dim_names.count(name))
       return InvalidArgument("%s: dim_buckets: no input has a dynamic dimension named '%s' (dynamic dimensions: %s)",
                              model_path, name, dim_names.empty() ? "none" : absl::StrJoin(dim_names, ", "));
@@ -55,12 +58,12 @@ StatusOr<std::map<std::string, int64_t>> Buckets::PadDims(std::map<std::string, 
       int64_t v = t.dims()[a];
       auto [seen, fresh] = actual.emplace(it->first, v);
       if (!fresh && seen->second != v)
-        return InvalidArgument("%s: dimension '%s' is %d in input '%s' but %d in another input", model_path_, it->first, v,
-                               s.name, seen->second);
+        return InvalidArgument("%s: dimension '%s' is %d in input '%s' but %d in another input", model_path_, it->first,
+                               v, s.name, seen->second);
       int64_t b = PickBucket(it->second, v);
       if (b < 0)
-        return InvalidArgument("%s: input '%s': dimension '%s' is %d, larger than its largest bucket %d", model_path_, s.name,
-                               it->first, v, it->second.back());
+        return InvalidArgument("%s: input '%s': dimension '%s' is %d, larger than its largest bucket %d", model_path_,
+                               s.name, it->first, v, it->second.back());
       if (b != v) {
         ASSIGN_OR_RETURN(t, ResizeAxis(t, a, b));
       }

@@ -110,7 +110,9 @@ std::string CompileCache::DefaultDir() {
 }
 
 absl::StatusOr<CompileCache> CompileCache::Open(const std::string& dir) {
-  if (dir.empty()) return absl::InvalidArgumentError("the compile cache folder is not set (no XONNX_CACHE_DIR, XDG_CACHE_HOME or HOME)");
+  if (dir.empty())
+    return absl::InvalidArgumentError(
+        "the compile cache folder is not set (no XONNX_CACHE_DIR, XDG_CACHE_HOME or HOME)");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir, ec))
@@ -151,15 +153,16 @@ absl::StatusOr<std::string> CompileCache::Load(absl::string_view key) const {
 absl::Status CompileCache::Store(absl::string_view key, absl::string_view payload) const {
   std::string path = PathFor(key);
   static std::atomic<uint64_t> counter{0};
-  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()),
-                                 ".", counter++);
+  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid(), ".",
+                                 std::hash<std::thread::id>()(std::this_thread::get_id()), ".", counter++);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return absl::InternalError(absl::StrCat(tmp, ": cannot create: ", std::strerror(errno)));
-  std::string header = absl::StrCat(kMagic, "\n", key.size(), "\n", key, "\n", payload.size(), "\n",
-                                    FingerprintOf(payload).Hex(), "\n");
+  std::string header =
+      absl::StrCat(kMagic, "\n", key.size(), "\n", key, "\n", payload.size(), "\n", FingerprintOf(payload).Hex(), "\n");
   absl::Status st = WriteAll(fd, header, tmp);
   if (st.ok()) st = WriteAll(fd, payload, tmp);
-  if (::close(fd) != 0 && st.ok()) st = absl::InternalError(absl::StrCat(tmp, ": cannot close: ", std::strerror(errno)));
+  if (::close(fd) != 0 && st.ok())
+    st = absl::InternalError(absl::StrCat(tmp, ": cannot close: ", std::strerror(errno)));
   if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
     st = absl::InternalError(absl::StrCat(path, ": cannot rename the new entry into place: ", std::strerror(errno)));
   if (!st.ok()) ::unlink(tmp.c_str());
@@ -191,7 +194,8 @@ absl::StatusOr<std::vector<CompileCache::FileInfo>> CompileCache::List() const {
   return files;
 }
 
-absl::StatusOr<std::vector<CompileCache::FileInfo>> CompileCache::Prune(uint64_t max_bytes, int64_t stale_seconds) const {
+absl::StatusOr<std::vector<CompileCache::FileInfo>> CompileCache::Prune(uint64_t max_bytes,
+                                                                        int64_t stale_seconds) const {
   ASSIGN_OR_RETURN(std::vector<FileInfo> files, List());
   int64_t now = ::time(nullptr);
   uint64_t total = 0;

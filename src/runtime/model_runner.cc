@@ -222,11 +222,11 @@ StatusOr<ModelRunner::Prepared> ModelRunner::Convert(const std::string& key, con
                     prog.computed.size());
   if (!description_key.empty() && describable) programs_.StoreDescription(description_key, exe_key, prog);
   auto fp = prog.exe->Fingerprint();
-  programs_.NoteProgram(loaded, MsSince(start),
-                        absl::StrFormat("%d inputs + %d weights -> %d outputs, %d KiB HloModuleProto%s",
-                                        prog.params.size(), prog.weight_names.size(), prog.computed.size(),
-                                        bytes.size() / 1024,
-                                        fp.ok() && !fp->empty() ? absl::StrCat(", fingerprint ", *fp) : ""));
+  programs_.NoteProgram(
+      loaded, MsSince(start),
+      absl::StrFormat("%d inputs + %d weights -> %d outputs, %d KiB HloModuleProto%s", prog.params.size(),
+                      prog.weight_names.size(), prog.computed.size(), bytes.size() / 1024,
+                      fp.ok() && !fp->empty() ? absl::StrCat(", fingerprint ", *fp) : ""));
   return Prepared{key, std::move(prog), false};
 }
 

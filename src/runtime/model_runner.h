@@ -41,8 +41,7 @@ class ModelRunner {
 
   // A runner for another model (a graph segment) on the same client and
   // devices, sharing this one's persistent cache.
-  std::unique_ptr<ModelRunner> ForSegment(std::shared_ptr<onnx_import::LoadedModel> segment,
-                                          size_t num_outputs) const;
+  std::unique_ptr<ModelRunner> ForSegment(std::shared_ptr<onnx_import::LoadedModel> segment, size_t num_outputs) const;
 
   const onnx_import::LoadedModel& model() const { return *model_; }
   const std::string& path() const { return model_->path; }
@@ -103,9 +102,9 @@ class ModelRunner {
   // Converts and compiles the program under `key` (see Prepare).
   StatusOr<Prepared> Convert(const std::string& key, const ShapeMap& shapes,
                              const std::map<std::string, hlo::Literal>& bound,
-                             const std::map<std::string, onnx_import::StringTensor>& strings,
-                             const Bindings& bindings, const std::string& description_key, int dev,
-                             const InputStructure* structure, std::chrono::steady_clock::time_point start);
+                             const std::map<std::string, onnx_import::StringTensor>& strings, const Bindings& bindings,
+                             const std::string& description_key, int dev, const InputStructure* structure,
+                             std::chrono::steady_clock::time_point start);
   // The persistent cache's key for the description of a program that
   // depends only on shapes.
   std::string DescriptionKey(const std::string& key, const Bindings& bindings, int dev) const;

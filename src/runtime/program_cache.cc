@@ -81,10 +81,10 @@ void ProgramCache::OpenPersistent(const SessionOptions& options) {
   // same create options (they may choose kernels or numerics). (Program
   // descriptions also depend on the converter; see the session.)
   const auto& plugin = client_->plugin();
-  plugin_identity_ = absl::StrCat(FileIdentity(plugin->path()), "|", plugin->major_version(), ".",
-                                  plugin->minor_version(), "|", client_->platform_name(), "|",
-                                  client_->platform_version(), "|", XONNX_VERSION, "|",
-                                  OptionsKey(CreateOptionsFor(options, *plugin)));
+  plugin_identity_ =
+      absl::StrCat(FileIdentity(plugin->path()), "|", plugin->major_version(), ".", plugin->minor_version(), "|",
+                   client_->platform_name(), "|", client_->platform_version(), "|", XONNX_VERSION, "|",
+                   OptionsKey(CreateOptionsFor(options, *plugin)));
 }
 
 void ProgramCache::SharePersistent(const ProgramCache& other) {

@@ -29,12 +29,12 @@ namespace xonnx {
 // outputs computed while converting, its value.
 struct Program {
   std::shared_ptr<pjrt::LoadedExecutable> exe;
-  std::vector<std::string> params;                      // model inputs, in parameter order
-  std::vector<std::string> weight_names;                // initializers, in parameter order
+  std::vector<std::string> params;                     // model inputs, in parameter order
+  std::vector<std::string> weight_names;               // initializers, in parameter order
   std::vector<std::shared_ptr<pjrt::Buffer>> weights;  // their buffers, the parameters after the inputs
-  std::vector<onnx_import::TensorInfo> computed;        // what the program returns, in order
-  std::vector<int> output_index;                        // -1 for a string output
-  std::vector<Tensor> string_outputs;                   // by model output position (unused entries empty)
+  std::vector<onnx_import::TensorInfo> computed;       // what the program returns, in order
+  std::vector<int> output_index;                       // -1 for a string output
+  std::vector<Tensor> string_outputs;                  // by model output position (unused entries empty)
   // Per model output: ImportedModule::kTensorOutput, a sequence's length,
   // or kNoneOutput (see onnx/importer.h).
   std::vector<int> output_counts;

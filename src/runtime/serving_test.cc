@@ -15,11 +15,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "onnx/onnx_pb.h"
-#include "xonnx/float16.h"
 #include "base/test_dir.h"
+#include "onnx/onnx_pb.h"
 #include "runtime/batching.h"
 #include "runtime/compile_cache.h"
+#include "xonnx/float16.h"
 #include "xonnx/session.h"
 
 namespace xonnx {
@@ -240,7 +240,8 @@ TEST_F(ServingTest, DimBucketsPadAndCut) {
 TEST_F(ServingTest, BadBucketOptionsAreClearErrors) {
   SessionOptions o = Options();
   o.dim_buckets["sequence"] = {8};
-  EXPECT_THAT(Session::Open(model_, o).status().message(), HasSubstr("no input has a dynamic dimension named 'sequence' (dynamic dimensions: seq)"));
+  EXPECT_THAT(Session::Open(model_, o).status().message(),
+              HasSubstr("no input has a dynamic dimension named 'sequence' (dynamic dimensions: seq)"));
   o = Options();
   o.dim_buckets["batch"] = {8};
   EXPECT_THAT(Session::Open(model_, o).status().message(), HasSubstr("names the batch dimension"));
@@ -364,7 +365,8 @@ TEST_F(ServingTest, CacheEntriesAreCheckedAndAtomic) {
   std::vector<std::thread> writers;
   for (int t = 0; t < 8; ++t)
     writers.emplace_back([&, t] {
-      for (int i = 0; i < 50; ++i) ASSERT_TRUE(c->Store("race", std::string(1000 + t, static_cast<char>('a' + t))).ok());
+      for (int i = 0; i < 50; ++i)
+        ASSERT_TRUE(c->Store("race", std::string(1000 + t, static_cast<char>('a' + t))).ok());
     });
   for (auto& w : writers) w.join();
   auto v = c->Load("race");
@@ -418,7 +420,8 @@ TEST_F(ServingTest, CacheListsAndPrunesLeastRecentlyUsedFirst) {
   std::vector<std::string> gone;
   for (const auto& f : *removed) gone.push_back(fs::path(f.path).filename().string());
   std::sort(gone.begin(), gone.end());
-  std::vector<std::string> want{"0123.xcache", "0123.xcache.tmp.1.2.3", fs::path(c->PathFor("middle")).filename().string()};
+  std::vector<std::string> want{"0123.xcache", "0123.xcache.tmp.1.2.3",
+                                fs::path(c->PathFor("middle")).filename().string()};
   std::sort(want.begin(), want.end());
   EXPECT_EQ(gone, want);
   EXPECT_TRUE(c->Load("old").ok());
@@ -552,8 +555,10 @@ TEST_F(ServingTest, SixteenBitComputeAndTransfers) {
     Tensor host_x(io, x.dims());
     for (int64_t i = 0; i < x.element_count(); ++i) {
       float v = x.data_as<float>()[i];
-      if (io == DataType::kFloat16) host_x.data_as<Half>()[i] = Half(v);
-      else host_x.data_as<float>()[i] = v;
+      if (io == DataType::kFloat16)
+        host_x.data_as<Half>()[i] = Half(v);
+      else
+        host_x.data_as<float>()[i] = v;
     }
     // The reference sees the inputs as rounded to the host type.
     for (int64_t i = 0; i < x.element_count(); ++i) x.data_as<float>()[i] = static_cast<float>(host_x.GetAsDouble(i));
@@ -585,7 +590,8 @@ TEST_F(ServingTest, Bf16ComputeWithF32Transfers) {
   EXPECT_LT(rel, 6e-2);
   EXPECT_GT(rel, 1e-5) << "no bf16 rounding: the program did not compute in bf16";
   o.data_type = DataType::kInt8;
-  EXPECT_THAT(Session::Open(model_, o).status().message(), HasSubstr("data types must be float32, float16 or bfloat16"));
+  EXPECT_THAT(Session::Open(model_, o).status().message(),
+              HasSubstr("data types must be float32, float16 or bfloat16"));
 }
 
 TEST_F(ServingTest, ProgressIsReportedPerBucket) {

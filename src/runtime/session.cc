@@ -91,8 +91,8 @@ struct Session::Impl {
 
   // Rows [begin, begin + rows) of the batched inputs, padded to a bucket,
   // run on devices[dev]; the outputs cut back to `rows`.
-  StatusOr<std::vector<Tensor>> RunRows(const std::map<std::string, Tensor>& all, int64_t begin, int64_t rows, int64_t total,
-                                        int dev) {
+  StatusOr<std::vector<Tensor>> RunRows(const std::map<std::string, Tensor>& all, int64_t begin, int64_t rows,
+                                        int64_t total, int dev) {
     int64_t padded = buckets.PaddedRows(rows);
     bool whole_batch = begin == 0 && rows == total && padded == rows;
     if (whole_batch && !buckets.has_dim_buckets()) return runner->RunExact(all, dev);
@@ -132,7 +132,8 @@ struct Session::Impl {
     const std::vector<ShapeMap>& shapes = *all;
     const int devices = num_devices();
     int total = shapes.size() * devices;
-    int threads = options.compile_threads > 0 ? options.compile_threads : std::max(1u, std::thread::hardware_concurrency());
+    int threads =
+        options.compile_threads > 0 ? options.compile_threads : std::max(1u, std::thread::hardware_concurrency());
     // Programs first (converted and compiled, or loaded from the cache), then
     // the weights they take, uploaded once for all of them: the two phases
     // are timed apart, since only the first depends on the compiler.
@@ -205,9 +206,10 @@ struct Session::Impl {
   Status CheckValueOptions() const {
     if (!value_io) return absl::OkStatus();
     if (!buckets.empty() || num_devices() > 1)
-      return InvalidArgument("%s: buckets and all devices cannot be used with a model whose inputs or outputs are "
-                             "sequences or optionals",
-                             path());
+      return InvalidArgument(
+          "%s: buckets and all devices cannot be used with a model whose inputs or outputs are "
+          "sequences or optionals",
+          path());
     if (stages.split())
       return Unimplemented("%s: a model with sequence or optional inputs or outputs whose graph %s is not supported",
                            path(), stages.Description(runner->model()));
@@ -228,8 +230,9 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, 
   ASSIGN_OR_RETURN(std::shared_ptr<onnx_import::LoadedModel> model, onnx_import::LoadModel(model_path));
   std::vector<onnx_import::UnsupportedOp> unsupported = onnx_import::FindUnsupportedOps(*model);
   if (!unsupported.empty()) {
-    impl->unsupported = absl::StrFormat("%s: %d unsupported op%s: %s", model_path, unsupported.size(),
-                                        unsupported.size() > 1 ? "s" : "", onnx_import::DescribeUnsupported(unsupported));
+    impl->unsupported =
+        absl::StrFormat("%s: %d unsupported op%s: %s", model_path, unsupported.size(),
+                        unsupported.size() > 1 ? "s" : "", onnx_import::DescribeUnsupported(unsupported));
     if (!options.allow_unsupported) return absl::UnimplementedError(impl->unsupported);
   } else {
     RETURN_IF_ERROR(onnx_import::CheckModel(*model));
@@ -250,7 +253,8 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, 
   }
   for (DataType t : {options.data_type, options.io_data_type})
     if (t != DataType::kFloat32 && t != DataType::kFloat16 && t != DataType::kBFloat16)
-      return InvalidArgument("%s: data types must be float32, float16 or bfloat16, not %s", model_path, DataTypeName(t));
+      return InvalidArgument("%s: data types must be float32, float16 or bfloat16, not %s", model_path,
+                             DataTypeName(t));
   // The host sees float32 inputs and outputs in the io type.
   for (auto* specs : {&impl->inputs, &impl->outputs})
     for (auto& s : *specs)
@@ -303,9 +307,8 @@ std::string Session::DevicesText() const {
 
 std::string Session::DeviceSummary() const {
   const auto& c = impl_->runner->client();
-  return absl::StrFormat("%s (PjRT %d.%d), platform %s [%s], %s", c->plugin()->path(),
-                         c->plugin()->major_version(), c->plugin()->minor_version(), c->platform_name(),
-                         c->platform_version(), DevicesText());
+  return absl::StrFormat("%s (PjRT %d.%d), platform %s [%s], %s", c->plugin()->path(), c->plugin()->major_version(),
+                         c->plugin()->minor_version(), c->platform_name(), c->platform_version(), DevicesText());
 }
 
 ModelInfo Session::Info() const {
@@ -315,7 +318,8 @@ ModelInfo Session::Info() const {
   info.producer = absl::StrCat(p.producer_name(), p.producer_version().empty() ? "" : " ", p.producer_version());
   info.ir_version = p.ir_version();
   info.opsets = model.opsets;
-  for (const auto& n : p.graph().node()) ++info.op_counts[n.domain().empty() ? n.op_type() : n.domain() + "." + n.op_type()];
+  for (const auto& n : p.graph().node())
+    ++info.op_counts[n.domain().empty() ? n.op_type() : n.domain() + "." + n.op_type()];
   for (const auto& t : p.graph().initializer()) {
     int64_t n = 1;
     for (int64_t d : t.dims()) n *= d;
@@ -381,7 +385,8 @@ StatusOr<HloDump> Session::DumpHlo(const ShapeMap& shapes, int64_t batch, bool a
     for (const auto& s : impl_->inputs) types[s.name] = s.dtype;
     ASSIGN_OR_RETURN(source, impl_->stages.Stage(*impl_->runner, 0, types));
     for (auto it = all.begin(); it != all.end();)
-      it = std::find(first.inputs.begin(), first.inputs.end(), it->first) == first.inputs.end() ? all.erase(it) : std::next(it);
+      it = std::find(first.inputs.begin(), first.inputs.end(), it->first) == first.inputs.end() ? all.erase(it)
+                                                                                                : std::next(it);
     dump.partial_error = absl::StrCat("node ", onnx_import::NodeLabel(next),
                                       second.on_host ? " runs on the host" : " needs a value computed at run time",
                                       "; this is the program before it (the later ones are compiled "
@@ -408,7 +413,8 @@ Status Session::CheckInputs(const std::map<std::string, Tensor>& inputs) const {
       return InvalidArgument("%s: input '%s' has type %s, the model expects %s", file, s.name, DataTypeName(t.dtype()),
                              DataTypeName(s.dtype));
     bool dims_ok = s.dims.empty() || t.dims().size() == s.dims.size();
-    for (size_t d = 0; dims_ok && !s.dims.empty() && d < s.dims.size(); ++d) dims_ok = s.dims[d] < 0 || s.dims[d] == t.dims()[d];
+    for (size_t d = 0; dims_ok && !s.dims.empty() && d < s.dims.size(); ++d)
+      dims_ok = s.dims[d] < 0 || s.dims[d] == t.dims()[d];
     if (!dims_ok) {
       std::vector<std::string> want;
       for (size_t d = 0; d < s.dims.size(); ++d)
@@ -483,9 +489,10 @@ StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& 
     std::vector<Tensor> pieces;
     for (size_t p = 0; p < parts.size(); ++p) {
       if (!m.buckets.BatchedOutput(k, parts[p][k], part_rows[p]))
-        return InvalidArgument("%s: output '%s' has no batch dimension, so a batch of %d cannot be split into runs "
-                               "(largest bucket %d, %d devices); use a larger bucket",
-                               m.path(), k < m.outputs.size() ? m.outputs[k].name : "?", rows, cap, devices);
+        return InvalidArgument(
+            "%s: output '%s' has no batch dimension, so a batch of %d cannot be split into runs "
+            "(largest bucket %d, %d devices); use a larger bucket",
+            m.path(), k < m.outputs.size() ? m.outputs[k].name : "?", rows, cap, devices);
       pieces.push_back(std::move(parts[p][k]));
     }
     ASSIGN_OR_RETURN(Tensor joined, ConcatRows(pieces));

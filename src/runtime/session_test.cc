@@ -2,19 +2,17 @@
 // error naming the file (and node or input), never a crash.
 #include "xonnx/session.h"
 
-#include <filesystem>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include "base/test_dir.h"
-
 #include "onnx/onnx_pb.h"
 
 namespace xonnx {
@@ -217,7 +215,8 @@ TEST_F(SessionTest, ShapeInputsAreBoundAtCompileTime) {
   m.add_opset_import()->set_version(17);
   auto* g = m.mutable_graph();
   g->set_name("reshape");
-  for (auto [name, type, rank] : {std::tuple{"x", onnx::TensorProto::FLOAT, 2}, std::tuple{"shape", onnx::TensorProto::INT64, 1}}) {
+  for (auto [name, type, rank] :
+       {std::tuple{"x", onnx::TensorProto::FLOAT, 2}, std::tuple{"shape", onnx::TensorProto::INT64, 1}}) {
     auto* in = g->add_input();
     in->set_name(name);
     auto* tt = in->mutable_type()->mutable_tensor_type();
@@ -459,10 +458,12 @@ TEST_F(SessionTest, SequenceAndOptionalInputsRunThroughRunValues) {
   // Misuse is an error naming the input.
   auto tensor_api = (*s)->Run({{"s", t(a)}});
   ASSERT_FALSE(tensor_api.ok());
-  EXPECT_THAT(std::string(tensor_api.status().message()), HasSubstr("'s' is a sequence; run this model with Session::RunValues"));
+  EXPECT_THAT(std::string(tensor_api.status().message()),
+              HasSubstr("'s' is a sequence; run this model with Session::RunValues"));
   auto missing = (*s)->RunValues({});
   ASSERT_FALSE(missing.ok());
-  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("input 's' is missing from the call, but it is not optional"));
+  EXPECT_THAT(std::string(missing.status().message()),
+              HasSubstr("input 's' is missing from the call, but it is not optional"));
   auto wrong_kind = (*s)->RunValues({{"s", Value::Of(t(a))}});
   ASSERT_FALSE(wrong_kind.ok());
   EXPECT_THAT(std::string(wrong_kind.status().message()), HasSubstr("input 's' must be a sequence"));

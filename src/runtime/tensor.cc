@@ -1,10 +1,11 @@
+#include "xonnx/tensor.h"
+
 #include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "runtime/dtype.h"
-#include "xonnx/tensor.h"
 
 namespace xonnx {
 
@@ -67,8 +68,10 @@ std::string DataTypeName(DataType t) { return RowOf(t).name; }
 int DataTypeSize(DataType t) { return hlo::ByteWidth(ToHlo(t)); }
 
 Tensor::Tensor(DataType dtype, std::vector<int64_t> dims) : dtype_(dtype), dims_(std::move(dims)) {
-  if (dtype_ == DataType::kString) strings_.resize(element_count());
-  else bytes_.assign(element_count() * DataTypeSize(dtype_), 0);
+  if (dtype_ == DataType::kString)
+    strings_.resize(element_count());
+  else
+    bytes_.assign(element_count() * DataTypeSize(dtype_), 0);
 }
 
 Tensor Tensor::FromStrings(std::vector<int64_t> dims, std::vector<std::string> values) {
@@ -94,11 +97,15 @@ double Tensor::GetAsDouble(int64_t i) const {
   if (dtype_ == DataType::kString) return std::strtod(strings_[i].c_str(), nullptr);
   return hlo::TypeSwitch(ToHlo(dtype_), [&](auto tag) -> double {
     using T = typename decltype(tag)::type;
-    if constexpr (std::is_integral_v<T>) return static_cast<double>(data_as<T>()[i]);
-    else return static_cast<double>(static_cast<float>(data_as<T>()[i]));
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<double>(data_as<T>()[i]);
+    else
+      return static_cast<double>(static_cast<float>(data_as<T>()[i]));
   });
 }
 
-std::string Tensor::ShapeString() const { return absl::StrCat(DataTypeName(dtype_), "[", absl::StrJoin(dims_, ","), "]"); }
+std::string Tensor::ShapeString() const {
+  return absl::StrCat(DataTypeName(dtype_), "[", absl::StrJoin(dims_, ","), "]");
+}
 
 }  // namespace xonnx

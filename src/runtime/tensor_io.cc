@@ -25,12 +25,14 @@ StatusOr<std::string> ReadAll(const std::string& path) {
 }
 
 StatusOr<DataType> NpyType(absl::string_view descr) {
-  struct Row { const char* d; DataType t; };
+  struct Row {
+    const char* d;
+    DataType t;
+  };
   static constexpr Row kRows[] = {
-      {"<f4", DataType::kFloat32}, {"<f8", DataType::kFloat64}, {"<f2", DataType::kFloat16},
-      {"|i1", DataType::kInt8},    {"<i2", DataType::kInt16},   {"<i4", DataType::kInt32},
-      {"<i8", DataType::kInt64},   {"|u1", DataType::kUInt8},   {"<u2", DataType::kUInt16},
-      {"<u4", DataType::kUInt32},  {"<u8", DataType::kUInt64},  {"|b1", DataType::kBool},
+      {"<f4", DataType::kFloat32}, {"<f8", DataType::kFloat64}, {"<f2", DataType::kFloat16}, {"|i1", DataType::kInt8},
+      {"<i2", DataType::kInt16},   {"<i4", DataType::kInt32},   {"<i8", DataType::kInt64},   {"|u1", DataType::kUInt8},
+      {"<u2", DataType::kUInt16},  {"<u4", DataType::kUInt32},  {"<u8", DataType::kUInt64},  {"|b1", DataType::kBool},
   };
   for (const Row& r : kRows)
     if (descr == r.d) return r.t;
@@ -47,9 +49,12 @@ std::string HeaderField(const std::string& header, const std::string& key) {
   if (start == std::string::npos) return "";
   char open = header[start];
   size_t end;
-  if (open == '(') end = header.find(')', start) + 1;
-  else if (open == '\'') end = header.find('\'', start + 1) + 1;
-  else end = header.find_first_of(",}", start);
+  if (open == '(')
+    end = header.find(')', start) + 1;
+  else if (open == '\'')
+    end = header.find('\'', start + 1) + 1;
+  else
+    end = header.find_first_of(",}", start);
   return header.substr(start, end - start);
 }
 
@@ -70,7 +75,8 @@ StatusOr<Tensor> ReadNpy(const std::string& path, const std::string& bytes) {
   std::string header = bytes.substr(offset, header_len);
   std::string descr(absl::StripPrefix(absl::StripSuffix(HeaderField(header, "descr"), "'"), "'"));
   ASSIGN_OR_RETURN(DataType t, NpyType(descr));
-  if (HeaderField(header, "fortran_order") == "True") return Unimplemented("%s: Fortran-ordered arrays are not supported", path);
+  if (HeaderField(header, "fortran_order") == "True")
+    return Unimplemented("%s: Fortran-ordered arrays are not supported", path);
   std::string shape = HeaderField(header, "shape");
   std::vector<int64_t> dims;
   for (absl::string_view part : absl::StrSplit(absl::StripSuffix(absl::StripPrefix(shape, "("), ")"), ',')) {

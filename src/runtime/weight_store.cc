@@ -39,9 +39,8 @@ StatusOr<std::shared_ptr<pjrt::Buffer>> WeightStore::Upload(const std::string& n
   const void* data = value->untyped_data();  // const access: a borrowed literal is not copied
   ASSIGN_OR_RETURN(DataType dtype, FromHlo(value->shape().element_type));
   ASSIGN_OR_RETURN(PJRT_Buffer_Type type, ToPjrt(dtype));
-  ASSIGN_OR_RETURN(std::unique_ptr<pjrt::Buffer> b, client_->BufferFromHostZeroCopy(data, type,
-                                                                                   value->shape().dims,
-                                                                                   *devices_[dev], value));
+  ASSIGN_OR_RETURN(std::unique_ptr<pjrt::Buffer> b,
+                   client_->BufferFromHostZeroCopy(data, type, value->shape().dims, *devices_[dev], value));
   return std::shared_ptr<pjrt::Buffer>(std::move(b));
 }
 

@@ -15,9 +15,8 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -76,12 +75,15 @@ Result RunValuesCase(xonnx::Session& s, const fs::path& dir) {
     for (size_t i = 0; i < wants->size(); ++i) {
       const xonnx::Value& got = (*outs)[i];
       const xonnx::Value& want = (*wants)[i];
-      if (got.kind != want.kind) return {"fail", absl::StrCat("output ", i, " is of another kind (tensor, sequence, empty)")};
+      if (got.kind != want.kind)
+        return {"fail", absl::StrCat("output ", i, " is of another kind (tensor, sequence, empty)")};
       std::string diff;
-      if (got.kind == xonnx::Value::Kind::kTensor) diff = CompareTensors(absl::StrCat("output ", i), got.tensor, want.tensor);
+      if (got.kind == xonnx::Value::Kind::kTensor)
+        diff = CompareTensors(absl::StrCat("output ", i), got.tensor, want.tensor);
       if (got.kind == xonnx::Value::Kind::kSequence) {
         if (got.elements.size() != want.elements.size())
-          return {"fail", absl::StrCat("output ", i, " has ", got.elements.size(), " elements, expected ", want.elements.size())};
+          return {"fail", absl::StrCat("output ", i, " has ", got.elements.size(), " elements, expected ",
+                                       want.elements.size())};
         for (size_t k = 0; k < got.elements.size() && diff.empty(); ++k)
           diff = CompareTensors(absl::StrCat("output ", i, " element ", k), got.elements[k], want.elements[k]);
       }
@@ -174,11 +176,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--data") data = next();
-    else if (a == "--expected-failures") expectations = next();
-    else if (a == "--report") report = next();
-    else if (a == "--filter") filter = next();
-    else if (a == "--timeout") timeout_s = std::atoi(next().c_str());
+    if (a == "--data")
+      data = next();
+    else if (a == "--expected-failures")
+      expectations = next();
+    else if (a == "--report")
+      report = next();
+    else if (a == "--filter")
+      filter = next();
+    else if (a == "--timeout")
+      timeout_s = std::atoi(next().c_str());
     else {
       std::cerr << "usage: conformance_runner --data DIR --expected-failures FILE [--report OUT.json] [--filter S]\n";
       return 2;
@@ -188,8 +195,8 @@ int main(int argc, char** argv) {
     std::cerr << "conformance_runner: --data must name the generated node test folder\n";
     return 2;
   }
-  std::map<std::string, std::string> expected = expectations.empty() ? std::map<std::string, std::string>{}
-                                                                      : ReadExpectations(expectations);
+  std::map<std::string, std::string> expected =
+      expectations.empty() ? std::map<std::string, std::string>{} : ReadExpectations(expectations);
   std::vector<fs::path> cases;
   for (const auto& e : fs::directory_iterator(data))
     if (e.is_directory() && e.path().filename().string().find(filter) != std::string::npos) cases.push_back(e.path());
@@ -219,8 +226,11 @@ int main(int argc, char** argv) {
                                counts["unsupported"], secs);
   if (!fixed.empty()) std::cout << "conformance: " << fixed.size() << " listed case(s) now pass; shrink the list\n";
   if (!report.empty()) {
-    nlohmann::json out = {{"total", total}, {"pass", counts["pass"]}, {"fail", counts["fail"]},
-                          {"unsupported", counts["unsupported"]}, {"cases", j}};
+    nlohmann::json out = {{"total", total},
+                          {"pass", counts["pass"]},
+                          {"fail", counts["fail"]},
+                          {"unsupported", counts["unsupported"]},
+                          {"cases", j}};
     std::ofstream(report) << out.dump(1) << "\n";
   }
   if (!regressions.empty()) {

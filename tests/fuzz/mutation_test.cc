@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
     std::string bytes = original;
     int kind = c % 3;
     if (kind == 0) {  // flip a few bytes
-      for (int k = 0; k < 1 + static_cast<int>(rng() % 8); ++k) bytes[rng() % bytes.size()] ^= static_cast<char>(1 + rng() % 255);
+      for (int k = 0; k < 1 + static_cast<int>(rng() % 8); ++k)
+        bytes[rng() % bytes.size()] ^= static_cast<char>(1 + rng() % 255);
     } else if (kind == 1) {  // truncate
       bytes.resize(rng() % bytes.size());
     } else {  // overwrite a run with random bytes
@@ -88,7 +89,9 @@ int main(int argc, char** argv) {
       ++failed;
       std::string keep = "/tmp/xonnx_mutation_crash_" + std::to_string(c) + ".onnx";
       std::ofstream(keep, std::ios::binary) << bytes;
-      std::cout << "case " << c << ": " << (WTERMSIG(status) == SIGALRM ? "timed out" : "crashed with signal " + std::to_string(WTERMSIG(status)))
+      std::cout << "case " << c << ": "
+                << (WTERMSIG(status) == SIGALRM ? "timed out"
+                                                : "crashed with signal " + std::to_string(WTERMSIG(status)))
                 << " (input kept as " << keep << ")\n";
     } else {
       ++passed;

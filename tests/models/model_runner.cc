@@ -16,8 +16,10 @@ int main(int argc, char** argv) {
   double tolerance = 1e-4;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--models" && i + 1 < argc) dir = argv[++i];
-    else if (a == "--tolerance" && i + 1 < argc) tolerance = std::atof(argv[++i]);
+    if (a == "--models" && i + 1 < argc)
+      dir = argv[++i];
+    else if (a == "--tolerance" && i + 1 < argc)
+      tolerance = std::atof(argv[++i]);
     else {
       std::cerr << "usage: model_runner --models DIR [--tolerance 1e-4]\n";
       return 2;

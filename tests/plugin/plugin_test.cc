@@ -7,13 +7,13 @@
 //
 //   plugin_test                       # the xonnx CPU plugin from the build
 //   XONNX_TEST_PLUGIN=/path/to/plugin.so plugin_test
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "hlo/parser.h"
 #include "hlo/proto_codec.h"
@@ -226,12 +226,21 @@ TEST_F(PluginTest, ExecutesFromSeveralThreads) {
         for (int k = 0; k < 6; ++k) x[k] = 0.1f * (k + t), w[k] = 0.2f * (k - it % 3);
         auto bx = client_->BufferFromHost(x.data(), PJRT_Buffer_Type_F32, {2, 3}, client_->devices()[0]);
         auto bw = client_->BufferFromHost(w.data(), PJRT_Buffer_Type_F32, {3, 2}, client_->devices()[0]);
-        if (!bx.ok() || !bw.ok()) { ++bad; continue; }
+        if (!bx.ok() || !bw.ok()) {
+          ++bad;
+          continue;
+        }
         auto out = (*exe)->Execute({bx->get(), bw->get()});
-        if (!out.ok()) { ++bad; continue; }
+        if (!out.ok()) {
+          ++bad;
+          continue;
+        }
         std::vector<float> y, e, got(4);
         Reference(x, w, &y, &e);
-        if (!(*out)[0]->ToHost(got.data(), 16).ok()) { ++bad; continue; }
+        if (!(*out)[0]->ToHost(got.data(), 16).ok()) {
+          ++bad;
+          continue;
+        }
         for (int k = 0; k < 4; ++k) bad += std::abs(got[k] - y[k]) > 1e-5f;
       }
     });
@@ -295,12 +304,12 @@ TEST_F(PluginTest, WrongArgumentsAreErrors) {
   ASSERT_TRUE(exe.ok()) << exe.status();
   auto bx = Upload({1, 2, 3, 4, 5, 6}, {2, 3});
   auto wrong = Upload({1, 2, 3, 4, 5, 6}, {6});
-  EXPECT_FALSE((*exe)->Execute({bx.get()}).ok());                // too few
-  EXPECT_FALSE((*exe)->Execute({bx.get(), wrong.get()}).ok());   // wrong shape
+  EXPECT_FALSE((*exe)->Execute({bx.get()}).ok());               // too few
+  EXPECT_FALSE((*exe)->Execute({bx.get(), wrong.get()}).ok());  // wrong shape
   std::vector<int32_t> ints(6, 1);
   auto bi = client_->BufferFromHost(ints.data(), PJRT_Buffer_Type_S32, {3, 2}, client_->devices()[0]);
   ASSERT_TRUE(bi.ok());
-  EXPECT_FALSE((*exe)->Execute({bx.get(), bi->get()}).ok());     // wrong type
+  EXPECT_FALSE((*exe)->Execute({bx.get(), bi->get()}).ok());  // wrong type
 }
 
 TEST_F(PluginTest, SerializedExecutablesReloadAndAgree) {

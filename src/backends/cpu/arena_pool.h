@@ -14,10 +14,10 @@ namespace xonnx::cpu {
 
 // What a pool holds, for tests and profiles.
 struct ArenaPoolStats {
-  int64_t free_bytes = 0;     // kept for later calls
-  int64_t in_use_bytes = 0;   // held by running calls
+  int64_t free_bytes = 0;         // kept for later calls
+  int64_t in_use_bytes = 0;       // held by running calls
   int64_t peak_in_use_bytes = 0;  // the most ever held at once
-  int64_t allocations = 0;    // arenas allocated so far (not reused)
+  int64_t allocations = 0;        // arenas allocated so far (not reused)
 };
 
 // One call's working memory, 64-byte aligned.

@@ -1,5 +1,7 @@
 // Table-driven: every case runs on the CPU backend (with and without oneDNN
 // and fusion) and on the reference evaluator, on non-trivial random data.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <atomic>
@@ -12,9 +14,6 @@
 #include <thread>
 #include <utility>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/executable.h"
@@ -22,10 +21,10 @@
 #include "backends/cpu/precision_pass.h"
 #include "backends/cpu/thunks.h"
 #include "base/test_dir.h"
-#include "hlo/parser.h"
-#include "hlo/printer.h"
 #include "evaluator/evaluator.h"
 #include "hlo/builder.h"
+#include "hlo/parser.h"
+#include "hlo/printer.h"
 
 namespace xonnx::cpu {
 namespace {
@@ -125,7 +124,8 @@ Instruction* ConditionalCase(Builder& b, const std::vector<Instruction*>& p, Com
                            S32);
     selector = b.Binary(Opcode::kAdd, zero, b.ScalarConstant(S32, arg));
   } else {
-    auto* mx = b.Reduce({b.Unary(Opcode::kAbs, p[0])}, {b.ScalarConstant(F32, 0)}, {0}, b.ScalarReducer(Opcode::kMaximum, F32));
+    auto* mx = b.Reduce({b.Unary(Opcode::kAbs, p[0])}, {b.ScalarConstant(F32, 0)}, {0},
+                        b.ScalarReducer(Opcode::kMaximum, F32));
     selector = b.Compare(mx, b.ScalarConstant(F32, arg), dir);
   }
   std::vector<Instruction*> operands(branches.size(), operand);
@@ -135,20 +135,23 @@ Instruction* ConditionalCase(Builder& b, const std::vector<Instruction*>& p, Com
 
 std::vector<Case> Cases() {
   return {
-      {"conv3x3_bias_relu", {Shape(F32, {2, 8, 9, 9}), Shape(F32, {16, 8, 3, 3}), Shape(F32, {16})},
+      {"conv3x3_bias_relu",
+       {Shape(F32, {2, 8, 9, 9}), Shape(F32, {16, 8, 3, 3}), Shape(F32, {16})},
        [](Builder& b, auto p) {
          auto* c = b.Convolution(p[0], p[1], Win2d(3, 1, 1), Nchw(), 1);
          auto* y = b.Binary(Opcode::kAdd, c, b.Broadcast(p[2], c->shape().dims, {1}));
          return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
        }},
-      {"conv_bias_residual_relu", {Shape(F32, {1, 8, 7, 7}), Shape(F32, {8, 8, 3, 3}), Shape(F32, {8}), Shape(F32, {1, 8, 7, 7})},
+      {"conv_bias_residual_relu",
+       {Shape(F32, {1, 8, 7, 7}), Shape(F32, {8, 8, 3, 3}), Shape(F32, {8}), Shape(F32, {1, 8, 7, 7})},
        [](Builder& b, auto p) {
          auto* c = b.Convolution(p[0], p[1], Win2d(3, 1, 1), Nchw(), 1);
          auto* y = b.Binary(Opcode::kAdd, c, b.Broadcast(p[2], c->shape().dims, {1}));
          y = b.Binary(Opcode::kAdd, y, p[3]);
          return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
        }},
-      {"nhwc_conv_single_use_residual", {Shape(F32, {1, 7, 7, 8}), Shape(F32, {8, 8, 3, 3}), Shape(F32, {8}), Shape(F32, {1, 7, 7, 8})},
+      {"nhwc_conv_single_use_residual",
+       {Shape(F32, {1, 7, 7, 8}), Shape(F32, {8, 8, 3, 3}), Shape(F32, {8}), Shape(F32, {1, 7, 7, 8})},
        [](Builder& b, auto p) {
          ConvolutionDimensionNumbers d;
          d.input_feature_dimension = d.output_feature_dimension = 3;
@@ -173,7 +176,8 @@ std::vector<Case> Cases() {
          auto* y = b.Binary(Opcode::kAdd, c, b.Broadcast(p[1], c->shape().dims, {1}));
          y = b.Binary(Opcode::kAdd, y, p[2]);
          y = b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
-         auto* narrow = b.Convolution(p[3], b.Constant(Weights(Shape(F32, {32, 32, 3, 3}), 6)), Win2d(3, 1, 1), Nchw(), 1);
+         auto* narrow =
+             b.Convolution(p[3], b.Constant(Weights(Shape(F32, {32, 32, 3, 3}), 6)), Win2d(3, 1, 1), Nchw(), 1);
          return b.Tuple({y, narrow});
        },
        {{"dnnl-conv", 1}, {"dnnl-conv-wino", 1}, {"fusion", 1}, {"transpose", 4}}},
@@ -184,14 +188,16 @@ std::vector<Case> Cases() {
       // read x plain (equal sides: a runs blocked), `narrow` writes 32
       // channels out plain from a blocked 128, `wide` reads the 128 plain
       // to write 256, g writes its 64 blocked from 256 plain.
-      {"blocked_bottlenecks", {Shape(F32, {2, 64, 9, 9}), Shape(F32, {2, 256, 9, 9})},
+      {"blocked_bottlenecks",
+       {Shape(F32, {2, 64, 9, 9}), Shape(F32, {2, 256, 9, 9})},
        [](Builder& b, auto p) {
          uint32_t seed = 20;
          auto conv = [&](Instruction* x, int64_t oc, int64_t k, Instruction* residual = nullptr) {
            int64_t ic = x->shape().dims[1];
-           auto* c = b.Convolution(x, b.Constant(Weights(Shape(F32, {oc, ic, k, k}), seed++)), Win2d(k, 1, k / 2),
-                                   Nchw(), 1);
-           auto* y = b.Binary(Opcode::kAdd, c, b.Broadcast(b.Constant(Random(Shape(F32, {oc}), seed++)), c->shape().dims, {1}));
+           auto* c =
+               b.Convolution(x, b.Constant(Weights(Shape(F32, {oc, ic, k, k}), seed++)), Win2d(k, 1, k / 2), Nchw(), 1);
+           auto* y = b.Binary(Opcode::kAdd, c,
+                              b.Broadcast(b.Constant(Random(Shape(F32, {oc}), seed++)), c->shape().dims, {1}));
            if (residual) y = b.Binary(Opcode::kAdd, y, residual);
            return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
          };
@@ -205,7 +211,8 @@ std::vector<Case> Cases() {
          return b.Tuple({narrow, wide, g});
        },
        {{"dnnl-conv", 2}, {"dnnl-conv-blocked", 6}, {"dnnl-conv-wino", 3}, {"transpose", 5}}},
-      {"while_with_tuple_state", {Shape(F32, {5})},
+      {"while_with_tuple_state",
+       {Shape(F32, {5})},
        [](Builder& b, auto p) {
          // (i, v): while i < 4 { v = tanh(v) * 1.5 + v; i += 1 }
          Module* m = b.module();
@@ -216,33 +223,43 @@ std::vector<Case> Cases() {
          Builder bb(m, "body");
          auto* bs = bb.Parameter(0, state, "s");
          auto* v = bb.GetTupleElement(bs, 1);
-         auto* nv = bb.Binary(Opcode::kAdd, bb.Binary(Opcode::kMultiply, bb.Unary(Opcode::kTanh, v),
-                                                      bb.Broadcast(bb.ScalarConstant(F32, 1.5), {5}, {})), v);
+         auto* nv = bb.Binary(Opcode::kAdd,
+                              bb.Binary(Opcode::kMultiply, bb.Unary(Opcode::kTanh, v),
+                                        bb.Broadcast(bb.ScalarConstant(F32, 1.5), {5}, {})),
+                              v);
          auto* ni = bb.Binary(Opcode::kAdd, bb.GetTupleElement(bs, 0), bb.ScalarConstant(S32, 1));
          auto* w = b.While(*cb.Build(lt), *bb.Build(bb.Tuple({ni, nv})), b.Tuple({b.ScalarConstant(S32, 0), p[0]}));
          return b.GetTupleElement(w, 1);
        }},
-      {"conditional_pred_true", {Shape(F32, {5}), Shape(F32, {5})},
+      {"conditional_pred_true",
+       {Shape(F32, {5}), Shape(F32, {5})},
        [](Builder& b, auto p) { return ConditionalCase(b, p, ComparisonDirection::kGt, -1); }},
-      {"conditional_pred_false", {Shape(F32, {5}), Shape(F32, {5})},
+      {"conditional_pred_false",
+       {Shape(F32, {5}), Shape(F32, {5})},
        [](Builder& b, auto p) { return ConditionalCase(b, p, ComparisonDirection::kLt, -1); }},
-      {"conditional_index", {Shape(F32, {5}), Shape(F32, {5})},
+      {"conditional_index",
+       {Shape(F32, {5}), Shape(F32, {5})},
        [](Builder& b, auto p) { return ConditionalCase(b, p, ComparisonDirection::kEq, 1); }},
-      {"conditional_index_out_of_range", {Shape(F32, {5}), Shape(F32, {5})},
+      {"conditional_index_out_of_range",
+       {Shape(F32, {5}), Shape(F32, {5})},
        [](Builder& b, auto p) { return ConditionalCase(b, p, ComparisonDirection::kEq, 7); }},
-      {"grouped_strided_dilated_conv", {Shape(F32, {1, 8, 11, 11}), Shape(F32, {8, 2, 3, 3})},
+      {"grouped_strided_dilated_conv",
+       {Shape(F32, {1, 8, 11, 11}), Shape(F32, {8, 2, 3, 3})},
        [](Builder& b, auto p) { return b.Convolution(p[0], p[1], Win2d(3, 2, 2, 2), Nchw(), 4); }},
-      {"batched_dot", {Shape(F32, {3, 5, 7}), Shape(F32, {3, 7, 4})},
+      {"batched_dot",
+       {Shape(F32, {3, 5, 7}), Shape(F32, {3, 7, 4})},
        [](Builder& b, auto p) {
          DotDimensionNumbers d = DotDims(2, 1, /*batch=*/1);
          return b.Dot(p[0], p[1], d);
        }},
-      {"dot_transposed_operands", {Shape(F32, {7, 5}), Shape(F32, {4, 7})},
+      {"dot_transposed_operands",
+       {Shape(F32, {7, 5}), Shape(F32, {4, 7})},
        [](Builder& b, auto p) {
          DotDimensionNumbers d = DotDims(0, 1);
          return b.Dot(p[0], p[1], d);
        }},
-      {"dot_reshape_bias_residual_relu", {Shape(F32, {6, 7}), Shape(F32, {7, 5}), Shape(F32, {5}), Shape(F32, {2, 3, 5})},
+      {"dot_reshape_bias_residual_relu",
+       {Shape(F32, {6, 7}), Shape(F32, {7, 5}), Shape(F32, {5}), Shape(F32, {2, 3, 5})},
        [](Builder& b, auto p) {
          // ONNX MatMul + Add + Add + Relu as imported: the product is
          // reshaped back to the activations' rank before the bias.
@@ -253,7 +270,8 @@ std::vector<Case> Cases() {
          return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
        },
        {{"dnnl-matmul", 1}}},
-      {"two_biased_dots_summed", {Shape(F32, {3, 4}), Shape(F32, {5, 4}), Shape(F32, {3, 5}), Shape(F32, {5, 5}), Shape(F32, {10})},
+      {"two_biased_dots_summed",
+       {Shape(F32, {3, 4}), Shape(F32, {5, 4}), Shape(F32, {3, 5}), Shape(F32, {5, 5}), Shape(F32, {10})},
        [](Builder& b, auto p) {
          // One RNN step: tanh(x·Wᵀ + bw + h·Rᵀ + br), both biases slices of one vector.
          DotDimensionNumbers d = DotDims(1, 1);
@@ -266,7 +284,8 @@ std::vector<Case> Cases() {
        // The second product takes the first as its residual; the biases are
        // computed slices the arena must keep until the products run.
        {{"dnnl-matmul", 2}, {"fusion", 1}, {"slice", 2}}},
-      {"attention_heads_read_in_place", {Shape(F32, {8, 1, 48})},
+      {"attention_heads_read_in_place",
+       {Shape(F32, {8, 1, 48})},
        [](Builder& b, auto p) {
          // Q, K, V cut from one projection and split into 4 heads of 4:
          // scores = Q·Kᵀ per head, then scores·V. Every slice, reshape and
@@ -277,10 +296,11 @@ std::vector<Case> Cases() {
          };
          DotDimensionNumbers d = DotDims(2, 1, /*batch=*/1);
          auto* scores = b.Dot(head(0, {1, 0, 2}), head(16, {1, 2, 0}), d);  // [4, 8, 8]
-         return b.Dot(scores, head(32, {1, 0, 2}), d);                       // [4, 8, 4]
+         return b.Dot(scores, head(32, {1, 0, 2}), d);                      // [4, 8, 4]
        },
        {{"dnnl-matmul", 2}}},
-      {"large_attention_heads_copied", {Shape(F32, {128, 1, 768})},
+      {"large_attention_heads_copied",
+       {Shape(F32, {128, 1, 768})},
        [](Builder& b, auto p) {
          // The same at 4 heads of 128x64: the heads' operands (32K elements
          // each) are copied, since a product over interleaved heads runs on
@@ -293,10 +313,11 @@ std::vector<Case> Cases() {
          };
          DotDimensionNumbers d = DotDims(2, 1, /*batch=*/1);
          auto* scores = b.Dot(head(0, {1, 0, 2}), head(256, {1, 2, 0}), d);  // [4, 128, 128]
-         return b.Dot(scores, head(512, {1, 0, 2}), d);                       // [4, 128, 64]
+         return b.Dot(scores, head(512, {1, 0, 2}), d);                      // [4, 128, 64]
        },
        {{"dnnl-matmul", 2}, {"fusion", 1}, {"slice", 3}, {"transpose", 3}}},
-      {"transposed_operand_with_two_users", {Shape(F32, {5, 3, 4}), Shape(F32, {3, 4, 6})},
+      {"transposed_operand_with_two_users",
+       {Shape(F32, {5, 3, 4}), Shape(F32, {3, 4, 6})},
        [](Builder& b, auto p) {
          // The transpose is also an output, so it is computed; the product
          // reads it as usual.
@@ -305,7 +326,8 @@ std::vector<Case> Cases() {
          return b.Tuple({b.Dot(t, p[1], d), t});
        },
        {{"dnnl-matmul", 1}, {"transpose", 1}}},
-      {"viewed_value_outlives_its_transpose", {Shape(F32, {3, 4, 5}), Shape(F32, {4, 5, 6})},
+      {"viewed_value_outlives_its_transpose",
+       {Shape(F32, {3, 4, 5}), Shape(F32, {4, 5, 6})},
        [](Builder& b, auto p) {
          // x's last use in program order is the transpose, which is never
          // computed; w, made after it, must not take x's bytes before the
@@ -316,7 +338,8 @@ std::vector<Case> Cases() {
          return b.Dot(t, w, d);
        },
        {{"dnnl-matmul", 1}, {"fusion", 2}}},
-      {"softmax_rows", {Shape(F32, {6, 33})},
+      {"softmax_rows",
+       {Shape(F32, {6, 33})},
        [](Builder& b, auto p) {
          auto* m = b.Reduce({p[0]}, {b.ScalarConstant(F32, -INFINITY)}, {1}, b.ScalarReducer(Opcode::kMaximum, F32));
          auto* e = b.Unary(Opcode::kExp, b.Binary(Opcode::kSubtract, p[0], b.Broadcast(m, {6, 33}, {0})));
@@ -325,7 +348,8 @@ std::vector<Case> Cases() {
        },
        {{"row-fusion", 1}}},
       // Enough rows and nodes for the threads to split the rows.
-      {"softmax_rows_in_parallel", {Shape(F32, {128, 300})},
+      {"softmax_rows_in_parallel",
+       {Shape(F32, {128, 300})},
        [](Builder& b, auto p) {
          auto* m = b.Reduce({p[0]}, {b.ScalarConstant(F32, -INFINITY)}, {1}, b.ScalarReducer(Opcode::kMaximum, F32));
          auto* e = b.Unary(Opcode::kExp, b.Binary(Opcode::kSubtract, p[0], b.Broadcast(m, {128, 300}, {0})));
@@ -336,7 +360,8 @@ std::vector<Case> Cases() {
       // Short rows go several to a block (12 of 40 here, the last block
       // one row), with a vector added along every row and threads
       // splitting the blocks.
-      {"softmax_short_rows_in_blocks", {Shape(F32, {301, 40}), Shape(F32, {40})},
+      {"softmax_short_rows_in_blocks",
+       {Shape(F32, {301, 40}), Shape(F32, {40})},
        [](Builder& b, auto p) {
          auto* x = b.Binary(Opcode::kAdd, p[0], b.Broadcast(p[1], {301, 40}, {1}));
          auto* m = b.Reduce({x}, {b.ScalarConstant(F32, -INFINITY)}, {1}, b.ScalarReducer(Opcode::kMaximum, F32));
@@ -349,7 +374,8 @@ std::vector<Case> Cases() {
       // [2, 5, 1] and back, gamma and beta along the rows, rows of 37: not a
       // multiple of the 16 lanes), also returning the mean: one row fusion
       // with two outputs.
-      {"layer_norm_rows", {Shape(F32, {2, 5, 37}), Shape(F32, {37}), Shape(F32, {37})},
+      {"layer_norm_rows",
+       {Shape(F32, {2, 5, 37}), Shape(F32, {37}), Shape(F32, {37})},
        [](Builder& b, auto p) {
          const std::vector<int64_t> full = {2, 5, 37}, row = {2, 5, 1};
          auto row_sum = [&](Instruction* x) {
@@ -360,8 +386,10 @@ std::vector<Case> Cases() {
          auto* mean = b.Binary(Opcode::kDivide, row_sum(p[0]), n);
          auto* d = b.Binary(Opcode::kSubtract, p[0], spread(mean));
          auto* var = b.Binary(Opcode::kDivide, row_sum(b.Binary(Opcode::kMultiply, d, d)), n);
-         auto* inv = b.Unary(Opcode::kRsqrt, b.Binary(Opcode::kAdd, var, b.Broadcast(b.ScalarConstant(F32, 1e-5), row, {})));
-         auto* y = b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, d, spread(inv)), b.Broadcast(p[1], full, {2}));
+         auto* inv =
+             b.Unary(Opcode::kRsqrt, b.Binary(Opcode::kAdd, var, b.Broadcast(b.ScalarConstant(F32, 1e-5), row, {})));
+         auto* y =
+             b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, d, spread(inv)), b.Broadcast(p[1], full, {2}));
          y = b.Binary(Opcode::kAdd, y, b.Broadcast(p[2], full, {2}));
          return b.Tuple({y, mean});
        },
@@ -370,7 +398,8 @@ std::vector<Case> Cases() {
       // first one's result: the second group must not take in the first
       // (the product depends on it), so they stay two steps with the
       // product between.
-      {"row_fusions_around_a_product", {Shape(F32, {8, 16}), Shape(F32, {16, 16})},
+      {"row_fusions_around_a_product",
+       {Shape(F32, {8, 16}), Shape(F32, {16, 16})},
        [](Builder& b, auto p) {
          auto centre = [&](Instruction* x) {
            auto* s = b.Reduce({x}, {b.ScalarConstant(F32, 0)}, {1}, b.ScalarReducer(Opcode::kAdd, F32));
@@ -385,11 +414,12 @@ std::vector<Case> Cases() {
       // vector, one element per feature, so the reshapes after them and
       // biases of the output's shape (computed, or reshaped from a vector)
       // join their epilogues, with swish and sigmoid.
-      {"squeeze_excitation", {Shape(F32, {1, 16, 5, 5}), Shape(F32, {4, 16, 1, 1}), Shape(F32, {1, 4, 1, 1}),
-                              Shape(F32, {16, 4, 1, 1}), Shape(F32, {16})},
+      {"squeeze_excitation",
+       {Shape(F32, {1, 16, 5, 5}), Shape(F32, {4, 16, 1, 1}), Shape(F32, {1, 4, 1, 1}), Shape(F32, {16, 4, 1, 1}),
+        Shape(F32, {16})},
        [](Builder& b, auto p) {
-         auto* pooled = b.Reshape(b.Reduce({p[0]}, {b.ScalarConstant(F32, 0)}, {2, 3}, b.ScalarReducer(Opcode::kAdd, F32)),
-                                  {1, 16, 1, 1});
+         auto* pooled = b.Reshape(
+             b.Reduce({p[0]}, {b.ScalarConstant(F32, 0)}, {2, 3}, b.ScalarReducer(Opcode::kAdd, F32)), {1, 16, 1, 1});
          auto* c1 = b.Reshape(b.Convolution(pooled, p[1], Win2d(1, 1, 0), Nchw(), 1), {1, 1, 1, 4});
          auto* y = b.Binary(Opcode::kAdd, c1, b.Reshape(b.Unary(Opcode::kTanh, p[2]), {1, 1, 1, 4}));
          y = b.Binary(Opcode::kMultiply, y, b.Unary(Opcode::kLogistic, y));
@@ -400,11 +430,13 @@ std::vector<Case> Cases() {
        {{"dnnl-conv", 2}, {"fusion", 2}, {"reduce", 1}}},
       // Leading dims reduced (a global pool in channels-last order): column
       // blocks with a narrow tail, and rows split into parts of odd length.
-      {"reduce_leading_dims", {Shape(F32, {1, 40, 40, 20}), Shape(F32, {131, 3, 21}), Shape(F32, {2, 9, 11, 37}),
-                               Shape(F32, {1, 30, 30, 150})},
+      {"reduce_leading_dims",
+       {Shape(F32, {1, 40, 40, 20}), Shape(F32, {131, 3, 21}), Shape(F32, {2, 9, 11, 37}),
+        Shape(F32, {1, 30, 30, 150})},
        [](Builder& b, auto p) {
          auto* sum = b.Reduce({p[0]}, {b.ScalarConstant(F32, 0)}, {1, 2}, b.ScalarReducer(Opcode::kAdd, F32));
-         auto* mx = b.Reduce({p[1]}, {b.ScalarConstant(F32, -INFINITY)}, {0, 1}, b.ScalarReducer(Opcode::kMaximum, F32));
+         auto* mx =
+             b.Reduce({p[1]}, {b.ScalarConstant(F32, -INFINITY)}, {0, 1}, b.ScalarReducer(Opcode::kMaximum, F32));
          auto* two = b.Reduce({p[2]}, {b.ScalarConstant(F32, 1)}, {1, 2}, b.ScalarReducer(Opcode::kAdd, F32));
          // Wider than one pass takes: 16-column blocks with a 6-column
          // tail, rows in parts; the 37-wide one above goes in one pass.
@@ -414,12 +446,16 @@ std::vector<Case> Cases() {
        {{"reduce", 4}}},
       // Channels-first to channels-last (a 2-D transpose per batch once
       // dims are merged) and a plain 2-D one, neither a multiple of a tile.
-      {"transposes_in_tiles", {Shape(F32, {2, 5, 9, 70}), Shape(F32, {100, 33})},
-       [](Builder& b, auto p) { return b.Tuple({b.Transpose(p[0], {0, 2, 3, 1}), b.Transpose(p[1], {1, 0})}); },
+      {"transposes_in_tiles",
+       {Shape(F32, {2, 5, 9, 70}), Shape(F32, {100, 33})},
+       [](Builder& b, auto p) {
+         return b.Tuple({b.Transpose(p[0], {0, 2, 3, 1}), b.Transpose(p[1], {1, 0})});
+       },
        {{"transpose", 2}}},
       // Broadcasts that repeat with a period (a per-channel vector, a
       // trailing matrix) and one that does not (per leading index).
-      {"periodic_broadcasts", {Shape(F32, {3, 700, 5}), Shape(F32, {5}), Shape(F32, {700, 5}), Shape(F32, {3})},
+      {"periodic_broadcasts",
+       {Shape(F32, {3, 700, 5}), Shape(F32, {5}), Shape(F32, {700, 5}), Shape(F32, {3})},
        [](Builder& b, auto p) {
          auto* y = b.Binary(Opcode::kMultiply, p[0], b.Broadcast(p[1], {3, 700, 5}, {2}));
          y = b.Binary(Opcode::kAdd, y, b.Broadcast(p[2], {3, 700, 5}, {1, 2}));
@@ -427,7 +463,8 @@ std::vector<Case> Cases() {
          return b.Binary(Opcode::kSubtract, y, b.Broadcast(p[1], {3, 700, 5}, {2}));
        },
        {{"fusion", 1}}},
-      {"mixed_types_and_tuple", {Shape(S32, {4, 300}), Shape(F32, {300})},
+      {"mixed_types_and_tuple",
+       {Shape(S32, {4, 300}), Shape(F32, {300})},
        [](Builder& b, auto p) {
          auto* f = b.Convert(p[0], F32);
          auto* bc = b.Broadcast(p[1], {4, 300}, {1});
@@ -476,8 +513,10 @@ TEST_P(BackendTest, MatchesEvaluator) {
     EXPECT_EQ((*exe)->ThunkSummary(), c.fast_thunks) << c.name;
   }
   std::vector<const Literal*> want;
-  if (expected->shape().IsTuple()) for (auto& e : expected->tuple_elements()) want.push_back(&e);
-  else want.push_back(&*expected);
+  if (expected->shape().IsTuple())
+    for (auto& e : expected->tuple_elements()) want.push_back(&e);
+  else
+    want.push_back(&*expected);
   ASSERT_EQ(want.size(), outs.size());
   for (size_t k = 0; k < outs.size(); ++k) {
     ASSERT_EQ(outs[k].element_count(), want[k]->element_count());
@@ -677,8 +716,10 @@ TEST(FastReduce, RowsOfEveryLengthMatchTheEvaluator) {
       Literal got = RunOnce(**exe, {&arg});
       for (int64_t row = 0; row < 3; ++row) {
         float g = got.data<float>()[row], w = want->data<float>()[row];
-        if (std::isnan(w)) EXPECT_TRUE(std::isnan(g)) << "n=" << n << " row " << row;
-        else EXPECT_NEAR(g, w, 1e-5 * (1 + std::abs(w)) * n) << "n=" << n << " row " << row << " op " << OpcodeName(op);
+        if (std::isnan(w))
+          EXPECT_TRUE(std::isnan(g)) << "n=" << n << " row " << row;
+        else
+          EXPECT_NEAR(g, w, 1e-5 * (1 + std::abs(w)) * n) << "n=" << n << " row " << row << " op " << OpcodeName(op);
       }
     }
   }
@@ -692,7 +733,8 @@ TEST(ArenaPool, SmallerCallsReuseALargerArena) {
   auto compile = [](int64_t batch) {
     std::string text = ConvChain("f32");
     std::string dim = absl::StrCat("[", batch, ",");
-    for (size_t p = text.find("[1,"); p != std::string::npos; p = text.find("[1,", p + dim.size())) text.replace(p, 3, dim);
+    for (size_t p = text.find("[1,"); p != std::string::npos; p = text.find("[1,", p + dim.size()))
+      text.replace(p, 3, dim);
     auto m = hlo::ParseText(text);
     EXPECT_TRUE(m.ok()) << m.status();
     auto exe = Executable::Compile(std::move(*m));
@@ -773,8 +815,8 @@ TEST(Epilogues, ResultsAreWrittenOverResidualsReadLast) {
 // output: then it is not the last reader and h must come out intact.
 std::string ScaleChain(bool keep_h) {
   std::string y = "y = f32[1,8,8,32]{3,2,1,0} add(k, c)";
-  std::string root = keep_h ? "  " + y + "\n  ROOT out = (f32[1,8,8,32]{3,2,1,0}, f32[1,8,8,32]{3,2,1,0}) tuple(y, h)"
-                            : "  ROOT " + y;
+  std::string root =
+      keep_h ? "  " + y + "\n  ROOT out = (f32[1,8,8,32]{3,2,1,0}, f32[1,8,8,32]{3,2,1,0}) tuple(y, h)" : "  ROOT " + y;
   return absl::StrCat(R"(HloModule scale_chain
 
 add {
@@ -795,7 +837,8 @@ ENTRY main {
   scale = f32[1,8,8,32]{3,2,1,0} broadcast(gate), dimensions={0,3}
   m = f32[1,8,8,32]{3,2,1,0} multiply(h, scale)
   c = f32[1,8,8,32]{3,2,1,0} convolution(m, w2), window={size=1x1}, dim_labels=b01f_oi01->b01f
-)", root, "\n}\n");
+)",
+                      root, "\n}\n");
 }
 
 TEST(Fusions, ResultsAreWrittenOverInputsReadLast) {
@@ -814,8 +857,10 @@ TEST(Fusions, ResultsAreWrittenOverInputsReadLast) {
     // k (and y over it), h (and m over it), the pool and the gate; m in a
     // slot of its own would make three values of this size live at once.
     int64_t values = (*exe)->arena_bytes() - (*exe)->scratch_bytes();
-    if (!keep_h) EXPECT_LT(values, 3 * value) << "the multiply did not write over h";
-    else EXPECT_GE(values, 3 * value);
+    if (!keep_h)
+      EXPECT_LT(values, 3 * value) << "the multiply did not write over h";
+    else
+      EXPECT_GE(values, 3 * value);
     std::vector<const void*> in;
     for (auto& a : args) in.push_back(a.untyped_data());
     std::vector<Literal> outs;
@@ -824,7 +869,8 @@ TEST(Fusions, ResultsAreWrittenOverInputsReadLast) {
     for (auto& o : outs) out_ptrs.push_back(o.untyped_data());
     ASSERT_TRUE((*exe)->Execute(in, out_ptrs).ok());
     if (keep_h) {
-      for (int k = 0; k < 2; ++k) EXPECT_LT(MaxRelativeError(outs[k], expected->tuple_elements()[k]), 1e-4) << "output " << k;
+      for (int k = 0; k < 2; ++k)
+        EXPECT_LT(MaxRelativeError(outs[k], expected->tuple_elements()[k]), 1e-4) << "output " << k;
     } else {
       EXPECT_LT(MaxRelativeError(outs[0], *expected), 1e-4);
     }

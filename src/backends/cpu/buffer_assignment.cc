@@ -90,80 +90,81 @@ class BufferAssigner {
 
 absl::Status BufferAssigner::MakeSlots() {
   auto& leaves = out_.leaves;
-for (Instruction* i : plan_.order()) {
-  switch (i->opcode()) {
-    case Opcode::kParameter:
-      leaves[i] = {{BufferRef::kParameter, i->parameter_number}};
-      backing_[i] = {-1};
-      continue;
-    case Opcode::kConstant:
-      leaves[i] = {{BufferRef::kConstant, static_cast<int64_t>(out_.constants.size())}};
-      // Read-only: a write access would copy a borrowed literal.
-      out_.constants.push_back(std::as_const(*i->literal).untyped_data());
-      backing_[i] = {-1};
-      continue;
-    case Opcode::kReshape:
-    case Opcode::kBitcastConvert:
-      if (plan_.Materialized(i->operand(0))) {
-        // Copy before inserting: flat_hash_map insertions move elements.
-        std::vector<BufferRef> l = leaves.at(i->operand(0));
-        std::vector<int> bk = backing_.at(i->operand(0));
-        leaves[i] = std::move(l);
-        backing_[i] = std::move(bk);
+  for (Instruction* i : plan_.order()) {
+    switch (i->opcode()) {
+      case Opcode::kParameter:
+        leaves[i] = {{BufferRef::kParameter, i->parameter_number}};
+        backing_[i] = {-1};
+        continue;
+      case Opcode::kConstant:
+        leaves[i] = {{BufferRef::kConstant, static_cast<int64_t>(out_.constants.size())}};
+        // Read-only: a write access would copy a borrowed literal.
+        out_.constants.push_back(std::as_const(*i->literal).untyped_data());
+        backing_[i] = {-1};
+        continue;
+      case Opcode::kReshape:
+      case Opcode::kBitcastConvert:
+        if (plan_.Materialized(i->operand(0))) {
+          // Copy before inserting: flat_hash_map insertions move elements.
+          std::vector<BufferRef> l = leaves.at(i->operand(0));
+          std::vector<int> bk = backing_.at(i->operand(0));
+          leaves[i] = std::move(l);
+          backing_[i] = std::move(bk);
+          continue;
+        }
+        break;
+      case Opcode::kGetTupleElement: {
+        BufferRef l = leaves.at(i->operand(0)).at(i->tuple_index);
+        int bk = backing_.at(i->operand(0)).at(i->tuple_index);
+        leaves[i] = {l};
+        backing_[i] = {bk};
         continue;
       }
-      break;
-    case Opcode::kGetTupleElement: {
-      BufferRef l = leaves.at(i->operand(0)).at(i->tuple_index);
-      int bk = backing_.at(i->operand(0)).at(i->tuple_index);
-      leaves[i] = {l};
-      backing_[i] = {bk};
-      continue;
-    }
-    case Opcode::kTuple: {
-      std::vector<BufferRef> l;
-      std::vector<int> bk;
-      for (Instruction* op : i->operands()) {
-        if (!op->shape().IsArray()) return Unimplemented("nested tuples are not supported");
-        if (!plan_.Materialized(op)) return Internal("tuple operand %s is not materialized", op->name());
-        l.push_back(leaves.at(op)[0]);
-        bk.push_back(backing_.at(op)[0]);
+      case Opcode::kTuple: {
+        std::vector<BufferRef> l;
+        std::vector<int> bk;
+        for (Instruction* op : i->operands()) {
+          if (!op->shape().IsArray()) return Unimplemented("nested tuples are not supported");
+          if (!plan_.Materialized(op)) return Internal("tuple operand %s is not materialized", op->name());
+          l.push_back(leaves.at(op)[0]);
+          bk.push_back(backing_.at(op)[0]);
+        }
+        leaves[i] = l;
+        backing_[i] = bk;
+        continue;
       }
-      leaves[i] = l;
-      backing_[i] = bk;
-      continue;
+      default:
+        break;
     }
-    default:
-      break;
+    if (!plan_.Materialized(i)) continue;
+    std::vector<hlo::Shape> shapes =
+        i->shape().IsTuple() ? i->shape().tuple_shapes : std::vector<hlo::Shape>{i->shape()};
+    std::vector<int> bk;
+    for (size_t k = 0; k < shapes.size(); ++k) {
+      if (!shapes[k].IsArray()) return Unimplemented("%s: nested tuples are not supported", i->name());
+      bk.push_back(slots_.size());
+      slots_.push_back({i, static_cast<int>(k), shapes[k].ByteSize(), plan_.pos(i), plan_.pos(i)});
+    }
+    leaves[i] = std::vector<BufferRef>(shapes.size());
+    backing_[i] = bk;
   }
-  if (!plan_.Materialized(i)) continue;
-  std::vector<hlo::Shape> shapes = i->shape().IsTuple() ? i->shape().tuple_shapes : std::vector<hlo::Shape>{i->shape()};
-  std::vector<int> bk;
-  for (size_t k = 0; k < shapes.size(); ++k) {
-    if (!shapes[k].IsArray()) return Unimplemented("%s: nested tuples are not supported", i->name());
-    bk.push_back(slots_.size());
-    slots_.push_back({i, static_cast<int>(k), shapes[k].ByteSize(), plan_.pos(i), plan_.pos(i)});
-  }
-  leaves[i] = std::vector<BufferRef>(shapes.size());
-  backing_[i] = bk;
-}
   share_of_.assign(slots_.size(), -1);
   return absl::OkStatus();
 }
 
 void BufferAssigner::ComputeLiveness() {
-auto read_at = [&](const Instruction* x, int64_t at) {
-  auto bk = backing_.find(x);
-  if (bk == backing_.end()) return;
-  for (int s : bk->second)
-    if (s >= 0) slots_[s].last_use = std::max(slots_[s].last_use, at);
-};
-for (Instruction* i : plan_.order()) {
-  for (Instruction* op : i->operands()) read_at(op, plan_.UsePoint(i));
-  for (const Instruction* x : plan_.HiddenReads(i)) read_at(x, plan_.UsePoint(i));
-}
-for (int s : backing_.at(plan_.root()))
-  if (s >= 0) slots_[s].last_use = INT64_MAX;
+  auto read_at = [&](const Instruction* x, int64_t at) {
+    auto bk = backing_.find(x);
+    if (bk == backing_.end()) return;
+    for (int s : bk->second)
+      if (s >= 0) slots_[s].last_use = std::max(slots_[s].last_use, at);
+  };
+  for (Instruction* i : plan_.order()) {
+    for (Instruction* op : i->operands()) read_at(op, plan_.UsePoint(i));
+    for (const Instruction* x : plan_.HiddenReads(i)) read_at(x, plan_.UsePoint(i));
+  }
+  for (int s : backing_.at(plan_.root()))
+    if (s >= 0) slots_[s].last_use = INT64_MAX;
 }
 
 // An epilogue that reads its residual last writes its result over it:
@@ -172,33 +173,34 @@ for (int s : backing_.at(plan_.root()))
 // chain (one block's result is the next one's residual) ends in the first
 // slot, which the arena planner places.
 void BufferAssigner::ShareInPlace() {
-for (Instruction* op : plan_.order()) {
-  if (plan_.IsGroupRoot(op)) {
-    if (int r = InPlaceFusionInput(op); r >= 0) Share(r, backing_.at(op).at(0));
-    continue;
+  for (Instruction* op : plan_.order()) {
+    if (plan_.IsGroupRoot(op)) {
+      if (int r = InPlaceFusionInput(op); r >= 0) Share(r, backing_.at(op).at(0));
+      continue;
+    }
+    const Epilogue* found = plan_.EpilogueOf(op);
+    if (!found || !found->residual) continue;
+    const Epilogue& e = *found;
+    const Instruction* last = plan_.ResultOf(op);
+    auto rb = backing_.find(e.residual), ob = backing_.find(last);
+    if (rb == backing_.end() || ob == backing_.end()) continue;
+    int r = rb->second.at(0), o = ob->second.at(0);
+    if (r < 0 || o < 0 || slots_[o].owner != last || slots_[r].size != slots_[o].size ||
+        slots_[r].last_use != slots_[o].def)
+      continue;
+    // Not when the primitive also reads those bytes as an operand, its bias
+    // or a view's source: it would read what it has begun to overwrite.
+    bool read_otherwise = false;
+    auto check = [&](const Instruction* x) {
+      if (auto bk = backing_.find(x); bk != backing_.end())
+        for (int s : bk->second) read_otherwise |= s == r;
+    };
+    for (const Instruction* x : op->operands()) check(x);
+    for (const Instruction* x : plan_.HiddenReads(op))
+      if (x != e.residual) check(x);
+    if (read_otherwise) continue;
+    Share(r, o);
   }
-  const Epilogue* found = plan_.EpilogueOf(op);
-  if (!found || !found->residual) continue;
-  const Epilogue& e = *found;
-  const Instruction* last = plan_.ResultOf(op);
-  auto rb = backing_.find(e.residual), ob = backing_.find(last);
-  if (rb == backing_.end() || ob == backing_.end()) continue;
-  int r = rb->second.at(0), o = ob->second.at(0);
-  if (r < 0 || o < 0 || slots_[o].owner != last || slots_[r].size != slots_[o].size || slots_[r].last_use != slots_[o].def)
-    continue;
-  // Not when the primitive also reads those bytes as an operand, its bias
-  // or a view's source: it would read what it has begun to overwrite.
-  bool read_otherwise = false;
-  auto check = [&](const Instruction* x) {
-    if (auto bk = backing_.find(x); bk != backing_.end())
-      for (int s : bk->second) read_otherwise |= s == r;
-  };
-  for (const Instruction* x : op->operands()) check(x);
-  for (const Instruction* x : plan_.HiddenReads(op))
-    if (x != e.residual) check(x);
-  if (read_otherwise) continue;
-  Share(r, o);
-}
 }
 
 // The arena slot of an input that the fusion rooted at `root` may
@@ -240,35 +242,38 @@ int BufferAssigner::InPlaceFusionInput(const Instruction* root) const {
 
 void BufferAssigner::Place() {
   auto& leaves = out_.leaves;
-ArenaPlanner planner;
-std::vector<int64_t> offsets(slots_.size());
-for (size_t s = 0; s < slots_.size(); ++s)
-  offsets[s] = share_of_[s] >= 0 ? offsets[share_of_[s]] : planner.Place(slots_[s].size, slots_[s].def, slots_[s].last_use);
-out_.arena_bytes = planner.total();
-// Resolve arena refs of owners, then re-resolve aliases in order.
-for (size_t s = 0; s < slots_.size(); ++s) leaves[slots_[s].owner][slots_[s].leaf] = {BufferRef::kArena, offsets[s]};
-for (Instruction* i : plan_.order()) {
-  switch (i->opcode()) {
-    case Opcode::kReshape: case Opcode::kBitcastConvert:
-      if (plan_.Materialized(i->operand(0)) && backing_.at(i) == backing_.at(i->operand(0))) {
-        std::vector<BufferRef> l = leaves.at(i->operand(0));
-        leaves[i] = std::move(l);
+  ArenaPlanner planner;
+  std::vector<int64_t> offsets(slots_.size());
+  for (size_t s = 0; s < slots_.size(); ++s)
+    offsets[s] =
+        share_of_[s] >= 0 ? offsets[share_of_[s]] : planner.Place(slots_[s].size, slots_[s].def, slots_[s].last_use);
+  out_.arena_bytes = planner.total();
+  // Resolve arena refs of owners, then re-resolve aliases in order.
+  for (size_t s = 0; s < slots_.size(); ++s) leaves[slots_[s].owner][slots_[s].leaf] = {BufferRef::kArena, offsets[s]};
+  for (Instruction* i : plan_.order()) {
+    switch (i->opcode()) {
+      case Opcode::kReshape:
+      case Opcode::kBitcastConvert:
+        if (plan_.Materialized(i->operand(0)) && backing_.at(i) == backing_.at(i->operand(0))) {
+          std::vector<BufferRef> l = leaves.at(i->operand(0));
+          leaves[i] = std::move(l);
+        }
+        break;
+      case Opcode::kGetTupleElement: {
+        BufferRef l = leaves.at(i->operand(0)).at(i->tuple_index);
+        leaves[i] = {l};
+        break;
       }
-      break;
-    case Opcode::kGetTupleElement: {
-      BufferRef l = leaves.at(i->operand(0)).at(i->tuple_index);
-      leaves[i] = {l};
-      break;
+      case Opcode::kTuple: {
+        std::vector<BufferRef> l;
+        for (Instruction* op : i->operands()) l.push_back(leaves.at(op)[0]);
+        leaves[i] = l;
+        break;
+      }
+      default:
+        break;
     }
-    case Opcode::kTuple: {
-      std::vector<BufferRef> l;
-      for (Instruction* op : i->operands()) l.push_back(leaves.at(op)[0]);
-      leaves[i] = l;
-      break;
-    }
-    default: break;
   }
-}
 }
 
 }  // namespace

@@ -44,7 +44,8 @@ absl::StatusOr<std::shared_ptr<Executable>> CompileFlattened(const EmitContext& 
   for (Instruction* g : gtes) c->ReplaceAllUsesWith(g, params[g->tuple_index]);
   for (const auto& i : c->instructions())
     for (Instruction* op : i->operands())
-      if (op == p && i->opcode() != Opcode::kGetTupleElement) return Unimplemented("%s: the state tuple is used whole", comp->name());
+      if (op == p && i->opcode() != Opcode::kGetTupleElement)
+        return Unimplemented("%s: the state tuple is used whole", comp->name());
   if (c->root() == p) return Unimplemented("%s: returns its parameter", comp->name());
   c->Canonicalize();  // drops the replaced get-tuple-elements
   c->RemoveInstruction(p);
@@ -168,9 +169,12 @@ absl::StatusOr<std::optional<Thunk>> MakeEvaluatorThunk(const EmitContext&, cons
     for (Instruction* op : i->operands()) {
       hlo::Literal l(op->shape());
       std::vector<void*> dst;
-      if (l.shape().IsTuple()) for (auto& e : l.tuple_elements()) dst.push_back(e.untyped_data());
-      else dst.push_back(l.untyped_data());
-      std::vector<hlo::Shape> shapes = op->shape().IsTuple() ? op->shape().tuple_shapes : std::vector<hlo::Shape>{op->shape()};
+      if (l.shape().IsTuple())
+        for (auto& e : l.tuple_elements()) dst.push_back(e.untyped_data());
+      else
+        dst.push_back(l.untyped_data());
+      std::vector<hlo::Shape> shapes =
+          op->shape().IsTuple() ? op->shape().tuple_shapes : std::vector<hlo::Shape>{op->shape()};
       for (size_t k = 0; k < dst.size(); ++k) std::memcpy(dst[k], f.Ptr(io.inputs[leaf++]), shapes[k].ByteSize());
       vals.push_back(std::move(l));
     }

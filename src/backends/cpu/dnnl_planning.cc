@@ -46,8 +46,8 @@ constexpr int64_t kMaxInterleavedViewElements = 16384;
 template <typename SingleUser>
 Instruction* MatchActivation(const Plan& plan, Instruction* last, const SingleUser& single_user, Epilogue* e,
                              std::vector<Instruction*>* absorbed) {
-const auto& lu = plan.users(last);
-if (Instruction* act = single_user(last)) {
+  const auto& lu = plan.users(last);
+  if (Instruction* act = single_user(last)) {
     if (act->opcode() == Opcode::kMaximum) {
       Instruction* other = act->operand(0) == last ? act->operand(1) : act->operand(0);
       if (other != last && ScalarValue(other) == 0.0) {
@@ -73,9 +73,10 @@ if (Instruction* act = single_user(last)) {
     // swish: y * logistic(y)
     Instruction* sig = lu[0]->opcode() == Opcode::kLogistic ? lu[0] : lu[1];
     Instruction* mul = sig == lu[0] ? lu[1] : lu[0];
-    bool is_swish = sig->opcode() == Opcode::kLogistic && mul->opcode() == Opcode::kMultiply &&
-                    plan.users(sig).size() == 1 && plan.users(sig)[0] == mul &&
-                    ((mul->operand(0) == last && mul->operand(1) == sig) || (mul->operand(1) == last && mul->operand(0) == sig));
+    bool is_swish =
+        sig->opcode() == Opcode::kLogistic && mul->opcode() == Opcode::kMultiply && plan.users(sig).size() == 1 &&
+        plan.users(sig)[0] == mul &&
+        ((mul->operand(0) == last && mul->operand(1) == sig) || (mul->operand(1) == last && mul->operand(0) == sig));
     if (is_swish) {
       e->activation = Epilogue::kSwish;
       absorbed->push_back(sig);
@@ -99,7 +100,8 @@ void MarkUnused(Plan* plan) {
   }
   for (Instruction* i : plan->order()) {
     const auto& us = plan->users(i);
-    if (i == root || us.empty() || epilogues.absorbed.contains(i) || epilogues.of.contains(i) || read_by_epilogue.contains(i))
+    if (i == root || us.empty() || epilogues.absorbed.contains(i) || epilogues.of.contains(i) ||
+        read_by_epilogue.contains(i))
       continue;
     if (std::all_of(us.begin(), us.end(), [&](Instruction* u) { return epilogues.absorbed.contains(u); }))
       epilogues.unused.insert(i);
@@ -226,8 +228,7 @@ void PlanBlockedLayouts(const CompileOptions& options, Plan* plan) {
     for (Instruction* u : plan->users(v)) {
       if (source_of_blocked(u, v)) continue;
       const Instruction* a = plan->AbsorbedInto(u);
-      if (a && runs_blocked.contains(a) && plan->EpilogueOf(a)->residual == v)
-        continue;
+      if (a && runs_blocked.contains(a) && plan->EpilogueOf(a)->residual == v) continue;
       ok = false;
       break;
     }
@@ -271,8 +272,7 @@ void PlanBlockedLayouts(const CompileOptions& options, Plan* plan) {
         const Instruction* c = producer.at(v);
         if (winograd(c) || blocked.contains(c->operand(0))) pays = true;
         for (Instruction* u : plan->users(v))
-          if (source_of_blocked(u, v) && (winograd(u) || blocked.contains(plan->ResultOf(u))))
-            pays = true;
+          if (source_of_blocked(u, v) && (winograd(u) || blocked.contains(plan->ResultOf(u)))) pays = true;
       }
       if (!pays) {
         for (const Instruction* v : members) blocked.erase(v);

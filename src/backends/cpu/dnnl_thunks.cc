@@ -6,10 +6,9 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <vector>
-
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include "backends/cpu/thunks.h"
 #include "backends/cpu/vector_math.h"
@@ -30,19 +29,27 @@ dnnl::engine& Engine() {
 
 Tag PlainTag(int rank) {
   switch (rank) {
-    case 3: return Tag::ncw;
-    case 4: return Tag::nchw;
-    case 5: return Tag::ncdhw;
-    default: return Tag::undef;
+    case 3:
+      return Tag::ncw;
+    case 4:
+      return Tag::nchw;
+    case 5:
+      return Tag::ncdhw;
+    default:
+      return Tag::undef;
   }
 }
 
 Tag ChannelsLastTag(int rank) {
   switch (rank) {
-    case 3: return Tag::nwc;
-    case 4: return Tag::nhwc;
-    case 5: return Tag::ndhwc;
-    default: return Tag::undef;
+    case 3:
+      return Tag::nwc;
+    case 4:
+      return Tag::nhwc;
+    case 5:
+      return Tag::ndhwc;
+    default:
+      return Tag::undef;
   }
 }
 
@@ -53,19 +60,27 @@ constexpr Tag kBlocked = Tag::aBcd16b;
 
 Tag GroupedWeightsTag(int rank) {  // rank of the ungrouped weights
   switch (rank) {
-    case 3: return Tag::goiw;
-    case 4: return Tag::goihw;
-    case 5: return Tag::goidhw;
-    default: return Tag::undef;
+    case 3:
+      return Tag::goiw;
+    case 4:
+      return Tag::goihw;
+    case 5:
+      return Tag::goidhw;
+    default:
+      return Tag::undef;
   }
 }
 
 Tag WeightsTag(int rank) {
   switch (rank) {
-    case 3: return Tag::oiw;
-    case 4: return Tag::oihw;
-    case 5: return Tag::oidhw;
-    default: return Tag::undef;
+    case 3:
+      return Tag::oiw;
+    case 4:
+      return Tag::oihw;
+    case 5:
+      return Tag::oidhw;
+    default:
+      return Tag::undef;
   }
 }
 
@@ -190,7 +205,8 @@ class PrimitiveRunner {
     std::shared_ptr<memory> constant;
   };
 
-  PrimitiveRunner(dnnl::primitive prim, std::vector<Arg> args) : prim_(std::move(prim)), args_(std::move(args)), stream_(Engine()) {
+  PrimitiveRunner(dnnl::primitive prim, std::vector<Arg> args)
+      : prim_(std::move(prim)), args_(std::move(args)), stream_(Engine()) {
     for (const Arg& a : args_) bound_.push_back(a.constant ? *a.constant : memory(a.md, Engine(), DNNL_MEMORY_NONE));
   }
 
@@ -199,7 +215,8 @@ class PrimitiveRunner {
   absl::Status Run(absl::Span<void* const> ptrs) {
     dnnl_exec_arg_t c_args[kMaxArgs];
     const int n = static_cast<int>(args_.size());
-    if (ptrs.size() != args_.size() || n > kMaxArgs) return Internal("a primitive run got %d of %d buffers", ptrs.size(), n);
+    if (ptrs.size() != args_.size() || n > kMaxArgs)
+      return Internal("a primitive run got %d of %d buffers", ptrs.size(), n);
     const bool mine = !busy_.test_and_set(std::memory_order_acquire);
     std::vector<memory> own;  // a concurrent run's: allocated only then
     dnnl::stream own_stream;
@@ -235,7 +252,7 @@ class PrimitiveRunner {
 };
 
 struct ConvState {
-  memory::desc src, weights, dst;  // the activations as the arena holds them
+  memory::desc src, weights, dst;             // the activations as the arena holds them
   std::shared_ptr<memory> reordered_weights;  // set when the weights are constants
   memory::desc bias;
   bool has_bias = false;
@@ -249,7 +266,7 @@ struct ConvState {
   // out. The region holds the scratchpad, then the copies at these offsets.
   memory::desc run_src, run_dst;
   size_t run_src_at = 0, run_dst_at = 0;
-  std::optional<PrimitiveRunner> conv;  // ProductArgs
+  std::optional<PrimitiveRunner> conv;                          // ProductArgs
   std::optional<PrimitiveRunner> src_in, residual_in, dst_out;  // from, to; set where the layouts differ
 };
 
@@ -267,7 +284,8 @@ struct DotState {
 std::vector<PrimitiveRunner::Arg> ProductArgs(const memory::desc& src, const memory::desc& weights,
                                               std::shared_ptr<memory> packed, const memory::desc* bias,
                                               const memory::desc& dst, const memory::desc& scratchpad) {
-  std::vector<PrimitiveRunner::Arg> args = {{DNNL_ARG_SRC, src, nullptr}, {DNNL_ARG_WEIGHTS, weights, std::move(packed)}};
+  std::vector<PrimitiveRunner::Arg> args = {{DNNL_ARG_SRC, src, nullptr},
+                                            {DNNL_ARG_WEIGHTS, weights, std::move(packed)}};
   if (bias) args.push_back({DNNL_ARG_BIAS, *bias, nullptr});
   args.push_back({DNNL_ARG_DST, dst, nullptr});
   args.push_back({DNNL_ARG_SCRATCHPAD, scratchpad, nullptr});
@@ -290,7 +308,7 @@ absl::Status RunProduct(PrimitiveRunner& product, Frame& f, void* src, void* wei
 // A layout change from one buffer to another.
 void MakeReorder(std::optional<PrimitiveRunner>& r, const dnnl::reorder::primitive_desc& pd) {
   r.emplace(dnnl::reorder(pd), std::vector<PrimitiveRunner::Arg>{{DNNL_ARG_FROM, pd.src_desc(), nullptr},
-                                                                  {DNNL_ARG_TO, pd.dst_desc(), nullptr}});
+                                                                 {DNNL_ARG_TO, pd.dst_desc(), nullptr}});
 }
 
 // Whether the epilogue's swish runs after the primitive, over its result,
@@ -299,9 +317,7 @@ void MakeReorder(std::optional<PrimitiveRunner>& r, const dnnl::reorder::primiti
 // the time of oneDNN 2.6's swish post-op, more than paying for reading the
 // result once more while it is in cache; at batch 64, where it no longer
 // is, the two measured the same. Narrower builds keep the post-op.
-bool SwishAfter(const Epilogue& epilogue) {
-  return epilogue.activation == Epilogue::kSwish && VectorMathIs16Wide();
-}
+bool SwishAfter(const Epilogue& epilogue) { return epilogue.activation == Epilogue::kSwish && VectorMathIs16Wide(); }
 
 // y = swish(y) over a primitive's result, split across the threads.
 void SwishInPlace(void* data, size_t bytes) {
@@ -327,11 +343,20 @@ dnnl::primitive_attr EpilogueAttr(const Epilogue& epilogue) {
     return attr;
   }
   switch (epilogue.activation) {
-    case Epilogue::kNone: break;
-    case Epilogue::kRelu: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
-    case Epilogue::kClip: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, epilogue.lo, epilogue.hi); break;
-    case Epilogue::kSwish: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); break;
-    case Epilogue::kSigmoid: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f); break;
+    case Epilogue::kNone:
+      break;
+    case Epilogue::kRelu:
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      break;
+    case Epilogue::kClip:
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, epilogue.lo, epilogue.hi);
+      break;
+    case Epilogue::kSwish:
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
+      break;
+    case Epilogue::kSigmoid:
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
+      break;
   }
   attr.set_post_ops(po);
   return attr;
@@ -412,8 +437,9 @@ bool DnnlConvRunsBlocked(const hlo::Instruction& in, bool constant_weights, bool
 
 PackedWeightStats PackedWeightCount() { return PackedWeights::Get().Stats(); }
 
-std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo& io, const hlo::Literal* constant_weights,
-                                       const Epilogue& epilogue, bool allow_winograd, ConvLayouts layouts,
+std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo& io,
+                                       const hlo::Literal* constant_weights, const Epilogue& epilogue,
+                                       bool allow_winograd, ConvLayouts layouts,
                                        std::vector<std::shared_ptr<void>>* keep_alive) {
   if (!DnnlConvEligible(in)) return std::nullopt;
   const auto& d = in.conv_dnums;
@@ -461,10 +487,10 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     bool has_residual = epilogue.residual != nullptr;
     memory::desc bias_md({in.shape().dims[d.output_feature_dimension]}, memory::data_type::f32, Tag::a);
     auto make_pd = [&](dnnl::algorithm alg, const memory::desc& src, const memory::desc& dst) {
-      auto desc = has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, src, any_w, bias_md,
-                                                              dst, strides, dil, pad_l, pad_r)
+      auto desc = has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, src, any_w,
+                                                             bias_md, dst, strides, dil, pad_l, pad_r)
                            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, src, any_w, dst,
-                                                              strides, dil, pad_l, pad_r);
+                                                             strides, dil, pad_l, pad_r);
       return dnnl::convolution_forward::primitive_desc(desc, attr, Engine());
     };
     bool winograd = false, runs_blocked = false;
@@ -525,10 +551,11 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     st->has_bias = has_bias;
     st->scratchpad = pd->scratchpad_desc();
     st->weights = pd->weights_desc();
-    if (constant_weights) st->reordered_weights = PackedWeights::Get().Pack(user_w, pd->weights_desc(), *constant_weights);
-    st->conv.emplace(dnnl::convolution_forward(*pd), ProductArgs(st->run_src, st->weights, st->reordered_weights,
-                                                                 has_bias ? &st->bias : nullptr, st->run_dst,
-                                                                 st->scratchpad));
+    if (constant_weights)
+      st->reordered_weights = PackedWeights::Get().Pack(user_w, pd->weights_desc(), *constant_weights);
+    st->conv.emplace(dnnl::convolution_forward(*pd),
+                     ProductArgs(st->run_src, st->weights, st->reordered_weights, has_bias ? &st->bias : nullptr,
+                                 st->run_dst, st->scratchpad));
     keep_alive->push_back(st);
     BufferRef src = io.inputs[0], wref = io.inputs[1], dst = io.outputs[0];
     BufferRef bref = has_bias ? io.inputs.at(2) : BufferRef{};
@@ -613,7 +640,8 @@ std::optional<memory::desc> OperandDesc(const hlo::Shape& shape, const std::opti
   for (int64_t i = 0; i + 1 < nb; ++i)
     if (v.strides[i] != v.strides[i + 1] * shape.dims[i + 1]) return std::nullopt;
   int64_t batch_stride = nb > 0 ? v.strides[nb - 1] : rows * cols;
-  return memory::desc({batch, rows, cols}, memory::data_type::f32, {batch_stride, v.strides[row_dim], v.strides[col_dim]});
+  return memory::desc({batch, rows, cols}, memory::data_type::f32,
+                      {batch_stride, v.strides[row_dim], v.strides[col_dim]});
 }
 
 }  // namespace
@@ -653,7 +681,8 @@ std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo&
     const memory::desc& b_md = constant_rhs ? b_any : st->b;
     st->has_bias = epilogue.bias != nullptr;
     st->bias = memory::desc({1, 1, n}, memory::data_type::f32, memory::dims{n, n, 1});
-    auto desc = st->has_bias ? dnnl::matmul::desc(st->a, b_md, st->bias, st->c) : dnnl::matmul::desc(st->a, b_md, st->c);
+    auto desc =
+        st->has_bias ? dnnl::matmul::desc(st->a, b_md, st->bias, st->c) : dnnl::matmul::desc(st->a, b_md, st->c);
     dnnl::matmul::primitive_desc pd(desc, EpilogueAttr(epilogue), Engine());
     st->scratchpad = pd.scratchpad_desc();
     if (constant_rhs) st->packed = PackedWeights::Get().Pack(st->b, pd.weights_desc(), *constant_rhs);

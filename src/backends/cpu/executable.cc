@@ -69,7 +69,8 @@ absl::Status Executable::Execute(absl::Span<const void* const> args, absl::Span<
   if (outputs.size() != output_shapes_.size())
     return InvalidArgument("the program has %d outputs, got %d buffers", output_shapes_.size(), outputs.size());
   Arena arena = SharedArenaPool().Take(arena_bytes_);
-  if (!arena.data) return absl::ResourceExhaustedError(absl::StrFormat("cannot allocate %d bytes of working memory", arena_bytes_));
+  if (!arena.data)
+    return absl::ResourceExhaustedError(absl::StrFormat("cannot allocate %d bytes of working memory", arena_bytes_));
   Frame frame(args, arena.data.get(), scratch_offset_, &constants_);
   absl::Status st;
   if (ProfilingEnabled() && !profile_) {
@@ -83,7 +84,8 @@ absl::Status Executable::Execute(absl::Span<const void* const> args, absl::Span<
     const Thunk& t = thunks_[i];
     auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     st = t.run(frame);
-    if (profile_) profile_->ns[i] += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+    if (profile_)
+      profile_->ns[i] += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
     if (!st.ok()) {
       st = Annotate(st, t.name);
       break;

@@ -54,7 +54,7 @@ class Executable {
  public:
   // Compiles `module` (already optimized by the standard pipeline).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Executable>> Compile(std::unique_ptr<hlo::Module> module,
-                                                                          const CompileOptions& options = {});
+                                                                           const CompileOptions& options = {});
   ~Executable();
 
   // Runs the program. `args` holds one row-major buffer per entry parameter;
@@ -121,9 +121,12 @@ class Frame {
   uint8_t* Scratch() const { return arena_ + scratch_offset_; }
   void* Ptr(const BufferRef& r) const {
     switch (r.kind) {
-      case BufferRef::kArena: return arena_ + r.index;
-      case BufferRef::kParameter: return const_cast<void*>(args_[r.index]);
-      case BufferRef::kConstant: return const_cast<void*>((*constants_)[r.index]);
+      case BufferRef::kArena:
+        return arena_ + r.index;
+      case BufferRef::kParameter:
+        return const_cast<void*>(args_[r.index]);
+      case BufferRef::kConstant:
+        return const_cast<void*>((*constants_)[r.index]);
     }
     return nullptr;
   }

@@ -24,20 +24,32 @@ template <Opcode kOp>
 struct Reducer {
   template <typename T>
   static T Apply(T a, T b) {
-    if constexpr (kOp == Opcode::kAdd) return a + b;
-    else if constexpr (kOp == Opcode::kMultiply) return a * b;
-    else if constexpr (kOp == Opcode::kMaximum) return eval::internal::Max(a, b);
-    else return eval::internal::Min(a, b);
+    if constexpr (kOp == Opcode::kAdd)
+      return a + b;
+    else if constexpr (kOp == Opcode::kMultiply)
+      return a * b;
+    else if constexpr (kOp == Opcode::kMaximum)
+      return eval::internal::Max(a, b);
+    else
+      return eval::internal::Min(a, b);
   }
 };
 
 template <typename F>
 void DispatchReducer(Opcode op, F&& f) {
   switch (op) {
-    case Opcode::kAdd: f(Reducer<Opcode::kAdd>{}); break;
-    case Opcode::kMultiply: f(Reducer<Opcode::kMultiply>{}); break;
-    case Opcode::kMaximum: f(Reducer<Opcode::kMaximum>{}); break;
-    default: f(Reducer<Opcode::kMinimum>{}); break;
+    case Opcode::kAdd:
+      f(Reducer<Opcode::kAdd>{});
+      break;
+    case Opcode::kMultiply:
+      f(Reducer<Opcode::kMultiply>{});
+      break;
+    case Opcode::kMaximum:
+      f(Reducer<Opcode::kMaximum>{});
+      break;
+    default:
+      f(Reducer<Opcode::kMinimum>{});
+      break;
   }
 }
 
@@ -100,10 +112,18 @@ bool ReducibleType(hlo::PrimitiveType t) { return t == hlo::F32 || t == hlo::F64
 template <typename F>
 void DispatchReducible(hlo::PrimitiveType t, F&& f) {
   switch (t) {
-    case hlo::F32: f(hlo::TypeTag<float>{}); break;
-    case hlo::F64: f(hlo::TypeTag<double>{}); break;
-    case hlo::S32: f(hlo::TypeTag<int32_t>{}); break;
-    default: f(hlo::TypeTag<int64_t>{}); break;
+    case hlo::F32:
+      f(hlo::TypeTag<float>{});
+      break;
+    case hlo::F64:
+      f(hlo::TypeTag<double>{});
+      break;
+    case hlo::S32:
+      f(hlo::TypeTag<int32_t>{});
+      break;
+    default:
+      f(hlo::TypeTag<int64_t>{});
+      break;
   }
 }
 
@@ -139,64 +159,68 @@ std::optional<Thunk> MakeFastReduceThunk(const Instruction& in, const ThunkIo& i
   Thunk t;
   t.name = in.name();
   DispatchReducible(xs.element_type, [&](auto tag) {
-   DispatchReducer(rop, [&](auto r) {
-    using T = typename decltype(tag)::type;
-    if (inner == 1) {
+    DispatchReducer(rop, [&](auto r) {
+      using T = typename decltype(tag)::type;
+      if (inner == 1) {
+        t.run = [=](Frame& f) -> absl::Status {
+          const T* X = static_cast<const T*>(f.Ptr(x));
+          T* O = static_cast<T*>(f.Ptr(out));
+          const T v0 = *static_cast<const T*>(f.Ptr(init));
+#pragma omp parallel for if (outer * mid > 65536) schedule(static)
+          for (int64_t o = 0; o < outer; ++o) O[o] = ReduceContiguous(r, v0, X + o * mid, mid);
+          return absl::OkStatus();
+        };
+        return;
+      }
+      // Reducing leading dims (a global pool in channels-last order): work
+      // items are (part of the rows, outer index, block of columns), so
+      // that one outer row (batch 1) still spreads over the threads. The part
+      // varies slowest: a thread's consecutive items read the same rows, and
+      // two threads read different rows rather than halves of the same cache
+      // lines (a 32-channel pool read every line on both threads). The parts
+      // depend on the shape alone and meet in order: the same result on any
+      // number of threads.
+      const int64_t block = inner <= kColumns ? inner : kLanes;  // columns per item
+      int64_t col_blocks = (inner + block - 1) / block;
+      int64_t parts = std::clamp<int64_t>(8 / (outer * col_blocks), 1, std::max<int64_t>(1, mid / 64));
       t.run = [=](Frame& f) -> absl::Status {
         const T* X = static_cast<const T*>(f.Ptr(x));
         T* O = static_cast<T*>(f.Ptr(out));
         const T v0 = *static_cast<const T*>(f.Ptr(init));
-#pragma omp parallel for if (outer * mid > 65536) schedule(static)
-        for (int64_t o = 0; o < outer; ++o) O[o] = ReduceContiguous(r, v0, X + o * mid, mid);
+        std::vector<T> partial(parts > 1 ? parts * outer * inner : 0);
+        int64_t rows_per_part = (mid + parts - 1) / parts;
+#pragma omp parallel for if (outer * mid * inner > 65536) schedule(static)
+        for (int64_t item = 0; item < outer * col_blocks * parts; ++item) {
+          int64_t cb = item % col_blocks, o = item / col_blocks % outer, part = item / col_blocks / outer;
+          int64_t c0 = cb * block, width = std::min(block, inner - c0);
+          int64_t m0 = part * rows_per_part, m1 = std::min(mid, m0 + rows_per_part);
+          const T* src = X + o * mid * inner + c0;
+          T acc[kColumns];
+          // Constant widths for the common channel counts, so the loops unroll.
+          if (width == kLanes)
+            ReduceColumns(r, src, inner, m0, m1, kLanes, acc);
+          else if (width == 32)
+            ReduceColumns(r, src, inner, m0, m1, 32, acc);
+          else if (width == kColumns)
+            ReduceColumns(r, src, inner, m0, m1, kColumns, acc);
+          else
+            ReduceColumns(r, src, inner, m0, m1, width, acc);
+          if (parts == 1) {
+            for (int64_t j = 0; j < width; ++j) O[o * inner + c0 + j] = r.Apply(v0, acc[j]);
+          } else {
+            std::copy(acc, acc + width, partial.data() + (part * outer + o) * inner + c0);
+          }
+        }
+        if (parts > 1) {
+          for (int64_t k = 0; k < outer * inner; ++k) {
+            T v = v0;
+            for (int64_t part = 0; part < parts; ++part) v = r.Apply(v, partial[part * outer * inner + k]);
+            O[k] = v;
+          }
+        }
         return absl::OkStatus();
       };
-      return;
-    }
-    // Reducing leading dims (a global pool in channels-last order): work
-    // items are (part of the rows, outer index, block of columns), so
-    // that one outer row (batch 1) still spreads over the threads. The part
-    // varies slowest: a thread's consecutive items read the same rows, and
-    // two threads read different rows rather than halves of the same cache
-    // lines (a 32-channel pool read every line on both threads). The parts
-    // depend on the shape alone and meet in order: the same result on any
-    // number of threads.
-    const int64_t block = inner <= kColumns ? inner : kLanes;  // columns per item
-    int64_t col_blocks = (inner + block - 1) / block;
-    int64_t parts = std::clamp<int64_t>(8 / (outer * col_blocks), 1, std::max<int64_t>(1, mid / 64));
-    t.run = [=](Frame& f) -> absl::Status {
-      const T* X = static_cast<const T*>(f.Ptr(x));
-      T* O = static_cast<T*>(f.Ptr(out));
-      const T v0 = *static_cast<const T*>(f.Ptr(init));
-      std::vector<T> partial(parts > 1 ? parts * outer * inner : 0);
-      int64_t rows_per_part = (mid + parts - 1) / parts;
-#pragma omp parallel for if (outer * mid * inner > 65536) schedule(static)
-      for (int64_t item = 0; item < outer * col_blocks * parts; ++item) {
-        int64_t cb = item % col_blocks, o = item / col_blocks % outer, part = item / col_blocks / outer;
-        int64_t c0 = cb * block, width = std::min(block, inner - c0);
-        int64_t m0 = part * rows_per_part, m1 = std::min(mid, m0 + rows_per_part);
-        const T* src = X + o * mid * inner + c0;
-        T acc[kColumns];
-        // Constant widths for the common channel counts, so the loops unroll.
-        if (width == kLanes) ReduceColumns(r, src, inner, m0, m1, kLanes, acc);
-        else if (width == 32) ReduceColumns(r, src, inner, m0, m1, 32, acc);
-        else if (width == kColumns) ReduceColumns(r, src, inner, m0, m1, kColumns, acc);
-        else ReduceColumns(r, src, inner, m0, m1, width, acc);
-        if (parts == 1) {
-          for (int64_t j = 0; j < width; ++j) O[o * inner + c0 + j] = r.Apply(v0, acc[j]);
-        } else {
-          std::copy(acc, acc + width, partial.data() + (part * outer + o) * inner + c0);
-        }
-      }
-      if (parts > 1) {
-        for (int64_t k = 0; k < outer * inner; ++k) {
-          T v = v0;
-          for (int64_t part = 0; part < parts; ++part) v = r.Apply(v, partial[part * outer * inner + k]);
-          O[k] = v;
-        }
-      }
-      return absl::OkStatus();
-    };
-   });
+    });
   });
   return t;
 }
@@ -214,8 +238,9 @@ std::optional<Thunk> MakeFastReduceWindowThunk(const Instruction& in, const Thun
                   (*op == Opcode::kMinimum && init >= std::numeric_limits<double>::max());
   if (!identity && hlo::IsInteger(xs.element_type)) {
     // Integer max/min pooling pads with the type's extreme value.
-    identity = (*op == Opcode::kMaximum && init == static_cast<double>(xs.element_type == hlo::S32 ? INT32_MIN : INT64_MIN)) ||
-               (*op == Opcode::kMinimum && init == static_cast<double>(xs.element_type == hlo::S32 ? INT32_MAX : INT64_MAX));
+    identity =
+        (*op == Opcode::kMaximum && init == static_cast<double>(xs.element_type == hlo::S32 ? INT32_MIN : INT64_MIN)) ||
+        (*op == Opcode::kMinimum && init == static_cast<double>(xs.element_type == hlo::S32 ? INT32_MAX : INT64_MAX));
   }
   if (!identity || xs.rank() > 8) return std::nullopt;
   for (const auto& w : in.window.dimensions)
@@ -238,56 +263,56 @@ std::optional<Thunk> MakeFastReduceWindowThunk(const Instruction& in, const Thun
   Thunk t;
   t.name = in.name();
   DispatchReducible(xs.element_type, [&](auto tag) {
-   DispatchReducer(rop, [&](auto red) {
-    using T = typename decltype(tag)::type;
-    T v0 = static_cast<T>(init);
-    t.run = [=](Frame& f) -> absl::Status {
-      const T* X = static_cast<const T*>(f.Ptr(x));
-      T* O = static_cast<T*>(f.Ptr(out));
+    DispatchReducer(rop, [&](auto red) {
+      using T = typename decltype(tag)::type;
+      T v0 = static_cast<T>(init);
+      t.run = [=](Frame& f) -> absl::Status {
+        const T* X = static_cast<const T*>(f.Ptr(x));
+        T* O = static_cast<T*>(f.Ptr(out));
 #pragma omp parallel for if (out_positions * lanes > 16384) schedule(static)
-      for (int64_t p = 0; p < out_positions; ++p) {
-        // Decompose p into the output index of the outer dims.
-        int64_t idx[8];
-        int64_t rem = p;
-        for (int64_t d = outer_rank - 1; d >= 0; --d) {
-          idx[d] = rem % out_dims[d];
-          rem /= out_dims[d];
-        }
-        // Valid window offsets per dim.
-        int64_t lo[8], cnt[8], step[8];
-        int64_t total = 1;
-        for (int64_t d = 0; d < outer_rank; ++d) {
-          const auto& w = win.dimensions[d];
-          int64_t start = idx[d] * w.stride - w.padding_low;
-          int64_t first = 0;
-          while (first < w.size && start + first * w.window_dilation < 0) ++first;
-          int64_t last = w.size;
-          while (last > first && start + (last - 1) * w.window_dilation >= in_dims[d]) --last;
-          lo[d] = (start + first * w.window_dilation) * xst[d];
-          cnt[d] = last - first;
-          step[d] = w.window_dilation * xst[d];
-          total *= cnt[d];
-        }
-        T* dst = O + p * lanes;
-        for (int64_t l = 0; l < lanes; ++l) dst[l] = v0;
-        if (total == 0) continue;
-        int64_t k[8] = {0};
-        while (true) {
-          int64_t off = 0;
-          for (int64_t d = 0; d < outer_rank; ++d) off += lo[d] + k[d] * step[d];
-          const T* src = X + off;
-          for (int64_t l = 0; l < lanes; ++l) dst[l] = red.Apply(dst[l], src[l]);
-          int64_t d = outer_rank - 1;
-          for (; d >= 0; --d) {
-            if (++k[d] < cnt[d]) break;
-            k[d] = 0;
+        for (int64_t p = 0; p < out_positions; ++p) {
+          // Decompose p into the output index of the outer dims.
+          int64_t idx[8];
+          int64_t rem = p;
+          for (int64_t d = outer_rank - 1; d >= 0; --d) {
+            idx[d] = rem % out_dims[d];
+            rem /= out_dims[d];
           }
-          if (d < 0) break;
+          // Valid window offsets per dim.
+          int64_t lo[8], cnt[8], step[8];
+          int64_t total = 1;
+          for (int64_t d = 0; d < outer_rank; ++d) {
+            const auto& w = win.dimensions[d];
+            int64_t start = idx[d] * w.stride - w.padding_low;
+            int64_t first = 0;
+            while (first < w.size && start + first * w.window_dilation < 0) ++first;
+            int64_t last = w.size;
+            while (last > first && start + (last - 1) * w.window_dilation >= in_dims[d]) --last;
+            lo[d] = (start + first * w.window_dilation) * xst[d];
+            cnt[d] = last - first;
+            step[d] = w.window_dilation * xst[d];
+            total *= cnt[d];
+          }
+          T* dst = O + p * lanes;
+          for (int64_t l = 0; l < lanes; ++l) dst[l] = v0;
+          if (total == 0) continue;
+          int64_t k[8] = {0};
+          while (true) {
+            int64_t off = 0;
+            for (int64_t d = 0; d < outer_rank; ++d) off += lo[d] + k[d] * step[d];
+            const T* src = X + off;
+            for (int64_t l = 0; l < lanes; ++l) dst[l] = red.Apply(dst[l], src[l]);
+            int64_t d = outer_rank - 1;
+            for (; d >= 0; --d) {
+              if (++k[d] < cnt[d]) break;
+              k[d] = 0;
+            }
+            if (d < 0) break;
+          }
         }
-      }
-      return absl::OkStatus();
-    };
-   });
+        return absl::OkStatus();
+      };
+    });
   });
   return t;
 }
@@ -366,11 +391,20 @@ void TiledTranspose(const W* src, W* dst, int64_t outer, int64_t so, int64_t row
 template <typename F>
 bool DispatchWidth(int width, F&& f) {
   switch (width) {
-    case 1: f(hlo::TypeTag<uint8_t>{}); return true;
-    case 2: f(hlo::TypeTag<uint16_t>{}); return true;
-    case 4: f(hlo::TypeTag<uint32_t>{}); return true;
-    case 8: f(hlo::TypeTag<uint64_t>{}); return true;
-    default: return false;
+    case 1:
+      f(hlo::TypeTag<uint8_t>{});
+      return true;
+    case 2:
+      f(hlo::TypeTag<uint16_t>{});
+      return true;
+    case 4:
+      f(hlo::TypeTag<uint32_t>{});
+      return true;
+    case 8:
+      f(hlo::TypeTag<uint64_t>{});
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -414,7 +448,8 @@ std::optional<Thunk> MakeFastMoveThunk(const Instruction& in, const ThunkIo& io)
       int64_t outer = r == 3 ? dims[0] : 1, so = r == 3 ? strides[0] : 0;
       int64_t rows = dims[r - 2], cols = dims[r - 1], sc = strides[r - 1];
       t.run = [=](Frame& f) -> absl::Status {
-        TiledTranspose<W>(static_cast<const W*>(f.Ptr(x)) + base, static_cast<W*>(f.Ptr(out)), outer, so, rows, cols, sc);
+        TiledTranspose<W>(static_cast<const W*>(f.Ptr(x)) + base, static_cast<W*>(f.Ptr(out)), outer, so, rows, cols,
+                          sc);
         return absl::OkStatus();
       };
       return;

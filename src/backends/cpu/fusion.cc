@@ -23,9 +23,9 @@ constexpr int64_t kMaxPeriod = 1 << 16;
 struct Node {
   enum Kind { kInputFull, kInputScalar, kInputBroadcast, kOp } kind;
   const hlo::Instruction* instr = nullptr;
-  hlo::PrimitiveType type;         // result element type
-  std::vector<int> operands;       // node indices
-  int input = -1;                  // for inputs: index into io.inputs
+  hlo::PrimitiveType type;           // result element type
+  std::vector<int> operands;         // node indices
+  int input = -1;                    // for inputs: index into io.inputs
   std::vector<int64_t> src_strides;  // broadcast: operand stride per output dim
   // Broadcast whose values repeat every `period` elements of the output (a
   // per-channel scale or bias in channels-last order, a layer norm's gamma):
@@ -51,10 +51,18 @@ void Fill(uint8_t* dst, const void* src, int w, int64_t n) {
     for (int64_t k = 0; k < n; ++k) d[k] = v;
   };
   switch (w) {
-    case 1: fill(hlo::TypeTag<uint8_t>{}); break;
-    case 2: fill(hlo::TypeTag<uint16_t>{}); break;
-    case 4: fill(hlo::TypeTag<uint32_t>{}); break;
-    default: fill(hlo::TypeTag<uint64_t>{}); break;
+    case 1:
+      fill(hlo::TypeTag<uint8_t>{});
+      break;
+    case 2:
+      fill(hlo::TypeTag<uint16_t>{});
+      break;
+    case 4:
+      fill(hlo::TypeTag<uint32_t>{});
+      break;
+    default:
+      fill(hlo::TypeTag<uint64_t>{});
+      break;
   }
 }
 
@@ -98,9 +106,9 @@ void Gather(const Program& p, const Node& node, const void* input, int64_t start
 
 // Computes a block of node `n` into `dst` (or returns a pointer to data it
 // can read directly).
-const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vector<const void*>& vals,
-                 uint8_t* scratch, absl::Span<void* const> in_ptrs, const std::vector<std::vector<uint8_t>>& patterns,
-                 void* final_out, absl::Status& st) {
+const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vector<const void*>& vals, uint8_t* scratch,
+                 absl::Span<void* const> in_ptrs, const std::vector<std::vector<uint8_t>>& patterns, void* final_out,
+                 absl::Status& st) {
   const Node& node = p.nodes[n];
   int w = hlo::ByteWidth(node.type);
   uint8_t* dst = n == static_cast<int>(p.nodes.size()) - 1 ? static_cast<uint8_t*>(final_out) + start * w
@@ -170,7 +178,8 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
   }
   bool ok = hlo::TypeSwitch(t0, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (node.operands.size() == 1) return eval::UnaryKernel<T>(in.opcode(), static_cast<const T*>(arg(0)), reinterpret_cast<T*>(dst), len);
+    if (node.operands.size() == 1)
+      return eval::UnaryKernel<T>(in.opcode(), static_cast<const T*>(arg(0)), reinterpret_cast<T*>(dst), len);
     return eval::BinaryKernel<T>(in.opcode(), static_cast<const T*>(arg(0)), static_cast<const T*>(arg(1)),
                                  reinterpret_cast<T*>(dst), len);
   });
@@ -184,20 +193,38 @@ bool ElementwiseF32(const hlo::Instruction& in, const float* a, const float* b, 
   // Softmax's exp, sigmoid and the arithmetic: vectorized instead of a call
   // per element.
   switch (in.opcode()) {
-    case Opcode::kExp: ExpF32(a, y, n); return true;
-    case Opcode::kLogistic: LogisticF32(a, y, n); return true;
-    default: break;
+    case Opcode::kExp:
+      ExpF32(a, y, n);
+      return true;
+    case Opcode::kLogistic:
+      LogisticF32(a, y, n);
+      return true;
+    default:
+      break;
   }
   if (b) {
     std::optional<Arith> op;
     switch (in.opcode()) {
-      case Opcode::kAdd: op = Arith::kAdd; break;
-      case Opcode::kSubtract: op = Arith::kSubtract; break;
-      case Opcode::kMultiply: op = Arith::kMultiply; break;
-      case Opcode::kDivide: op = Arith::kDivide; break;
-      case Opcode::kMaximum: op = Arith::kMaximum; break;
-      case Opcode::kMinimum: op = Arith::kMinimum; break;
-      default: break;
+      case Opcode::kAdd:
+        op = Arith::kAdd;
+        break;
+      case Opcode::kSubtract:
+        op = Arith::kSubtract;
+        break;
+      case Opcode::kMultiply:
+        op = Arith::kMultiply;
+        break;
+      case Opcode::kDivide:
+        op = Arith::kDivide;
+        break;
+      case Opcode::kMaximum:
+        op = Arith::kMaximum;
+        break;
+      case Opcode::kMinimum:
+        op = Arith::kMinimum;
+        break;
+      default:
+        break;
     }
     if (op) {
       ArithF32(*op, a, b, y, n);
@@ -251,7 +278,8 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
     n.type = m->shape().element_type;
     for (const hlo::Instruction* op : m->operands()) {
       auto it = index.find(op);
-      if (it == index.end()) return Internal("fusion operand %s of %s is neither member nor input", op->name(), m->name());
+      if (it == index.end())
+        return Internal("fusion operand %s of %s is neither member nor input", op->name(), m->name());
       n.operands.push_back(it->second);
     }
     index[m] = p->nodes.size();

@@ -23,7 +23,8 @@ namespace {
 bool RowReduce(const Plan& plan, const Instruction* i, const std::vector<int64_t>* full) {
   if (i->opcode() != Opcode::kReduce || i->operand_count() != 2 || !i->shape().IsArray()) return false;
   const hlo::Shape& xs = i->operand(0)->shape();
-  if (xs.element_type != hlo::F32 || xs.rank() < 1 || i->dimensions != std::vector<int64_t>{xs.rank() - 1}) return false;
+  if (xs.element_type != hlo::F32 || xs.rank() < 1 || i->dimensions != std::vector<int64_t>{xs.rank() - 1})
+    return false;
   if (full && xs.dims != *full) return false;
   if (i->operand(1)->shape().ElementCount() != 1 || plan.AbsorbedInto(i)) return false;
   std::optional<Opcode> op = eval::MatchScalarBinary(*i->to_apply());
@@ -36,7 +37,8 @@ bool RowReduce(const Plan& plan, const Instruction* i, const std::vector<int64_t
 bool RowMember(const Plan& plan, const Instruction* i, const std::vector<int64_t>& full, int64_t rows) {
   if (plan.RowGroupOf(i) >= 0 || plan.AbsorbedInto(i) || plan.EpilogueOf(i)) return false;
   if (RowReduce(plan, i, &full)) return true;
-  if (!Fusible(i) || i->shape().element_type != hlo::F32 || i->operand_count() < 1 || i->operand_count() > 2) return false;
+  if (!Fusible(i) || i->shape().element_type != hlo::F32 || i->operand_count() < 1 || i->operand_count() > 2)
+    return false;
   for (const Instruction* op : i->operands())
     if (op->shape().element_type != hlo::F32) return false;
   return i->shape().dims == full || i->shape().ElementCount() == rows;
@@ -51,7 +53,8 @@ std::optional<Read> RowBroadcastRead(const Instruction* b, const std::vector<int
   if (src.ElementCount() == 1) return Read::kScalar;
   if (b->shape().dims != full) return std::nullopt;
   int64_t r = full.size();
-  if (src.rank() == 1 && b->dimensions == std::vector<int64_t>{r - 1} && src.dims[0] == full.back()) return Read::kColumns;
+  if (src.rank() == 1 && b->dimensions == std::vector<int64_t>{r - 1} && src.dims[0] == full.back())
+    return Read::kColumns;
   std::vector<int64_t> lead(r - 1);
   for (int64_t d = 0; d < r - 1; ++d) lead[d] = d;
   if (b->dimensions == lead && src.ElementCount() == rows &&
@@ -96,8 +99,8 @@ bool BuildRowGroup(const Plan& plan, const std::vector<int64_t>& full, int64_t r
   auto is_full = [&](const Instruction* i) { return i->opcode() != Opcode::kReduce && i->shape().dims == full; };
   // A value read from outside: written by some kernel (not folded away).
   auto readable = [&](Instruction* v) {
-    return v->opcode() != Opcode::kBroadcast && !plan.epilogues.unused.contains(v) && plan.KeptByEpilogues(v) && v->shape().IsArray() &&
-           v->shape().element_type == hlo::F32;
+    return v->opcode() != Opcode::kBroadcast && !plan.epilogues.unused.contains(v) && plan.KeptByEpilogues(v) &&
+           v->shape().IsArray() && v->shape().element_type == hlo::F32;
   };
   auto input = [&](Instruction* v) {
     auto [it, added] = input_of.try_emplace(v, group->inputs.size());
@@ -145,7 +148,10 @@ bool BuildRowGroup(const Plan& plan, const std::vector<int64_t>& full, int64_t r
         } else {
           o.read = wants_full ? Read::kFull : Read::kRow;
         }
-        int64_t want = o.read == Read::kFull ? rows * cols : o.read == Read::kRow ? rows : o.read == Read::kColumns ? cols : 1;
+        int64_t want = o.read == Read::kFull      ? rows * cols
+                       : o.read == Read::kRow     ? rows
+                       : o.read == Read::kColumns ? cols
+                                                  : 1;
         if (count != want) return false;
         if (!wants_full && o.read != Read::kRow && o.read != Read::kScalar) return false;
         o.index = input(v);
@@ -248,11 +254,14 @@ void PlanRowFusions(Plan* plan) {
       std::vector<Instruction*> readers = plan->users(m);
       for (size_t r = 0; r < readers.size(); ++r) {
         Instruction* u = readers[r];
-        if (RowView(u, full, rows)) readers.insert(readers.end(), plan->users(u).begin(), plan->users(u).end());
-        else consider(u);
+        if (RowView(u, full, rows))
+          readers.insert(readers.end(), plan->users(u).begin(), plan->users(u).end());
+        else
+          consider(u);
       }
     }
-    std::sort(members.begin(), members.end(), [&](Instruction* a, Instruction* b) { return plan->pos(a) < plan->pos(b); });
+    std::sort(members.begin(), members.end(),
+              [&](Instruction* a, Instruction* b) { return plan->pos(a) < plan->pos(b); });
     RowGroup group;
     group.members = members;
     if (!BuildRowGroup(*plan, full, rows, in_group, &group)) continue;
@@ -285,7 +294,10 @@ void PlanFusions(Plan* plan) {
     bool joinable = i != root && !us.empty();
     for (Instruction* u : us) {
       auto g = f.group_of.find(u);
-      if (g == f.group_of.end() || (group >= 0 && g->second != group)) { joinable = false; break; }
+      if (g == f.group_of.end() || (group >= 0 && g->second != group)) {
+        joinable = false;
+        break;
+      }
       group = g->second;
     }
     if (joinable && f.groups[group].back()->shape().dims != i->shape().dims) joinable = false;
@@ -299,8 +311,7 @@ void PlanFusions(Plan* plan) {
         f.groups.push_back({i});
       }
     } else if (i->opcode() == Opcode::kBroadcast && i != root && !us.empty() && i->shape().ElementCount() > 0 &&
-               !rows.internal.contains(i) &&
-               std::all_of(us.begin(), us.end(), [&](Instruction* u) {
+               !rows.internal.contains(i) && std::all_of(us.begin(), us.end(), [&](Instruction* u) {
                  if (epilogues.absorbed.contains(u)) return true;
                  auto g = f.group_of.find(u);
                  return g != f.group_of.end() && f.groups[g->second].back()->shape().dims == i->shape().dims;

@@ -33,8 +33,8 @@ MakerResult DnnlMatmul(const EmitContext& ctx, const Instruction& i, const Thunk
 MakerResult DnnlConv(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
   if (!ctx.options.use_dnnl) return std::nullopt;
   ConvLayouts layouts = ctx.plan.LayoutsOf(&i);
-  if (auto t = MakeDnnlConvThunk(i, io, ConstantOperand(i, 1), Epilogue{}, ctx.options.winograd, layouts,
-                                 ctx.keep_alive))
+  if (auto t =
+          MakeDnnlConvThunk(i, io, ConstantOperand(i, 1), Epilogue{}, ctx.options.winograd, layouts, ctx.keep_alive))
     return t;
   if (layouts.src_blocked || layouts.dst_blocked)
     return Unimplemented("%s: oneDNN rejected a convolution planned on blocked activations", i.name());

@@ -77,7 +77,7 @@ class Plan {
   struct RowFusions {
     std::vector<RowGroup> groups;
     absl::flat_hash_map<const hlo::Instruction*, int> group_of;
-    absl::flat_hash_map<const hlo::Instruction*, int64_t> views;       // view -> last emit position reading it
+    absl::flat_hash_map<const hlo::Instruction*, int64_t> views;     // view -> last emit position reading it
     absl::flat_hash_map<const hlo::Instruction*, int64_t> internal;  // view only row fusions read -> that position
   } row_fusions;
 

@@ -55,12 +55,22 @@ bool Widenable(const Instruction* i) {
   if (op == Opcode::kConvert || op == Opcode::kBitcastConvert) return false;
   if (hlo::IsElementwise(op)) return true;
   switch (op) {
-    case Opcode::kBroadcast: case Opcode::kReshape: case Opcode::kTranspose: case Opcode::kSlice:
-    case Opcode::kDynamicSlice: case Opcode::kDynamicUpdateSlice: case Opcode::kConcatenate: case Opcode::kPad:
-    case Opcode::kReverse: case Opcode::kGather: case Opcode::kDot: case Opcode::kConvolution:
+    case Opcode::kBroadcast:
+    case Opcode::kReshape:
+    case Opcode::kTranspose:
+    case Opcode::kSlice:
+    case Opcode::kDynamicSlice:
+    case Opcode::kDynamicUpdateSlice:
+    case Opcode::kConcatenate:
+    case Opcode::kPad:
+    case Opcode::kReverse:
+    case Opcode::kGather:
+    case Opcode::kDot:
+    case Opcode::kConvolution:
     case Opcode::kIota:
       return true;
-    case Opcode::kReduce: case Opcode::kReduceWindow:
+    case Opcode::kReduce:
+    case Opcode::kReduceWindow:
       return i->operand_count() == 2;  // one input and its init (the reducer is checked when rebuilding)
     default:
       return false;

@@ -127,8 +127,8 @@ absl::Status Program::DecodeModule() {
   ASSIGN_OR_RETURN(std::unique_ptr<hlo::Module> m, hlo::ParseModule(module_bytes_));
   std::vector<hlo::Shape> params;
   std::vector<int> weights;
-  bool same = EntryParams(*m, &params, &weights).ok() && params.size() == param_shapes_.size() &&
-              weights == weight_params_;
+  bool same =
+      EntryParams(*m, &params, &weights).ok() && params.size() == param_shapes_.size() && weights == weight_params_;
   for (size_t k = 0; same && k < params.size(); ++k) same = params[k].Compatible(param_shapes_[k]);
   if (!same) return absl::DataLossError("the serialized program's module does not match its signature");
   return InstallModule(std::move(m));

@@ -80,8 +80,7 @@ class Program {
 
  private:
   Program() = default;
-  absl::Status SetSignature(std::vector<hlo::Shape> params, const std::vector<int>& weights,
-                            const hlo::Shape& result);
+  absl::Status SetSignature(std::vector<hlo::Shape> params, const std::vector<int>& weights, const hlo::Shape& result);
   absl::Status InstallModule(std::unique_ptr<hlo::Module> m);
   absl::Status DecodeModule();
   absl::StatusOr<std::shared_ptr<Executable>> Specialize(absl::Span<const WeightArg> weights);

@@ -17,8 +17,8 @@ using Read = RowFusionSpec::Read;
 
 absl::StatusOr<Thunk> MakeRowFusionThunk(const RowFusionSpec& spec, const ThunkIo& io) {
   if (io.inputs.size() != spec.inputs || io.outputs.size() != spec.outputs.size())
-    return Internal("row fusion: %d inputs and %d outputs planned, %d and %d buffers", spec.inputs,
-                    spec.outputs.size(), io.inputs.size(), io.outputs.size());
+    return Internal("row fusion: %d inputs and %d outputs planned, %d and %d buffers", spec.inputs, spec.outputs.size(),
+                    io.inputs.size(), io.outputs.size());
   struct Plan {
     RowFusionSpec spec;
     // Rows per block: short rows (a softmax over 64 keys) go several at a
@@ -62,7 +62,7 @@ absl::StatusOr<Thunk> MakeRowFusionThunk(const RowFusionSpec& spec, const ThunkI
     absl::Status status;
     // One fork and join for the whole normalization; blocks of rows are
     // independent.
-#pragma omp parallel if (blocks > 1 && rows * cols * static_cast<int64_t>(nodes) >= (1 << 15))
+#pragma omp parallel if (blocks > 1 && rows * cols * static_cast <int64_t>(nodes) >= (1 << 15))
     {
       // Per thread, kept between calls: a block for each full node, two
       // for operands spread along rows, one per column vector repeated
@@ -78,10 +78,10 @@ absl::StatusOr<Thunk> MakeRowFusionThunk(const RowFusionSpec& spec, const ThunkI
       float* const slot_base = scratch.data();
       float* const splat_base = slot_base + pl.full_slots * span;
       float* const column_base = splat_base + 2 * span;
-      float* const rv = column_base + columns * span;     // nodes x kb row values
-      float* const small = rv + nodes * kb;                // 2 x kb spread scalars
+      float* const rv = column_base + columns * span;  // nodes x kb row values
+      float* const small = rv + nodes * kb;            // 2 x kb spread scalars
       const float** const fp = full_ptr.data();
-      const float** const column_ptr = fp + nodes;         // by input index
+      const float** const column_ptr = fp + nodes;  // by input index
       for (size_t c = 0; c < columns; ++c) {
         int idx = pl.column_inputs[c];
         float* dst = column_base + c * span;
@@ -128,7 +128,8 @@ absl::StatusOr<Thunk> MakeRowFusionThunk(const RowFusionSpec& spec, const ThunkI
           }
           if (node.reduce) {
             const float init = in_ptr[node.operands[1].index][0];
-            for (int64_t r = 0; r < nk; ++r) rv[n * kb + r] = ReduceContiguousF32(node.reduce_op, init, arg[0] + r * cols, cols);
+            for (int64_t r = 0; r < nk; ++r)
+              rv[n * kb + r] = ReduceContiguousF32(node.reduce_op, init, arg[0] + r * cols, cols);
           } else if (node.full) {
             float* y = pl.output_of[n] >= 0 ? out_ptr[pl.output_of[n]] + i0 * cols : slot_base + pl.full_slot[n] * span;
             ok = ElementwiseF32(*node.instr, arg[0], operand_count > 1 ? arg[1] : nullptr, y, len);

@@ -3,10 +3,10 @@
 // element came from, and the view must point at the same place.
 #include "backends/cpu/strided_view.h"
 
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <memory>
-
-#include <gtest/gtest.h>
 
 #include "evaluator/evaluator.h"
 #include "hlo/builder.h"
@@ -60,33 +60,65 @@ void Check(std::vector<int64_t> dims, const std::function<Instruction*(Builder&,
 TEST(StridedView, AttentionHeadSplitsAreViews) {
   // A fused QKV projection [seq, 1, 3*256] cut into K, split into 4 heads and
   // laid out as [head, dim, seq]: every step a view.
-  Check({8, 1, 48}, [](Builder& b, Instruction* x) {
-    auto* s = b.Slice(x, {0, 0, 16}, {8, 1, 32}, {1, 1, 1});
-    return b.Transpose(b.Reshape(s, {8, 4, 4}), {1, 2, 0});
-  }, true);
+  Check(
+      {8, 1, 48},
+      [](Builder& b, Instruction* x) {
+        auto* s = b.Slice(x, {0, 0, 16}, {8, 1, 32}, {1, 1, 1});
+        return b.Transpose(b.Reshape(s, {8, 4, 4}), {1, 2, 0});
+      },
+      true);
   // The heads joined back: [head, seq, dim] -> [seq, head, dim] -> [seq, 16].
   // The transpose is a view; merging head and dim is not (they do not nest).
-  Check({4, 8, 4}, [](Builder& b, Instruction* x) { return b.Transpose(x, {1, 0, 2}); }, true);
-  Check({4, 8, 4}, [](Builder& b, Instruction* x) { return b.Reshape(b.Transpose(x, {1, 0, 2}), {8, 16}); }, false);
+  Check(
+      {4, 8, 4},
+      [](Builder& b, Instruction* x) {
+        return b.Transpose(x, {1, 0, 2});
+      },
+      true);
+  Check(
+      {4, 8, 4},
+      [](Builder& b, Instruction* x) {
+        return b.Reshape(b.Transpose(x, {1, 0, 2}), {8, 16});
+      },
+      false);
 }
 
 TEST(StridedView, ReshapesSplitAndMergeNestedDims) {
-  Check({6, 10}, [](Builder& b, Instruction* x) { return b.Reshape(x, {2, 3, 1, 5, 2}); }, true);
-  Check({2, 3, 5, 2}, [](Builder& b, Instruction* x) { return b.Reshape(x, {6, 1, 10}); }, true);
+  Check(
+      {6, 10},
+      [](Builder& b, Instruction* x) {
+        return b.Reshape(x, {2, 3, 1, 5, 2});
+      },
+      true);
+  Check(
+      {2, 3, 5, 2},
+      [](Builder& b, Instruction* x) {
+        return b.Reshape(x, {6, 1, 10});
+      },
+      true);
   // A strided slice, then a split of its strided dim and a merge of two
   // dims that still nest.
-  Check({12, 5, 3}, [](Builder& b, Instruction* x) {
-    auto* s = b.Slice(x, {1, 0, 0}, {12, 5, 3}, {2, 1, 1});  // 6 rows, every other one
-    return b.Reshape(s, {3, 2, 15});
-  }, true);
+  Check(
+      {12, 5, 3},
+      [](Builder& b, Instruction* x) {
+        auto* s = b.Slice(x, {1, 0, 0}, {12, 5, 3}, {2, 1, 1});  // 6 rows, every other one
+        return b.Reshape(s, {3, 2, 15});
+      },
+      true);
   // After cutting dim 1 to 4 of 5, its last two dims still merge (12), but
   // merging the first two would step over the cut-off rows.
-  Check({12, 5, 3}, [](Builder& b, Instruction* x) {
-    return b.Reshape(b.Slice(x, {0, 0, 0}, {12, 4, 3}, {1, 1, 1}), {12, 12});
-  }, true);
-  Check({12, 5, 3}, [](Builder& b, Instruction* x) {
-    return b.Reshape(b.Slice(x, {0, 0, 0}, {12, 4, 3}, {1, 1, 1}), {48, 3});
-  }, false);
+  Check(
+      {12, 5, 3},
+      [](Builder& b, Instruction* x) {
+        return b.Reshape(b.Slice(x, {0, 0, 0}, {12, 4, 3}, {1, 1, 1}), {12, 12});
+      },
+      true);
+  Check(
+      {12, 5, 3},
+      [](Builder& b, Instruction* x) {
+        return b.Reshape(b.Slice(x, {0, 0, 0}, {12, 4, 3}, {1, 1, 1}), {48, 3});
+      },
+      false);
 }
 
 }  // namespace

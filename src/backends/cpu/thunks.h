@@ -55,8 +55,8 @@ struct RowFusionSpec {
     std::vector<Operand> operands;
   };
   int64_t rows = 0, cols = 0;
-  std::vector<Node> nodes;  // operand first
-  size_t inputs = 0;        // io.inputs, in Operand::index order
+  std::vector<Node> nodes;   // operand first
+  size_t inputs = 0;         // io.inputs, in Operand::index order
   std::vector<int> outputs;  // the nodes io.outputs receive, in order
 };
 
@@ -79,7 +79,7 @@ struct Epilogue {
   const hlo::Instruction* bias = nullptr;      // the output features' (conv) or columns' (dot) values in order, or null
   const hlo::Instruction* residual = nullptr;  // a tensor of the output's shape added after the bias, or null
   enum Activation { kNone, kRelu, kClip, kSwish, kSigmoid } activation = kNone;
-  float lo = 0, hi = 0;                    // kClip bounds
+  float lo = 0, hi = 0;  // kClip bounds
 };
 
 // oneDNN thunks: return nullopt when the instruction's form is not one oneDNN
@@ -140,8 +140,8 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& instr, const Thun
                                        bool allow_winograd, ConvLayouts layouts,
                                        std::vector<std::shared_ptr<void>>* keep_alive);
 std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& instr, const ThunkIo& io,
-                                      const hlo::Literal* constant_rhs, const Epilogue& epilogue,
-                                      const DotViews& views, std::vector<std::shared_ptr<void>>* keep_alive);
+                                      const hlo::Literal* constant_rhs, const Epilogue& epilogue, const DotViews& views,
+                                      std::vector<std::shared_ptr<void>>* keep_alive);
 
 // Packed constant weights alive in the process, and packings done so far
 // (a reused packing does not count): for tests and profiles.

@@ -74,7 +74,7 @@ constexpr float kZeroBelow = -104.0f, kInfAbove = 89.0f;
 // assist on x86, about 100 cycles, and masked softmax scores (-1e9 or -inf)
 // would take it for every masked element.
 [[gnu::always_inline]] inline float ExpAny(float x) {
-  bool zero = x < kZeroBelow, inf = x > kInfAbove;
+  bool zero = x<kZeroBelow, inf = x> kInfAbove;
   uint32_t k;
   float p = ExpSplit(Select(zero | inf, 0.0f, x), &k);
   // 2^k = 2^(k + s) * 2^-s with s = 32 below the range, -1 above it, else 0.
@@ -148,12 +148,18 @@ template <Arith kOp>
 
 [[gnu::always_inline]] inline void ArithAll(Arith op, const float* a, const float* b, float* y, int64_t n) {
   switch (op) {
-    case Arith::kAdd: return ArithLoop<Arith::kAdd>(a, b, y, n);
-    case Arith::kSubtract: return ArithLoop<Arith::kSubtract>(a, b, y, n);
-    case Arith::kMultiply: return ArithLoop<Arith::kMultiply>(a, b, y, n);
-    case Arith::kDivide: return ArithLoop<Arith::kDivide>(a, b, y, n);
-    case Arith::kMaximum: return ArithLoop<Arith::kMaximum>(a, b, y, n);
-    case Arith::kMinimum: return ArithLoop<Arith::kMinimum>(a, b, y, n);
+    case Arith::kAdd:
+      return ArithLoop<Arith::kAdd>(a, b, y, n);
+    case Arith::kSubtract:
+      return ArithLoop<Arith::kSubtract>(a, b, y, n);
+    case Arith::kMultiply:
+      return ArithLoop<Arith::kMultiply>(a, b, y, n);
+    case Arith::kDivide:
+      return ArithLoop<Arith::kDivide>(a, b, y, n);
+    case Arith::kMaximum:
+      return ArithLoop<Arith::kMaximum>(a, b, y, n);
+    case Arith::kMinimum:
+      return ArithLoop<Arith::kMinimum>(a, b, y, n);
   }
 }
 
@@ -250,14 +256,14 @@ void Portable(const float* x, float* y, int64_t n) {
 void PortableArith(Arith op, const float* a, const float* b, float* y, int64_t n) { ArithAll(op, a, b, y, n); }
 
 std::vector<Build> Builds() {
-  std::vector<Build> builds = {{"Portable", Portable<Fn::kExp>, Portable<Fn::kLogistic>, Portable<Fn::kSwish>, PortableArith}};
+  std::vector<Build> builds = {
+      {"Portable", Portable<Fn::kExp>, Portable<Fn::kLogistic>, Portable<Fn::kSwish>, PortableArith}};
 #if defined(__x86_64__) && defined(__GNUC__)
   if (HasAvx2Fma())
     builds.push_back({"Avx2", ApplyAvx2<Fn::kExp>, ApplyAvx2<Fn::kLogistic>, ApplyAvx2<Fn::kSwish>, ArithAvx2});
   // + - * / are memory-bound: the AVX2 loop keeps up.
   if (HasAvx512() && HasAvx2Fma())
-    builds.push_back(
-        {"Avx512", ApplyAvx512<Fn::kExp>, ApplyAvx512<Fn::kLogistic>, ApplyAvx512<Fn::kSwish>, ArithAvx2});
+    builds.push_back({"Avx512", ApplyAvx512<Fn::kExp>, ApplyAvx512<Fn::kLogistic>, ApplyAvx512<Fn::kSwish>, ArithAvx2});
 #endif
   return builds;
 }

@@ -47,7 +47,8 @@ TEST(VectorMathDispatch, EntryPointsRunTheWidestBuild) {
   std::vector<float> x;
   for (float v = -30.0f; v <= 30.0f; v += 0.173f) x.push_back(v);
   std::vector<float> got(x.size()), want(x.size());
-  for (auto [entry, kernel] : {std::pair<Kernel, Kernel>{ExpF32, widest.exp}, {LogisticF32, widest.logistic}, {SwishF32, widest.swish}}) {
+  for (auto [entry, kernel] :
+       {std::pair<Kernel, Kernel>{ExpF32, widest.exp}, {LogisticF32, widest.logistic}, {SwishF32, widest.swish}}) {
     entry(x.data(), got.data(), x.size());
     kernel(x.data(), want.data(), x.size());
     EXPECT_EQ(got, want) << widest.name;
@@ -87,8 +88,8 @@ TEST_P(VectorMath, ExpIsWithinTwoUlpEverywhere) {
 
 TEST_P(VectorMath, ExpSpecialValuesAndInPlace) {
   const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> x = {0.0f,   -0.0f,  1.0f,    -1.0f,     inf,    -inf,     std::nanf(""), 88.5f, 89.0f, -87.5f,
-                          -100.0f, -104.0f, 1e-30f, 88.72f, 88.73f, -103.96f, -1e9f,         1e9f};
+  std::vector<float> x = {0.0f,   -0.0f,   1.0f,    -1.0f,  inf,    -inf,   std::nanf(""), 88.5f, 89.0f,
+                          -87.5f, -100.0f, -104.0f, 1e-30f, 88.72f, 88.73f, -103.96f,      -1e9f, 1e9f};
   std::vector<float> want;
   for (float v : x) want.push_back(std::exp(v));
   Exp()(x.data(), x.data(), x.size());  // in place
@@ -117,9 +118,12 @@ TEST_P(VectorMath, ExtremeValuesLeaveTheirNeighboursUnchanged) {
   Exp()(plain.data(), want.data(), plain.size());
   Exp()(masked.data(), got.data(), masked.size());
   for (size_t i = 0; i < plain.size(); ++i) {
-    if (i % 4 == 0) EXPECT_EQ(got[i], 0.0f) << i;
-    else if (i == 5) EXPECT_TRUE(std::isnan(got[i]));
-    else EXPECT_EQ(got[i], want[i]) << "x = " << plain[i];
+    if (i % 4 == 0)
+      EXPECT_EQ(got[i], 0.0f) << i;
+    else if (i == 5)
+      EXPECT_TRUE(std::isnan(got[i]));
+    else
+      EXPECT_EQ(got[i], want[i]) << "x = " << plain[i];
   }
 }
 
@@ -218,16 +222,23 @@ TEST_P(VectorMath, ArithMatchesScalarOperatorsBitForBit) {
   const std::vector<float> special = {0.0f, -0.0f, 1.0f, -2.5f, inf, -inf, nan_a, nan_b, 1e-45f, 3.4e38f};
   for (float x : special)
     for (float y : special) a.push_back(x), b.push_back(y);
-  for (int i = 0; i < 1001; ++i) a.push_back(std::ldexp(1.0f + i * 0.37f, i % 40 - 20) * (i % 3 ? 1 : -1)),
-                                  b.push_back(std::ldexp(1.0f + i * 0.11f, i % 23 - 11) * (i % 5 ? -1 : 1));
+  for (int i = 0; i < 1001; ++i)
+    a.push_back(std::ldexp(1.0f + i * 0.37f, i % 40 - 20) * (i % 3 ? 1 : -1)),
+        b.push_back(std::ldexp(1.0f + i * 0.11f, i % 23 - 11) * (i % 5 ? -1 : 1));
   auto scalar = [](Arith op, float x, float y) {
     switch (op) {
-      case Arith::kAdd: return x + y;
-      case Arith::kSubtract: return x - y;
-      case Arith::kMultiply: return x * y;
-      case Arith::kDivide: return x / y;
-      case Arith::kMaximum: return std::isnan(x) ? x : std::isnan(y) ? y : (x > y ? x : y);
-      case Arith::kMinimum: return std::isnan(x) ? x : std::isnan(y) ? y : (x < y ? x : y);
+      case Arith::kAdd:
+        return x + y;
+      case Arith::kSubtract:
+        return x - y;
+      case Arith::kMultiply:
+        return x * y;
+      case Arith::kDivide:
+        return x / y;
+      case Arith::kMaximum:
+        return std::isnan(x) ? x : std::isnan(y) ? y : (x > y ? x : y);
+      case Arith::kMinimum:
+        return std::isnan(x) ? x : std::isnan(y) ? y : (x < y ? x : y);
     }
     return 0.0f;
   };

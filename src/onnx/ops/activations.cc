@@ -27,7 +27,8 @@ Instruction* ThresholdedReluOf(hlo::Builder& b, Instruction* x, double alpha) {
 }
 
 Instruction* HardSigmoidOf(hlo::Builder& b, Instruction* x, double alpha, double beta) {
-  Instruction* y = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, alpha)), SplatLike(b, x, beta));
+  Instruction* y =
+      b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, alpha)), SplatLike(b, x, beta));
   hlo::PrimitiveType t = x->shape().element_type;
   return b.Clamp(b.ScalarConstant(t, 0), y, b.ScalarConstant(t, 1));
 }

@@ -32,7 +32,8 @@ void Bind(hlo::Builder& b, GraphValues& scope, const onnx::ValueInfoProto& decl,
   scope.values[decl.name()] = v;
 }
 
-absl::StatusOr<std::vector<Instruction*>> Outputs(NodeContext& ctx, const onnx::GraphProto& g, const GraphValues& scope) {
+absl::StatusOr<std::vector<Instruction*>> Outputs(NodeContext& ctx, const onnx::GraphProto& g,
+                                                  const GraphValues& scope) {
   std::vector<Instruction*> outs;
   for (const auto& o : g.output()) {
     auto it = scope.values.find(o.name());
@@ -99,10 +100,10 @@ absl::Status IfAsConditional(NodeContext& ctx, Instruction* cond, const onnx::Gr
   std::set<std::string> none, free;
   FreeNames(then_g, none, free);
   FreeNames(else_g, none, free);
-  ASSIGN_OR_RETURN(Captures captured, Captures::Of(ctx, free, [&](const std::string&) {
-                     return ctx.RequireConstant(cond, "the condition of an If whose branches read sequences or optionals")
-                         .status();
-                   }));
+  ASSIGN_OR_RETURN(
+      Captures captured, Captures::Of(ctx, free, [&](const std::string&) {
+        return ctx.RequireConstant(cond, "the condition of an If whose branches read sequences or optionals").status();
+      }));
   Instruction* operand = b.Tuple(captured.values);
   if (!operand) return b.status();
   std::vector<hlo::Computation*> branches;
@@ -116,7 +117,8 @@ absl::Status IfAsConditional(NodeContext& ctx, Instruction* cond, const onnx::Gr
     RETURN_IF_ERROR(ctx.ConvertSubgraphInto(bb, *g, scope));
     for (const auto& out : g->output())
       if (scope.sequences.count(out.name()) || scope.nones.count(out.name()))
-        return ctx.RequireConstant(cond, "the condition of an If whose branches return sequences or optionals").status();
+        return ctx.RequireConstant(cond, "the condition of an If whose branches return sequences or optionals")
+            .status();
     ASSIGN_OR_RETURN(std::vector<Instruction*> o, Outputs(ctx, *g, scope));
     outs.push_back(o);
     ASSIGN_OR_RETURN(hlo::Computation * c, bb.Build(bb.Tuple(o)));
@@ -198,7 +200,8 @@ absl::StatusOr<Step> ConvertStep(NodeContext& ctx, const WhileLoop& w, hlo::Buil
       if (!x) return bb.status();
       const std::vector<int64_t>& dims = x->shape().dims;
       int64_t axis = w.x_axes[k];
-      Instruction* pos = w.x_reverse[k] ? bb.Binary(Opcode::kSubtract, bb.ScalarConstant(hlo::S64, dims[axis] - 1), i) : i;
+      Instruction* pos =
+          w.x_reverse[k] ? bb.Binary(Opcode::kSubtract, bb.ScalarConstant(hlo::S64, dims[axis] - 1), i) : i;
       std::vector<Instruction*> starts(dims.size(), bb.ScalarConstant(hlo::S64, 0));
       starts[axis] = pos;
       std::vector<int64_t> sizes = dims, squeezed = dims;
@@ -223,7 +226,8 @@ absl::StatusOr<Step> ConvertStep(NodeContext& ctx, const WhileLoop& w, hlo::Buil
     Instruction* v = outs[first++];
     if (!v->shape().Compatible(w.carried[k]->shape()))
       return ctx.Unsupported(absl::StrCat("loop-carried value ", k, " changes shape across iterations (",
-                                          w.carried[k]->shape().ToString(false), " -> ", v->shape().ToString(false), ")"));
+                                          w.carried[k]->shape().ToString(false), " -> ", v->shape().ToString(false),
+                                          ")"));
     step.carried.push_back(v);
   }
   step.ys.assign(outs.begin() + first, outs.end());
@@ -240,7 +244,8 @@ absl::StatusOr<Step> EmitWhile(NodeContext& ctx, const WhileLoop& w) {
   int n_y = body.output_size() - n - (w.is_scan ? 0 : 1);
   if (n_y < 0 || body.input_size() != n + (w.is_scan ? nx : 2))
     return ctx.Error("the body's inputs and outputs do not match the loop state");
-  if (n_y > 0 && w.length < 0) return ctx.Unsupported("scan outputs of a loop whose iteration count is not known at compile time");
+  if (n_y > 0 && w.length < 0)
+    return ctx.Unsupported("scan outputs of a loop whose iteration count is not known at compile time");
   std::set<std::string> none, free;
   FreeNames(body, none, free);
   ASSIGN_OR_RETURN(Captures captured, Captures::Of(ctx, free, [&](const std::string& name) {
@@ -267,7 +272,8 @@ absl::StatusOr<Step> EmitWhile(NodeContext& ctx, const WhileLoop& w) {
     Instruction* p = pb.Parameter(0, hlo::Shape::Tuple(parts), "state");
     ASSIGN_OR_RETURN(Step probe, ConvertStep(ctx, w, pb, p, captured, 0));
     if (n_y > 0 && !w.is_scan && !IsConst(probe.cond, true))
-      return ctx.Unsupported("scan outputs of a Loop whose condition is computed at run time (their length would depend on data)");
+      return ctx.Unsupported(
+          "scan outputs of a Loop whose condition is computed at run time (their length would depend on data)");
     for (Instruction* y : probe.ys) y_shapes.push_back(y->shape());
   }
   if (static_cast<int>(y_shapes.size()) != n_y) return ctx.Error("the body's scan outputs do not match");
@@ -299,8 +305,9 @@ absl::StatusOr<Step> EmitWhile(NodeContext& ctx, const WhileLoop& w) {
 
   hlo::Builder cb(b.module(), w.is_scan ? "scan_condition" : "loop_condition");
   Instruction* cp = cb.Parameter(0, ts, "state");
-  Instruction* go = cb.Binary(Opcode::kAnd, cb.GetTupleElement(cp, 1),
-                              cb.Compare(cb.GetTupleElement(cp, 0), cb.GetTupleElement(cp, 2), hlo::ComparisonDirection::kLt));
+  Instruction* go =
+      cb.Binary(Opcode::kAnd, cb.GetTupleElement(cp, 1),
+                cb.Compare(cb.GetTupleElement(cp, 0), cb.GetTupleElement(cp, 2), hlo::ComparisonDirection::kLt));
   ASSIGN_OR_RETURN(hlo::Computation * condition, cb.Build(go));
 
   hlo::Builder bb(b.module(), w.is_scan ? "scan_body" : "loop_body");
@@ -317,7 +324,9 @@ absl::StatusOr<Step> EmitWhile(NodeContext& ctx, const WhileLoop& w) {
   for (int k = 0; k < n_y; ++k) {
     Instruction* y = step.ys[k];
     int64_t axis = y_axes[k];
-    Instruction* pos = k < static_cast<int>(w.y_reverse.size()) && w.y_reverse[k] ? bb.Binary(Opcode::kSubtract, bb.ScalarConstant(hlo::S64, w.length - 1), i) : i;
+    Instruction* pos = k < static_cast<int>(w.y_reverse.size()) && w.y_reverse[k]
+                           ? bb.Binary(Opcode::kSubtract, bb.ScalarConstant(hlo::S64, w.length - 1), i)
+                           : i;
     std::vector<int64_t> dims = y->shape().dims;
     dims.insert(dims.begin() + axis, 1);
     std::vector<Instruction*> starts(dims.size(), bb.ScalarConstant(hlo::S64, 0));
@@ -395,7 +404,8 @@ absl::Status LoopUnrolled(NodeContext& ctx, const onnx::GraphProto& body, int64_
   std::vector<Instruction*> state;
   for (int k = 0; k < n_state; ++k) state.push_back(ctx.input(2 + k));
   int n_scan = body.output_size() - 1 - n_state;
-  if (body.input_size() != 2 + n_state || n_scan < 0) return ctx.Error("body inputs/outputs do not match the loop state");
+  if (body.input_size() != 2 + n_state || n_scan < 0)
+    return ctx.Error("body inputs/outputs do not match the loop state");
   std::vector<std::vector<Instruction*>> scans(n_scan);
   for (int64_t i = 0; i < trips && !IsConst(active, false); ++i) {
     GraphValues scope = ctx.values();
@@ -475,9 +485,9 @@ absl::Status Loop(NodeContext& ctx) {
 // One scan: `xs` are sliced along `in_axes`, the body runs per step, and its
 // per-step outputs are stacked along `out_axes`.
 absl::StatusOr<Step> RunScan(NodeContext& ctx, const onnx::GraphProto& body, std::vector<Instruction*> state,
-                                   const std::vector<Instruction*>& xs, const std::vector<int64_t>& in_axes,
-                                   const std::vector<int64_t>& in_dirs, const std::vector<int64_t>& out_axes,
-                                   const std::vector<int64_t>& out_dirs) {
+                             const std::vector<Instruction*>& xs, const std::vector<int64_t>& in_axes,
+                             const std::vector<int64_t>& in_dirs, const std::vector<int64_t>& out_axes,
+                             const std::vector<int64_t>& out_dirs) {
   hlo::Builder& b = ctx.b();
   int n_state = state.size(), n_scan_in = xs.size();
   int n_scan_out = body.output_size() - n_state;
@@ -491,7 +501,8 @@ absl::StatusOr<Step> RunScan(NodeContext& ctx, const onnx::GraphProto& body, std
   int64_t len = xs[0]->shape().dims[axes[0]];
   for (int k = 1; k < n_scan_in; ++k)
     if (xs[k]->shape().dims[axes[k]] != len)
-      return ctx.Error(absl::StrCat("scan input ", k, " has ", xs[k]->shape().dims[axes[k]], " steps; scan input 0 has ", len));
+      return ctx.Error(
+          absl::StrCat("scan input ", k, " has ", xs[k]->shape().dims[axes[k]], " steps; scan input 0 has ", len));
   WhileLoop w;
   w.is_scan = true;
   w.body = &body;
@@ -551,10 +562,11 @@ absl::Status Scan(NodeContext& ctx) {
   std::vector<Instruction*> state, xs;
   for (int k = 0; k < n_state; ++k) state.push_back(ctx.input(k));
   for (int k = 0; k < n_in; ++k) xs.push_back(ctx.input(n_state + k));
-  ASSIGN_OR_RETURN(Step r, RunScan(ctx, *body, state, xs, ctx.attr_ints("scan_input_axes", std::vector<int64_t>(n_in, 0)),
-                                         ctx.attr_ints("scan_input_directions", std::vector<int64_t>(n_in, 0)),
-                                         ctx.attr_ints("scan_output_axes", std::vector<int64_t>(n_out, 0)),
-                                         ctx.attr_ints("scan_output_directions", std::vector<int64_t>(n_out, 0))));
+  ASSIGN_OR_RETURN(Step r,
+                   RunScan(ctx, *body, state, xs, ctx.attr_ints("scan_input_axes", std::vector<int64_t>(n_in, 0)),
+                           ctx.attr_ints("scan_input_directions", std::vector<int64_t>(n_in, 0)),
+                           ctx.attr_ints("scan_output_axes", std::vector<int64_t>(n_out, 0)),
+                           ctx.attr_ints("scan_output_directions", std::vector<int64_t>(n_out, 0))));
   for (int k = 0; k < n_state; ++k) ctx.set_output(k, r.carried[k]);
   for (int k = 0; k < n_out; ++k) ctx.set_output(n_state + k, r.ys[k]);
   return absl::OkStatus();
@@ -575,7 +587,8 @@ absl::Status Scan8(NodeContext& ctx) {
   if (ctx.has_input(0)) {
     ASSIGN_OR_RETURN(Literal lens, ctx.ConstInput(0));
     for (int64_t i = 0; i < lens.element_count(); ++i)
-      if (lens.GetAsInt64(i) != seq) return ctx.Unsupported("opset-8 Scan with sequence_lens shorter than the sequence");
+      if (lens.GetAsInt64(i) != seq)
+        return ctx.Unsupported("opset-8 Scan with sequence_lens shorter than the sequence");
   }
   auto row = [&](Instruction* x, int64_t i) {
     std::vector<int64_t> s(x->shape().rank(), 0), l = x->shape().dims, st(x->shape().rank(), 1);
@@ -590,8 +603,8 @@ absl::Status Scan8(NodeContext& ctx) {
     for (int k = 0; k < n_state; ++k) state.push_back(row(ctx.input(1 + k), i));
     for (int k = 0; k < n_in; ++k) xs.push_back(row(ctx.input(1 + n_state + k), i));
     ASSIGN_OR_RETURN(Step r, RunScan(ctx, *body, state, xs, std::vector<int64_t>(n_in, 0),
-                                           ctx.attr_ints("directions", std::vector<int64_t>(n_in, 0)),
-                                           std::vector<int64_t>(n_out, 0), std::vector<int64_t>(n_out, 0)));
+                                     ctx.attr_ints("directions", std::vector<int64_t>(n_in, 0)),
+                                     std::vector<int64_t>(n_out, 0), std::vector<int64_t>(n_out, 0)));
     for (int k = 0; k < n_state; ++k) states[k].push_back(r.carried[k]);
     for (int k = 0; k < n_out; ++k) outs[k].push_back(r.ys[k]);
   }

@@ -8,8 +8,8 @@
 // known condition the data stays a runtime value and is gathered.
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <numeric>
 
@@ -92,7 +92,8 @@ absl::Status Unique(NodeContext& ctx) {
   }
   std::vector<int64_t> order(first.size());
   std::iota(order.begin(), order.end(), 0);
-  if (sorted) std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return slices[first[a]] < slices[first[b]]; });
+  if (sorted)
+    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return slices[first[a]] < slices[first[b]]; });
   std::vector<int64_t> rank_of(order.size());
   for (size_t p = 0; p < order.size(); ++p) rank_of[order[p]] = p;
   std::vector<int64_t> counts(order.size(), 0), indices(order.size());
@@ -123,9 +124,18 @@ absl::Status NonMaxSuppression(NodeContext& ctx) {
   ASSIGN_OR_RETURN(Literal scores, ctx.ConstInput(1));
   int64_t max_out = 0;
   double iou_th = 0, score_th = -INFINITY;
-  if (ctx.has_input(2)) { ASSIGN_OR_RETURN(Literal l, ctx.ConstInput(2)); max_out = l.GetAsInt64(0); }
-  if (ctx.has_input(3)) { ASSIGN_OR_RETURN(Literal l, ctx.ConstInput(3)); iou_th = l.GetAsDouble(0); }
-  if (ctx.has_input(4)) { ASSIGN_OR_RETURN(Literal l, ctx.ConstInput(4)); score_th = l.GetAsDouble(0); }
+  if (ctx.has_input(2)) {
+    ASSIGN_OR_RETURN(Literal l, ctx.ConstInput(2));
+    max_out = l.GetAsInt64(0);
+  }
+  if (ctx.has_input(3)) {
+    ASSIGN_OR_RETURN(Literal l, ctx.ConstInput(3));
+    iou_th = l.GetAsDouble(0);
+  }
+  if (ctx.has_input(4)) {
+    ASSIGN_OR_RETURN(Literal l, ctx.ConstInput(4));
+    score_th = l.GetAsDouble(0);
+  }
   bool center = ctx.attr_i("center_point_box", 0) != 0;
   const auto& bd = boxes.shape().dims;
   const auto& sd = scores.shape().dims;
@@ -135,7 +145,8 @@ absl::Status NonMaxSuppression(NodeContext& ctx) {
   // Corners (y1, x1, y2, x2) with y1 <= y2, x1 <= x2.
   auto corners = [&](int64_t bi, int64_t k) {
     const int64_t o = (bi * n + k) * 4;
-    double a = boxes.GetAsDouble(o), c = boxes.GetAsDouble(o + 1), e = boxes.GetAsDouble(o + 2), g = boxes.GetAsDouble(o + 3);
+    double a = boxes.GetAsDouble(o), c = boxes.GetAsDouble(o + 1), e = boxes.GetAsDouble(o + 2),
+           g = boxes.GetAsDouble(o + 3);
     if (center) return std::array<double, 4>{c - g / 2, a - e / 2, c + g / 2, a + e / 2};
     return std::array<double, 4>{std::min(a, e), std::min(c, g), std::max(a, e), std::max(c, g)};
   };

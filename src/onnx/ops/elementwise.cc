@@ -39,7 +39,9 @@ absl::StatusOr<Instruction*> LegacyBroadcast(NodeContext& ctx, Instruction* a, I
 absl::StatusOr<std::vector<Instruction*>> Inputs(NodeContext& ctx) {
   std::vector<Instruction*> xs;
   for (int i = 0; i < ctx.input_count(); ++i) xs.push_back(ctx.input(i));
-  if (xs.size() == 2) { ASSIGN_OR_RETURN(xs[1], LegacyBroadcast(ctx, xs[0], xs[1])); }
+  if (xs.size() == 2) {
+    ASSIGN_OR_RETURN(xs[1], LegacyBroadcast(ctx, xs[0], xs[1]));
+  }
   return BroadcastAll(ctx, xs);
 }
 
@@ -59,8 +61,8 @@ absl::Status Unary(NodeContext& ctx) {
 
 absl::Status RequireFloat(NodeContext& ctx, Instruction* x) {
   if (x && !hlo::IsFloatingPoint(x->shape().element_type))
-    return ctx.Unsupported(absl::StrCat("input type ", hlo::PrimitiveTypeName(x->shape().element_type),
-                                        " (floating-point types only)"));
+    return ctx.Unsupported(
+        absl::StrCat("input type ", hlo::PrimitiveTypeName(x->shape().element_type), " (floating-point types only)"));
   return absl::OkStatus();
 }
 
@@ -157,13 +159,15 @@ absl::Status Cosh(NodeContext& ctx) {
 }
 absl::Status Asinh(NodeContext& ctx) {  // log(x + sqrt(x^2 + 1))
   return FloatFn(ctx, [](hlo::Builder& b, Instruction* x) {
-    Instruction* s = b.Unary(Opcode::kSqrt, b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, x), SplatLike(b, x, 1)));
+    Instruction* s =
+        b.Unary(Opcode::kSqrt, b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, x), SplatLike(b, x, 1)));
     return b.Unary(Opcode::kLog, b.Binary(Opcode::kAdd, x, s));
   });
 }
 absl::Status Acosh(NodeContext& ctx) {  // log(x + sqrt(x^2 - 1))
   return FloatFn(ctx, [](hlo::Builder& b, Instruction* x) {
-    Instruction* s = b.Unary(Opcode::kSqrt, b.Binary(Opcode::kSubtract, b.Binary(Opcode::kMultiply, x, x), SplatLike(b, x, 1)));
+    Instruction* s =
+        b.Unary(Opcode::kSqrt, b.Binary(Opcode::kSubtract, b.Binary(Opcode::kMultiply, x, x), SplatLike(b, x, 1)));
     return b.Unary(Opcode::kLog, b.Binary(Opcode::kAdd, x, s));
   });
 }
@@ -210,9 +214,9 @@ absl::Status Celu(NodeContext& ctx) {  // max(0,x) + min(0, alpha*(exp(x/alpha)-
   RETURN_IF_ERROR(RequireFloat(ctx, x));
   hlo::Builder& b = ctx.b();
   double alpha = ctx.attr_f("alpha", 1.0f);
-  Instruction* e = b.Binary(Opcode::kMultiply,
-                            b.Unary(Opcode::kExpm1, b.Binary(Opcode::kDivide, x, SplatLike(b, x, alpha))),
-                            SplatLike(b, x, alpha));
+  Instruction* e =
+      b.Binary(Opcode::kMultiply, b.Unary(Opcode::kExpm1, b.Binary(Opcode::kDivide, x, SplatLike(b, x, alpha))),
+               SplatLike(b, x, alpha));
   ctx.set_output(0, b.Binary(Opcode::kAdd, b.Binary(Opcode::kMaximum, x, SplatLike(b, x, 0)),
                              b.Binary(Opcode::kMinimum, e, SplatLike(b, x, 0))));
   return absl::OkStatus();
@@ -233,8 +237,10 @@ absl::Status HardSigmoid(NodeContext& ctx) {
 absl::Status HardSwish(NodeContext& ctx) {  // x * clamp(x/6 + 0.5, 0, 1)
   Instruction* x = ctx.input(0);
   hlo::Builder& b = ctx.b();
-  Instruction* y = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, 1.0 / 6)), SplatLike(b, x, 0.5));
-  Instruction* hs = b.Clamp(b.ScalarConstant(x->shape().element_type, 0), y, b.ScalarConstant(x->shape().element_type, 1));
+  Instruction* y =
+      b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, 1.0 / 6)), SplatLike(b, x, 0.5));
+  Instruction* hs =
+      b.Clamp(b.ScalarConstant(x->shape().element_type, 0), y, b.ScalarConstant(x->shape().element_type, 1));
   ctx.set_output(0, b.Binary(Opcode::kMultiply, x, hs));
   return absl::OkStatus();
 }
@@ -283,9 +289,12 @@ absl::Status Logical(NodeContext& ctx) {
 absl::Status BitShift(NodeContext& ctx) {
   ASSIGN_OR_RETURN(auto xs, Inputs(ctx));
   std::string dir = ctx.attr_s("direction", "");
-  if (dir == "LEFT") ctx.set_output(0, ctx.b().Binary(Opcode::kShiftLeft, xs[0], xs[1]));
-  else if (dir == "RIGHT") ctx.set_output(0, ctx.b().Binary(Opcode::kShiftRightLogical, xs[0], xs[1]));
-  else return ctx.Error("direction must be LEFT or RIGHT");
+  if (dir == "LEFT")
+    ctx.set_output(0, ctx.b().Binary(Opcode::kShiftLeft, xs[0], xs[1]));
+  else if (dir == "RIGHT")
+    ctx.set_output(0, ctx.b().Binary(Opcode::kShiftRightLogical, xs[0], xs[1]));
+  else
+    return ctx.Error("direction must be LEFT or RIGHT");
   return absl::OkStatus();
 }
 
@@ -301,7 +310,8 @@ std::string FloatToString(double v, bool single) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   for (int p = 1; p <= 17; ++p) {
     std::string s = absl::StrFormat("%.*g", p, v);
-    if (single ? std::strtof(s.c_str(), nullptr) == static_cast<float>(v) : std::strtod(s.c_str(), nullptr) == v) return s;
+    if (single ? std::strtof(s.c_str(), nullptr) == static_cast<float>(v) : std::strtod(s.c_str(), nullptr) == v)
+      return s;
   }
   return absl::StrFormat("%.17g", v);
 }
@@ -319,7 +329,8 @@ absl::Status CastToFrom(NodeContext& ctx, bool to_string, hlo::PrimitiveType to)
     for (size_t i = 0; i < in->values.size(); ++i) {
       char* end = nullptr;
       l.data<double>()[i] = std::strtod(in->values[i].c_str(), &end);
-      if (end == in->values[i].c_str()) return ctx.Error(absl::StrCat("cannot parse '", in->values[i], "' as a number"));
+      if (end == in->values[i].c_str())
+        return ctx.Error(absl::StrCat("cannot parse '", in->values[i], "' as a number"));
     }
     ctx.set_output(0, b.Constant(l.Convert(to)));
     return absl::OkStatus();
@@ -335,7 +346,7 @@ absl::Status CastToFrom(NodeContext& ctx, bool to_string, hlo::PrimitiveType to)
   bool single = v.shape().element_type != hlo::F64;
   for (int64_t i = 0; i < v.element_count(); ++i)
     out.values.push_back(hlo::IsFloatingPoint(v.shape().element_type) ? FloatToString(v.GetAsDouble(i), single)
-                                                                        : absl::StrCat(v.GetAsInt64(i)));
+                                                                      : absl::StrCat(v.GetAsInt64(i)));
   ctx.set_string_output(0, std::move(out));
   return absl::OkStatus();
 }

@@ -73,7 +73,8 @@ class Sampler {
   Instruction* Tap(Instruction* xi, Instruction* yi) {
     Instruction* valid = nullptr;
     if (padding_ == "zeros") {
-      valid = b_.Binary(Opcode::kAnd, b_.Binary(Opcode::kAnd, b_.Compare(xi, S(0), hlo::ComparisonDirection::kGe), Lt(xi, S(w_))),
+      valid = b_.Binary(Opcode::kAnd,
+                        b_.Binary(Opcode::kAnd, b_.Compare(xi, S(0), hlo::ComparisonDirection::kGe), Lt(xi, S(w_))),
                         b_.Binary(Opcode::kAnd, b_.Compare(yi, S(0), hlo::ComparisonDirection::kGe), Lt(yi, S(h_))));
     } else if (padding_ == "reflection") {
       xi = Reflect(xi, Lo(), Hi(w_));
@@ -84,7 +85,8 @@ class Sampler {
       Instruction* i = b_.Convert(v, hlo::S64);
       return b_.Clamp(b_.ScalarConstant(hlo::S64, 0), i, b_.ScalarConstant(hlo::S64, len - 1));
     };
-    Instruction* flat = Add64(b_.Binary(Opcode::kMultiply, index(yi, h_), Splat(b_, hlo::S64, w_, {n_, ho_, wo_})), index(xi, w_));
+    Instruction* flat =
+        Add64(b_.Binary(Opcode::kMultiply, index(yi, h_), Splat(b_, hlo::S64, w_, {n_, ho_, wo_})), index(xi, w_));
     std::vector<int64_t> d1 = {n_, ho_ * wo_, 1};
     Instruction* nidx = b_.Iota(hlo::Shape(hlo::S64, d1), 0);
     Instruction* idx = b_.Concatenate({nidx, b_.Reshape(flat, d1)}, 2);  // [N, P, 2] = (n, flat)
@@ -95,7 +97,8 @@ class Sampler {
     gd.index_vector_dim = 2;
     Instruction* v = b_.Gather(flat_, idx, gd, {1, c_, 1});  // [N, P, C]
     v = b_.Reshape(b_.Transpose(v, {0, 2, 1}), {n_, c_, ho_, wo_});
-    if (valid) v = b_.Select(b_.Broadcast(valid, {n_, c_, ho_, wo_}, {0, 2, 3}), v, Splat(b_, t_, 0, {n_, c_, ho_, wo_}));
+    if (valid)
+      v = b_.Select(b_.Broadcast(valid, {n_, c_, ho_, wo_}, {0, 2, 3}), v, Splat(b_, t_, 0, {n_, c_, ho_, wo_}));
     return v;
   }
   Instruction* Add64(Instruction* a, Instruction* c) { return b_.Binary(Opcode::kAdd, a, c); }
@@ -137,11 +140,10 @@ class Sampler {
         Instruction* t1 = Add(t, S(1));
         Instruction* s = Sub(S(1), t);
         Instruction* s1 = Sub(S(2), t);
-        return std::vector<Instruction*>{
-            Sub(Mul(Add(Mul(Sub(Mul(S(A), t1), S(5 * A)), t1), S(8 * A)), t1), S(4 * A)),
-            Add(Mul(Mul(Sub(Mul(S(A + 2), t), S(A + 3)), t), t), S(1)),
-            Add(Mul(Mul(Sub(Mul(S(A + 2), s), S(A + 3)), s), s), S(1)),
-            Sub(Mul(Add(Mul(Sub(Mul(S(A), s1), S(5 * A)), s1), S(8 * A)), s1), S(4 * A))};
+        return std::vector<Instruction*>{Sub(Mul(Add(Mul(Sub(Mul(S(A), t1), S(5 * A)), t1), S(8 * A)), t1), S(4 * A)),
+                                         Add(Mul(Mul(Sub(Mul(S(A + 2), t), S(A + 3)), t), t), S(1)),
+                                         Add(Mul(Mul(Sub(Mul(S(A + 2), s), S(A + 3)), s), s), S(1)),
+                                         Sub(Mul(Add(Mul(Sub(Mul(S(A), s1), S(5 * A)), s1), S(8 * A)), s1), S(4 * A))};
       };
       std::vector<Instruction*> cx = coeffs(Sub(x, fx)), cy = coeffs(Sub(y, fy));
       Instruction* out = nullptr;
@@ -200,7 +202,8 @@ absl::Status RoiAlign(NodeContext& ctx) {
   Instruction* rois = ctx.input(1);
   Instruction* batch_idx = ctx.input(2);
   hlo::Builder& b = ctx.b();
-  if (!x || !rois || !batch_idx || x->shape().rank() != 4) return ctx.Error("needs X [N,C,H,W], rois [R,4], batch_indices [R]");
+  if (!x || !rois || !batch_idx || x->shape().rank() != 4)
+    return ctx.Error("needs X [N,C,H,W], rois [R,4], batch_indices [R]");
   hlo::PrimitiveType t = x->shape().element_type;
   int64_t c = x->shape().dims[1], h = x->shape().dims[2], w = x->shape().dims[3];
   int64_t r = rois->shape().dims[0];
@@ -215,7 +218,8 @@ absl::Status RoiAlign(NodeContext& ctx) {
   auto S = [&](double v) { return Splat(b, t, v, sd); };
   auto col = [&](int64_t k) {  // rois[:, k] * scale - offset, broadcast to the sample dims
     Instruction* v = b.Reshape(b.Slice(b.Convert(rois, t), {0, k}, {r, k + 1}, {1, 1}), {r});
-    v = b.Binary(Opcode::kSubtract, b.Binary(Opcode::kMultiply, v, Splat(b, t, scale, {r})), Splat(b, t, half_pixel ? 0.5 : 0, {r}));
+    v = b.Binary(Opcode::kSubtract, b.Binary(Opcode::kMultiply, v, Splat(b, t, scale, {r})),
+                 Splat(b, t, half_pixel ? 0.5 : 0, {r}));
     return b.Broadcast(v, sd, {0});
   };
   auto add = [&](Instruction* a, Instruction* q) { return b.Binary(Opcode::kAdd, a, q); };
@@ -236,10 +240,11 @@ absl::Status RoiAlign(NodeContext& ctx) {
   Instruction* y = add(add(y0, mul(iota(1), bh)), div(mul(add(iota(3), S(0.5)), bh), S(gh)));
   Instruction* xx = add(add(x0, mul(iota(2), bw)), div(mul(add(iota(4), S(0.5)), bw), S(gw)));
   // Points beyond one pixel outside the image contribute nothing.
-  Instruction* outside = b.Binary(
-      Opcode::kOr,
-      b.Binary(Opcode::kOr, b.Compare(y, S(-1), hlo::ComparisonDirection::kLt), b.Compare(y, S(h), hlo::ComparisonDirection::kGt)),
-      b.Binary(Opcode::kOr, b.Compare(xx, S(-1), hlo::ComparisonDirection::kLt), b.Compare(xx, S(w), hlo::ComparisonDirection::kGt)));
+  Instruction* outside = b.Binary(Opcode::kOr,
+                                  b.Binary(Opcode::kOr, b.Compare(y, S(-1), hlo::ComparisonDirection::kLt),
+                                           b.Compare(y, S(h), hlo::ComparisonDirection::kGt)),
+                                  b.Binary(Opcode::kOr, b.Compare(xx, S(-1), hlo::ComparisonDirection::kLt),
+                                           b.Compare(xx, S(w), hlo::ComparisonDirection::kGt)));
   y = b.Binary(Opcode::kMaximum, y, S(0));
   xx = b.Binary(Opcode::kMaximum, xx, S(0));
   auto low_high = [&](Instruction* v, int64_t len, Instruction** low, Instruction** high, Instruction** frac) {
@@ -260,8 +265,9 @@ absl::Status RoiAlign(NodeContext& ctx) {
   Instruction* flat_x = b.Reshape(x, {x->shape().dims[0], c, h * w});
   Instruction* bidx = b.Broadcast(b.Convert(batch_idx, hlo::S64), {r, p, 1}, {0});
   auto tap = [&](Instruction* yi, Instruction* xi, Instruction* weight) {
-    Instruction* flat = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, b.Convert(yi, hlo::S64), Splat(b, hlo::S64, w, sd)),
-                                 b.Convert(xi, hlo::S64));
+    Instruction* flat =
+        b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, b.Convert(yi, hlo::S64), Splat(b, hlo::S64, w, sd)),
+                 b.Convert(xi, hlo::S64));
     Instruction* idx = b.Concatenate({bidx, b.Reshape(flat, {r, p, 1})}, 2);
     hlo::GatherDimensionNumbers gd;
     gd.offset_dims = {2};

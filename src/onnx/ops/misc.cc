@@ -1,8 +1,8 @@
 // Smaller ops: window functions, Shrink, ReverseSequence, Einsum and the
 // training optimizers of ai.onnx.preview.training (pure elementwise updates).
 #include <algorithm>
-#include <cmath>
 #include <cctype>
+#include <cmath>
 #include <functional>
 #include <map>
 
@@ -30,9 +30,12 @@ absl::Status Window(NodeContext& ctx) {
   for (int64_t i = 0; i < n; ++i) {
     double x = denom > 0 ? 2 * M_PI * i / denom : 0;
     double v;
-    if (kKind == 0) v = 0.5 - 0.5 * std::cos(x);
-    else if (kKind == 1) v = 25.0 / 46 - (21.0 / 46) * std::cos(x);
-    else v = 0.42 - 0.5 * std::cos(x) + 0.08 * std::cos(2 * x);
+    if (kKind == 0)
+      v = 0.5 - 0.5 * std::cos(x);
+    else if (kKind == 1)
+      v = 25.0 / 46 - (21.0 / 46) * std::cos(x);
+    else
+      v = 0.42 - 0.5 * std::cos(x) + 0.08 * std::cos(2 * x);
     w.data<double>()[i] = v;
   }
   ctx.set_output(0, ctx.b().Constant(w.Convert(t)));
@@ -93,7 +96,8 @@ absl::Status Einsum(NodeContext& ctx) {
   for (size_t k = 0; k < terms.size(); ++k) {
     size_t e = terms[k].find("...");
     if (e != std::string::npos)
-      ell_rank = std::max<int64_t>(ell_rank, ctx.input(k)->shape().rank() - (static_cast<int64_t>(terms[k].size()) - 3));
+      ell_rank =
+          std::max<int64_t>(ell_rank, ctx.input(k)->shape().rank() - (static_cast<int64_t>(terms[k].size()) - 3));
   }
   std::string ell_letters;
   for (char c = 'A'; static_cast<int64_t>(ell_letters.size()) < ell_rank && c <= 'z'; ++c)
@@ -112,7 +116,8 @@ absl::Status Einsum(NodeContext& ctx) {
     if (e != std::string::npos) out.replace(e, 3, ell_letters);
   } else {
     std::map<char, int> count;
-    for (const auto& t : terms) for (char c : t) ++count[c];
+    for (const auto& t : terms)
+      for (char c : t) ++count[c];
     out = ell_letters;
     for (auto [c, n] : count)
       if (n == 1 && ell_letters.find(c) == std::string::npos) out += c;
@@ -120,7 +125,8 @@ absl::Status Einsum(NodeContext& ctx) {
   std::vector<Instruction*> xs;
   for (size_t k = 0; k < terms.size(); ++k) {
     Instruction* x = ctx.input(k);
-    if (static_cast<int64_t>(terms[k].size()) != x->shape().rank()) return ctx.Error("equation rank differs from the input");
+    if (static_cast<int64_t>(terms[k].size()) != x->shape().rank())
+      return ctx.Error("equation rank differs from the input");
     // A label repeated within one operand takes the diagonal: keep the
     // first occurrence, mask the second by equality and sum it away.
     for (size_t i = 0; i < terms[k].size(); ++i) {
@@ -141,10 +147,12 @@ absl::Status Einsum(NodeContext& ctx) {
     std::string kept;
     for (size_t i = 0; i < terms[k].size(); ++i) {
       char c = terms[k][i];
-      bool elsewhere = out.find(c) != std::string::npos ||
-                       (terms.size() == 2 && terms[1 - k].find(c) != std::string::npos);
-      if (elsewhere) kept += c;
-      else sum_dims.push_back(i);
+      bool elsewhere =
+          out.find(c) != std::string::npos || (terms.size() == 2 && terms[1 - k].find(c) != std::string::npos);
+      if (elsewhere)
+        kept += c;
+      else
+        sum_dims.push_back(i);
     }
     if (!sum_dims.empty()) x = ReduceOver(b, x, Opcode::kAdd, 0, sum_dims, false);
     terms[k] = kept;
@@ -161,7 +169,10 @@ absl::Status Einsum(NodeContext& ctx) {
     for (size_t i = 0; i < terms[0].size(); ++i) {
       char c = terms[0][i];
       size_t j = terms[1].find(c);
-      if (j == std::string::npos) { a_free += c; continue; }
+      if (j == std::string::npos) {
+        a_free += c;
+        continue;
+      }
       if (out.find(c) != std::string::npos) {
         d.lhs_batch_dimensions.push_back(i);
         d.rhs_batch_dimensions.push_back(j);
@@ -171,14 +182,16 @@ absl::Status Einsum(NodeContext& ctx) {
         d.rhs_contracting_dimensions.push_back(j);
       }
     }
-    for (char c : terms[1]) if (terms[0].find(c) == std::string::npos) b_free += c;
+    for (char c : terms[1])
+      if (terms[0].find(c) == std::string::npos) b_free += c;
     y = b.Dot(xs[0], xs[1], d);
     labels = batch + a_free + b_free;
   }
   std::vector<int64_t> perm;
   for (char c : out) {
     size_t p = labels.find(c);
-    if (p == std::string::npos) return ctx.Error(absl::StrCat("output label '", std::string(1, c), "' is not in the inputs"));
+    if (p == std::string::npos)
+      return ctx.Error(absl::StrCat("output label '", std::string(1, c), "' is not in the inputs"));
     perm.push_back(p);
   }
   ctx.set_output(0, b.Transpose(y, perm));
@@ -205,15 +218,18 @@ absl::Status Det(NodeContext& ctx) {
     return b.Reshape(b.Slice(x, s, l, st), batch);
   };
   // det over the rows [row, n) and the given columns.
-  std::function<Instruction*(int64_t, std::vector<int64_t>)> det = [&](int64_t row, std::vector<int64_t> cols) -> Instruction* {
+  std::function<Instruction*(int64_t, std::vector<int64_t>)> det = [&](int64_t row,
+                                                                       std::vector<int64_t> cols) -> Instruction* {
     if (cols.size() == 1) return elem(row, cols[0]);
     Instruction* acc = nullptr;
     for (size_t k = 0; k < cols.size(); ++k) {
       std::vector<int64_t> rest = cols;
       rest.erase(rest.begin() + k);
       Instruction* term = b.Binary(Opcode::kMultiply, elem(row, cols[k]), det(row + 1, rest));
-      if (!acc) acc = term;
-      else acc = b.Binary(k % 2 ? Opcode::kSubtract : Opcode::kAdd, acc, term);
+      if (!acc)
+        acc = term;
+      else
+        acc = b.Binary(k % 2 ? Opcode::kSubtract : Opcode::kAdd, acc, term);
     }
     return acc;
   };
@@ -265,9 +281,13 @@ absl::Status TfIdfVectorizer(NodeContext& ctx) {
       }
       if (!total) total = Splat(b, hlo::F32, 0, {rows});
       double w = gram < static_cast<int64_t>(weights.size()) ? weights[gram] : 1.0;
-      if (mode == "IDF") total = b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMinimum, total, SplatLike(b, total, 1)), SplatLike(b, total, w));
-      else if (mode == "TFIDF") total = b.Binary(Opcode::kMultiply, total, SplatLike(b, total, w));
-      else if (mode != "TF") return ctx.Error(absl::StrCat("unknown mode '", mode, "'"));
+      if (mode == "IDF")
+        total = b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMinimum, total, SplatLike(b, total, 1)),
+                         SplatLike(b, total, w));
+      else if (mode == "TFIDF")
+        total = b.Binary(Opcode::kMultiply, total, SplatLike(b, total, w));
+      else if (mode != "TF")
+        return ctx.Error(absl::StrCat("unknown mode '", mode, "'"));
       cols[indexes[gram]] = b.Reshape(total, {rows, 1});
     }
   }
@@ -325,7 +345,8 @@ absl::Status Adagrad(NodeContext& ctx) {
   Instruction* r = ctx.input(0);
   Instruction* t = ctx.input(1);
   int n = (ctx.input_count() - 2) / 3;
-  double decay = ctx.attr_f("decay_factor", 0), eps = ctx.attr_f("epsilon", 0), norm = ctx.attr_f("norm_coefficient", 0);
+  double decay = ctx.attr_f("decay_factor", 0), eps = ctx.attr_f("epsilon", 0),
+         norm = ctx.attr_f("norm_coefficient", 0);
   for (int k = 0; k < n; ++k) {
     Instruction* x = ctx.input(2 + k);
     Instruction* g = ctx.input(2 + n + k);
@@ -337,7 +358,8 @@ absl::Status Adagrad(NodeContext& ctx) {
     Instruction* gr = Regularized(b, x, g, norm);
     Instruction* h2 = b.Binary(Opcode::kAdd, h, b.Binary(Opcode::kMultiply, gr, gr));
     Instruction* den = b.Binary(Opcode::kAdd, b.Unary(Opcode::kSqrt, h2), SplatLike(b, h2, eps));
-    Instruction* step = b.Binary(Opcode::kMultiply, BroadcastTo(b, rr, x->shape().dims), b.Binary(Opcode::kDivide, gr, den));
+    Instruction* step =
+        b.Binary(Opcode::kMultiply, BroadcastTo(b, rr, x->shape().dims), b.Binary(Opcode::kDivide, gr, den));
     ctx.set_output(k, b.Binary(Opcode::kSubtract, x, step));
     ctx.set_output(n + k, h2);
   }
@@ -359,12 +381,14 @@ absl::Status Momentum(NodeContext& ctx) {
     const auto& dims = x->shape().dims;
     Instruction* gr = Regularized(b, x, g, norm);
     // beta applies from the second step on (t > 0).
-    Instruction* first = b.Compare(b.Convert(t, hlo::S64), b.ScalarConstant(hlo::S64, 0), hlo::ComparisonDirection::kEq);
+    Instruction* first =
+        b.Compare(b.Convert(t, hlo::S64), b.ScalarConstant(hlo::S64, 0), hlo::ComparisonDirection::kEq);
     Instruction* bb = b.Select(first, b.ScalarConstant(ty, 1), b.ScalarConstant(ty, beta));
     Instruction* v2 = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, v, SplatLike(b, v, alpha)),
                                b.Binary(Opcode::kMultiply, gr, BroadcastTo(b, bb, dims)));
     Instruction* rr = BroadcastTo(b, b.Convert(r, ty), dims);
-    Instruction* dir = nesterov ? b.Binary(Opcode::kAdd, gr, b.Binary(Opcode::kMultiply, v2, SplatLike(b, v2, alpha))) : v2;
+    Instruction* dir =
+        nesterov ? b.Binary(Opcode::kAdd, gr, b.Binary(Opcode::kMultiply, v2, SplatLike(b, v2, alpha))) : v2;
     ctx.set_output(k, b.Binary(Opcode::kSubtract, x, b.Binary(Opcode::kMultiply, rr, dir)));
     ctx.set_output(n + k, v2);
   }
@@ -388,20 +412,23 @@ absl::Status Adam(NodeContext& ctx) {
     Instruction* gr = Regularized(b, x, g, norm);
     Instruction* v2 = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, v, SplatLike(b, v, alpha)),
                                b.Binary(Opcode::kMultiply, gr, SplatLike(b, gr, 1 - alpha)));
-    Instruction* h2 = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, h, SplatLike(b, h, beta)),
-                               b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, gr, gr), SplatLike(b, gr, 1 - beta)));
+    Instruction* h2 =
+        b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, h, SplatLike(b, h, beta)),
+                 b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, gr, gr), SplatLike(b, gr, 1 - beta)));
     // Bias correction when t > 0: r' = r * sqrt(1 - beta^t) / (1 - alpha^t).
     Instruction* tf = b.Convert(t, ty);
     Instruction* pa = b.Binary(Opcode::kPower, b.ScalarConstant(ty, alpha), tf);
     Instruction* pb = b.Binary(Opcode::kPower, b.ScalarConstant(ty, beta), tf);
-    Instruction* corrected = b.Binary(Opcode::kDivide,
-                                      b.Binary(Opcode::kMultiply, b.Convert(r, ty),
-                                               b.Unary(Opcode::kSqrt, b.Binary(Opcode::kSubtract, b.ScalarConstant(ty, 1), pb))),
-                                      b.Binary(Opcode::kSubtract, b.ScalarConstant(ty, 1), pa));
+    Instruction* corrected =
+        b.Binary(Opcode::kDivide,
+                 b.Binary(Opcode::kMultiply, b.Convert(r, ty),
+                          b.Unary(Opcode::kSqrt, b.Binary(Opcode::kSubtract, b.ScalarConstant(ty, 1), pb))),
+                 b.Binary(Opcode::kSubtract, b.ScalarConstant(ty, 1), pa));
     Instruction* pos = b.Compare(b.Convert(t, hlo::S64), b.ScalarConstant(hlo::S64, 0), hlo::ComparisonDirection::kGt);
     Instruction* rr = BroadcastTo(b, b.Select(pos, corrected, b.Convert(r, ty)), dims);
     Instruction* den = b.Binary(Opcode::kAdd, b.Unary(Opcode::kSqrt, h2), SplatLike(b, h2, eps));
-    Instruction* x2 = b.Binary(Opcode::kSubtract, x, b.Binary(Opcode::kMultiply, rr, b.Binary(Opcode::kDivide, v2, den)));
+    Instruction* x2 =
+        b.Binary(Opcode::kSubtract, x, b.Binary(Opcode::kMultiply, rr, b.Binary(Opcode::kDivide, v2, den)));
     x2 = b.Binary(Opcode::kMultiply, x2, SplatLike(b, x2, 1 - norm_post));
     ctx.set_output(k, x2);
     ctx.set_output(n + k, v2);

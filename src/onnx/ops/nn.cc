@@ -20,11 +20,18 @@ absl::StatusOr<Instruction*> NumpyMatMul(NodeContext& ctx, Instruction* a, Instr
   std::vector<int64_t> ad = a->shape().dims, bd = b->shape().dims;
   if (ad.empty() || bd.empty()) return ctx.Error("inputs must not be scalars");
   bool a_vec = ad.size() == 1, b_vec = bd.size() == 1;
-  if (a_vec) { ad.insert(ad.begin(), 1); a = bb.Reshape(a, ad); }
-  if (b_vec) { bd.push_back(1); b = bb.Reshape(b, bd); }
+  if (a_vec) {
+    ad.insert(ad.begin(), 1);
+    a = bb.Reshape(a, ad);
+  }
+  if (b_vec) {
+    bd.push_back(1);
+    b = bb.Reshape(b, bd);
+  }
   int64_t m = ad[ad.size() - 2], k = ad.back(), n = bd.back();
   if (bd[bd.size() - 2] != k)
-    return ctx.Error(absl::StrCat("inner dimensions differ: ", a->shape().ToString(false), " x ", b->shape().ToString(false)));
+    return ctx.Error(
+        absl::StrCat("inner dimensions differ: ", a->shape().ToString(false), " x ", b->shape().ToString(false)));
   hlo::DotDimensionNumbers d;
   Instruction* r;
   std::vector<int64_t> out_dims;
@@ -328,16 +335,17 @@ absl::Status MaxPoolWithIndices(NodeContext& ctx, Instruction* x, const hlo::Win
   Instruction* m = ReduceOver(b, vals, Opcode::kMaximum, LowestValue(t), {3}, false);
   Instruction* hit = b.Compare(vals, b.Broadcast(m, vd, {0, 1, 2}), hlo::ComparisonDirection::kEq);
   Instruction* kio = b.Iota(hlo::Shape(hlo::S64, vd), 3);
-  Instruction* first = ReduceOver(b, b.Select(hit, kio, SplatLike(b, kio, window)), Opcode::kMinimum, INT64_MAX, {3}, false);
+  Instruction* first =
+      ReduceOver(b, b.Select(hit, kio, SplatLike(b, kio, window)), Opcode::kMinimum, INT64_MAX, {3}, false);
   Instruction* chosen = b.Compare(kio, b.Broadcast(first, vd, {0, 1, 2}), hlo::ComparisonDirection::kEq);
   Instruction* table = b.Broadcast(b.Constant(value_table), vd, {2, 3});
   Instruction* spatial = ReduceOver(b, b.Select(chosen, table, SplatLike(b, table, 0)), Opcode::kAdd, 0, {3}, false);
   // Add the batch and channel offsets: (n * C + c) * len.
   hlo::Shape ps(hlo::S64, {n, c, positions});
-  Instruction* base = b.Binary(Opcode::kMultiply,
-                               b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, b.Iota(ps, 0), Splat(b, hlo::S64, c, ps.dims)),
-                                        b.Iota(ps, 1)),
-                               Splat(b, hlo::S64, len, ps.dims));
+  Instruction* base = b.Binary(
+      Opcode::kMultiply,
+      b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, b.Iota(ps, 0), Splat(b, hlo::S64, c, ps.dims)), b.Iota(ps, 1)),
+      Splat(b, hlo::S64, len, ps.dims));
   std::vector<int64_t> out_dims = {n, c};
   out_dims.insert(out_dims.end(), out.begin(), out.end());
   ctx.set_output(0, b.Reshape(m, out_dims));
@@ -464,7 +472,8 @@ absl::Status GlobalLpPool(NodeContext& ctx) {
 
 absl::Status GlobalMaxPool(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
-  ctx.set_output(0, ReduceOver(ctx.b(), x, Opcode::kMaximum, LowestValue(x->shape().element_type), SpatialAxes(x), true));
+  ctx.set_output(0,
+                 ReduceOver(ctx.b(), x, Opcode::kMaximum, LowestValue(x->shape().element_type), SpatialAxes(x), true));
   return absl::OkStatus();
 }
 
@@ -518,10 +527,13 @@ absl::Status BatchNormalization(NodeContext& ctx) {
   Instruction* var = ctx.input(4);
   // y = x * s + (B - mean * s) with s = scale / sqrt(var + eps): the
   // per-channel vectors fold to constants when the statistics are weights.
-  Instruction* s = b.Binary(Opcode::kMultiply, b.Convert(scale, t),
-                            b.Unary(Opcode::kRsqrt, b.Binary(Opcode::kAdd, b.Convert(var, t), SplatLike(b, b.Convert(var, t), eps))));
-  Instruction* shift = b.Binary(Opcode::kSubtract, b.Convert(bias, t), b.Binary(Opcode::kMultiply, b.Convert(mean, t), s));
-  ctx.set_output(0, b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, PerChannel(b, s, x)), PerChannel(b, shift, x)));
+  Instruction* s = b.Binary(
+      Opcode::kMultiply, b.Convert(scale, t),
+      b.Unary(Opcode::kRsqrt, b.Binary(Opcode::kAdd, b.Convert(var, t), SplatLike(b, b.Convert(var, t), eps))));
+  Instruction* shift =
+      b.Binary(Opcode::kSubtract, b.Convert(bias, t), b.Binary(Opcode::kMultiply, b.Convert(mean, t), s));
+  ctx.set_output(0,
+                 b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, PerChannel(b, s, x)), PerChannel(b, shift, x)));
   return absl::OkStatus();
 }
 
@@ -580,7 +592,8 @@ absl::Status GroupNormalization(NodeContext& ctx) {
   hlo::Builder& b = ctx.b();
   int64_t groups = ctx.attr_i("num_groups", 0);
   const auto& dims = x->shape().dims;
-  if (x->shape().rank() < 2 || groups <= 0 || dims[1] % groups) return ctx.Error("channels must divide into num_groups");
+  if (x->shape().rank() < 2 || groups <= 0 || dims[1] % groups)
+    return ctx.Error("channels must divide into num_groups");
   int64_t n = dims[0], c = dims[1], rest = x->shape().ElementCount() / (n * c);
   hlo::PrimitiveType t = x->shape().element_type;
   bool upcast = ctx.attr_i("stash_type", 1) == 1 && (t == hlo::F16 || t == hlo::BF16);
@@ -633,11 +646,13 @@ absl::Status Gelu(NodeContext& ctx) {
   if (ctx.attr_s("approximate", "none") == "tanh") {
     // 0.5 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
     Instruction* x3 = b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, x, x), x);
-    Instruction* inner = b.Binary(Opcode::kMultiply, SplatLike(b, x, std::sqrt(2.0 / M_PI)),
-                                  b.Binary(Opcode::kAdd, x, b.Binary(Opcode::kMultiply, x3, SplatLike(b, x, 0.044715))));
+    Instruction* inner =
+        b.Binary(Opcode::kMultiply, SplatLike(b, x, std::sqrt(2.0 / M_PI)),
+                 b.Binary(Opcode::kAdd, x, b.Binary(Opcode::kMultiply, x3, SplatLike(b, x, 0.044715))));
     cdf = b.Binary(Opcode::kAdd, SplatLike(b, x, 1), b.Unary(Opcode::kTanh, inner));
   } else {
-    cdf = b.Binary(Opcode::kAdd, SplatLike(b, x, 1), b.Unary(Opcode::kErf, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, M_SQRT1_2))));
+    cdf = b.Binary(Opcode::kAdd, SplatLike(b, x, 1),
+                   b.Unary(Opcode::kErf, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, M_SQRT1_2))));
   }
   ctx.set_output(0, b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, 0.5)), cdf));
   return absl::OkStatus();
@@ -646,7 +661,9 @@ absl::Status Gelu(NodeContext& ctx) {
 absl::Status MeanVarianceNormalization(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
   std::vector<int64_t> axes = ctx.attr_ints("axes", {0, 2, 3});
-  for (auto& a : axes) { ASSIGN_OR_RETURN(a, NormalizeAxis(ctx, a, x->shape().rank())); }
+  for (auto& a : axes) {
+    ASSIGN_OR_RETURN(a, NormalizeAxis(ctx, a, x->shape().rank()));
+  }
   ctx.set_output(0, Normalize(ctx.b(), x, axes, 1e-9).y);
   return absl::OkStatus();
 }
@@ -661,8 +678,10 @@ absl::Status LRN(NodeContext& ctx) {
   hlo::Window w;
   w.dimensions.resize(x->shape().rank());
   w.dimensions[1] = {size, 1, (size - 1) / 2, size - 1 - (size - 1) / 2, 1, 1, false};
-  Instruction* sq = b.ReduceWindow(b.Binary(Opcode::kMultiply, x, x), b.ScalarConstant(t, 0), w, b.ScalarReducer(Opcode::kAdd, t));
-  Instruction* den = b.Binary(Opcode::kAdd, SplatLike(b, sq, bias), b.Binary(Opcode::kMultiply, sq, SplatLike(b, sq, alpha / size)));
+  Instruction* sq =
+      b.ReduceWindow(b.Binary(Opcode::kMultiply, x, x), b.ScalarConstant(t, 0), w, b.ScalarReducer(Opcode::kAdd, t));
+  Instruction* den =
+      b.Binary(Opcode::kAdd, SplatLike(b, sq, bias), b.Binary(Opcode::kMultiply, sq, SplatLike(b, sq, alpha / size)));
   ctx.set_output(0, b.Binary(Opcode::kDivide, x, b.Binary(Opcode::kPower, den, SplatLike(b, den, beta))));
   return absl::OkStatus();
 }
@@ -673,9 +692,12 @@ absl::Status LpNormalization(NodeContext& ctx) {
   ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", -1), x->shape().rank()));
   int64_t p = ctx.attr_i("p", 2);
   Instruction* norm;
-  if (p == 1) norm = ReduceOver(b, b.Unary(Opcode::kAbs, x), Opcode::kAdd, 0, {axis}, true);
-  else if (p == 2) norm = b.Unary(Opcode::kSqrt, ReduceOver(b, b.Binary(Opcode::kMultiply, x, x), Opcode::kAdd, 0, {axis}, true));
-  else return ctx.Error("p must be 1 or 2");
+  if (p == 1)
+    norm = ReduceOver(b, b.Unary(Opcode::kAbs, x), Opcode::kAdd, 0, {axis}, true);
+  else if (p == 2)
+    norm = b.Unary(Opcode::kSqrt, ReduceOver(b, b.Binary(Opcode::kMultiply, x, x), Opcode::kAdd, 0, {axis}, true));
+  else
+    return ctx.Error("p must be 1 or 2");
   ctx.set_output(0, b.Binary(Opcode::kDivide, x, BroadcastTo(b, norm, x->shape().dims)));
   return absl::OkStatus();
 }

@@ -74,13 +74,16 @@ absl::Status DynamicQuantizeLinear(NodeContext& ctx) {
   std::vector<int64_t> all;
   for (int64_t i = 0; i < x->shape().rank(); ++i) all.push_back(i);
   Instruction* zero = b.ScalarConstant(hlo::F32, 0);
-  Instruction* mx = b.Binary(Opcode::kMaximum, ReduceOver(b, x, Opcode::kMaximum, LowestValue(hlo::F32), all, false), zero);
-  Instruction* mn = b.Binary(Opcode::kMinimum, ReduceOver(b, x, Opcode::kMinimum, HighestValue(hlo::F32), all, false), zero);
+  Instruction* mx =
+      b.Binary(Opcode::kMaximum, ReduceOver(b, x, Opcode::kMaximum, LowestValue(hlo::F32), all, false), zero);
+  Instruction* mn =
+      b.Binary(Opcode::kMinimum, ReduceOver(b, x, Opcode::kMinimum, HighestValue(hlo::F32), all, false), zero);
   Instruction* scale = b.Binary(Opcode::kDivide, b.Binary(Opcode::kSubtract, mx, mn), b.ScalarConstant(hlo::F32, 255));
   Instruction* zp = Saturate(b, b.Binary(Opcode::kSubtract, zero, b.Binary(Opcode::kDivide, mn, scale)), hlo::U8);
-  Instruction* q = b.Binary(Opcode::kAdd,
-                            b.Unary(Opcode::kRoundNearestEven, b.Binary(Opcode::kDivide, x, b.Broadcast(scale, x->shape().dims, {}))),
-                            b.Broadcast(b.Convert(zp, hlo::F32), x->shape().dims, {}));
+  Instruction* q = b.Binary(
+      Opcode::kAdd,
+      b.Unary(Opcode::kRoundNearestEven, b.Binary(Opcode::kDivide, x, b.Broadcast(scale, x->shape().dims, {}))),
+      b.Broadcast(b.Convert(zp, hlo::F32), x->shape().dims, {}));
   ctx.set_output(0, Saturate(b, q, hlo::U8));
   ctx.set_output(1, scale);
   ctx.set_output(2, zp);
@@ -139,9 +142,10 @@ absl::Status QLinearMatMul(NodeContext& ctx) {
   const auto& dims = acc->shape().dims;
   Instruction* as = b.Convert(ctx.input(1), hlo::F32);
   Instruction* bs = b.Convert(ctx.input(4), hlo::F32);
-  Instruction* s = b.Binary(Opcode::kMultiply, BroadcastTo(b, b.Reshape(as, {}), dims),
-                            bs->shape().ElementCount() == 1 ? BroadcastTo(b, b.Reshape(bs, {}), dims)
-                                                            : b.Broadcast(bs, dims, {static_cast<int64_t>(dims.size()) - 1}));
+  Instruction* s =
+      b.Binary(Opcode::kMultiply, BroadcastTo(b, b.Reshape(as, {}), dims),
+               bs->shape().ElementCount() == 1 ? BroadcastTo(b, b.Reshape(bs, {}), dims)
+                                               : b.Broadcast(bs, dims, {static_cast<int64_t>(dims.size()) - 1}));
   ASSIGN_OR_RETURN(Instruction * y, Requantize(ctx, acc, s, 6, 7));
   ctx.set_output(0, y);
   return absl::OkStatus();

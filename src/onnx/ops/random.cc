@@ -25,7 +25,8 @@ uint32_t SeedOf(NodeContext& ctx) {
     return u;
   }
   uint32_t h = 2166136261u;  // FNV-1a of the node's name and first output
-  for (char c : ctx.node().name() + "/" + (ctx.output_count() ? ctx.node().output(0) : "")) h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
+  for (char c : ctx.node().name() + "/" + (ctx.output_count() ? ctx.node().output(0) : ""))
+    h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
   return h;
 }
 
@@ -52,7 +53,8 @@ Instruction* RandomBits(hlo::Builder& b, const std::vector<int64_t>& dims, uint3
 }
 
 // Uniform in [0, 1) (open_low: (0, 1]) with 24 bits of resolution, as f32.
-Instruction* Uniform01(hlo::Builder& b, const std::vector<int64_t>& dims, uint32_t seed, uint32_t stream, bool open_low = false) {
+Instruction* Uniform01(hlo::Builder& b, const std::vector<int64_t>& dims, uint32_t seed, uint32_t stream,
+                       bool open_low = false) {
   Instruction* bits = RandomBits(b, dims, seed, stream);
   Instruction* top = b.Binary(Opcode::kShiftRightLogical, bits, Splat(b, hlo::U32, 8, dims));
   Instruction* f = b.Convert(top, hlo::F32);
@@ -80,7 +82,8 @@ absl::Status RandomUniform(NodeContext& ctx) {
   hlo::Builder& b = ctx.b();
   double lo = ctx.attr_f("low", 0), hi = ctx.attr_f("high", 1);
   Instruction* u = Uniform01(b, dims, SeedOf(ctx), 0);
-  Instruction* v = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, u, Splat(b, hlo::F32, hi - lo, dims)), Splat(b, hlo::F32, lo, dims));
+  Instruction* v = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, u, Splat(b, hlo::F32, hi - lo, dims)),
+                            Splat(b, hlo::F32, lo, dims));
   ctx.set_output(0, b.Convert(v, t));
   return absl::OkStatus();
 }
@@ -94,10 +97,13 @@ absl::Status RandomNormal(NodeContext& ctx) {
   // Box-Muller: sqrt(-2 ln u1) cos(2 pi u2), u1 in (0, 1].
   Instruction* u1 = Uniform01(b, dims, seed, 0, /*open_low=*/true);
   Instruction* u2 = Uniform01(b, dims, seed, 1);
-  Instruction* r = b.Unary(Opcode::kSqrt, b.Binary(Opcode::kMultiply, Splat(b, hlo::F32, -2, dims), b.Unary(Opcode::kLog, u1)));
-  Instruction* z = b.Binary(Opcode::kMultiply, r, b.Unary(Opcode::kCos, b.Binary(Opcode::kMultiply, u2, Splat(b, hlo::F32, 2 * M_PI, dims))));
-  Instruction* v = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, z, Splat(b, hlo::F32, ctx.attr_f("scale", 1), dims)),
-                            Splat(b, hlo::F32, ctx.attr_f("mean", 0), dims));
+  Instruction* r =
+      b.Unary(Opcode::kSqrt, b.Binary(Opcode::kMultiply, Splat(b, hlo::F32, -2, dims), b.Unary(Opcode::kLog, u1)));
+  Instruction* z = b.Binary(Opcode::kMultiply, r,
+                            b.Unary(Opcode::kCos, b.Binary(Opcode::kMultiply, u2, Splat(b, hlo::F32, 2 * M_PI, dims))));
+  Instruction* v =
+      b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, z, Splat(b, hlo::F32, ctx.attr_f("scale", 1), dims)),
+               Splat(b, hlo::F32, ctx.attr_f("mean", 0), dims));
   ctx.set_output(0, b.Convert(v, t));
   return absl::OkStatus();
 }
@@ -133,7 +139,8 @@ absl::Status Multinomial(NodeContext& ctx) {
   // Sample s of row i picks the number of cdf entries <= u (capped).
   std::vector<int64_t> d3 = {batch, samples, classes};
   Instruction* u = Uniform01(b, {batch, samples}, SeedOf(ctx), 0);
-  Instruction* below = b.Compare(b.Broadcast(cdf, d3, {0, 2}), b.Broadcast(u, d3, {0, 1}), hlo::ComparisonDirection::kLe);
+  Instruction* below =
+      b.Compare(b.Broadcast(cdf, d3, {0, 2}), b.Broadcast(u, d3, {0, 1}), hlo::ComparisonDirection::kLe);
   Instruction* count = ReduceOver(b, b.Convert(below, hlo::S64), Opcode::kAdd, 0, {2}, false);
   Instruction* idx = b.Binary(Opcode::kMinimum, count, Splat(b, hlo::S64, classes - 1, {batch, samples}));
   ctx.set_output(0, b.Convert(idx, t));

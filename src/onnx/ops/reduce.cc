@@ -19,14 +19,18 @@ enum class ReduceKind { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogS
 absl::StatusOr<std::vector<int64_t>> ReduceAxes(NodeContext& ctx, int64_t rank, int64_t input_since, bool* noop) {
   std::vector<int64_t> axes;
   if (ctx.opset() >= input_since) {
-    if (ctx.has_input(1)) { ASSIGN_OR_RETURN(axes, ctx.ConstInts(1)); }
+    if (ctx.has_input(1)) {
+      ASSIGN_OR_RETURN(axes, ctx.ConstInts(1));
+    }
   } else {
     axes = ctx.attr_ints("axes");
   }
   *noop = axes.empty() && ctx.attr_i("noop_with_empty_axes", 0) != 0;
   if (axes.empty())
     for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
-  for (auto& a : axes) { ASSIGN_OR_RETURN(a, NormalizeAxis(ctx, a, rank)); }
+  for (auto& a : axes) {
+    ASSIGN_OR_RETURN(a, NormalizeAxis(ctx, a, rank));
+  }
   std::sort(axes.begin(), axes.end());
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
   return axes;
@@ -50,16 +54,28 @@ absl::Status Reduce(NodeContext& ctx) {
   for (int64_t a : axes) count *= x->shape().dims[a];
   Instruction* r = nullptr;
   switch (kind) {
-    case ReduceKind::kSum: r = ReduceOver(b, x, Opcode::kAdd, 0, axes, keep); break;
+    case ReduceKind::kSum:
+      r = ReduceOver(b, x, Opcode::kAdd, 0, axes, keep);
+      break;
     case ReduceKind::kMean:
       r = ReduceOver(b, x, Opcode::kAdd, 0, axes, keep);
       r = b.Binary(Opcode::kDivide, r, SplatLike(b, r, count));
       break;
-    case ReduceKind::kMax: r = ReduceOver(b, x, Opcode::kMaximum, LowestValue(t), axes, keep); break;
-    case ReduceKind::kMin: r = ReduceOver(b, x, Opcode::kMinimum, HighestValue(t), axes, keep); break;
-    case ReduceKind::kProd: r = ReduceOver(b, x, Opcode::kMultiply, 1, axes, keep); break;
-    case ReduceKind::kL1: r = ReduceOver(b, b.Unary(Opcode::kAbs, x), Opcode::kAdd, 0, axes, keep); break;
-    case ReduceKind::kSumSquare: r = ReduceOver(b, b.Binary(Opcode::kMultiply, x, x), Opcode::kAdd, 0, axes, keep); break;
+    case ReduceKind::kMax:
+      r = ReduceOver(b, x, Opcode::kMaximum, LowestValue(t), axes, keep);
+      break;
+    case ReduceKind::kMin:
+      r = ReduceOver(b, x, Opcode::kMinimum, HighestValue(t), axes, keep);
+      break;
+    case ReduceKind::kProd:
+      r = ReduceOver(b, x, Opcode::kMultiply, 1, axes, keep);
+      break;
+    case ReduceKind::kL1:
+      r = ReduceOver(b, b.Unary(Opcode::kAbs, x), Opcode::kAdd, 0, axes, keep);
+      break;
+    case ReduceKind::kSumSquare:
+      r = ReduceOver(b, b.Binary(Opcode::kMultiply, x, x), Opcode::kAdd, 0, axes, keep);
+      break;
     case ReduceKind::kL2: {
       // Integer L2 norms are computed in f64 and converted back.
       Instruction* xf = hlo::IsFloatingPoint(t) ? x : b.Convert(x, hlo::F64);
@@ -67,12 +83,15 @@ absl::Status Reduce(NodeContext& ctx) {
       r = b.Convert(r, t);
       break;
     }
-    case ReduceKind::kLogSum: r = b.Unary(Opcode::kLog, ReduceOver(b, x, Opcode::kAdd, 0, axes, keep)); break;
+    case ReduceKind::kLogSum:
+      r = b.Unary(Opcode::kLog, ReduceOver(b, x, Opcode::kAdd, 0, axes, keep));
+      break;
     case ReduceKind::kLogSumExp: {
       // max + log(sum(exp(x - max))) avoids overflow.
       Instruction* m = ReduceOver(b, x, Opcode::kMaximum, LowestValue(t), axes, true);
       Instruction* mb = BroadcastTo(b, m, x->shape().dims);
-      Instruction* s = ReduceOver(b, b.Unary(Opcode::kExp, b.Binary(Opcode::kSubtract, x, mb)), Opcode::kAdd, 0, axes, true);
+      Instruction* s =
+          ReduceOver(b, b.Unary(Opcode::kExp, b.Binary(Opcode::kSubtract, x, mb)), Opcode::kAdd, 0, axes, true);
       r = b.Binary(Opcode::kAdd, b.Unary(Opcode::kLog, s), m);
       if (!keep) {
         std::vector<int64_t> out;
@@ -97,8 +116,8 @@ absl::Status ArgMinMax(NodeContext& ctx) {
   bool last = ctx.attr_i("select_last_index", 0) != 0;
   hlo::PrimitiveType t = x->shape().element_type;
   // best = reduce(x); idx = min (or max for select_last) of iota where x == best.
-  Instruction* best = ReduceOver(b, x, kMax ? Opcode::kMaximum : Opcode::kMinimum, kMax ? LowestValue(t) : HighestValue(t),
-                                 {axis}, true);
+  Instruction* best = ReduceOver(b, x, kMax ? Opcode::kMaximum : Opcode::kMinimum,
+                                 kMax ? LowestValue(t) : HighestValue(t), {axis}, true);
   Instruction* hit = b.Compare(x, BroadcastTo(b, best, x->shape().dims), hlo::ComparisonDirection::kEq);
   if (hlo::IsFloatingPoint(t)) {  // a NaN is the extremum, like numpy
     hit = b.Binary(Opcode::kOr, hit, b.Compare(x, x, hlo::ComparisonDirection::kNe));
@@ -106,7 +125,8 @@ absl::Status ArgMinMax(NodeContext& ctx) {
   Instruction* iota = b.Iota(hlo::Shape(hlo::S64, x->shape().dims), axis);
   Instruction* sentinel = SplatLike(b, iota, last ? -1 : x->shape().dims[axis]);
   Instruction* cand = b.Select(hit, iota, sentinel);
-  Instruction* idx = ReduceOver(b, cand, last ? Opcode::kMaximum : Opcode::kMinimum, last ? -1 : INT64_MAX, {axis}, keep);
+  Instruction* idx =
+      ReduceOver(b, cand, last ? Opcode::kMaximum : Opcode::kMinimum, last ? -1 : INT64_MAX, {axis}, keep);
   ctx.set_output(0, idx);
   return absl::OkStatus();
 }
@@ -138,7 +158,8 @@ absl::Status Softmax(NodeContext& ctx) {
   Instruction* y;
   if (kind == SoftmaxKind::kHardmax) {
     Instruction* iota = b.Iota(hlo::Shape(hlo::S64, dims), axes[0]);
-    Instruction* cand = b.Select(b.Compare(x, m, hlo::ComparisonDirection::kEq), iota, SplatLike(b, iota, dims[axes[0]]));
+    Instruction* cand =
+        b.Select(b.Compare(x, m, hlo::ComparisonDirection::kEq), iota, SplatLike(b, iota, dims[axes[0]]));
     Instruction* first = BroadcastTo(b, ReduceOver(b, cand, Opcode::kMinimum, INT64_MAX, axes, true), dims);
     y = b.Convert(b.Compare(iota, first, hlo::ComparisonDirection::kEq), t);
   } else {

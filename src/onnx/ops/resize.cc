@@ -40,7 +40,8 @@ std::vector<double> AntialiasCoefficients(const ResizeAttrs& a, double ratio, do
   std::vector<double> c;
   if (a.mode == "linear") {
     int64_t start = static_cast<int64_t>(std::floor(-1 / scale)) + 1;
-    for (int64_t k = start; k < start + 2 - 2 * start; ++k) c.push_back(std::clamp(1 - std::abs((k - ratio) * scale), 0.0, 1.0));
+    for (int64_t k = start; k < start + 2 - 2 * start; ++k)
+      c.push_back(std::clamp(1 - std::abs((k - ratio) * scale), 0.0, 1.0));
   } else {
     double A = a.cubic_a;
     auto kernel = [A](double x) {
@@ -69,10 +70,8 @@ std::vector<double> Coefficients(const ResizeAttrs& a, double ratio, bool integr
   }
   if (a.mode == "linear") return {1 - ratio, ratio};
   double A = a.cubic_a, r = ratio, s = 1 - ratio;
-  return {((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A,
-          ((A + 2) * r - (A + 3)) * r * r + 1,
-          ((A + 2) * s - (A + 3)) * s * s + 1,
-          ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A};
+  return {((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A, ((A + 2) * r - (A + 3)) * r * r + 1,
+          ((A + 2) * s - (A + 3)) * s * s + 1, ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A};
 }
 
 AxisPlan PlanAxis(const ResizeAttrs& a, int64_t in, int64_t out, double scale, double roi_start, double roi_end) {
@@ -89,7 +88,8 @@ AxisPlan PlanAxis(const ResizeAttrs& a, int64_t in, int64_t out, double scale, d
     } else if (a.coord == "asymmetric") {
       x_ori = x / scale;
     } else if (a.coord == "tf_crop_and_resize") {
-      x_ori = out_width == 1 ? (roi_end - roi_start) * (in - 1) / 2 : x * (roi_end - roi_start) * (in - 1) / (out_width - 1);
+      x_ori = out_width == 1 ? (roi_end - roi_start) * (in - 1) / 2
+                             : x * (roi_end - roi_start) * (in - 1) / (out_width - 1);
       x_ori += roi_start * (in - 1);
       if (x_ori < 0 || x_ori > in - 1) {
         p.extrapolate[o] = true;
@@ -179,11 +179,14 @@ absl::Status ResizeImpl(NodeContext& ctx, Instruction* x, const ResizeAttrs& a, 
                         std::vector<int64_t> sizes, std::vector<double> roi) {
   int64_t r = x->shape().rank();
   const auto& dims = x->shape().dims;
-  if (!sizes.empty() && static_cast<int64_t>(sizes.size()) != r) return ctx.Error("sizes must have one entry per dimension");
-  if (!scales.empty() && static_cast<int64_t>(scales.size()) != r) return ctx.Error("scales must have one entry per dimension");
+  if (!sizes.empty() && static_cast<int64_t>(sizes.size()) != r)
+    return ctx.Error("sizes must have one entry per dimension");
+  if (!scales.empty() && static_cast<int64_t>(scales.size()) != r)
+    return ctx.Error("scales must have one entry per dimension");
   if (sizes.empty() && scales.empty()) return ctx.Error("needs scales or sizes");
-  if (a.mode != "nearest" && a.mode != "linear" && a.mode != "cubic") return ctx.Error(absl::StrCat("unknown mode '", a.mode, "'"));
-  static const char* kCoords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+  if (a.mode != "nearest" && a.mode != "linear" && a.mode != "cubic")
+    return ctx.Error(absl::StrCat("unknown mode '", a.mode, "'"));
+  static const char* kCoords[] = {"half_pixel", "half_pixel_symmetric",      "pytorch_half_pixel", "align_corners",
                                   "asymmetric", "tf_half_pixel_for_nearest", "tf_crop_and_resize"};
   if (std::find(std::begin(kCoords), std::end(kCoords), a.coord) == std::end(kCoords))
     return ctx.Error(absl::StrCat("unknown coordinate_transformation_mode '", a.coord, "'"));
@@ -227,12 +230,19 @@ absl::Status Resize(NodeContext& ctx) {
   a.exclude_outside = ctx.attr_i("exclude_outside", 0) != 0;
   a.extrapolation = ctx.attr_f("extrapolation_value", 0.0f);
   a.antialias = ctx.attr_i("antialias", 0) != 0;
-  if (ctx.attr_s("keep_aspect_ratio_policy", "stretch") != "stretch") return ctx.Unsupported("keep_aspect_ratio_policy other than stretch");
+  if (ctx.attr_s("keep_aspect_ratio_policy", "stretch") != "stretch")
+    return ctx.Unsupported("keep_aspect_ratio_policy other than stretch");
   std::vector<double> roi, scales;
   std::vector<int64_t> sizes;
-  if (ctx.has_input(1) && a.coord == "tf_crop_and_resize") { ASSIGN_OR_RETURN(roi, ConstDoubles(ctx, 1)); }
-  if (ctx.has_input(2)) { ASSIGN_OR_RETURN(scales, ConstDoubles(ctx, 2)); }
-  if (ctx.has_input(3)) { ASSIGN_OR_RETURN(sizes, ctx.ConstInts(3)); }
+  if (ctx.has_input(1) && a.coord == "tf_crop_and_resize") {
+    ASSIGN_OR_RETURN(roi, ConstDoubles(ctx, 1));
+  }
+  if (ctx.has_input(2)) {
+    ASSIGN_OR_RETURN(scales, ConstDoubles(ctx, 2));
+  }
+  if (ctx.has_input(3)) {
+    ASSIGN_OR_RETURN(sizes, ctx.ConstInts(3));
+  }
   if (!scales.empty() && !sizes.empty()) return ctx.Error("give scales or sizes, not both");
   std::vector<int64_t> axes = ctx.attr_ints("axes");
   if (!axes.empty()) {

@@ -61,10 +61,11 @@ absl::Status Recurrent(NodeContext& ctx) {
   // Activations: (f, g[, h]) per direction.
   std::vector<std::string> names;
   for (const auto& a : ctx.node().attribute())
-    if (a.name() == "activations") for (const auto& s : a.strings()) names.push_back(s);
+    if (a.name() == "activations")
+      for (const auto& s : a.strings()) names.push_back(s);
   std::vector<float> alphas = ctx.attr_floats("activation_alpha"), betas = ctx.attr_floats("activation_beta");
   int per_dir = kCell == Cell::kLstm ? 3 : kCell == Cell::kGru ? 2 : 1;
-  std::vector<std::string> defaults = kCell == Cell::kLstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+  std::vector<std::string> defaults = kCell == Cell::kLstm  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
                                       : kCell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
                                                             : std::vector<std::string>{"Tanh"};
   std::vector<Activation> acts;
@@ -88,13 +89,15 @@ absl::Status Recurrent(NodeContext& ctx) {
   Instruction* x2 = b.Reshape(x, {seq * batch, in});
   for (int64_t d = 0; d < dirs; ++d) {
     Instruction* wd = b.Reshape(b.Slice(w, {d, 0, 0}, {d + 1, gates * hidden, in}, {1, 1, 1}), {gates * hidden, in});
-    Instruction* rd = b.Reshape(b.Slice(r, {d, 0, 0}, {d + 1, gates * hidden, hidden}, {1, 1, 1}), {gates * hidden, hidden});
+    Instruction* rd =
+        b.Reshape(b.Slice(r, {d, 0, 0}, {d + 1, gates * hidden, hidden}, {1, 1, 1}), {gates * hidden, hidden});
     // All steps' input projections at once, plus the W bias: [seq, batch, G*h].
     Instruction* xw = b.Reshape(MatMulT(b, x2, wd), {seq, batch, gates * hidden});
     Instruction* wb = nullptr;
     Instruction* rb = nullptr;
     if (ctx.has_input(3)) {
-      Instruction* bias = b.Reshape(b.Slice(ctx.input(3), {d, 0}, {d + 1, 2 * gates * hidden}, {1, 1}), {2 * gates * hidden});
+      Instruction* bias =
+          b.Reshape(b.Slice(ctx.input(3), {d, 0}, {d + 1, 2 * gates * hidden}, {1, 1}), {2 * gates * hidden});
       wb = b.Slice(bias, {0}, {gates * hidden}, {1});
       rb = b.Slice(bias, {gates * hidden}, {2 * gates * hidden}, {1});
       xw = b.Binary(Opcode::kAdd, xw, b.Broadcast(wb, xw->shape().dims, {2}));
@@ -116,7 +119,8 @@ absl::Status Recurrent(NodeContext& ctx) {
     std::vector<Instruction*> ys(seq);
     for (int64_t step = 0; step < seq; ++step) {
       int64_t ti = reverse ? seq - 1 - step : step;
-      Instruction* xt = b.Reshape(b.Slice(xw, {ti, 0, 0}, {ti + 1, batch, gates * hidden}, {1, 1, 1}), {batch, gates * hidden});
+      Instruction* xt =
+          b.Reshape(b.Slice(xw, {ti, 0, 0}, {ti + 1, batch, gates * hidden}, {1, 1, 1}), {batch, gates * hidden});
       auto xg = [&](int64_t k) { return b.Slice(xt, {0, k * hidden}, {batch, (k + 1) * hidden}, {1, 1}); };
       auto hr = [&](Instruction* hh, int64_t k) {
         Instruction* v = MatMulT(b, hh, gate_rows(rd, k));
@@ -130,11 +134,13 @@ absl::Status Recurrent(NodeContext& ctx) {
         const Activation* g = &acts[d * per_dir + 1];
         ASSIGN_OR_RETURN(Instruction * z, Apply(ctx, *f, clipped(b.Binary(Opcode::kAdd, xg(0), hr(h, 0)))));
         ASSIGN_OR_RETURN(Instruction * rr, Apply(ctx, *f, clipped(b.Binary(Opcode::kAdd, xg(1), hr(h, 1)))));
-        Instruction* pre = linear_before_reset ? b.Binary(Opcode::kAdd, xg(2), b.Binary(Opcode::kMultiply, rr, hr(h, 2)))
-                                               : b.Binary(Opcode::kAdd, xg(2), hr(b.Binary(Opcode::kMultiply, rr, h), 2));
+        Instruction* pre = linear_before_reset
+                               ? b.Binary(Opcode::kAdd, xg(2), b.Binary(Opcode::kMultiply, rr, hr(h, 2)))
+                               : b.Binary(Opcode::kAdd, xg(2), hr(b.Binary(Opcode::kMultiply, rr, h), 2));
         ASSIGN_OR_RETURN(Instruction * hh, Apply(ctx, *g, clipped(pre)));
-        h_new = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, b.Binary(Opcode::kSubtract, SplatLike(b, z, 1), z), hh),
-                         b.Binary(Opcode::kMultiply, z, h));
+        h_new =
+            b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, b.Binary(Opcode::kSubtract, SplatLike(b, z, 1), z), hh),
+                     b.Binary(Opcode::kMultiply, z, h));
       } else {
         const Activation* g = &acts[d * per_dir + 1];
         const Activation* hact = &acts[d * per_dir + 2];
@@ -142,11 +148,14 @@ absl::Status Recurrent(NodeContext& ctx) {
           return peep ? b.Binary(Opcode::kAdd, v, b.Binary(Opcode::kMultiply, vec(peep, k), cc)) : v;
         };
         // Gate order in W and R: input, output, forget, cell.
-        ASSIGN_OR_RETURN(Instruction * i, Apply(ctx, *f, clipped(peep_term(0, c, b.Binary(Opcode::kAdd, xg(0), hr(h, 0))))));
-        ASSIGN_OR_RETURN(Instruction * fg, Apply(ctx, *f, clipped(peep_term(2, c, b.Binary(Opcode::kAdd, xg(2), hr(h, 2))))));
+        ASSIGN_OR_RETURN(Instruction * i,
+                         Apply(ctx, *f, clipped(peep_term(0, c, b.Binary(Opcode::kAdd, xg(0), hr(h, 0))))));
+        ASSIGN_OR_RETURN(Instruction * fg,
+                         Apply(ctx, *f, clipped(peep_term(2, c, b.Binary(Opcode::kAdd, xg(2), hr(h, 2))))));
         ASSIGN_OR_RETURN(Instruction * cc, Apply(ctx, *g, clipped(b.Binary(Opcode::kAdd, xg(3), hr(h, 3)))));
         c_new = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, fg, c), b.Binary(Opcode::kMultiply, i, cc));
-        ASSIGN_OR_RETURN(Instruction * o, Apply(ctx, *f, clipped(peep_term(1, c_new, b.Binary(Opcode::kAdd, xg(1), hr(h, 1))))));
+        ASSIGN_OR_RETURN(Instruction * o,
+                         Apply(ctx, *f, clipped(peep_term(1, c_new, b.Binary(Opcode::kAdd, xg(1), hr(h, 1))))));
         ASSIGN_OR_RETURN(Instruction * hc, Apply(ctx, *hact, c_new));
         h_new = b.Binary(Opcode::kMultiply, o, hc);
       }
@@ -167,8 +176,8 @@ absl::Status Recurrent(NodeContext& ctx) {
     h_dirs.push_back(b.Reshape(h, {1, batch, hidden}));
     if (c) c_dirs.push_back(b.Reshape(c, {1, batch, hidden}));
   }
-  Instruction* y = b.Concatenate(y_dirs, 1);               // [seq, dirs, batch, hidden]
-  Instruction* yh = b.Concatenate(h_dirs, 0);              // [dirs, batch, hidden]
+  Instruction* y = b.Concatenate(y_dirs, 1);   // [seq, dirs, batch, hidden]
+  Instruction* yh = b.Concatenate(h_dirs, 0);  // [dirs, batch, hidden]
   Instruction* yc = c_dirs.empty() ? nullptr : b.Concatenate(c_dirs, 0);
   if (layout) {
     y = b.Transpose(y, {2, 0, 1, 3});

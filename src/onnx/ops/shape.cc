@@ -22,7 +22,9 @@ int64_t Product(const std::vector<int64_t>& d, size_t from = 0, size_t to = SIZE
   return p;
 }
 
-Instruction* Int64Vector(hlo::Builder& b, const std::vector<int64_t>& v) { return b.Constant(Literal::Vector<int64_t>(v)); }
+Instruction* Int64Vector(hlo::Builder& b, const std::vector<int64_t>& v) {
+  return b.Constant(Literal::Vector<int64_t>(v));
+}
 
 absl::Status Shape(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
@@ -77,7 +79,8 @@ absl::Status Reshape(NodeContext& ctx) {
     shape[infer] = x->shape().ElementCount() / known;
   }
   if (Product(shape) != x->shape().ElementCount())
-    return ctx.Error(absl::StrCat("cannot reshape ", x->shape().ToString(false), " to [", absl::StrJoin(shape, ","), "]"));
+    return ctx.Error(
+        absl::StrCat("cannot reshape ", x->shape().ToString(false), " to [", absl::StrJoin(shape, ","), "]"));
   ctx.set_output(0, ctx.b().Reshape(x, shape));
   return absl::OkStatus();
 }
@@ -111,7 +114,8 @@ absl::Status Squeeze(NodeContext& ctx) {
   }
   for (int64_t a : axes) {
     ASSIGN_OR_RETURN(int64_t ax, NormalizeAxis(ctx, a, r));
-    if (x->shape().dims[ax] != 1) return ctx.Error(absl::StrCat("cannot squeeze axis ", a, " of size ", x->shape().dims[ax]));
+    if (x->shape().dims[ax] != 1)
+      return ctx.Error(absl::StrCat("cannot squeeze axis ", a, " of size ", x->shape().dims[ax]));
     drop[ax] = true;
   }
   std::vector<int64_t> out;
@@ -234,8 +238,12 @@ absl::Status Slice(NodeContext& ctx) {
   } else {
     ASSIGN_OR_RETURN(starts, ctx.ConstInts(1));
     ASSIGN_OR_RETURN(ends, ctx.ConstInts(2));
-    if (ctx.has_input(3)) { ASSIGN_OR_RETURN(axes, ctx.ConstInts(3)); }
-    if (ctx.has_input(4)) { ASSIGN_OR_RETURN(steps, ctx.ConstInts(4)); }
+    if (ctx.has_input(3)) {
+      ASSIGN_OR_RETURN(axes, ctx.ConstInts(3));
+    }
+    if (ctx.has_input(4)) {
+      ASSIGN_OR_RETURN(steps, ctx.ConstInts(4));
+    }
   }
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(i);
@@ -402,7 +410,8 @@ absl::Status Constant(NodeContext& ctx) {
   hlo::Builder& b = ctx.b();
   const onnx::TensorProto* st = ctx.attr_t("value");
   if (st && st->data_type() == onnx::TensorProto::STRING) {
-    ctx.set_string_output(0, {{st->dims().begin(), st->dims().end()}, {st->string_data().begin(), st->string_data().end()}});
+    ctx.set_string_output(
+        0, {{st->dims().begin(), st->dims().end()}, {st->string_data().begin(), st->string_data().end()}});
     return absl::OkStatus();
   }
   if (ctx.has_attr("value_string") || ctx.has_attr("value_strings")) {
@@ -487,11 +496,14 @@ absl::Status Pad(NodeContext& ctx) {
   std::vector<int64_t> axes;
   if (ctx.opset() >= 18 && ctx.has_input(3)) {
     ASSIGN_OR_RETURN(axes, ctx.ConstInts(3));
-    for (auto& a : axes) { ASSIGN_OR_RETURN(a, NormalizeAxis(ctx, a, r)); }
+    for (auto& a : axes) {
+      ASSIGN_OR_RETURN(a, NormalizeAxis(ctx, a, r));
+    }
   } else {
     for (int64_t i = 0; i < r; ++i) axes.push_back(i);
   }
-  if (pads.size() != 2 * axes.size()) return ctx.Error(absl::StrCat("pads has ", pads.size(), " entries, expected ", 2 * axes.size()));
+  if (pads.size() != 2 * axes.size())
+    return ctx.Error(absl::StrCat("pads has ", pads.size(), " entries, expected ", 2 * axes.size()));
   std::vector<int64_t> lo(r, 0), hi(r, 0);
   for (size_t i = 0; i < axes.size(); ++i) {
     lo[axes[i]] = pads[i];
@@ -503,7 +515,8 @@ absl::Status Pad(NodeContext& ctx) {
     ctx.set_output(0, b.Pad(x, value, cfg));
     return absl::OkStatus();
   }
-  if (mode != "reflect" && mode != "edge" && mode != "wrap") return ctx.Error(absl::StrCat("unknown mode '", mode, "'"));
+  if (mode != "reflect" && mode != "edge" && mode != "wrap")
+    return ctx.Error(absl::StrCat("unknown mode '", mode, "'"));
   for (int64_t a = 0; a < r; ++a) {
     if (lo[a] < 0 || hi[a] < 0) return ctx.Unsupported(absl::StrCat("negative pads with mode ", mode));
     if (lo[a] == 0 && hi[a] == 0) continue;
@@ -628,7 +641,8 @@ absl::Status Trilu(NodeContext& ctx) {
   hlo::Builder& b = ctx.b();
   Instruction* diag = Diagonals(b, x->shape().dims);
   bool upper = ctx.attr_i("upper", 1) != 0;
-  Instruction* keep = b.Compare(diag, SplatLike(b, diag, k), upper ? hlo::ComparisonDirection::kGe : hlo::ComparisonDirection::kLe);
+  Instruction* keep =
+      b.Compare(diag, SplatLike(b, diag, k), upper ? hlo::ComparisonDirection::kGe : hlo::ComparisonDirection::kLe);
   ctx.set_output(0, b.Select(keep, x, SplatLike(b, x, 0)));
   return absl::OkStatus();
 }

@@ -37,8 +37,8 @@ Instruction* ApplyMatrix(hlo::Builder& b, Instruction* x, int64_t axis, const st
 
 // DFT of (re, im) along `axis` (length n after padding/truncation to
 // `length`): returns (re, im) with `bins` outputs.
-std::pair<Instruction*, Instruction*> Dft(hlo::Builder& b, Instruction* re, Instruction* im, int64_t axis, int64_t length,
-                                          bool inverse, bool onesided) {
+std::pair<Instruction*, Instruction*> Dft(hlo::Builder& b, Instruction* re, Instruction* im, int64_t axis,
+                                          int64_t length, bool inverse, bool onesided) {
   int64_t n = re->shape().dims[axis];
   auto fit = [&](Instruction* v) {
     if (!v || n == length) return v;
@@ -139,11 +139,12 @@ absl::Status Stft(NodeContext& ctx) {
   bool onesided = ctx.attr_i("onesided", 1) != 0;
   std::vector<Instruction*> parts;
   for (int64_t f = 0; f < frames; ++f)
-    parts.push_back(b.Reshape(b.Slice(x, {0, f * step, 0}, {batch, f * step + frame, c}, {1, 1, 1}), {batch, 1, frame, c}));
+    parts.push_back(
+        b.Reshape(b.Slice(x, {0, f * step, 0}, {batch, f * step + frame, c}, {1, 1, 1}), {batch, 1, frame, c}));
   Instruction* framed = b.Concatenate(parts, 1);  // [batch, frames, frame, c]
   if (window)
-    framed = b.Binary(Opcode::kMultiply, framed, b.Broadcast(b.Convert(window, x->shape().element_type),
-                                                              framed->shape().dims, {2}));
+    framed = b.Binary(Opcode::kMultiply, framed,
+                      b.Broadcast(b.Convert(window, x->shape().element_type), framed->shape().dims, {2}));
   auto [re, im] = Parts(b, framed);
   auto [yr, yi] = Dft(b, re, im, 2, frame, false, onesided);
   ctx.set_output(0, Complex(b, yr, yi));

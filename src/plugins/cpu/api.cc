@@ -31,8 +31,8 @@ void ErrorPayloadsImpl(const PJRT_Error* e, PJRT_Error_PayloadVisitor visitor, v
 
 }  // namespace
 
-const PJRT_Error_FunctionTable kErrorTable = {sizeof(PJRT_Error_FunctionTable), 0, nullptr, ErrorDestroyImpl,
-                                              ErrorMessageImpl, ErrorCodeImpl, ErrorPayloadsImpl};
+const PJRT_Error_FunctionTable kErrorTable = {
+    sizeof(PJRT_Error_FunctionTable), 0, nullptr, ErrorDestroyImpl, ErrorMessageImpl, ErrorCodeImpl, ErrorPayloadsImpl};
 
 PJRT_Error* MakeError(const absl::Status& st) {
   if (st.ok()) return nullptr;
@@ -43,7 +43,8 @@ PJRT_Error* MakeError(const absl::Status& st) {
 }
 
 absl::Status CheckSize(const char* what, size_t given, size_t needed) {
-  if (given < needed) return InvalidArgument("%s: argument struct is %d bytes, at least %d expected", what, given, needed);
+  if (given < needed)
+    return InvalidArgument("%s: argument struct is %d bytes, at least %d expected", what, given, needed);
   return absl::OkStatus();
 }
 
@@ -112,7 +113,8 @@ PJRT_Error* Event_Await(PJRT_Event_Await_Args* a) {
 }
 PJRT_Error* Event_OnReady(PJRT_Event_OnReady_Args* a) {
   CHECK_ARGS(PJRT_Event_OnReady_Args, a, user_arg);
-  if (!a->event || !a->callback) return MakeError(absl::InvalidArgumentError("PJRT_Event_OnReady: null event or callback"));
+  if (!a->event || !a->callback)
+    return MakeError(absl::InvalidArgumentError("PJRT_Event_OnReady: null event or callback"));
   a->event->state->OnReady(a->callback, a->user_arg);
   return nullptr;
 }

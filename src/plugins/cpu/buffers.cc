@@ -79,19 +79,22 @@ PJRT_Error* Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_Args* a
   CHECK_ARGS(PJRT_Client_BufferFromHostBuffer_Args, a, buffer);
   auto type = FromPjrtType(a->type);
   if (!type.ok()) return MakeError(type.status());
-  if (absl::Status st = CheckDims(a->dims, a->num_dims); !st.ok()) return MakeError(xonnx::Annotate(st, "PJRT_Client_BufferFromHostBuffer"));
+  if (absl::Status st = CheckDims(a->dims, a->num_dims); !st.ok())
+    return MakeError(xonnx::Annotate(st, "PJRT_Client_BufferFromHostBuffer"));
   PJRT_Device* device = a->device;
   if (a->memory) device = a->memory->device;
   if (!device) device = a->client->device_ptrs[0];
   xonnx::hlo::Shape shape(*type, std::vector<int64_t>(a->dims, a->dims + a->num_dims));
-  if (absl::Status st = CheckRowMajor(a->device_layout, shape, "PJRT_Client_BufferFromHostBuffer device_layout"); !st.ok())
+  if (absl::Status st = CheckRowMajor(a->device_layout, shape, "PJRT_Client_BufferFromHostBuffer device_layout");
+      !st.ok())
     return MakeError(st);
   size_t bytes = shape.ByteSize();
   if (bytes && !a->data) return MakeError(absl::InvalidArgumentError("PJRT_Client_BufferFromHostBuffer: null data"));
   auto b = std::make_unique<PJRT_Buffer>();
   b->device = device;
   if (a->num_byte_strides && a->num_byte_strides != shape.dims.size())
-    return MakeError(xonnx::InvalidArgument("%d byte strides for a rank-%d array", a->num_byte_strides, shape.dims.size()));
+    return MakeError(
+        xonnx::InvalidArgument("%d byte strides for a rank-%d array", a->num_byte_strides, shape.dims.size()));
   bool dense = !a->num_byte_strides || DenseRowMajorStrides(a->byte_strides, shape);
   b->shape = std::move(shape);
   // Immutable zero-copy: the buffer reads the caller's bytes in place when
@@ -104,12 +107,13 @@ PJRT_Error* Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_Args* a
     a->done_with_host_buffer = new PJRT_Event{std::move(released)};
   } else {
     b->storage = std::make_shared<Storage>(bytes);
-    if (!b->storage->data) return MakeError(absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes")));
+    if (!b->storage->data)
+      return MakeError(absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes")));
     if (dense) {
       if (bytes) std::memcpy(b->storage->data, a->data, bytes);
     } else {
-      GatherStrided(static_cast<const char*>(a->data), static_cast<char*>(b->storage->data), b->shape.dims, a->byte_strides,
-                    xonnx::hlo::ByteWidth(*type));
+      GatherStrided(static_cast<const char*>(a->data), static_cast<char*>(b->storage->data), b->shape.dims,
+                    a->byte_strides, xonnx::hlo::ByteWidth(*type));
     }
     a->done_with_host_buffer = ReadyEvent();
   }
@@ -174,7 +178,8 @@ PJRT_Error* Buffer_Memory(PJRT_Buffer_Memory_Args* a) {
 }
 PJRT_Error* Buffer_ReadyEvent(PJRT_Buffer_ReadyEvent_Args* a) {
   CHECK_ARGS(PJRT_Buffer_ReadyEvent_Args, a, event);
-  a->event = ReadyEvent(a->buffer->deleted ? absl::FailedPreconditionError("the buffer was deleted") : absl::OkStatus());
+  a->event =
+      ReadyEvent(a->buffer->deleted ? absl::FailedPreconditionError("the buffer was deleted") : absl::OkStatus());
   return nullptr;
 }
 PJRT_Error* Buffer_ToHostBuffer(PJRT_Buffer_ToHostBuffer_Args* a) {

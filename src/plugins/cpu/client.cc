@@ -121,7 +121,8 @@ PJRT_Error* Client_Devices(PJRT_Client_Devices_Args* a) {
 PJRT_Error* Client_LookupDevice(PJRT_Client_LookupDevice_Args* a) {
   CHECK_ARGS(PJRT_Client_LookupDevice_Args, a, device);
   if (a->id < 0 || a->id >= static_cast<int>(a->client->device_ptrs.size()))
-    return MakeError(xonnx::InvalidArgument("no device with id %d (the client has %d)", a->id, a->client->device_ptrs.size()));
+    return MakeError(
+        xonnx::InvalidArgument("no device with id %d (the client has %d)", a->id, a->client->device_ptrs.size()));
   a->device = a->client->device_ptrs[a->id];
   return nullptr;
 }
@@ -134,7 +135,8 @@ PJRT_Error* Client_AddressableMemories(PJRT_Client_AddressableMemories_Args* a) 
 PJRT_Error* Client_DefaultDeviceAssignment(PJRT_Client_DefaultDeviceAssignment_Args* a) {
   CHECK_ARGS(PJRT_Client_DefaultDeviceAssignment_Args, a, default_assignment);
   int64_t n = static_cast<int64_t>(a->num_replicas) * a->num_partitions;
-  if (n < 1 || n > static_cast<int64_t>(a->client->device_ptrs.size()) || a->default_assignment_size < static_cast<size_t>(n))
+  if (n < 1 || n > static_cast<int64_t>(a->client->device_ptrs.size()) ||
+      a->default_assignment_size < static_cast<size_t>(n))
     return MakeError(xonnx::InvalidArgument("cannot assign %d replicas x %d partitions to %d devices", a->num_replicas,
                                             a->num_partitions, a->client->device_ptrs.size()));
   for (int64_t i = 0; i < n; ++i) a->default_assignment[i] = static_cast<int>(i);

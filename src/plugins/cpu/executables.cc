@@ -37,7 +37,8 @@ PJRT_Error* Client_Compile(PJRT_Client_Compile_Args* a) {
   std::string format(a->program->format ? a->program->format : "", a->program->format ? a->program->format_size : 0);
   if (format != "hlo")
     return MakeError(absl::InvalidArgumentError(
-        absl::StrCat("PJRT_Client_Compile: program format '", format, "' is not supported; the xonnx CPU plugin takes \"hlo\" (a serialized HloModuleProto)")));
+        absl::StrCat("PJRT_Client_Compile: program format '", format,
+                     "' is not supported; the xonnx CPU plugin takes \"hlo\" (a serialized HloModuleProto)")));
   int device_id = 0;
   if (a->compile_options_size) {
     auto id = xonnx::pjrt::DeviceIdFromCompileOptions(absl::string_view(a->compile_options, a->compile_options_size));
@@ -45,8 +46,8 @@ PJRT_Error* Client_Compile(PJRT_Client_Compile_Args* a) {
     device_id = *id;
   }
   if (device_id < 0 || device_id >= static_cast<int>(a->client->device_ptrs.size()))
-    return MakeError(xonnx::InvalidArgument("PJRT_Client_Compile: device %d does not exist (the client has %d)", device_id,
-                                            a->client->device_ptrs.size()));
+    return MakeError(xonnx::InvalidArgument("PJRT_Client_Compile: device %d does not exist (the client has %d)",
+                                            device_id, a->client->device_ptrs.size()));
   auto p = cpu::Program::Build(absl::string_view(a->program->code, a->program->code_size), a->client->options.program);
   if (!p.ok()) return MakeError(xonnx::Annotate(p.status(), "PJRT_Client_Compile"));
   auto h = MakeHandle(*std::move(p), device_id);
@@ -145,12 +146,15 @@ PJRT_Error* Executable_Serialize(PJRT_Executable_Serialize_Args* a) {
 PJRT_Error* Executable_DeserializeAndLoad(PJRT_Executable_DeserializeAndLoad_Args* a) {
   CHECK_ARGS(PJRT_Executable_DeserializeAndLoad_Args, a, loaded_executable);
   absl::string_view bytes(a->serialized_executable ? a->serialized_executable : "", a->serialized_executable_size);
-  auto fail = [](const absl::Status& st) { return MakeError(xonnx::Annotate(st, "PJRT_Executable_DeserializeAndLoad")); };
+  auto fail = [](const absl::Status& st) {
+    return MakeError(xonnx::Annotate(st, "PJRT_Executable_DeserializeAndLoad"));
+  };
   int device_id = 0;
   auto p = cpu::Program::Deserialize(bytes, a->client->options.program, &device_id);
   if (!p.ok()) return fail(p.status());
   if (a->overridden_serialized_compile_options && a->overridden_serialized_compile_options_size &&
-      a->struct_size >= XONNX_STRUCT_SIZE(PJRT_Executable_DeserializeAndLoad_Args, overridden_serialized_compile_options_size)) {
+      a->struct_size >=
+          XONNX_STRUCT_SIZE(PJRT_Executable_DeserializeAndLoad_Args, overridden_serialized_compile_options_size)) {
     auto id = xonnx::pjrt::DeviceIdFromCompileOptions(
         absl::string_view(a->overridden_serialized_compile_options, a->overridden_serialized_compile_options_size));
     if (!id.ok()) return fail(id.status());
@@ -209,11 +213,14 @@ PJRT_Error* LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args* a) {
   CHECK_ARGS(PJRT_LoadedExecutable_Execute_Args, a, device_complete_events);
   PJRT_LoadedExecutable* e = a->executable;
   if (!e) return MakeError(absl::InvalidArgumentError("PJRT_LoadedExecutable_Execute: null executable"));
-  if (e->deleted) return MakeError(absl::FailedPreconditionError("PJRT_LoadedExecutable_Execute: the executable was deleted"));
-  if (!a->options) return MakeError(absl::InvalidArgumentError("PJRT_LoadedExecutable_Execute: options must not be null"));
+  if (e->deleted)
+    return MakeError(absl::FailedPreconditionError("PJRT_LoadedExecutable_Execute: the executable was deleted"));
+  if (!a->options)
+    return MakeError(absl::InvalidArgumentError("PJRT_LoadedExecutable_Execute: options must not be null"));
   if (a->num_devices != 1)
     return MakeError(xonnx::InvalidArgument(
-        "PJRT_LoadedExecutable_Execute: the program was compiled for 1 device, arguments for %d given", a->num_devices));
+        "PJRT_LoadedExecutable_Execute: the program was compiled for 1 device, arguments for %d given",
+        a->num_devices));
   if (!a->argument_lists || !a->output_lists || (!e->program->output_types.empty() && !a->output_lists[0]) ||
       (a->num_args && !a->argument_lists[0]))
     return MakeError(absl::InvalidArgumentError("PJRT_LoadedExecutable_Execute: null argument or output lists"));

@@ -185,16 +185,16 @@ extern std::atomic<uint64_t> next_buffer_id;
 // kernels, or the caller's (zero-copy), never written, and given back by
 // setting `released` when the last user of the storage lets go of it.
 struct Storage {
-  explicit Storage(size_t n) : size(n) {
-    data = std::aligned_alloc(64, (std::max<size_t>(n, 1) + 63) / 64 * 64);
-  }
+  explicit Storage(size_t n) : size(n) { data = std::aligned_alloc(64, (std::max<size_t>(n, 1) + 63) / 64 * 64); }
   Storage(const void* borrowed, size_t n, std::shared_ptr<EventState> released)
       : data(const_cast<void*>(borrowed)), size(n), released_(std::move(released)) {}
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
   ~Storage() {
-    if (released_) released_->Set(absl::OkStatus());
-    else std::free(data);
+    if (released_)
+      released_->Set(absl::OkStatus());
+    else
+      std::free(data);
   }
   void* data;
   size_t size;
