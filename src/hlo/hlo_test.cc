@@ -18,7 +18,7 @@ namespace {
 std::unique_ptr<Module> SampleModule() {
   auto m = std::make_unique<Module>("sample");
   Builder b(m.get(), "main");
-  b.set_metadata({"Conv", "conv_1"});
+  b.set_metadata({.op_type = "Conv", .op_name = "conv_1"});
   auto* x = b.Parameter(0, Shape(F32, {1, 2, 5, 5}), "input");
   auto* w = b.Constant(Literal(Shape(F32, {3, 2, 3, 3})));
   Window win;
@@ -28,7 +28,7 @@ std::unique_ptr<Module> SampleModule() {
   dn.kernel_spatial_dimensions = {2, 3};
   dn.output_spatial_dimensions = {2, 3};
   auto* conv = b.Convolution(x, w, win, dn, 1);
-  b.set_metadata({"ReduceSum", "sum_1"});
+  b.set_metadata({.op_type = "ReduceSum", .op_name = "sum_1"});
   auto* zero = b.ScalarConstant(F32, 0);
   auto* sum = b.Reduce({conv}, {zero}, {2, 3}, b.ScalarReducer(Opcode::kAdd, F32));
   auto* sl = b.Slice(sum, {0, 1}, {1, 3}, {1, 1});

@@ -337,4 +337,10 @@ double HighestValue(hlo::PrimitiveType t) {
   });
 }
 
+std::vector<int64_t> SpatialAxes(const hlo::Instruction* x) {
+  std::vector<int64_t> axes;
+  for (int64_t i = 2; i < x->shape().rank(); ++i) axes.push_back(i);
+  return axes;
+}
+
 }  // namespace xonnx::onnx_import

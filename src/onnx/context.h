@@ -144,6 +144,8 @@ hlo::Instruction* SplatLike(hlo::Builder& b, hlo::Instruction* like, double valu
 // Normalizes a possibly negative axis; error when out of [-rank, rank).
 absl::StatusOr<int64_t> NormalizeAxis(const NodeContext& ctx, int64_t axis, int64_t rank);
 // Reduces x over `axes` with a scalar op, keeping reduced dims as 1 when asked.
+// The spatial axes of an NC... tensor: 2 .. rank-1.
+std::vector<int64_t> SpatialAxes(const hlo::Instruction* x);
 hlo::Instruction* ReduceOver(hlo::Builder& b, hlo::Instruction* x, hlo::Opcode op, double init,
                              std::vector<int64_t> axes, bool keepdims);
 // ONNX Gather: slices of x along `axis` picked by `indices` (any rank, in

@@ -143,7 +143,7 @@ absl::Status ConvertNodes(const onnx::GraphProto& g, const std::map<std::string,
     Converter fn = reg.Find(domain, n.op_type(), opset);
     std::string node_name = n.name().empty() ? (n.output_size() ? n.output(0) : n.op_type()) : n.name();
     hlo::OpMetadata saved = b.metadata();
-    b.set_metadata({n.op_type(), node_name});
+    b.set_metadata({.op_type = n.op_type(), .op_name = node_name});
     absl::Status st = fn ? fn(ctx) : ctx.Unsupported("no converter for this op");
     b.set_metadata(saved);
     if (st.ok()) st = b.status();
@@ -229,7 +229,7 @@ absl::StatusOr<ImportedModule> ImportGraph(const LoadedModel& model, const Impor
       }
     }
     // The metadata keeps the ONNX name (the HLO name may be sanitized).
-    b.set_metadata({"Input", name});
+    b.set_metadata({.op_type = "Input", .op_name = name});
     hlo::Instruction* p = b.Parameter(params.size(), hlo::Shape(in.type, in.dims), name);
     in.is_sequence = in.is_optional = false;
     params.push_back(in);
@@ -275,7 +275,7 @@ absl::StatusOr<ImportedModule> ImportGraph(const LoadedModel& model, const Impor
       int64_t n = 1;
       for (int64_t d : dims) n *= d;
       if (n < options.weight_min_elements) continue;
-      b.set_metadata({hlo::kWeightParameterOpType, t.name()});
+      b.set_metadata({.op_type = hlo::kWeightParameterOpType, .op_name = t.name()});
       values.values[t.name()] =
           b.Parameter(static_cast<int64_t>(params.size() + result.weights.size()), hlo::Shape(*type, dims), t.name());
       result.weights.push_back(t.name());

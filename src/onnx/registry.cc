@@ -7,8 +7,10 @@ const Registry& Registry::Get() {
     auto* reg = new Registry;
     RegisterElementwiseOps(*reg);
     RegisterShapeOps(*reg);
+    RegisterGatherScatterOps(*reg);
     RegisterReduceOps(*reg);
     RegisterNnOps(*reg);
+    RegisterNormalizationOps(*reg);
     RegisterResizeOps(*reg);
     RegisterLossOps(*reg);
     RegisterMiscOps(*reg);

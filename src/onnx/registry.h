@@ -45,7 +45,7 @@ class Registry {
   // so that a registration can declare its value inputs:
   //   r.Add("Reshape", Reshape).value_inputs = {1};
   ConverterEntry& Add(const char* op_type, Converter fn, int64_t from = 1, int64_t to = kMaxOpset) {
-    return entries_.emplace_back(ConverterEntry{"", op_type, from, to, fn});
+    return entries_.emplace_back(ConverterEntry{.op_type = op_type, .min_opset = from, .max_opset = to, .fn = fn});
   }
   // The converter for an op at the model's opset, or null.
   Converter Find(const std::string& domain, const std::string& op_type, int64_t opset) const;
@@ -71,8 +71,10 @@ NodeOpset OpsetOf(const onnx::NodeProto& node, const std::map<std::string, int64
 // Registration functions, one per family file in ops/.
 void RegisterElementwiseOps(Registry& r);
 void RegisterShapeOps(Registry& r);
+void RegisterGatherScatterOps(Registry& r);
 void RegisterReduceOps(Registry& r);
 void RegisterNnOps(Registry& r);
+void RegisterNormalizationOps(Registry& r);
 void RegisterResizeOps(Registry& r);
 void RegisterLossOps(Registry& r);
 void RegisterMiscOps(Registry& r);

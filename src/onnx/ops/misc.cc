@@ -449,9 +449,9 @@ void RegisterMiscOps(Registry& r) {
   r.Add("Det", Det, 11);
   r.Add("TfIdfVectorizer", TfIdfVectorizer, 9);
   r.Add("StringNormalizer", StringNormalizer, 10);
-  r.Add({"ai.onnx.preview.training", "Adagrad", 1, 1, Adagrad});
-  r.Add({"ai.onnx.preview.training", "Momentum", 1, 1, Momentum});
-  r.Add({"ai.onnx.preview.training", "Adam", 1, 1, Adam});
+  r.Add({.domain = "ai.onnx.preview.training", .op_type = "Adagrad", .min_opset = 1, .max_opset = 1, .fn = Adagrad});
+  r.Add({.domain = "ai.onnx.preview.training", .op_type = "Momentum", .min_opset = 1, .max_opset = 1, .fn = Momentum});
+  r.Add({.domain = "ai.onnx.preview.training", .op_type = "Adam", .min_opset = 1, .max_opset = 1, .fn = Adam});
 }
 
 }  // namespace xonnx::onnx_import

@@ -1,5 +1,6 @@
 // Shape and data-movement ONNX ops: Shape, Reshape, Transpose, Concat,
-// Split, Slice, Pad, Gather/Scatter families, Expand, Tile, constants.
+// Split, Slice, Pad, Expand, Tile, constants (gathers and scatters are in
+// gather_scatter.cc).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -256,127 +257,6 @@ absl::Status Slice(NodeContext& ctx) {
     x = SliceAxis(ctx.b(), x, axis, starts[i], ends[i], steps[i]);
   }
   ctx.set_output(0, x);
-  return absl::OkStatus();
-}
-
-// Normalizes indices: negative values count from the end of a dim of size `dim`.
-Instruction* WrapIndices(hlo::Builder& b, Instruction* idx, int64_t dim) {
-  if (idx->opcode() == Opcode::kConstant) {
-    Literal l = *idx->literal;
-    bool any = false;
-    for (int64_t i = 0; i < l.element_count(); ++i) any |= l.GetAsInt64(i) < 0;
-    if (!any) return idx;
-  }
-  if (hlo::IsUnsignedInteger(idx->shape().element_type)) return idx;
-  Instruction* neg = b.Compare(idx, SplatLike(b, idx, 0), hlo::ComparisonDirection::kLt);
-  return b.Select(neg, b.Binary(Opcode::kAdd, idx, SplatLike(b, idx, dim)), idx);
-}
-
-absl::Status Gather(NodeContext& ctx) {
-  Instruction* x = ctx.input(0);
-  Instruction* idx = ctx.input(1);
-  if (!x || !idx) return ctx.Error("needs data and indices");
-  int64_t r = x->shape().rank();
-  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", 0), r));
-  ctx.set_output(0, TakeAlongAxis(ctx.b(), x, WrapIndices(ctx.b(), idx, x->shape().dims[axis]), axis));
-  return absl::OkStatus();
-}
-
-absl::Status GatherElements(NodeContext& ctx) {
-  Instruction* x = ctx.input(0);
-  Instruction* idx = ctx.input(1);
-  int64_t r = x->shape().rank();
-  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", 0), r));
-  ctx.set_output(0, GatherElementsAlongAxis(ctx.b(), x, WrapIndices(ctx.b(), idx, x->shape().dims[axis]), axis));
-  return absl::OkStatus();
-}
-
-// The scatter combiner for ONNX's `reduction` attribute.
-absl::StatusOr<hlo::Computation*> ScatterCombiner(NodeContext& ctx, hlo::PrimitiveType t) {
-  std::string red = ctx.attr_s("reduction", "none");
-  if (red == "add") return ctx.b().ScalarReducer(Opcode::kAdd, t);
-  if (red == "mul") return ctx.b().ScalarReducer(Opcode::kMultiply, t);
-  if (red == "max") return ctx.b().ScalarReducer(Opcode::kMaximum, t);
-  if (red == "min") return ctx.b().ScalarReducer(Opcode::kMinimum, t);
-  if (red != "none") return ctx.Error(absl::StrCat("unknown reduction '", red, "'"));
-  hlo::Builder cb(ctx.b().module(), "scatter_replace");
-  cb.Parameter(0, hlo::Shape::Scalar(t), "old");
-  Instruction* upd = cb.Parameter(1, hlo::Shape::Scalar(t), "update");
-  return cb.Build(upd);
-}
-
-absl::Status ScatterElements(NodeContext& ctx) {
-  Instruction* x = ctx.input(0);
-  Instruction* idx = ctx.input(1);
-  Instruction* upd = ctx.input(2);
-  int64_t r = x->shape().rank();
-  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", 0), r));
-  idx = WrapIndices(ctx.b(), idx, x->shape().dims[axis]);
-  ASSIGN_OR_RETURN(hlo::Computation * comb, ScatterCombiner(ctx, x->shape().element_type));
-  hlo::ScatterDimensionNumbers d;
-  for (int64_t k = 0; k < r; ++k) {
-    d.inserted_window_dims.push_back(k);
-    d.scatter_dims_to_operand_dims.push_back(k);
-  }
-  d.index_vector_dim = r;
-  ctx.set_output(0, ctx.b().Scatter(x, ElementIndices(ctx.b(), idx, axis), upd, d, comb));
-  return absl::OkStatus();
-}
-
-absl::Status GatherND(NodeContext& ctx) {
-  Instruction* x = ctx.input(0);
-  Instruction* idx = ctx.input(1);
-  hlo::Builder& b = ctx.b();
-  int64_t bd = ctx.attr_i("batch_dims", 0);
-  int64_t q = idx->shape().rank();
-  int64_t r = x->shape().rank();
-  int64_t k = idx->shape().dims.back();
-  if (k + bd > r) return ctx.Error("index vectors are longer than the data rank");
-  idx = b.Convert(idx, hlo::S64);
-  // Negative indices count from the end of the dim they index.
-  {
-    std::vector<int64_t> dimv(x->shape().dims.begin() + bd, x->shape().dims.begin() + bd + k);
-    Instruction* dims = BroadcastTo(b, b.Constant(Literal::Vector<int64_t>(dimv)), idx->shape().dims);
-    Instruction* neg = b.Compare(idx, SplatLike(b, idx, 0), hlo::ComparisonDirection::kLt);
-    idx = b.Select(neg, b.Binary(Opcode::kAdd, idx, dims), idx);
-  }
-  if (bd > 0) {
-    std::vector<int64_t> d1 = idx->shape().dims;
-    d1.back() = 1;
-    std::vector<Instruction*> parts;
-    for (int64_t i = 0; i < bd; ++i) parts.push_back(b.Iota(hlo::Shape(hlo::S64, d1), i));
-    parts.push_back(idx);
-    idx = b.Concatenate(parts, q - 1);
-    k += bd;
-  }
-  hlo::GatherDimensionNumbers d;
-  for (int64_t i = 0; i < k; ++i) {
-    d.collapsed_slice_dims.push_back(i);
-    d.start_index_map.push_back(i);
-  }
-  d.index_vector_dim = q - 1;
-  for (int64_t i = q - 1; i < q - 1 + (r - k); ++i) d.offset_dims.push_back(i);
-  std::vector<int64_t> sizes(k, 1);
-  for (int64_t i = k; i < r; ++i) sizes.push_back(x->shape().dims[i]);
-  ctx.set_output(0, b.Gather(x, idx, d, sizes));
-  return absl::OkStatus();
-}
-
-absl::Status ScatterND(NodeContext& ctx) {
-  Instruction* x = ctx.input(0);
-  Instruction* idx = ctx.input(1);
-  Instruction* upd = ctx.input(2);
-  int64_t q = idx->shape().rank();
-  int64_t k = idx->shape().dims.back();
-  ASSIGN_OR_RETURN(hlo::Computation * comb, ScatterCombiner(ctx, x->shape().element_type));
-  hlo::ScatterDimensionNumbers d;
-  for (int64_t i = 0; i < k; ++i) {
-    d.inserted_window_dims.push_back(i);
-    d.scatter_dims_to_operand_dims.push_back(i);
-  }
-  for (int64_t i = q - 1; i < upd->shape().rank(); ++i) d.update_window_dims.push_back(i);
-  d.index_vector_dim = q - 1;
-  ctx.set_output(0, ctx.b().Scatter(x, idx, upd, d, comb));
   return absl::OkStatus();
 }
 
@@ -685,12 +565,6 @@ void RegisterShapeOps(Registry& r) {
   r.Add("Concat", Concat);
   r.Add("Split", Split).value_inputs = {1};
   r.Add("Slice", Slice).value_inputs = {1, 2, 3, 4};
-  r.Add("Gather", Gather);
-  r.Add("GatherElements", GatherElements, 11);
-  r.Add("ScatterElements", ScatterElements, 11);
-  r.Add("Scatter", ScatterElements, 9, 10);
-  r.Add("GatherND", GatherND, 11);
-  r.Add("ScatterND", ScatterND, 11);
   r.Add("Expand", Expand, 8).value_inputs = {1};
   r.Add("Tile", Tile, 6).value_inputs = {1};
   r.Add("Constant", Constant);

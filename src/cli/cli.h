@@ -1,0 +1,88 @@
+// The `xonnx` command's pieces (internal header): errors, the options every
+// command shares, inputs, and one function per subcommand.
+#ifndef XONNX_CLI_CLI_H_
+#define XONNX_CLI_CLI_H_
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "xonnx/session.h"
+
+namespace xonnx::cli {
+
+// Thrown inside the CLI only, turned into a one-line message and exit code 1.
+struct CliError {
+  std::string message;
+};
+
+// The value, or a CliError with the status's message.
+template <typename T>
+T Check(xonnx::StatusOr<T> s) {
+  if (!s.ok()) throw CliError{std::string(s.status().message())};
+  return *std::move(s);
+}
+inline void Check(const xonnx::Status& s) {
+  if (!s.ok()) throw CliError{std::string(s.message())};
+}
+
+// Where DefaultCacheDir looks, for --help.
+inline constexpr char kCacheDirDefault[] =
+    "(default: $XONNX_CACHE_DIR, else $XDG_CACHE_HOME/xonnx, else ~/.cache/xonnx)";
+
+// Where and how a model runs: --plugin, --device, --create-option, buckets,
+// data types and the compile cache.
+struct DeviceArgs {
+  std::string plugin;
+  std::string device = "0";
+  std::vector<std::string> create_options;
+  int64_t max_batch = 0, steps = 1;
+  std::string batch_buckets;
+  std::vector<std::string> dim_buckets;
+  std::string cache_dir;
+  bool no_cache = false;
+  std::string data_type = "f32", io_data_type = "f32";
+  int compile_threads = 0;
+};
+// The options of the running command (AddDeviceOptions fills them).
+extern DeviceArgs g_device;
+
+// The inputs of run and bench: files, shapes and a seed for the rest.
+struct InputArgs {
+  std::vector<std::string> inputs;  // NAME=FILE
+  std::string input_dir;
+  std::vector<std::string> shapes;
+  uint64_t seed = 0;
+};
+
+// "name=1x3x224x224" specs as a shape map.
+xonnx::ShapeMap ParseShapes(const std::vector<std::string>& specs);
+// The session options g_device describes.
+xonnx::SessionOptions BaseOptions();
+// Opens a model with BaseOptions().
+std::unique_ptr<xonnx::Session> Open(const std::string& path, bool allow_unsupported = false);
+// Builds the input map: files first, then random values for the rest.
+std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a);
+// One line about an output: shape, min, max, mean, first values.
+void PrintSummary(const xonnx::TensorSpec& spec, const Tensor& t);
+// Adds the input options (with_files: --input and --input-dir too).
+void AddInputOptions(CLI::App* cmd, InputArgs& a, bool with_files);
+// Adds the plugin, device and (with serving) bucket, type and cache options.
+void AddDeviceOptions(CLI::App* cmd, bool serving);
+
+// The subcommands; each returns the process's exit code.
+int Run(const std::string& model, const InputArgs& in, const std::string& output_dir);
+int Bench(const std::string& model, const InputArgs& in, int warmup, int iterations, bool json, int in_flight,
+          bool every_bucket);
+int Convert(const std::string& model, const std::vector<std::string>& shape_specs, const std::string& text_out,
+            const std::string& proto_out, int64_t batch, bool allow_partial);
+int Info(const std::string& model);
+int Devices();
+int Cache(std::string dir, const std::string& max_size, bool clear, bool json);
+
+}  // namespace xonnx::cli
+
+#endif  // XONNX_CLI_CLI_H_

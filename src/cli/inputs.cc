@@ -1,0 +1,174 @@
+// Inputs of run and bench (files, or seeded random values), and the
+// summary of an output.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "cli/cli.h"
+#include "xonnx/float16.h"
+
+namespace xonnx::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Seeded random values that are never all zero: floats in [-1, 1), integers in
+// [1, 10), bools half true.
+Tensor RandomTensor(DataType t, const std::vector<int64_t>& dims, std::mt19937_64& rng) {
+  Tensor out(t, dims);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::uniform_int_distribution<int> ui(1, 9);
+  for (int64_t i = 0; i < out.element_count(); ++i) {
+    switch (t) {
+      case DataType::kFloat32:
+        out.data_as<float>()[i] = static_cast<float>(u(rng));
+        break;
+      case DataType::kFloat64:
+        out.data_as<double>()[i] = u(rng);
+        break;
+      case DataType::kBool:
+        out.data_as<bool>()[i] = rng() & 1;
+        break;
+      case DataType::kInt8:
+        out.data_as<int8_t>()[i] = ui(rng);
+        break;
+      case DataType::kUInt8:
+        out.data_as<uint8_t>()[i] = ui(rng);
+        break;
+      case DataType::kInt16:
+        out.data_as<int16_t>()[i] = ui(rng);
+        break;
+      case DataType::kUInt16:
+        out.data_as<uint16_t>()[i] = ui(rng);
+        break;
+      case DataType::kInt32:
+        out.data_as<int32_t>()[i] = ui(rng);
+        break;
+      case DataType::kUInt32:
+        out.data_as<uint32_t>()[i] = ui(rng);
+        break;
+      case DataType::kInt64:
+        out.data_as<int64_t>()[i] = ui(rng);
+        break;
+      case DataType::kUInt64:
+        out.data_as<uint64_t>()[i] = ui(rng);
+        break;
+      case DataType::kString:
+        break;  // refused by the caller
+      case DataType::kFloat16:
+        out.data_as<xonnx::Half>()[i] = xonnx::Half(u(rng));
+        break;
+      case DataType::kBFloat16:
+        out.data_as<xonnx::BFloat16>()[i] = xonnx::BFloat16(u(rng));
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// Builds the input map: files first, then random values for the rest.
+std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a) {
+  std::map<std::string, Tensor> m;
+  const auto& specs = s.inputs();
+  for (const auto& kv : a.inputs) {
+    std::vector<std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+    if (p.size() != 2) throw CliError{absl::StrCat("--input '", kv, "': expected NAME=FILE")};
+    m[p[0]] = Check(xonnx::ReadTensorFile(p[1]));
+  }
+  if (!a.input_dir.empty()) {
+    if (!fs::is_directory(a.input_dir)) throw CliError{absl::StrCat(a.input_dir, ": not a directory")};
+    for (size_t i = 0;; ++i) {
+      fs::path pb = fs::path(a.input_dir) / absl::StrCat("input_", i, ".pb");
+      fs::path npy = fs::path(a.input_dir) / absl::StrCat("input_", i, ".npy");
+      fs::path f = fs::exists(pb) ? pb : npy;
+      if (!fs::exists(f)) break;
+      std::string name;
+      Tensor t = Check(xonnx::ReadTensorFile(f.string(), &name));
+      bool named = false;
+      for (const auto& sp : specs) named |= sp.name == name;
+      if (!named) {  // match by position
+        if (i >= specs.size())
+          throw CliError{absl::StrCat(f.string(), ": the model has only ", specs.size(), " inputs")};
+        name = specs[i].name;
+      }
+      if (!m.count(name)) m[name] = std::move(t);
+    }
+  }
+  // Float files meet a model whose host type is another float type (--io-data-type).
+  auto is_float = [](DataType t) {
+    return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
+  };
+  for (const auto& sp : specs) {
+    auto it = m.find(sp.name);
+    if (it == m.end() || it->second.dtype() == sp.dtype || !is_float(sp.dtype) || !is_float(it->second.dtype()))
+      continue;
+    Tensor c(sp.dtype, it->second.dims());
+    for (int64_t i = 0; i < c.element_count(); ++i) {
+      double v = it->second.GetAsDouble(i);
+      if (sp.dtype == DataType::kFloat32)
+        c.data_as<float>()[i] = static_cast<float>(v);
+      else if (sp.dtype == DataType::kFloat16)
+        c.data_as<xonnx::Half>()[i] = xonnx::Half(v);
+      else
+        c.data_as<xonnx::BFloat16>()[i] = xonnx::BFloat16(v);
+    }
+    it->second = std::move(c);
+  }
+  xonnx::ShapeMap given = ParseShapes(a.shapes);
+  for (const auto& [name, dims] : given) {
+    bool known = false;
+    for (const auto& sp : specs) known |= sp.name == name;
+    if (!known) throw CliError{absl::StrCat("--shape: the model has no input named '", name, "'")};
+  }
+  std::mt19937_64 rng(a.seed);
+  for (const auto& sp : specs) {
+    if (m.count(sp.name)) continue;
+    std::vector<int64_t> dims = sp.dims;
+    auto g = given.find(sp.name);
+    if (g != given.end()) dims = g->second;
+    for (auto& d : dims)
+      if (d < 0) d = 1;
+    if (sp.dtype == DataType::kString)
+      throw CliError{absl::StrCat("string input '", sp.name, "' must be given with --input or --input-dir")};
+    m[sp.name] = RandomTensor(sp.dtype, dims, rng);
+    std::cerr << "xonnx: input '" << sp.name << "' not given: using random " << m[sp.name].ShapeString() << " (seed "
+              << a.seed << ")\n";
+  }
+  return m;
+}
+
+void PrintSummary(const xonnx::TensorSpec& spec, const Tensor& t) {
+  int64_t n = t.element_count();
+  if (t.dtype() == DataType::kString) {
+    std::vector<std::string> first;
+    for (int64_t i = 0; i < std::min<int64_t>(n, 6); ++i) first.push_back(absl::StrCat("\"", t.strings()[i], "\""));
+    std::cout << spec.name << ": " << t.ShapeString() << " [" << absl::StrJoin(first, ", ") << (n > 6 ? ", ..." : "")
+              << "]\n";
+    return;
+  }
+  double mn = INFINITY, mx = -INFINITY, sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = t.GetAsDouble(i);
+    mn = std::min(mn, v);
+    mx = std::max(mx, v);
+    sum += v;
+  }
+  std::vector<std::string> first;
+  for (int64_t i = 0; i < std::min<int64_t>(n, 6); ++i) first.push_back(absl::StrFormat("%.6g", t.GetAsDouble(i)));
+  std::cout << spec.name << ": " << t.ShapeString();
+  if (n) std::cout << absl::StrFormat(" min=%.6g max=%.6g mean=%.6g", mn, mx, sum / n);
+  std::cout << " [" << absl::StrJoin(first, ", ") << (n > 6 ? ", ..." : "") << "]\n";
+}
+
+}  // namespace xonnx::cli

@@ -1,0 +1,147 @@
+// The options every command shares: devices, buckets, types, the cache.
+#include <unistd.h>
+
+#include <iostream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "cli/cli.h"
+
+namespace xonnx::cli {
+
+DeviceArgs g_device;
+
+// "name=1x3x224x224" -> shape map entry.
+xonnx::ShapeMap ParseShapes(const std::vector<std::string>& specs) {
+  xonnx::ShapeMap m;
+  for (const auto& spec : specs) {
+    std::vector<std::string> kv = absl::StrSplit(spec, absl::MaxSplits('=', 1));
+    if (kv.size() != 2 || kv[0].empty())
+      throw CliError{absl::StrCat("--shape '", spec, "': expected NAME=DIMxDIMx...")};
+    std::vector<int64_t> dims;
+    if (!kv[1].empty()) {
+      for (absl::string_view d : absl::StrSplit(kv[1], absl::ByAnyChar("x,"))) {
+        int64_t v;
+        if (!absl::SimpleAtoi(d, &v) || v < 0)
+          throw CliError{absl::StrCat("--shape '", spec, "': bad dimension '", d, "'")};
+        dims.push_back(v);
+      }
+    }
+    m[kv[0]] = dims;
+  }
+  return m;
+}
+
+std::vector<int64_t> ParseSizes(const std::string& text, const std::string& flag) {
+  std::vector<int64_t> out;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    int64_t v;
+    if (!absl::SimpleAtoi(part, &v) || v < 1)
+      throw CliError{absl::StrCat(flag, " '", text, "': expected a comma list of sizes >= 1, e.g. 1,8,64")};
+    out.push_back(v);
+  }
+  if (out.empty()) throw CliError{absl::StrCat(flag, " '", text, "': no sizes given")};
+  return out;
+}
+
+DataType ParseFloatType(const std::string& text, const std::string& flag) {
+  if (text == "f32" || text == "float32") return DataType::kFloat32;
+  if (text == "f16" || text == "float16") return DataType::kFloat16;
+  if (text == "bf16" || text == "bfloat16") return DataType::kBFloat16;
+  throw CliError{absl::StrCat(flag, " '", text, "': expected f32, f16 or bf16")};
+}
+
+// A progress bar on stderr while buckets compile, when it is a terminal.
+void ShowProgress(int done, int total) {
+  constexpr int kWidth = 30;
+  int filled = total ? done * kWidth / total : kWidth;
+  std::cerr << "\rxonnx: compiling buckets [" << std::string(filled, '#') << std::string(kWidth - filled, '.') << "] "
+            << done << "/" << total << (done == total ? "\n" : "") << std::flush;
+}
+
+xonnx::SessionOptions BaseOptions() {
+  xonnx::SessionOptions o;
+  o.plugin = g_device.plugin;
+  if (g_device.device == "all") {
+    o.device = xonnx::SessionOptions::kAllDevices;
+  } else if (!absl::SimpleAtoi(g_device.device, &o.device) || o.device < 0) {
+    throw CliError{
+        absl::StrCat("--device '", g_device.device, "': expected a device index (see `xonnx devices`) or 'all'")};
+  }
+  for (const auto& text : g_device.create_options) {
+    o.create_options.push_back(Check(xonnx::ParseCreateOption(text)));
+  }
+  o.max_batch = g_device.max_batch;
+  o.steps = g_device.steps;
+  if (!g_device.batch_buckets.empty()) o.batch_buckets = ParseSizes(g_device.batch_buckets, "--batch-buckets");
+  for (const auto& spec : g_device.dim_buckets) {
+    std::vector<std::string> kv = absl::StrSplit(spec, absl::MaxSplits('=', 1));
+    if (kv.size() != 2 || kv[0].empty())
+      throw CliError{absl::StrCat("--dim-buckets '", spec, "': expected NAME=16,32,64")};
+    o.dim_buckets[kv[0]] = ParseSizes(kv[1], "--dim-buckets");
+  }
+  o.data_type = ParseFloatType(g_device.data_type, "--data-type");
+  o.io_data_type = ParseFloatType(g_device.io_data_type, "--io-data-type");
+  o.use_cache = !g_device.no_cache;
+  o.cache_dir = g_device.cache_dir;
+  o.compile_threads = g_device.compile_threads;
+  if (isatty(STDERR_FILENO)) o.compile_progress = ShowProgress;
+  return o;
+}
+
+std::unique_ptr<xonnx::Session> Open(const std::string& path, bool allow_unsupported) {
+  xonnx::SessionOptions o = BaseOptions();
+  o.allow_unsupported = allow_unsupported;
+  return Check(xonnx::Session::Open(path, o));
+}
+
+void AddInputOptions(CLI::App* cmd, InputArgs& a, bool with_files) {
+  if (with_files) {
+    cmd->add_option("--input", a.inputs, "Input tensor NAME=FILE (.pb TensorProto or .npy); repeatable");
+    cmd->add_option("--input-dir", a.input_dir, "Folder with input_<i>.pb files (matched by name, else position)");
+  }
+  cmd->add_option("--shape", a.shapes, "Shape of an input, NAME=1x3x224x224 (for dynamic dims); repeatable");
+  cmd->add_option("--seed", a.seed, "Seed for the random values of inputs not given")->capture_default_str();
+}
+
+void AddDeviceOptions(CLI::App* cmd, bool serving) {
+  cmd->add_option("--plugin", g_device.plugin,
+                  "PjRT plugin: a file path (with a '/') or a library name found through LD_LIBRARY_PATH; "
+                  "default: xonnx's CPU plugin, libxonnx_pjrt_cpu.so, found next to this program "
+                  "(the environment variable XONNX_PLUGIN overrides the default)");
+  cmd->add_option("--create-option", g_device.create_options,
+                  "Option for the plugin's client, NAME=VALUE (true/false, integer, float, comma list of integers, "
+                  "or string), e.g. cpu_device_count=4 or memory_fraction=0.5; repeatable");
+  if (!serving) return;
+  cmd->add_option("--device", g_device.device,
+                  "Index of the plugin's device to run on (see `xonnx devices`), or 'all': each batch is split "
+                  "across all devices and run concurrently")
+      ->capture_default_str();
+  cmd->add_option("--max-batch", g_device.max_batch,
+                  "Largest batch to compile for; with --steps S, buckets max-batch*i/S for i=1..S are compiled at "
+                  "start (a call runs on the smallest bucket that fits, padded with zeros; larger batches are split)");
+  cmd->add_option("--steps", g_device.steps, "Number of batch buckets up to --max-batch")->capture_default_str();
+  cmd->add_option("--batch-buckets", g_device.batch_buckets,
+                  "Explicit batch buckets, e.g. 1,8,64 (instead of --max-batch/--steps)");
+  cmd->add_option("--dim-buckets", g_device.dim_buckets,
+                  "Buckets for a dynamic dimension by its name in the model, NAME=16,32,64 (padded with zeros, "
+                  "outputs cut back); repeatable");
+  cmd->add_option("--data-type", g_device.data_type,
+                  "Type the model computes in: f32, f16 or bf16 (weights converted once; reductions accumulate in f32)")
+      ->capture_default_str();
+  cmd->add_option("--io-data-type", g_device.io_data_type,
+                  "Host-side type of float inputs and outputs: f32, f16 or bf16 (input files of another float type "
+                  "are converted)")
+      ->capture_default_str();
+  cmd->add_option("--cache-dir", g_device.cache_dir,
+                  absl::StrCat("Persistent compile cache folder ", kCacheDirDefault));
+  cmd->add_flag("--no-cache", g_device.no_cache, "Do not read or write the persistent compile cache");
+  cmd->add_option("--compile-threads", g_device.compile_threads,
+                  "Threads compiling buckets at start (default: one per hardware thread)");
+}
+
+}  // namespace xonnx::cli
