@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "hlo/ir.h"
+#include "hlo/shape_inference.h"
 
 namespace xonnx::hlo {
 
@@ -100,10 +101,6 @@ class Builder {
   Folder folder_;
   absl::Status status_;
 };
-
-// Infers the result shape of an instruction from its operands and attributes;
-// the builder, the verifier and the proto reader share it.
-absl::StatusOr<Shape> InferShape(const Instruction& instr);
 
 }  // namespace xonnx::hlo
 

@@ -24,13 +24,13 @@
 #include "onnx/model.h"
 #include "onnx/tensor_proto.h"
 #include "pjrt/client.h"
-#include "runtime/async_workers.h"
 #include "runtime/batching.h"
 #include "runtime/buckets.h"
 #include "runtime/clients.h"
 #include "runtime/dtype.h"
 #include "runtime/graph_stages.h"
 #include "runtime/model_runner.h"
+#include "runtime/threads.h"
 
 namespace xonnx {
 
@@ -38,20 +38,6 @@ namespace {
 
 double MsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
-
-// Runs fn(0..n-1) on up to `threads` threads (the caller's among them);
-// fn returns false to stop the items not started yet.
-void ParallelFor(int n, int threads, const std::function<bool(int)>& fn) {
-  std::atomic<int> next{0};
-  auto worker = [&] {
-    for (int k; (k = next++) < n;)
-      if (!fn(k)) next = n;
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::min(threads, n); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
 }
 
 StatusOr<TensorSpec> SpecOf(const onnx_import::TensorInfo& info) {

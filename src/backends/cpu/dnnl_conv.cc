@@ -40,6 +40,34 @@ struct ConvState {
   std::optional<PrimitiveRunner> src_in, residual_in, dst_out;  // from, to; set where the layouts differ
 };
 
+// Plans the layout changes between the arena's activations and the
+// primitive's `pd` into st (its run layouts, copies and their offsets) and
+// the call's scratch region; false when one would need scratch memory of
+// its own (plain layout changes never do; one that did would own a library
+// scratchpad that concurrent calls would share).
+bool PlanLayoutCopies(ConvState* st, const dnnl::convolution_forward::primitive_desc& pd, bool has_residual,
+                      size_t* scratch_bytes) {
+  memory::desc rs = pd.src_desc(), rd = pd.dst_desc();
+  std::optional<dnnl::reorder::primitive_desc> in_pd, res_pd, out_pd;
+  if (rs != st->src) in_pd.emplace(Engine(), st->src, Engine(), rs);
+  if (rd != st->dst) {
+    out_pd.emplace(Engine(), rd, Engine(), st->dst);
+    if (has_residual) res_pd.emplace(Engine(), st->dst, Engine(), rd);
+  }
+  for (const auto* r : {&in_pd, &res_pd, &out_pd})
+    if (*r && (*r)->scratchpad_desc().get_size() != 0) return false;
+  st->run_src = rs;
+  st->run_dst = rd;
+  st->run_src_at = RoundUp64(pd.scratchpad_desc().get_size());
+  st->run_dst_at = st->run_src_at + (in_pd ? RoundUp64(rs.get_size()) : 0);
+  *scratch_bytes = out_pd ? st->run_dst_at + rd.get_size()
+                          : (in_pd ? st->run_src_at + rs.get_size() : pd.scratchpad_desc().get_size());
+  if (in_pd) MakeReorder(st->src_in, *in_pd);
+  if (res_pd) MakeReorder(st->residual_in, *res_pd);
+  if (out_pd) MakeReorder(st->dst_out, *out_pd);
+  return true;
+}
+
 // The thunk of a convolution whose primitive and layout copies `st` holds:
 // copies in, the primitive with its epilogue, copies out.
 Thunk ConvThunk(std::shared_ptr<ConvState> st, const hlo::Instruction& in, const ThunkIo& io, const Epilogue& epilogue,
@@ -198,30 +226,8 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     };
     bool winograd = false, runs_blocked = false;
     size_t scratch_bytes = 0;  // the call's scratch region: scratchpad, then the layout copies
-    // The layout changes between the arena's activations and the
-    // primitive's; false when one would need scratch memory of its own
-    // (plain layout changes never do; one that did would own a library
-    // scratchpad that concurrent calls would share).
     auto plan_copies = [&](const dnnl::convolution_forward::primitive_desc& pd) {
-      memory::desc rs = pd.src_desc(), rd = pd.dst_desc();
-      std::optional<dnnl::reorder::primitive_desc> in_pd, res_pd, out_pd;
-      if (rs != st->src) in_pd.emplace(Engine(), st->src, Engine(), rs);
-      if (rd != st->dst) {
-        out_pd.emplace(Engine(), rd, Engine(), st->dst);
-        if (has_residual) res_pd.emplace(Engine(), st->dst, Engine(), rd);
-      }
-      for (const auto* r : {&in_pd, &res_pd, &out_pd})
-        if (*r && (*r)->scratchpad_desc().get_size() != 0) return false;
-      st->run_src = rs;
-      st->run_dst = rd;
-      st->run_src_at = RoundUp64(pd.scratchpad_desc().get_size());
-      st->run_dst_at = st->run_src_at + (in_pd ? RoundUp64(rs.get_size()) : 0);
-      scratch_bytes = out_pd ? st->run_dst_at + rd.get_size()
-                             : (in_pd ? st->run_src_at + rs.get_size() : pd.scratchpad_desc().get_size());
-      if (in_pd) MakeReorder(st->src_in, *in_pd);
-      if (res_pd) MakeReorder(st->residual_in, *res_pd);
-      if (out_pd) MakeReorder(st->dst_out, *out_pd);
-      return true;
+      return PlanLayoutCopies(st.get(), pd, has_residual, &scratch_bytes);
     };
     std::optional<dnnl::convolution_forward::primitive_desc> pd;
     if (DnnlConvRunsWinograd(in, constant_weights != nullptr, allow_winograd)) {

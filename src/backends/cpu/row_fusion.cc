@@ -15,6 +15,47 @@ namespace xonnx::cpu {
 
 using Read = RowFusionSpec::Read;
 
+namespace {
+
+// A thread's view of one block's buffers (see the scratch layout below).
+struct BlockBuffers {
+  const float* const* in;  // the inputs, whole
+  const float** full;      // full nodes' values for the block, by node
+  const float** column;    // column vectors repeated over the block's rows, by input
+  float* rows;             // nodes x kb row values
+  float* splat;            // 2 operands spread along rows, span each
+  float* small;            // 2 x kb spread scalars
+  int64_t kb, cols, span;  // rows per block, columns, kb * cols
+};
+
+// Where operand `o` (the node's k-th) is read for the block of `nk` rows at
+// row `i0`; row values and scalars are spread first, along the rows for a
+// node that reads full operands (`wide`).
+const float* ReadOperand(const BlockBuffers& b, const RowFusionSpec::Operand& o, int k, bool wide, int64_t i0,
+                         int64_t nk) {
+  switch (o.read) {
+    case Read::kFull:
+      return o.member ? b.full[o.index] : b.in[o.index] + i0 * b.cols;
+    case Read::kColumns:
+      return b.column[o.index];
+    case Read::kRow: {
+      const float* v = o.member ? b.rows + o.index * b.kb : b.in[o.index] + i0;
+      if (!wide) return v;
+      float* s = b.splat + k * b.span;
+      for (int64_t r = 0; r < nk; ++r) std::fill(s + r * b.cols, s + (r + 1) * b.cols, v[r]);
+      return s;
+    }
+    case Read::kScalar: {
+      float* s = wide ? b.splat + k * b.span : b.small + k * b.kb;
+      std::fill(s, s + (wide ? nk * b.cols : nk), b.in[o.index][0]);
+      return s;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 absl::StatusOr<Thunk> MakeRowFusionThunk(const RowFusionSpec& spec, const ThunkIo& io) {
   if (io.inputs.size() != spec.inputs || io.outputs.size() != spec.outputs.size())
     return Internal("row fusion: %d inputs and %d outputs planned, %d and %d buffers", spec.inputs, spec.outputs.size(),
@@ -88,6 +129,7 @@ absl::StatusOr<Thunk> MakeRowFusionThunk(const RowFusionSpec& spec, const ThunkI
         for (int64_t r = 0; r < kb; ++r) std::memcpy(dst + r * cols, in_ptr[idx], cols * sizeof(float));
         column_ptr[idx] = dst;
       }
+      const BlockBuffers buf{in_ptr.data(), fp, column_ptr, rv, splat_base, small, kb, cols, span};
       bool ok = true;
 #pragma omp for schedule(static)
       for (int64_t b = 0; b < blocks; ++b) {
@@ -98,34 +140,7 @@ absl::StatusOr<Thunk> MakeRowFusionThunk(const RowFusionSpec& spec, const ThunkI
           const bool wide = node.full || node.reduce;  // reads full operands
           const float* arg[2] = {nullptr, nullptr};
           const size_t operand_count = node.reduce ? 1 : node.operands.size();
-          for (size_t k = 0; k < operand_count; ++k) {
-            const RowFusionSpec::Operand& o = node.operands[k];
-            switch (o.read) {
-              case Read::kFull:
-                arg[k] = o.member ? fp[o.index] : in_ptr[o.index] + i0 * cols;
-                break;
-              case Read::kColumns:
-                arg[k] = column_ptr[o.index];
-                break;
-              case Read::kRow: {
-                const float* v = o.member ? rv + o.index * kb : in_ptr[o.index] + i0;
-                if (wide) {
-                  float* s = splat_base + k * span;
-                  for (int64_t r = 0; r < nk; ++r) std::fill(s + r * cols, s + (r + 1) * cols, v[r]);
-                  arg[k] = s;
-                } else {
-                  arg[k] = v;
-                }
-                break;
-              }
-              case Read::kScalar: {
-                float* s = wide ? splat_base + k * span : small + k * kb;
-                std::fill(s, s + (wide ? len : nk), in_ptr[o.index][0]);
-                arg[k] = s;
-                break;
-              }
-            }
-          }
+          for (size_t k = 0; k < operand_count; ++k) arg[k] = ReadOperand(buf, node.operands[k], k, wide, i0, nk);
           if (node.reduce) {
             const float init = in_ptr[node.operands[1].index][0];
             for (int64_t r = 0; r < nk; ++r)

@@ -1,9 +1,10 @@
-// RunAsync's workers: started as calls arrive, up to a maximum; more calls
-// wait in the queue instead of each getting a thread. Destroying it drains
-// the queue: every submitted task runs.
-#ifndef XONNX_RUNTIME_ASYNC_WORKERS_H_
-#define XONNX_RUNTIME_ASYNC_WORKERS_H_
+// The session's threads: RunAsync's workers, and a parallel for over the
+// buckets compiled at Open.
+#ifndef XONNX_RUNTIME_THREADS_H_
+#define XONNX_RUNTIME_THREADS_H_
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -14,6 +15,9 @@
 
 namespace xonnx {
 
+// RunAsync's workers: started as calls arrive, up to a maximum; more calls
+// wait in the queue instead of each getting a thread. Destroying it drains
+// the queue: every submitted task runs.
 class AsyncWorkers {
  public:
   explicit AsyncWorkers(size_t max_workers) : max_workers_(max_workers) {}
@@ -56,6 +60,20 @@ class AsyncWorkers {
   bool stop_ = false;
 };
 
+// Runs fn(0..n-1) on up to `threads` threads (the caller's among them);
+// fn returns false to stop the items not started yet.
+inline void ParallelFor(int n, int threads, const std::function<bool(int)>& fn) {
+  std::atomic<int> next{0};
+  auto worker = [&] {
+    for (int k; (k = next++) < n;)
+      if (!fn(k)) next = n;
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::min(threads, n); ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+}
+
 }  // namespace xonnx
 
-#endif  // XONNX_RUNTIME_ASYNC_WORKERS_H_
+#endif  // XONNX_RUNTIME_THREADS_H_
