@@ -301,6 +301,71 @@ wire::HloModuleProto ToProto(const Module& m) {
 
 std::string SerializeModule(const Module& m) { return ToProto(m).SerializeAsString(); }
 
+// The attributes of an instruction (everything but its opcode, shape,
+// operands, callees and literal) from its proto.
+absl::Status ReadAttributes(const wire::HloInstructionProto& ip, Instruction* i) {
+  i->parameter_number = ip.parameter_number();
+  i->tuple_index = ip.tuple_index();
+  i->dimensions.assign(ip.dimensions().begin(), ip.dimensions().end());
+  for (const auto& s : ip.slice_dimensions()) {
+    i->slice_starts.push_back(s.start());
+    i->slice_limits.push_back(s.limit());
+    i->slice_strides.push_back(s.stride());
+  }
+  i->dynamic_slice_sizes.assign(ip.dynamic_slice_sizes().begin(), ip.dynamic_slice_sizes().end());
+  for (const auto& d : ip.padding_config().dimensions())
+    i->padding_config.push_back({d.edge_padding_low(), d.edge_padding_high(), d.interior_padding()});
+  for (const auto& d : ip.window().dimensions()) {
+    WindowDimension w;
+    w.size = d.size();
+    w.stride = d.stride() ? d.stride() : 1;
+    w.padding_low = d.padding_low();
+    w.padding_high = d.padding_high();
+    w.window_dilation = d.window_dilation() ? d.window_dilation() : 1;
+    w.base_dilation = d.base_dilation() ? d.base_dilation() : 1;
+    w.window_reversal = d.window_reversal();
+    i->window.dimensions.push_back(w);
+  }
+  const auto& cd = ip.convolution_dimension_numbers();
+  i->conv_dnums = {cd.input_batch_dimension(),
+                   cd.input_feature_dimension(),
+                   {cd.input_spatial_dimensions().begin(), cd.input_spatial_dimensions().end()},
+                   cd.kernel_input_feature_dimension(),
+                   cd.kernel_output_feature_dimension(),
+                   {cd.kernel_spatial_dimensions().begin(), cd.kernel_spatial_dimensions().end()},
+                   cd.output_batch_dimension(),
+                   cd.output_feature_dimension(),
+                   {cd.output_spatial_dimensions().begin(), cd.output_spatial_dimensions().end()}};
+  i->feature_group_count = ip.feature_group_count() ? ip.feature_group_count() : 1;
+  i->batch_group_count = ip.batch_group_count() ? ip.batch_group_count() : 1;
+  const auto& dd = ip.dot_dimension_numbers();
+  i->dot_dnums = {{dd.lhs_contracting_dimensions().begin(), dd.lhs_contracting_dimensions().end()},
+                  {dd.rhs_contracting_dimensions().begin(), dd.rhs_contracting_dimensions().end()},
+                  {dd.lhs_batch_dimensions().begin(), dd.lhs_batch_dimensions().end()},
+                  {dd.rhs_batch_dimensions().begin(), dd.rhs_batch_dimensions().end()}};
+  const auto& gd = ip.gather_dimension_numbers();
+  i->gather_dnums = {{gd.offset_dims().begin(), gd.offset_dims().end()},
+                     {gd.collapsed_slice_dims().begin(), gd.collapsed_slice_dims().end()},
+                     {gd.start_index_map().begin(), gd.start_index_map().end()},
+                     gd.index_vector_dim()};
+  i->gather_slice_sizes.assign(ip.gather_slice_sizes().begin(), ip.gather_slice_sizes().end());
+  const auto& sd = ip.scatter_dimension_numbers();
+  i->scatter_dnums = {{sd.update_window_dims().begin(), sd.update_window_dims().end()},
+                      {sd.inserted_window_dims().begin(), sd.inserted_window_dims().end()},
+                      {sd.scatter_dims_to_operand_dims().begin(), sd.scatter_dims_to_operand_dims().end()},
+                      sd.index_vector_dim()};
+  i->indices_are_sorted = ip.indices_are_sorted();
+  i->unique_indices = ip.unique_indices();
+  if (i->opcode() == Opcode::kCompare) {
+    auto dir = ComparisonDirectionFromName(ip.comparison_direction());
+    if (!dir.ok()) return dir.status();
+    i->comparison_direction = *dir;
+  }
+  i->is_stable = ip.is_stable();
+  i->rng_algorithm = ip.rng_algorithm();
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Module>> FromProto(const wire::HloModuleProto& p) {
   auto m = std::make_unique<Module>(p.name().empty() ? "module" : p.name());
   absl::flat_hash_map<int64_t, Computation*> computations;
@@ -332,65 +397,7 @@ absl::StatusOr<std::unique_ptr<Module>> FromProto(const wire::HloModuleProto& p)
         i->literal = *std::move(lit);
       }
       if (*opcode == Opcode::kConstant && !i->literal) return InvalidArgument("%s: constant without a literal", where);
-      i->parameter_number = ip.parameter_number();
-      i->tuple_index = ip.tuple_index();
-      i->dimensions.assign(ip.dimensions().begin(), ip.dimensions().end());
-      for (const auto& s : ip.slice_dimensions()) {
-        i->slice_starts.push_back(s.start());
-        i->slice_limits.push_back(s.limit());
-        i->slice_strides.push_back(s.stride());
-      }
-      i->dynamic_slice_sizes.assign(ip.dynamic_slice_sizes().begin(), ip.dynamic_slice_sizes().end());
-      for (const auto& d : ip.padding_config().dimensions())
-        i->padding_config.push_back({d.edge_padding_low(), d.edge_padding_high(), d.interior_padding()});
-      for (const auto& d : ip.window().dimensions()) {
-        WindowDimension w;
-        w.size = d.size();
-        w.stride = d.stride() ? d.stride() : 1;
-        w.padding_low = d.padding_low();
-        w.padding_high = d.padding_high();
-        w.window_dilation = d.window_dilation() ? d.window_dilation() : 1;
-        w.base_dilation = d.base_dilation() ? d.base_dilation() : 1;
-        w.window_reversal = d.window_reversal();
-        i->window.dimensions.push_back(w);
-      }
-      const auto& cd = ip.convolution_dimension_numbers();
-      i->conv_dnums = {cd.input_batch_dimension(),
-                       cd.input_feature_dimension(),
-                       {cd.input_spatial_dimensions().begin(), cd.input_spatial_dimensions().end()},
-                       cd.kernel_input_feature_dimension(),
-                       cd.kernel_output_feature_dimension(),
-                       {cd.kernel_spatial_dimensions().begin(), cd.kernel_spatial_dimensions().end()},
-                       cd.output_batch_dimension(),
-                       cd.output_feature_dimension(),
-                       {cd.output_spatial_dimensions().begin(), cd.output_spatial_dimensions().end()}};
-      i->feature_group_count = ip.feature_group_count() ? ip.feature_group_count() : 1;
-      i->batch_group_count = ip.batch_group_count() ? ip.batch_group_count() : 1;
-      const auto& dd = ip.dot_dimension_numbers();
-      i->dot_dnums = {{dd.lhs_contracting_dimensions().begin(), dd.lhs_contracting_dimensions().end()},
-                      {dd.rhs_contracting_dimensions().begin(), dd.rhs_contracting_dimensions().end()},
-                      {dd.lhs_batch_dimensions().begin(), dd.lhs_batch_dimensions().end()},
-                      {dd.rhs_batch_dimensions().begin(), dd.rhs_batch_dimensions().end()}};
-      const auto& gd = ip.gather_dimension_numbers();
-      i->gather_dnums = {{gd.offset_dims().begin(), gd.offset_dims().end()},
-                         {gd.collapsed_slice_dims().begin(), gd.collapsed_slice_dims().end()},
-                         {gd.start_index_map().begin(), gd.start_index_map().end()},
-                         gd.index_vector_dim()};
-      i->gather_slice_sizes.assign(ip.gather_slice_sizes().begin(), ip.gather_slice_sizes().end());
-      const auto& sd = ip.scatter_dimension_numbers();
-      i->scatter_dnums = {{sd.update_window_dims().begin(), sd.update_window_dims().end()},
-                          {sd.inserted_window_dims().begin(), sd.inserted_window_dims().end()},
-                          {sd.scatter_dims_to_operand_dims().begin(), sd.scatter_dims_to_operand_dims().end()},
-                          sd.index_vector_dim()};
-      i->indices_are_sorted = ip.indices_are_sorted();
-      i->unique_indices = ip.unique_indices();
-      if (*opcode == Opcode::kCompare) {
-        auto dir = ComparisonDirectionFromName(ip.comparison_direction());
-        if (!dir.ok()) return Annotate(dir.status(), where);
-        i->comparison_direction = *dir;
-      }
-      i->is_stable = ip.is_stable();
-      i->rng_algorithm = ip.rng_algorithm();
+      RETURN_IF_ERROR(Annotate(ReadAttributes(ip, i.get()), where));
       i->metadata.op_type = ip.metadata().op_type();
       i->metadata.op_name = ip.metadata().op_name();
       auto inferred = InferShape(*i);

@@ -52,6 +52,45 @@ bool IsSmallInput(const onnx::ValueInfoProto& v) {
   return n <= 16;
 }
 
+// The inputs, initializers and outputs of each segment: what crosses a
+// boundary (`segment_of`: each node's segment; `reads`: what each reads).
+void SetBoundaries(const onnx::GraphProto& g, const std::vector<int>& segment_of,
+                   const std::vector<std::vector<std::string>>& reads, const std::set<std::string>& initializers,
+                   GraphSplit* split) {
+  std::map<std::string, int> defined_in;
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const auto& o : g.node(i).output())
+      if (!o.empty()) defined_in[o] = segment_of[i];
+  std::vector<std::set<std::string>> ins(split->segments.size()), inits(split->segments.size()),
+      outs(split->segments.size());
+  for (int i = 0; i < g.node_size(); ++i) {
+    int s = segment_of[i];
+    for (const auto& r : reads[i]) {
+      auto d = defined_in.find(r);
+      if (d != defined_in.end() && d->second == s) continue;
+      if (d != defined_in.end()) {
+        outs[d->second].insert(r);
+        ins[s].insert(r);
+      } else if (initializers.count(r)) {
+        inits[s].insert(r);
+      } else {
+        ins[s].insert(r);
+      }
+    }
+  }
+  for (const auto& o : g.output())
+    if (auto d = defined_in.find(o.name()); d != defined_in.end()) outs[d->second].insert(o.name());
+  for (size_t s = 0; s < split->segments.size(); ++s) {
+    Segment& seg = split->segments[s];
+    seg.inputs.assign(ins[s].begin(), ins[s].end());
+    seg.initializers.assign(inits[s].begin(), inits[s].end());
+    // Outputs in the order the nodes define them, for readable programs.
+    for (int i : seg.nodes)
+      for (const auto& o : g.node(i).output())
+        if (!o.empty() && outs[s].count(o)) seg.outputs.push_back(o);
+  }
+}
+
 }  // namespace
 
 std::string NodeLabel(const onnx::NodeProto& node) {
@@ -152,39 +191,7 @@ absl::StatusOr<GraphSplit> SplitGraph(const LoadedModel& model) {
     }
   }
 
-  // Inputs and outputs of each segment: what crosses a boundary.
-  std::map<std::string, int> defined_in;
-  for (int i = 0; i < g.node_size(); ++i)
-    for (const auto& o : g.node(i).output())
-      if (!o.empty()) defined_in[o] = segment_of[i];
-  std::vector<std::set<std::string>> ins(split.segments.size()), inits(split.segments.size()),
-      outs(split.segments.size());
-  for (int i = 0; i < g.node_size(); ++i) {
-    int s = segment_of[i];
-    for (const auto& r : reads[i]) {
-      auto d = defined_in.find(r);
-      if (d != defined_in.end() && d->second == s) continue;
-      if (d != defined_in.end()) {
-        outs[d->second].insert(r);
-        ins[s].insert(r);
-      } else if (initializers.count(r)) {
-        inits[s].insert(r);
-      } else {
-        ins[s].insert(r);
-      }
-    }
-  }
-  for (const auto& o : g.output())
-    if (auto d = defined_in.find(o.name()); d != defined_in.end()) outs[d->second].insert(o.name());
-  for (size_t s = 0; s < split.segments.size(); ++s) {
-    Segment& seg = split.segments[s];
-    seg.inputs.assign(ins[s].begin(), ins[s].end());
-    seg.initializers.assign(inits[s].begin(), inits[s].end());
-    // Outputs in the order the nodes define them, for readable programs.
-    for (int i : seg.nodes)
-      for (const auto& o : g.node(i).output())
-        if (!o.empty() && outs[s].count(o)) seg.outputs.push_back(o);
-  }
+  SetBoundaries(g, segment_of, reads, initializers, &split);
   // Value nodes in execution order.
   std::stable_sort(value_nodes.begin(), value_nodes.end(), [&](int a, int b) { return segment_of[a] < segment_of[b]; });
   split.value_nodes = value_nodes;

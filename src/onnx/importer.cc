@@ -170,6 +170,77 @@ absl::Status ConvertNodes(const onnx::GraphProto& g, const std::map<std::string,
 
 namespace {
 
+// The graph's outputs, as roots of the entry and as the module's outputs
+// (a sequence's elements one by one, an empty optional as a count only, a
+// string as a host value).
+absl::Status CollectGraphOutputs(const std::string& file, const onnx::GraphProto& g, const GraphValues& values,
+                                 std::vector<hlo::Instruction*>* roots, ImportedModule* result) {
+  for (const auto& o : g.output()) {
+    if (auto seq = values.sequences.find(o.name()); seq != values.sequences.end()) {
+      int64_t i = 0;
+      for (hlo::Instruction* e : seq->second.elements) {
+        roots->push_back(e);
+        result->outputs.push_back({SequenceElementName(o.name(), i++), e->shape().element_type, e->shape().dims, {}});
+      }
+      result->output_counts.push_back(seq->second.elements.size());
+      continue;
+    }
+    if (values.nones.count(o.name())) {
+      result->output_counts.push_back(ImportedModule::kNoneOutput);
+      continue;
+    }
+    result->output_counts.push_back(ImportedModule::kTensorOutput);
+    if (auto sv = values.strings.find(o.name()); sv != values.strings.end()) {
+      result->string_outputs[o.name()] = sv->second;
+      TensorInfo info{o.name(), hlo::PRIMITIVE_TYPE_INVALID, sv->second.dims, {}};
+      info.is_string = true;
+      result->outputs.push_back(info);
+      continue;
+    }
+    auto v = values.values.find(o.name());
+    if (v == values.values.end()) return InvalidArgument("%s: graph output '%s' is never produced", file, o.name());
+    if (!v->second->shape().IsArray()) return Unimplemented("%s: graph output '%s' is not a tensor", file, o.name());
+    roots->push_back(v->second);
+    result->outputs.push_back({o.name(), v->second->shape().element_type, v->second->shape().dims, {}});
+  }
+  return absl::OkStatus();
+}
+
+// Floating-point initializers of at least weight_min_elements elements as
+// entry parameters numbered from `first`, marked as weights.
+void AddWeightParameters(const onnx::GraphProto& g, const ImportOptions& options, size_t first, hlo::Builder& b,
+                         GraphValues& values, ImportedModule* result) {
+  for (const auto& t : g.initializer()) {
+    if (values.values.count(t.name()) || values.strings.count(t.name()) || options.constant_weights.count(t.name()))
+      continue;
+    auto type = HloType(t.data_type());
+    if (!type.ok() || !hlo::IsFloatingPoint(*type)) continue;
+    std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    if (n < options.weight_min_elements) continue;
+    b.set_metadata({.op_type = hlo::kWeightParameterOpType, .op_name = t.name()});
+    values.values[t.name()] =
+        b.Parameter(static_cast<int64_t>(first + result->weights.size()), hlo::Shape(*type, dims), t.name());
+    result->weights.push_back(t.name());
+  }
+}
+
+// Every shape given names an input (or an element of a sequence input).
+absl::Status CheckShapeNames(const std::string& file, const std::vector<TensorInfo>& inputs,
+                             const ImportOptions& options) {
+  for (const auto& [name, dims] : options.input_shapes) {
+    bool known = false;
+    for (const auto& in : inputs) {
+      known |= in.name == name;
+      if (in.is_sequence && name.size() > in.name.size() + 2 && name.compare(0, in.name.size() + 1, in.name + "[") == 0)
+        known = true;
+    }
+    if (!known) return InvalidArgument("%s: the model has no input named '%s'", file, name);
+  }
+  return absl::OkStatus();
+}
+
 // The graph as HLO, before the module is optimized.
 absl::StatusOr<ImportedModule> ImportGraph(const LoadedModel& model, const ImportOptions& options) {
   const std::string& file = model.path;
@@ -189,15 +260,7 @@ absl::StatusOr<ImportedModule> ImportGraph(const LoadedModel& model, const Impor
 
   // Parameters: the graph inputs that are not initializers, with concrete shapes.
   ASSIGN_OR_RETURN(std::vector<TensorInfo> inputs, ModelInputs(model));
-  for (const auto& [name, dims] : options.input_shapes) {
-    bool known = false;
-    for (const auto& in : inputs) {
-      known |= in.name == name;
-      if (in.is_sequence && name.size() > in.name.size() + 2 && name.compare(0, in.name.size() + 1, in.name + "[") == 0)
-        known = true;
-    }
-    if (!known) return InvalidArgument("%s: the model has no input named '%s'", file, name);
-  }
+  RETURN_IF_ERROR(CheckShapeNames(file, inputs, options));
   std::vector<TensorInfo> params;
   // One parameter of concrete shape for `in` (or its sequence element
   // `name`): bound to a constant when its value is given.
@@ -265,22 +328,7 @@ absl::StatusOr<ImportedModule> ImportGraph(const LoadedModel& model, const Impor
   }
   result.inputs = params;
 
-  if (options.weights_as_parameters) {
-    for (const auto& t : g.initializer()) {
-      if (values.values.count(t.name()) || values.strings.count(t.name()) || options.constant_weights.count(t.name()))
-        continue;
-      auto type = HloType(t.data_type());
-      if (!type.ok() || !hlo::IsFloatingPoint(*type)) continue;
-      std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
-      int64_t n = 1;
-      for (int64_t d : dims) n *= d;
-      if (n < options.weight_min_elements) continue;
-      b.set_metadata({.op_type = hlo::kWeightParameterOpType, .op_name = t.name()});
-      values.values[t.name()] =
-          b.Parameter(static_cast<int64_t>(params.size() + result.weights.size()), hlo::Shape(*type, dims), t.name());
-      result.weights.push_back(t.name());
-    }
-  }
+  if (options.weights_as_parameters) AddWeightParameters(g, options, params.size(), b, values, &result);
 
   b.set_metadata({});
   std::set<std::string> consumed;
@@ -302,34 +350,7 @@ absl::StatusOr<ImportedModule> ImportGraph(const LoadedModel& model, const Impor
     }
     if (roots.empty()) return failure;
   } else {
-    for (const auto& o : g.output()) {
-      if (auto seq = values.sequences.find(o.name()); seq != values.sequences.end()) {
-        int64_t i = 0;
-        for (hlo::Instruction* e : seq->second.elements) {
-          roots.push_back(e);
-          result.outputs.push_back({SequenceElementName(o.name(), i++), e->shape().element_type, e->shape().dims, {}});
-        }
-        result.output_counts.push_back(seq->second.elements.size());
-        continue;
-      }
-      if (values.nones.count(o.name())) {
-        result.output_counts.push_back(ImportedModule::kNoneOutput);
-        continue;
-      }
-      result.output_counts.push_back(ImportedModule::kTensorOutput);
-      if (auto sv = values.strings.find(o.name()); sv != values.strings.end()) {
-        result.string_outputs[o.name()] = sv->second;
-        TensorInfo info{o.name(), hlo::PRIMITIVE_TYPE_INVALID, sv->second.dims, {}};
-        info.is_string = true;
-        result.outputs.push_back(info);
-        continue;
-      }
-      auto v = values.values.find(o.name());
-      if (v == values.values.end()) return InvalidArgument("%s: graph output '%s' is never produced", file, o.name());
-      if (!v->second->shape().IsArray()) return Unimplemented("%s: graph output '%s' is not a tensor", file, o.name());
-      roots.push_back(v->second);
-      result.outputs.push_back({o.name(), v->second->shape().element_type, v->second->shape().dims, {}});
-    }
+    RETURN_IF_ERROR(CollectGraphOutputs(file, g, values, &roots, &result));
   }
   b.set_metadata({});
   ASSIGN_OR_RETURN(hlo::Computation * entry, b.Build(b.Tuple(roots)));

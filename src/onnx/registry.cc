@@ -17,6 +17,7 @@ const Registry& Registry::Get() {
     RegisterQuantOps(*reg);
     RegisterRnnOps(*reg);
     RegisterDataDependentOps(*reg);
+    RegisterScanOps(*reg);
     RegisterControlFlowOps(*reg);
     RegisterSpectralOps(*reg);
     RegisterGridSampleOps(*reg);

@@ -81,6 +81,7 @@ void RegisterMiscOps(Registry& r);
 void RegisterQuantOps(Registry& r);
 void RegisterRnnOps(Registry& r);
 void RegisterDataDependentOps(Registry& r);
+void RegisterScanOps(Registry& r);
 void RegisterControlFlowOps(Registry& r);
 void RegisterSpectralOps(Registry& r);
 void RegisterGridSampleOps(Registry& r);

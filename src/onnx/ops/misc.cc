@@ -71,6 +71,28 @@ absl::Status ReverseSequence(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
+// A label repeated within one operand takes the diagonal: keep the first
+// occurrence, mask the second by equality and sum it away. `labels` loses
+// the repeats.
+absl::StatusOr<Instruction*> TakeDiagonals(NodeContext& ctx, Instruction* x, std::string* labels) {
+  hlo::Builder& b = ctx.b();
+  std::string& term = *labels;
+  for (size_t i = 0; i < term.size(); ++i) {
+    size_t j = term.find(term[i], i + 1);
+    while (j != std::string::npos) {
+      const auto& dims = x->shape().dims;
+      if (dims[i] != dims[j]) return ctx.Error("a repeated label has different sizes");
+      hlo::Shape s64(hlo::S64, dims);
+      Instruction* eqm = b.Compare(b.Iota(s64, i), b.Iota(s64, j), hlo::ComparisonDirection::kEq);
+      x = b.Select(eqm, x, SplatLike(b, x, 0));
+      x = ReduceOver(b, x, Opcode::kAdd, 0, {static_cast<int64_t>(j)}, false);
+      term.erase(j, 1);
+      j = term.find(term[i], i + 1);
+    }
+  }
+  return x;
+}
+
 // Einsum over one or two operands without repeated labels in one operand:
 // labels only in one operand are summed first, then one dot contracts the
 // shared labels that are not in the output and batches the shared ones that
@@ -127,21 +149,7 @@ absl::Status Einsum(NodeContext& ctx) {
     Instruction* x = ctx.input(k);
     if (static_cast<int64_t>(terms[k].size()) != x->shape().rank())
       return ctx.Error("equation rank differs from the input");
-    // A label repeated within one operand takes the diagonal: keep the
-    // first occurrence, mask the second by equality and sum it away.
-    for (size_t i = 0; i < terms[k].size(); ++i) {
-      size_t j = terms[k].find(terms[k][i], i + 1);
-      while (j != std::string::npos) {
-        const auto& dims = x->shape().dims;
-        if (dims[i] != dims[j]) return ctx.Error("a repeated label has different sizes");
-        hlo::Shape s64(hlo::S64, dims);
-        Instruction* eqm = b.Compare(b.Iota(s64, i), b.Iota(s64, j), hlo::ComparisonDirection::kEq);
-        x = b.Select(eqm, x, SplatLike(b, x, 0));
-        x = ReduceOver(b, x, Opcode::kAdd, 0, {static_cast<int64_t>(j)}, false);
-        terms[k].erase(j, 1);
-        j = terms[k].find(terms[k][i], i + 1);
-      }
-    }
+    ASSIGN_OR_RETURN(x, TakeDiagonals(ctx, x, &terms[k]));
     // Sum labels that appear nowhere else.
     std::vector<int64_t> sum_dims;
     std::string kept;

@@ -39,6 +39,58 @@ Instruction* MatMulT(hlo::Builder& b, Instruction* x, Instruction* w) {  // x [m
   return b.Dot(x, w, d);
 }
 
+// The node's activations, `per_dir` per direction (f, g[, h]): the named
+// ones with their alphas and betas, else the op's defaults.
+std::vector<Activation> Activations(NodeContext& ctx, int per_dir, int64_t dirs) {
+  std::vector<std::string> names;
+  for (const auto& a : ctx.node().attribute())
+    if (a.name() == "activations")
+      for (const auto& s : a.strings()) names.push_back(s);
+  std::vector<float> alphas = ctx.attr_floats("activation_alpha"), betas = ctx.attr_floats("activation_beta");
+  // The ONNX defaults: LSTM (Sigmoid, Tanh, Tanh), GRU (Sigmoid, Tanh), RNN (Tanh).
+  const std::vector<std::string> defaults = per_dir == 3   ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+                                            : per_dir == 2 ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                                           : std::vector<std::string>{"Tanh"};
+  std::vector<Activation> acts;
+  for (int64_t k = 0; k < per_dir * dirs; ++k) {
+    Activation a;
+    a.name = k < static_cast<int64_t>(names.size()) ? names[k] : defaults[k % per_dir];
+    ActivationDefaults(a.name, &a.alpha, &a.beta);
+    if (k < static_cast<int64_t>(alphas.size())) a.alpha = alphas[k];
+    if (k < static_cast<int64_t>(betas.size())) a.beta = betas[k];
+    acts.push_back(a);
+  }
+  return acts;
+}
+
+// Y, Y_h and Y_c from each direction's values, in the node's layout.
+void SetOutputs(NodeContext& ctx, const std::vector<Instruction*>& y_dirs, const std::vector<Instruction*>& h_dirs,
+                const std::vector<Instruction*>& c_dirs, int64_t layout) {
+  hlo::Builder& b = ctx.b();
+  Instruction* y = b.Concatenate(y_dirs, 1);   // [seq, dirs, batch, hidden]
+  Instruction* yh = b.Concatenate(h_dirs, 0);  // [dirs, batch, hidden]
+  Instruction* yc = c_dirs.empty() ? nullptr : b.Concatenate(c_dirs, 0);
+  if (layout) {
+    y = b.Transpose(y, {2, 0, 1, 3});
+    yh = b.Transpose(yh, {1, 0, 2});
+    if (yc) yc = b.Transpose(yc, {1, 0, 2});
+  }
+  ctx.set_output(0, y);
+  ctx.set_output(1, yh);
+  ctx.set_output(2, yc);
+}
+
+// Direction d's initial hidden (input 5) or cell (input 6) state, zeros
+// when the node has none: [batch, hidden].
+Instruction* InitialState(NodeContext& ctx, int input, int64_t d, int64_t layout, hlo::PrimitiveType t, int64_t batch,
+                          int64_t hidden) {
+  hlo::Builder& b = ctx.b();
+  if (!ctx.has_input(input)) return Splat(b, t, 0, {batch, hidden});
+  Instruction* s = ctx.input(input);
+  if (layout) s = b.Transpose(s, {1, 0, 2});
+  return b.Reshape(b.Slice(s, {d, 0, 0}, {d + 1, batch, hidden}, {1, 1, 1}), {batch, hidden});
+}
+
 template <Cell kCell>
 absl::Status Recurrent(NodeContext& ctx) {
   hlo::Builder& b = ctx.b();
@@ -58,33 +110,11 @@ absl::Status Recurrent(NodeContext& ctx) {
   float clip = ctx.attr_f("clip", 0);
   bool linear_before_reset = ctx.attr_i("linear_before_reset", 0) != 0;
   if (kCell == Cell::kLstm && ctx.attr_i("input_forget", 0) != 0) return ctx.Unsupported("input_forget=1");
-  // Activations: (f, g[, h]) per direction.
-  std::vector<std::string> names;
-  for (const auto& a : ctx.node().attribute())
-    if (a.name() == "activations")
-      for (const auto& s : a.strings()) names.push_back(s);
-  std::vector<float> alphas = ctx.attr_floats("activation_alpha"), betas = ctx.attr_floats("activation_beta");
-  int per_dir = kCell == Cell::kLstm ? 3 : kCell == Cell::kGru ? 2 : 1;
-  std::vector<std::string> defaults = kCell == Cell::kLstm  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
-                                      : kCell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                                                            : std::vector<std::string>{"Tanh"};
-  std::vector<Activation> acts;
-  for (int64_t k = 0; k < per_dir * dirs; ++k) {
-    Activation a;
-    a.name = k < static_cast<int64_t>(names.size()) ? names[k] : defaults[k % per_dir];
-    ActivationDefaults(a.name, &a.alpha, &a.beta);
-    if (k < static_cast<int64_t>(alphas.size())) a.alpha = alphas[k];
-    if (k < static_cast<int64_t>(betas.size())) a.beta = betas[k];
-    acts.push_back(a);
-  }
+  const int per_dir = kCell == Cell::kLstm ? 3 : kCell == Cell::kGru ? 2 : 1;  // activations per direction
+  std::vector<Activation> acts = Activations(ctx, per_dir, dirs);
   Instruction* lens = nullptr;
   if (ctx.has_input(4)) lens = b.Broadcast(b.Convert(ctx.input(4), hlo::S64), {batch, hidden}, {0});
-  auto state = [&](int input, int64_t d) -> Instruction* {
-    if (!ctx.has_input(input)) return Splat(b, t, 0, {batch, hidden});
-    Instruction* s = ctx.input(input);
-    if (layout) s = b.Transpose(s, {1, 0, 2});
-    return b.Reshape(b.Slice(s, {d, 0, 0}, {d + 1, batch, hidden}, {1, 1, 1}), {batch, hidden});
-  };
+  auto state = [&](int input, int64_t d) { return InitialState(ctx, input, d, layout, t, batch, hidden); };
   std::vector<Instruction*> y_dirs, h_dirs, c_dirs;
   Instruction* x2 = b.Reshape(x, {seq * batch, in});
   for (int64_t d = 0; d < dirs; ++d) {
@@ -176,17 +206,7 @@ absl::Status Recurrent(NodeContext& ctx) {
     h_dirs.push_back(b.Reshape(h, {1, batch, hidden}));
     if (c) c_dirs.push_back(b.Reshape(c, {1, batch, hidden}));
   }
-  Instruction* y = b.Concatenate(y_dirs, 1);   // [seq, dirs, batch, hidden]
-  Instruction* yh = b.Concatenate(h_dirs, 0);  // [dirs, batch, hidden]
-  Instruction* yc = c_dirs.empty() ? nullptr : b.Concatenate(c_dirs, 0);
-  if (layout) {
-    y = b.Transpose(y, {2, 0, 1, 3});
-    yh = b.Transpose(yh, {1, 0, 2});
-    if (yc) yc = b.Transpose(yc, {1, 0, 2});
-  }
-  ctx.set_output(0, y);
-  ctx.set_output(1, yh);
-  ctx.set_output(2, yc);
+  SetOutputs(ctx, y_dirs, h_dirs, c_dirs, layout);
   return absl::OkStatus();
 }
 
