@@ -10,12 +10,6 @@
 
 namespace xonnx::eval::internal {
 
-using hlo::Computation;
-using hlo::Instruction;
-using hlo::Literal;
-using hlo::PrimitiveType;
-using hlo::Shape;
-
 template <typename T>
 using Acc = std::conditional_t<kIsFloat<T>, double, ComputeType<T>>;
 

@@ -10,12 +10,6 @@
 
 namespace xonnx::eval::internal {
 
-using hlo::Computation;
-using hlo::Instruction;
-using hlo::Literal;
-using hlo::PrimitiveType;
-using hlo::Shape;
-
 void Broadcast(const Instruction& in, const void* x, void* out) {
   const Shape& os = in.shape();
   const Shape& xs = in.operand(0)->shape();

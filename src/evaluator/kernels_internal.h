@@ -10,8 +10,11 @@
 
 namespace xonnx::eval::internal {
 
+using hlo::Computation;
 using hlo::Instruction;
+using hlo::Literal;
 using hlo::PrimitiveType;
+using hlo::Shape;
 
 // Advances a row-major multi-index; returns false after the last one.
 inline bool Next(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {

@@ -11,6 +11,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from source_checks import report, source_files  # noqa: E402
+
 # Layer -> the layers its files may include besides their own. "public"
 # is include/xonnx/; "base-public" the two public headers every layer may
 # use (xonnx/status.h, xonnx/float16.h: the types of errors and of 16-bit
@@ -61,40 +64,25 @@ def layer_of_file(rel):
     return None
 
 
+def problems_of(root, rel):
+    layer = layer_of_file(rel)
+    if layer is None:
+        return [f"{rel}: not in any layer of DESIGN.md's table"]
+    with open(os.path.join(root, rel), encoding="utf-8") as f:
+        text = f.read()
+    bad = []
+    for inc in INCLUDE.findall(text):
+        target = layer_of_header(root, inc)
+        if target is None or target == layer or (target == "pjrt-abi" and layer == "pjrt"):
+            continue
+        if target not in MAY_INCLUDE[layer]:
+            bad.append(f'{rel}: layer {layer} includes "{inc}" (layer {target})')
+    return bad
+
+
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../.."))
-    files = []
-    for top in ("src", "include"):
-        for d, _, names in os.walk(os.path.join(root, top)):
-            for n in names:
-                if n.endswith((".h", ".cc", ".c")) and not n.endswith("_test.cc"):
-                    files.append(os.path.relpath(os.path.join(d, n), root))
-    passed = failed = 0
-    for rel in sorted(files):
-        layer = layer_of_file(rel)
-        if layer is None:
-            print(f"{rel}: not in any layer of DESIGN.md's table")
-            failed += 1
-            continue
-        with open(os.path.join(root, rel), encoding="utf-8") as f:
-            text = f.read()
-        bad = []
-        for inc in INCLUDE.findall(text):
-            target = layer_of_header(root, inc)
-            if target is None or target == layer:
-                continue
-            if target == "pjrt-abi" and layer == "pjrt":
-                continue
-            if target not in MAY_INCLUDE[layer]:
-                bad.append(f'{rel}: layer {layer} includes "{inc}" (layer {target})')
-        for b in bad:
-            print(b)
-        if bad:
-            failed += 1
-        else:
-            passed += 1
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return report((rel, problems_of(root, rel)) for rel in source_files(root))
 
 
 if __name__ == "__main__":

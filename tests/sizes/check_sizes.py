@@ -12,6 +12,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from source_checks import report, source_files  # noqa: E402
+
 MAX_FILE_LINES = 600
 MAX_FUNCTION_LINES = 120
 EXEMPT = {"src/pjrt/c_api.h"}  # the PjRT C ABI, declared as its header is
@@ -56,32 +59,22 @@ def long_functions(lines):
     return out
 
 
+def problems_of(root, rel):
+    if rel in EXEMPT:
+        return []
+    with open(os.path.join(root, rel), encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    problems = []
+    if len(lines) > MAX_FILE_LINES:
+        problems.append(f"{rel}: {len(lines)} lines (limit {MAX_FILE_LINES}): split it along its concepts")
+    for line, name, length in long_functions(lines):
+        problems.append(f"{rel}:{line}: {name} is {length} lines (limit {MAX_FUNCTION_LINES})")
+    return problems
+
+
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../.."))
-    passed = failed = 0
-    for top in ("src", "include"):
-        for d, _, names in os.walk(os.path.join(root, top)):
-            for n in sorted(names):
-                if not n.endswith((".cc", ".h", ".c")) or n.endswith("_test.cc"):
-                    continue
-                rel = os.path.relpath(os.path.join(d, n), root)
-                if rel in EXEMPT:
-                    continue
-                with open(os.path.join(root, rel), encoding="utf-8") as f:
-                    lines = f.read().split("\n")
-                problems = []
-                if len(lines) > MAX_FILE_LINES:
-                    problems.append(f"{rel}: {len(lines)} lines (limit {MAX_FILE_LINES}): split it along its concepts")
-                for line, name, length in long_functions(lines):
-                    problems.append(f"{rel}:{line}: {name} is {length} lines (limit {MAX_FUNCTION_LINES})")
-                for p in problems:
-                    print(p)
-                if problems:
-                    failed += 1
-                else:
-                    passed += 1
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return report((rel, problems_of(root, rel)) for rel in source_files(root))
 
 
 if __name__ == "__main__":
