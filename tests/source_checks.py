@@ -1,6 +1,7 @@
 """What the tree checks (tests/layering, tests/sizes) share: the project's
-source files, and the report every check prints."""
+source files, the report every check prints, and their command line."""
 import os
+import sys
 
 
 def source_files(root):
@@ -28,3 +29,11 @@ def report(problems_by_file):
             passed += 1
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
+
+
+def run(problems_of):
+    """Checks every source file of the tree named by argv[1] (default: the
+    repository holding this file) with problems_of(root, rel) -> messages;
+    returns the exit code."""
+    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
+    return report((rel, problems_of(root, rel)) for rel in source_files(root))

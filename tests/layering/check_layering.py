@@ -12,7 +12,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from source_checks import report, source_files  # noqa: E402
+from source_checks import run  # noqa: E402
 
 # Layer -> the layers its files may include besides their own. "public"
 # is include/xonnx/; "base-public" the two public headers every layer may
@@ -80,10 +80,5 @@ def problems_of(root, rel):
     return bad
 
 
-def main():
-    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../.."))
-    return report((rel, problems_of(root, rel)) for rel in source_files(root))
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(problems_of))

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "plugins/cpu/shim.h"
 
@@ -27,6 +28,20 @@ void MemorySetUserData(PJRT_Memory* m, const void* key, void* data, void (*dtor)
 const PJRT_Memory_FunctionTable kMemoryTable = {sizeof(PJRT_Memory_FunctionTable), nullptr, sizeof(void*),
                                                 MemoryGetUserData, MemorySetUserData};
 
+// The plugin's boolean create options, each with the switch it sets.
+struct BoolOption {
+  const char* name;
+  bool& (*field)(PluginOptions&);
+};
+constexpr BoolOption kBoolOptions[] = {
+    {"optimize", [](PluginOptions& o) -> bool& { return o.program.optimize; }},
+    {"verify_passes", [](PluginOptions& o) -> bool& { return o.program.verify_passes; }},
+    {"use_dnnl", [](PluginOptions& o) -> bool& { return o.program.compile.use_dnnl; }},
+    {"fuse_elementwise", [](PluginOptions& o) -> bool& { return o.program.compile.fuse_elementwise; }},
+    {"winograd", [](PluginOptions& o) -> bool& { return o.program.compile.winograd; }},
+    {"blocked_layouts", [](PluginOptions& o) -> bool& { return o.program.compile.blocked_layouts; }},
+};
+
 absl::Status ApplyCreateOption(const PJRT_NamedValue& v, PluginOptions& o) {
   std::string name(v.name, v.name_size);
   auto want = [&](PJRT_NamedValue_Type t, const char* tname) -> absl::Status {
@@ -38,31 +53,19 @@ absl::Status ApplyCreateOption(const PJRT_NamedValue& v, PluginOptions& o) {
     if (v.int64_value < 1 || v.int64_value > 256)
       return xonnx::InvalidArgument("create option cpu_device_count=%d is out of range 1..256", v.int64_value);
     o.device_count = static_cast<int>(v.int64_value);
-  } else if (name == "optimize") {
-    RETURN_IF_ERROR(want(PJRT_NamedValue_kBool, "a bool"));
-    o.program.optimize = v.bool_value;
-  } else if (name == "verify_passes") {
-    RETURN_IF_ERROR(want(PJRT_NamedValue_kBool, "a bool"));
-    o.program.verify_passes = v.bool_value;
-  } else if (name == "use_dnnl") {
-    RETURN_IF_ERROR(want(PJRT_NamedValue_kBool, "a bool"));
-    o.program.compile.use_dnnl = v.bool_value;
-  } else if (name == "fuse_elementwise") {
-    RETURN_IF_ERROR(want(PJRT_NamedValue_kBool, "a bool"));
-    o.program.compile.fuse_elementwise = v.bool_value;
-  } else if (name == "winograd") {
-    RETURN_IF_ERROR(want(PJRT_NamedValue_kBool, "a bool"));
-    o.program.compile.winograd = v.bool_value;
-  } else if (name == "blocked_layouts") {
-    RETURN_IF_ERROR(want(PJRT_NamedValue_kBool, "a bool"));
-    o.program.compile.blocked_layouts = v.bool_value;
-  } else {
-    return xonnx::InvalidArgument(
-        "unknown create option '%s' (the xonnx CPU plugin knows cpu_device_count, optimize, verify_passes, use_dnnl, "
-        "fuse_elementwise, winograd, blocked_layouts)",
-        name);
+    return absl::OkStatus();
   }
-  return absl::OkStatus();
+  std::vector<std::string> known = {"cpu_device_count"};
+  for (const BoolOption& b : kBoolOptions) {
+    if (name == b.name) {
+      RETURN_IF_ERROR(want(PJRT_NamedValue_kBool, "a bool"));
+      b.field(o) = v.bool_value;
+      return absl::OkStatus();
+    }
+    known.push_back(b.name);
+  }
+  return xonnx::InvalidArgument("unknown create option '%s' (the xonnx CPU plugin knows %s)", name,
+                                absl::StrJoin(known, ", "));
 }
 
 PJRT_Error* Client_Create(PJRT_Client_Create_Args* a) {
