@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <limits>
 
 #include "base/fingerprint.h"
@@ -15,6 +16,7 @@
 #include "google/protobuf/io/zero_copy_stream.h"
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
+#include "onnx/topo_sort.h"
 
 namespace xonnx::onnx_import {
 
@@ -99,6 +101,13 @@ absl::Status FinishLoad(LoadedModel& m, const std::string& base_dir, Fingerprint
     m.opsets[domain] = op.version();
   }
   RETURN_IF_ERROR(ResolveGraph(*m.proto.mutable_graph(), base_dir, m.path, &content));
+  // Nodes out of topological order are sorted, as ONNX Runtime does (the
+  // ONNX checker would reject them), and the model still loads; it says so.
+  int moved = 0;
+  RETURN_IF_ERROR(SortNodes(m.proto.mutable_graph(), m.path, &moved));
+  if (moved)
+    std::cerr << "xonnx: warning: " << m.path << ": the nodes of " << moved << " graph"
+              << (moved == 1 ? " were" : "s were") << " stored out of topological order; sorted them\n";
   m.content_fingerprint = content.Finish().Hex();
   return absl::OkStatus();
 }

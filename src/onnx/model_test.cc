@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "base/test_dir.h"
 
 namespace xonnx::onnx_import {
@@ -104,6 +105,96 @@ TEST_F(ModelFileTest, BadFilesAreClearErrors) {
   auto truncated = LoadModel(cut);
   ASSERT_FALSE(truncated.ok());
   EXPECT_THAT(std::string(truncated.status().message()), HasSubstr(cut + ": not a valid ONNX model"));
+}
+
+// A model whose nodes are listed in `order` (indices into the chain
+// x -> Neg -> a -> Relu -> b -> Abs -> y), as a tool may store them.
+onnx::ModelProto ChainModel(const std::vector<int>& order) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("chain");
+  for (const char* name : {"x", "y"}) {
+    auto* v = name[0] == 'x' ? g->add_input() : g->add_output();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    v->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(4);
+  }
+  const char* ops[] = {"Neg", "Relu", "Abs"};
+  const char* names[] = {"x", "a", "b", "y"};
+  for (int k : order) {
+    auto* n = g->add_node();
+    n->set_op_type(ops[k]);
+    n->set_name(absl::StrCat(ops[k], "_", k));
+    n->add_input(names[k]);
+    n->add_output(names[k + 1]);
+  }
+  return m;
+}
+
+std::vector<std::string> NodeNames(const onnx::GraphProto& g) {
+  std::vector<std::string> names;
+  for (const auto& n : g.node()) names.push_back(n.name());
+  return names;
+}
+
+TEST(TopologicalOrder, NodesStoredOutOfOrderAreSortedAndPassTheChecker) {
+  auto m = LoadModelFromBytes(ChainModel({2, 0, 1}).SerializeAsString(), "chain.onnx", ".");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_THAT(NodeNames((*m)->proto.graph()), ::testing::ElementsAre("Neg_0", "Relu_1", "Abs_2"));
+  EXPECT_TRUE(CheckModel(**m).ok());
+  // A graph in order keeps its order exactly.
+  auto sorted = LoadModelFromBytes(ChainModel({0, 1, 2}).SerializeAsString(), "chain.onnx", ".");
+  ASSERT_TRUE(sorted.ok());
+  EXPECT_THAT(NodeNames((*sorted)->proto.graph()), ::testing::ElementsAre("Neg_0", "Relu_1", "Abs_2"));
+}
+
+TEST(TopologicalOrder, ASubgraphsReadOfAnOuterValueOrdersItsNode) {
+  // The If's branches read `a`, which the Neg stored after the If produces.
+  onnx::ModelProto m = ChainModel({0});
+  auto* g = m.mutable_graph();
+  g->mutable_node(0)->set_output(0, "a");
+  onnx::NodeProto neg = g->node(0);
+  g->clear_node();
+  auto* cond = g->add_initializer();
+  cond->set_name("c");
+  cond->set_data_type(onnx::TensorProto::BOOL);
+  cond->add_int32_data(1);
+  auto* iff = g->add_node();
+  iff->set_op_type("If");
+  iff->set_name("If_0");
+  iff->add_input("c");
+  iff->add_output("y");
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    auto* a = iff->add_attribute();
+    a->set_name(branch);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    auto* body = a->mutable_g();
+    body->set_name(branch);
+    auto* n = body->add_node();
+    n->set_op_type("Identity");
+    n->add_input("a");
+    n->add_output(absl::StrCat(branch, "_out"));
+    auto* out = body->add_output();
+    out->set_name(absl::StrCat(branch, "_out"));
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  }
+  *g->add_node() = neg;
+  auto loaded = LoadModelFromBytes(m.SerializeAsString(), "if.onnx", ".");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_THAT(NodeNames((*loaded)->proto.graph()), ::testing::ElementsAre("Neg_0", "If_0"));
+}
+
+TEST(TopologicalOrder, ACycleIsAnErrorNamingItsNodes) {
+  onnx::ModelProto m = ChainModel({0, 1, 2});
+  m.mutable_graph()->mutable_node(0)->set_input(0, "b");  // Neg reads Relu's output, which reads Neg's
+  auto loaded = LoadModelFromBytes(m.SerializeAsString(), "cycle.onnx", ".");
+  ASSERT_FALSE(loaded.ok());
+  std::string msg(loaded.status().message());
+  EXPECT_THAT(msg, HasSubstr("cycle.onnx: graph 'chain' has a cycle"));
+  EXPECT_THAT(msg, HasSubstr("Neg 'Neg_0'"));
+  EXPECT_THAT(msg, HasSubstr("Relu 'Relu_1'"));
 }
 
 }  // namespace
