@@ -31,20 +31,28 @@ class ModelFileTest : public ::testing::Test {
   fs::path dir_;
 };
 
-// y = x + W with a W of `elements` floats in raw data, each a different value,
-// so that a byte lost or repeated at a chunk boundary changes the result.
-onnx::ModelProto AddModel(int64_t elements) {
+// An opset-17 model with graph `name`, input x and output y, both float
+// vectors of `elements`, and no nodes yet.
+onnx::ModelProto FloatVectorModel(const char* name, int64_t elements) {
   onnx::ModelProto m;
   m.set_ir_version(8);
   m.add_opset_import()->set_version(17);
   auto* g = m.mutable_graph();
-  g->set_name("add");
-  for (const char* name : {"x", "y"}) {
-    auto* v = name[0] == 'x' ? g->add_input() : g->add_output();
-    v->set_name(name);
+  g->set_name(name);
+  for (const char* io : {"x", "y"}) {
+    auto* v = io[0] == 'x' ? g->add_input() : g->add_output();
+    v->set_name(io);
     v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
     v->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(elements);
   }
+  return m;
+}
+
+// y = x + W with a W of `elements` floats in raw data, each a different value,
+// so that a byte lost or repeated at a chunk boundary changes the result.
+onnx::ModelProto AddModel(int64_t elements) {
+  onnx::ModelProto m = FloatVectorModel("add", elements);
+  auto* g = m.mutable_graph();
   auto* w = g->add_initializer();
   w->set_name("W");
   w->set_data_type(onnx::TensorProto::FLOAT);
@@ -110,17 +118,8 @@ TEST_F(ModelFileTest, BadFilesAreClearErrors) {
 // A model whose nodes are listed in `order` (indices into the chain
 // x -> Neg -> a -> Relu -> b -> Abs -> y), as a tool may store them.
 onnx::ModelProto ChainModel(const std::vector<int>& order) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
+  onnx::ModelProto m = FloatVectorModel("chain", 4);
   auto* g = m.mutable_graph();
-  g->set_name("chain");
-  for (const char* name : {"x", "y"}) {
-    auto* v = name[0] == 'x' ? g->add_input() : g->add_output();
-    v->set_name(name);
-    v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-    v->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(4);
-  }
   const char* ops[] = {"Neg", "Relu", "Abs"};
   const char* names[] = {"x", "a", "b", "y"};
   for (int k : order) {
