@@ -160,8 +160,9 @@ void BufferAssigner::ComputeLiveness() {
       if (s >= 0) slots_[s].last_use = std::max(slots_[s].last_use, at);
   };
   for (Instruction* i : plan_.order()) {
-    for (Instruction* op : i->operands()) read_at(op, plan_.UsePoint(i));
-    for (const Instruction* x : plan_.HiddenReads(i)) read_at(x, plan_.UsePoint(i));
+    const int64_t at = plan_.UsePoint(i);
+    for (Instruction* op : i->operands()) read_at(op, at);
+    for (const Instruction* x : plan_.HiddenReads(i)) read_at(x, at);
   }
   for (int s : backing_.at(plan_.root()))
     if (s >= 0) slots_[s].last_use = INT64_MAX;

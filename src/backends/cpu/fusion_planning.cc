@@ -17,6 +17,11 @@ using Read = RowFusionSpec::Read;
 
 namespace {
 
+// Whether i joins elementwise fusions: an elementwise array op with elements.
+bool Fusible(const Instruction* i) {
+  return hlo::IsElementwise(i->opcode()) && i->shape().IsArray() && i->shape().ElementCount() > 0;
+}
+
 // Whether i is a reduce along the last dim of an f32 value (of shape
 // `full`, when given) with a scalar init and an add, multiply, max or min
 // reducer.

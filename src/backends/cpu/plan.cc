@@ -6,10 +6,6 @@ namespace xonnx::cpu {
 
 using hlo::Instruction;
 
-bool Fusible(const Instruction* i) {
-  return hlo::IsElementwise(i->opcode()) && i->shape().IsArray() && i->shape().ElementCount() > 0;
-}
-
 Plan::Plan(hlo::Computation* entry) : root_(entry->root()) {
   for (const auto& i : entry->instructions()) order_.push_back(i.get());
   for (size_t k = 0; k < order_.size(); ++k) pos_[order_[k]] = k;

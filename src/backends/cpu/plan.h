@@ -129,9 +129,6 @@ class Plan {
   absl::flat_hash_map<const hlo::Instruction*, std::vector<hlo::Instruction*>> users_;
 };
 
-// Whether i joins elementwise fusions: an elementwise array op with elements.
-bool Fusible(const hlo::Instruction* i);
-
 }  // namespace xonnx::cpu
 
 #endif  // XONNX_BACKENDS_CPU_PLAN_H_
