@@ -181,6 +181,32 @@ std::vector<Case> Cases() {
          return b.Tuple({y, narrow});
        },
        {{"dnnl-conv", 1}, {"dnnl-conv-wino", 1}, {"fusion", 1}, {"transpose", 4}}},
+      // Transposed convolutions as the importer writes ConvTranspose: the
+      // input dilated by the stride, the kernel [in/groups, out, k...]
+      // reversed. With constant weights they run on oneDNN's deconvolution:
+      // 2-D stride 2 with output padding (the high padding exceeds the
+      // kernel's extent), and 1-D grouped with a dilated kernel.
+      {"transposed_convolutions",
+       {Shape(F32, {1, 8, 7, 9}), Shape(F32, {2, 6, 10})},
+       [](Builder& b, auto p) {
+         auto transposed = [](ConvolutionDimensionNumbers d) {
+           d.kernel_input_feature_dimension = 0;
+           d.kernel_output_feature_dimension = 1;
+           return d;
+         };
+         Window w2;
+         w2.dimensions.resize(2, WindowDimension{3, 1, 1, 3, 1, 2, false});
+         auto* k2 = b.Constant(Weights(Shape(F32, {8, 6, 3, 3}), 8));
+         auto* y2 = b.Convolution(p[0], k2, w2, transposed(Nchw()), 1);
+         ConvolutionDimensionNumbers d1;
+         d1.input_spatial_dimensions = d1.kernel_spatial_dimensions = d1.output_spatial_dimensions = {2};
+         Window w1;
+         w1.dimensions = {WindowDimension{3, 1, 3, 2, 2, 3, false}};
+         auto* k1 = b.Constant(Weights(Shape(F32, {2, 9, 3}), 9));
+         auto* y1 = b.Convolution(p[1], k1, w1, transposed(d1), 3);
+         return b.Tuple({y2, y1});
+       },
+       {{"dnnl-deconv", 2}}},
       // Two bottleneck blocks of 64 and 128 channels (ResNet's form): the
       // values between their 1x1 and Winograd convolutions, and the
       // residual chain d -> y1 -> y2, stay in oneDNN's blocked layout. At

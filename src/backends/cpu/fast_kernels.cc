@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/cpu/strided_loops.h"
 #include "backends/cpu/thunks.h"
 #include "evaluator/kernels.h"
 #include "evaluator/scalar_ops.h"
@@ -385,26 +386,6 @@ void TiledTranspose(const W* src, W* dst, int64_t outer, int64_t so, int64_t row
       for (int64_t c = c0; c < c1; ++c)
         for (int64_t r = r0; r < r1; ++r) out[r * cols + c] = in[c * sc + r];
     }
-  }
-}
-
-template <typename F>
-bool DispatchWidth(int width, F&& f) {
-  switch (width) {
-    case 1:
-      f(hlo::TypeTag<uint8_t>{});
-      return true;
-    case 2:
-      f(hlo::TypeTag<uint16_t>{});
-      return true;
-    case 4:
-      f(hlo::TypeTag<uint32_t>{});
-      return true;
-    case 8:
-      f(hlo::TypeTag<uint64_t>{});
-      return true;
-    default:
-      return false;
   }
 }
 

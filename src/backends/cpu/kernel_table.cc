@@ -41,6 +41,11 @@ MakerResult DnnlConv(const EmitContext& ctx, const Instruction& i, const ThunkIo
   return std::nullopt;
 }
 
+MakerResult DnnlDeconv(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
+  if (!ctx.options.use_dnnl) return std::nullopt;
+  return MakeDnnlDeconvThunk(i, io, ConstantOperand(i, 1), ctx.keep_alive);
+}
+
 MakerResult FastReduce(const EmitContext&, const Instruction& i, const ThunkIo& io) {
   return MakeFastReduceThunk(i, io);
 }
@@ -48,6 +53,10 @@ MakerResult FastReduceWindow(const EmitContext&, const Instruction& i, const Thu
   return MakeFastReduceWindowThunk(i, io);
 }
 MakerResult FastMove(const EmitContext&, const Instruction& i, const ThunkIo& io) { return MakeFastMoveThunk(i, io); }
+MakerResult DataMove(const EmitContext&, const Instruction& i, const ThunkIo& io) { return MakeDataMoveThunk(i, io); }
+MakerResult GatherScatter(const EmitContext&, const Instruction& i, const ThunkIo& io) {
+  return MakeGatherScatterThunk(i, io);
+}
 
 constexpr KernelMaker kReference{"kernel", MakeReferenceKernelThunk};
 constexpr KernelMaker kEvaluator{"control-flow", MakeEvaluatorThunk};
@@ -62,12 +71,22 @@ struct KernelRow {
 const std::vector<KernelRow>& Rows() {
   static const auto* rows = new std::vector<KernelRow>{
       {Opcode::kDot, {{"dnnl-matmul", DnnlMatmul}, kReference}},
-      {Opcode::kConvolution, {{"dnnl-conv", DnnlConv}, kReference}},
+      {Opcode::kConvolution, {{"dnnl-conv", DnnlConv}, {"dnnl-deconv", DnnlDeconv}, kReference}},
       {Opcode::kReduce, {{"reduce", FastReduce}, kReference}},
       {Opcode::kReduceWindow, {{"reduce-window", FastReduceWindow}, kReference}},
       {Opcode::kTranspose, {{"transpose", FastMove}, kReference}},
       {Opcode::kSlice, {{"slice", FastMove}, kReference}},
       {Opcode::kBroadcast, {{"broadcast", FastMove}, kReference}},
+      {Opcode::kConcatenate, {{"concatenate", DataMove}, kReference}},
+      {Opcode::kPad, {{"pad", DataMove}, kReference}},
+      {Opcode::kReverse, {{"reverse", DataMove}, kReference}},
+      {Opcode::kDynamicSlice, {{"dynamic-slice", DataMove}, kReference}},
+      {Opcode::kDynamicUpdateSlice, {{"dynamic-update-slice", DataMove}, kReference}},
+      {Opcode::kIota, {{"iota", DataMove}, kReference}},
+      {Opcode::kReshape, {{"copy", DataMove}, kReference}},
+      {Opcode::kBitcastConvert, {{"copy", DataMove}, kReference}},
+      {Opcode::kGather, {{"gather", GatherScatter}, kReference}},
+      {Opcode::kScatter, {{"scatter", GatherScatter}, kReference}},
       {Opcode::kWhile, {{"while", MakeNativeWhileThunk}, kEvaluator}},
       {Opcode::kConditional, {{"conditional", MakeNativeConditionalThunk}, kEvaluator}},
       {Opcode::kCall, {kEvaluator}},

@@ -143,6 +143,13 @@ std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& instr, const Thunk
                                       const hlo::Literal* constant_rhs, const Epilogue& epilogue, const DotViews& views,
                                       std::vector<std::shared_ptr<void>>* keep_alive);
 
+// A transposed convolution (a convolution with base dilation, as the
+// importer writes ConvTranspose) with constant weights, on oneDNN's
+// deconvolution primitive (dnnl_deconv.cc); kind "dnnl-deconv".
+std::optional<Thunk> MakeDnnlDeconvThunk(const hlo::Instruction& instr, const ThunkIo& io,
+                                         const hlo::Literal* constant_weights,
+                                         std::vector<std::shared_ptr<void>>* keep_alive);
+
 // Packed constant weights alive in the process, and packings done so far
 // (a reused packing does not count): for tests and profiles.
 struct PackedWeightStats {
@@ -155,6 +162,15 @@ PackedWeightStats PackedWeightCount();
 std::optional<Thunk> MakeFastReduceThunk(const hlo::Instruction& instr, const ThunkIo& io);
 std::optional<Thunk> MakeFastReduceWindowThunk(const hlo::Instruction& instr, const ThunkIo& io);
 std::optional<Thunk> MakeFastMoveThunk(const hlo::Instruction& instr, const ThunkIo& io);
+
+// Native data movement (data_kernels.cc): concatenate, pad, reverse,
+// dynamic-slice, dynamic-update-slice, iota, and the byte copy of a reshape
+// or bitcast-convert that cannot alias its operand.
+std::optional<Thunk> MakeDataMoveThunk(const hlo::Instruction& instr, const ThunkIo& io);
+
+// Native gather and scatter (gather_kernels.cc); scatter with a replacing
+// combiner or one of add, multiply, maximum and minimum.
+std::optional<Thunk> MakeGatherScatterThunk(const hlo::Instruction& instr, const ThunkIo& io);
 
 }  // namespace xonnx::cpu
 

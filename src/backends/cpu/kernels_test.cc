@@ -1,0 +1,249 @@
+// Every native kernel against the reference evaluator, op by op (after
+// ggml's test-backend-ops): each case is an HLO program over random data,
+// run for several element types and shapes, with and without oneDNN and
+// fusion. The result must equal the evaluator's exactly (these kernels
+// move or combine elements in the evaluator's order), and no instruction
+// may run on a reference kernel.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <utility>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "backends/cpu/executable.h"
+#include "evaluator/evaluator.h"
+#include "hlo/parser.h"
+
+namespace xonnx::cpu {
+namespace {
+
+using hlo::Literal;
+using hlo::Shape;
+
+// Random values: integers in [-8, 40] (so that an index is sometimes
+// negative or past the end, which the kernels must clamp or skip as the
+// evaluator does), floats in [-4, 4].
+Literal Random(const Shape& s, uint32_t seed) {
+  Literal l(s);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> ints(-8, 40);
+  std::uniform_real_distribution<float> floats(-4, 4);
+  hlo::TypeSwitch(s.element_type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (int64_t i = 0; i < l.element_count(); ++i)
+      l.data<T>()[i] = std::is_integral_v<T> ? hlo::ConvertValue<T, int>(ints(rng))
+                                             : hlo::ConvertValue<T, float>(floats(rng));
+  });
+  return l;
+}
+
+struct OpCase {
+  std::string name;
+  // An HLO module; T stands for the element type under test.
+  std::string hlo;
+  std::vector<std::string> types;
+  std::string kind;  // the kernel kind that must run the op
+};
+
+const std::vector<std::string> kMoveTypes = {"f32", "s64", "u8", "pred", "f64", "s16"};
+
+std::vector<OpCase> OpCases() {
+  return {
+      {"concatenate_middle_dim", R"(HloModule m
+ENTRY e {
+  a = T[2,3,5] parameter(0)
+  b = T[2,1,5] parameter(1)
+  c = T[2,4,5] parameter(2)
+  ROOT r = T[2,8,5] concatenate(a, b, c), dimensions={1}
+})",
+       kMoveTypes, "concatenate"},
+      {"concatenate_last_dim_large", R"(HloModule m
+ENTRY e {
+  a = T[64,300,7] parameter(0)
+  b = T[64,300,9] parameter(1)
+  ROOT r = T[64,300,16] concatenate(a, b), dimensions={2}
+})",
+       {"f32", "s8"}, "concatenate"},
+      {"pad_edges_and_interior", R"(HloModule m
+ENTRY e {
+  x = T[3,4,5] parameter(0)
+  v = T[] parameter(1)
+  ROOT r = T[6,13,4] pad(x, v), padding=1_2x2_1_2x-1_0
+})",
+       kMoveTypes, "pad"},
+      {"pad_large_image", R"(HloModule m
+ENTRY e {
+  x = T[1,16,120,120] parameter(0)
+  v = T[] parameter(1)
+  ROOT r = T[1,16,122,124] pad(x, v), padding=0_0x0_0x1_1x3_1
+})",
+       {"f32"}, "pad"},
+      {"pad_drops_everything", R"(HloModule m
+ENTRY e {
+  x = T[4,3] parameter(0)
+  v = T[] parameter(1)
+  ROOT r = T[2,3] pad(x, v), padding=-5_3x0_0
+})",
+       {"f32"}, "pad"},
+      {"reverse_two_dims", R"(HloModule m
+ENTRY e {
+  x = T[3,70,400] parameter(0)
+  ROOT r = T[3,70,400] reverse(x), dimensions={0,2}
+})",
+       {"f32", "u8", "s64"}, "reverse"},
+      {"dynamic_slice_clamped", R"(HloModule m
+ENTRY e {
+  x = T[7,9,11] parameter(0)
+  i = s32[] parameter(1)
+  j = s64[] parameter(2)
+  k = s32[] parameter(3)
+  ROOT r = T[3,9,4] dynamic-slice(x, i, j, k), dynamic_slice_sizes={3,9,4}
+})",
+       kMoveTypes, "dynamic-slice"},
+      {"dynamic_update_slice_clamped", R"(HloModule m
+ENTRY e {
+  x = T[7,9,11] parameter(0)
+  u = T[2,5,11] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  k = s32[] parameter(4)
+  ROOT r = T[7,9,11] dynamic-update-slice(x, u, i, j, k)
+})",
+       kMoveTypes, "dynamic-update-slice"},
+      {"iota_middle_dim", R"(HloModule m
+ENTRY e {
+  ROOT r = T[4,300,70] iota(), iota_dimension=1
+})",
+       {"f32", "s32", "s64", "u8", "f64"}, "iota"},
+      // Rows of an embedding table (ONNX Gather on axis 0).
+      {"gather_rows", R"(HloModule m
+ENTRY e {
+  x = T[50,64] parameter(0)
+  i = s64[3,7] parameter(1)
+  ROOT r = T[3,7,64] gather(x, i), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, slice_sizes={1,64}
+})",
+       kMoveTypes, "gather"},
+      // ONNX Gather on a middle axis: offset dims on both sides.
+      {"gather_middle_axis", R"(HloModule m
+ENTRY e {
+  x = T[4,30,6] parameter(0)
+  i = s32[5] parameter(1)
+  ROOT r = T[4,5,6] gather(x, i), offset_dims={0,2}, collapsed_slice_dims={1}, start_index_map={1}, index_vector_dim=1, slice_sizes={4,1,6}
+})",
+       kMoveTypes, "gather"},
+      // Element by element along the last axis (a nearest resize's column
+      // table), large enough to run in parallel.
+      {"gather_last_axis_elements", R"(HloModule m
+ENTRY e {
+  x = T[2,16,60,60] parameter(0)
+  i = s32[120] parameter(1)
+  ROOT r = T[2,16,60,120] gather(x, i), offset_dims={0,1,2}, collapsed_slice_dims={3}, start_index_map={3}, index_vector_dim=1, slice_sizes={2,16,60,1}
+})",
+       {"f32", "u8"}, "gather"},
+      // GatherND: index vectors of two components, windows of 3.
+      {"gather_nd_windows", R"(HloModule m
+ENTRY e {
+  x = T[6,8,10] parameter(0)
+  i = s64[4,2] parameter(1)
+  ROOT r = T[4,3,10] gather(x, i), offset_dims={1,2}, collapsed_slice_dims={0}, start_index_map={0,1}, index_vector_dim=1, slice_sizes={1,3,10}
+})",
+       kMoveTypes, "gather"},
+      // Index vector dim first: the components are far apart.
+      {"gather_index_vector_first", R"(HloModule m
+ENTRY e {
+  x = T[9,11] parameter(0)
+  i = s32[2,5,3] parameter(1)
+  ROOT r = T[5,3] gather(x, i), offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={1,0}, index_vector_dim=0, slice_sizes={1,1}
+})",
+       {"f32", "s64"}, "gather"},
+      {"scatter_replace_rows", R"(HloModule m
+keep {
+  a = T[] parameter(0)
+  ROOT b = T[] parameter(1)
+}
+ENTRY e {
+  x = T[20,6] parameter(0)
+  i = s32[9,1] parameter(1)
+  u = T[9,6] parameter(2)
+  ROOT r = T[20,6] scatter(x, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=keep
+})",
+       kMoveTypes, "scatter"},
+      {"scatter_add_elements", R"(HloModule m
+add {
+  a = T[] parameter(0)
+  b = T[] parameter(1)
+  ROOT s = T[] add(a, b)
+}
+ENTRY e {
+  x = T[12,13] parameter(0)
+  i = s64[30,2] parameter(1)
+  u = T[30] parameter(2)
+  ROOT r = T[12,13] scatter(x, i, u), update_window_dims={}, inserted_window_dims={0,1}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, to_apply=add
+})",
+       {"f32", "s32", "s64", "f64"}, "scatter"},
+  };
+}
+
+// Every (case, element type) pair.
+std::vector<std::pair<int, int>> CaseTypes() {
+  std::vector<std::pair<int, int>> out;
+  std::vector<OpCase> cases = OpCases();
+  for (size_t c = 0; c < cases.size(); ++c)
+    for (size_t t = 0; t < cases[c].types.size(); ++t) out.push_back({c, t});
+  return out;
+}
+
+using KernelParam = std::tuple<std::pair<int, int>, bool>;
+
+class KernelTest : public ::testing::TestWithParam<KernelParam> {};
+
+TEST_P(KernelTest, EqualsTheEvaluator) {
+  auto [case_type, fast] = GetParam();
+  const OpCase c = OpCases()[case_type.first];
+  const std::string& type = c.types[case_type.second];
+  std::string text = absl::StrReplaceAll(c.hlo, {{"T[", type + "["}});
+  auto module = hlo::ParseText(text);
+  ASSERT_TRUE(module.ok()) << module.status() << "\n" << text;
+  std::vector<Literal> args;
+  const hlo::Computation& entry = *(*module)->entry();
+  for (int64_t k = 0; k < entry.num_parameters(); ++k) args.push_back(Random(entry.parameter(k)->shape(), 7 + k));
+  auto want = eval::EvaluateModule(**module, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  CompileOptions options;
+  options.use_dnnl = options.fuse_elementwise = fast;
+  auto exe = Executable::Compile(std::move(*module), options);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  bool ran_native = false;
+  for (const auto& [kind, n] : (*exe)->ThunkSummary()) {
+    EXPECT_FALSE(absl::StartsWith(kind, "kernel")) << c.name << " " << type << ": " << kind;
+    ran_native |= kind == c.kind;
+  }
+  EXPECT_TRUE(ran_native) << c.name << " " << type << " did not run on the " << c.kind << " kernel:\n"
+                          << (*exe)->KernelListing();
+  std::vector<const void*> in;
+  for (const Literal& a : args) in.push_back(a.untyped_data());
+  Literal got((*exe)->output_shapes()[0]);
+  void* out = got.untyped_data();
+  ASSERT_TRUE((*exe)->Execute(in, {&out, 1}).ok());
+  ASSERT_EQ(got.shape().ByteSize(), want->shape().ByteSize());
+  EXPECT_EQ(0, std::memcmp(got.untyped_data(), want->untyped_data(), got.shape().ByteSize()))
+      << c.name << " " << type << (fast ? " (fast)" : "");
+}
+
+// "<case>_<type>[_fast]".
+std::string ParamName(const ::testing::TestParamInfo<KernelParam>& info) {
+  const std::pair<int, int>& ct = std::get<0>(info.param);
+  const OpCase c = OpCases()[ct.first];
+  return absl::StrCat(c.name, "_", c.types[ct.second], std::get<1>(info.param) ? "_fast" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, KernelTest, ::testing::Combine(::testing::ValuesIn(CaseTypes()), ::testing::Bool()),
+                         ParamName);
+
+}  // namespace
+}  // namespace xonnx::cpu
