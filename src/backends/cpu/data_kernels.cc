@@ -62,7 +62,8 @@ std::optional<Thunk> Concatenate(const Instruction& in, const ThunkIo& io) {
   int64_t at = 0;
   for (int64_t k = 0; k < in.operand_count(); ++k) {
     const hlo::Shape& xs = in.operand(k)->shape();
-    if (xs.ElementCount() > 0) copies.push_back({static_cast<size_t>(k), 0, at * ost[dim], {xs.dims, xs.Strides(), ost}});
+    if (xs.ElementCount() > 0)
+      copies.push_back({static_cast<size_t>(k), 0, at * ost[dim], {xs.dims, xs.Strides(), ost}});
     at += xs.dims[dim];
   }
   return CopiesThunk(in, io, std::move(copies));
@@ -111,8 +112,7 @@ std::optional<Thunk> Pad(const Instruction& in, const ThunkIo& io) {
     using W = typename decltype(tag)::type;
     t.run = [=](Frame& f) -> absl::Status {
       FillElements(f.Ptr(out), f.Ptr(value), width, n);
-      if (!empty)
-        CopyBox<W>(static_cast<const W*>(f.Ptr(x)) + src_base, static_cast<W*>(f.Ptr(out)) + dst_base, box);
+      if (!empty) CopyBox<W>(static_cast<const W*>(f.Ptr(x)) + src_base, static_cast<W*>(f.Ptr(out)) + dst_base, box);
       return absl::OkStatus();
     };
   });

@@ -61,7 +61,8 @@ hlo::Literal DeconvWeights(const hlo::Instruction& in, const hlo::Literal& k, in
     for (int64_t o = 0; o < out_g; ++o)
       for (int64_t i = 0; i < in_g; ++i) {
         std::fill(j.begin(), j.end(), 0);
-        int64_t base = i * kst[d.kernel_input_feature_dimension] + (g * out_g + o) * kst[d.kernel_output_feature_dimension];
+        int64_t base =
+            i * kst[d.kernel_input_feature_dimension] + (g * out_g + o) * kst[d.kernel_output_feature_dimension];
         while (true) {
           int64_t off = base;
           for (int64_t s = 0; s < ns; ++s) off += (spatial[s] - 1 - j[s]) * kst[d.kernel_spatial_dimensions[s]];

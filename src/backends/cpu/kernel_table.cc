@@ -54,6 +54,7 @@ MakerResult FastReduceWindow(const EmitContext&, const Instruction& i, const Thu
 }
 MakerResult FastMove(const EmitContext&, const Instruction& i, const ThunkIo& io) { return MakeFastMoveThunk(i, io); }
 MakerResult DataMove(const EmitContext&, const Instruction& i, const ThunkIo& io) { return MakeDataMoveThunk(i, io); }
+MakerResult Compute(const EmitContext&, const Instruction& i, const ThunkIo& io) { return MakeComputeThunk(i, io); }
 MakerResult GatherScatter(const EmitContext&, const Instruction& i, const ThunkIo& io) {
   return MakeGatherScatterThunk(i, io);
 }
@@ -70,9 +71,11 @@ struct KernelRow {
 // the reference kernel alone.
 const std::vector<KernelRow>& Rows() {
   static const auto* rows = new std::vector<KernelRow>{
-      {Opcode::kDot, {{"dnnl-matmul", DnnlMatmul}, kReference}},
-      {Opcode::kConvolution, {{"dnnl-conv", DnnlConv}, {"dnnl-deconv", DnnlDeconv}, kReference}},
-      {Opcode::kReduce, {{"reduce", FastReduce}, kReference}},
+      {Opcode::kDot, {{"dnnl-matmul", DnnlMatmul}, {"dot", Compute}, kReference}},
+      {Opcode::kConvolution,
+       {{"dnnl-conv", DnnlConv}, {"dnnl-deconv", DnnlDeconv}, {"convolution", Compute}, kReference}},
+      {Opcode::kReduce, {{"reduce", FastReduce}, {"reduce", Compute}, kReference}},
+      {Opcode::kSort, {{"sort", Compute}, kReference}},
       {Opcode::kReduceWindow, {{"reduce-window", FastReduceWindow}, kReference}},
       {Opcode::kTranspose, {{"transpose", FastMove}, kReference}},
       {Opcode::kSlice, {{"slice", FastMove}, kReference}},

@@ -8,8 +8,8 @@
 
 #include <cstring>
 #include <random>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -36,8 +36,8 @@ Literal Random(const Shape& s, uint32_t seed) {
   hlo::TypeSwitch(s.element_type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     for (int64_t i = 0; i < l.element_count(); ++i)
-      l.data<T>()[i] = std::is_integral_v<T> ? hlo::ConvertValue<T, int>(ints(rng))
-                                             : hlo::ConvertValue<T, float>(floats(rng));
+      l.data<T>()[i] =
+          std::is_integral_v<T> ? hlo::ConvertValue<T, int>(ints(rng)) : hlo::ConvertValue<T, float>(floats(rng));
   });
   return l;
 }
@@ -62,13 +62,15 @@ ENTRY e {
   ROOT r = T[2,8,5] concatenate(a, b, c), dimensions={1}
 })",
        kMoveTypes, "concatenate"},
-      {"concatenate_last_dim_large", R"(HloModule m
+      {"concatenate_last_dim_large",
+       R"(HloModule m
 ENTRY e {
   a = T[64,300,7] parameter(0)
   b = T[64,300,9] parameter(1)
   ROOT r = T[64,300,16] concatenate(a, b), dimensions={2}
 })",
-       {"f32", "s8"}, "concatenate"},
+       {"f32", "s8"},
+       "concatenate"},
       {"pad_edges_and_interior", R"(HloModule m
 ENTRY e {
   x = T[3,4,5] parameter(0)
@@ -76,26 +78,32 @@ ENTRY e {
   ROOT r = T[6,13,4] pad(x, v), padding=1_2x2_1_2x-1_0
 })",
        kMoveTypes, "pad"},
-      {"pad_large_image", R"(HloModule m
+      {"pad_large_image",
+       R"(HloModule m
 ENTRY e {
   x = T[1,16,120,120] parameter(0)
   v = T[] parameter(1)
   ROOT r = T[1,16,122,124] pad(x, v), padding=0_0x0_0x1_1x3_1
 })",
-       {"f32"}, "pad"},
-      {"pad_drops_everything", R"(HloModule m
+       {"f32"},
+       "pad"},
+      {"pad_drops_everything",
+       R"(HloModule m
 ENTRY e {
   x = T[4,3] parameter(0)
   v = T[] parameter(1)
   ROOT r = T[2,3] pad(x, v), padding=-5_3x0_0
 })",
-       {"f32"}, "pad"},
-      {"reverse_two_dims", R"(HloModule m
+       {"f32"},
+       "pad"},
+      {"reverse_two_dims",
+       R"(HloModule m
 ENTRY e {
   x = T[3,70,400] parameter(0)
   ROOT r = T[3,70,400] reverse(x), dimensions={0,2}
 })",
-       {"f32", "u8", "s64"}, "reverse"},
+       {"f32", "u8", "s64"},
+       "reverse"},
       {"dynamic_slice_clamped", R"(HloModule m
 ENTRY e {
   x = T[7,9,11] parameter(0)
@@ -115,11 +123,13 @@ ENTRY e {
   ROOT r = T[7,9,11] dynamic-update-slice(x, u, i, j, k)
 })",
        kMoveTypes, "dynamic-update-slice"},
-      {"iota_middle_dim", R"(HloModule m
+      {"iota_middle_dim",
+       R"(HloModule m
 ENTRY e {
   ROOT r = T[4,300,70] iota(), iota_dimension=1
 })",
-       {"f32", "s32", "s64", "u8", "f64"}, "iota"},
+       {"f32", "s32", "s64", "u8", "f64"},
+       "iota"},
       // Rows of an embedding table (ONNX Gather on axis 0).
       {"gather_rows", R"(HloModule m
 ENTRY e {
@@ -138,13 +148,15 @@ ENTRY e {
        kMoveTypes, "gather"},
       // Element by element along the last axis (a nearest resize's column
       // table), large enough to run in parallel.
-      {"gather_last_axis_elements", R"(HloModule m
+      {"gather_last_axis_elements",
+       R"(HloModule m
 ENTRY e {
   x = T[2,16,60,60] parameter(0)
   i = s32[120] parameter(1)
   ROOT r = T[2,16,60,120] gather(x, i), offset_dims={0,1,2}, collapsed_slice_dims={3}, start_index_map={3}, index_vector_dim=1, slice_sizes={2,16,60,1}
 })",
-       {"f32", "u8"}, "gather"},
+       {"f32", "u8"},
+       "gather"},
       // GatherND: index vectors of two components, windows of 3.
       {"gather_nd_windows", R"(HloModule m
 ENTRY e {
@@ -154,13 +166,15 @@ ENTRY e {
 })",
        kMoveTypes, "gather"},
       // Index vector dim first: the components are far apart.
-      {"gather_index_vector_first", R"(HloModule m
+      {"gather_index_vector_first",
+       R"(HloModule m
 ENTRY e {
   x = T[9,11] parameter(0)
   i = s32[2,5,3] parameter(1)
   ROOT r = T[5,3] gather(x, i), offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={1,0}, index_vector_dim=0, slice_sizes={1,1}
 })",
-       {"f32", "s64"}, "gather"},
+       {"f32", "s64"},
+       "gather"},
       {"scatter_replace_rows", R"(HloModule m
 keep {
   a = T[] parameter(0)
@@ -173,7 +187,8 @@ ENTRY e {
   ROOT r = T[20,6] scatter(x, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=keep
 })",
        kMoveTypes, "scatter"},
-      {"scatter_add_elements", R"(HloModule m
+      {"scatter_add_elements",
+       R"(HloModule m
 add {
   a = T[] parameter(0)
   b = T[] parameter(1)
@@ -185,7 +200,103 @@ ENTRY e {
   u = T[30] parameter(2)
   ROOT r = T[12,13] scatter(x, i, u), update_window_dims={}, inserted_window_dims={0,1}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, to_apply=add
 })",
-       {"f32", "s32", "s64", "f64"}, "scatter"},
+       {"f32", "s32", "s64", "f64"},
+       "scatter"},
+      // Dots oneDNN does not take: two contracting dims, batch dims in the
+      // middle, an outer product (no contracting dim).
+      {"dot_two_contracting_dims",
+       R"(HloModule m
+ENTRY e {
+  a = T[6,3,7] parameter(0)
+  b = T[6,7,5] parameter(1)
+  ROOT r = T[3,5] dot(a, b), lhs_contracting_dims={0,2}, rhs_contracting_dims={0,1}
+})",
+       {"s32", "s64", "f64", "s8", "u8"},
+       "dot"},
+      {"dot_batch_in_the_middle",
+       R"(HloModule m
+ENTRY e {
+  a = T[3,4,5] parameter(0)
+  b = T[5,4,6] parameter(1)
+  ROOT r = T[4,3,6] dot(a, b), lhs_batch_dims={1}, lhs_contracting_dims={2}, rhs_batch_dims={1}, rhs_contracting_dims={0}
+})",
+       {"s32", "f64", "s16"},
+       "dot"},
+      {"dot_outer_product",
+       R"(HloModule m
+ENTRY e {
+  a = T[40,3] parameter(0)
+  b = T[50] parameter(1)
+  ROOT r = T[40,3,50] dot(a, b), lhs_contracting_dims={}, rhs_contracting_dims={}
+})",
+       {"s32", "f64"},
+       "dot"},
+      // Integer convolutions (QLinearConv and ConvInteger compute in s32)
+      // and one of every window feature: stride, padding, base and window
+      // dilation, feature groups, reversal.
+      {"convolution_integer_3x3",
+       R"(HloModule m
+ENTRY e {
+  x = T[2,5,9,9] parameter(0)
+  k = T[4,5,3,3] parameter(1)
+  ROOT r = T[2,4,9,9] convolution(x, k), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+})",
+       {"s32", "s64", "f64"},
+       "convolution"},
+      {"convolution_every_window_feature",
+       R"(HloModule m
+ENTRY e {
+  x = T[1,11,6,4] parameter(0)
+  k = T[3,3,2,6] parameter(1)
+  ROOT r = T[1,11,3,6] convolution(x, k), window={size=3x3 stride=2x1 pad=2_1x0_1 lhs_dilate=2x1 rhs_dilate=1x2 rhs_reversal=1x0}, dim_labels=b01f_01io->b01f, feature_group_count=2
+})",
+       {"s32", "f64"},
+       "convolution"},
+      {"reduce_separate_dims",
+       R"(HloModule m
+add {
+  a = T[] parameter(0)
+  b = T[] parameter(1)
+  ROOT s = T[] add(a, b)
+}
+ENTRY e {
+  x = T[5,30,7,9] parameter(0)
+  z = T[] parameter(1)
+  ROOT r = T[30,9] reduce(x, z), dimensions={0,2}, to_apply=add
+})",
+       {"f32", "s32", "s64", "u8", "f64"},
+       "reduce"},
+      {"reduce_or_of_booleans",
+       R"(HloModule m
+or {
+  a = T[] parameter(0)
+  b = T[] parameter(1)
+  ROOT s = T[] or(a, b)
+}
+ENTRY e {
+  x = T[6,20,3] parameter(0)
+  z = T[] parameter(1)
+  ROOT r = T[20] reduce(x, z), dimensions={0,2}, to_apply=or
+})",
+       {"pred", "s32"},
+       "reduce"},
+      // TopK as imported: values and their indices, sorted by value.
+      {"sort_values_with_indices",
+       R"(HloModule m
+gt {
+  a = T[] parameter(0)
+  b = T[] parameter(1)
+  ia = s64[] parameter(2)
+  ib = s64[] parameter(3)
+  ROOT c = pred[] compare(a, b), direction=GT
+}
+ENTRY e {
+  x = T[3,500,4] parameter(0)
+  i = s64[3,500,4] iota(), iota_dimension=1
+  ROOT r = (T[3,500,4], s64[3,500,4]) sort(x, i), dimensions={1}, is_stable=true, to_apply=gt
+})",
+       {"f32", "s32", "u8", "f64"},
+       "sort"},
   };
 }
 
@@ -227,12 +338,21 @@ TEST_P(KernelTest, EqualsTheEvaluator) {
                           << (*exe)->KernelListing();
   std::vector<const void*> in;
   for (const Literal& a : args) in.push_back(a.untyped_data());
-  Literal got((*exe)->output_shapes()[0]);
-  void* out = got.untyped_data();
-  ASSERT_TRUE((*exe)->Execute(in, {&out, 1}).ok());
-  ASSERT_EQ(got.shape().ByteSize(), want->shape().ByteSize());
-  EXPECT_EQ(0, std::memcmp(got.untyped_data(), want->untyped_data(), got.shape().ByteSize()))
-      << c.name << " " << type << (fast ? " (fast)" : "");
+  std::vector<Literal> got;
+  std::vector<void*> outs;
+  for (const Shape& s : (*exe)->output_shapes()) outs.push_back(got.emplace_back(s).untyped_data());
+  ASSERT_TRUE((*exe)->Execute(in, outs).ok());
+  std::vector<const Literal*> wanted;
+  if (want->shape().IsTuple())
+    for (const Literal& l : want->tuple_elements()) wanted.push_back(&l);
+  else
+    wanted.push_back(&*want);
+  ASSERT_EQ(got.size(), wanted.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    ASSERT_EQ(got[k].shape().ByteSize(), wanted[k]->shape().ByteSize());
+    EXPECT_EQ(0, std::memcmp(got[k].untyped_data(), wanted[k]->untyped_data(), got[k].shape().ByteSize()))
+        << c.name << " " << type << (fast ? " (fast)" : "") << " output " << k;
+  }
 }
 
 // "<case>_<type>[_fast]".

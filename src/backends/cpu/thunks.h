@@ -168,6 +168,11 @@ std::optional<Thunk> MakeFastMoveThunk(const hlo::Instruction& instr, const Thun
 // or bitcast-convert that cannot alias its operand.
 std::optional<Thunk> MakeDataMoveThunk(const hlo::Instruction& instr, const ThunkIo& io);
 
+// Native arithmetic in the forms the tuned paths do not take
+// (compute_kernels.cc): dot and convolution of any dimension numbers and
+// numeric type, reduce over any dims, sort by one key.
+std::optional<Thunk> MakeComputeThunk(const hlo::Instruction& instr, const ThunkIo& io);
+
 // Native gather and scatter (gather_kernels.cc); scatter with a replacing
 // combiner or one of add, multiply, maximum and minimum.
 std::optional<Thunk> MakeGatherScatterThunk(const hlo::Instruction& instr, const ThunkIo& io);
