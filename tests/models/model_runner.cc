@@ -1,27 +1,71 @@
 // Runs exported real models (see export_models.py) through xonnx::Session
 // and checks ||out - ref|| / ||ref|| <= --tolerance for every data set.
+// With --native-only, a model also fails when any instruction of its
+// programs runs on a reference-evaluator kernel (the CPU plugin's kernel
+// listing, written with XONNX_DUMP_TO, names such kernels "kernel:<op>",
+// and "control-flow" for computations it could not compile).
 //
-//   model_runner --models DIR [--tolerance 1e-4]
+//   model_runner --models DIR [--tolerance 1e-4] [--native-only]
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "test_data.h"
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The kernels of the listings in `dir` that run on the reference evaluator,
+// as "kind instruction"; the listings are removed once read.
+std::vector<std::string> ReferenceKernels(const fs::path& dir) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::ifstream f(e.path());
+    std::string line;
+    bool listing = false;
+    while (std::getline(f, line)) {
+      if (line.rfind("# Kernels in run order", 0) == 0) {
+        listing = true;
+        continue;
+      }
+      if (!listing) continue;
+      std::istringstream fields(line);
+      std::string index, kind, name;
+      fields >> index >> kind >> name;
+      if (kind.rfind("kernel:", 0) == 0 || kind == "control-flow") found.push_back(kind + " " + name);
+    }
+    f.close();
+    fs::remove(e.path(), ec);
+  }
+  return found;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   std::string dir;
   double tolerance = 1e-4;
+  bool native_only = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--models" && i + 1 < argc)
       dir = argv[++i];
     else if (a == "--tolerance" && i + 1 < argc)
       tolerance = std::atof(argv[++i]);
+    else if (a == "--native-only")
+      native_only = true;
     else {
-      std::cerr << "usage: model_runner --models DIR [--tolerance 1e-4]\n";
+      std::cerr << "usage: model_runner --models DIR [--tolerance 1e-4] [--native-only]\n";
       return 2;
     }
   }
@@ -33,6 +77,12 @@ int main(int argc, char** argv) {
   for (const auto& e : fs::directory_iterator(dir))
     if (fs::exists(e.path() / "model.onnx")) models.push_back(e.path());
   std::sort(models.begin(), models.end());
+  fs::path dumps = fs::temp_directory_path() / ("xonnx_model_runner_" + std::to_string(::getpid()));
+  if (native_only) {
+    fs::remove_all(dumps);
+    fs::create_directories(dumps);
+    ::setenv("XONNX_DUMP_TO", dumps.c_str(), 1);
+  }
   int passed = 0, failed = 0;
   for (const fs::path& m : models) {
     xonnx::SessionOptions options;
@@ -41,6 +91,7 @@ int main(int argc, char** argv) {
     if (!s.ok()) {
       std::cout << "FAIL " << m.filename().string() << ": " << s.status().message() << "\n";
       ++failed;
+      if (native_only) ReferenceKernels(dumps);  // clears what it compiled, if anything
       continue;
     }
     for (const fs::path& set : xonnx::testing::NumberedFiles(m, "test_data_set_")) {
@@ -83,7 +134,15 @@ int main(int argc, char** argv) {
       std::cout << absl::StrFormat("%s %-50s rel_l2=%.3g\n", ok ? "PASS" : "FAIL", label, shapes_ok ? worst : NAN);
       (ok ? passed : failed)++;
     }
+    if (native_only) {
+      std::vector<std::string> slow = ReferenceKernels(dumps);
+      for (const std::string& k : slow) std::cout << "     " << m.filename().string() << ": runs " << k << "\n";
+      std::cout << (slow.empty() ? "PASS " : "FAIL ") << m.filename().string() << ": "
+                << (slow.empty() ? "every kernel native" : "runs on the reference evaluator's kernels") << "\n";
+      (slow.empty() ? passed : failed)++;
+    }
   }
+  if (native_only) fs::remove_all(dumps);
   std::cout << absl::StrFormat("%d passed, %d failed\n", passed, failed);
   return failed == 0 && passed > 0 ? 0 : 1;
 }

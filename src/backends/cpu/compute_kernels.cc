@@ -191,7 +191,7 @@ std::optional<Thunk> Convolution(const Instruction& in, const ThunkIo& io) {
               if (hit)
                 for (int64_t c = 0; c < cin_g; ++c)
                   acc = MulAdd<Acc<T>>(acc, X[xoff + c * xst[d.input_feature_dimension]],
-                               K[koff + c * kst[d.kernel_input_feature_dimension]]);
+                                       K[koff + c * kst[d.kernel_input_feature_dimension]]);
               for (int64_t s = ns - 1; s >= 0; --s) {
                 if (++kpos[s] < ksp[s]) break;
                 kpos[s] = 0;
@@ -224,8 +224,8 @@ template <typename T>
 bool Reducible(Opcode op) {
   bool logical = op == Opcode::kAnd || op == Opcode::kOr;
   if constexpr (std::is_same_v<T, bool>) return logical;
-  if constexpr (std::is_integral_v<T>) return logical || op == Opcode::kAdd || op == Opcode::kMultiply ||
-                                              op == Opcode::kMaximum || op == Opcode::kMinimum;
+  if constexpr (std::is_integral_v<T>)
+    return logical || op == Opcode::kAdd || op == Opcode::kMultiply || op == Opcode::kMaximum || op == Opcode::kMinimum;
   if constexpr (kArithmetic<T>)
     return op == Opcode::kAdd || op == Opcode::kMultiply || op == Opcode::kMaximum || op == Opcode::kMinimum;
   return false;
@@ -320,7 +320,8 @@ std::optional<Thunk> Sort(const Instruction& in, const ThunkIo& io) {
   outer_strides.erase(outer_strides.begin() + dim);
   int64_t step = st[dim];
   std::vector<int> widths;
-  for (int64_t k = 0; k < in.operand_count(); ++k) widths.push_back(hlo::ByteWidth(in.operand(k)->shape().element_type));
+  for (int64_t k = 0; k < in.operand_count(); ++k)
+    widths.push_back(hlo::ByteWidth(in.operand(k)->shape().element_type));
   bool asc = *ascending;
   Thunk t;
   t.name = in.name();
@@ -336,9 +337,11 @@ std::optional<Thunk> Sort(const Instruction& in, const ThunkIo& io) {
           std::iota(perm.begin(), perm.end(), 0);
           const T* row = X + off[0];
           if (asc)
-            std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) { return row[a * step] < row[b * step]; });
+            std::stable_sort(perm.begin(), perm.end(),
+                             [&](int64_t a, int64_t b) { return row[a * step] < row[b * step]; });
           else
-            std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) { return row[a * step] > row[b * step]; });
+            std::stable_sort(perm.begin(), perm.end(),
+                             [&](int64_t a, int64_t b) { return row[a * step] > row[b * step]; });
           for (size_t k = 0; k < widths.size(); ++k) {
             const char* src = static_cast<const char*>(f.Ptr(io.inputs[k]));
             char* dst = static_cast<char*>(f.Ptr(io.outputs[k]));
