@@ -206,7 +206,20 @@ std::vector<Case> Cases() {
          auto* y1 = b.Convolution(p[1], k1, w1, transposed(d1), 3);
          return b.Tuple({y2, y1});
        },
-       {{"dnnl-deconv", 2}}},
+       {{"dnnl-deconv", 2}, {"transpose", 4}}},
+      // Dots oneDNN's matmul does not take as written run on it after the
+      // canonicalization: a rank-4 operand (a separable resize's product),
+      // two contracting dims (one operand transposed), a matrix by a vector.
+      {"dots_canonicalized",
+       {Shape(F32, {2, 3, 20, 8}), Shape(F32, {6, 8}), Shape(F32, {6, 3, 7}), Shape(F32, {6, 7, 5}), Shape(F32, {9, 7}),
+        Shape(F32, {7})},
+       [](Builder& b, auto p) {
+         DotDimensionNumbers two;
+         two.lhs_contracting_dimensions = {0, 2};
+         two.rhs_contracting_dimensions = {0, 1};
+         return b.Tuple({b.Dot(p[0], p[1], DotDims(3, 1)), b.Dot(p[2], p[3], two), b.Dot(p[4], p[5], DotDims(1, 0))});
+       },
+       {{"dnnl-matmul", 3}, {"transpose", 1}}},
       // Two bottleneck blocks of 64 and 128 channels (ResNet's form): the
       // values between their 1x1 and Winograd convolutions, and the
       // residual chain d -> y1 -> y2, stay in oneDNN's blocked layout. At

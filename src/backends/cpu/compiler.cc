@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/buffer_assignment.h"
+#include "backends/cpu/dot_canonicalization.h"
 #include "backends/cpu/layout_pass.h"
 #include "backends/cpu/plan.h"
 #include "backends/cpu/planners.h"
@@ -104,7 +105,11 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(std::unique_ptr<
                                                                 const CompileOptions& options) {
   UpcastHalfPrecision upcast;
   RETURN_IF_ERROR(upcast.Run(module.get()).status());
-  if (options.use_dnnl) RETURN_IF_ERROR(RunLayoutPasses(module.get()));
+  if (options.use_dnnl) {
+    DotCanonicalization dots;
+    RETURN_IF_ERROR(dots.Run(module.get()).status());
+    RETURN_IF_ERROR(RunLayoutPasses(module.get()));
+  }
   Compiler c(std::move(module), options);
   ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, c.Run());
   MaybeDump(*exe);

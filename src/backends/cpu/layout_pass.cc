@@ -37,8 +37,13 @@ bool IsNchwConv(const Instruction* c) {
     return false;
   for (int64_t i = 0; i < ns; ++i)
     if (d.input_spatial_dimensions[i] != i + 2 || d.output_spatial_dimensions[i] != i + 2) return false;
+  // A base-dilated (transposed) convolution runs on oneDNN's deconvolution
+  // when its weights are constant; it too is fastest channels-last.
+  bool weights_constant = c->operand(1)->opcode() == Opcode::kConstant;
   for (const auto& w : c->window.dimensions)
-    if (w.base_dilation != 1 || w.window_reversal || w.padding_low < 0 || w.padding_high < 0) return false;
+    if ((w.base_dilation != 1 && (!weights_constant || w.stride != 1)) || w.window_reversal || w.padding_low < 0 ||
+        w.padding_high < 0)
+      return false;
   return true;
 }
 
