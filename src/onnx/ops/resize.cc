@@ -149,7 +149,22 @@ Instruction* ApplyAxis(hlo::Builder& b, Instruction* x, int64_t axis, const Axis
     for (int64_t o = 0; o < p.out; ++o)
       for (int64_t i = 0; i < p.in; ++i)
         if (p.weights[o][i] > 0.5) idx[o] = i;
-    y = TakeAlongAxis(b, x, b.Constant(Literal::Vector<int64_t>(idx)), axis);
+    // Each input element repeated s times in a row (an integer upscale,
+    // the common case) is a broadcast along a new dim after the axis and a
+    // reshape that merges them: data movement the backend fuses or copies
+    // in runs, where a gather would look up every element.
+    int64_t s = p.in > 0 ? p.out / p.in : 0;
+    bool repeats = s >= 1 && p.in * s == p.out;
+    for (int64_t o = 0; repeats && o < p.out; ++o) repeats = idx[o] == o / s;
+    if (repeats) {
+      std::vector<int64_t> wide = dims, keep;
+      wide.insert(wide.begin() + axis + 1, s);
+      for (int64_t i = 0; i < r + 1; ++i)
+        if (i != axis + 1) keep.push_back(i);
+      y = b.Reshape(b.Broadcast(x, wide, keep), out_dims);
+    } else {
+      y = TakeAlongAxis(b, x, b.Constant(Literal::Vector<int64_t>(idx)), axis);
+    }
   } else {
     Literal w(hlo::Shape(hlo::F64, {p.out, p.in}));
     for (int64_t o = 0; o < p.out; ++o)
