@@ -152,8 +152,15 @@ absl::Status Recurrent(NodeContext& ctx) {
       Instruction* xt =
           b.Reshape(b.Slice(xw, {ti, 0, 0}, {ti + 1, batch, gates * hidden}, {1, 1, 1}), {batch, gates * hidden});
       auto xg = [&](int64_t k) { return b.Slice(xt, {0, k * hidden}, {batch, (k + 1) * hidden}, {1, 1}); };
+      // One product of h with every gate's rows of R per step (a step's
+      // cost is mostly the product's fixed cost at these sizes), sliced
+      // per gate; only GRU's candidate gate without linear_before_reset
+      // multiplies another vector, (r * h), and keeps a product of its own.
+      int64_t shared_gates = kCell == Cell::kGru && !linear_before_reset ? 2 : gates;
+      Instruction* hall = MatMulT(b, h, b.Slice(rd, {0, 0}, {shared_gates * hidden, hidden}, {1, 1}));
       auto hr = [&](Instruction* hh, int64_t k) {
-        Instruction* v = MatMulT(b, hh, gate_rows(rd, k));
+        Instruction* v = hh == h && k < shared_gates ? b.Slice(hall, {0, k * hidden}, {batch, (k + 1) * hidden}, {1, 1})
+                                                     : MatMulT(b, hh, gate_rows(rd, k));
         return rb ? b.Binary(Opcode::kAdd, v, vec(rb, k)) : v;
       };
       Instruction* h_new;
