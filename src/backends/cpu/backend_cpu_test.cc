@@ -377,6 +377,18 @@ std::vector<Case> Cases() {
          return b.Dot(t, w, d);
        },
        {{"dnnl-matmul", 1}, {"fusion", 2}}},
+      // Slices that only fusions read are read in place from their
+      // operand's buffer (contiguous, offset and strided), never stored.
+      {"slices_read_in_place",
+       {Shape(F32, {4, 300})},
+       [](Builder& b, auto p) {
+         auto* e = b.Unary(Opcode::kTanh, p[0]);
+         auto* x = b.Slice(e, {0, 0}, {4, 100}, {1, 1});
+         auto* y = b.Slice(e, {0, 100}, {4, 200}, {1, 1});
+         auto* z = b.Slice(e, {0, 1}, {4, 200}, {1, 2});
+         return b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, y), z);
+       },
+       {{"fusion", 2}}},
       {"softmax_rows",
        {Shape(F32, {6, 33})},
        [](Builder& b, auto p) {

@@ -226,7 +226,7 @@ int BufferAssigner::InPlaceFusionInput(const Instruction* root) const {
     for (Instruction* op : m->operands()) {
       if (auto mg = fusions.group_of.find(op); mg != fusions.group_of.end() && mg->second == g) continue;
       if (!seen.insert(op).second) continue;  // one input, however many members read it
-      const Instruction* buffer = fusions.absorbed_broadcasts.contains(op) ? op->operand(0) : op;
+      const Instruction* buffer = fusions.absorbed_reads.contains(op) ? op->operand(0) : op;
       auto bk = backing_.find(buffer);
       if (bk == backing_.end() || bk->second.size() != 1 || bk->second[0] < 0) continue;
       int r = bk->second[0];

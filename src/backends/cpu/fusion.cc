@@ -26,7 +26,8 @@ struct Node {
   hlo::PrimitiveType type;           // result element type
   std::vector<int> operands;         // node indices
   int input = -1;                    // for inputs: index into io.inputs
-  std::vector<int64_t> src_strides;  // broadcast: operand stride per output dim
+  std::vector<int64_t> src_strides;  // broadcast or slice: operand stride per output dim
+  int64_t src_base = 0;              // slice: where it starts in its operand
   // Broadcast whose values repeat every `period` elements of the output (a
   // per-channel scale or bias in channels-last order, a layer norm's gamma):
   // each call lays out period + kBlock of them once, and a block reads them
@@ -73,7 +74,7 @@ void Gather(const Program& p, const Node& node, const void* input, int64_t start
   int w = hlo::ByteWidth(node.type);
   int64_t r = p.out_dims.size();
   int64_t idx[16];
-  int64_t rem = start, src = 0;
+  int64_t rem = start, src = node.src_base;
   for (int64_t d = r - 1; d >= 0; --d) {
     idx[d] = rem % p.out_dims[d];
     rem /= p.out_dims[d];
@@ -248,9 +249,18 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
     n.input = k;
     n.instr = in;
     n.type = in->shape().element_type;
-    if (in->opcode() == Opcode::kBroadcast && in->operand(0)->shape().ElementCount() == 1) {
+    bool strided = k < spec.strided.size() && spec.strided[k];
+    if (strided && in->opcode() == Opcode::kSlice) {
+      // The input buffer is the slice's operand; read it through strides.
+      n.kind = Node::kInputBroadcast;
+      std::vector<int64_t> st = in->operand(0)->shape().Strides();
+      for (int64_t d = 0; d < in->shape().rank(); ++d) {
+        n.src_strides.push_back(st[d] * in->slice_strides[d]);
+        n.src_base += st[d] * in->slice_starts[d];
+      }
+    } else if (strided && in->opcode() == Opcode::kBroadcast && in->operand(0)->shape().ElementCount() == 1) {
       n.kind = Node::kInputScalar;
-    } else if (in->opcode() == Opcode::kBroadcast) {
+    } else if (strided && in->opcode() == Opcode::kBroadcast) {
       // The input buffer is the broadcast's operand; read it through strides.
       n.kind = Node::kInputBroadcast;
       n.src_strides.assign(p->out_dims.size(), 0);

@@ -287,6 +287,15 @@ void PlanRowFusions(Plan* plan) {
 
 // Groups elementwise chains: an elementwise instruction joins its users'
 // fusion when all of them are members of one fusion of the same shape.
+// Whether a fusion can read slice i in its operand's buffer: the operand
+// has one of its own, as a plain row-major array. (Its own fusion, if it
+// joins one, is decided later in this walk, but a value read by a slice
+// that no fusion takes in is always its fusion's root.)
+bool SliceReadable(const Plan& plan, const Instruction* i) {
+  const Instruction* x = i->operand(0);
+  return x->shape().IsArray() && plan.Materialized(x) && !plan.blocked.contains(x);
+}
+
 void PlanFusions(Plan* plan) {
   Instruction* root = plan->root();
   auto& f = plan->fusions;
@@ -315,15 +324,19 @@ void PlanFusions(Plan* plan) {
         f.group_of[i] = f.groups.size();
         f.groups.push_back({i});
       }
-    } else if (i->opcode() == Opcode::kBroadcast && i != root && !us.empty() && i->shape().ElementCount() > 0 &&
-               !rows.internal.contains(i) && std::all_of(us.begin(), us.end(), [&](Instruction* u) {
-                 if (epilogues.absorbed.contains(u)) return true;
+    } else if ((i->opcode() == Opcode::kBroadcast || i->opcode() == Opcode::kSlice) && i != root && !us.empty() &&
+               i->shape().ElementCount() > 0 && !plan->dot_views.replaced.contains(i) && !rows.internal.contains(i) &&
+               (i->opcode() == Opcode::kBroadcast || SliceReadable(*plan, i)) &&
+               std::all_of(us.begin(), us.end(), [&](Instruction* u) {
+                 if (epilogues.absorbed.contains(u)) return i->opcode() == Opcode::kBroadcast;
                  auto g = f.group_of.find(u);
                  return g != f.group_of.end() && f.groups[g->second].back()->shape().dims == i->shape().dims;
                })) {
       // A broadcast read only by fusions is recomputed inside each of them
-      // (one CSE-merged splat often feeds many fusions) instead of stored.
-      f.absorbed_broadcasts.insert(i);
+      // (one CSE-merged splat often feeds many fusions) instead of stored;
+      // a slice read only by fusions is read in place (a recurrent step's
+      // gates, sliced from one product).
+      f.absorbed_reads.insert(i);
     }
   }
   // Members were collected root first; store them operand-first.

@@ -19,7 +19,7 @@ bool Plan::IsGroupRoot(const Instruction* i) const {
 }
 
 bool Plan::Materialized(const Instruction* i) const {
-  if (fusions.absorbed_broadcasts.contains(i) || epilogues.unused.contains(i) || dot_views.replaced.contains(i))
+  if (fusions.absorbed_reads.contains(i) || epilogues.unused.contains(i) || dot_views.replaced.contains(i))
     return false;
   if (row_fusions.internal.contains(i)) return false;
   if (int rg = RowGroupOf(i); rg >= 0) {
@@ -92,7 +92,7 @@ int64_t Plan::UsePoint(const Instruction* user) const {
   if (const Instruction* a = AbsorbedInto(user)) return pos(epilogues.last.at(a));
   auto g = fusions.group_of.find(user);
   if (g != fusions.group_of.end()) return pos(fusions.groups[g->second].back());
-  if (fusions.absorbed_broadcasts.contains(user)) {
+  if (fusions.absorbed_reads.contains(user)) {
     int64_t last = pos(user);
     for (Instruction* u : users(user))
       if (auto ug = fusions.group_of.find(u); ug != fusions.group_of.end())

@@ -70,8 +70,9 @@ class Plan {
   struct Fusions {
     std::vector<std::vector<hlo::Instruction*>> groups;
     absl::flat_hash_map<const hlo::Instruction*, int> group_of;
-    // Broadcasts only fusions read: recomputed inside them, never stored.
-    absl::flat_hash_set<const hlo::Instruction*> absorbed_broadcasts;
+    // Broadcasts and slices only fusions read: each fusion reads their
+    // operand's buffer through strides instead, and they are never stored.
+    absl::flat_hash_set<const hlo::Instruction*> absorbed_reads;
   } fusions;
   // Row fusions (PlanRowFusions).
   struct RowFusions {

@@ -116,8 +116,8 @@ class Emitter {
     return absl::OkStatus();
   }
 
-  // A fused elementwise loop, emitted at its root; a broadcast absorbed
-  // into it is read from its operand's buffer.
+  // A fused elementwise loop, emitted at its root; a broadcast or slice
+  // absorbed into it is read from its operand's buffer.
   absl::Status EmitFusion(const Instruction* root) {
     const auto& fusions = plan_.fusions;
     int g = fusions.group_of.at(root);
@@ -134,7 +134,8 @@ class Emitter {
         if (seen[op]) continue;
         seen[op] = true;
         spec.inputs.push_back(op);
-        const Instruction* buffer = fusions.absorbed_broadcasts.contains(op) ? op->operand(0) : op;
+        spec.strided.push_back(fusions.absorbed_reads.contains(op));
+        const Instruction* buffer = spec.strided.back() ? op->operand(0) : op;
         io.inputs.push_back(ctx_.LeavesOf(buffer).at(0));
       }
     }

@@ -19,9 +19,12 @@ struct ThunkIo {
 
 // A fused elementwise loop: `members` in operand-first order, the last one
 // being the fusion's result; `inputs` the values it reads from outside.
+// `strided[k]`: input k is a broadcast or slice the fusion reads through
+// strides from its operand's buffer (which io.inputs[k] then is).
 struct FusionSpec {
   std::vector<const hlo::Instruction*> members;
   std::vector<const hlo::Instruction*> inputs;
+  std::vector<bool> strided;
 };
 
 // Builds the fused loop thunk; input i of the spec reads buffer io.inputs[i].
