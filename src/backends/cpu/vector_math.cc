@@ -96,7 +96,7 @@ constexpr float kZeroBelow = -104.0f, kInfAbove = 89.0f;
 constexpr int64_t kChunk = 256;
 
 // What a kernel computes.
-enum class Fn { kExp, kLogistic, kSwish };
+enum class Fn { kExp, kLogistic, kSwish, kTanh };
 
 // y = exp(x) for one chunk; `x` and `y` may be the same array. The common
 // chunk, all in range, takes the shorter loop (about 1.5x faster); a chunk
@@ -109,10 +109,37 @@ enum class Fn { kExp, kLogistic, kSwish };
   }
 }
 
+// Below this magnitude tanh is its odd Taylor polynomial (to x^11, whose
+// next term is under 1e-8 of x here); above it, (1 - e) / (1 + e) with
+// e = exp(-2|x|) >= exp(-0.5), which has no cancellation to fear.
+constexpr float kTanhSeries = 0.25f;
+
+// tanh(x) from e = exp(-2|x|).
+[[gnu::always_inline]] inline float TanhFrom(float x, float e) {
+  float z = x * x;
+  float p = -1382.0f / 155925;
+  p = p * z + 62.0f / 2835;
+  p = p * z - 17.0f / 315;
+  p = p * z + 2.0f / 15;
+  p = p * z - 1.0f / 3;
+  // x itself at 0: the sum would turn -0 into +0.
+  float series = Select(x == 0, x, x + x * (z * p));
+  float t = (1.0f - e) / (1.0f + e);
+  return Select(std::fabs(x) < kTanhSeries, series, Select(x < 0, -t, t));
+}
+
 template <Fn kFn>
 [[gnu::always_inline]] inline void Apply(const float* x, float* y, int64_t n) {
   if constexpr (kFn == Fn::kExp) {
     for (int64_t s = 0; s < n; s += kChunk) ExpChunk(x + s, y + s, std::min(kChunk, n - s));
+  } else if constexpr (kFn == Fn::kTanh) {
+    float e[kChunk];
+    for (int64_t s = 0; s < n; s += kChunk) {
+      int64_t m = std::min(kChunk, n - s);
+      for (int64_t i = 0; i < m; ++i) e[i] = -2.0f * std::fabs(x[s + i]);
+      ExpChunk(e, e, m);
+      for (int64_t i = 0; i < m; ++i) y[s + i] = TanhFrom(x[s + i], e[i]);
+    }
   } else {
     float e[kChunk];
     for (int64_t s = 0; s < n; s += kChunk) {
@@ -199,9 +226,30 @@ XONNX_AVX512 inline __m512 Exp16(__m512 x) {
   return _mm512_maskz_scalef_ps(kAll, p, n);
 }
 
+// tanh on 16 lanes, as TanhFrom computes it: the series below
+// kTanhSeries, else (1 - e) / (1 + e) with x's sign.
+XONNX_AVX512 inline __m512 Tanh16(__m512 x) {
+  __m512 ax = _mm512_abs_ps(x);
+  __m512 e = Exp16(_mm512_mul_ps(ax, _mm512_set1_ps(-2.0f)));
+  __m512 t = _mm512_div_ps(_mm512_sub_ps(_mm512_set1_ps(1.0f), e), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+  __m512i sign = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(static_cast<int>(0x80000000u)));
+  t = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(t), sign));
+  __m512 z = _mm512_mul_ps(x, x);
+  __m512 p = _mm512_set1_ps(-1382.0f / 155925);
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(62.0f / 2835));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-17.0f / 315));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(2.0f / 15));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-1.0f / 3));
+  __m512 series = _mm512_fmadd_ps(x, _mm512_mul_ps(z, p), x);
+  series = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), series, x);  // keeps -0
+  __mmask16 small = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(kTanhSeries), _CMP_LT_OQ);
+  return _mm512_mask_blend_ps(small, t, series);
+}
+
 template <Fn kFn>
 XONNX_AVX512 inline __m512 Apply16(__m512 x) {
   if constexpr (kFn == Fn::kExp) return Exp16(x);
+  if constexpr (kFn == Fn::kTanh) return Tanh16(x);
   __m512 d = _mm512_add_ps(_mm512_set1_ps(1.0f), Exp16(_mm512_sub_ps(_mm512_setzero_ps(), x)));
   // A division, not a reciprocal estimate: it rounds once, as the other
   // builds do, and measured as fast here.
@@ -243,7 +291,7 @@ template <Fn kFn>
 Kernel Pick() {
   std::vector<internal::Build> builds = internal::Builds();
   const internal::Build& b = builds.back();
-  return kFn == Fn::kExp ? b.exp : kFn == Fn::kLogistic ? b.logistic : b.swish;
+  return kFn == Fn::kExp ? b.exp : kFn == Fn::kLogistic ? b.logistic : kFn == Fn::kSwish ? b.swish : b.tanh;
 }
 
 }  // namespace
@@ -256,14 +304,16 @@ void Portable(const float* x, float* y, int64_t n) {
 void PortableArith(Arith op, const float* a, const float* b, float* y, int64_t n) { ArithAll(op, a, b, y, n); }
 
 std::vector<Build> Builds() {
-  std::vector<Build> builds = {
-      {"Portable", Portable<Fn::kExp>, Portable<Fn::kLogistic>, Portable<Fn::kSwish>, PortableArith}};
+  std::vector<Build> builds = {{"Portable", Portable<Fn::kExp>, Portable<Fn::kLogistic>, Portable<Fn::kSwish>,
+                                Portable<Fn::kTanh>, PortableArith}};
 #if defined(__x86_64__) && defined(__GNUC__)
   if (HasAvx2Fma())
-    builds.push_back({"Avx2", ApplyAvx2<Fn::kExp>, ApplyAvx2<Fn::kLogistic>, ApplyAvx2<Fn::kSwish>, ArithAvx2});
+    builds.push_back({"Avx2", ApplyAvx2<Fn::kExp>, ApplyAvx2<Fn::kLogistic>, ApplyAvx2<Fn::kSwish>,
+                      ApplyAvx2<Fn::kTanh>, ArithAvx2});
   // + - * / are memory-bound: the AVX2 loop keeps up.
   if (HasAvx512() && HasAvx2Fma())
-    builds.push_back({"Avx512", ApplyAvx512<Fn::kExp>, ApplyAvx512<Fn::kLogistic>, ApplyAvx512<Fn::kSwish>, ArithAvx2});
+    builds.push_back({"Avx512", ApplyAvx512<Fn::kExp>, ApplyAvx512<Fn::kLogistic>, ApplyAvx512<Fn::kSwish>,
+                      ApplyAvx512<Fn::kTanh>, ArithAvx2});
 #endif
   return builds;
 }
@@ -281,6 +331,11 @@ void LogisticF32(const float* x, float* y, int64_t n) {
 
 void SwishF32(const float* x, float* y, int64_t n) {
   static const Kernel k = Pick<Fn::kSwish>();
+  k(x, y, n);
+}
+
+void TanhF32(const float* x, float* y, int64_t n) {
+  static const Kernel k = Pick<Fn::kTanh>();
   k(x, y, n);
 }
 

@@ -24,7 +24,12 @@ void LogisticF32(const float* x, float* y, int64_t n);
 // logistic gives. `x` and `y` may be the same array.
 void SwishF32(const float* x, float* y, int64_t n);
 
-// Whether the three above run 16 lanes wide on this CPU (AVX-512). Then
+// y[i] = tanh(x[i]), within 4 ulp of the correctly rounded result (the
+// odd Taylor series for |x| < 0.25, else from ExpF32); +-1 at infinities,
+// NaN for NaN. `x` and `y` may be the same array.
+void TanhF32(const float* x, float* y, int64_t n);
+
+// Whether the four above run 16 lanes wide on this CPU (AVX-512). Then
 // SwishF32 over a convolution's result measured about twice as fast as
 // oneDNN 2.6's swish post-op, which computes the same function in the
 // convolution's kernel.
@@ -46,7 +51,7 @@ using ArithKernel = void (*)(Arith op, const float* a, const float* b, float* y,
 // one, the AVX2 + FMA one, the AVX-512 one.
 struct Build {
   const char* name;
-  Kernel exp, logistic, swish;
+  Kernel exp, logistic, swish, tanh;
   ArithKernel arith;
 };
 

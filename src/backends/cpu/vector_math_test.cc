@@ -1,4 +1,4 @@
-// ExpF32, LogisticF32 and SwishF32 against the standard library in double
+// ExpF32, LogisticF32, SwishF32 and TanhF32 against the standard library in double
 // precision, over a sweep of the whole float range and the special values,
 // and ArithF32 against the scalar operators; every build this CPU can run
 // (the portable one, AVX2, AVX-512).
@@ -34,6 +34,7 @@ class VectorMath : public ::testing::TestWithParam<internal::Build> {
   Kernel Exp() const { return GetParam().exp; }
   Kernel Logistic() const { return GetParam().logistic; }
   Kernel Swish() const { return GetParam().swish; }
+  Kernel Tanh() const { return GetParam().tanh; }
   void RunArith(Arith op, const float* a, const float* b, float* y, int64_t n) const {
     GetParam().arith(op, a, b, y, n);
   }
@@ -47,8 +48,10 @@ TEST(VectorMathDispatch, EntryPointsRunTheWidestBuild) {
   std::vector<float> x;
   for (float v = -30.0f; v <= 30.0f; v += 0.173f) x.push_back(v);
   std::vector<float> got(x.size()), want(x.size());
-  for (auto [entry, kernel] :
-       {std::pair<Kernel, Kernel>{ExpF32, widest.exp}, {LogisticF32, widest.logistic}, {SwishF32, widest.swish}}) {
+  for (auto [entry, kernel] : {std::pair<Kernel, Kernel>{ExpF32, widest.exp},
+                               {LogisticF32, widest.logistic},
+                               {SwishF32, widest.swish},
+                               {TanhF32, widest.tanh}}) {
     entry(x.data(), got.data(), x.size());
     kernel(x.data(), want.data(), x.size());
     EXPECT_EQ(got, want) << widest.name;
@@ -151,6 +154,38 @@ TEST_P(VectorMath, LogisticMatchesDoublePrecision) {
   EXPECT_TRUE(std::isnan(y));
 }
 
+// tanh within 4 ulp of double precision over the range where it is not
+// +-1, around the series' edge (0.25) on both sides, at tiny and subnormal
+// inputs (where it is x), and its special values; in place too.
+TEST_P(VectorMath, TanhMatchesDoublePrecision) {
+  std::vector<float> xs;
+  for (float v = -12.0f; v <= 12.0f; v += 0.00731f) xs.push_back(v);
+  for (float v = 0.2499f; v <= 0.2501f; v = std::nextafter(v, 1.0f)) xs.push_back(v), xs.push_back(-v);
+  for (int e = -149; e <= -2; ++e) xs.push_back(std::ldexp(1.0f, e)), xs.push_back(-std::ldexp(1.7f, e));
+  std::vector<float> ys(xs.size()), in_place = xs;
+  Tanh()(xs.data(), ys.data(), xs.size());
+  Tanh()(in_place.data(), in_place.data(), in_place.size());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(in_place[i]), std::bit_cast<uint32_t>(ys[i])) << "in place, x = " << xs[i];
+    float want = static_cast<float>(std::tanh(static_cast<double>(xs[i])));
+    if (std::fabs(want) < std::numeric_limits<float>::min()) {
+      EXPECT_NEAR(ys[i], want, std::numeric_limits<float>::denorm_min()) << "x = " << xs[i];
+    } else {
+      EXPECT_LE(UlpDistance(ys[i], want), 4) << "x = " << xs[i] << ": " << ys[i] << " vs " << want;
+    }
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> special = {inf, -inf, std::nanf(""), 0.0f, -0.0f, 100.0f, -100.0f}, out(special.size());
+  Tanh()(special.data(), out.data(), special.size());
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], -1.0f);
+  EXPECT_TRUE(std::isnan(out[2]));
+  EXPECT_EQ(std::bit_cast<uint32_t>(out[3]), 0u);
+  EXPECT_EQ(std::bit_cast<uint32_t>(out[4]), 0x80000000u);
+  EXPECT_EQ(out[5], 1.0f);
+  EXPECT_EQ(out[6], -1.0f);
+}
+
 // x / (1 + exp(-x)) with one rounding after ExpF32's: within 3 ulp, except
 // where exp(-x) overflows (x below about -88.72), which gives -0 for a value
 // under 3e-37 in magnitude, as x times the float logistic does; a NaN for
@@ -192,7 +227,7 @@ TEST_P(VectorMath, SwishMatchesDoublePrecision) {
 TEST_P(VectorMath, TailsMatchTheBody) {
   std::vector<float> x(40);
   for (int i = 0; i < 40; ++i) x[i] = std::sin(i * 0.7f) * 9;
-  for (Kernel k : {Exp(), Logistic(), Swish()}) {
+  for (Kernel k : {Exp(), Logistic(), Swish(), Tanh()}) {
     std::vector<float> full(40);
     k(x.data(), full.data(), 40);
     for (int n = 0; n <= 40; ++n) {
