@@ -191,8 +191,8 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
 }  // namespace
 
 bool ElementwiseF32(const hlo::Instruction& in, const float* a, const float* b, float* y, int64_t n) {
-  // Softmax's exp, sigmoid, tanh (GELU's tanh form, recurrent cells) and
-  // the arithmetic: vectorized instead of a call per element.
+  // Softmax's exp, sigmoid, tanh (GELU's tanh form, recurrent cells), erf
+  // (GELU's exact form) and the arithmetic: vectorized instead of a call per element.
   switch (in.opcode()) {
     case Opcode::kExp:
       ExpF32(a, y, n);
@@ -202,6 +202,9 @@ bool ElementwiseF32(const hlo::Instruction& in, const float* a, const float* b, 
       return true;
     case Opcode::kTanh:
       TanhF32(a, y, n);
+      return true;
+    case Opcode::kErf:
+      ErfF32(a, y, n);
       return true;
     default:
       break;

@@ -96,7 +96,7 @@ constexpr float kZeroBelow = -104.0f, kInfAbove = 89.0f;
 constexpr int64_t kChunk = 256;
 
 // What a kernel computes.
-enum class Fn { kExp, kLogistic, kSwish, kTanh };
+enum class Fn { kExp, kLogistic, kSwish, kTanh, kErf };
 
 // y = exp(x) for one chunk; `x` and `y` may be the same array. The common
 // chunk, all in range, takes the shorter loop (about 1.5x faster); a chunk
@@ -128,10 +128,48 @@ constexpr float kTanhSeries = 0.25f;
   return Select(std::fabs(x) < kTanhSeries, series, Select(x < 0, -t, t));
 }
 
+// Below this magnitude erf is its odd Taylor polynomial (to x^17, whose
+// next term is under 1e-9 of the result); from it to kErfOne, 1 - t-poly *
+// exp(-x^2) (Abramowitz and Stegun 7.1.26, absolute error under 1.5e-7);
+// from kErfOne on the float nearest to erf(x) is 1.
+constexpr float kErfSeries = 0.75f, kErfOne = 4.0f;
+
+// erf(x) from e = exp(-x^2).
+[[gnu::always_inline]] inline float ErfFrom(float x, float e) {
+  float z = x * x;
+  float p = 1.0f / 685440;
+  p = p * z - 1.0f / 75600;
+  p = p * z + 1.0f / 9360;
+  p = p * z - 1.0f / 1320;
+  p = p * z + 1.0f / 216;
+  p = p * z - 1.0f / 42;
+  p = p * z + 1.0f / 10;
+  p = p * z - 1.0f / 3;
+  constexpr float kTwoOverSqrtPi = 1.12837916709551257f;
+  float series = Select(x == 0, x, kTwoOverSqrtPi * (x + x * (z * p)));
+  float ax = std::fabs(x);
+  float t = 1.0f / (1.0f + 0.3275911f * ax);
+  float q = 1.061405429f;
+  q = q * t - 1.453152027f;
+  q = q * t + 1.421413741f;
+  q = q * t - 0.284496736f;
+  q = q * t + 0.254829592f;
+  float tail = Select(ax >= kErfOne, 1.0f, 1.0f - q * t * e);
+  return Select(ax < kErfSeries, series, Select(x < 0, -tail, tail));
+}
+
 template <Fn kFn>
 [[gnu::always_inline]] inline void Apply(const float* x, float* y, int64_t n) {
   if constexpr (kFn == Fn::kExp) {
     for (int64_t s = 0; s < n; s += kChunk) ExpChunk(x + s, y + s, std::min(kChunk, n - s));
+  } else if constexpr (kFn == Fn::kErf) {
+    float e[kChunk];
+    for (int64_t s = 0; s < n; s += kChunk) {
+      int64_t m = std::min(kChunk, n - s);
+      for (int64_t i = 0; i < m; ++i) e[i] = -std::fmin(x[s + i] * x[s + i], kErfOne * kErfOne);
+      ExpChunk(e, e, m);
+      for (int64_t i = 0; i < m; ++i) y[s + i] = ErfFrom(x[s + i], e[i]);
+    }
   } else if constexpr (kFn == Fn::kTanh) {
     float e[kChunk];
     for (int64_t s = 0; s < n; s += kChunk) {
@@ -226,10 +264,16 @@ XONNX_AVX512 inline __m512 Exp16(__m512 x) {
   return _mm512_maskz_scalef_ps(kAll, p, n);
 }
 
+// |x| by clearing the sign bit (GCC 12 warns of an uninitialized variable
+// inside _mm512_abs_ps).
+XONNX_AVX512 inline __m512 Abs16(__m512 x) {
+  return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)));
+}
+
 // tanh on 16 lanes, as TanhFrom computes it: the series below
 // kTanhSeries, else (1 - e) / (1 + e) with x's sign.
 XONNX_AVX512 inline __m512 Tanh16(__m512 x) {
-  __m512 ax = _mm512_abs_ps(x);
+  __m512 ax = Abs16(x);
   __m512 e = Exp16(_mm512_mul_ps(ax, _mm512_set1_ps(-2.0f)));
   __m512 t = _mm512_div_ps(_mm512_sub_ps(_mm512_set1_ps(1.0f), e), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
   __m512i sign = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(static_cast<int>(0x80000000u)));
@@ -246,9 +290,40 @@ XONNX_AVX512 inline __m512 Tanh16(__m512 x) {
   return _mm512_mask_blend_ps(small, t, series);
 }
 
+// erf on 16 lanes, as ErfFrom computes it.
+XONNX_AVX512 inline __m512 Erf16(__m512 x) {
+  __m512 ax = Abs16(x);
+  __m512 z = _mm512_mul_ps(x, x);
+  __m512 e =
+      Exp16(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_maskz_min_ps(0xffff, z, _mm512_set1_ps(kErfOne * kErfOne))));
+  __m512 p = _mm512_set1_ps(1.0f / 685440);
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-1.0f / 75600));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(1.0f / 9360));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-1.0f / 1320));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(1.0f / 216));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-1.0f / 42));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(1.0f / 10));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-1.0f / 3));
+  __m512 series = _mm512_mul_ps(_mm512_set1_ps(1.12837916709551257f), _mm512_fmadd_ps(x, _mm512_mul_ps(z, p), x));
+  series = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), series, x);  // keeps -0
+  __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), ax, _mm512_set1_ps(1.0f)));
+  __m512 q = _mm512_set1_ps(1.061405429f);
+  q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(-1.453152027f));
+  q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(1.421413741f));
+  q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(-0.284496736f));
+  q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(0.254829592f));
+  __m512 tail = _mm512_fnmadd_ps(_mm512_mul_ps(q, t), e, _mm512_set1_ps(1.0f));
+  tail = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(kErfOne), _CMP_GE_OQ), tail, _mm512_set1_ps(1.0f));
+  __m512i sign = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(static_cast<int>(0x80000000u)));
+  tail = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(tail), sign));
+  __mmask16 small = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(kErfSeries), _CMP_LT_OQ);
+  return _mm512_mask_blend_ps(small, tail, series);
+}
+
 template <Fn kFn>
 XONNX_AVX512 inline __m512 Apply16(__m512 x) {
   if constexpr (kFn == Fn::kExp) return Exp16(x);
+  if constexpr (kFn == Fn::kErf) return Erf16(x);
   if constexpr (kFn == Fn::kTanh) return Tanh16(x);
   __m512 d = _mm512_add_ps(_mm512_set1_ps(1.0f), Exp16(_mm512_sub_ps(_mm512_setzero_ps(), x)));
   // A division, not a reciprocal estimate: it rounds once, as the other
@@ -291,7 +366,19 @@ template <Fn kFn>
 Kernel Pick() {
   std::vector<internal::Build> builds = internal::Builds();
   const internal::Build& b = builds.back();
-  return kFn == Fn::kExp ? b.exp : kFn == Fn::kLogistic ? b.logistic : kFn == Fn::kSwish ? b.swish : b.tanh;
+  switch (kFn) {
+    case Fn::kExp:
+      return b.exp;
+    case Fn::kLogistic:
+      return b.logistic;
+    case Fn::kSwish:
+      return b.swish;
+    case Fn::kTanh:
+      return b.tanh;
+    case Fn::kErf:
+      return b.erf;
+  }
+  return b.exp;
 }
 
 }  // namespace
@@ -305,15 +392,15 @@ void PortableArith(Arith op, const float* a, const float* b, float* y, int64_t n
 
 std::vector<Build> Builds() {
   std::vector<Build> builds = {{"Portable", Portable<Fn::kExp>, Portable<Fn::kLogistic>, Portable<Fn::kSwish>,
-                                Portable<Fn::kTanh>, PortableArith}};
+                                Portable<Fn::kTanh>, Portable<Fn::kErf>, PortableArith}};
 #if defined(__x86_64__) && defined(__GNUC__)
   if (HasAvx2Fma())
     builds.push_back({"Avx2", ApplyAvx2<Fn::kExp>, ApplyAvx2<Fn::kLogistic>, ApplyAvx2<Fn::kSwish>,
-                      ApplyAvx2<Fn::kTanh>, ArithAvx2});
+                      ApplyAvx2<Fn::kTanh>, ApplyAvx2<Fn::kErf>, ArithAvx2});
   // + - * / are memory-bound: the AVX2 loop keeps up.
   if (HasAvx512() && HasAvx2Fma())
     builds.push_back({"Avx512", ApplyAvx512<Fn::kExp>, ApplyAvx512<Fn::kLogistic>, ApplyAvx512<Fn::kSwish>,
-                      ApplyAvx512<Fn::kTanh>, ArithAvx2});
+                      ApplyAvx512<Fn::kTanh>, ApplyAvx512<Fn::kErf>, ArithAvx2});
 #endif
   return builds;
 }
@@ -336,6 +423,11 @@ void SwishF32(const float* x, float* y, int64_t n) {
 
 void TanhF32(const float* x, float* y, int64_t n) {
   static const Kernel k = Pick<Fn::kTanh>();
+  k(x, y, n);
+}
+
+void ErfF32(const float* x, float* y, int64_t n) {
+  static const Kernel k = Pick<Fn::kErf>();
   k(x, y, n);
 }
 
