@@ -4,6 +4,9 @@
 // state is carried unchanged and their outputs are zero, which also makes the
 // reverse direction start at each entry's own last step.
 #include <cmath>
+#include <functional>
+#include <tuple>
+#include <utility>
 
 #include "base/status.h"
 #include "onnx/ops/activations.h"
@@ -91,6 +94,44 @@ Instruction* InitialState(NodeContext& ctx, int input, int64_t d, int64_t layout
   return b.Reshape(b.Slice(s, {d, 0, 0}, {d + 1, batch, hidden}, {1, 1, 1}), {batch, hidden});
 }
 
+// One step's gate inputs: xg(k) is gate k's input projection, hr(v, k)
+// its recurrent term for state v, clipped() applies the node's clip, and
+// peep(k, c, v) adds LSTM's peephole term (v unchanged without one).
+struct GateTerms {
+  std::function<Instruction*(int64_t)> xg;
+  std::function<Instruction*(Instruction*, int64_t)> hr;
+  std::function<Instruction*(Instruction*)> clipped;
+  std::function<Instruction*(int64_t, Instruction*, Instruction*)> peep;
+};
+
+// A GRU step (gate order z, r, h): the new hidden state.
+absl::StatusOr<Instruction*> GruStep(NodeContext& ctx, const GateTerms& t, const Activation& f, const Activation& g,
+                                     Instruction* h, bool linear_before_reset) {
+  hlo::Builder& b = ctx.b();
+  ASSIGN_OR_RETURN(Instruction * z, Apply(ctx, f, t.clipped(b.Binary(Opcode::kAdd, t.xg(0), t.hr(h, 0)))));
+  ASSIGN_OR_RETURN(Instruction * rr, Apply(ctx, f, t.clipped(b.Binary(Opcode::kAdd, t.xg(1), t.hr(h, 1)))));
+  Instruction* pre = linear_before_reset ? b.Binary(Opcode::kAdd, t.xg(2), b.Binary(Opcode::kMultiply, rr, t.hr(h, 2)))
+                                         : b.Binary(Opcode::kAdd, t.xg(2), t.hr(b.Binary(Opcode::kMultiply, rr, h), 2));
+  ASSIGN_OR_RETURN(Instruction * hh, Apply(ctx, g, t.clipped(pre)));
+  return b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, b.Binary(Opcode::kSubtract, SplatLike(b, z, 1), z), hh),
+                  b.Binary(Opcode::kMultiply, z, h));
+}
+
+// An LSTM step (gate order in W and R: input, output, forget, cell) with
+// activations acts[0..2]: the new hidden and cell states.
+absl::StatusOr<std::pair<Instruction*, Instruction*>> LstmStep(NodeContext& ctx, const GateTerms& t,
+                                                               const Activation* acts, Instruction* h, Instruction* c) {
+  hlo::Builder& b = ctx.b();
+  auto gate = [&](int64_t k, Instruction* cc) { return t.peep(k, cc, b.Binary(Opcode::kAdd, t.xg(k), t.hr(h, k))); };
+  ASSIGN_OR_RETURN(Instruction * i, Apply(ctx, acts[0], t.clipped(gate(0, c))));
+  ASSIGN_OR_RETURN(Instruction * fg, Apply(ctx, acts[0], t.clipped(gate(2, c))));
+  ASSIGN_OR_RETURN(Instruction * cc, Apply(ctx, acts[1], t.clipped(b.Binary(Opcode::kAdd, t.xg(3), t.hr(h, 3)))));
+  Instruction* c_new = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, fg, c), b.Binary(Opcode::kMultiply, i, cc));
+  ASSIGN_OR_RETURN(Instruction * o, Apply(ctx, acts[0], t.clipped(gate(1, c_new))));
+  ASSIGN_OR_RETURN(Instruction * hc, Apply(ctx, acts[2], c_new));
+  return std::make_pair(b.Binary(Opcode::kMultiply, o, hc), c_new);
+}
+
 template <Cell kCell>
 absl::Status Recurrent(NodeContext& ctx) {
   hlo::Builder& b = ctx.b();
@@ -168,33 +209,14 @@ absl::Status Recurrent(NodeContext& ctx) {
       if (kCell == Cell::kRnn) {
         ASSIGN_OR_RETURN(h_new, Apply(ctx, *f, clipped(b.Binary(Opcode::kAdd, xg(0), hr(h, 0)))));
       } else if (kCell == Cell::kGru) {
-        const Activation* g = &acts[d * per_dir + 1];
-        ASSIGN_OR_RETURN(Instruction * z, Apply(ctx, *f, clipped(b.Binary(Opcode::kAdd, xg(0), hr(h, 0)))));
-        ASSIGN_OR_RETURN(Instruction * rr, Apply(ctx, *f, clipped(b.Binary(Opcode::kAdd, xg(1), hr(h, 1)))));
-        Instruction* pre = linear_before_reset
-                               ? b.Binary(Opcode::kAdd, xg(2), b.Binary(Opcode::kMultiply, rr, hr(h, 2)))
-                               : b.Binary(Opcode::kAdd, xg(2), hr(b.Binary(Opcode::kMultiply, rr, h), 2));
-        ASSIGN_OR_RETURN(Instruction * hh, Apply(ctx, *g, clipped(pre)));
-        h_new =
-            b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, b.Binary(Opcode::kSubtract, SplatLike(b, z, 1), z), hh),
-                     b.Binary(Opcode::kMultiply, z, h));
+        GateTerms terms{xg, hr, clipped, nullptr};
+        ASSIGN_OR_RETURN(h_new, GruStep(ctx, terms, acts[d * per_dir], acts[d * per_dir + 1], h, linear_before_reset));
       } else {
-        const Activation* g = &acts[d * per_dir + 1];
-        const Activation* hact = &acts[d * per_dir + 2];
         auto peep_term = [&](int64_t k, Instruction* cc, Instruction* v) {
           return peep ? b.Binary(Opcode::kAdd, v, b.Binary(Opcode::kMultiply, vec(peep, k), cc)) : v;
         };
-        // Gate order in W and R: input, output, forget, cell.
-        ASSIGN_OR_RETURN(Instruction * i,
-                         Apply(ctx, *f, clipped(peep_term(0, c, b.Binary(Opcode::kAdd, xg(0), hr(h, 0))))));
-        ASSIGN_OR_RETURN(Instruction * fg,
-                         Apply(ctx, *f, clipped(peep_term(2, c, b.Binary(Opcode::kAdd, xg(2), hr(h, 2))))));
-        ASSIGN_OR_RETURN(Instruction * cc, Apply(ctx, *g, clipped(b.Binary(Opcode::kAdd, xg(3), hr(h, 3)))));
-        c_new = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, fg, c), b.Binary(Opcode::kMultiply, i, cc));
-        ASSIGN_OR_RETURN(Instruction * o,
-                         Apply(ctx, *f, clipped(peep_term(1, c_new, b.Binary(Opcode::kAdd, xg(1), hr(h, 1))))));
-        ASSIGN_OR_RETURN(Instruction * hc, Apply(ctx, *hact, c_new));
-        h_new = b.Binary(Opcode::kMultiply, o, hc);
+        GateTerms terms{xg, hr, clipped, peep_term};
+        ASSIGN_OR_RETURN(std::tie(h_new, c_new), LstmStep(ctx, terms, &acts[d * per_dir], h, c));
       }
       if (lens) {
         Instruction* live = b.Compare(Splat(b, hlo::S64, ti, {batch, hidden}), lens, hlo::ComparisonDirection::kLt);
