@@ -368,18 +368,28 @@ void CollapseDims(std::vector<int64_t>& dims, std::vector<int64_t>& strides) {
   strides = std::move(s2);
 }
 
-// dst[o][r][c] = src[o * so + c * sc + r] for an output of [outer, rows,
-// cols]: the source is read along its contiguous rows dim, in tiles that
-// keep the written lines in cache, instead of gathering each output row
-// element by element from far apart.
+// dst[o][r][c] = src[off(o) + c * sc + r] for an output of [outer..., rows,
+// cols], off(o) the outer dims' index times their source strides: the
+// source is read along its contiguous rows dim, in tiles that keep the
+// written lines in cache, instead of gathering each output row element by
+// element from far apart. Any number of outer dims (a pixel shuffle's
+// 6-D transpose keeps three after merging).
 template <typename W>
-void TiledTranspose(const W* src, W* dst, int64_t outer, int64_t so, int64_t rows, int64_t cols, int64_t sc) {
+void TiledTranspose(const W* src, W* dst, const std::vector<int64_t>& outer_dims,
+                    const std::vector<int64_t>& outer_strides, int64_t rows, int64_t cols, int64_t sc) {
   constexpr int64_t kTileRows = 64, kTileCols = 16;
-  int64_t rt = (rows + kTileRows - 1) / kTileRows;
+  int64_t rt = (rows + kTileRows - 1) / kTileRows, outer = 1;
+  for (int64_t d : outer_dims) outer *= d;
+  int64_t rank = outer_dims.size();
 #pragma omp parallel for if (outer * rows * cols > 65536) schedule(static)
   for (int64_t item = 0; item < outer * rt; ++item) {
     int64_t o = item / rt, r0 = item % rt * kTileRows, r1 = std::min(rows, r0 + kTileRows);
-    const W* in = src + o * so;
+    int64_t off = 0;
+    for (int64_t d = rank - 1, rem = o; d >= 0; --d) {
+      off += rem % outer_dims[d] * outer_strides[d];
+      rem /= outer_dims[d];
+    }
+    const W* in = src + off;
     W* out = dst + o * rows * cols;
     for (int64_t c0 = 0; c0 < cols; c0 += kTileCols) {
       int64_t c1 = std::min(cols, c0 + kTileCols);
@@ -422,15 +432,15 @@ std::optional<Thunk> MakeFastMoveThunk(const Instruction& in, const ThunkIo& io)
   int64_t r = dims.size();
   // A transpose of the two innermost dims (after collapsing), the source's
   // contiguous one becoming the outer of them: tile it.
-  bool tiled = (r == 2 || r == 3) && strides[r - 2] == 1 && strides[r - 1] != 1;
+  bool tiled = r >= 2 && strides[r - 2] == 1 && strides[r - 1] != 1;
   bool ok = DispatchWidth(hlo::ByteWidth(os.element_type), [&](auto tag) {
     using W = typename decltype(tag)::type;
     if (tiled) {
-      int64_t outer = r == 3 ? dims[0] : 1, so = r == 3 ? strides[0] : 0;
+      std::vector<int64_t> outer_dims(dims.begin(), dims.end() - 2), outer_strides(strides.begin(), strides.end() - 2);
       int64_t rows = dims[r - 2], cols = dims[r - 1], sc = strides[r - 1];
       t.run = [=](Frame& f) -> absl::Status {
-        TiledTranspose<W>(static_cast<const W*>(f.Ptr(x)) + base, static_cast<W*>(f.Ptr(out)), outer, so, rows, cols,
-                          sc);
+        TiledTranspose<W>(static_cast<const W*>(f.Ptr(x)) + base, static_cast<W*>(f.Ptr(out)), outer_dims,
+                          outer_strides, rows, cols, sc);
         return absl::OkStatus();
       };
       return;

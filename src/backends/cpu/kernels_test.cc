@@ -130,6 +130,16 @@ ENTRY e {
 })",
        {"f32", "s32", "s64", "u8", "f64"},
        "iota"},
+      // A pixel shuffle (DepthToSpace): a 6-D transpose whose two innermost
+      // dims swap contiguity, tiled under three outer dims.
+      {"transpose_pixel_shuffle",
+       R"(HloModule m
+ENTRY e {
+  x = T[2,5,3,3,40,70] parameter(0)
+  ROOT r = T[2,5,40,3,70,3] transpose(x), dimensions={0,1,4,2,5,3}
+})",
+       {"f32", "u8", "s64", "s16"},
+       "transpose"},
       // Rows of an embedding table (ONNX Gather on axis 0).
       {"gather_rows", R"(HloModule m
 ENTRY e {
