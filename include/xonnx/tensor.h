@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "xonnx/host_memory.h"
 #include "xonnx/status.h"
 
 namespace xonnx {
@@ -73,7 +74,7 @@ class Tensor {
  private:
   DataType dtype_ = DataType::kFloat32;
   std::vector<int64_t> dims_;
-  std::vector<uint8_t> bytes_;
+  std::vector<uint8_t, HostAllocator<uint8_t>> bytes_;  // large ones recycled: see host_memory.h
   std::vector<std::string> strings_;
 };
 

@@ -15,9 +15,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from source_checks import run  # noqa: E402
 
 # Layer -> the layers its files may include besides their own. "public"
-# is include/xonnx/; "base-public" the two public headers every layer may
-# use (xonnx/status.h, xonnx/float16.h: the types of errors and of 16-bit
-# floats are the same inside and out).
+# is include/xonnx/; "base-public" the public headers every layer may use
+# (xonnx/status.h, xonnx/float16.h, xonnx/host_memory.h: the types of
+# errors and of 16-bit floats, and the host memory of tensors and buffers,
+# are the same inside and out).
 MAY_INCLUDE = {
     "base": {"base-public"},
     "hlo": {"base", "base-public"},
@@ -35,7 +36,7 @@ MAY_INCLUDE = {
     "cli": {"public", "base-public"},
     "public": {"public", "base-public"},
 }
-BASE_PUBLIC = {"xonnx/status.h", "xonnx/float16.h"}
+BASE_PUBLIC = {"xonnx/status.h", "xonnx/float16.h", "xonnx/host_memory.h"}
 PJRT_ABI = {"pjrt/c_api.h", "pjrt/compile_options.h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

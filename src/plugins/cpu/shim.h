@@ -27,6 +27,7 @@
 #include "backends/cpu/program.h"
 #include "hlo/shape.h"
 #include "pjrt/c_api.h"
+#include "xonnx/host_memory.h"
 
 #ifndef XONNX_VERSION
 #define XONNX_VERSION "0.0.0"
@@ -185,7 +186,9 @@ extern std::atomic<uint64_t> next_buffer_id;
 // kernels, or the caller's (zero-copy), never written, and given back by
 // setting `released` when the last user of the storage lets go of it.
 struct Storage {
-  explicit Storage(size_t n) : size(n) { data = std::aligned_alloc(64, (std::max<size_t>(n, 1) + 63) / 64 * 64); }
+  // Large ones come from the host block cache (host_memory.h): outputs of
+  // the same size are written every call, into pages already mapped.
+  explicit Storage(size_t n) : size(n) { data = AllocateHostBytes(std::max<size_t>(n, 1)); }
   Storage(const void* borrowed, size_t n, std::shared_ptr<EventState> released)
       : data(const_cast<void*>(borrowed)), size(n), released_(std::move(released)) {}
   Storage(const Storage&) = delete;
@@ -194,7 +197,7 @@ struct Storage {
     if (released_)
       released_->Set(absl::OkStatus());
     else
-      std::free(data);
+      FreeHostBytes(data, std::max<size_t>(size, 1));
   }
   void* data;
   size_t size;

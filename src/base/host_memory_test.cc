@@ -1,0 +1,54 @@
+#include "xonnx/host_memory.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace xonnx {
+namespace {
+
+// A large block freed is handed out again for a request of about its size,
+// aligned, with its pages already mapped; not for one much smaller.
+TEST(HostMemory, LargeBlocksAreReusedForRequestsOfTheirSize) {
+  const size_t n = 3 << 20;
+  void* a = AllocateHostBytes(n);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  std::memset(a, 1, n);
+  FreeHostBytes(a, n);
+  HostMemoryStats before = HostMemoryCount();
+  EXPECT_GE(before.cached_bytes, static_cast<int64_t>(n));
+  void* small = AllocateHostBytes(n / 2);  // too small to take the 3 MiB block
+  EXPECT_NE(small, a);
+  void* b = AllocateHostBytes(n - 1000);
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(HostMemoryCount().reuses, before.reuses + 1);
+  FreeHostBytes(b, n - 1000);
+  FreeHostBytes(small, n / 2);
+}
+
+// Small blocks are malloc's: never cached.
+TEST(HostMemory, SmallBlocksAreNotCached) {
+  int64_t cached = HostMemoryCount().cached_bytes;
+  void* p = AllocateHostBytes(1000);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+  FreeHostBytes(p, 1000);
+  EXPECT_EQ(HostMemoryCount().cached_bytes, cached);
+  EXPECT_EQ(AllocateHostBytes(0), nullptr);
+}
+
+// Containers with HostAllocator hold their values like any other.
+TEST(HostMemory, AllocatorBacksVectors) {
+  std::vector<float, HostAllocator<float>> v(1 << 20, 2.5f);
+  v.push_back(1.0f);
+  EXPECT_EQ(v.front(), 2.5f);
+  EXPECT_EQ(v.back(), 1.0f);
+  std::vector<float, HostAllocator<float>> w = v;
+  EXPECT_EQ(w, v);
+}
+
+}  // namespace
+}  // namespace xonnx
