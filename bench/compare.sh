@@ -5,10 +5,13 @@
 # ratio xonnx / ONNX Runtime (below 1 means xonnx is faster).
 #
 # usage: bench/compare.sh [--rounds 5] [--iterations 30] [--threads 2] [--batch 1[,8,64]]
-#                         [--models resnet18,mobilenet_v2,resnet50,efficientnet_b0,transformer_encoder]
+#                         [--models resnet18,mobilenet_v2,resnet50,efficientnet_b0,transformer_encoder | --corpus]
 #                         [--xonnx-args "--batch-buckets 1,8,64"]
 # With several batch sizes, each model is measured at each; items/s = batch /
 # latency, so the latency ratio is also the inverse throughput ratio.
+# --corpus measures every model of bench/corpus.py (22 architectures of many
+# families; `bench/corpus.py --list` names them); --models may also name them.
+# The last line gives the median ratio and the worst one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=5 iterations=30 threads=2 batches=1 xonnx_args=""
@@ -21,6 +24,7 @@ while [[ $# -gt 0 ]]; do
     --batch) batches="$2"; shift 2 ;;
     --xonnx-args) xonnx_args="$2"; shift 2 ;;
     --models) models="$2"; shift 2 ;;
+    --corpus) models=$(/usr/bin/python3 bench/corpus.py --list | awk '{print $1}' | paste -sd,); shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -28,28 +32,51 @@ xonnx="${XONNX:-build/bin/xonnx}"
 [[ -x "$xonnx" ]] || { echo "build xonnx first (scripts/test.sh or cmake --build build)" >&2; exit 1; }
 [[ -d bench/node_modules/onnxruntime-node ]] || scripts/install_deps.sh --bench
 work="${BENCH_DIR:-build/bench_models}"
-/usr/bin/python3 tests/models/export_models.py "$work" --models "$models" --opsets 17 2>/dev/null
+corpus=$(/usr/bin/python3 bench/corpus.py --list | awk '{print $1}')
+in_corpus() { grep -qx "$1" <<<"$corpus"; }
+IFS=, read -ra list <<<"$models"
+for m in "${list[@]}"; do
+  if in_corpus "$m"; then
+    /usr/bin/python3 bench/corpus.py "$work" --models "$m" --opsets 17 2>/dev/null
+  else
+    /usr/bin/python3 tests/models/export_models.py "$work" --models "$m" --opsets 17 2>/dev/null
+  fi
+done
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 field() { /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); print(d['latency_ms']['median'])"; }
 
 printf '%-22s %6s %12s %12s %14s %14s %8s\n' model batch "xonnx ms" "ORT ms" "xonnx items/s" "ORT items/s" ratio
-IFS=, read -ra list <<<"$models"
 IFS=, read -ra blist <<<"$batches"
+ratios=()
 for m in "${list[@]}"; do
   onnx="$work/${m}_op17/model.onnx"
   for batch in "${blist[@]}"; do
-    if [[ $m == transformer_encoder ]]; then shape="input=${batch}x64x256"; else shape="input=${batch}x3x224x224"; fi
+    xshapes=() oshapes=()
+    if [[ -f "$work/${m}_op17/inputs.txt" ]]; then
+      while IFS= read -r line; do
+        xshapes+=(--shape "${line%%=*}=${batch}x${line#*=}")
+        oshapes+=("${line%%=*}=${batch}x${line#*=}")
+      done <"$work/${m}_op17/inputs.txt"
+    elif [[ $m == transformer_encoder ]]; then
+      xshapes=(--shape "input=${batch}x64x256") oshapes=("input=${batch}x64x256")
+    else
+      xshapes=(--shape "input=${batch}x3x224x224") oshapes=("input=${batch}x3x224x224")
+    fi
     xs=() os=()
     for ((r = 0; r < rounds; r++)); do
       # shellcheck disable=SC2086
-      xs+=("$(OMP_NUM_THREADS=$threads "$xonnx" bench "$onnx" --shape "$shape" --iterations "$iterations" --json $xonnx_args 2>/dev/null | field)")
-      os+=("$(node bench/ort_bench.js "$onnx" "$shape" --threads "$threads" --iterations "$iterations" | field)")
+      xs+=("$(OMP_NUM_THREADS=$threads "$xonnx" bench "$onnx" "${xshapes[@]}" --iterations "$iterations" --json $xonnx_args 2>/dev/null | field)")
+      os+=("$(node bench/ort_bench.js "$onnx" "${oshapes[@]}" --threads "$threads" --iterations "$iterations" | field)")
     done
     x=$(printf '%s\n' "${xs[@]}" | median)
     o=$(printf '%s\n' "${os[@]}" | median)
+    ratio=$(echo "$x / $o" | bc -l)
+    ratios+=("$ratio")
     printf '%-22s %6s %12.3f %12.3f %14.1f %14.1f %8.2f\n' "$m" "$batch" "$x" "$o" "$(echo "1000 * $batch / $x" | bc -l)" \
-      "$(echo "1000 * $batch / $o" | bc -l)" "$(echo "$x / $o" | bc -l)"
+      "$(echo "1000 * $batch / $o" | bc -l)" "$ratio"
   done
 done
+printf 'median ratio %.2f, worst %.2f over %d measurements\n' "$(printf '%s\n' "${ratios[@]}" | median)" \
+  "$(printf '%s\n' "${ratios[@]}" | sort -g | tail -1)" "${#ratios[@]}"
 echo "($rounds rounds x $iterations iterations, $threads threads, $(nproc) cores, $(uname -m))"
