@@ -374,7 +374,12 @@ absl::Status AveragePool(NodeContext& ctx) {
   Instruction* sum = b.ReduceWindow(x, zero, w, b.ScalarReducer(Opcode::kAdd, t));
   // The divisor counts the window's elements inside the input, plus the
   // explicit padding when count_include_pad (never the ceil_mode extension).
-  Instruction* ones = SplatLike(b, x, 1);
+  // It depends on the spatial position alone: counted over [1, 1, spatial...]
+  // (a constant the folder computes once, however large the batch and the
+  // channels) and broadcast along the other dims.
+  std::vector<int64_t> spatial_dims = x->shape().dims;
+  spatial_dims[0] = spatial_dims[1] = 1;
+  Instruction* ones = Splat(b, t, 1, spatial_dims);
   hlo::Window cw = w;
   if (ctx.attr_i("count_include_pad", 0) != 0) {
     std::vector<hlo::PaddingDimension> cfg(x->shape().rank());
@@ -386,6 +391,9 @@ absl::Status AveragePool(NodeContext& ctx) {
     ones = b.Pad(ones, b.ScalarConstant(t, 1), cfg);
   }
   Instruction* count = b.ReduceWindow(ones, zero, cw, b.ScalarReducer(Opcode::kAdd, t));
+  std::vector<int64_t> out_spatial(count->shape().dims.begin() + 2, count->shape().dims.end()), keep;
+  for (int64_t i = 2; i < sum->shape().rank(); ++i) keep.push_back(i);
+  count = b.Broadcast(b.Reshape(count, out_spatial), sum->shape().dims, keep);
   ctx.set_output(0, b.Binary(Opcode::kDivide, sum, count));
   return absl::OkStatus();
 }
