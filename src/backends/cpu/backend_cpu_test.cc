@@ -181,6 +181,25 @@ std::vector<Case> Cases() {
          return b.Tuple({y, narrow});
        },
        {{"dnnl-conv", 1}, {"dnnl-conv-wino", 1}, {"fusion", 1}, {"transpose", 4}}},
+      // MobileNetV3's activations as the importer writes them, folded into
+      // their convolutions as post-ops: hard swish, y * clamp(y / 6 + 1/2,
+      // 0, 1), and hard sigmoid, clamp(0.2 y + 0.5, 0, 1).
+      {"conv_hard_swish_and_hard_sigmoid",
+       {Shape(F32, {1, 8, 9, 9}), Shape(F32, {1, 16, 5, 5})},
+       [](Builder& b, auto p) {
+         auto splat = [&](Instruction* like, double v) {
+           return b.Broadcast(b.ScalarConstant(F32, v), like->shape().dims, {});
+         };
+         auto hard_sigmoid = [&](Instruction* y, double a, double c) {
+           auto* t = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, y, splat(y, a)), splat(y, c));
+           return b.Clamp(b.ScalarConstant(F32, 0), t, b.ScalarConstant(F32, 1));
+         };
+         auto* y = b.Convolution(p[0], b.Constant(Weights(Shape(F32, {16, 8, 3, 3}), 11)), Win2d(3, 1, 1), Nchw(), 1);
+         auto* hs = b.Binary(Opcode::kMultiply, y, hard_sigmoid(y, 1.0 / 6, 0.5));
+         auto* z = b.Convolution(p[1], b.Constant(Weights(Shape(F32, {4, 16, 1, 1}), 12)), Win2d(1, 1, 0), Nchw(), 1);
+         return b.Tuple({hs, hard_sigmoid(z, 0.2, 0.5)});
+       },
+       {{"dnnl-conv", 2}, {"transpose", 4}}},
       // Transposed convolutions as the importer writes ConvTranspose: the
       // input dilated by the stride, the kernel [in/groups, out, k...]
       // reversed. With constant weights they run on oneDNN's deconvolution:

@@ -3,6 +3,9 @@
 // blocked layout, and which dot operands are read through views.
 #include <algorithm>
 #include <optional>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -41,12 +44,56 @@ bool BatchesInterleaved(const StridedView& v) {
 }
 constexpr int64_t kMaxInterleavedViewElements = 16384;
 
-// Matches the activation after `last` (relu, clip, sigmoid or swish) into
-// e; returns the op that ends the epilogue then, `last` when none matches.
+// The clamp(y * a + b, 0, 1) of a hard sigmoid (HardSigmoid; HardSwish's
+// gate with a = 1/6, b = 1/2) read from `m`, the product y * a, through
+// single users: the ops in order, with a and b, or nullopt.
+template <typename SingleUser>
+std::optional<std::pair<std::vector<Instruction*>, std::pair<float, float>>> MatchHardSigmoid(
+    Instruction* y, Instruction* m, const SingleUser& single_user) {
+  if (m->opcode() != Opcode::kMultiply) return std::nullopt;
+  std::optional<double> a = ScalarValue(m->operand(0) == y ? m->operand(1) : m->operand(0));
+  Instruction* add = single_user(m);
+  if (!a || !add || add->opcode() != Opcode::kAdd) return std::nullopt;
+  std::optional<double> b = ScalarValue(add->operand(0) == m ? add->operand(1) : add->operand(0));
+  Instruction* clamp = single_user(add);
+  if (!b || !clamp || clamp->opcode() != Opcode::kClamp || clamp->operand(1) != add) return std::nullopt;
+  if (ScalarValue(clamp->operand(0)) != 0.0 || ScalarValue(clamp->operand(2)) != 1.0) return std::nullopt;
+  return std::make_pair(std::vector<Instruction*>{m, add, clamp},
+                        std::make_pair(static_cast<float>(*a), static_cast<float>(*b)));
+}
+
+// Matches the activation after `last` (relu, clip, sigmoid, swish, hard
+// sigmoid or hard swish) into e; returns the op that ends the epilogue
+// then, `last` when none matches.
 template <typename SingleUser>
 Instruction* MatchActivation(const Plan& plan, Instruction* last, const SingleUser& single_user, Epilogue* e,
                              std::vector<Instruction*>* absorbed) {
   const auto& lu = plan.users(last);
+  if (Instruction* act = single_user(last); act && act->opcode() == Opcode::kMultiply) {
+    if (auto hs = MatchHardSigmoid(last, act, single_user)) {
+      e->activation = Epilogue::kHardSigmoid;
+      std::tie(e->lo, e->hi) = hs->second;  // a, b
+      absorbed->insert(absorbed->end(), hs->first.begin(), hs->first.end());
+      return hs->first.back();
+    }
+  } else if (lu.size() == 2 && last != plan.root()) {
+    // hard swish: y * clamp(y / 6 + 1/2, 0, 1), oneDNN's own form.
+    for (int k = 0; k < 2; ++k) {
+      Instruction* gate_mul = lu[k];
+      Instruction* out = lu[1 - k];
+      auto hs = MatchHardSigmoid(last, gate_mul, single_user);
+      if (!hs || hs->second != std::make_pair(1.0f / 6, 0.5f) || out->opcode() != Opcode::kMultiply ||
+          single_user(hs->first.back()) != out)
+        continue;
+      if (!((out->operand(0) == last && out->operand(1) == hs->first.back()) ||
+            (out->operand(1) == last && out->operand(0) == hs->first.back())))
+        continue;
+      e->activation = Epilogue::kHardSwish;
+      absorbed->insert(absorbed->end(), hs->first.begin(), hs->first.end());
+      absorbed->push_back(out);
+      return out;
+    }
+  }
   if (Instruction* act = single_user(last)) {
     if (act->opcode() == Opcode::kMaximum) {
       Instruction* other = act->operand(0) == last ? act->operand(1) : act->operand(0);

@@ -268,6 +268,13 @@ dnnl::primitive_attr EpilogueAttr(const Epilogue& epilogue) {
     case Epilogue::kSigmoid:
       po.append_eltwise(1.0f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
       break;
+    case Epilogue::kHardSigmoid:  // oneDNN 2.6 has no hard sigmoid: a x + b, then the clip
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, epilogue.lo, epilogue.hi);
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.f, 1.f);
+      break;
+    case Epilogue::kHardSwish:  // x * relu6(x + 3) / 6
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f);
+      break;
   }
   attr.set_post_ops(po);
   return attr;

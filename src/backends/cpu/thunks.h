@@ -81,8 +81,9 @@ bool ElementwiseF32(const hlo::Instruction& in, const float* a, const float* b, 
 struct Epilogue {
   const hlo::Instruction* bias = nullptr;      // the output features' (conv) or columns' (dot) values in order, or null
   const hlo::Instruction* residual = nullptr;  // a tensor of the output's shape added after the bias, or null
-  enum Activation { kNone, kRelu, kClip, kSwish, kSigmoid } activation = kNone;
-  float lo = 0, hi = 0;  // kClip bounds
+  enum Activation { kNone, kRelu, kClip, kSwish, kSigmoid, kHardSigmoid, kHardSwish } activation = kNone;
+  // kClip: the bounds; kHardSigmoid: clamp(a x + b, 0, 1) with a = lo, b = hi.
+  float lo = 0, hi = 0;
 };
 
 // oneDNN thunks: return nullopt when the instruction's form is not one oneDNN
