@@ -188,11 +188,15 @@ absl::Status Recurrent(NodeContext& ctx) {
                             : nullptr;
     bool reverse = direction == "reverse" || (direction == "bidirectional" && d == 1);
     std::vector<Instruction*> ys(seq);
+    // Each step's gate projections are slices of the [seq * batch, G*h]
+    // rows taken straight into the gates' arithmetic (which reads slices in
+    // place), not a step slice sliced again.
+    Instruction* xrows = b.Reshape(xw, {seq * batch, gates * hidden});
     for (int64_t step = 0; step < seq; ++step) {
       int64_t ti = reverse ? seq - 1 - step : step;
-      Instruction* xt =
-          b.Reshape(b.Slice(xw, {ti, 0, 0}, {ti + 1, batch, gates * hidden}, {1, 1, 1}), {batch, gates * hidden});
-      auto xg = [&](int64_t k) { return b.Slice(xt, {0, k * hidden}, {batch, (k + 1) * hidden}, {1, 1}); };
+      auto xg = [&](int64_t k) {
+        return b.Slice(xrows, {ti * batch, k * hidden}, {(ti + 1) * batch, (k + 1) * hidden}, {1, 1});
+      };
       // One product of h with every gate's rows of R per step (a step's
       // cost is mostly the product's fixed cost at these sizes), sliced
       // per gate; only GRU's candidate gate without linear_before_reset
