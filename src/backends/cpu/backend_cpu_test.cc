@@ -200,6 +200,22 @@ std::vector<Case> Cases() {
          return b.Tuple({hs, hard_sigmoid(z, 0.2, 0.5)});
        },
        {{"dnnl-conv", 2}, {"transpose", 4}}},
+      // Max pools on oneDNN's pooling: channels-first as imported (3x3,
+      // stride 2, with ceil mode's extra high padding), and channels-last
+      // after a convolution, where the layout pass leaves it.
+      {"max_pools_on_onednn",
+       {Shape(F32, {2, 8, 13, 13}), Shape(F32, {1, 8, 10, 10})},
+       [](Builder& b, auto p) {
+         auto pool = [&](Instruction* x, int64_t pad_hi) {
+           Window w;
+           w.dimensions.resize(4, WindowDimension{1, 1, 0, 0, 1, 1, false});
+           for (int d = 2; d < 4; ++d) w.dimensions[d] = WindowDimension{3, 2, 1, pad_hi, 1, 1, false};
+           return b.ReduceWindow(x, b.ScalarConstant(F32, -INFINITY), w, b.ScalarReducer(Opcode::kMaximum, F32));
+         };
+         auto* c = b.Convolution(p[1], b.Constant(Weights(Shape(F32, {16, 8, 3, 3}), 13)), Win2d(3, 1, 1), Nchw(), 1);
+         return b.Tuple({pool(p[0], 2), pool(c, 1)});
+       },
+       {{"dnnl-conv", 1}, {"dnnl-pool", 2}, {"transpose", 2}}},
       // Transposed convolutions as the importer writes ConvTranspose: the
       // input dilated by the stride, the kernel [in/groups, out, k...]
       // reversed. With constant weights they run on oneDNN's deconvolution:

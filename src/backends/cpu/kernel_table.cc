@@ -46,6 +46,11 @@ MakerResult DnnlDeconv(const EmitContext& ctx, const Instruction& i, const Thunk
   return MakeDnnlDeconvThunk(i, io, ConstantOperand(i, 1), ctx.keep_alive);
 }
 
+MakerResult DnnlPool(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
+  if (!ctx.options.use_dnnl) return std::nullopt;
+  return MakeDnnlPoolThunk(i, io);
+}
+
 MakerResult FastReduce(const EmitContext&, const Instruction& i, const ThunkIo& io) {
   return MakeFastReduceThunk(i, io);
 }
@@ -76,7 +81,7 @@ const std::vector<KernelRow>& Rows() {
        {{"dnnl-conv", DnnlConv}, {"dnnl-deconv", DnnlDeconv}, {"convolution", Compute}, kReference}},
       {Opcode::kReduce, {{"reduce", FastReduce}, {"reduce", Compute}, kReference}},
       {Opcode::kSort, {{"sort", Compute}, kReference}},
-      {Opcode::kReduceWindow, {{"reduce-window", FastReduceWindow}, kReference}},
+      {Opcode::kReduceWindow, {{"dnnl-pool", DnnlPool}, {"reduce-window", FastReduceWindow}, kReference}},
       {Opcode::kTranspose, {{"transpose", FastMove}, kReference}},
       {Opcode::kSlice, {{"slice", FastMove}, kReference}},
       {Opcode::kBroadcast, {{"broadcast", FastMove}, kReference}},

@@ -154,6 +154,11 @@ std::optional<Thunk> MakeDnnlDeconvThunk(const hlo::Instruction& instr, const Th
                                          const hlo::Literal* constant_weights,
                                          std::vector<std::shared_ptr<void>>* keep_alive);
 
+// A max pooling (reduce-window by maximum from -inf over the spatial dims
+// of f32 activations) on oneDNN's pooling primitive (dnnl_pool.cc); kind
+// "dnnl-pool".
+std::optional<Thunk> MakeDnnlPoolThunk(const hlo::Instruction& instr, const ThunkIo& io);
+
 // Packed constant weights alive in the process, and packings done so far
 // (a reused packing does not count): for tests and profiles.
 struct PackedWeightStats {
