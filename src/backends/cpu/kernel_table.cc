@@ -60,6 +60,22 @@ MakerResult FastReduceWindow(const EmitContext&, const Instruction& i, const Thu
 MakerResult FastMove(const EmitContext&, const Instruction& i, const ThunkIo& io) { return MakeFastMoveThunk(i, io); }
 MakerResult DataMove(const EmitContext&, const Instruction& i, const ThunkIo& io) { return MakeDataMoveThunk(i, io); }
 MakerResult Compute(const EmitContext&, const Instruction& i, const ThunkIo& io) { return MakeComputeThunk(i, io); }
+// An elementwise instruction no fusion took (fusion planning off): a fused
+// loop of one.
+MakerResult SingleElementwise(const EmitContext&, const Instruction& i, const ThunkIo& io) {
+  if (!i.shape().IsArray()) return std::nullopt;
+  if (i.shape().ElementCount() == 0) {
+    Thunk t;
+    t.run = [](Frame&) { return absl::OkStatus(); };
+    return t;
+  }
+  FusionSpec spec;
+  spec.members = {&i};
+  for (const Instruction* op : i.operands()) spec.inputs.push_back(op);
+  spec.strided.assign(spec.inputs.size(), false);
+  ASSIGN_OR_RETURN(Thunk t, MakeFusionThunk(spec, io));
+  return t;
+}
 MakerResult GatherScatter(const EmitContext&, const Instruction& i, const ThunkIo& io) {
   return MakeGatherScatterThunk(i, io);
 }
@@ -72,8 +88,9 @@ struct KernelRow {
   std::vector<KernelMaker> makers;
 };
 
-// One row per opcode with kernels of its own; every other opcode runs on
-// the reference kernel alone.
+// One row per opcode with kernels of its own; an elementwise opcode
+// without a row runs as a fused loop of one, every other on the reference
+// kernel alone.
 const std::vector<KernelRow>& Rows() {
   static const auto* rows = new std::vector<KernelRow>{
       {Opcode::kDot, {{"dnnl-matmul", DnnlMatmul}, {"dot", Compute}, kReference}},
@@ -107,7 +124,10 @@ const std::vector<KernelRow>& Rows() {
 absl::Span<const KernelMaker> KernelMakersFor(Opcode op) {
   static const auto* table = [] {
     auto* t = new std::array<std::vector<KernelMaker>, hlo::kOpcodeCount>;
-    for (auto& makers : *t) makers = {kReference};
+    for (int op = 0; op < hlo::kOpcodeCount; ++op)
+      (*t)[op] = hlo::IsElementwise(static_cast<Opcode>(op))
+                     ? std::vector<KernelMaker>{{"fusion", SingleElementwise}, kReference}
+                     : std::vector<KernelMaker>{kReference};
     for (const KernelRow& row : Rows()) (*t)[static_cast<int>(row.opcode)] = row.makers;
     return t;
   }();
