@@ -10,7 +10,10 @@
 # With several batch sizes, each model is measured at each; items/s = batch /
 # latency, so the latency ratio is also the inverse throughput ratio.
 # --corpus measures every model of bench/corpus.py (22 architectures of many
-# families; `bench/corpus.py --list` names them); --models may also name them.
+# families; `bench/corpus.py --list` names them); --models may also name them,
+# and NAME_dynq names NAME's dynamically quantized variant (bench/quantize.py:
+# DynamicQuantizeLinear + ConvInteger/MatMulInteger, as ONNX Runtime's
+# dynamic quantizer writes).
 # The last line gives the median ratio and the worst one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +39,16 @@ corpus=$(/usr/bin/python3 bench/corpus.py --list | awk '{print $1}')
 in_corpus() { grep -qx "$1" <<<"$corpus"; }
 IFS=, read -ra list <<<"$models"
 for m in "${list[@]}"; do
-  if in_corpus "$m"; then
+  if [[ $m == *_dynq ]]; then
+    # A dynamically quantized variant of a corpus model (bench/quantize.py).
+    base="${m%_dynq}"
+    /usr/bin/python3 bench/corpus.py "$work" --models "$base" --opsets 17 2>/dev/null
+    if [[ ! -f "$work/${m}_op17/model.onnx" ]]; then
+      mkdir -p "$work/${m}_op17"
+      /usr/bin/python3 bench/quantize.py "$work/${base}_op17/model.onnx" "$work/${m}_op17/model.onnx"
+      cp "$work/${base}_op17/inputs.txt" "$work/${m}_op17/"
+    fi
+  elif in_corpus "$m"; then
     /usr/bin/python3 bench/corpus.py "$work" --models "$m" --opsets 17 2>/dev/null
   else
     /usr/bin/python3 tests/models/export_models.py "$work" --models "$m" --opsets 17 2>/dev/null
