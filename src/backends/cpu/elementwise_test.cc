@@ -37,7 +37,9 @@ Literal Random(const Shape& s, uint32_t seed) {
   return l;
 }
 
-bool IsLogical(Opcode op) { return op == Opcode::kNot || op == Opcode::kAnd || op == Opcode::kOr || op == Opcode::kXor; }
+bool IsLogical(Opcode op) {
+  return op == Opcode::kNot || op == Opcode::kAnd || op == Opcode::kOr || op == Opcode::kXor;
+}
 bool IsShift(Opcode op) {
   return op == Opcode::kShiftLeft || op == Opcode::kShiftRightArithmetic || op == Opcode::kShiftRightLogical;
 }
@@ -72,7 +74,7 @@ std::vector<Param> Params() {
 Instruction* Apply(Builder& b, Opcode op, PrimitiveType t, const std::vector<Instruction*>& p) {
   const std::vector<int64_t> dims = {kRows, kCols};
   Instruction* x = p[0];
-  Instruction* y = b.Broadcast(p[1], dims, {1});   // a row vector along the rows
+  Instruction* y = b.Broadcast(p[1], dims, {1});                // a row vector along the rows
   Instruction* z = b.Broadcast(b.Reshape(p[2], {}), dims, {});  // a scalar
   switch (op) {
     case Opcode::kConvert:
