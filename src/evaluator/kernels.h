@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -24,6 +25,18 @@ using CallComputation = std::function<absl::StatusOr<hlo::Literal>(const hlo::Co
 // (one per tuple element for tuple-shaped results, else one).
 [[nodiscard]] absl::Status RunKernel(const hlo::Instruction& instr, absl::Span<const void* const> operands,
                                      absl::Span<void* const> outputs, const CallComputation& call);
+
+// Element i of an integer array of type t (an index of a gather, a scatter
+// or a dynamic slice), as int64; 0 for other types.
+inline int64_t ReadIndex(const void* data, hlo::PrimitiveType t, int64_t i) {
+  return hlo::TypeSwitch(t, [&](auto tag) -> int64_t {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<int64_t>(static_cast<const T*>(data)[i]);
+    else
+      return 0;
+  });
+}
 
 // The opcode of a computation `(x, y) -> op(x, y)` (either parameter order
 // for commutative ops), if that is all it does.

@@ -35,15 +35,7 @@ inline void CopyElem(void* dst, int64_t di, const void* src, int64_t si, int w) 
   std::memcpy(static_cast<char*>(dst) + di * w, static_cast<const char*>(src) + si * w, w);
 }
 
-inline int64_t ReadIndex(const void* data, PrimitiveType t, int64_t i) {
-  return hlo::TypeSwitch(t, [&](auto tag) -> int64_t {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_integral_v<T>)
-      return static_cast<int64_t>(static_cast<const T*>(data)[i]);
-    else
-      return 0;
-  });
-}
+using eval::ReadIndex;
 
 // Data movement (kernels_data.cc).
 void Broadcast(const Instruction& in, const void* x, void* out);

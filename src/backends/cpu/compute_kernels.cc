@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "backends/cpu/strided_loops.h"
 #include "backends/cpu/thunks.h"
 #include "evaluator/kernels.h"
@@ -20,8 +21,6 @@ using hlo::Instruction;
 using hlo::Opcode;
 
 namespace {
-
-bool Contains(const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
 // Types the generic arithmetic kernels compute in: the native numeric ones
 // (half precision is widened by the backend's precision pass before this).
@@ -60,12 +59,12 @@ std::optional<Thunk> Dot(const Instruction& in, const ThunkIo& io) {
     ob.push_back(bst[d.rhs_batch_dimensions[k]]);
   }
   for (int64_t i = 0; i < as.rank(); ++i)
-    if (!Contains(d.lhs_batch_dimensions, i) && !Contains(d.lhs_contracting_dimensions, i)) {
+    if (!absl::c_linear_search(d.lhs_batch_dimensions, i) && !absl::c_linear_search(d.lhs_contracting_dimensions, i)) {
       oa.push_back(ast[i]);
       ob.push_back(0);
     }
   for (int64_t i = 0; i < bs.rank(); ++i)
-    if (!Contains(d.rhs_batch_dimensions, i) && !Contains(d.rhs_contracting_dimensions, i)) {
+    if (!absl::c_linear_search(d.rhs_batch_dimensions, i) && !absl::c_linear_search(d.rhs_contracting_dimensions, i)) {
       oa.push_back(0);
       ob.push_back(bst[i]);
     }
@@ -264,7 +263,7 @@ std::optional<Thunk> Reduce(const Instruction& in, const ThunkIo& io) {
   const hlo::Shape& xs = in.operand(0)->shape();
   std::vector<int64_t> xst = xs.Strides(), out_dims, out_strides, red_dims, red_strides;
   for (int64_t d = 0; d < xs.rank(); ++d) {
-    bool reduced = Contains(in.dimensions, d);
+    bool reduced = absl::c_linear_search(in.dimensions, d);
     (reduced ? red_dims : out_dims).push_back(xs.dims[d]);
     (reduced ? red_strides : out_strides).push_back(xst[d]);
   }
@@ -362,12 +361,6 @@ std::optional<Thunk> Sort(const Instruction& in, const ThunkIo& io) {
 }  // namespace
 
 std::optional<Thunk> MakeComputeThunk(const Instruction& in, const ThunkIo& io) {
-  if (in.shape().IsArray() && in.shape().ElementCount() == 0) {
-    Thunk t;
-    t.name = in.name();
-    t.run = [](Frame&) { return absl::OkStatus(); };
-    return t;
-  }
   switch (in.opcode()) {
     case Opcode::kDot:
       return in.shape().IsArray() ? Dot(in, io) : std::nullopt;
@@ -376,8 +369,6 @@ std::optional<Thunk> MakeComputeThunk(const Instruction& in, const ThunkIo& io) 
     case Opcode::kReduce:
       return Reduce(in, io);
     case Opcode::kSort:
-      for (int64_t k = 0; k < in.operand_count(); ++k)
-        if (in.operand(k)->shape().ElementCount() == 0) return std::nullopt;
       return Sort(in, io);
     default:
       return std::nullopt;

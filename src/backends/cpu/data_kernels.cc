@@ -8,6 +8,7 @@
 
 #include "backends/cpu/strided_loops.h"
 #include "backends/cpu/thunks.h"
+#include "evaluator/kernels.h"
 
 namespace xonnx::cpu {
 
@@ -139,7 +140,7 @@ struct DynamicStart {
   int64_t Offset(const Frame& f, const ThunkIo& io) const {
     int64_t off = 0;
     for (size_t d = 0; d < types.size(); ++d)
-      off += std::clamp<int64_t>(ReadIndexAt(f.Ptr(io.inputs[first + d]), types[d], 0), 0, limits[d]) * strides[d];
+      off += std::clamp<int64_t>(eval::ReadIndex(f.Ptr(io.inputs[first + d]), types[d], 0), 0, limits[d]) * strides[d];
     return off;
   }
 };
@@ -228,12 +229,6 @@ std::optional<Thunk> ByteCopy(const Instruction& in, const ThunkIo& io) {
 std::optional<Thunk> MakeDataMoveThunk(const Instruction& in, const ThunkIo& io) {
   const hlo::Shape& os = in.shape();
   if (!os.IsArray() || io.outputs.size() != 1) return std::nullopt;
-  if (os.ElementCount() == 0) {
-    Thunk t;
-    t.name = in.name();
-    t.run = [](Frame&) { return absl::OkStatus(); };
-    return t;
-  }
   switch (in.opcode()) {
     case Opcode::kConcatenate:
       return Concatenate(in, io);

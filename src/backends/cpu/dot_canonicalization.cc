@@ -5,6 +5,7 @@
 #include <numeric>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "backends/cpu/thunks.h"
 
 namespace xonnx::cpu {
@@ -13,8 +14,6 @@ using hlo::Instruction;
 using hlo::Opcode;
 
 namespace {
-
-bool Contains(const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
 int64_t Product(const hlo::Shape& s, const std::vector<int64_t>& dims) {
   int64_t n = 1;
@@ -79,9 +78,11 @@ Instruction* Canonical(hlo::Computation* c, Instruction* dot) {
   if (as.ElementCount() == 0 || bs.ElementCount() == 0) return nullptr;
   std::vector<int64_t> a_free, b_free;
   for (int64_t i = 0; i < as.rank(); ++i)
-    if (!Contains(d.lhs_batch_dimensions, i) && !Contains(d.lhs_contracting_dimensions, i)) a_free.push_back(i);
+    if (!absl::c_linear_search(d.lhs_batch_dimensions, i) && !absl::c_linear_search(d.lhs_contracting_dimensions, i))
+      a_free.push_back(i);
   for (int64_t i = 0; i < bs.rank(); ++i)
-    if (!Contains(d.rhs_batch_dimensions, i) && !Contains(d.rhs_contracting_dimensions, i)) b_free.push_back(i);
+    if (!absl::c_linear_search(d.rhs_batch_dimensions, i) && !absl::c_linear_search(d.rhs_contracting_dimensions, i))
+      b_free.push_back(i);
   // Each operand in whichever orientation needs no transpose, else
   // lhs [m, k] and rhs [k, n].
   Grouping ga{d.lhs_batch_dimensions, a_free, d.lhs_contracting_dimensions};

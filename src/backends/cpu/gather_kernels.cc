@@ -6,6 +6,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "absl/algorithm/container.h"
 #include "backends/cpu/strided_loops.h"
 #include "backends/cpu/thunks.h"
 #include "evaluator/kernels.h"
@@ -17,8 +18,6 @@ using hlo::Instruction;
 using hlo::Opcode;
 
 namespace {
-
-bool Contains(const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
 // How the start indices are read: the index array's batch dims (all but
 // index_vector_dim, in order) and, for each component of an index vector,
@@ -69,17 +68,17 @@ std::optional<Thunk> Gather(const Instruction& in, const ThunkIo& io) {
   // Per output dim: its step in the batch position, in the operand, and in the output.
   std::vector<int64_t> offset_operand_dims;
   for (int64_t d = 0; d < xs.rank(); ++d)
-    if (!Contains(dn.collapsed_slice_dims, d)) offset_operand_dims.push_back(d);
+    if (!absl::c_linear_search(dn.collapsed_slice_dims, d)) offset_operand_dims.push_back(d);
   std::vector<int64_t> ost = os.Strides(), bstep(os.rank(), 0), xstep(os.rank(), 0);
   size_t next_offset = 0;
   int64_t b = 1;
   for (int64_t d = os.rank() - 1; d >= 0; --d) {
-    if (Contains(dn.offset_dims, d)) continue;
+    if (absl::c_linear_search(dn.offset_dims, d)) continue;
     bstep[d] = b;
     b *= os.dims[d];
   }
   for (int64_t d = 0; d < os.rank(); ++d)
-    if (Contains(dn.offset_dims, d)) xstep[d] = xst[offset_operand_dims[next_offset++]];
+    if (absl::c_linear_search(dn.offset_dims, d)) xstep[d] = xst[offset_operand_dims[next_offset++]];
   // Merge dims contiguous in all three, drop size-1 dims.
   std::vector<int64_t> dims, bs, xsd, osd;
   for (int64_t d = 0; d < os.rank(); ++d) {
@@ -109,7 +108,7 @@ std::optional<Thunk> Gather(const Instruction& in, const ThunkIo& io) {
                     [&](const std::array<int64_t, 2>& off) {
                       int64_t s = 0;
                       for (size_t k = 0; k < comps; ++k) {
-                        int64_t v = ReadIndexAt(idx, reader.type, off[0] + reader.component_offsets[k]);
+                        int64_t v = eval::ReadIndex(idx, reader.type, off[0] + reader.component_offsets[k]);
                         s += std::clamp<int64_t>(v, 0, reader.limits[k]) * reader.operand_strides[k];
                       }
                       start[off[1]] = s;
@@ -185,13 +184,13 @@ std::optional<Thunk> Scatter(const Instruction& in, const ThunkIo& io) {
   // Update dims: batch ones step the index position; window ones the operand.
   std::vector<int64_t> window_operand_dims;
   for (int64_t d = 0; d < os.rank(); ++d)
-    if (!Contains(dn.inserted_window_dims, d)) window_operand_dims.push_back(d);
+    if (!absl::c_linear_search(dn.inserted_window_dims, d)) window_operand_dims.push_back(d);
   // Per update dim: the operand dim a window dim moves along, or -1 for a
   // batch dim.
   std::vector<int64_t> window_to_operand;
   size_t windows = 0;
   for (int64_t d = 0; d < us.rank(); ++d)
-    window_to_operand.push_back(Contains(dn.update_window_dims, d) ? window_operand_dims[windows++] : -1);
+    window_to_operand.push_back(absl::c_linear_search(dn.update_window_dims, d) ? window_operand_dims[windows++] : -1);
   std::vector<int64_t> to_operand_dims = dn.scatter_dims_to_operand_dims;
   int64_t bytes = os.ByteSize(), updates = us.ElementCount();
   BufferRef x = io.inputs[0], indices = io.inputs[1], upd = io.inputs[2], out = io.outputs[0];
@@ -215,7 +214,7 @@ std::optional<Thunk> Scatter(const Instruction& in, const ThunkIo& io) {
           if (window_to_operand[d] < 0) ioff += uidx[d] * reader.batch_strides[b++];
         std::fill(start.begin(), start.end(), 0);
         for (size_t k = 0; k < to_operand_dims.size(); ++k)
-          start[to_operand_dims[k]] = ReadIndexAt(idx, reader.type, ioff + reader.component_offsets[k]);
+          start[to_operand_dims[k]] = eval::ReadIndex(idx, reader.type, ioff + reader.component_offsets[k]);
         for (int64_t d = 0; d < us.rank(); ++d)
           if (window_to_operand[d] >= 0) start[window_to_operand[d]] += uidx[d];
         bool inside = true;
@@ -241,12 +240,6 @@ std::optional<Thunk> Scatter(const Instruction& in, const ThunkIo& io) {
 std::optional<Thunk> MakeGatherScatterThunk(const Instruction& in, const ThunkIo& io) {
   const hlo::Shape& os = in.shape();
   if (!os.IsArray() || io.outputs.size() != 1) return std::nullopt;
-  if (os.ElementCount() == 0) {
-    Thunk t;
-    t.name = in.name();
-    t.run = [](Frame&) { return absl::OkStatus(); };
-    return t;
-  }
   switch (in.opcode()) {
     case Opcode::kGather:
       return Gather(in, io);

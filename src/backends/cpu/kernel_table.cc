@@ -64,11 +64,6 @@ MakerResult Compute(const EmitContext&, const Instruction& i, const ThunkIo& io)
 // loop of one.
 MakerResult SingleElementwise(const EmitContext&, const Instruction& i, const ThunkIo& io) {
   if (!i.shape().IsArray()) return std::nullopt;
-  if (i.shape().ElementCount() == 0) {
-    Thunk t;
-    t.run = [](Frame&) { return absl::OkStatus(); };
-    return t;
-  }
   FusionSpec spec;
   spec.members = {&i};
   for (const Instruction* op : i.operands()) spec.inputs.push_back(op);

@@ -140,6 +140,16 @@ ENTRY e {
 })",
        {"f32", "u8", "s64", "s16"},
        "transpose"},
+      // A result without elements runs nothing, whatever its opcode.
+      {"gather_of_no_indices",
+       R"(HloModule m
+ENTRY e {
+  x = T[50,64] parameter(0)
+  i = s64[0] parameter(1)
+  ROOT r = T[0,64] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,64}
+})",
+       {"f32", "u8"},
+       "empty"},
       // Rows of an embedding table (ONNX Gather on axis 0).
       {"gather_rows", R"(HloModule m
 ENTRY e {

@@ -1,6 +1,6 @@
 // Loops the native data-movement kernels share (internal header): walking
-// the rows of a strided box in parallel, copying one box of elements into
-// another, and reading an index of any integer type.
+// the rows of a strided box in parallel, and copying one box of elements
+// into another.
 #ifndef XONNX_BACKENDS_CPU_STRIDED_LOOPS_H_
 #define XONNX_BACKENDS_CPU_STRIDED_LOOPS_H_
 
@@ -135,17 +135,6 @@ void CopyBox(const W* src, W* dst, const Box& b) {
 
 // Fills n elements of width `width` with the one at `value`.
 void FillElements(void* dst, const void* value, int width, int64_t n);
-
-// Element i of an integer array of type t, as int64 (0 for other types).
-inline int64_t ReadIndexAt(const void* data, hlo::PrimitiveType t, int64_t i) {
-  return hlo::TypeSwitch(t, [&](auto tag) -> int64_t {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_integral_v<T>)
-      return static_cast<int64_t>(static_cast<const T*>(data)[i]);
-    else
-      return 0;
-  });
-}
 
 }  // namespace xonnx::cpu
 

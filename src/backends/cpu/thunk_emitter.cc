@@ -25,6 +25,15 @@ std::vector<BufferRef> EmitContext::InputsOf(const Instruction* i) const {
 
 namespace {
 
+// Whether a value has no elements at all (an array, or a tuple of such).
+bool Empty(const hlo::Shape& s) {
+  if (s.IsArray()) return s.ElementCount() == 0;
+  if (s.tuple_shapes.empty()) return false;
+  for (const hlo::Shape& e : s.tuple_shapes)
+    if (!Empty(e)) return false;
+  return true;
+}
+
 class Emitter {
  public:
   explicit Emitter(const EmitContext& ctx) : ctx_(ctx), plan_(ctx.plan) {}
@@ -69,8 +78,16 @@ class Emitter {
     return EmitFromTable(i);
   }
 
-  // The first kernel of i's row in the kernel table that takes its form.
+  // The first kernel of i's row in the kernel table that takes its form;
+  // nothing to run for a result without elements, whatever the opcode.
   absl::Status EmitFromTable(const Instruction* i) {
+    if (Empty(i->shape())) {
+      Thunk t;
+      t.name = i->name();
+      t.run = [](Frame&) { return absl::OkStatus(); };
+      Add(std::move(t), "empty");
+      return absl::OkStatus();
+    }
     ThunkIo io{ctx_.InputsOf(i), ctx_.LeavesOf(i)};
     for (const KernelMaker& maker : KernelMakersFor(i->opcode())) {
       ASSIGN_OR_RETURN(std::optional<Thunk> t, maker.make(ctx_, *i, io));
