@@ -38,6 +38,20 @@ inline int64_t ReadIndex(const void* data, hlo::PrimitiveType t, int64_t i) {
   });
 }
 
+// A dot's loops over row-major operands: for each output dim (batch dims,
+// then lhs free dims, then rhs free dims), its stride in lhs and in rhs;
+// for each contracting dim, in order, its size and its strides.
+struct DotLoops {
+  std::vector<int64_t> out_lhs, out_rhs;
+  std::vector<int64_t> contract_dims, contract_lhs, contract_rhs;
+  int64_t ContractCount() const {
+    int64_t n = 1;
+    for (int64_t c : contract_dims) n *= c;
+    return n;
+  }
+};
+DotLoops DotLoopsOf(const hlo::Instruction& dot);
+
 // The opcode of a computation `(x, y) -> op(x, y)` (either parameter order
 // for commutative ops), if that is all it does.
 std::optional<hlo::Opcode> MatchScalarBinary(const hlo::Computation& c);

@@ -15,43 +15,10 @@ using Acc = std::conditional_t<kIsFloat<T>, double, ComputeType<T>>;
 
 void DotKernel(const Instruction& in, const void* a, const void* b, void* out) {
   const Shape& os = in.shape();
-  const Shape& as = in.operand(0)->shape();
-  const Shape& bs = in.operand(1)->shape();
-  const auto& d = in.dot_dnums;
-  std::vector<int64_t> ast = as.Strides(), bst = bs.Strides();
-  std::vector<int64_t> a_free, b_free;
-  for (int64_t i = 0; i < as.rank(); ++i)
-    if (std::find(d.lhs_batch_dimensions.begin(), d.lhs_batch_dimensions.end(), i) == d.lhs_batch_dimensions.end() &&
-        std::find(d.lhs_contracting_dimensions.begin(), d.lhs_contracting_dimensions.end(), i) ==
-            d.lhs_contracting_dimensions.end())
-      a_free.push_back(i);
-  for (int64_t i = 0; i < bs.rank(); ++i)
-    if (std::find(d.rhs_batch_dimensions.begin(), d.rhs_batch_dimensions.end(), i) == d.rhs_batch_dimensions.end() &&
-        std::find(d.rhs_contracting_dimensions.begin(), d.rhs_contracting_dimensions.end(), i) ==
-            d.rhs_contracting_dimensions.end())
-      b_free.push_back(i);
-  // Output dim k maps to strides in a and b.
-  std::vector<int64_t> oa, ob;
-  for (size_t k = 0; k < d.lhs_batch_dimensions.size(); ++k) {
-    oa.push_back(ast[d.lhs_batch_dimensions[k]]);
-    ob.push_back(bst[d.rhs_batch_dimensions[k]]);
-  }
-  for (int64_t f : a_free) {
-    oa.push_back(ast[f]);
-    ob.push_back(0);
-  }
-  for (int64_t f : b_free) {
-    oa.push_back(0);
-    ob.push_back(bst[f]);
-  }
-  std::vector<int64_t> cdims, ca, cb;
-  for (size_t k = 0; k < d.lhs_contracting_dimensions.size(); ++k) {
-    cdims.push_back(as.dims[d.lhs_contracting_dimensions[k]]);
-    ca.push_back(ast[d.lhs_contracting_dimensions[k]]);
-    cb.push_back(bst[d.rhs_contracting_dimensions[k]]);
-  }
-  int64_t csize = 1;
-  for (int64_t c : cdims) csize *= c;
+  DotLoops loops = DotLoopsOf(in);
+  const std::vector<int64_t>&oa = loops.out_lhs, &ob = loops.out_rhs;
+  const std::vector<int64_t>&cdims = loops.contract_dims, &ca = loops.contract_lhs, &cb = loops.contract_rhs;
+  int64_t csize = loops.ContractCount();
   if (os.ElementCount() == 0) return;
   hlo::TypeSwitch(os.element_type, [&](auto tag) {
     using T = typename decltype(tag)::type;

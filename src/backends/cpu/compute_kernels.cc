@@ -49,33 +49,10 @@ T MulAdd(T a, T b, T c) {
 // in the evaluator's order (contracting dims row-major).
 std::optional<Thunk> Dot(const Instruction& in, const ThunkIo& io) {
   const hlo::Shape& os = in.shape();
-  const hlo::Shape& as = in.operand(0)->shape();
-  const hlo::Shape& bs = in.operand(1)->shape();
-  const auto& d = in.dot_dnums;
-  std::vector<int64_t> ast = as.Strides(), bst = bs.Strides();
-  std::vector<int64_t> oa, ob;  // per output dim: its stride in a and in b
-  for (size_t k = 0; k < d.lhs_batch_dimensions.size(); ++k) {
-    oa.push_back(ast[d.lhs_batch_dimensions[k]]);
-    ob.push_back(bst[d.rhs_batch_dimensions[k]]);
-  }
-  for (int64_t i = 0; i < as.rank(); ++i)
-    if (!absl::c_linear_search(d.lhs_batch_dimensions, i) && !absl::c_linear_search(d.lhs_contracting_dimensions, i)) {
-      oa.push_back(ast[i]);
-      ob.push_back(0);
-    }
-  for (int64_t i = 0; i < bs.rank(); ++i)
-    if (!absl::c_linear_search(d.rhs_batch_dimensions, i) && !absl::c_linear_search(d.rhs_contracting_dimensions, i)) {
-      oa.push_back(0);
-      ob.push_back(bst[i]);
-    }
-  std::vector<int64_t> cdims, ca, cb;
-  for (size_t k = 0; k < d.lhs_contracting_dimensions.size(); ++k) {
-    cdims.push_back(as.dims[d.lhs_contracting_dimensions[k]]);
-    ca.push_back(ast[d.lhs_contracting_dimensions[k]]);
-    cb.push_back(bst[d.rhs_contracting_dimensions[k]]);
-  }
-  int64_t csize = 1;
-  for (int64_t c : cdims) csize *= c;
+  eval::DotLoops loops = eval::DotLoopsOf(in);
+  std::vector<int64_t> oa = loops.out_lhs, ob = loops.out_rhs;
+  std::vector<int64_t> cdims = loops.contract_dims, ca = loops.contract_lhs, cb = loops.contract_rhs;
+  int64_t csize = loops.ContractCount();
   std::vector<int64_t> dense = os.Strides();
   BufferRef a = io.inputs[0], b = io.inputs[1], out = io.outputs[0];
   Thunk t;
