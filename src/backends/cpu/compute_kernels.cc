@@ -49,9 +49,7 @@ T MulAdd(T a, T b, T c) {
 // in the evaluator's order (contracting dims row-major).
 std::optional<Thunk> Dot(const Instruction& in, const ThunkIo& io) {
   const hlo::Shape& os = in.shape();
-  eval::DotLoops loops = eval::DotLoopsOf(in);
-  std::vector<int64_t> oa = loops.out_lhs, ob = loops.out_rhs;
-  std::vector<int64_t> cdims = loops.contract_dims, ca = loops.contract_lhs, cb = loops.contract_rhs;
+  const eval::DotLoops loops = eval::DotLoopsOf(in);
   int64_t csize = loops.ContractCount();
   std::vector<int64_t> dense = os.Strides();
   BufferRef a = io.inputs[0], b = io.inputs[1], out = io.outputs[0];
@@ -66,9 +64,10 @@ std::optional<Thunk> Dot(const Instruction& in, const ThunkIo& io) {
         const T* A = static_cast<const T*>(f.Ptr(a));
         const T* B = static_cast<const T*>(f.Ptr(b));
         T* O = static_cast<T*>(f.Ptr(out));
+        const std::vector<int64_t>&cdims = loops.contract_dims, &ca = loops.contract_lhs, &cb = loops.contract_rhs;
         // Every output element is one "row" of the walk; the contracting
         // dims are walked inside it.
-        ForEachRow<3>(os.dims, {oa, ob, dense}, csize, [&](const std::array<int64_t, 3>& off) {
+        ForEachRow<3>(os.dims, {loops.out_lhs, loops.out_rhs, dense}, csize, [&](const std::array<int64_t, 3>& off) {
           Acc<T> acc{};
           if (cdims.size() == 1) {
             for (int64_t c = 0; c < cdims[0]; ++c)
@@ -176,15 +175,7 @@ std::optional<Thunk> Convolution(const Instruction& in, const ThunkIo& io) {
             O[o] = static_cast<T>(acc);
           }
         };
-        if (total * window * cin_g < kParallelElements) {
-          chunk(0, total);
-        } else {
-#pragma omp parallel
-          {
-            int64_t n = omp_get_num_threads(), th = omp_get_thread_num(), per = (total + n - 1) / n;
-            chunk(std::min(total, th * per), std::min(total, (th + 1) * per));
-          }
-        }
+        ForRanges(total, window * cin_g, chunk);
         return absl::OkStatus();
       };
       return true;

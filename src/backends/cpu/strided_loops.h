@@ -21,6 +21,23 @@ namespace xonnx::cpu {
 // parallel region costs more than it saves.
 inline constexpr int64_t kParallelElements = 1 << 16;
 
+// Calls chunk(i0, i1) over [0, n) split into one contiguous range per
+// thread, or once on the calling thread when n items of `item_work`
+// elements each are too little work to share.
+template <typename F>
+void ForRanges(int64_t n, int64_t item_work, F&& chunk) {
+  if (n < 2 || n * item_work < kParallelElements || omp_get_max_threads() == 1) {
+    chunk(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel
+  {
+    int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+    int64_t per = (n + threads - 1) / threads, i0 = std::min(n, t * per), i1 = std::min(n, i0 + per);
+    if (i0 < i1) chunk(i0, i1);
+  }
+}
+
 // Calls f(offsets) for every row of `dims` (all but the innermost dim of a
 // box, row-major), where offsets[k] = sum over d of index[d] * strides[k][d].
 // Rows are split into one contiguous chunk per thread; each chunk finds its
@@ -51,16 +68,7 @@ void ForEachRow(const std::vector<int64_t>& dims, const std::array<std::vector<i
       }
     }
   };
-  if (rows < 2 || rows * row_elements < kParallelElements || omp_get_max_threads() == 1) {
-    chunk(0, rows);
-    return;
-  }
-#pragma omp parallel
-  {
-    int64_t n = omp_get_num_threads(), t = omp_get_thread_num();
-    int64_t per = (rows + n - 1) / n, r0 = std::min(rows, t * per), r1 = std::min(rows, r0 + per);
-    if (r0 < r1) chunk(r0, r1);
-  }
+  ForRanges(rows, row_elements, chunk);
 }
 
 // A box of elements read and written through strides (in elements; a
