@@ -43,6 +43,7 @@ class Compiler {
     }
     Plan plan(entry);
     if (options_.use_dnnl) PlanEpilogues(&plan);
+    if (options_.use_dnnl) PlanIntegerProducts(&plan);
     if (options_.use_dnnl && options_.blocked_layouts) PlanBlockedLayouts(options_, &plan);
     if (options_.fuse_elementwise) PlanRowFusions(&plan);
     if (options_.fuse_elementwise) PlanFusions(&plan);

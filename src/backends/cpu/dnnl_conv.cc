@@ -104,8 +104,12 @@ Thunk ConvThunk(std::shared_ptr<ConvState> st, const hlo::Instruction& in, const
 
 }  // namespace
 
-bool DnnlConvEligible(const hlo::Instruction& in) {
-  if (in.shape().element_type != hlo::F32 || in.batch_group_count != 1) return false;
+namespace {
+
+// Whether a convolution's dimension numbers and window are a form oneDNN
+// takes, whatever its element type.
+bool DnnlConvForm(const hlo::Instruction& in) {
+  if (in.batch_group_count != 1) return false;
   const auto& d = in.conv_dnums;
   int64_t ns = d.input_spatial_dimensions.size();
   if (ns < 1 || ns > 3) return false;
@@ -126,6 +130,14 @@ bool DnnlConvEligible(const hlo::Instruction& in) {
   const hlo::Shape& xs = in.operand(0)->shape();
   const hlo::Shape& ws = in.operand(1)->shape();
   return xs.ElementCount() > 0 && ws.ElementCount() > 0 && in.shape().ElementCount() > 0;
+}
+
+}  // namespace
+
+bool DnnlConvEligible(const hlo::Instruction& in) { return in.shape().element_type == hlo::F32 && DnnlConvForm(in); }
+
+bool DnnlIntegerConvEligible(const hlo::Instruction& in) {
+  return in.shape().element_type == hlo::S32 && DnnlConvForm(in);
 }
 
 // Whether Winograd's algorithm should beat the direct one: a 2-D, dense,

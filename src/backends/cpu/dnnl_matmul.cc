@@ -40,8 +40,9 @@ struct DotForm {
   bool ta = false, tb = false;  // A stored [k, m]; B stored [n, k]
 };
 
-std::optional<DotForm> DotFormOf(const hlo::Instruction& in) {
-  if (in.opcode() != hlo::Opcode::kDot || in.shape().element_type != hlo::F32) return std::nullopt;
+// The form of a dot whose result has element type `type`.
+std::optional<DotForm> DotFormOf(const hlo::Instruction& in, hlo::PrimitiveType type) {
+  if (in.opcode() != hlo::Opcode::kDot || in.shape().element_type != type) return std::nullopt;
   const auto& d = in.dot_dnums;
   const hlo::Shape& as = in.operand(0)->shape();
   const hlo::Shape& bs = in.operand(1)->shape();
@@ -65,7 +66,7 @@ std::optional<DotForm> DotFormOf(const hlo::Instruction& in) {
 }  // namespace
 
 std::optional<int64_t> DnnlDotColumns(const hlo::Instruction& in) {
-  auto f = DotFormOf(in);
+  auto f = DotFormOf(in, hlo::F32);
   if (!f) return std::nullopt;
   return f->n;
 }
@@ -75,15 +76,15 @@ namespace {
 // An operand as oneDNN's [batch, rows, cols] with the strides of `view`
 // (row-major when absent); nullopt when its batch dims do not nest.
 std::optional<memory::desc> OperandDesc(const hlo::Shape& shape, const std::optional<StridedView>& view, int64_t nb,
-                                        int64_t row_dim, int64_t col_dim) {
+                                        int64_t row_dim, int64_t col_dim,
+                                        memory::data_type type = memory::data_type::f32) {
   StridedView v = view ? *view : StridedView::RowMajor(shape.dims);
   int64_t batch = 1, rows = shape.dims[row_dim], cols = shape.dims[col_dim];
   for (int64_t i = 0; i < nb; ++i) batch *= shape.dims[i];
   for (int64_t i = 0; i + 1 < nb; ++i)
     if (v.strides[i] != v.strides[i + 1] * shape.dims[i + 1]) return std::nullopt;
   int64_t batch_stride = nb > 0 ? v.strides[nb - 1] : rows * cols;
-  return memory::desc({batch, rows, cols}, memory::data_type::f32,
-                      {batch_stride, v.strides[row_dim], v.strides[col_dim]});
+  return memory::desc({batch, rows, cols}, type, {batch_stride, v.strides[row_dim], v.strides[col_dim]});
 }
 
 }  // namespace
@@ -102,7 +103,7 @@ bool DnnlDotViewable(const hlo::Instruction& dot, const StridedView& view) {
 std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo& io, const hlo::Literal* constant_rhs,
                                       const Epilogue& epilogue, const DotViews& views,
                                       std::vector<std::shared_ptr<void>>* keep_alive) {
-  auto form = DotFormOf(in);
+  auto form = DotFormOf(in, hlo::F32);
   if (!form) return std::nullopt;
   auto [batch, m, k, n, ta, tb] = *form;
   int64_t nb = in.dot_dnums.lhs_batch_dimensions.size();
@@ -145,6 +146,58 @@ std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo&
                                  static_cast<char*>(f.Ptr(b)) + b_off, st->has_bias ? f.Ptr(bias) : nullptr, f.Ptr(c)));
       if (swish_after) SwishInPlace(f.Ptr(c), st->c.get_size());
       return absl::OkStatus();
+    };
+    return t;
+  } catch (const dnnl::error&) {
+    return std::nullopt;
+  }
+}
+
+bool DnnlIntegerProductEligible(const hlo::Instruction& in) {
+  if (in.opcode() == hlo::Opcode::kConvolution) return DnnlIntegerConvEligible(in);
+  return DotFormOf(in, hlo::S32).has_value() && in.dot_dnums.lhs_batch_dimensions.size() <= 1;
+}
+
+std::optional<Thunk> MakeDnnlIntegerDotThunk(const hlo::Instruction& in, const ThunkIo& io,
+                                             const std::array<NarrowOperand, 2>& operands,
+                                             std::vector<std::shared_ptr<void>>* keep_alive) {
+  auto form = DotFormOf(in, hlo::S32);
+  const NarrowOperand &a = operands[0], &b = operands[1];
+  if (!form || !a.source || !b.constant) return std::nullopt;
+  auto [batch, m, k, n, ta, tb] = *form;
+  int64_t nb = in.dot_dnums.lhs_batch_dimensions.size();
+  auto a_type = a.source->shape().element_type == hlo::U8 ? memory::data_type::u8 : memory::data_type::s8;
+  auto a_desc = OperandDesc(in.operand(0)->shape(), a.view, nb, ta ? nb + 1 : nb, ta ? nb : nb + 1, a_type);
+  auto b_desc =
+      OperandDesc(in.operand(1)->shape(), std::nullopt, nb, tb ? nb + 1 : nb, tb ? nb : nb + 1, memory::data_type::s8);
+  if (!a_desc || !b_desc) return std::nullopt;
+  try {
+    memory::desc c({batch, m, n}, memory::data_type::s32, memory::dims{m * n, n, 1});
+    dnnl::primitive_attr attr = UserScratchpad();
+    if (a.zero_point) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(*a_desc, memory::desc({batch, k, n}, memory::data_type::s8, Tag::any), c), attr, Engine());
+    std::vector<PrimitiveRunner::Arg> args = {
+        {DNNL_ARG_SRC, *a_desc, nullptr},
+        {DNNL_ARG_WEIGHTS, pd.weights_desc(), PackWeights(*b_desc, pd.weights_desc(), *b.constant)},
+        {DNNL_ARG_DST, c, nullptr},
+        {DNNL_ARG_SCRATCHPAD, pd.scratchpad_desc(), nullptr}};
+    if (a.zero_point)
+      args.push_back(
+          {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, memory::desc({1}, memory::data_type::s32, Tag::a), nullptr});
+    auto runner = std::make_shared<PrimitiveRunner>(dnnl::matmul(pd), std::move(args));
+    keep_alive->push_back(runner);
+    BufferRef src = io.inputs.at(0), dst = io.outputs.at(0);
+    std::optional<BufferRef> zp;
+    if (a.zero_point) zp = io.inputs.at(1);
+    size_t a_off = a.view.offset;  // one byte per element
+    Thunk t;
+    t.name = in.name();
+    t.scratch_bytes = pd.scratchpad_desc().get_size();
+    t.run = [runner, src, dst, zp, a_off](Frame& f) -> absl::Status {
+      void* ptrs[5] = {static_cast<char*>(f.Ptr(src)) + a_off, nullptr, f.Ptr(dst), f.Scratch(),
+                       zp ? f.Ptr(*zp) : nullptr};
+      return runner->Run(absl::MakeConstSpan(ptrs, zp ? 5 : 4));
     };
     return t;
   } catch (const dnnl::error&) {

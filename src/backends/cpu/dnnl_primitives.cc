@@ -178,6 +178,19 @@ std::shared_ptr<memory> PackWeights(const memory::desc& user, const memory::desc
 
 size_t RoundUp64(size_t n) { return (n + 63) / 64 * 64; }
 
+}  // namespace dnnl_support
+
+bool DnnlHasVnni() {
+  // Each ISA value is its predecessors' bits plus its own, so an ISA with
+  // VNNI has all of the bits of one of the two that introduced it.
+  auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  for (auto vnni : {dnnl::cpu_isa::avx512_core_vnni, dnnl::cpu_isa::avx2_vnni})
+    if ((isa & static_cast<unsigned>(vnni)) == static_cast<unsigned>(vnni)) return true;
+  return false;
+}
+
+namespace dnnl_support {
+
 // Debian's oneDNN is built without concurrent execution, so a
 // library-managed scratchpad belongs to the primitive and two calls running
 // the same primitive at once would share it. Every primitive here therefore

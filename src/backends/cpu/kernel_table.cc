@@ -30,6 +30,18 @@ MakerResult DnnlMatmul(const EmitContext& ctx, const Instruction& i, const Thunk
   return std::nullopt;
 }
 
+// An integer product the planner put on oneDNN's 8-bit primitives: its
+// widened operands were never computed, so no other kernel can run it.
+MakerResult DnnlInteger(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
+  auto n = ctx.plan.integer_products.of.find(&i);
+  if (n == ctx.plan.integer_products.of.end()) return std::nullopt;
+  std::optional<Thunk> t = i.opcode() == Opcode::kConvolution
+                               ? MakeDnnlIntegerConvThunk(i, io, n->second, ctx.keep_alive)
+                               : MakeDnnlIntegerDotThunk(i, io, n->second, ctx.keep_alive);
+  if (!t) return Unimplemented("%s: oneDNN rejected an integer product planned for its 8-bit primitives", i.name());
+  return t;
+}
+
 MakerResult DnnlConv(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
   if (!ctx.options.use_dnnl) return std::nullopt;
   ConvLayouts layouts = ctx.plan.LayoutsOf(&i);
@@ -88,9 +100,13 @@ struct KernelRow {
 // kernel alone.
 const std::vector<KernelRow>& Rows() {
   static const auto* rows = new std::vector<KernelRow>{
-      {Opcode::kDot, {{"dnnl-matmul", DnnlMatmul}, {"dot", Compute}, kReference}},
+      {Opcode::kDot, {{"dnnl-int8-matmul", DnnlInteger}, {"dnnl-matmul", DnnlMatmul}, {"dot", Compute}, kReference}},
       {Opcode::kConvolution,
-       {{"dnnl-conv", DnnlConv}, {"dnnl-deconv", DnnlDeconv}, {"convolution", Compute}, kReference}},
+       {{"dnnl-int8-conv", DnnlInteger},
+        {"dnnl-conv", DnnlConv},
+        {"dnnl-deconv", DnnlDeconv},
+        {"convolution", Compute},
+        kReference}},
       {Opcode::kReduce, {{"reduce", FastReduce}, {"reduce", Compute}, kReference}},
       {Opcode::kSort, {{"sort", Compute}, kReference}},
       {Opcode::kReduceWindow, {{"dnnl-pool", DnnlPool}, {"reduce-window", FastReduceWindow}, kReference}},

@@ -31,7 +31,10 @@ std::unique_ptr<Instruction> Transposed(Instruction* x, const std::vector<int64_
 bool IsNchwConv(const Instruction* c) {
   const auto& d = c->conv_dnums;
   int64_t ns = d.input_spatial_dimensions.size();
-  if (c->shape().element_type != hlo::F32 || ns < 1 || ns > 3 || c->batch_group_count != 1) return false;
+  // f32, and s32: the integer products of quantized models, whose 8-bit
+  // kernels also want channels last.
+  hlo::PrimitiveType t = c->shape().element_type;
+  if ((t != hlo::F32 && t != hlo::S32) || ns < 1 || ns > 3 || c->batch_group_count != 1) return false;
   if (d.input_batch_dimension != 0 || d.input_feature_dimension != 1 || d.output_batch_dimension != 0 ||
       d.output_feature_dimension != 1)
     return false;
@@ -70,7 +73,7 @@ absl::StatusOr<bool> ChannelsLastConvolutions::Run(hlo::Module* module) {
       for (int64_t i = 0; i < r - 2; ++i) d.input_spatial_dimensions[i] = d.output_spatial_dimensions[i] = i + 1;
       std::vector<int64_t> out_dims(r);
       for (int64_t i = 0; i < r; ++i) out_dims[i] = conv->shape().dims[to_last[i]];
-      nhwc->set_shape(hlo::Shape(hlo::F32, out_dims));
+      nhwc->set_shape(hlo::Shape(conv->shape().element_type, out_dims));
       Instruction* y = c->AddInstruction(std::move(nhwc));
       Instruction* back = c->AddInstruction(Transposed(y, to_first));
       c->ReplaceAllUsesWith(conv, back);

@@ -19,7 +19,8 @@ bool Plan::IsGroupRoot(const Instruction* i) const {
 }
 
 bool Plan::Materialized(const Instruction* i) const {
-  if (fusions.absorbed_reads.contains(i) || epilogues.unused.contains(i) || dot_views.replaced.contains(i))
+  if (fusions.absorbed_reads.contains(i) || epilogues.unused.contains(i) || dot_views.replaced.contains(i) ||
+      integer_products.replaced.contains(i))
     return false;
   if (row_fusions.internal.contains(i)) return false;
   if (int rg = RowGroupOf(i); rg >= 0) {
@@ -81,6 +82,10 @@ std::vector<const Instruction*> Plan::HiddenReads(const Instruction* i) const {
   if (auto v = dot_views.of.find(i); v != dot_views.of.end())
     for (const auto& pv : v->second)
       if (pv) reads.push_back(pv->source);
+  if (auto n = integer_products.of.find(i); n != integer_products.of.end())
+    for (const NarrowOperand& o : n->second)
+      for (const Instruction* x : {o.source, o.zero_point})
+        if (x) reads.push_back(x);
   return reads;
 }
 

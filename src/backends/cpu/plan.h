@@ -65,6 +65,17 @@ class Plan {
     absl::flat_hash_map<const hlo::Instruction*, std::array<std::optional<PlannedView>, 2>> of;
     absl::flat_hash_set<const hlo::Instruction*> replaced;
   } dot_views;
+  // Integer products that run on oneDNN's 8-bit primitives
+  // (PlanIntegerProducts): their operands as 8-bit values, and the converts,
+  // zero-point subtractions and views those replace, which are never
+  // computed.
+  struct IntegerProducts {
+    absl::flat_hash_map<const hlo::Instruction*, std::array<NarrowOperand, 2>> of;
+    absl::flat_hash_set<const hlo::Instruction*> replaced;
+    // The 8-bit values and zero points the primitives read: each must
+    // have a buffer of its own, not be folded into a fusion.
+    absl::flat_hash_set<const hlo::Instruction*> read;
+  } integer_products;
   // Elementwise fusions (PlanFusions): groups in operand-first order, the
   // last member being the group's root.
   struct Fusions {
@@ -106,7 +117,8 @@ class Plan {
   int RowGroupOf(const hlo::Instruction* i) const;
   // Values a oneDNN primitive reads that are not operands of its anchor:
   // an epilogue's bias and residual (operands of the broadcast and adds,
-  // which are never emitted) and the sources of a dot's views. The
+  // which are never emitted), the sources of a dot's views and an integer
+  // product's 8-bit operands and zero points. The
   // primitive reads them when it runs, so they live until then.
   std::vector<const hlo::Instruction*> HiddenReads(const hlo::Instruction* i) const;
   // Where in the program `user` reads its operands: a fused or absorbed op

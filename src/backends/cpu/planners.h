@@ -17,6 +17,9 @@ void PlanEpilogues(Plan* plan);
 // Keeps the values between convolutions that run faster on blocked
 // activations in oneDNN's blocked layout (Plan::blocked).
 void PlanBlockedLayouts(const CompileOptions& options, Plan* plan);
+// Runs s32 convolutions and dots of widened 8-bit values on oneDNN's
+// 8-bit primitives (Plan::integer_products; integer_planning.cc).
+void PlanIntegerProducts(Plan* plan);
 // Reads dot operands made by slices, transposes and reshapes through
 // strided views of the value they start from (Plan::dot_views).
 void PlanDotViews(Plan* plan);

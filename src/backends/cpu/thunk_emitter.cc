@@ -15,6 +15,12 @@ using hlo::Opcode;
 
 std::vector<BufferRef> EmitContext::InputsOf(const Instruction* i) const {
   std::vector<BufferRef> in;
+  if (auto n = plan.integer_products.of.find(i); n != plan.integer_products.of.end()) {
+    for (const NarrowOperand& o : n->second)
+      for (const Instruction* x : {o.source, o.zero_point})
+        if (x) in.push_back(LeavesOf(x).at(0));
+    return in;
+  }
   auto v = plan.dot_views.of.find(i);
   for (int64_t k = 0; k < i->operand_count(); ++k) {
     bool viewed = v != plan.dot_views.of.end() && v->second[k];

@@ -28,7 +28,8 @@ struct EmitContext {
   std::vector<std::shared_ptr<void>>* keep_alive;
 
   // The buffers i reads, one per operand leaf; a dot reads a viewed operand
-  // from its view's source.
+  // from its view's source. An integer product reads, for each operand not
+  // a constant, its 8-bit source and then its zero point, if it has one.
   std::vector<BufferRef> InputsOf(const hlo::Instruction* i) const;
   // The buffers of i's leaves.
   const std::vector<BufferRef>& LeavesOf(const hlo::Instruction* i) const { return buffers.leaves.at(i); }

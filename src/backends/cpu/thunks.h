@@ -2,6 +2,7 @@
 #ifndef XONNX_BACKENDS_CPU_THUNKS_H_
 #define XONNX_BACKENDS_CPU_THUNKS_H_
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -96,6 +97,8 @@ struct Epilogue {
 // Whether a convolution has a form the oneDNN thunk handles (f32, 1-3
 // spatial dims, NCHW or NHWC activations with OIHW kernels, no lhs dilation).
 bool DnnlConvEligible(const hlo::Instruction& instr);
+// The same forms of an s32 convolution (an integer product).
+bool DnnlIntegerConvEligible(const hlo::Instruction& instr);
 
 // Whether a dot has a form the oneDNN thunk handles (f32, one contracting
 // dim, leading batch dims, each operand [batch..., rows, cols] in either
@@ -127,6 +130,17 @@ struct DotViews {
   std::optional<StridedView> lhs, rhs;
 };
 
+// An s32 operand of a convolution or dot that oneDNN reads as 8-bit
+// integers (PlanIntegerProducts): a u8 or s8 value converted to s32, less
+// a zero point, perhaps transposed or reshaped on the way; or a constant
+// whose values all fit in s8.
+struct NarrowOperand {
+  const hlo::Instruction* source = nullptr;      // the 8-bit value, or null for a constant
+  const hlo::Instruction* zero_point = nullptr;  // the s32 scalar subtracted from it, or null
+  StridedView view;                              // the operand's elements in source's buffer
+  std::shared_ptr<const hlo::Literal> constant;  // a constant operand's values, as s8
+};
+
 // Whether the oneDNN matmul reads this view of a dot operand directly: at
 // most one batch dim, and unit stride along rows or columns.
 bool DnnlDotViewable(const hlo::Instruction& dot, const StridedView& view);
@@ -146,6 +160,27 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& instr, const Thun
 std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& instr, const ThunkIo& io,
                                       const hlo::Literal* constant_rhs, const Epilogue& epilogue, const DotViews& views,
                                       std::vector<std::shared_ptr<void>>* keep_alive);
+
+// Integer products on oneDNN's 8-bit primitives (see PlanIntegerProducts).
+// Whether the CPU multiplies 8-bit integers with VNNI instructions, which
+// accumulate u8 x s8 products in s32 exactly; without them oneDNN sums
+// pairs of products in s16 with saturation.
+bool DnnlHasVnni();
+// Whether an s32 convolution or dot has a form the 8-bit primitives take
+// (the forms of the f32 ones) once its operands are narrowed.
+bool DnnlIntegerProductEligible(const hlo::Instruction& instr);
+// The thunks: `operands` are the product's operands as the planner found
+// them, the source 8-bit (u8 or s8) with its zero point, the weights an s8
+// constant. io.inputs holds the source's buffer, then the zero point's if
+// it has one; io.outputs[0] the s32 result. The convolution reorders a
+// source or result whose layout its kernels do not take, through the
+// call's scratch region. Nullopt when oneDNN refuses the form.
+std::optional<Thunk> MakeDnnlIntegerConvThunk(const hlo::Instruction& instr, const ThunkIo& io,
+                                              const std::array<NarrowOperand, 2>& operands,
+                                              std::vector<std::shared_ptr<void>>* keep_alive);
+std::optional<Thunk> MakeDnnlIntegerDotThunk(const hlo::Instruction& instr, const ThunkIo& io,
+                                             const std::array<NarrowOperand, 2>& operands,
+                                             std::vector<std::shared_ptr<void>>* keep_alive);
 
 // A transposed convolution (a convolution with base dilation, as the
 // importer writes ConvTranspose) with constant weights, on oneDNN's
