@@ -105,6 +105,18 @@ void Gather(const Program& p, const Node& node, const void* input, int64_t start
   }
 }
 
+// Lays out each scalar input's value over its block buffer in `scratch`,
+// once per call and thread: every block reads the same values (a quantizer
+// reads four scalars, and filling them per block took longer than its
+// arithmetic).
+void FillScalars(const Program& p, uint8_t* scratch, absl::Span<void* const> in_ptrs) {
+  for (size_t n = 0; n + 1 < p.nodes.size(); ++n) {
+    const Node& node = p.nodes[n];
+    if (node.kind == Node::kInputScalar)
+      Fill(scratch + n * kBlock * 8, in_ptrs[node.input], hlo::ByteWidth(node.type), kBlock);
+  }
+}
+
 // Computes a block of node `n` into `dst` (or returns a pointer to data it
 // can read directly).
 const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vector<const void*>& vals, uint8_t* scratch,
@@ -118,8 +130,7 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
     case Node::kInputFull:
       return static_cast<const uint8_t*>(in_ptrs[node.input]) + start * w;
     case Node::kInputScalar:
-      Fill(dst, in_ptrs[node.input], w, len);
-      return dst;
+      return dst;  // filled once per call and thread (FillScalars)
     case Node::kInputBroadcast:
       if (node.period) return patterns[n].data() + (start % node.period) * w;
       Gather(p, node, in_ptrs[node.input], start, len, dst);
@@ -132,6 +143,14 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
   hlo::PrimitiveType t0 = p.nodes[node.operands[0]].type;
   switch (in.opcode()) {
     case Opcode::kConvert:
+      if (t0 == hlo::F32 && node.type == hlo::U8) {
+        ConvertF32ToU8(static_cast<const float*>(arg(0)), dst, len);
+        return dst;
+      }
+      if (t0 == hlo::F32 && node.type == hlo::S8) {
+        ConvertF32ToS8(static_cast<const float*>(arg(0)), reinterpret_cast<int8_t*>(dst), len);
+        return dst;
+      }
       hlo::TypeSwitch(t0, [&](auto ft) {
         using From = typename decltype(ft)::type;
         hlo::TypeSwitch(node.type, [&](auto tt) {
@@ -161,6 +180,12 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
       });
       return dst;
     case Opcode::kClamp:
+      if (node.type == hlo::F32) {  // min(max(x, lo), hi), NaN as the scalar kernel passes it on
+        float* y = reinterpret_cast<float*>(dst);
+        ArithF32(Arith::kMaximum, static_cast<const float*>(arg(1)), static_cast<const float*>(arg(0)), y, len);
+        ArithF32(Arith::kMinimum, y, static_cast<const float*>(arg(2)), y, len);
+        return dst;
+      }
       hlo::TypeSwitch(node.type, [&](auto tag) {
         using T = typename decltype(tag)::type;
         eval::ClampKernel<T>(static_cast<const T*>(arg(0)), 1, static_cast<const T*>(arg(1)),
@@ -205,6 +230,9 @@ bool ElementwiseF32(const hlo::Instruction& in, const float* a, const float* b, 
       return true;
     case Opcode::kErf:
       ErfF32(a, y, n);
+      return true;
+    case Opcode::kRoundNearestEven:
+      RoundEvenF32(a, y, n);
       return true;
     default:
       break;
@@ -330,6 +358,7 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
       if (scratch.size() < p->nodes.size() * kBlock * 8) scratch.resize(p->nodes.size() * kBlock * 8);
       if (vals.size() < p->nodes.size()) vals.resize(p->nodes.size());
       absl::Status local;
+      FillScalars(*p, scratch.data(), in_ptrs);
 #pragma omp for schedule(static)
       for (int64_t bi = 0; bi < blocks; ++bi) {
         int64_t start = bi * kBlock;

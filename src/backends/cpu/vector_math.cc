@@ -431,6 +431,33 @@ void ErfF32(const float* x, float* y, int64_t n) {
   k(x, y, n);
 }
 
+void RoundEvenF32(const float* x, float* y, int64_t n) {
+  // Adding and subtracting 2^23 leaves |x| rounded to an integer, ties to
+  // even, for |x| < 2^23; the sign is put back so that -0.3 gives -0.
+  constexpr float kTwo23 = 8388608.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    float ax = std::fabs(x[i]);
+    float r = (ax + kTwo23) - kTwo23;
+    uint32_t sign = std::bit_cast<uint32_t>(x[i]) & 0x80000000u;
+    y[i] = Select(ax < kTwo23, std::bit_cast<float>(std::bit_cast<uint32_t>(r) | sign), x[i]);
+  }
+}
+
+namespace {
+template <typename To>
+void ConvertF32ToInt(const float* x, To* y, int64_t n) {
+  constexpr float kLo = std::numeric_limits<To>::min(), kHi = std::numeric_limits<To>::max();
+  for (int64_t i = 0; i < n; ++i) {
+    float v = Select(x[i] != x[i], 0.0f, x[i]);
+    v = Select(v < kLo, kLo, Select(v > kHi, kHi, v));
+    y[i] = static_cast<To>(static_cast<int32_t>(v));
+  }
+}
+}  // namespace
+
+void ConvertF32ToU8(const float* x, uint8_t* y, int64_t n) { ConvertF32ToInt(x, y, n); }
+void ConvertF32ToS8(const float* x, int8_t* y, int64_t n) { ConvertF32ToInt(x, y, n); }
+
 bool VectorMathIs16Wide() {
   static const bool wide = internal::Builds().back().name == std::string_view("Avx512");
   return wide;

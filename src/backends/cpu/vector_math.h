@@ -49,6 +49,18 @@ enum class Arith { kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum };
 // first one if both are), on AVX2 when the CPU has it. `y` may be `a` or `b`.
 void ArithF32(Arith op, const float* a, const float* b, float* y, int64_t n);
 
+// y[i] = x[i] rounded to the nearest integer, ties to even (std::nearbyint
+// in the default rounding mode): -0 for negative values that round to 0;
+// NaN, infinities and values already integral (|x| >= 2^23) unchanged.
+// The quantizers' rounding; 4 lanes, which keeps up with memory.
+void RoundEvenF32(const float* x, float* y, int64_t n);
+
+// y[i] = x[i] converted with HLO's semantics (truncated toward zero,
+// saturated at the bounds, NaN to 0): a quantizer's last step, without a
+// branch per element.
+void ConvertF32ToU8(const float* x, uint8_t* y, int64_t n);
+void ConvertF32ToS8(const float* x, int8_t* y, int64_t n);
+
 namespace internal {
 using Kernel = void (*)(const float* x, float* y, int64_t n);
 using ArithKernel = void (*)(Arith op, const float* a, const float* b, float* y, int64_t n);

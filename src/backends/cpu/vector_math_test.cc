@@ -329,5 +329,35 @@ TEST_P(VectorMath, ArithMatchesScalarOperatorsBitForBit) {
   }
 }
 
+// The quantizers' rounding and narrowing, against the scalar definitions
+// (std::nearbyint; HLO convert: truncate, saturate, NaN to 0) bit for bit,
+// over the special values, the ties and a sweep past the 8-bit bounds.
+TEST(QuantizerMath, RoundEvenAndNarrowingMatchTheScalarDefinitions) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> x = {0.0f,        -0.0f,      0.5f,       -0.5f,       1.5f,    2.5f,   -2.5f, -0.3f,
+                          0.49999997f, 8388607.5f, 8388608.0f, -8388609.0f, 1e30f,   -1e30f, inf,   -inf,
+                          nan,         127.5f,     128.0f,     -128.5f,     -129.0f, 255.5f, 256.0f};
+  for (int i = 0; i < 2001; ++i) x.push_back(-300.0f + i * 0.3f + (i % 7) * 1e-3f);
+  const int64_t n = x.size();
+  std::vector<float> r(n);
+  RoundEvenF32(x.data(), r.data(), n);
+  std::vector<uint8_t> u(n);
+  std::vector<int8_t> s(n);
+  ConvertF32ToU8(x.data(), u.data(), n);
+  ConvertF32ToS8(x.data(), s.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isnan(x[i])) {
+      EXPECT_TRUE(std::isnan(r[i]));
+    } else {
+      EXPECT_EQ(std::bit_cast<uint32_t>(r[i]), std::bit_cast<uint32_t>(std::nearbyint(x[i]))) << x[i];
+    }
+    double d = x[i];
+    uint8_t want_u = std::isnan(d) ? 0 : d <= 0 ? 0 : d >= 255 ? 255 : static_cast<uint8_t>(d);
+    int8_t want_s = std::isnan(d) ? 0 : d <= -128 ? -128 : d >= 127 ? 127 : static_cast<int8_t>(d);
+    EXPECT_EQ(u[i], want_u) << x[i];
+    EXPECT_EQ(s[i], want_s) << x[i];
+  }
+}
+
 }  // namespace
 }  // namespace xonnx::cpu
