@@ -6,6 +6,7 @@
 #include "passes/constant_folding.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
+#include "passes/dequantized_products.h"
 
 namespace xonnx::passes {
 
@@ -24,6 +25,9 @@ namespace {
 class StandardRound : public Pipeline {
  public:
   explicit StandardRound(bool verify) : Pipeline("standard", verify) {
+    // Before constant folding turns the weights' dequantization into f32
+    // constants.
+    AddPass<DequantizedProducts>();
     AddPass<AlgebraicSimplifier>();
     AddPass<ConstantFolding>();
     AddPass<Cse>();

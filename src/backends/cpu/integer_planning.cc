@@ -90,12 +90,16 @@ std::optional<NarrowOperand> MatchNarrowSource(Instruction* op, std::vector<Inst
   std::vector<Instruction*> ops = views;
   if (x->opcode() == Opcode::kSubtract) {
     Instruction* b = x->operand(1);
-    if (b->opcode() != Opcode::kBroadcast || b->operand(0)->shape().rank() != 0 ||
-        b->operand(0)->shape().element_type != hlo::S32)
+    if (b->shape().element_type != hlo::S32) return std::nullopt;
+    if (b->opcode() == Opcode::kBroadcast && b->operand(0)->shape().rank() == 0) {
+      n.zero_point = b->operand(0);
+      ops.push_back(b);
+    } else if (b->opcode() == Opcode::kConstant && b->literal->element_count() > 0 && b->literal->IsUniform()) {
+      n.zero_point = b;  // a folded broadcast: the kernel reads its first element
+    } else {
       return std::nullopt;
-    n.zero_point = b->operand(0);
+    }
     ops.push_back(x);
-    ops.push_back(b);
     x = x->operand(0);
   }
   if (x->opcode() != Opcode::kConvert || x->shape().element_type != hlo::S32 ||

@@ -136,7 +136,7 @@ struct DotViews {
 // whose values all fit in s8.
 struct NarrowOperand {
   const hlo::Instruction* source = nullptr;      // the 8-bit value, or null for a constant
-  const hlo::Instruction* zero_point = nullptr;  // the s32 scalar subtracted from it, or null
+  const hlo::Instruction* zero_point = nullptr;  // the s32 scalar (or uniform constant) subtracted, or null
   StridedView view;                              // the operand's elements in source's buffer
   std::shared_ptr<const hlo::Literal> constant;  // a constant operand's values, as s8
 };
