@@ -39,8 +39,48 @@ struct Program {
   std::vector<Node> nodes;
   std::vector<int64_t> out_dims;
   int64_t count = 0;
-  int max_width = 8;
+  // Each node's block buffer: slot[n] * slot_bytes into the thread's
+  // scratch. Nodes whose values are dead by then share slots, so that a
+  // long chain's buffers stay in the L1 cache (one 4 KiB buffer per node
+  // spilled a quantizer's dozen nodes to L2, and its loops waited on
+  // stores).
+  std::vector<int> slot;
+  int slots = 0;
+  size_t slot_bytes = 0;
 };
+
+// Assigns the slots: a scalar input keeps its own (FillScalars fills it
+// once per call); any other node takes a slot whose value no later node
+// reads. The last node writes the fusion's result and takes none.
+void AssignSlots(Program* p) {
+  const int n = p->nodes.size();
+  std::vector<int> last_use(n, -1);
+  int width = 1;
+  for (int k = 0; k < n; ++k) {
+    for (int op : p->nodes[k].operands) last_use[op] = std::max(last_use[op], k);
+    width = std::max(width, hlo::ByteWidth(p->nodes[k].type));
+  }
+  p->slot_bytes = static_cast<size_t>(kBlock) * width;
+  p->slot.assign(n, -1);
+  std::vector<int> owner;  // slot -> the node whose value it holds
+  for (int k = 0; k + 1 < n; ++k) {
+    const Node& node = p->nodes[k];
+    if (node.kind == Node::kInputFull || (node.kind == Node::kInputBroadcast && node.period)) continue;
+    bool pinned = node.kind == Node::kInputScalar;
+    int s = -1;
+    for (size_t c = 0; c < owner.size() && s < 0 && !pinned; ++c) {
+      int o = owner[c];
+      if (p->nodes[o].kind != Node::kInputScalar && last_use[o] < k) s = c;
+    }
+    if (s < 0) {
+      s = owner.size();
+      owner.push_back(k);
+    }
+    owner[s] = k;
+    p->slot[k] = s;
+  }
+  p->slots = owner.size();
+}
 
 // dst[0..n) = *src for elements of width w.
 void Fill(uint8_t* dst, const void* src, int w, int64_t n) {
@@ -113,7 +153,7 @@ void FillScalars(const Program& p, uint8_t* scratch, absl::Span<void* const> in_
   for (size_t n = 0; n + 1 < p.nodes.size(); ++n) {
     const Node& node = p.nodes[n];
     if (node.kind == Node::kInputScalar)
-      Fill(scratch + n * kBlock * 8, in_ptrs[node.input], hlo::ByteWidth(node.type), kBlock);
+      Fill(scratch + p.slot[n] * p.slot_bytes, in_ptrs[node.input], hlo::ByteWidth(node.type), kBlock);
   }
 }
 
@@ -125,7 +165,8 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
   const Node& node = p.nodes[n];
   int w = hlo::ByteWidth(node.type);
   uint8_t* dst = n == static_cast<int>(p.nodes.size()) - 1 ? static_cast<uint8_t*>(final_out) + start * w
-                                                           : scratch + static_cast<size_t>(n) * kBlock * 8;
+                 : p.slot[n] >= 0                          ? scratch + p.slot[n] * p.slot_bytes
+                                                           : nullptr;  // read in place, never written
   switch (node.kind) {
     case Node::kInputFull:
       return static_cast<const uint8_t*>(in_ptrs[node.input]) + start * w;
@@ -329,6 +370,7 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
     index[m] = p->nodes.size();
     p->nodes.push_back(std::move(n));
   }
+  AssignSlots(p.get());
   std::vector<BufferRef> ins = io.inputs;
   BufferRef out = io.outputs.at(0);
   Thunk t;
@@ -355,7 +397,7 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
       // and allocating these was a good part of their time.
       thread_local std::vector<uint8_t> scratch;
       thread_local std::vector<const void*> vals;
-      if (scratch.size() < p->nodes.size() * kBlock * 8) scratch.resize(p->nodes.size() * kBlock * 8);
+      if (scratch.size() < p->slots * p->slot_bytes) scratch.resize(p->slots * p->slot_bytes);
       if (vals.size() < p->nodes.size()) vals.resize(p->nodes.size());
       absl::Status local;
       FillScalars(*p, scratch.data(), in_ptrs);
