@@ -11,9 +11,11 @@
 # latency, so the latency ratio is also the inverse throughput ratio.
 # --corpus measures every model of bench/corpus.py (22 architectures of many
 # families; `bench/corpus.py --list` names them); --models may also name them,
-# and NAME_dynq names NAME's dynamically quantized variant (bench/quantize.py:
+# NAME_dynq names NAME's dynamically quantized variant (bench/quantize.py:
 # DynamicQuantizeLinear + ConvInteger/MatMulInteger, as ONNX Runtime's
-# dynamic quantizer writes).
+# dynamic quantizer writes) and NAME_qdq its statically quantized one
+# (bench/quantize.py --static: QDQ pairs, per-channel int8 weights, as ONNX
+# Runtime's static quantizer writes).
 # The last line gives the median ratio and the worst one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +41,17 @@ corpus=$(/usr/bin/python3 bench/corpus.py --list | awk '{print $1}')
 in_corpus() { grep -qx "$1" <<<"$corpus"; }
 IFS=, read -ra list <<<"$models"
 for m in "${list[@]}"; do
-  if [[ $m == *_dynq ]]; then
+  if [[ $m == *_qdq ]]; then
+    # A statically quantized (QDQ) variant of a corpus model (bench/quantize.py --static).
+    base="${m%_qdq}"
+    /usr/bin/python3 bench/corpus.py "$work" --models "$base" --opsets 17 2>/dev/null
+    if [[ ! -f "$work/${m}_op17/model.onnx" ]]; then
+      mkdir -p "$work/${m}_op17"
+      XONNX="$xonnx" /usr/bin/python3 bench/quantize.py --static --inputs "$work/${base}_op17/inputs.txt" \
+        "$work/${base}_op17/model.onnx" "$work/${m}_op17/model.onnx"
+      cp "$work/${base}_op17/inputs.txt" "$work/${m}_op17/"
+    fi
+  elif [[ $m == *_dynq ]]; then
     # A dynamically quantized variant of a corpus model (bench/quantize.py).
     base="${m%_dynq}"
     /usr/bin/python3 bench/corpus.py "$work" --models "$base" --opsets 17 2>/dev/null
