@@ -230,6 +230,35 @@ template <Arith kOp>
 
 using internal::ArithKernel;
 
+[[gnu::always_inline]] inline void RoundEvenLoop(const float* x, float* y, int64_t n) {
+  // Adding and subtracting 2^23 leaves |x| rounded to an integer, ties to
+  // even, for |x| < 2^23; the sign is put back so that -0.3 gives -0.
+  constexpr float kTwo23 = 8388608.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    float ax = std::fabs(x[i]);
+    float r = (ax + kTwo23) - kTwo23;
+    uint32_t sign = std::bit_cast<uint32_t>(x[i]) & 0x80000000u;
+    y[i] = Select(ax < kTwo23, std::bit_cast<float>(std::bit_cast<uint32_t>(r) | sign), x[i]);
+  }
+}
+
+template <typename To>
+[[gnu::always_inline]] inline void ConvertLoop(const float* x, To* y, int64_t n) {
+  constexpr float kLo = std::numeric_limits<To>::min(), kHi = std::numeric_limits<To>::max();
+  for (int64_t i = 0; i < n; ++i) {
+    float v = Select(x[i] != x[i], 0.0f, x[i]);
+    v = Select(v < kLo, kLo, Select(v > kHi, kHi, v));
+    y[i] = static_cast<To>(static_cast<int32_t>(v));
+  }
+}
+
+// The quantizer kernels of one build: the loops above, compiled for the
+// instructions the attribute allows.
+#define XONNX_QUANTIZER_KERNELS(Suffix, Attribute)                                                  \
+  Attribute void RoundEven##Suffix(const float* x, float* y, int64_t n) { RoundEvenLoop(x, y, n); } \
+  Attribute void ToU8##Suffix(const float* x, uint8_t* y, int64_t n) { ConvertLoop(x, y, n); }      \
+  Attribute void ToS8##Suffix(const float* x, int8_t* y, int64_t n) { ConvertLoop(x, y, n); }
+
 // The default build targets baseline x86-64 (4 lanes, no FMA); on a CPU
 // with AVX2 and FMA the same loops compiled for them run about 2.5x faster,
 // and with AVX-512 the kernels below (16 lanes, the exponent scaled by one
@@ -352,6 +381,9 @@ __attribute__((target("avx2"))) void ArithAvx2(Arith op, const float* a, const f
   ArithAll(op, a, b, y, n);
 }
 
+XONNX_QUANTIZER_KERNELS(Avx2, __attribute__((target("avx2"))))
+XONNX_QUANTIZER_KERNELS(Avx512, XONNX_AVX512)
+
 bool HasAvx512() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f");
@@ -389,18 +421,21 @@ void Portable(const float* x, float* y, int64_t n) {
   Apply<kFn>(x, y, n);
 }
 void PortableArith(Arith op, const float* a, const float* b, float* y, int64_t n) { ArithAll(op, a, b, y, n); }
+XONNX_QUANTIZER_KERNELS(Portable, )
 
 std::vector<Build> Builds() {
   std::vector<Build> builds = {{"Portable", Portable<Fn::kExp>, Portable<Fn::kLogistic>, Portable<Fn::kSwish>,
-                                Portable<Fn::kTanh>, Portable<Fn::kErf>, PortableArith}};
+                                Portable<Fn::kTanh>, Portable<Fn::kErf>, PortableArith, RoundEvenPortable, ToU8Portable,
+                                ToS8Portable}};
 #if defined(__x86_64__) && defined(__GNUC__)
   if (HasAvx2Fma())
     builds.push_back({"Avx2", ApplyAvx2<Fn::kExp>, ApplyAvx2<Fn::kLogistic>, ApplyAvx2<Fn::kSwish>,
-                      ApplyAvx2<Fn::kTanh>, ApplyAvx2<Fn::kErf>, ArithAvx2});
+                      ApplyAvx2<Fn::kTanh>, ApplyAvx2<Fn::kErf>, ArithAvx2, RoundEvenAvx2, ToU8Avx2, ToS8Avx2});
   // + - * / are memory-bound: the AVX2 loop keeps up.
   if (HasAvx512() && HasAvx2Fma())
     builds.push_back({"Avx512", ApplyAvx512<Fn::kExp>, ApplyAvx512<Fn::kLogistic>, ApplyAvx512<Fn::kSwish>,
-                      ApplyAvx512<Fn::kTanh>, ApplyAvx512<Fn::kErf>, ArithAvx2});
+                      ApplyAvx512<Fn::kTanh>, ApplyAvx512<Fn::kErf>, ArithAvx2, RoundEvenAvx512, ToU8Avx512,
+                      ToS8Avx512});
 #endif
   return builds;
 }
@@ -432,31 +467,19 @@ void ErfF32(const float* x, float* y, int64_t n) {
 }
 
 void RoundEvenF32(const float* x, float* y, int64_t n) {
-  // Adding and subtracting 2^23 leaves |x| rounded to an integer, ties to
-  // even, for |x| < 2^23; the sign is put back so that -0.3 gives -0.
-  constexpr float kTwo23 = 8388608.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    float ax = std::fabs(x[i]);
-    float r = (ax + kTwo23) - kTwo23;
-    uint32_t sign = std::bit_cast<uint32_t>(x[i]) & 0x80000000u;
-    y[i] = Select(ax < kTwo23, std::bit_cast<float>(std::bit_cast<uint32_t>(r) | sign), x[i]);
-  }
+  static const Kernel k = internal::Builds().back().round_even;
+  k(x, y, n);
 }
 
-namespace {
-template <typename To>
-void ConvertF32ToInt(const float* x, To* y, int64_t n) {
-  constexpr float kLo = std::numeric_limits<To>::min(), kHi = std::numeric_limits<To>::max();
-  for (int64_t i = 0; i < n; ++i) {
-    float v = Select(x[i] != x[i], 0.0f, x[i]);
-    v = Select(v < kLo, kLo, Select(v > kHi, kHi, v));
-    y[i] = static_cast<To>(static_cast<int32_t>(v));
-  }
+void ConvertF32ToU8(const float* x, uint8_t* y, int64_t n) {
+  static const auto k = internal::Builds().back().to_u8;
+  k(x, y, n);
 }
-}  // namespace
 
-void ConvertF32ToU8(const float* x, uint8_t* y, int64_t n) { ConvertF32ToInt(x, y, n); }
-void ConvertF32ToS8(const float* x, int8_t* y, int64_t n) { ConvertF32ToInt(x, y, n); }
+void ConvertF32ToS8(const float* x, int8_t* y, int64_t n) {
+  static const auto k = internal::Builds().back().to_s8;
+  k(x, y, n);
+}
 
 bool VectorMathIs16Wide() {
   static const bool wide = internal::Builds().back().name == std::string_view("Avx512");

@@ -52,7 +52,7 @@ void ArithF32(Arith op, const float* a, const float* b, float* y, int64_t n);
 // y[i] = x[i] rounded to the nearest integer, ties to even (std::nearbyint
 // in the default rounding mode): -0 for negative values that round to 0;
 // NaN, infinities and values already integral (|x| >= 2^23) unchanged.
-// The quantizers' rounding; 4 lanes, which keeps up with memory.
+// The quantizers' rounding.
 void RoundEvenF32(const float* x, float* y, int64_t n);
 
 // y[i] = x[i] converted with HLO's semantics (truncated toward zero,
@@ -71,6 +71,9 @@ struct Build {
   const char* name;
   Kernel exp, logistic, swish, tanh, erf;
   ArithKernel arith;
+  Kernel round_even;
+  void (*to_u8)(const float* x, uint8_t* y, int64_t n);
+  void (*to_s8)(const float* x, int8_t* y, int64_t n);
 };
 
 // The builds this CPU can run, the baseline one first; the functions above

@@ -339,23 +339,30 @@ TEST(QuantizerMath, RoundEvenAndNarrowingMatchTheScalarDefinitions) {
                           nan,         127.5f,     128.0f,     -128.5f,     -129.0f, 255.5f, 256.0f};
   for (int i = 0; i < 2001; ++i) x.push_back(-300.0f + i * 0.3f + (i % 7) * 1e-3f);
   const int64_t n = x.size();
-  std::vector<float> r(n);
-  RoundEvenF32(x.data(), r.data(), n);
-  std::vector<uint8_t> u(n);
-  std::vector<int8_t> s(n);
-  ConvertF32ToU8(x.data(), u.data(), n);
-  ConvertF32ToS8(x.data(), s.data(), n);
-  for (int64_t i = 0; i < n; ++i) {
-    if (std::isnan(x[i])) {
-      EXPECT_TRUE(std::isnan(r[i]));
-    } else {
-      EXPECT_EQ(std::bit_cast<uint32_t>(r[i]), std::bit_cast<uint32_t>(std::nearbyint(x[i]))) << x[i];
+  // Every build this CPU runs, and the entry points.
+  std::vector<internal::Build> builds = internal::Builds();
+  builds.push_back({"entry points", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, RoundEvenF32, ConvertF32ToU8,
+                    ConvertF32ToS8});
+  for (const internal::Build& b : builds) {
+    SCOPED_TRACE(b.name);
+    std::vector<float> r(n);
+    b.round_even(x.data(), r.data(), n);
+    std::vector<uint8_t> u(n);
+    std::vector<int8_t> s(n);
+    b.to_u8(x.data(), u.data(), n);
+    b.to_s8(x.data(), s.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      if (std::isnan(x[i])) {
+        EXPECT_TRUE(std::isnan(r[i]));
+      } else {
+        EXPECT_EQ(std::bit_cast<uint32_t>(r[i]), std::bit_cast<uint32_t>(std::nearbyint(x[i]))) << x[i];
+      }
+      double d = x[i];
+      uint8_t want_u = std::isnan(d) ? 0 : d <= 0 ? 0 : d >= 255 ? 255 : static_cast<uint8_t>(d);
+      int8_t want_s = std::isnan(d) ? 0 : d <= -128 ? -128 : d >= 127 ? 127 : static_cast<int8_t>(d);
+      EXPECT_EQ(u[i], want_u) << x[i];
+      EXPECT_EQ(s[i], want_s) << x[i];
     }
-    double d = x[i];
-    uint8_t want_u = std::isnan(d) ? 0 : d <= 0 ? 0 : d >= 255 ? 255 : static_cast<uint8_t>(d);
-    int8_t want_s = std::isnan(d) ? 0 : d <= -128 ? -128 : d >= 127 ? 127 : static_cast<int8_t>(d);
-    EXPECT_EQ(u[i], want_u) << x[i];
-    EXPECT_EQ(s[i], want_s) << x[i];
   }
 }
 
