@@ -207,6 +207,119 @@ def quantized(out_dir):
     save_case(out_dir, "quantized", m, cases)
 
 
+def conv2d(x, w, pad):
+    """NCHW x OIHW, stride 1, zero padding `pad`, in x's dtype (int64 or float64)."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = h + 2 * pad - kh + 1, wd + 2 * pad - kw + 1
+    patches = np.stack([xp[:, :, i:i + oh, j:j + ow] for i in range(kh) for j in range(kw)], axis=2)
+    return np.einsum("ncphw,ocp->nohw", patches, w.reshape(o, c, kh * kw))
+
+
+def dynamic_quantize(x):
+    """DynamicQuantizeLinear in float32 as the specification writes it."""
+    x = x.astype(np.float32)
+    mx, mn = np.float32(max(np.float32(0), x.max())), np.float32(min(np.float32(0), x.min()))
+    scale = np.float32((mx - mn) / np.float32(255))
+    zp = np.float32(np.clip(np.rint(np.float32(0) - mn / scale), 0, 255))
+    q = np.clip(np.rint(x / scale) + zp, 0, 255).astype(np.uint8)
+    return q, scale, np.uint8(zp)
+
+
+def quantized_dynamic(out_dir):
+    """As ONNX Runtime's dynamic quantizer writes a CNN's layers: DynamicQuantizeLinear, ConvInteger and
+    MatMulInteger on uint8 weights about 128, Cast and Mul by the scales. Large enough for oneDNN's int8
+    kernels; the integer sums are exact, so the reference matches to f32 rounding."""
+    f = TensorProto.FLOAT
+    w1 = rng.integers(1, 256, size=(24, 16, 3, 3)).astype(np.uint8)
+    w2 = rng.integers(1, 256, size=(24, 8)).astype(np.uint8)
+    s1, s2 = np.float32(0.002), np.float32(0.003)
+    consts = [("w1", w1), ("w1_zp", np.uint8(128)), ("w1_scale", s1), ("w2", w2), ("w2_zp", np.uint8(128)),
+              ("w2_scale", s2), ("perm_shape", np.array([200, 24], np.int64))]
+    inits = [numpy_helper.from_array(np.array(v), name) for name, v in consts]
+    nodes = [
+        helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+        helper.make_node("ConvInteger", ["xq", "w1", "xz", "w1_zp"], ["c32"], pads=[1, 1, 1, 1]),
+        helper.make_node("Cast", ["c32"], ["cf"], to=f),
+        helper.make_node("Mul", ["xs", "w1_scale"], ["cs"]),
+        helper.make_node("Mul", ["cf", "cs"], ["c"]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["rt"], perm=[0, 2, 3, 1]),
+        helper.make_node("Reshape", ["rt", "perm_shape"], ["rows"]),
+        helper.make_node("DynamicQuantizeLinear", ["rows"], ["rq", "rs", "rz"]),
+        helper.make_node("MatMulInteger", ["rq", "w2", "rz", "w2_zp"], ["m32"]),
+        helper.make_node("Cast", ["m32"], ["mf"], to=f),
+        helper.make_node("Mul", ["rs", "w2_scale"], ["ms"]),
+        helper.make_node("Mul", ["mf", "ms"], ["y"]),
+    ]
+    m = model(nodes, "quantized_dynamic", [helper.make_tensor_value_info("x", f, [2, 16, 10, 10])],
+              [helper.make_tensor_value_info("c", f, [2, 24, 10, 10]), helper.make_tensor_value_info("y", f, [200, 8])],
+              inits)
+    cases = []
+    for _ in range(2):
+        x = rng.standard_normal((2, 16, 10, 10)).astype(np.float32)
+        xq, xs, xz = dynamic_quantize(x)
+        acc = conv2d(xq.astype(np.int64) - int(xz), w1.astype(np.int64) - 128, 1)
+        c = (acc.astype(np.float32) * np.float32(xs * s1)).astype(np.float32)
+        rows = np.maximum(c, 0).transpose(0, 2, 3, 1).reshape(200, 24)
+        rq, rs, rz = dynamic_quantize(rows)
+        m32 = (rq.astype(np.int64) - int(rz)) @ (w2.astype(np.int64) - 128)
+        y = (m32.astype(np.float32) * np.float32(rs * s2)).astype(np.float32)
+        cases.append(([("x", x)], [("c", c), ("y", y)]))
+    save_case(out_dir, "quantized_dynamic", m, cases)
+
+
+def quantized_qdq(out_dir):
+    """As ONNX Runtime's static quantizer writes layers (QDQ): QuantizeLinear -> DequantizeLinear on the
+    activation, DequantizeLinear of int8 weights with per-output-channel scales, into Conv and MatMul. The
+    reference computes ONNX's float definition in float64; xonnx computes exact integer sums times the
+    scales, which agree to f32 rounding."""
+    f = TensorProto.FLOAT
+    w1 = rng.integers(-127, 128, size=(24, 16, 3, 3)).astype(np.int8)
+    s1 = (rng.random(24) * 0.004 + 0.001).astype(np.float32)
+    b1 = rng.standard_normal(24).astype(np.float32)
+    w2 = rng.integers(-127, 128, size=(24, 8)).astype(np.int8)
+    # A symmetric quantizer's scale is a column's largest magnitude / 127:
+    # every column has a value of +-127. (The importer folds these small
+    # weights' dequantization; xonnx recovers the integers from that.)
+    w2[rng.integers(0, 24, size=8), np.arange(8)] = rng.choice(np.array([-127, 127], np.int8), size=8)
+    s2 = (rng.random(8) * 0.004 + 0.001).astype(np.float32)
+    sx, zx, sy, zy = np.float32(0.02), np.uint8(120), np.float32(0.05), np.uint8(0)
+    consts = [("w1", w1), ("w1_scale", s1), ("w1_zp", np.zeros(24, np.int8)), ("b1", b1), ("sx", sx), ("zx", zx),
+              ("w2", w2), ("w2_scale", s2), ("w2_zp", np.zeros(8, np.int8)), ("sy", sy), ("zy", zy),
+              ("rows_shape", np.array([200, 24], np.int64))]
+    inits = [numpy_helper.from_array(np.array(v), name) for name, v in consts]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xd"]),
+        helper.make_node("DequantizeLinear", ["w1", "w1_scale", "w1_zp"], ["w1d"], axis=0),
+        helper.make_node("Conv", ["xd", "w1d", "b1"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["rt"], perm=[0, 2, 3, 1]),
+        helper.make_node("Reshape", ["rt", "rows_shape"], ["rows"]),
+        helper.make_node("QuantizeLinear", ["rows", "sy", "zy"], ["rq"]),
+        helper.make_node("DequantizeLinear", ["rq", "sy", "zy"], ["rd"]),
+        helper.make_node("DequantizeLinear", ["w2", "w2_scale", "w2_zp"], ["w2d"], axis=1),
+        helper.make_node("MatMul", ["rd", "w2d"], ["y"]),
+    ]
+    m = model(nodes, "quantized_qdq", [helper.make_tensor_value_info("x", f, [2, 16, 10, 10])],
+              [helper.make_tensor_value_info("c", f, [2, 24, 10, 10]), helper.make_tensor_value_info("y", f, [200, 8])],
+              inits)
+    cases = []
+    for _ in range(2):
+        x = rng.standard_normal((2, 16, 10, 10)).astype(np.float32)
+        xq = np.clip(np.rint(x / sx) + np.float32(zx), 0, 255)
+        xd = (xq.astype(np.float64) - float(zx)) * float(sx)
+        w1d = w1.astype(np.float64) * s1.astype(np.float64)[:, None, None, None]
+        c = conv2d(xd, w1d, 1) + b1.astype(np.float64)[None, :, None, None]
+        rows = np.maximum(c, 0).transpose(0, 2, 3, 1).reshape(200, 24).astype(np.float32)
+        rq = np.clip(np.rint(rows / sy) + np.float32(zy), 0, 255)
+        y = ((rq.astype(np.float64) - float(zy)) * float(sy)) @ (w2.astype(np.float64) * s2.astype(np.float64))
+        cases.append(([("x", x)], [("c", c.astype(np.float32)), ("y", y.astype(np.float32))]))
+    save_case(out_dir, "quantized_qdq", m, cases)
+
+
 def resize_antialias(out_dir):
     """Opset-18 Resize with antialias, against torch's antialiased interpolate
     (exclude_outside=1 and, for cubic, a=-0.5 are torch's conventions)."""
@@ -319,5 +432,7 @@ if __name__ == "__main__":
     long_scan(out)
     detection(out)
     quantized(out)
+    quantized_dynamic(out)
+    quantized_qdq(out)
     resize_antialias(out)
     einsum(out)
