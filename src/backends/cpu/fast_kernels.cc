@@ -374,16 +374,21 @@ void CollapseDims(std::vector<int64_t>& dims, std::vector<int64_t>& strides) {
 // written lines in cache, instead of gathering each output row element by
 // element from far apart. Any number of outer dims (a pixel shuffle's
 // 6-D transpose keeps three after merging).
+// The work is split in items of a row tile by a run of columns, so that a
+// transpose with few rows (channels-last to channels-first with 27
+// channels: one row tile) still spreads over the threads.
 template <typename W>
 void TiledTranspose(const W* src, W* dst, const std::vector<int64_t>& outer_dims,
                     const std::vector<int64_t>& outer_strides, int64_t rows, int64_t cols, int64_t sc) {
-  constexpr int64_t kTileRows = 64, kTileCols = 16;
-  int64_t rt = (rows + kTileRows - 1) / kTileRows, outer = 1;
+  constexpr int64_t kTileRows = 64, kTileCols = 16, kItemCols = 1024;
+  int64_t rt = (rows + kTileRows - 1) / kTileRows, ct = (cols + kItemCols - 1) / kItemCols, outer = 1;
   for (int64_t d : outer_dims) outer *= d;
   int64_t rank = outer_dims.size();
 #pragma omp parallel for if (outer * rows * cols > 65536) schedule(static)
-  for (int64_t item = 0; item < outer * rt; ++item) {
-    int64_t o = item / rt, r0 = item % rt * kTileRows, r1 = std::min(rows, r0 + kTileRows);
+  for (int64_t item = 0; item < outer * rt * ct; ++item) {
+    int64_t o = item / (rt * ct), tile = item % (rt * ct);
+    int64_t r0 = tile / ct * kTileRows, r1 = std::min(rows, r0 + kTileRows);
+    int64_t first = tile % ct * kItemCols, last = std::min(cols, first + kItemCols);
     int64_t off = 0;
     for (int64_t d = rank - 1, rem = o; d >= 0; --d) {
       off += rem % outer_dims[d] * outer_strides[d];
@@ -391,10 +396,20 @@ void TiledTranspose(const W* src, W* dst, const std::vector<int64_t>& outer_dims
     }
     const W* in = src + off;
     W* out = dst + o * rows * cols;
-    for (int64_t c0 = 0; c0 < cols; c0 += kTileCols) {
-      int64_t c1 = std::min(cols, c0 + kTileCols);
-      for (int64_t c = c0; c < c1; ++c)
-        for (int64_t r = r0; r < r1; ++r) out[r * cols + c] = in[c * sc + r];
+    for (int64_t c0 = first; c0 < last; c0 += kTileCols) {
+      int64_t c1 = std::min(last, c0 + kTileCols);
+      // Row by row: each output row's part of the tile is one cache line
+      // written at once. (Column by column wrote a line in each of the
+      // rows in turn, and rows 2^k bytes apart all fall in one cache set.)
+      // Rows narrower than a tile (an image's 3 channels) are written
+      // column by column, reading the source's rows in order.
+      if (cols >= kTileCols) {
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t c = c0; c < c1; ++c) out[r * cols + c] = in[c * sc + r];
+      } else {
+        for (int64_t c = c0; c < c1; ++c)
+          for (int64_t r = r0; r < r1; ++r) out[r * cols + c] = in[c * sc + r];
+      }
     }
   }
 }

@@ -96,6 +96,25 @@ ENTRY e {
 })",
        {"f32"},
        "pad"},
+      // Tiled transposes: few rows and more columns than one work item
+      // takes (channels-last to channels-first with 27 channels), and rows
+      // narrower than a tile (an image to channels-last).
+      {"transpose_to_channels_first",
+       R"(HloModule m
+ENTRY e {
+  x = T[2,40,60,27] parameter(0)
+  ROOT r = T[2,27,40,60] transpose(x), dimensions={0,3,1,2}
+})",
+       {"f32", "u8", "s64"},
+       "transpose"},
+      {"transpose_image_to_channels_last",
+       R"(HloModule m
+ENTRY e {
+  x = T[2,3,50,70] parameter(0)
+  ROOT r = T[2,50,70,3] transpose(x), dimensions={0,2,3,1}
+})",
+       {"f32", "u8"},
+       "transpose"},
       {"reverse_two_dims",
        R"(HloModule m
 ENTRY e {
