@@ -1,6 +1,7 @@
 #include "passes/algebraic_simplifier.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "hlo/builder.h"
@@ -25,6 +26,48 @@ bool IsValue(const Instruction* i, double v) {
   return u && *u == v;
 }
 
+// Whether every value of i is an integer, an infinity or NaN: what
+// rounding leaves as it is. Quantizers round twice (round(x / s) + zp, then
+// round again before saturating); the second round has nothing to do.
+bool IntegralValued(const Instruction* i, int depth = 0) {
+  if (depth > 8) return false;
+  switch (i->opcode()) {
+    case Opcode::kRoundNearestEven:
+    case Opcode::kRoundNearestAfz:
+    case Opcode::kFloor:
+    case Opcode::kCeil:
+      return true;
+    case Opcode::kConvert:
+      return !hlo::IsFloatingPoint(i->operand(0)->shape().element_type) || IntegralValued(i->operand(0), depth + 1);
+    case Opcode::kConstant: {
+      if (!hlo::IsFloatingPoint(i->shape().element_type)) return true;
+      for (int64_t k = 0; k < i->literal->element_count(); ++k) {
+        double v = i->literal->GetAsDouble(k);
+        if (std::isfinite(v) && v != std::nearbyint(v)) return false;
+      }
+      return true;
+    }
+    // Sums, differences and products of integers are integers, and f32
+    // rounds them to integers (every float of magnitude 2^24 or more is one).
+    case Opcode::kAdd:
+    case Opcode::kSubtract:
+    case Opcode::kMultiply:
+    case Opcode::kMaximum:
+    case Opcode::kMinimum:
+    case Opcode::kNegate:
+    case Opcode::kAbs:
+    case Opcode::kClamp:
+    case Opcode::kBroadcast:
+    case Opcode::kReshape:
+    case Opcode::kTranspose:
+      for (const Instruction* op : i->operands())
+        if (!IntegralValued(op, depth + 1)) return false;
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Returns the replacement for `i`, or null to keep it. May add instructions to `c`.
 Instruction* Simplify(hlo::Computation* c, Instruction* i) {
   const auto& ops = i->operands();
@@ -46,6 +89,12 @@ Instruction* Simplify(hlo::Computation* c, Instruction* i) {
       break;
     case Opcode::kNegate:
       if (ops[0]->opcode() == Opcode::kNegate) return ops[0]->operand(0);  // -(-x) -> x
+      break;
+    case Opcode::kRoundNearestEven:
+    case Opcode::kRoundNearestAfz:
+    case Opcode::kFloor:
+    case Opcode::kCeil:
+      if (IntegralValued(ops[0])) return ops[0];  // round(x) -> x for integral x
       break;
     case Opcode::kConvert:
     case Opcode::kCopy:

@@ -168,6 +168,49 @@ ENTRY main {
 )");
 }
 
+TEST(AlgebraicSimplifier, RoundingAnIntegerIsANoOp) {
+  // A quantizer's second rounding goes: round(x / s) + zp is an integer.
+  // The first stays, and so does a rounding of x + 0.5.
+  AlgebraicSimplifier s;
+  EXPECT_EQ(Apply(s, R"(HloModule m
+
+ENTRY main {
+  x = f32[4]{0} parameter(0)
+  s = f32[] constant(0.25)
+  sb = f32[4]{0} broadcast(s), dimensions={}
+  q = f32[4]{0} divide(x, sb)
+  r = f32[4]{0} round-nearest-even(q)
+  zp = f32[] constant(128)
+  zb = f32[4]{0} broadcast(zp), dimensions={}
+  a = f32[4]{0} add(r, zb)
+  r2 = f32[4]{0} round-nearest-even(a)
+  h = f32[] constant(0.5)
+  hb = f32[4]{0} broadcast(h), dimensions={}
+  b = f32[4]{0} add(x, hb)
+  r3 = f32[4]{0} floor(b)
+  ROOT t = (f32[4]{0}, f32[4]{0}) tuple(r2, r3)
+}
+)"),
+            R"(HloModule m
+
+ENTRY main {
+  x = f32[4]{0} parameter(0)
+  s = f32[] constant(0.25)
+  sb = f32[4]{0} broadcast(s), dimensions={}
+  q = f32[4]{0} divide(x, sb)
+  r = f32[4]{0} round-nearest-even(q)
+  zp = f32[] constant(128)
+  zb = f32[4]{0} broadcast(zp), dimensions={}
+  a = f32[4]{0} add(r, zb)
+  h = f32[] constant(0.5)
+  hb = f32[4]{0} broadcast(h), dimensions={}
+  b = f32[4]{0} add(x, hb)
+  r3 = f32[4]{0} floor(b)
+  ROOT t = (f32[4]{0}, f32[4]{0}) tuple(a, r3)
+}
+)");
+}
+
 TEST(AlgebraicSimplifier, KeepsFloatAddOfZero) {
   // x + 0 is not x for x = -0.0, so floats keep the add.
   AlgebraicSimplifier s;
