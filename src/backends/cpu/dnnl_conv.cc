@@ -189,13 +189,7 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
   int64_t ns = d.input_spatial_dimensions.size();
   int64_t rank = ns + 2;
   bool channels_last = d.input_feature_dimension == rank - 1;
-  memory::dims strides, dil, pad_l, pad_r;
-  for (const auto& w : in.window.dimensions) {
-    strides.push_back(w.stride);
-    dil.push_back(w.window_dilation - 1);
-    pad_l.push_back(w.padding_low);
-    pad_r.push_back(w.padding_high);
-  }
+  auto [strides, dil, pad_l, pad_r] = ConvWindowOf(in);
   const hlo::Shape& xs = in.operand(0)->shape();
   const hlo::Shape& ws = in.operand(1)->shape();
   int64_t g = in.feature_group_count;

@@ -50,13 +50,7 @@ std::optional<Thunk> MakeDnnlIntegerConvThunk(const hlo::Instruction& in, const 
   const NarrowOperand &x = operands[0], &w = operands[1];
   if (!DnnlIntegerConvEligible(in) || !x.source || !w.constant) return std::nullopt;
   const auto& d = in.conv_dnums;
-  memory::dims strides, dil, pad_l, pad_r;
-  for (const auto& wd : in.window.dimensions) {
-    strides.push_back(wd.stride);
-    dil.push_back(wd.window_dilation - 1);
-    pad_l.push_back(wd.padding_low);
-    pad_r.push_back(wd.padding_high);
-  }
+  auto [strides, dil, pad_l, pad_r] = ConvWindowOf(in);
   auto src_type = x.source->shape().element_type == hlo::U8 ? memory::data_type::u8 : memory::data_type::s8;
   memory::desc src = Logical(x.view.dims, x.view.strides, d.input_batch_dimension, d.input_feature_dimension,
                              d.input_spatial_dimensions, src_type);
@@ -107,15 +101,9 @@ std::optional<Thunk> MakeDnnlIntegerConvThunk(const hlo::Instruction& in, const 
       MakeReorder(st->dst_out, dnnl::reorder::primitive_desc(Engine(), pd->dst_desc(), Engine(), dst));
       scratch += pd->dst_desc().get_size();
     }
-    std::vector<PrimitiveRunner::Arg> args = {
-        {DNNL_ARG_SRC, pd->src_desc(), nullptr},
-        {DNNL_ARG_WEIGHTS, pd->weights_desc(), PackWeights(user_w, pd->weights_desc(), *w.constant)},
-        {DNNL_ARG_DST, pd->dst_desc(), nullptr},
-        {DNNL_ARG_SCRATCHPAD, pd->scratchpad_desc(), nullptr}};
-    if (x.zero_point)
-      args.push_back(
-          {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, memory::desc({1}, memory::data_type::s32, Tag::a), nullptr});
-    st->conv.emplace(dnnl::convolution_forward(*pd), std::move(args));
+    st->conv.emplace(dnnl::convolution_forward(*pd),
+                     IntegerProductArgs(pd->src_desc(), PackWeights(user_w, pd->weights_desc(), *w.constant),
+                                        pd->dst_desc(), pd->scratchpad_desc(), x.zero_point != nullptr));
     keep_alive->push_back(st);
     BufferRef src_ref = io.inputs.at(0), dst_ref = io.outputs.at(0);
     std::optional<BufferRef> zp;
@@ -134,8 +122,7 @@ std::optional<Thunk> MakeDnnlIntegerConvThunk(const hlo::Instruction& in, const 
         s = copy;
       }
       void* out = st->dst_out ? f.Scratch() + st->dst_at : y;
-      void* ptrs[5] = {s, nullptr, out, f.Scratch(), zp ? f.Ptr(*zp) : nullptr};
-      RETURN_IF_ERROR(st->conv->Run(absl::MakeConstSpan(ptrs, zp ? 5 : 4)));
+      RETURN_IF_ERROR(RunIntegerProduct(*st->conv, f, s, out, zp ? f.Ptr(*zp) : nullptr));
       if (st->dst_out) RETURN_IF_ERROR(st->dst_out->Run({out, y}));
       return absl::OkStatus();
     };

@@ -177,15 +177,9 @@ std::optional<Thunk> MakeDnnlIntegerDotThunk(const hlo::Instruction& in, const T
     if (a.zero_point) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     dnnl::matmul::primitive_desc pd(
         dnnl::matmul::desc(*a_desc, memory::desc({batch, k, n}, memory::data_type::s8, Tag::any), c), attr, Engine());
-    std::vector<PrimitiveRunner::Arg> args = {
-        {DNNL_ARG_SRC, *a_desc, nullptr},
-        {DNNL_ARG_WEIGHTS, pd.weights_desc(), PackWeights(*b_desc, pd.weights_desc(), *b.constant)},
-        {DNNL_ARG_DST, c, nullptr},
-        {DNNL_ARG_SCRATCHPAD, pd.scratchpad_desc(), nullptr}};
-    if (a.zero_point)
-      args.push_back(
-          {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, memory::desc({1}, memory::data_type::s32, Tag::a), nullptr});
-    auto runner = std::make_shared<PrimitiveRunner>(dnnl::matmul(pd), std::move(args));
+    auto runner = std::make_shared<PrimitiveRunner>(
+        dnnl::matmul(pd), IntegerProductArgs(*a_desc, PackWeights(*b_desc, pd.weights_desc(), *b.constant), c,
+                                             pd.scratchpad_desc(), a.zero_point != nullptr));
     keep_alive->push_back(runner);
     BufferRef src = io.inputs.at(0), dst = io.outputs.at(0);
     std::optional<BufferRef> zp;
@@ -195,9 +189,8 @@ std::optional<Thunk> MakeDnnlIntegerDotThunk(const hlo::Instruction& in, const T
     t.name = in.name();
     t.scratch_bytes = pd.scratchpad_desc().get_size();
     t.run = [runner, src, dst, zp, a_off](Frame& f) -> absl::Status {
-      void* ptrs[5] = {static_cast<char*>(f.Ptr(src)) + a_off, nullptr, f.Ptr(dst), f.Scratch(),
-                       zp ? f.Ptr(*zp) : nullptr};
-      return runner->Run(absl::MakeConstSpan(ptrs, zp ? 5 : 4));
+      return RunIntegerProduct(*runner, f, static_cast<char*>(f.Ptr(src)) + a_off, f.Ptr(dst),
+                               zp ? f.Ptr(*zp) : nullptr);
     };
     return t;
   } catch (const dnnl::error&) {

@@ -229,6 +229,36 @@ absl::Status RunProduct(PrimitiveRunner& product, Frame& f, void* src, void* wei
   return product.Run(absl::MakeConstSpan(args, n));
 }
 
+ConvWindow ConvWindowOf(const hlo::Instruction& conv) {
+  ConvWindow w;
+  for (const auto& d : conv.window.dimensions) {
+    w.strides.push_back(d.stride);
+    w.dilations.push_back(d.window_dilation - 1);
+    w.pad_l.push_back(d.padding_low);
+    w.pad_r.push_back(d.padding_high);
+  }
+  return w;
+}
+
+std::vector<PrimitiveRunner::Arg> IntegerProductArgs(const memory::desc& src, std::shared_ptr<memory> packed,
+                                                     const memory::desc& dst, const memory::desc& scratchpad,
+                                                     bool zero_point) {
+  memory::desc weights = packed->get_desc();
+  std::vector<PrimitiveRunner::Arg> args = {{DNNL_ARG_SRC, src, nullptr},
+                                            {DNNL_ARG_WEIGHTS, weights, std::move(packed)},
+                                            {DNNL_ARG_DST, dst, nullptr},
+                                            {DNNL_ARG_SCRATCHPAD, scratchpad, nullptr}};
+  if (zero_point)
+    args.push_back(
+        {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, memory::desc({1}, memory::data_type::s32, Tag::a), nullptr});
+  return args;
+}
+
+absl::Status RunIntegerProduct(PrimitiveRunner& product, Frame& f, void* src, void* dst, void* zero_point) {
+  void* args[5] = {src, nullptr, dst, f.Scratch(), zero_point};
+  return product.Run(absl::MakeConstSpan(args, zero_point ? 5 : 4));
+}
+
 // A layout change from one buffer to another.
 void MakeReorder(std::optional<PrimitiveRunner>& r, const dnnl::reorder::primitive_desc& pd) {
   r.emplace(dnnl::reorder(pd), std::vector<PrimitiveRunner::Arg>{{DNNL_ARG_FROM, pd.src_desc(), nullptr},

@@ -16,6 +16,7 @@
 #include "absl/types/span.h"
 #include "backends/cpu/thunks.h"
 #include "base/status.h"
+#include "hlo/ir.h"
 
 namespace xonnx::cpu::dnnl_support {
 
@@ -119,6 +120,24 @@ std::vector<PrimitiveRunner::Arg> ProductArgs(const memory::desc& src, const mem
 // Runs a product made with ProductArgs on a call's buffers; `bias` is null
 // when it has none. The scratchpad is the call's scratch region.
 absl::Status RunProduct(PrimitiveRunner& product, Frame& f, void* src, void* weights, void* bias, void* dst);
+// A convolution's window in oneDNN's terms: strides, dilations (oneDNN
+// counts 0 for none), padding before and after.
+struct ConvWindow {
+  memory::dims strides, dilations, pad_l, pad_r;
+};
+ConvWindow ConvWindowOf(const hlo::Instruction& conv);
+
+// The arguments of an 8-bit integer product (MakeDnnlIntegerConvThunk,
+// MakeDnnlIntegerDotThunk), in the order RunIntegerProduct passes them:
+// source, the packed constant weights, result, scratchpad, and the
+// source's run-time zero point (one s32) if `zero_point`.
+std::vector<PrimitiveRunner::Arg> IntegerProductArgs(const memory::desc& src, std::shared_ptr<memory> packed,
+                                                     const memory::desc& dst, const memory::desc& scratchpad,
+                                                     bool zero_point);
+// Runs a product made with IntegerProductArgs; `zero_point` is null when it
+// has none.
+absl::Status RunIntegerProduct(PrimitiveRunner& product, Frame& f, void* src, void* dst, void* zero_point);
+
 // A layout change from one buffer to another.
 void MakeReorder(std::optional<PrimitiveRunner>& r, const dnnl::reorder::primitive_desc& pd);
 // Whether the epilogue's swish runs after the primitive, over its result.
