@@ -153,7 +153,8 @@ void PlanIntegerProducts(Plan* plan) {
   for (bool changed = true; changed;) {
     changed = false;
     for (Instruction* x : widening) {
-      if (x == plan->root() || x->opcode() == Opcode::kParameter || ip.replaced.contains(x)) continue;
+      if (x == plan->root() || x->opcode() == Opcode::kParameter || ip.replaced.contains(x) || ip.read.contains(x))
+        continue;
       const auto& us = plan->users(x);
       if (std::all_of(us.begin(), us.end(),
                       [&](Instruction* u) { return ip.of.contains(u) || ip.replaced.contains(u); })) {
