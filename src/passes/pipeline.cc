@@ -24,10 +24,10 @@ absl::StatusOr<bool> Pipeline::Run(hlo::Module* module) {
 namespace {
 class StandardRound : public Pipeline {
  public:
-  explicit StandardRound(bool verify) : Pipeline("standard", verify) {
+  StandardRound(bool verify, bool integer_products) : Pipeline("standard", verify) {
     // Before constant folding turns the weights' dequantization into f32
     // constants.
-    AddPass<DequantizedProducts>();
+    if (integer_products) AddPass<DequantizedProducts>();
     AddPass<AlgebraicSimplifier>();
     AddPass<ConstantFolding>();
     AddPass<Cse>();
@@ -36,8 +36,8 @@ class StandardRound : public Pipeline {
 };
 }  // namespace
 
-absl::Status RunStandardPipeline(hlo::Module* module, bool verify_each) {
-  FixedPoint<StandardRound> p(verify_each);
+absl::Status RunStandardPipeline(hlo::Module* module, bool verify_each, bool integer_products) {
+  FixedPoint<StandardRound> p(verify_each, integer_products);
   return p.Run(module).status();
 }
 

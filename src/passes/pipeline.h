@@ -52,7 +52,12 @@ class FixedPoint : public Pass {
 
 // The standard optimization pipeline: simplify, fold constants, CSE, DCE,
 // repeated to a fixed point. Verifies between passes when `verify_each`.
-[[nodiscard]] absl::Status RunStandardPipeline(hlo::Module* module, bool verify_each = false);
+// `integer_products` first rewrites products of dequantized values as
+// integer products (DequantizedProducts): for a backend with 8-bit
+// kernels (the CPU plugin), not for HLO sent to any plugin, since XLA's GPU
+// plugin compiles f32 convolutions but not s32 ones.
+[[nodiscard]] absl::Status RunStandardPipeline(hlo::Module* module, bool verify_each = false,
+                                               bool integer_products = false);
 
 }  // namespace xonnx::passes
 

@@ -29,7 +29,8 @@ constexpr size_t kSpecializationCacheSize = 2;
 // weights were bound as constants, not for a module already optimized).
 absl::StatusOr<std::shared_ptr<Executable>> CompileBackend(std::unique_ptr<hlo::Module> m, const ProgramOptions& o,
                                                            bool run_passes) {
-  if (run_passes && o.optimize) RETURN_IF_ERROR(passes::RunStandardPipeline(m.get(), o.verify_passes));
+  if (run_passes && o.optimize)
+    RETURN_IF_ERROR(passes::RunStandardPipeline(m.get(), o.verify_passes, /*integer_products=*/true));
   ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, Executable::Compile(std::move(m), o.compile));
   return std::shared_ptr<Executable>(std::move(exe));
 }
@@ -112,7 +113,8 @@ absl::StatusOr<std::shared_ptr<Program>> Program::Build(absl::string_view module
   std::vector<hlo::Shape> params;
   std::vector<int> weights;
   RETURN_IF_ERROR(EntryParams(*m, &params, &weights));
-  if (weights.empty() && o.optimize) RETURN_IF_ERROR(passes::RunStandardPipeline(m.get(), o.verify_passes));
+  if (weights.empty() && o.optimize)
+    RETURN_IF_ERROR(passes::RunStandardPipeline(m.get(), o.verify_passes, /*integer_products=*/true));
   RETURN_IF_ERROR(p->SetSignature(std::move(params), weights, m->entry()->root()->shape()));
   p->module_bytes_ = weights.empty() ? hlo::SerializeModule(*m) : std::string(module_bytes);
   RETURN_IF_ERROR(p->InstallModule(std::move(m)));
