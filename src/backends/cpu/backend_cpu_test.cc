@@ -780,6 +780,36 @@ TEST(PackedWeights, ProgramsOverTheSameWeightsShareOnePackedCopy) {
 // the end: every row length around the lane count and its multiples gives
 // the evaluator's sums (to rounding), applies a non-identity init once, and
 // a NaN anywhere in a row comes out of max.
+// A whole value reduced to its max or min is split in parts across the
+// threads: the extreme is found wherever it lies (the first element, a
+// part's edge, the last element) and a NaN anywhere is passed on.
+TEST(FastReduce, WholeValueMaxAndMinFindTheExtremeInEveryPart) {
+  const int64_t n = 300007;  // not a multiple of the part count
+  for (Opcode op : {Opcode::kMaximum, Opcode::kMinimum}) {
+    for (int64_t at : {int64_t{0}, n / 7, n / 2, n - 1, int64_t{-1}}) {
+      auto m = std::make_unique<Module>("whole");
+      Builder b(m.get(), "main");
+      Shape xs(F32, {n});
+      auto* x = b.Parameter(0, xs, "x");
+      float init = op == Opcode::kMaximum ? -INFINITY : INFINITY;
+      auto comp = b.Build(b.Reduce({x}, {b.ScalarConstant(F32, init)}, {0}, b.ScalarReducer(op, F32)));
+      ASSERT_TRUE(comp.ok()) << comp.status();
+      m->set_entry(*comp);
+      Literal arg = Random(xs, 5);
+      float extreme = op == Opcode::kMaximum ? 1000.0f : -1000.0f;
+      if (at >= 0) arg.data<float>()[at] = extreme;
+      if (at < 0) arg.data<float>()[n - 3] = NAN;
+      auto exe = Executable::Compile(std::move(m));
+      ASSERT_TRUE(exe.ok()) << exe.status();
+      float got = RunOnce(**exe, {&arg}).data<float>()[0];
+      if (at < 0)
+        EXPECT_TRUE(std::isnan(got)) << OpcodeName(op);
+      else
+        EXPECT_EQ(got, extreme) << OpcodeName(op) << " at " << at;
+    }
+  }
+}
+
 TEST(FastReduce, RowsOfEveryLengthMatchTheEvaluator) {
   for (int64_t n : {1, 15, 31, 32, 33, 47, 48, 100, 1000}) {
     for (Opcode op : {Opcode::kAdd, Opcode::kMaximum}) {

@@ -23,6 +23,9 @@ using hlo::Opcode;
 // The reducer as a compile-time op so the inner loops vectorize.
 template <Opcode kOp>
 struct Reducer {
+  // Max and min give the same result in any order of the elements, so a
+  // reduction of them may be split across threads.
+  static constexpr bool kOrderFree = kOp == Opcode::kMaximum || kOp == Opcode::kMinimum;
   template <typename T>
   static T Apply(T a, T b) {
     if constexpr (kOp == Opcode::kAdd)
@@ -163,6 +166,25 @@ std::optional<Thunk> MakeFastReduceThunk(const Instruction& in, const ThunkIo& i
     DispatchReducer(rop, [&](auto r) {
       using T = typename decltype(tag)::type;
       if (inner == 1) {
+        // A whole value to one element (a dynamic quantizer's min and max)
+        // is one row: split it in parts, one per thread, and reduce the
+        // parts' results, where the reducer allows any order.
+        constexpr int64_t kPartRows = 32768;
+        const int64_t parts = outer == 1 && decltype(r)::kOrderFree ? std::min<int64_t>(16, mid / kPartRows) : 1;
+        if (parts > 1) {
+          t.run = [=](Frame& f) -> absl::Status {
+            const T* X = static_cast<const T*>(f.Ptr(x));
+            const T v0 = *static_cast<const T*>(f.Ptr(init));
+            T partial[16];
+            const int64_t per_part = (mid + parts - 1) / parts;
+#pragma omp parallel for schedule(static)
+            for (int64_t p = 0; p < parts; ++p)
+              partial[p] = ReduceContiguous(r, v0, X + p * per_part, std::min(per_part, mid - p * per_part));
+            *static_cast<T*>(f.Ptr(out)) = ReduceContiguous(r, v0, partial, parts);
+            return absl::OkStatus();
+          };
+          return;
+        }
         t.run = [=](Frame& f) -> absl::Status {
           const T* X = static_cast<const T*>(f.Ptr(x));
           T* O = static_cast<T*>(f.Ptr(out));

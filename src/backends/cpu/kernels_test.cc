@@ -305,6 +305,22 @@ ENTRY e {
 })",
        {"f32", "s32", "s64", "u8", "f64"},
        "reduce"},
+      // A whole value to one element, split across threads (a dynamic
+      // quantizer's range).
+      {"reduce_everything_to_max",
+       R"(HloModule m
+max {
+  a = T[] parameter(0)
+  b = T[] parameter(1)
+  ROOT s = T[] maximum(a, b)
+}
+ENTRY e {
+  x = T[3,200,300] parameter(0)
+  z = T[] parameter(1)
+  ROOT r = T[] reduce(x, z), dimensions={0,1,2}, to_apply=max
+})",
+       {"f32", "s32", "u8"},
+       "reduce"},
       {"reduce_or_of_booleans",
        R"(HloModule m
 or {
