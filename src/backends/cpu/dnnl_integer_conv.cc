@@ -92,13 +92,21 @@ std::optional<Thunk> MakeDnnlIntegerConvThunk(const hlo::Instruction& in, const 
     auto st = std::make_shared<IntegerConvState>();
     size_t scratch = RoundUp64(pd->scratchpad_desc().get_size());
     st->src_at = st->dst_at = scratch;
+    // A layout copy must not need a scratchpad of its own, which
+    // concurrent calls would share (as for the f32 convolutions).
+    auto copy = [](std::optional<PrimitiveRunner>& r, const memory::desc& from, const memory::desc& to) {
+      dnnl::reorder::primitive_desc rpd(Engine(), from, Engine(), to);
+      if (rpd.scratchpad_desc().get_size() != 0) return false;
+      MakeReorder(r, rpd);
+      return true;
+    };
     if (pd->src_desc() != src) {
-      MakeReorder(st->src_in, dnnl::reorder::primitive_desc(Engine(), src, Engine(), pd->src_desc()));
+      if (!copy(st->src_in, src, pd->src_desc())) return std::nullopt;
       scratch += RoundUp64(pd->src_desc().get_size());
       st->dst_at = scratch;
     }
     if (pd->dst_desc() != dst) {
-      MakeReorder(st->dst_out, dnnl::reorder::primitive_desc(Engine(), pd->dst_desc(), Engine(), dst));
+      if (!copy(st->dst_out, pd->dst_desc(), dst)) return std::nullopt;
       scratch += pd->dst_desc().get_size();
     }
     st->conv.emplace(dnnl::convolution_forward(*pd),
