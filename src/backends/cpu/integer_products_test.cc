@@ -8,10 +8,12 @@
 // the native s32 kernel.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -168,6 +170,59 @@ TEST_P(IntegerProductTest, EqualsTheEvaluatorOnOneDnnsInt8Kernels) {
   ASSERT_TRUE((*exe)->Execute(in, outs).ok());
   ASSERT_EQ(got.shape().ByteSize(), want->shape().ByteSize());
   EXPECT_EQ(0, std::memcmp(got.untyped_data(), want->untyped_data(), got.shape().ByteSize())) << c.name;
+}
+
+// Concurrent calls of one executable: each gets its own layout copies,
+// zero point and scratch, so every call equals a call made alone.
+TEST(IntegerProducts, ConcurrentCallsGetTheirOwnResults) {
+  auto m = std::make_unique<hlo::Module>("concurrent");
+  Builder b(m.get(), "main");
+  Shape xs(hlo::U8, {1, 16, 12, 12});
+  Instruction* x = b.Parameter(0, xs, "x");
+  Instruction* zp = b.Parameter(1, Shape(hlo::U8, {}), "zp");
+  Instruction* centered =
+      b.Binary(Opcode::kSubtract, b.Convert(x, hlo::S32), b.Broadcast(b.Convert(zp, hlo::S32), xs.dims, {}));
+  Instruction* conv = b.Convolution(centered, b.Constant(RandomInts(Shape(hlo::S32, {24, 16, 3, 3}), -128, 127, 5)),
+                                    Window2d(3, 1, 1, 1, 1), Nchw(2), 1);
+  hlo::DotDimensionNumbers dn;
+  dn.lhs_contracting_dimensions = {1};
+  dn.rhs_contracting_dimensions = {0};
+  Instruction* rows = b.Reshape(centered, {16, 144});
+  Instruction* dot = b.Dot(rows, b.Constant(RandomInts(Shape(hlo::S32, {144, 8}), -128, 127, 6)), dn);
+  auto comp = b.Build(b.Tuple({conv, dot}));
+  ASSERT_TRUE(comp.ok()) << comp.status();
+  m->set_entry(*comp);
+  auto exe = Executable::Compile(std::move(m), CompileOptions{});
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  ASSERT_NE((*exe)->KernelListing().find("dnnl-int8-matmul"), std::string::npos) << (*exe)->KernelListing();
+  auto run = [&](const std::vector<Literal>& args) {
+    std::vector<const void*> in;
+    for (const Literal& a : args) in.push_back(a.untyped_data());
+    std::vector<Literal> got;
+    std::vector<void*> outs;
+    for (const Shape& s : (*exe)->output_shapes()) outs.push_back(got.emplace_back(s).untyped_data());
+    EXPECT_TRUE((*exe)->Execute(in, outs).ok());
+    return got;
+  };
+  constexpr int kThreads = 4;
+  std::vector<std::vector<Literal>> inputs, alone;
+  for (int t = 0; t < kThreads; ++t) {
+    inputs.push_back({RandomInts(xs, 0, 255, 100 + t), RandomInts(Shape(hlo::U8, {}), 0, 255, 200 + t)});
+    alone.push_back(run(inputs[t]));
+  }
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        std::vector<Literal> got = run(inputs[t]);
+        for (size_t k = 0; k < got.size(); ++k)
+          if (!(got[k] == alone[t][k])) ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong, 0);
+  EXPECT_FALSE(alone[0][0] == alone[1][0]);  // different inputs, different results: a mix-up would show
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, IntegerProductTest, ::testing::Range(0, static_cast<int>(Cases().size())),
