@@ -40,6 +40,19 @@ bool AccumulatesInF32(const Instruction& i) {
          i.shape().element_type == hlo::F32;
 }
 
+// An f32 convert of 32- or 64-bit integers read only by multiplies: a
+// quantized product's s32 sums, scaled down by the next op. They may
+// exceed f16's range (65504) before the scale brings them back, so the
+// convert and its multiplies stay f32 and only the scaled values come down.
+bool WideIntegerToScale(const Instruction& i, const std::vector<Instruction*>& users) {
+  if (i.opcode() != Opcode::kConvert || i.shape().element_type != hlo::F32 || users.empty()) return false;
+  PrimitiveType from = i.operand(0)->shape().element_type;
+  if (hlo::IsFloatingPoint(from) || hlo::ByteWidth(from) < 4) return false;
+  for (const Instruction* u : users)
+    if (u->opcode() != Opcode::kMultiply) return false;
+  return true;
+}
+
 Instruction* AddConvert(hlo::Computation* c, Instruction* x, PrimitiveType to) {
   auto conv = std::make_unique<Instruction>(Opcode::kConvert, Shape(to, x->shape().dims));
   conv->AppendOperand(x);
@@ -90,9 +103,28 @@ absl::StatusOr<bool> ConvertPrecision::Run(hlo::Module* module) {
     bool root_had_f32 = HasF32(original_root);
     std::vector<Instruction*> order;
     for (const auto& i : c->instructions()) order.push_back(i.get());
+    std::set<const Instruction*> scaled_in_f32;  // the multiplies of WideIntegerToScale converts
+    if (compute_ != hlo::F32) {
+      auto users = c->ComputeUsers();
+      for (size_t k = 0; k < order.size(); ++k)
+        if (WideIntegerToScale(*order[k], users[k])) {
+          scaled_in_f32.insert(order[k]);
+          scaled_in_f32.insert(users[k].begin(), users[k].end());
+        }
+    }
     for (Instruction* i : order) {
       if (!HasF32(i->shape())) continue;
       changed = true;
+      if (scaled_in_f32.count(i)) {
+        if (i->opcode() == Opcode::kConvert) continue;  // stays f32 for its multiplies
+        // A multiply: its other operands (already lowered) go up, the
+        // product comes down.
+        for (int64_t k = 0; k < i->operand_count(); ++k)
+          if (i->operand(k)->shape().element_type == compute_)
+            i->ReplaceOperand(k, AddConvert(c, i->operand(k), hlo::F32));
+        ConvertUses(c, i, compute_);
+        continue;
+      }
       if (AccumulatesInF32(*i)) {
         // Operands (already lowered) go up to f32; the result comes down.
         for (int64_t k = 0; k < i->operand_count(); ++k)

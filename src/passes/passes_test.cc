@@ -273,6 +273,39 @@ TEST(ConvertPrecision, ComputesIn16BitsAndAccumulatesInF32) {
   EXPECT_NE(out.find("= f32[2,3]{1,0} convert(d)"), std::string::npos) << out;
 }
 
+TEST(ConvertPrecision, IntegerSumsAreScaledInF32) {
+  // A quantized product's s32 sums exceed f16's range before their scale
+  // brings them back: the convert and the scaling multiply stay f32, the
+  // bias add after them is f16. An s8 value widened for a multiply fits f16
+  // and is converted as usual.
+  ConvertPrecision pass(hlo::F16, hlo::F32);
+  std::string out = Apply(pass, R"(HloModule m
+
+ENTRY main {
+  a = s32[4,8]{1,0} parameter(0)
+  w = s32[8,3]{1,0} parameter(1)
+  acc = s32[4,3]{1,0} dot(a, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  f = f32[4,3]{1,0} convert(acc)
+  s = f32[] parameter(2)
+  sb = f32[4,3]{1,0} broadcast(s), dimensions={}
+  y = f32[4,3]{1,0} multiply(f, sb)
+  b = f32[4,3]{1,0} parameter(3)
+  z = f32[4,3]{1,0} add(y, b)
+  q = s8[4,3]{1,0} parameter(4)
+  qf = f32[4,3]{1,0} convert(q)
+  ROOT r = f32[4,3]{1,0} multiply(z, qf)
+}
+)");
+  auto m = hlo::ParseText(out);
+  ASSERT_TRUE(m.ok()) << out;
+  ASSERT_TRUE(hlo::Verify(**m).ok()) << out;
+  EXPECT_NE(out.find("f = f32[4,3]{1,0} convert(acc)"), std::string::npos) << out;
+  EXPECT_NE(out.find("y = f32[4,3]{1,0} multiply(f, "), std::string::npos) << out;
+  EXPECT_NE(out.find("f16[4,3]{1,0} convert(y)"), std::string::npos) << out;
+  EXPECT_NE(out.find("z = f16[4,3]{1,0} add("), std::string::npos) << out;
+  EXPECT_NE(out.find("qf = f16[4,3]{1,0} convert(q)"), std::string::npos) << out;
+}
+
 TEST(ConvertPrecision, IoTypeOnlyChangesTheBoundary) {
   ConvertPrecision pass(hlo::F32, hlo::BF16);
   std::string out = Apply(pass, kSoftmaxModule);
