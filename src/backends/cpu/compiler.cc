@@ -21,9 +21,11 @@
 #include "backends/cpu/planners.h"
 #include "backends/cpu/precision_pass.h"
 #include "backends/cpu/thunk_emitter.h"
+#include "backends/cpu/wide_integer_weights.h"
 #include "base/status.h"
 #include "hlo/printer.h"
 #include "hlo/verifier.h"
+#include "passes/dce.h"
 
 namespace xonnx::cpu {
 
@@ -110,6 +112,11 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(std::unique_ptr<
     DotCanonicalization dots;
     RETURN_IF_ERROR(dots.Run(module.get()).status());
     RETURN_IF_ERROR(RunLayoutPasses(module.get()));
+    // After the layouts: the window sums' reshapes would stop transposes
+    // from sinking.
+    SplitWideIntegerWeights wide;
+    ASSIGN_OR_RETURN(bool split, wide.Run(module.get()));
+    if (split) RETURN_IF_ERROR(passes::Dce().Run(module.get()).status());
   }
   Compiler c(std::move(module), options);
   ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, c.Run());

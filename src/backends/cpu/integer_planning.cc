@@ -25,14 +25,9 @@ namespace xonnx::cpu {
 using hlo::Instruction;
 using hlo::Opcode;
 
-namespace {
-
-bool IsByte(hlo::PrimitiveType t) { return t == hlo::U8 || t == hlo::S8; }
-
-// The values of `i` when it is a small expression of constants (the
-// importer's `weights - zero_point`, which constant folding leaves alone
-// because the broadcast zero point is too large to fold); nullopt otherwise.
-std::optional<hlo::Literal> ConstantValue(const Instruction* i, int depth = 0) {
+// Constant folding leaves the importer's `weights - zero_point` alone
+// because the broadcast zero point is too large to fold.
+std::optional<hlo::Literal> ConstantValue(const Instruction* i, int depth) {
   if (i->opcode() == Opcode::kConstant) return *i->literal;
   if (depth > 4 || !i->shape().IsArray()) return std::nullopt;
   switch (i->opcode()) {
@@ -60,6 +55,15 @@ std::optional<hlo::Literal> ConstantValue(const Instruction* i, int depth = 0) {
   if (!r.ok()) return std::nullopt;
   return *std::move(r);
 }
+
+std::pair<int, int> ExactWeightRange() {
+  static const bool vnni = DnnlHasVnni();
+  return vnni ? std::make_pair(-128, 127) : std::make_pair(-64, 63);
+}
+
+namespace {
+
+bool IsByte(hlo::PrimitiveType t) { return t == hlo::U8 || t == hlo::S8; }
 
 // The constant operand as s8 values, when every value is in [lo, hi].
 std::shared_ptr<const hlo::Literal> NarrowConstant(const Instruction* op, int lo, int hi) {
@@ -118,10 +122,7 @@ std::optional<NarrowOperand> MatchNarrowSource(Instruction* op, std::vector<Inst
 }  // namespace
 
 void PlanIntegerProducts(Plan* plan) {
-  // Without VNNI, oneDNN multiplies u8 by s8 in pairs summed into s16
-  // with saturation (vpmaddubsw): exact only for weights of 7 bits.
-  const bool vnni = DnnlHasVnni();
-  const int lo = vnni ? -128 : -64, hi = vnni ? 127 : 63;
+  const auto [lo, hi] = ExactWeightRange();
   auto& ip = plan->integer_products;
   std::vector<Instruction*> widening;  // ops between the products and their 8-bit or constant values
   for (Instruction* p : plan->order()) {

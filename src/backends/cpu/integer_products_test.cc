@@ -4,8 +4,9 @@
 // ConvInteger, MatMulInteger, QLinearConv and QLinearMatMul. Integer sums
 // are exact, so the results must equal the evaluator's bit for bit; the
 // operands span the whole 8-bit range (products at the extremes are what
-// an s16 intermediate would saturate on). Weights outside s8 must stay on
-// the native s32 kernel.
+// an s16 intermediate would saturate on). Weights spanning up to 256 values
+// per output feature run as two 8-bit products; wider ones stay on the
+// native s32 kernel.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -104,7 +105,18 @@ std::vector<IntCase> Cases() {
        "dnnl-int8-conv"},
       {"conv_3d", hlo::U8, Shape(S32, {1, 8, 5, 9, 9}), Shape(S32, {16, 8, 3, 3, 3}), -128, 127, false, conv(w3d, 1),
        "dnnl-int8-conv"},
-      // Weights of 9 bits (u8 about another zero point) stay on s32.
+      // uint8 weights about their own zero point: 256 values per feature,
+      // not within s8 (split into a product of shifted weights and one of
+      // window sums, both 8-bit).
+      {"conv_uint8_weights_about_their_zero_point", hlo::U8, Shape(S32, {2, 16, 9, 9}), Shape(S32, {24, 16, 3, 3}), -30,
+       225, false, conv(Window2d(3, 2, 1, 1, 1), 1), "dnnl-int8-conv"},
+      {"depthwise_uint8_weights_about_their_zero_point", hlo::U8, Shape(S32, {1, 32, 10, 10}),
+       Shape(S32, {32, 1, 3, 3}), -100, 155, false, conv(Window2d(3, 1, 1, 1, 1), 32), "dnnl-int8-conv"},
+      {"grouped_uint8_weights_about_their_zero_point", hlo::U8, Shape(S32, {2, 12, 7, 7}), Shape(S32, {18, 4, 3, 3}),
+       -10, 245, false, conv(Window2d(3, 1, 1, 0, 1), 3), "dnnl-int8-conv"},
+      {"dot_uint8_weights_about_their_zero_point", hlo::U8, Shape(S32, {37, 96}), Shape(S32, {96, 70}), -250, 5, false,
+       [mk_kn](Builder& b, Instruction* x, Instruction* k) { return b.Dot(x, k, mk_kn); }, "dnnl-int8-matmul"},
+      // Weights spanning more than 256 values stay on s32.
       {"conv_wide_weights_stay_native", hlo::U8, Shape(S32, {1, 8, 6, 6}), Shape(S32, {4, 8, 3, 3}), -200, 200, false,
        conv(Window2d(3, 1, 1, 1, 1), 1), "convolution"},
       {"dot_u8", hlo::U8, Shape(S32, {37, 96}), Shape(S32, {96, 70}), -128, 127, false,
@@ -160,8 +172,13 @@ TEST_P(IntegerProductTest, EqualsTheEvaluatorOnOneDnnsInt8Kernels) {
   ASSERT_TRUE(want.ok()) << want.status();
   auto exe = Executable::Compile(std::move(m), CompileOptions{});
   ASSERT_TRUE(exe.ok()) << exe.status();
-  bool ran = false;
-  for (const auto& [kind, n] : (*exe)->ThunkSummary()) ran |= kind.rfind(c.kind, 0) == 0;
+  bool ran = false, native = false;
+  for (const auto& [kind, n] : (*exe)->ThunkSummary()) {
+    ran |= kind.rfind(c.kind, 0) == 0;
+    native |= kind == "convolution" || kind == "dot";
+  }
+  // A product planned for the 8-bit kernels leaves nothing on the s32 ones.
+  if (c.kind.rfind("dnnl-int8", 0) == 0) EXPECT_FALSE(native) << c.name << ":\n" << (*exe)->KernelListing();
   EXPECT_TRUE(ran) << c.name << " did not run on " << c.kind << ":\n" << (*exe)->KernelListing();
   std::vector<const void*> in;
   for (const Literal& a : args) in.push_back(a.untyped_data());

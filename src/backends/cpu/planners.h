@@ -5,6 +5,9 @@
 #ifndef XONNX_BACKENDS_CPU_PLANNERS_H_
 #define XONNX_BACKENDS_CPU_PLANNERS_H_
 
+#include <optional>
+#include <utility>
+
 #include "backends/cpu/executable.h"
 #include "backends/cpu/plan.h"
 
@@ -20,6 +23,13 @@ void PlanBlockedLayouts(const CompileOptions& options, Plan* plan);
 // Runs s32 convolutions and dots of widened 8-bit values on oneDNN's
 // 8-bit primitives (Plan::integer_products; integer_planning.cc).
 void PlanIntegerProducts(Plan* plan);
+// The values of a small expression of constants (the importer's
+// `weights - zero_point`), or nullopt.
+std::optional<hlo::Literal> ConstantValue(const hlo::Instruction* i, int depth = 0);
+// The weight values the 8-bit kernels take exactly on this CPU: [-128, 127]
+// with VNNI, [-64, 63] without (oneDNN then sums pairs of u8 x s8
+// products in s16 with saturation).
+std::pair<int, int> ExactWeightRange();
 // Reads dot operands made by slices, transposes and reshapes through
 // strided views of the value they start from (Plan::dot_views).
 void PlanDotViews(Plan* plan);
