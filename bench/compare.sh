@@ -13,7 +13,8 @@
 # families; `bench/corpus.py --list` names them); --models may also name them,
 # NAME_dynq names NAME's dynamically quantized variant (bench/quantize.py:
 # DynamicQuantizeLinear + ConvInteger/MatMulInteger, as ONNX Runtime's
-# dynamic quantizer writes) and NAME_qdq its statically quantized one
+# dynamic quantizer writes; NAME_dynqa with uint8 weights over their own
+# range and zero point) and NAME_qdq its statically quantized one
 # (bench/quantize.py --static: QDQ pairs, per-channel int8 weights, as ONNX
 # Runtime's static quantizer writes).
 # The last line gives the median ratio and the worst one.
@@ -51,13 +52,17 @@ for m in "${list[@]}"; do
         "$work/${base}_op17/model.onnx" "$work/${m}_op17/model.onnx"
       cp "$work/${base}_op17/inputs.txt" "$work/${m}_op17/"
     fi
-  elif [[ $m == *_dynq ]]; then
-    # A dynamically quantized variant of a corpus model (bench/quantize.py).
+  elif [[ $m == *_dynq || $m == *_dynqa ]]; then
+    # A dynamically quantized variant of a corpus model (bench/quantize.py;
+    # _dynqa: uint8 weights over their own range, --asymmetric-weights).
     base="${m%_dynq}"
+    base="${base%_dynqa}"
+    flags=()
+    [[ $m == *_dynqa ]] && flags=(--asymmetric-weights)
     /usr/bin/python3 bench/corpus.py "$work" --models "$base" --opsets 17 2>/dev/null
     if [[ ! -f "$work/${m}_op17/model.onnx" ]]; then
       mkdir -p "$work/${m}_op17"
-      /usr/bin/python3 bench/quantize.py "$work/${base}_op17/model.onnx" "$work/${m}_op17/model.onnx"
+      /usr/bin/python3 bench/quantize.py "${flags[@]}" "$work/${base}_op17/model.onnx" "$work/${m}_op17/model.onnx"
       cp "$work/${base}_op17/inputs.txt" "$work/${m}_op17/"
     fi
   elif in_corpus "$m"; then

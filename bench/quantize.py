@@ -5,7 +5,9 @@ quantizers write.
 Dynamic (the default; QOperator, as its dynamic quantizer writes): each
 Conv, MatMul and Gemm whose weights are an initializer gets uint8 weights
 (symmetric about the zero point 128, per tensor: ONNX Runtime's ConvInteger
-takes uint8 weights only) and an activation quantized at run time by
+takes uint8 weights only; with --asymmetric-weights over the weights' own
+range and zero point, as its quantizer does for uint8 weights) and an
+activation quantized at run time by
 DynamicQuantizeLinear to uint8, multiplied by ConvInteger or MatMulInteger
 into int32, converted back to float and scaled by the product of the two
 scales (then the bias added).
@@ -35,7 +37,8 @@ from onnx import helper, numpy_helper, TensorProto
 
 
 class Rewriter:
-    def __init__(self, model):
+    def __init__(self, model, asymmetric=False):
+        self.asymmetric = asymmetric
         self.model = model
         self.graph = model.graph
         self.inits = {i.name: i for i in self.graph.initializer}
@@ -59,10 +62,16 @@ class Rewriter:
         return numpy_helper.to_array(self.inits[name]).astype(np.float32)
 
     def quantize_weights(self, w):
-        """uint8 weights about zero point 128, per tensor, and their scale."""
+        """uint8 weights and their scale and zero point, per tensor: about 128
+        (symmetric), or over the weights' own range (asymmetric)."""
+        if self.asymmetric:
+            lo, hi = min(float(w.min()), 0.0), max(float(w.max()), 0.0)
+            scale = max((hi - lo) / 255.0, 1e-12)
+            zp = int(np.clip(np.round(-lo / scale), 0, 255))
+            return np.clip(np.round(w / scale) + zp, 0, 255).astype(np.uint8), np.float32(scale), zp
         scale = max(float(np.abs(w).max()) / 127.0, 1e-12)
         q = (np.clip(np.round(w / scale), -127, 127) + 128).astype(np.uint8)
-        return q, np.float32(scale)
+        return q, np.float32(scale), 128
 
     def dynamic_input(self, x, nodes):
         """x quantized at run time: (uint8 value, scale, zero point)."""
@@ -89,11 +98,11 @@ class Rewriter:
         if len(node.input) < 2 or node.input[1] not in self.inits:
             return None
         w = self.weights(node.input[1])
-        q, scale = self.quantize_weights(w)
+        q, scale, zp = self.quantize_weights(w)
         nodes = []
         xq, xs, xz = self.dynamic_input(node.input[0], nodes)
         wq = self.add_init(self.fresh(node.input[1] + "_u8"), q)
-        wz = self.add_init(self.fresh("w_zp"), np.array(128, dtype=np.uint8))
+        wz = self.add_init(self.fresh("w_zp"), np.array(zp, dtype=np.uint8))
         y = self.fresh(node.output[0] + "_i32")
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         nodes.append(helper.make_node("ConvInteger", [xq, wq, xz, wz], [y], name=self.fresh("convint"), **attrs))
@@ -103,11 +112,11 @@ class Rewriter:
         return nodes
 
     def matmul(self, node, w, bias=None):
-        q, scale = self.quantize_weights(w)
+        q, scale, zp = self.quantize_weights(w)
         nodes = []
         xq, xs, xz = self.dynamic_input(node.input[0], nodes)
         wq = self.add_init(self.fresh("w_u8"), q)
-        wz = self.add_init(self.fresh("w_zp"), np.array(128, dtype=np.uint8))
+        wz = self.add_init(self.fresh("w_zp"), np.array(zp, dtype=np.uint8))
         y = self.fresh(node.output[0] + "_i32")
         nodes.append(helper.make_node("MatMulInteger", [xq, wq, xz, wz], [y], name=self.fresh("matmulint")))
         self.rescale(y, xs, scale, node.output[0], nodes, bias)
@@ -246,6 +255,8 @@ def main():
     p.add_argument("input")
     p.add_argument("output")
     p.add_argument("--static", action="store_true", help="QDQ pairs with calibrated ranges (else dynamic)")
+    p.add_argument("--asymmetric-weights", action="store_true",
+                   help="dynamic: uint8 weights over their own range, with their own zero point (else about 128)")
     p.add_argument("--inputs", help="with --static: the inputs.txt that gives the calibration input shapes")
     p.add_argument("--xonnx", default=os.environ.get("XONNX", "build/bin/xonnx"), help="xonnx, to calibrate")
     a = p.parse_args()
@@ -255,7 +266,7 @@ def main():
             p.error("--static needs --inputs")
         n = StaticRewriter(model, calibrate(a.input, a.inputs, a.xonnx)).run()
     else:
-        n = Rewriter(model).run()
+        n = Rewriter(model, a.asymmetric_weights).run()
     onnx.checker.check_model(model)
     onnx.save(model, a.output)
     print(f"quantized {n} nodes of {a.input} into {a.output}", file=sys.stderr)
