@@ -8,6 +8,7 @@
 #include "hlo/parser.h"
 #include "hlo/printer.h"
 #include "hlo/proto_codec.h"
+#include "hlo/rewrite.h"
 #include "hlo/verifier.h"
 
 namespace xonnx::hlo {
@@ -45,6 +46,40 @@ std::unique_ptr<Module> SampleModule() {
   EXPECT_TRUE(c.ok()) << c.status();
   m->set_entry(*c);
   return m;
+}
+
+// The rewrite helpers make valid instructions that carry the metadata of
+// the instruction they stand in for.
+TEST(Rewrite, HelpersMakeVerifiableInstructionsWithTheirOriginsMetadata) {
+  auto m = ParseText(R"(HloModule m
+ENTRY e {
+  x = s8[2,3] parameter(0)
+  w = s8[3,4] parameter(1)
+  xf = f32[2,3] convert(x), metadata={op_type="DequantizeLinear" op_name="dq"}
+  wf = f32[3,4] convert(w)
+  ROOT y = f32[2,4] dot(xf, wf), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_type="MatMul" op_name="mm"}
+})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  Computation* c = (*m)->entry();
+  Instruction* y = c->root();
+  const DotDimensionNumbers dnums = y->dot_dnums;  // y is gone once the new root replaces it
+  Instruction* x = y->operand(0)->operand(0);
+  Instruction* w = y->operand(1)->operand(0);
+  Instruction* xi = AddConvert(c, x, S32, y->operand(0));
+  Instruction* wi = AddConvert(c, w, S32, y->operand(0));
+  Instruction* sums = AddCopyOf(c, *y, {xi, wi}, Shape(S32, {2, 4}));
+  Instruction* scale = AddBroadcast(c, AddConstant(c, Literal::Scalar<float>(0.5f)), {2, 4}, {}, y);
+  Instruction* r = AddBinary(c, Opcode::kMultiply, AddConvert(c, sums, F32, y), scale, y);
+  Instruction* flat = AddReshape(c, r, {8}, y);
+  c->set_root(AddReshape(c, flat, {2, 4}, y));
+  c->Canonicalize();
+  ASSERT_TRUE(Verify(**m).ok()) << ToText(**m);
+  EXPECT_EQ(sums->opcode(), Opcode::kDot);
+  EXPECT_EQ(sums->dot_dnums, dnums);
+  EXPECT_EQ(sums->metadata.op_name, "mm");
+  EXPECT_EQ(xi->metadata.op_name, "dq");
+  EXPECT_EQ(r->metadata.op_name, "mm");
+  EXPECT_EQ(r->shape(), Shape(F32, {2, 4}));
 }
 
 TEST(Builder, InfersShapes) {

@@ -7,6 +7,8 @@
 #include <optional>
 #include <vector>
 
+#include "hlo/rewrite.h"
+
 namespace xonnx::passes {
 
 using hlo::Instruction;
@@ -125,30 +127,22 @@ class Rewriter {
     Scalars(&*w);
     Instruction* xi = Centered(*x, xv->shape().dims);
     for (auto it = views.rbegin(); it != views.rend(); ++it) {
-      auto v = std::make_unique<Instruction>(**it);
-      v->set_name("");
-      v->ReplaceOperand(0, xi);
-      v->set_shape(hlo::Shape(hlo::S32, (*it)->shape().dims));
-      xi = Add(std::move(v));
+      xi = hlo::AddCopyOf(c_, **it, {xi}, hlo::Shape(hlo::S32, (*it)->shape().dims));
     }
     Instruction* wi = Centered(*w, p->operand(1)->shape().dims);
-    auto product = std::make_unique<Instruction>(*p);
-    product->set_name("");
-    product->ReplaceOperand(0, xi);
-    product->ReplaceOperand(1, wi);
-    product->set_shape(hlo::Shape(hlo::S32, p->shape().dims));
-    Instruction* sums = Add(std::move(product));
+    Instruction* sums = hlo::AddCopyOf(c_, *p, {xi, wi}, hlo::Shape(hlo::S32, p->shape().dims));
     // One scale per output feature: sx * sw.
     Instruction* scale = w->scale;
     if (scale->shape().rank() == 0) {
-      scale = Binary(Opcode::kMultiply, x->scale, scale, p);
+      scale = hlo::AddBinary(c_, Opcode::kMultiply, x->scale, scale, p);
     } else {
-      scale = Binary(Opcode::kMultiply, Broadcast(x->scale, scale->shape().dims, {}, p), scale, p);
+      scale =
+          hlo::AddBinary(c_, Opcode::kMultiply, hlo::AddBroadcast(c_, x->scale, scale->shape().dims, {}, p), scale, p);
     }
     std::vector<int64_t> dims;
     if (scale->shape().rank() == 1) dims = {*out_axis};
-    Instruction* f = Convert(sums, hlo::F32, p);
-    return Binary(Opcode::kMultiply, f, Broadcast(scale, p->shape().dims, dims, p), p);
+    Instruction* f = hlo::AddConvert(c_, sums, hlo::F32, p);
+    return hlo::AddBinary(c_, Opcode::kMultiply, f, hlo::AddBroadcast(c_, scale, p->shape().dims, dims, p), p);
   }
 
  private:
@@ -203,13 +197,9 @@ class Rewriter {
       if (r * sc != v[i] || std::fabs(r) > 127) return std::nullopt;
       q.data<float>()[i] = r;
     }
-    auto qk = std::make_unique<Instruction>(Opcode::kConstant, hlo::Shape(hlo::F32, dims));
-    qk->literal = std::move(q);
-    auto sk = std::make_unique<Instruction>(Opcode::kConstant, hlo::Shape(hlo::F32, {features}));
-    sk->literal = hlo::Literal::Vector(scale);
     Dequantized d;
-    d.value = Add(std::move(qk));
-    d.scale = Add(std::move(sk));
+    d.value = hlo::AddConstant(c_, std::move(q));
+    d.scale = hlo::AddConstant(c_, hlo::Literal::Vector(scale));
     d.scale_dims = {axis};
     return d;
   }
@@ -220,9 +210,7 @@ class Rewriter {
       hlo::Shape shape(splat->shape().element_type, {});
       hlo::Literal l(shape);
       std::memcpy(l.untyped_data(), splat->literal->untyped_data(), hlo::ByteWidth(shape.element_type));
-      auto k = std::make_unique<Instruction>(Opcode::kConstant, shape);
-      k->literal = std::move(l);
-      return Add(std::move(k));
+      return hlo::AddConstant(c_, std::move(l));
     };
     if (d->scale_splat) d->scale = scalar(d->scale_splat);
     if (d->zero_point_splat) d->zero_point = scalar(d->zero_point_splat);
@@ -246,45 +234,19 @@ class Rewriter {
   Instruction* Centered(const Dequantized& d, const std::vector<int64_t>& dims) {
     Instruction* v;
     if (d.value->opcode() == Opcode::kConstant && d.value->shape().element_type == hlo::F32) {
-      auto k = std::make_unique<Instruction>(Opcode::kConstant, hlo::Shape(hlo::S32, d.value->shape().dims));
-      k->literal = d.value->literal->Convert(hlo::S32);
-      v = Add(std::move(k));
+      v = hlo::AddConstant(c_, d.value->literal->Convert(hlo::S32));
     } else {
-      v = Convert(d.value, hlo::S32, d.value);
+      v = hlo::AddConvert(c_, d.value, hlo::S32, d.value);
     }
     if (!d.zero_point) return v;
     Instruction* z;
     if (d.zero_point->opcode() == Opcode::kConvert) {
-      z = Convert(d.zero_point->operand(0), hlo::S32, d.zero_point);
+      z = hlo::AddConvert(c_, d.zero_point->operand(0), hlo::S32, d.zero_point);
     } else {
-      auto k = std::make_unique<Instruction>(Opcode::kConstant, hlo::Shape(hlo::S32, d.zero_point->shape().dims));
-      k->literal = d.zero_point->literal->Convert(hlo::S32);
-      z = Add(std::move(k));
+      z = hlo::AddConstant(c_, d.zero_point->literal->Convert(hlo::S32));
     }
-    return Binary(Opcode::kSubtract, v, Broadcast(z, dims, d.zero_point_dims, d.zero_point), d.zero_point);
-  }
-
-  Instruction* Add(std::unique_ptr<Instruction> i) { return c_->AddInstruction(std::move(i)); }
-  Instruction* Convert(Instruction* x, hlo::PrimitiveType t, const Instruction* like) {
-    auto i = std::make_unique<Instruction>(Opcode::kConvert, hlo::Shape(t, x->shape().dims));
-    i->AppendOperand(x);
-    i->metadata = like->metadata;
-    return Add(std::move(i));
-  }
-  Instruction* Binary(Opcode op, Instruction* a, Instruction* b, const Instruction* like) {
-    auto i = std::make_unique<Instruction>(op, a->shape());
-    i->AppendOperand(a);
-    i->AppendOperand(b);
-    i->metadata = like->metadata;
-    return Add(std::move(i));
-  }
-  Instruction* Broadcast(Instruction* x, const std::vector<int64_t>& out, std::vector<int64_t> dims,
-                         const Instruction* like) {
-    auto i = std::make_unique<Instruction>(Opcode::kBroadcast, hlo::Shape(x->shape().element_type, out));
-    i->AppendOperand(x);
-    i->dimensions = std::move(dims);
-    i->metadata = like->metadata;
-    return Add(std::move(i));
+    return hlo::AddBinary(c_, Opcode::kSubtract, v, hlo::AddBroadcast(c_, z, dims, d.zero_point_dims, d.zero_point),
+                          d.zero_point);
   }
 
   hlo::Computation* c_;

@@ -8,6 +8,7 @@
 
 #include "backends/cpu/planners.h"
 #include "backends/cpu/thunks.h"
+#include "hlo/rewrite.h"
 
 namespace xonnx::cpu {
 
@@ -81,8 +82,10 @@ class Splitter {
     std::vector<int64_t> sums_dims = out;
     sums_dims[out_axis] = groups;
 
-    Instruction* main = Clone(p, Constant(std::move(shifted)), out);
-    Instruction* sums = Clone(p, Constant(std::move(ones)), sums_dims);
+    Instruction* main =
+        hlo::AddCopyOf(c_, *p, {nullptr, hlo::AddConstant(c_, std::move(shifted))}, hlo::Shape(hlo::S32, out));
+    Instruction* sums =
+        hlo::AddCopyOf(c_, *p, {nullptr, hlo::AddConstant(c_, std::move(ones))}, hlo::Shape(hlo::S32, sums_dims));
     // Each group's sums spread over its features (numbered group by group).
     // One feature per group (depthwise): as they are. One group: without
     // the unit dim, broadcast, which fused loops read in place. Otherwise
@@ -95,54 +98,19 @@ class Splitter {
           flat.push_back(out[k]);
           map.push_back(k);
         }
-      spread = Broadcast(Reshape(sums, flat), out, map);
+      spread = hlo::AddBroadcast(c_, hlo::AddReshape(c_, sums, flat, p), out, map, p);
     } else if (out[out_axis] != groups) {
       std::vector<int64_t> split = sums_dims, map;
       split.insert(split.begin() + out_axis + 1, out[out_axis] / groups);
       for (int64_t k = 0; k < static_cast<int64_t>(split.size()); ++k)
         if (k != out_axis + 1) map.push_back(k);
-      spread = Reshape(Broadcast(sums, split, map), out);
+      spread = hlo::AddReshape(c_, hlo::AddBroadcast(c_, sums, split, map, p), out, p);
     }
-    Instruction* scaled =
-        Binary(Opcode::kMultiply, spread, Broadcast(Constant(std::move(shift)), p->shape().dims, {out_axis}));
-    return Binary(Opcode::kAdd, main, scaled);
+    Instruction* shifts = hlo::AddBroadcast(c_, hlo::AddConstant(c_, std::move(shift)), out, {out_axis}, p);
+    return hlo::AddBinary(c_, Opcode::kAdd, main, hlo::AddBinary(c_, Opcode::kMultiply, spread, shifts, p), p);
   }
 
  private:
-  Instruction* Add(std::unique_ptr<Instruction> i, const Instruction* like) {
-    i->metadata = like->metadata;
-    return c_->AddInstruction(std::move(i));
-  }
-  Instruction* Constant(hlo::Literal l) {
-    auto i = std::make_unique<Instruction>(Opcode::kConstant, l.shape());
-    i->literal = std::move(l);
-    return c_->AddInstruction(std::move(i));
-  }
-  Instruction* Clone(Instruction* p, Instruction* weights, const std::vector<int64_t>& dims) {
-    auto i = std::make_unique<Instruction>(*p);
-    i->set_name("");
-    i->ReplaceOperand(1, weights);
-    i->set_shape(hlo::Shape(hlo::S32, dims));
-    return Add(std::move(i), p);
-  }
-  Instruction* Reshape(Instruction* x, const std::vector<int64_t>& dims) {
-    auto i = std::make_unique<Instruction>(Opcode::kReshape, hlo::Shape(x->shape().element_type, dims));
-    i->AppendOperand(x);
-    return Add(std::move(i), x);
-  }
-  Instruction* Broadcast(Instruction* x, const std::vector<int64_t>& dims, std::vector<int64_t> map) {
-    auto i = std::make_unique<Instruction>(Opcode::kBroadcast, hlo::Shape(x->shape().element_type, dims));
-    i->AppendOperand(x);
-    i->dimensions = std::move(map);
-    return Add(std::move(i), x);
-  }
-  Instruction* Binary(Opcode op, Instruction* a, Instruction* b) {
-    auto i = std::make_unique<Instruction>(op, a->shape());
-    i->AppendOperand(a);
-    i->AppendOperand(b);
-    return Add(std::move(i), a);
-  }
-
   hlo::Computation* c_;
 };
 

@@ -1,0 +1,58 @@
+#include "hlo/rewrite.h"
+
+#include <memory>
+#include <utility>
+
+namespace xonnx::hlo {
+
+namespace {
+Instruction* Add(Computation* c, std::unique_ptr<Instruction> i, const Instruction* like) {
+  if (like) i->metadata = like->metadata;
+  return c->AddInstruction(std::move(i));
+}
+}  // namespace
+
+Instruction* AddConstant(Computation* c, Literal value) {
+  auto i = std::make_unique<Instruction>(Opcode::kConstant, value.shape());
+  i->literal = std::move(value);
+  return c->AddInstruction(std::move(i));
+}
+
+Instruction* AddConvert(Computation* c, Instruction* x, PrimitiveType type, const Instruction* like) {
+  auto i = std::make_unique<Instruction>(Opcode::kConvert, Shape(type, x->shape().dims));
+  i->AppendOperand(x);
+  return Add(c, std::move(i), like);
+}
+
+Instruction* AddBinary(Computation* c, Opcode op, Instruction* a, Instruction* b, const Instruction* like) {
+  auto i = std::make_unique<Instruction>(op, a->shape());
+  i->AppendOperand(a);
+  i->AppendOperand(b);
+  return Add(c, std::move(i), like);
+}
+
+Instruction* AddBroadcast(Computation* c, Instruction* x, std::vector<int64_t> dims, std::vector<int64_t> map,
+                          const Instruction* like) {
+  auto i = std::make_unique<Instruction>(Opcode::kBroadcast, Shape(x->shape().element_type, std::move(dims)));
+  i->AppendOperand(x);
+  i->dimensions = std::move(map);
+  return Add(c, std::move(i), like);
+}
+
+Instruction* AddReshape(Computation* c, Instruction* x, std::vector<int64_t> dims, const Instruction* like) {
+  auto i = std::make_unique<Instruction>(Opcode::kReshape, Shape(x->shape().element_type, std::move(dims)));
+  i->AppendOperand(x);
+  return Add(c, std::move(i), like);
+}
+
+Instruction* AddCopyOf(Computation* c, const Instruction& original, const std::vector<Instruction*>& operands,
+                       Shape shape) {
+  auto i = std::make_unique<Instruction>(original);
+  i->set_name("");
+  for (size_t k = 0; k < operands.size(); ++k)
+    if (operands[k]) i->ReplaceOperand(k, operands[k]);
+  i->set_shape(std::move(shape));
+  return c->AddInstruction(std::move(i));
+}
+
+}  // namespace xonnx::hlo

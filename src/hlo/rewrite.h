@@ -1,0 +1,32 @@
+// Instructions made by passes that rewrite a computation in place: each is
+// added to the computation (its shape given, not inferred) with the
+// metadata of the instruction it stands in for, so that profiles and dumps
+// still name the ONNX node.
+#ifndef XONNX_HLO_REWRITE_H_
+#define XONNX_HLO_REWRITE_H_
+
+#include <vector>
+
+#include "hlo/ir.h"
+
+namespace xonnx::hlo {
+
+// A constant holding `value`.
+Instruction* AddConstant(Computation* c, Literal value);
+// convert(x) to `type`.
+Instruction* AddConvert(Computation* c, Instruction* x, PrimitiveType type, const Instruction* like);
+// op(a, b), of a's shape.
+Instruction* AddBinary(Computation* c, Opcode op, Instruction* a, Instruction* b, const Instruction* like);
+// broadcast(x) to `dims`, x's dim k becoming dim map[k].
+Instruction* AddBroadcast(Computation* c, Instruction* x, std::vector<int64_t> dims, std::vector<int64_t> map,
+                          const Instruction* like);
+// reshape(x) to `dims`.
+Instruction* AddReshape(Computation* c, Instruction* x, std::vector<int64_t> dims, const Instruction* like);
+// A copy of `original` (its opcode and attributes, unnamed) of shape
+// `shape`, with operand k replaced by `operands[k]` where that is not null.
+Instruction* AddCopyOf(Computation* c, const Instruction& original, const std::vector<Instruction*>& operands,
+                       Shape shape);
+
+}  // namespace xonnx::hlo
+
+#endif  // XONNX_HLO_REWRITE_H_
