@@ -27,6 +27,24 @@ Instruction* AddReshape(Computation* c, Instruction* x, std::vector<int64_t> dim
 Instruction* AddCopyOf(Computation* c, const Instruction& original, const std::vector<Instruction*>& operands,
                        Shape shape);
 
+// Replaces every instruction of `c` with opcode `op` for which `rewrite`
+// returns a replacement (visiting those present before the first one is
+// replaced), then puts `c` in order; whether any was replaced.
+template <typename Rewrite>
+bool ReplaceEach(Computation* c, Opcode op, Rewrite&& rewrite) {
+  std::vector<Instruction*> found;
+  for (const auto& i : c->instructions())
+    if (i->opcode() == op) found.push_back(i.get());
+  bool any = false;
+  for (Instruction* i : found)
+    if (Instruction* r = rewrite(i)) {
+      c->ReplaceAllUsesWith(i, r);
+      any = true;
+    }
+  if (any) c->Canonicalize();
+  return any;
+}
+
 }  // namespace xonnx::hlo
 
 #endif  // XONNX_HLO_REWRITE_H_

@@ -257,19 +257,12 @@ class Rewriter {
 absl::StatusOr<bool> DequantizedProducts::Run(hlo::Module* module) {
   bool changed = false;
   for (const auto& c : module->computations()) {
-    std::vector<Instruction*> products;
-    for (const auto& i : c->instructions())
-      if (i->opcode() == Opcode::kConvolution || i->opcode() == Opcode::kDot) products.push_back(i.get());
     Rewriter rewriter(c.get());
-    bool local = false;
-    for (Instruction* p : products) {
-      if (Instruction* r = rewriter.Rewrite(p)) {
-        c->ReplaceAllUsesWith(p, r);
-        local = true;
-      }
-    }
-    if (local) c->Canonicalize();
-    changed |= local;
+    auto rewrite = [&](Instruction* p) { return rewriter.Rewrite(p); };
+    // Each sees the products present before it: a rewrite's own need no look.
+    bool convs = hlo::ReplaceEach(c.get(), Opcode::kConvolution, rewrite);
+    bool dots = hlo::ReplaceEach(c.get(), Opcode::kDot, rewrite);
+    changed |= convs || dots;
   }
   return changed;
 }

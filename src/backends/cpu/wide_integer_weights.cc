@@ -119,18 +119,12 @@ class Splitter {
 absl::StatusOr<bool> SplitWideIntegerWeights::Run(hlo::Module* module) {
   bool changed = false;
   for (const auto& c : module->computations()) {
-    std::vector<Instruction*> products;
-    for (const auto& i : c->instructions())
-      if (i->opcode() == Opcode::kConvolution || i->opcode() == Opcode::kDot) products.push_back(i.get());
     Splitter splitter(c.get());
-    bool local = false;
-    for (Instruction* p : products)
-      if (Instruction* r = splitter.Split(p)) {
-        c->ReplaceAllUsesWith(p, r);
-        local = true;
-      }
-    if (local) c->Canonicalize();
-    changed |= local;
+    auto rewrite = [&](Instruction* p) { return splitter.Split(p); };
+    // Each sees the products present before it: a rewrite's own need no look.
+    bool convs = hlo::ReplaceEach(c.get(), Opcode::kConvolution, rewrite);
+    bool dots = hlo::ReplaceEach(c.get(), Opcode::kDot, rewrite);
+    changed |= convs || dots;
   }
   return changed;
 }
