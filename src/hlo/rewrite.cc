@@ -45,6 +45,15 @@ Instruction* AddReshape(Computation* c, Instruction* x, std::vector<int64_t> dim
   return Add(c, std::move(i), like);
 }
 
+Instruction* AddTranspose(Computation* c, Instruction* x, std::vector<int64_t> perm, const Instruction* like) {
+  std::vector<int64_t> dims;
+  for (int64_t p : perm) dims.push_back(x->shape().dims[p]);
+  auto i = std::make_unique<Instruction>(Opcode::kTranspose, Shape(x->shape().element_type, std::move(dims)));
+  i->AppendOperand(x);
+  i->dimensions = std::move(perm);
+  return Add(c, std::move(i), like);
+}
+
 Instruction* AddCopyOf(Computation* c, const Instruction& original, const std::vector<Instruction*>& operands,
                        Shape shape) {
   auto i = std::make_unique<Instruction>(original);

@@ -22,6 +22,8 @@ Instruction* AddBroadcast(Computation* c, Instruction* x, std::vector<int64_t> d
                           const Instruction* like);
 // reshape(x) to `dims`.
 Instruction* AddReshape(Computation* c, Instruction* x, std::vector<int64_t> dims, const Instruction* like);
+// transpose(x) by `perm` (result dim k is x's dim perm[k]).
+Instruction* AddTranspose(Computation* c, Instruction* x, std::vector<int64_t> perm, const Instruction* like);
 // A copy of `original` (its opcode and attributes, unnamed) of shape
 // `shape`, with operand k replaced by `operands[k]` where that is not null.
 Instruction* AddCopyOf(Computation* c, const Instruction& original, const std::vector<Instruction*>& operands,

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "hlo/ir.h"
+#include "hlo/rewrite.h"
 
 namespace xonnx::passes {
 
@@ -53,12 +54,7 @@ bool WideIntegerToScale(const Instruction& i, const std::vector<Instruction*>& u
   return true;
 }
 
-Instruction* AddConvert(hlo::Computation* c, Instruction* x, PrimitiveType to) {
-  auto conv = std::make_unique<Instruction>(Opcode::kConvert, Shape(to, x->shape().dims));
-  conv->AppendOperand(x);
-  conv->metadata = x->metadata;
-  return c->AddInstruction(std::move(conv));
-}
+Instruction* AddConvert(hlo::Computation* c, Instruction* x, PrimitiveType to) { return hlo::AddConvert(c, x, to, x); }
 
 // Makes every use of `x` a use of convert(x) to `to`.
 Instruction* ConvertUses(hlo::Computation* c, Instruction* x, PrimitiveType to) {

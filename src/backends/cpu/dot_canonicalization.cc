@@ -7,6 +7,7 @@
 
 #include "absl/algorithm/container.h"
 #include "backends/cpu/thunks.h"
+#include "hlo/rewrite.h"
 
 namespace xonnx::cpu {
 
@@ -45,23 +46,13 @@ struct Grouping {
 Instruction* Regroup(hlo::Computation* c, Instruction* x, const Grouping& g) {
   const hlo::Shape& s = x->shape();
   std::vector<int64_t> perm = g.Perm();
-  if (!IsIdentity(perm)) {
-    std::vector<int64_t> dims;
-    for (int64_t p : perm) dims.push_back(s.dims[p]);
-    auto t = std::make_unique<Instruction>(Opcode::kTranspose, hlo::Shape(s.element_type, dims));
-    t->AppendOperand(x);
-    t->dimensions = perm;
-    t->metadata = x->metadata;
-    x = c->AddInstruction(std::move(t));
-  }
   std::vector<int64_t> dims;
   if (!g.batch.empty()) dims.push_back(Product(s, g.batch));
   dims.push_back(Product(s, g.rows));
   dims.push_back(Product(s, g.cols));
-  auto r = std::make_unique<Instruction>(Opcode::kReshape, hlo::Shape(s.element_type, dims));
-  r->AppendOperand(x);
-  r->metadata = x->metadata;
-  return c->AddInstruction(std::move(r));
+  const Instruction* like = x;
+  if (!IsIdentity(perm)) x = hlo::AddTranspose(c, x, perm, like);
+  return hlo::AddReshape(c, x, dims, like);
 }
 
 // The canonical replacement of `dot`, or null when it is fine as it is or
@@ -107,10 +98,7 @@ Instruction* Canonical(hlo::Computation* c, Instruction* dot) {
   nd->dot_dnums.lhs_contracting_dimensions = {nb + (a_transposed ? 0 : 1)};
   nd->dot_dnums.rhs_contracting_dimensions = {nb + (b_transposed ? 1 : 0)};
   Instruction* product = c->AddInstruction(std::move(nd));
-  auto back = std::make_unique<Instruction>(Opcode::kReshape, dot->shape());
-  back->AppendOperand(product);
-  back->metadata = dot->metadata;
-  return c->AddInstruction(std::move(back));
+  return hlo::AddReshape(c, product, dot->shape().dims, dot);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "base/status.h"
 #include "hlo/builder.h"
+#include "hlo/rewrite.h"
 #include "passes/algebraic_simplifier.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
@@ -17,16 +18,6 @@ using hlo::Instruction;
 using hlo::Opcode;
 
 namespace {
-
-std::unique_ptr<Instruction> Transposed(Instruction* x, const std::vector<int64_t>& perm) {
-  std::vector<int64_t> dims(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i) dims[i] = x->shape().dims[perm[i]];
-  auto t = std::make_unique<Instruction>(Opcode::kTranspose, hlo::Shape(x->shape().element_type, dims));
-  t->AppendOperand(x);
-  t->dimensions = perm;
-  t->metadata = x->metadata;
-  return t;
-}
 
 bool IsNchwConv(const Instruction* c) {
   const auto& d = c->conv_dnums;
@@ -64,7 +55,7 @@ absl::StatusOr<bool> ChannelsLastConvolutions::Run(hlo::Module* module) {
       for (int64_t i = 2; i < r; ++i) to_last.push_back(i);
       to_last.push_back(1);
       for (int64_t i = 1; i < r - 1; ++i) to_first.push_back(i);
-      Instruction* x = c->AddInstruction(Transposed(conv->operand(0), to_last));
+      Instruction* x = hlo::AddTranspose(c.get(), conv->operand(0), to_last, conv->operand(0));
       auto nhwc = std::make_unique<Instruction>(*conv);
       nhwc->set_name("");
       nhwc->ReplaceOperand(0, x);
@@ -75,7 +66,7 @@ absl::StatusOr<bool> ChannelsLastConvolutions::Run(hlo::Module* module) {
       for (int64_t i = 0; i < r; ++i) out_dims[i] = conv->shape().dims[to_last[i]];
       nhwc->set_shape(hlo::Shape(conv->shape().element_type, out_dims));
       Instruction* y = c->AddInstruction(std::move(nhwc));
-      Instruction* back = c->AddInstruction(Transposed(y, to_first));
+      Instruction* back = hlo::AddTranspose(c.get(), y, to_first, y);
       c->ReplaceAllUsesWith(conv, back);
       changed = true;
     }
@@ -115,7 +106,7 @@ Instruction* SinkReduce(hlo::Computation* c, Instruction* i, const std::vector<i
   Instruction* moved = c->AddInstruction(std::move(copy));
   bool identity = true;
   for (size_t m = 0; m < q.size(); ++m) identity &= q[m] == static_cast<int64_t>(m);
-  return identity ? moved : c->AddInstruction(Transposed(moved, q));
+  return identity ? moved : hlo::AddTranspose(c, moved, q, moved);
 }
 
 // Rewrites `i` (whose transposed operands share permutation `perm`) to work
@@ -175,7 +166,7 @@ Instruction* Sink(hlo::Computation* c, Instruction* i, const std::vector<int64_t
     }
   }
   Instruction* moved = c->AddInstruction(std::move(copy));
-  return c->AddInstruction(Transposed(moved, perm));
+  return hlo::AddTranspose(c, moved, perm, moved);
 }
 
 // The permutation of i's transposed operands, when i is an op that can take

@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "base/status.h"
 #include "hlo/builder.h"
+#include "hlo/rewrite.h"
 
 namespace xonnx::cpu {
 
@@ -18,15 +19,11 @@ bool IsHalf(hlo::PrimitiveType t) { return t == hlo::F16 || t == hlo::BF16; }
 // `x` as f32: a converted constant, or a convert instruction.
 Instruction* ToF32(hlo::Computation* c, Instruction* x) {
   if (x->opcode() == Opcode::kConstant) {
-    auto k = std::make_unique<Instruction>(Opcode::kConstant, hlo::Shape(hlo::F32, x->shape().dims));
-    k->literal = x->literal->Convert(hlo::F32);
+    Instruction* k = hlo::AddConstant(c, x->literal->Convert(hlo::F32));
     k->metadata = x->metadata;
-    return c->AddInstruction(std::move(k));
+    return k;
   }
-  auto cv = std::make_unique<Instruction>(Opcode::kConvert, hlo::Shape(hlo::F32, x->shape().dims));
-  cv->AppendOperand(x);
-  cv->metadata = x->metadata;
-  return c->AddInstruction(std::move(cv));
+  return hlo::AddConvert(c, x, hlo::F32, x);
 }
 
 // The f32 version of a scalar reducer `a op b` (max, min, add), or null when
@@ -130,10 +127,7 @@ absl::StatusOr<bool> UpcastHalfPrecision::Run(hlo::Module* module) {
       Instruction* w = c->AddInstruction(std::move(wide));
       Instruction* result = w;
       if (half_result) {
-        auto back = std::make_unique<Instruction>(Opcode::kConvert, i->shape());
-        back->AppendOperand(w);
-        back->metadata = i->metadata;
-        result = c->AddInstruction(std::move(back));
+        result = hlo::AddConvert(c, w, i->shape().element_type, i);
         f32_of[result] = w;
       }
       c->ReplaceAllUsesWith(i, result);
