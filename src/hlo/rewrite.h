@@ -5,6 +5,8 @@
 #ifndef XONNX_HLO_REWRITE_H_
 #define XONNX_HLO_REWRITE_H_
 
+#include <algorithm>
+#include <initializer_list>
 #include <vector>
 
 #include "hlo/ir.h"
@@ -29,14 +31,15 @@ Instruction* AddTranspose(Computation* c, Instruction* x, std::vector<int64_t> p
 Instruction* AddCopyOf(Computation* c, const Instruction& original, const std::vector<Instruction*>& operands,
                        Shape shape);
 
-// Replaces every instruction of `c` with opcode `op` for which `rewrite`
-// returns a replacement (visiting those present before the first one is
-// replaced), then puts `c` in order; whether any was replaced.
+// Replaces every instruction of `c` whose opcode is one of `ops` and for
+// which `rewrite` returns a replacement, visiting those present before the
+// first one is replaced (so a rewrite's own new instructions are not
+// visited), then puts `c` in order; whether any was replaced.
 template <typename Rewrite>
-bool ReplaceEach(Computation* c, Opcode op, Rewrite&& rewrite) {
+bool ReplaceEach(Computation* c, std::initializer_list<Opcode> ops, Rewrite&& rewrite) {
   std::vector<Instruction*> found;
   for (const auto& i : c->instructions())
-    if (i->opcode() == op) found.push_back(i.get());
+    if (std::find(ops.begin(), ops.end(), i->opcode()) != ops.end()) found.push_back(i.get());
   bool any = false;
   for (Instruction* i : found)
     if (Instruction* r = rewrite(i)) {

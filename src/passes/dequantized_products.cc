@@ -258,11 +258,8 @@ absl::StatusOr<bool> DequantizedProducts::Run(hlo::Module* module) {
   bool changed = false;
   for (const auto& c : module->computations()) {
     Rewriter rewriter(c.get());
-    auto rewrite = [&](Instruction* p) { return rewriter.Rewrite(p); };
-    // Each sees the products present before it: a rewrite's own need no look.
-    bool convs = hlo::ReplaceEach(c.get(), Opcode::kConvolution, rewrite);
-    bool dots = hlo::ReplaceEach(c.get(), Opcode::kDot, rewrite);
-    changed |= convs || dots;
+    changed |= hlo::ReplaceEach(c.get(), {Opcode::kConvolution, Opcode::kDot},
+                                [&](Instruction* p) { return rewriter.Rewrite(p); });
   }
   return changed;
 }

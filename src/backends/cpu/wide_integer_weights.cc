@@ -120,11 +120,8 @@ absl::StatusOr<bool> SplitWideIntegerWeights::Run(hlo::Module* module) {
   bool changed = false;
   for (const auto& c : module->computations()) {
     Splitter splitter(c.get());
-    auto rewrite = [&](Instruction* p) { return splitter.Split(p); };
-    // Each sees the products present before it: a rewrite's own need no look.
-    bool convs = hlo::ReplaceEach(c.get(), Opcode::kConvolution, rewrite);
-    bool dots = hlo::ReplaceEach(c.get(), Opcode::kDot, rewrite);
-    changed |= convs || dots;
+    changed |= hlo::ReplaceEach(c.get(), {Opcode::kConvolution, Opcode::kDot},
+                                [&](Instruction* p) { return splitter.Split(p); });
   }
   return changed;
 }
