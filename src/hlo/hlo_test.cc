@@ -41,7 +41,10 @@ std::unique_ptr<Module> SampleModule() {
   dd.lhs_contracting_dimensions = {1};
   dd.rhs_contracting_dimensions = {0};
   auto* dot = b.Dot(sel, b.Constant(Literal::Vector<float>({1, 2, 3, 4, 5, 6}).Reshape({6, 1})), dd);
-  auto* root = b.Tuple({dot, b.Convert(sel, S32)});
+  dot->precision = Precision::kHighest;
+  // 16-bit literals travel as little-endian bytes, as XLA reads them.
+  auto* s16 = b.Constant(Literal::Vector<int16_t>({-3, 7, 32767}));
+  auto* root = b.Tuple({dot, b.Convert(sel, S32), s16});
   auto c = b.Build(root);
   EXPECT_TRUE(c.ok()) << c.status();
   m->set_entry(*c);
@@ -85,7 +88,7 @@ ENTRY e {
 TEST(Builder, InfersShapes) {
   auto m = SampleModule();
   ASSERT_TRUE(Verify(*m).ok()) << Verify(*m);
-  EXPECT_EQ(m->entry()->root()->shape().ToString(), "(f32[1,1]{1,0}, s32[1,6]{1,0})");
+  EXPECT_EQ(m->entry()->root()->shape().ToString(), "(f32[1,1]{1,0}, s32[1,6]{1,0}, s16[3]{0})");
 }
 
 TEST(Builder, RecordsFirstError) {

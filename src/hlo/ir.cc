@@ -8,6 +8,17 @@
 
 namespace xonnx::hlo {
 
+absl::string_view PrecisionName(Precision p) {
+  switch (p) {
+    case Precision::kHigh:
+      return "high";
+    case Precision::kHighest:
+      return "highest";
+    default:
+      return "default";
+  }
+}
+
 bool Instruction::SameAttributes(const Instruction& o) const {
   if (opcode_ != o.opcode_ || !shape_.Compatible(o.shape_)) return false;
   if (literal.has_value() != o.literal.has_value()) return false;
@@ -16,11 +27,11 @@ bool Instruction::SameAttributes(const Instruction& o) const {
          slice_starts == o.slice_starts && slice_limits == o.slice_limits && slice_strides == o.slice_strides &&
          dynamic_slice_sizes == o.dynamic_slice_sizes && padding_config == o.padding_config && window == o.window &&
          conv_dnums == o.conv_dnums && feature_group_count == o.feature_group_count &&
-         batch_group_count == o.batch_group_count && dot_dnums == o.dot_dnums && gather_dnums == o.gather_dnums &&
-         gather_slice_sizes == o.gather_slice_sizes && scatter_dnums == o.scatter_dnums &&
-         indices_are_sorted == o.indices_are_sorted && unique_indices == o.unique_indices &&
-         comparison_direction == o.comparison_direction && is_stable == o.is_stable &&
-         rng_algorithm == o.rng_algorithm && called_ == o.called_;
+         batch_group_count == o.batch_group_count && precision == o.precision && dot_dnums == o.dot_dnums &&
+         gather_dnums == o.gather_dnums && gather_slice_sizes == o.gather_slice_sizes &&
+         scatter_dnums == o.scatter_dnums && indices_are_sorted == o.indices_are_sorted &&
+         unique_indices == o.unique_indices && comparison_direction == o.comparison_direction &&
+         is_stable == o.is_stable && rng_algorithm == o.rng_algorithm && called_ == o.called_;
 }
 
 std::vector<Instruction*> Computation::parameters() const {

@@ -59,6 +59,12 @@ struct ScatterDimensionNumbers {
   bool operator==(const ScatterDimensionNumbers&) const = default;
 };
 
+// How a dot or convolution may round its operands (HLO's PrecisionConfig,
+// one value for both operands): kDefault lets the backend choose, which on
+// NVIDIA GPUs means TF32 inputs for f32 products; kHighest keeps them exact.
+enum class Precision { kDefault = 0, kHigh = 1, kHighest = 2 };
+absl::string_view PrecisionName(Precision p);
+
 struct PaddingDimension {
   int64_t edge_padding_low = 0, edge_padding_high = 0, interior_padding = 0;
   bool operator==(const PaddingDimension&) const = default;
@@ -114,8 +120,9 @@ class Instruction {
   Window window;                                                   // reduce-window, convolution
   ConvolutionDimensionNumbers conv_dnums;                          // convolution
   int64_t feature_group_count = 1, batch_group_count = 1;
-  DotDimensionNumbers dot_dnums;        // dot
-  GatherDimensionNumbers gather_dnums;  // gather
+  Precision precision = Precision::kDefault;  // dot, convolution: of both operands
+  DotDimensionNumbers dot_dnums;              // dot
+  GatherDimensionNumbers gather_dnums;        // gather
   std::vector<int64_t> gather_slice_sizes;
   ScatterDimensionNumbers scatter_dnums;  // scatter
   bool indices_are_sorted = false, unique_indices = false;

@@ -196,6 +196,18 @@ absl::StatusOr<Window> ParseWindow(absl::string_view text) {
   return w;
 }
 
+// operand_precision={highest,highest}: one precision for both operands,
+// the highest named.
+absl::Status ParsePrecision(absl::string_view v, Precision* precision) {
+  for (absl::string_view p : absl::StrSplit(absl::StripPrefix(absl::StripSuffix(v, "}"), "{"), ',')) {
+    p = absl::StripAsciiWhitespace(p);
+    Precision q = p == "highest" ? Precision::kHighest : p == "high" ? Precision::kHigh : Precision::kDefault;
+    if (q == Precision::kDefault && p != "default") return InvalidArgument("bad operand_precision '%s'", v);
+    *precision = std::max(*precision, q);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ConvolutionDimensionNumbers> ParseDimLabels(absl::string_view text) {
   std::vector<std::string> io = absl::StrSplit(text, "->");
   if (io.size() != 2) return InvalidArgument("bad dim_labels '%s'", text);
@@ -390,6 +402,7 @@ class Parser {
       return absl::SimpleAtoi(v, &i.feature_group_count) ? absl::OkStatus() : InvalidArgument("bad %s", key);
     if (key == "batch_group_count")
       return absl::SimpleAtoi(v, &i.batch_group_count) ? absl::OkStatus() : InvalidArgument("bad %s", key);
+    if (key == "operand_precision") return ParsePrecision(v, &i.precision);
     if (key == "lhs_batch_dims") return ints(&i.dot_dnums.lhs_batch_dimensions);
     if (key == "rhs_batch_dims") return ints(&i.dot_dnums.rhs_batch_dimensions);
     if (key == "lhs_contracting_dims") return ints(&i.dot_dnums.lhs_contracting_dimensions);

@@ -104,6 +104,9 @@ std::string Attributes(const Instruction& i, const PrintOptions& o) {
       a.push_back(absl::StrCat("lhs_contracting_dims=", Braces(d.lhs_contracting_dimensions)));
       if (!d.rhs_batch_dimensions.empty()) a.push_back(absl::StrCat("rhs_batch_dims=", Braces(d.rhs_batch_dimensions)));
       a.push_back(absl::StrCat("rhs_contracting_dims=", Braces(d.rhs_contracting_dimensions)));
+      if (i.precision != Precision::kDefault)
+        a.push_back(
+            absl::StrCat("operand_precision={", PrecisionName(i.precision), ",", PrecisionName(i.precision), "}"));
       break;
     }
     case Opcode::kConvolution:
@@ -111,6 +114,9 @@ std::string Attributes(const Instruction& i, const PrintOptions& o) {
       a.push_back(absl::StrCat("dim_labels=", DimLabels(i.conv_dnums)));
       if (i.feature_group_count != 1) a.push_back(absl::StrCat("feature_group_count=", i.feature_group_count));
       if (i.batch_group_count != 1) a.push_back(absl::StrCat("batch_group_count=", i.batch_group_count));
+      if (i.precision != Precision::kDefault)
+        a.push_back(
+            absl::StrCat("operand_precision={", PrecisionName(i.precision), ",", PrecisionName(i.precision), "}"));
       break;
     case Opcode::kReduceWindow:
       a.push_back(absl::StrCat("window={", WindowText(i.window), "}"));

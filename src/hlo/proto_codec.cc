@@ -1,5 +1,7 @@
 #include "hlo/proto_codec.h"
 
+#include <algorithm>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
@@ -67,10 +69,10 @@ wire::LiteralProto LiteralToProto(const Literal& l) {
       p.set_u8s(bytes, n);
       break;
     case S16:
-      for (int64_t i = 0; i < n; ++i) p.add_s16s(l.data<int16_t>()[i]);
+      p.set_s16s(bytes, n * 2);
       break;
     case U16:
-      for (int64_t i = 0; i < n; ++i) p.add_u16s(l.data<uint16_t>()[i]);
+      p.set_u16s(bytes, n * 2);
       break;
     case S32:
       p.mutable_s32s()->Add(l.data<int32_t>(), l.data<int32_t>() + n);
@@ -139,10 +141,10 @@ absl::StatusOr<Literal> LiteralFromProto(const wire::LiteralProto& p) {
       RETURN_IF_ERROR(copy_bytes(p.u8s()));
       break;
     case S16:
-      RETURN_IF_ERROR(copy_repeated(p.s16s(), TypeTag<int16_t>{}));
+      RETURN_IF_ERROR(copy_bytes(p.s16s()));
       break;
     case U16:
-      RETURN_IF_ERROR(copy_repeated(p.u16s(), TypeTag<uint16_t>{}));
+      RETURN_IF_ERROR(copy_bytes(p.u16s()));
       break;
     case S32:
       RETURN_IF_ERROR(copy_repeated(p.s32s(), TypeTag<int32_t>{}));
@@ -234,6 +236,9 @@ wire::HloInstructionProto InstructionToProto(const Instruction& i) {
     p.set_feature_group_count(i.feature_group_count);
     p.set_batch_group_count(i.batch_group_count);
   }
+  if ((i.opcode() == Opcode::kConvolution || i.opcode() == Opcode::kDot) && i.precision != Precision::kDefault)
+    for (int k = 0; k < 2; ++k)
+      p.mutable_precision_config()->add_operand_precision(static_cast<wire::PrecisionConfig::Precision>(i.precision));
   if (i.opcode() == Opcode::kDot) {
     const auto& d = i.dot_dnums;
     auto* q = p.mutable_dot_dimension_numbers();
@@ -338,6 +343,9 @@ absl::Status ReadAttributes(const wire::HloInstructionProto& ip, Instruction* i)
                    {cd.output_spatial_dimensions().begin(), cd.output_spatial_dimensions().end()}};
   i->feature_group_count = ip.feature_group_count() ? ip.feature_group_count() : 1;
   i->batch_group_count = ip.batch_group_count() ? ip.batch_group_count() : 1;
+  // One precision for both operands: the highest asked for either.
+  for (int pr : ip.precision_config().operand_precision())
+    i->precision = std::max(i->precision, static_cast<Precision>(std::clamp(pr, 0, 2)));
   const auto& dd = ip.dot_dimension_numbers();
   i->dot_dnums = {{dd.lhs_contracting_dimensions().begin(), dd.lhs_contracting_dimensions().end()},
                   {dd.rhs_contracting_dimensions().begin(), dd.rhs_contracting_dimensions().end()},

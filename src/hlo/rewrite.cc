@@ -31,6 +31,13 @@ Instruction* AddBinary(Computation* c, Opcode op, Instruction* a, Instruction* b
   return Add(c, std::move(i), like);
 }
 
+Instruction* AddElementwise(Computation* c, Opcode op, Shape shape, const std::vector<Instruction*>& operands,
+                            const Instruction* like) {
+  auto i = std::make_unique<Instruction>(op, std::move(shape));
+  for (Instruction* o : operands) i->AppendOperand(o);
+  return Add(c, std::move(i), like);
+}
+
 Instruction* AddBroadcast(Computation* c, Instruction* x, std::vector<int64_t> dims, std::vector<int64_t> map,
                           const Instruction* like) {
   auto i = std::make_unique<Instruction>(Opcode::kBroadcast, Shape(x->shape().element_type, std::move(dims)));

@@ -19,6 +19,9 @@ Instruction* AddConstant(Computation* c, Literal value);
 Instruction* AddConvert(Computation* c, Instruction* x, PrimitiveType type, const Instruction* like);
 // op(a, b), of a's shape.
 Instruction* AddBinary(Computation* c, Opcode op, Instruction* a, Instruction* b, const Instruction* like);
+// op(operands...) of shape `shape`, for any elementwise op (unary, select).
+Instruction* AddElementwise(Computation* c, Opcode op, Shape shape, const std::vector<Instruction*>& operands,
+                            const Instruction* like);
 // broadcast(x) to `dims`, x's dim k becoming dim map[k].
 Instruction* AddBroadcast(Computation* c, Instruction* x, std::vector<int64_t> dims, std::vector<int64_t> map,
                           const Instruction* like);
