@@ -61,6 +61,12 @@ struct SessionOptions {
   // The host-side type of the model's float32 inputs and outputs: Run()
   // takes and returns tensors of this type, and transfers them as such.
   DataType io_data_type = DataType::kFloat32;
+  // Let the plugin round the inputs of float32 matrix products and
+  // convolutions, as XLA does by default (TF32 on NVIDIA GPUs: about 3
+  // significant digits, several times faster; PyTorch's
+  // torch.backends.cuda.matmul.allow_tf32). Off: they are exact float32, as
+  // ONNX specifies (HLO precision HIGHEST). xonnx's CPU plugin is always exact.
+  bool allow_tf32 = false;
 
   // Persistent compile cache: executables are serialized by the plugin and
   // reloaded by later processes. Empty cache_dir: $XONNX_CACHE_DIR, else

@@ -45,6 +45,7 @@ struct DeviceArgs {
   std::string cache_dir;
   bool no_cache = false;
   std::string data_type = "f32", io_data_type = "f32";
+  bool allow_tf32 = false;
   int compile_threads = 0;
 };
 // The options of the running command (AddDeviceOptions fills them).

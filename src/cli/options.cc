@@ -86,6 +86,7 @@ xonnx::SessionOptions BaseOptions() {
   }
   o.data_type = ParseFloatType(g_device.data_type, "--data-type");
   o.io_data_type = ParseFloatType(g_device.io_data_type, "--io-data-type");
+  o.allow_tf32 = g_device.allow_tf32;
   o.use_cache = !g_device.no_cache;
   o.cache_dir = g_device.cache_dir;
   o.compile_threads = g_device.compile_threads;
@@ -133,6 +134,9 @@ void AddDeviceOptions(CLI::App* cmd, bool serving) {
   cmd->add_option("--data-type", g_device.data_type,
                   "Type the model computes in: f32, f16 or bf16 (weights converted once; reductions accumulate in f32)")
       ->capture_default_str();
+  cmd->add_flag("--allow-tf32", g_device.allow_tf32,
+                "Let the plugin round float32 matrix products and convolutions to TF32 inputs (XLA's GPU default; "
+                "faster, ~1e-3 relative error); without it they are exact float32");
   cmd->add_option("--io-data-type", g_device.io_data_type,
                   "Host-side type of float inputs and outputs: f32, f16 or bf16 (input files of another float type "
                   "are converted)")

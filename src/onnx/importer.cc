@@ -10,7 +10,9 @@
 #include "onnx/tensor_proto.h"
 #include "passes/constant_folding.h"
 #include "passes/convert_precision.h"
+#include "passes/exact_products.h"
 #include "passes/pipeline.h"
+#include "passes/xla_compatibility.h"
 
 namespace xonnx::onnx_import {
 
@@ -378,6 +380,12 @@ absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOpti
       return Annotate(st, absl::StrCat(model.path, ": computing in ", hlo::PrimitiveTypeName(options.compute_type)));
     for (auto& out : imported.outputs)
       if (!out.is_string && out.type == hlo::F32) out.type = options.io_type;
+  }
+  if (options.exact_f32_products) RETURN_IF_ERROR(passes::ExactProducts().Run(m).status());
+  if (options.xla_compatible) {
+    absl::Status st = passes::XlaCompatibility().Run(m).status();
+    if (st.ok()) st = hlo::Verify(*m);
+    if (!st.ok()) return Annotate(st, absl::StrCat(model.path, ": rewriting for XLA's plugins"));
   }
   return imported;
 }

@@ -68,10 +68,16 @@ struct ImportOptions {
   // float inputs and outputs in io_type (passes::ConvertPrecision). This is
   // the one place a module is optimized and its precision decided on the
   // client's side of the PjRT ABI.
+  // Last, whether or not `optimize`: with exact_f32_products, f32 dots and
+  // convolutions ask for exact f32 inputs (passes::ExactProducts); with
+  // xla_compatible, what XLA's own plugins reject or round differently is
+  // rewritten (passes::XlaCompatibility).
   bool optimize = false;
   bool verify_passes = false;
   hlo::PrimitiveType compute_type = hlo::F32;
   hlo::PrimitiveType io_type = hlo::F32;
+  bool exact_f32_products = true;
+  bool xla_compatible = false;
 };
 
 struct ImportedModule {

@@ -52,6 +52,11 @@ ModelRunner::ModelRunner(std::shared_ptr<onnx_import::LoadedModel> model, const 
       weights_(model_, options.data_type, client_, devices_),
       programs_(client_) {
   for (const pjrt::Device* d : devices_) compile_options_.push_back(pjrt::CompileOptionsFor(*d));
+  // xonnx's CPU plugin says its version; any other plugin is taken to be
+  // XLA's or built from it, and gets HLO it accepts.
+  xla_plugin_ = true;
+  for (const auto& [name, value] : client_->plugin()->Attributes())
+    if (name == "xonnx_version") xla_plugin_ = false;
 }
 
 std::unique_ptr<ModelRunner> ModelRunner::ForSegment(std::shared_ptr<onnx_import::LoadedModel> segment,
@@ -83,6 +88,8 @@ StatusOr<onnx_import::ImportedModule> ModelRunner::BuildModule(
   io.verify_passes = options_.verify_passes;
   io.compute_type = ToHlo(options_.data_type);
   io.io_type = ToHlo(options_.io_data_type);
+  io.exact_f32_products = !options_.allow_tf32;
+  io.xla_compatible = xla_plugin_;
   return onnx_import::Import(*model_, io);
 }
 
@@ -115,7 +122,7 @@ std::string ModelRunner::DescriptionKey(const std::string& key, const Bindings& 
   f.UpdateField(key);
   f.UpdateField(absl::StrJoin(bindings.weights, "\n"));
   f.UpdateField(absl::StrCat(options_.upload_weights, options_.optimize, DataTypeName(options_.data_type),
-                             DataTypeName(options_.io_data_type), XONNX_VERSION));
+                             DataTypeName(options_.io_data_type), options_.allow_tf32, XONNX_VERSION));
   f.UpdateField(compile_options_[dev]);
   f.UpdateField(programs_.plugin_identity());
   f.UpdateField(ConverterIdentity());

@@ -113,6 +113,7 @@ class ModelRunner {
   std::shared_ptr<onnx_import::LoadedModel> model_;
   SessionOptions options_;
   std::shared_ptr<pjrt::Client> client_;
+  bool xla_plugin_ = true;  // not xonnx's CPU plugin: import with ImportOptions::xla_compatible
   std::vector<const pjrt::Device*> devices_;
   // pjrt::CompileOptionsFor(*devices_[k]), serialized once: every program
   // lookup puts them in its keys and every compile or load passes them.
