@@ -122,4 +122,30 @@ StatusOr<std::vector<Value>> ReadOutputValues(const Session& s, const fs::path& 
   return outs;
 }
 
+const char kDeviceFlagsUsage[] = "[--plugin PATH] [--data-type f32|f16|bf16] [--create-option NAME=VALUE]...";
+
+StatusOr<bool> ParseDeviceFlag(int argc, char** argv, int* i, SessionOptions* options) {
+  std::string flag = argv[*i];
+  if (flag != "--plugin" && flag != "--data-type" && flag != "--create-option") return false;
+  if (*i + 1 >= argc) return InvalidArgument("%s needs a value", flag);
+  std::string value = argv[++*i];
+  if (flag == "--plugin") {
+    options->plugin = value;
+  } else if (flag == "--data-type") {
+    if (value == "f32") {
+      options->data_type = DataType::kFloat32;
+    } else if (value == "f16") {
+      options->data_type = DataType::kFloat16;
+    } else if (value == "bf16") {
+      options->data_type = DataType::kBFloat16;
+    } else {
+      return InvalidArgument("--data-type takes f32, f16 or bf16, not '%s'", value);
+    }
+  } else {
+    ASSIGN_OR_RETURN(CreateOption o, ParseCreateOption(value));
+    options->create_options.push_back(std::move(o));
+  }
+  return true;
+}
+
 }  // namespace xonnx::testing

@@ -27,6 +27,15 @@ StatusOr<std::vector<Tensor>> ReadOutputs(const std::filesystem::path& data_set)
 StatusOr<std::map<std::string, Value>> ReadInputValues(const Session& s, const std::filesystem::path& data_set);
 StatusOr<std::vector<Value>> ReadOutputValues(const Session& s, const std::filesystem::path& data_set);
 
+// The runners' device flags, so that the same tests run on any plugin:
+//   --plugin PATH           the PjRT plugin (default: XONNX_PLUGIN, else the CPU plugin)
+//   --data-type f32|f16|bf16 the type the model computes in
+//   --create-option k=v     an option of the plugin's client (repeatable)
+// When argv[*i] is one of them, applies it to `options`, advances *i past its
+// value and returns true; a bad value is an error; anything else returns false.
+StatusOr<bool> ParseDeviceFlag(int argc, char** argv, int* i, SessionOptions* options);
+extern const char kDeviceFlagsUsage[];
+
 }  // namespace xonnx::testing
 
 #endif  // XONNX_TESTS_TEST_DATA_H_

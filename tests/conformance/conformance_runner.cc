@@ -3,7 +3,13 @@
 // Each case runs in a forked child so one crash cannot hide the others.
 //
 //   conformance_runner --data DIR/node --expected-failures FILE [--report OUT.json] [--filter SUBSTR]
+//                      [--timeout S] [--shard I/N] [--in-process [--after CASE]] [--rtol R] [--atol A]
+//                      [--plugin PATH] [--data-type f32|f16|bf16] [--create-option K=V]
 //
+// --in-process runs every case in this process, for plugins whose client is
+// slow to create or does not survive fork() (XLA's GPU plugin): a crash or a
+// time-out then ends the run; stderr says "running CASE" before each case so
+// that a driver can record it and go on with --after CASE.
 // Exit status 1 when a case not listed in the expected-failures file fails.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,10 +38,14 @@ struct Result {
   std::string detail;
 };
 
+// ONNX's tolerances; 16-bit runs loosen them with --rtol and --atol.
+double g_rtol = 1e-3, g_atol = 1e-7;
+xonnx::SessionOptions g_options;
+
 bool Close(double a, double e) {
   if (std::isnan(e)) return std::isnan(a);
   if (std::isinf(e)) return a == e;
-  return std::abs(a - e) <= 1e-7 + 1e-3 * std::abs(e);
+  return std::abs(a - e) <= g_atol + g_rtol * std::abs(e);
 }
 
 // Empty when `got` matches `want`, else why not.
@@ -94,10 +104,7 @@ Result RunValuesCase(xonnx::Session& s, const fs::path& dir) {
 }
 
 Result RunCase(const fs::path& dir) {
-  // These runs test conversion; a compile cache would skip it.
-  xonnx::SessionOptions options;
-  options.use_cache = false;
-  auto s = xonnx::Session::Open((dir / "model.onnx").string(), options);
+  auto s = xonnx::Session::Open((dir / "model.onnx").string(), g_options);
   if (!s.ok()) {
     return {s.status().code() == absl::StatusCode::kUnimplemented ? "unsupported" : "fail",
             std::string(s.status().message())};
@@ -168,13 +175,34 @@ std::map<std::string, std::string> ReadExpectations(const std::string& path) {
   return m;
 }
 
+// Runs one case in this process; a time-out ends the process.
+Result RunInProcess(const fs::path& dir, int timeout_s) {
+  std::cerr << "running " << dir.filename().string() << std::endl;
+  alarm(timeout_s);
+  Result r = RunCase(dir);
+  alarm(0);
+  return r;
+}
+
+constexpr char kUsage[] =
+    "usage: conformance_runner --data DIR --expected-failures FILE [--report OUT.json] [--filter S] [--timeout S]\n"
+    "         [--shard I/N] [--in-process [--after CASE]] [--rtol R] [--atol A] ";
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string data, expectations, report, filter;
-  int timeout_s = 120;
+  std::string data, expectations, report, filter, after;
+  int timeout_s = 120, shard = 0, shards = 1;
+  bool in_process = false;
+  g_options.use_cache = false;  // these runs test conversion; a compile cache would skip it
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    auto device_flag = xonnx::testing::ParseDeviceFlag(argc, argv, &i, &g_options);
+    if (!device_flag.ok()) {
+      std::cerr << "conformance_runner: " << device_flag.status().message() << "\n";
+      return 2;
+    }
+    if (*device_flag) continue;
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
     if (a == "--data")
       data = next();
@@ -186,8 +214,19 @@ int main(int argc, char** argv) {
       filter = next();
     else if (a == "--timeout")
       timeout_s = std::atoi(next().c_str());
+    else if (a == "--in-process")
+      in_process = true;
+    else if (a == "--after")
+      after = next();
+    else if (a == "--rtol")
+      g_rtol = std::atof(next().c_str());
+    else if (a == "--atol")
+      g_atol = std::atof(next().c_str());
+    else if (a == "--shard" && std::sscanf(next().c_str(), "%d/%d", &shard, &shards) == 2 && shards > 0 && shard >= 0 &&
+             shard < shards)
+      continue;
     else {
-      std::cerr << "usage: conformance_runner --data DIR --expected-failures FILE [--report OUT.json] [--filter S]\n";
+      std::cerr << kUsage << xonnx::testing::kDeviceFlagsUsage << "\n";
       return 2;
     }
   }
@@ -201,20 +240,26 @@ int main(int argc, char** argv) {
   for (const auto& e : fs::directory_iterator(data))
     if (e.is_directory() && e.path().filename().string().find(filter) != std::string::npos) cases.push_back(e.path());
   std::sort(cases.begin(), cases.end());
+  // Shard by position, then drop what an interrupted in-process run did.
+  std::vector<fs::path> mine;
+  for (size_t k = 0; k < cases.size(); ++k)
+    if (static_cast<int>(k % shards) == shard && (after.empty() || cases[k].filename().string() > after))
+      mine.push_back(cases[k]);
+  cases = std::move(mine);
   nlohmann::json j = nlohmann::json::object();
   std::map<std::string, int> counts;
   std::vector<std::string> regressions, fixed;
   auto start = std::chrono::steady_clock::now();
   for (const auto& c : cases) {
     std::string name = c.filename().string();
-    Result r = RunIsolated(c, timeout_s);
+    Result r = in_process ? RunInProcess(c, timeout_s) : RunIsolated(c, timeout_s);
     ++counts[r.status];
     bool listed = expected.count(name) > 0;
     std::string mark = r.status == "pass" ? (listed ? "  (listed as failing: remove it from the list)" : "")
                                           : (listed ? "  (expected)" : "  REGRESSION");
     std::cout << absl::StrFormat("%-11s %s%s", r.status, name, mark);
     if (!r.detail.empty() && r.status != "pass") std::cout << "  -- " << r.detail.substr(0, 300);
-    std::cout << "\n";
+    std::cout << std::endl;  // an in-process crash keeps the lines before it
     if (r.status != "pass" && !listed) regressions.push_back(name);
     if (r.status == "pass" && listed) fixed.push_back(name);
     j[name] = {{"status", r.status}, {"detail", r.detail}, {"expected_failure", listed}};

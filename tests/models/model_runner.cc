@@ -6,6 +6,7 @@
 // and "control-flow" for computations it could not compile).
 //
 //   model_runner --models DIR [--tolerance 1e-4] [--native-only]
+//                [--plugin PATH] [--data-type f32|f16|bf16] [--create-option K=V]
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -56,8 +57,16 @@ int main(int argc, char** argv) {
   std::string dir;
   double tolerance = 1e-4;
   bool native_only = false;
+  xonnx::SessionOptions base;
+  base.use_cache = false;  // these runs test conversion; a compile cache would skip it
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    auto device_flag = xonnx::testing::ParseDeviceFlag(argc, argv, &i, &base);
+    if (!device_flag.ok()) {
+      std::cerr << "model_runner: " << device_flag.status().message() << "\n";
+      return 2;
+    }
+    if (*device_flag) continue;
     if (a == "--models" && i + 1 < argc)
       dir = argv[++i];
     else if (a == "--tolerance" && i + 1 < argc)
@@ -65,7 +74,8 @@ int main(int argc, char** argv) {
     else if (a == "--native-only")
       native_only = true;
     else {
-      std::cerr << "usage: model_runner --models DIR [--tolerance 1e-4] [--native-only]\n";
+      std::cerr << "usage: model_runner --models DIR [--tolerance 1e-4] [--native-only] "
+                << xonnx::testing::kDeviceFlagsUsage << "\n";
       return 2;
     }
   }
@@ -85,9 +95,7 @@ int main(int argc, char** argv) {
   }
   int passed = 0, failed = 0;
   for (const fs::path& m : models) {
-    xonnx::SessionOptions options;
-    options.use_cache = false;  // these runs test conversion; a compile cache would skip it
-    auto s = xonnx::Session::Open((m / "model.onnx").string(), options);
+    auto s = xonnx::Session::Open((m / "model.onnx").string(), base);
     if (!s.ok()) {
       std::cout << "FAIL " << m.filename().string() << ": " << s.status().message() << "\n";
       ++failed;
@@ -141,6 +149,7 @@ int main(int argc, char** argv) {
                 << (slow.empty() ? "every kernel native" : "runs on the reference evaluator's kernels") << "\n";
       (slow.empty() ? passed : failed)++;
     }
+    std::cout.flush();  // a crash in the next model keeps this one's lines
   }
   if (native_only) fs::remove_all(dumps);
   std::cout << absl::StrFormat("%d passed, %d failed\n", passed, failed);
