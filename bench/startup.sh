@@ -84,6 +84,6 @@ for what in programs weights open process; do
     open) c=$(printf '%s\n' "${co[@]}" | median); w=$(printf '%s\n' "${wo[@]}" | median) ;;
     process) c=$(printf '%s\n' "${cp[@]}" | median); w=$(printf '%s\n' "${wp[@]}" | median) ;;
   esac
-  printf '%-9s %12.1f %12.1f %10.1f\n' "$what" "$c" "$w" "$(echo "$c / $w" | bc -l)"
+  printf '%-9s %12.1f %12.1f %10.1f\n' "$what" "$c" "$w" "$(awk -v a="$c" -v b="$w" 'BEGIN {print a / b}')"
 done
 echo "($model, $steps buckets up to $max_batch, $rounds rounds, $threads threads, $(nproc) cores, $(uname -m))"

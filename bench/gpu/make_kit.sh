@@ -6,9 +6,14 @@
 # benchmark models without their weights (bench/gpu/weights.py strip; run.sh
 # fills them back in, identically, on the other side), one input per model,
 # and the outputs xonnx's CPU plugin computes for it here, as the reference
-# the GPU's outputs are checked against. About 15 MB.
+# the GPU's outputs are checked against; and for the correctness parts the
+# test runners, the ONNX node tests and the real-model tests (large weights
+# stripped the same way: run.sh recomputes those models' expected outputs
+# with ONNX Runtime there). Packed as KIT_DIR.tar.xz too, about 20 MB.
 #
 # usage: bench/gpu/make_kit.sh [KIT_DIR]     (default build/gpu_kit)
+# The test data come from a configured build: ONNX_TESTS (default
+# build/onnx_backend_tests) and MODELS (default build/real_models).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 kit="${1:-build/gpu_kit}"
@@ -18,8 +23,14 @@ py=/usr/bin/python3
 rm -rf "$kit"
 mkdir -p "$kit/bin" "$kit/lib" "$kit/models"
 cp "$xonnx" "$kit/bin/xonnx"
+runners="$(dirname "$xonnx")/../tests"
+for r in conformance_runner model_runner; do
+  [[ -x $runners/$r ]] || { echo "build the test runners first ($runners/$r)" >&2; exit 1; }
+  cp "$runners/$r" "$kit/bin/"
+done
+cp tests/conformance/expected_failures.txt "$kit/"
 # Everything ldd resolves except the C library family and the C++ runtime.
-ldd "$xonnx" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
+cat <(ldd "$xonnx") <(ldd "$kit/bin/model_runner") | sort -u | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
   case "$(basename "$lib")" in
     libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*|libstdc++.so.*|libgcc_s.so.*) ;;
     *) cp -L "$lib" "$kit/lib/" ;;
@@ -40,8 +51,25 @@ for m in resnet50 transformer_encoder; do
     --no-cache >/dev/null
   rm -rf "$tmp"
 done
+# The node tests as generated, and the real-model tests with every model
+# over 2 MB stripped of its large weights (listed in models/stripped).
+tests="${ONNX_TESTS:-build/onnx_backend_tests}" real="${MODELS:-build/real_models}"
+[[ -f $tests/node/.complete && -d $real ]] || { echo "generate the test data first (ctest in build/)" >&2; exit 1; }
+tar -C "$tests" -cf "$kit/node_tests.tar" node
+mkdir -p "$kit/real_models"
+for d in "$real"/*/; do
+  m=$(basename "$d")
+  [[ -f $d/model.onnx ]] || continue
+  cp -r "$d" "$kit/real_models/$m"
+  if (($(stat -c %s "$d/model.onnx") > 2000000)); then
+    "$py" bench/gpu/weights.py strip "$d/model.onnx" "$kit/real_models/$m/model.onnx" 2>/dev/null
+    rm -f "$kit/real_models/$m"/test_data_set_*/output_*.pb
+    echo "$m" >>"$kit/real_models/stripped"
+  fi
+done
 {
   echo "xonnx $(git describe --always --dirty 2>/dev/null || echo unknown), made $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -m)"
   echo "references: xonnx's CPU plugin, f32"
 } >"$kit/MANIFEST"
-du -sh "$kit"
+tar -C "$(dirname "$kit")" -cJf "$kit.tar.xz" "$(basename "$kit")"
+du -sh "$kit" "$kit.tar.xz"

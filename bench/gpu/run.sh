@@ -2,6 +2,9 @@
 # xonnx on a GPU through a PjRT plugin (by default XLA's CUDA plugin from the
 # machine's jax installation), from the kit bench/gpu/make_kit.sh packs:
 #   devices     the plugin loads and lists its devices;
+#   conformance the ONNX node tests through the plugin, in each data type
+#               (16-bit ones with looser tolerances), sharded over processes;
+#   models      the real-model tests (tests/models) in each data type;
 #   validate    each model's output on the GPU, computing in f32, f16 and
 #               bf16, against the kit's f32 reference (xonnx's CPU plugin)
 #               and, when the onnxruntime Python package is there, against
@@ -16,12 +19,14 @@
 # Everything printed is also written to $OUT/gpu_results.txt when OUT is set.
 #
 # usage: bench/gpu/run.sh [--kit build/gpu_kit] [--plugin PATH]
-#          [--parts devices,validate,startup,throughput] [--rounds 3]
+#          [--parts devices,conformance,models,validate,startup,throughput] [--rounds 3]
 #          [--iterations 50] [--models resnet50,transformer_encoder]
 #          [--dtypes f32,f16,bf16] [--batches 1,8,64]
+# --dtypes may name tf32 for the throughput part: float32 with TF32 products
+# allowed on both sides (xonnx --allow-tf32, PyTorch's allow_tf32 flags).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-kit=build/gpu_kit plugin="" parts=devices,validate,startup,throughput rounds=3 iterations=50
+kit=build/gpu_kit plugin="" parts=devices,conformance,models,validate,startup,throughput rounds=3 iterations=50
 models=resnet50,transformer_encoder dtypes=f32,f16,bf16 batches=1,8,64
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -36,6 +41,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
+[[ -x $kit/bin/xonnx || ! -f $kit.tar.xz ]] || tar -C "$(dirname "$kit")" -xJf "$kit.tar.xz"
 [[ -x $kit/bin/xonnx ]] || { echo "$kit/bin/xonnx not found: make the kit with bench/gpu/make_kit.sh" >&2; exit 1; }
 py=python3
 if [[ -z $plugin ]]; then
@@ -70,6 +76,65 @@ if [[ ,$parts, == *,devices,* ]]; then
   say "$("$xonnx" devices --plugin "$plugin" 2>&1)"
 fi
 
+# Options of the plugin's client for the test runners: several processes
+# share the GPU, so none may take most of its memory up front (XLA's default).
+# CREATE_OPTIONS="" for plugins that know no such option.
+create=()
+for o in ${CREATE_OPTIONS-preallocate=false}; do create+=(--create-option "$o"); done
+
+# One shard of the node tests in one process (XLA's client is slow to create
+# and does not survive fork()), restarted after the case that crashed it.
+conformance_shard() {
+  local shard=$1 d=$2 log=$3 after="" rc
+  : >"$log"
+  while true; do
+    rc=0
+    "$kit/bin/conformance_runner" --data "$work/node_tests/node" --expected-failures "$kit/expected_failures.txt" \
+      --in-process --shard "$shard" ${after:+--after "$after"} --timeout 60 --plugin "$plugin" --data-type "$d" \
+      "${create[@]}" $(tolerances "$d") >>"$log" 2>"$log.err" || rc=$?
+    ((rc > 1)) || break
+    after=$(grep '^running ' "$log.err" | tail -1 | cut -d' ' -f2)
+    [[ -n $after ]] || { echo "crash       (before any case) rc=$rc $(tail -2 "$log.err" | tr '\n' ' ')" >>"$log"; break; }
+    echo "crash       $after  rc=$rc  -- $(grep -v '^running ' "$log.err" | tail -2 | tr '\n' ' ')" >>"$log"
+  done
+}
+# ONNX's tolerances in f32; a 16-bit type keeps 11 (f16) or 8 (bf16)
+# significant bits, so its relative bar is a few units of its last place.
+tolerances() { case $1 in f16) echo "--rtol 4e-3 --atol 1e-3" ;; bf16) echo "--rtol 3e-2 --atol 1e-2" ;; *) ;; esac; }
+
+if [[ ,$parts, == *,conformance,* ]]; then
+  say "== conformance: ONNX node tests (onnx 1.12) through the plugin"
+  [[ -d $work/node_tests/node ]] || { mkdir -p "$work/node_tests" && tar -C "$work/node_tests" -xf "$kit/node_tests.tar"; }
+  shards=${SHARDS:-8}
+  for d in "${dtype_list[@]}"; do
+    for ((k = 0; k < shards; k++)); do conformance_shard "$k/$shards" "$d" "$work/conf_${d}_$k.log" & done
+    wait
+    cat "$work"/conf_"${d}"_*.log | grep -E '^(pass|fail|unsupported|crash) ' | sort -k2 >"$work/conf_$d.txt"
+    [[ -z ${OUT:-} ]] || cp "$work/conf_$d.txt" "$OUT/conformance_$d.txt"
+    say "$d: $(awk '{n[$1]++} END {printf "%d cases: %d pass, %d fail, %d unsupported, %d crashed", NR, n["pass"], n["fail"], n["unsupported"], n["crash"]}' "$work/conf_$d.txt")"
+    say "$d: not in the CPU plugin's expected failures: $(grep -c -E 'REGRESSION|^crash' "$work/conf_$d.txt")"
+  done
+fi
+
+if [[ ,$parts, == *,models,* ]]; then
+  say "== models: the real-model tests (relative L2 error per data set)"
+  if [[ ! -d $work/real_models ]]; then
+    cp -r "$kit/real_models" "$work/real_models"
+    while read -r m; do
+      "$py" bench/gpu/weights.py fill "$work/real_models/$m/model.onnx" "$work/real_models/$m/model.onnx" 2>/dev/null
+      "$py" bench/gpu/tensors.py refs "$work/real_models/$m"
+    done <"$work/real_models/stripped"
+  fi
+  for d in "${dtype_list[@]}"; do
+    case $d in f16) tol=2e-2 ;; bf16) tol=5e-2 ;; *) tol=1e-3 ;; esac
+    "$kit/bin/model_runner" --models "$work/real_models" --tolerance "$tol" --plugin "$plugin" --data-type "$d" \
+      "${create[@]}" >"$work/models_$d.txt" 2>&1 || true
+    [[ -z ${OUT:-} ]] || cp "$work/models_$d.txt" "$OUT/models_$d.txt"
+    say "$d (tolerance $tol): $(tail -1 "$work/models_$d.txt")"
+    say "$(grep -v '^PASS' "$work/models_$d.txt" | head -20)"
+  done
+fi
+
 if [[ ,$parts, == *,validate,* ]]; then
   say "== validate: relative L2 error ||got - ref|| / ||ref|| against the f32 reference"
   for m in "${model_list[@]}"; do
@@ -94,27 +159,35 @@ fi
 
 if [[ ,$parts, == *,throughput,* ]]; then
   say "== throughput: median latency ms (host input to host output), $rounds rounds x $iterations iterations"
+  say "   f32 is exact float32 on both sides; tf32 lets both round float32 products to TF32"
   say "$(printf '%-20s %5s %6s %10s %10s %12s %8s' model dtype batch "xonnx" "pytorch" "pytorch dev" "ratio")"
   for m in "${model_list[@]}"; do
     for d in "${dtype_list[@]}"; do
-      for b in "${batch_list[@]}"; do
-        xs=() ts=() tds=()
-        for ((r = 0; r < rounds; r++)); do
-          j=$("$xonnx" bench "$work/$m.onnx" --shape "$(shape_of "$m" "$b")" --plugin "$plugin" --data-type "$d" \
-            --io-data-type "$d" --iterations "$iterations" --warmup 10 --json --cache-dir "$work/cache" 2>"$work/bench.log") ||
-            { say "$m $d $b: xonnx FAILED: $(tail -3 "$work/bench.log")"; continue 2; }
-          xs+=("$(echo "$j" | "$py" -c "import json,sys; print(json.load(sys.stdin)['latency_ms']['median'])")")
-          j=$("$py" bench/gpu/torch_bench.py --model "$m" --batch "$b" --dtype "$d" --iterations "$iterations" 2>"$work/torch.log") ||
-            { say "$m $d $b: pytorch FAILED: $(tail -3 "$work/torch.log")"; continue 2; }
-          read -r t td < <(echo "$j" | "$py" -c \
-            "import json,sys; d=json.load(sys.stdin); print(d['latency_ms']['median'], d['device_latency_ms']['median'])")
-          ts+=("$t") tds+=("$td")
+      xflags=(--data-type "$d" --io-data-type "$d") tflags=(--dtype "$d")
+      [[ $d != tf32 ]] || xflags=(--data-type f32 --allow-tf32) tflags=(--dtype f32 --tf32)
+      declare -A xs=() ts=() tds=()
+      # Rounds alternate the engines; PyTorch times every batch size in one process.
+      for ((r = 0; r < rounds; r++)); do
+        for b in "${batch_list[@]}"; do
+          j=$("$xonnx" bench "$work/$m.onnx" --shape "$(shape_of "$m" "$b")" --plugin "$plugin" "${xflags[@]}" \
+            --iterations "$iterations" --warmup 10 --json --cache-dir "$work/cache" 2>"$work/bench.log") ||
+            { say "$m $d $b: xonnx FAILED: $(tail -3 "$work/bench.log")"; continue; }
+          xs[$b]+="$(echo "$j" | "$py" -c "import json,sys; print(json.load(sys.stdin)['latency_ms']['median'])") "
         done
-        x=$(printf '%s\n' "${xs[@]}" | median)
-        t=$(printf '%s\n' "${ts[@]}" | median)
-        td=$(printf '%s\n' "${tds[@]}" | median)
-        say "$(printf '%-20s %5s %6s %10.3f %10.3f %12.3f %8.2f' "$m" "$d" "$b" "$x" "$t" "$td" "$(echo "$x / $t" | bc -l)")"
+        "$py" bench/gpu/torch_bench.py --model "$m" --batch "$batches" "${tflags[@]}" --iterations "$iterations" \
+          >"$work/torch.json" 2>"$work/torch.log" || { say "$m $d: pytorch FAILED: $(tail -3 "$work/torch.log")"; continue; }
+        while read -r b t td; do
+          ts[$b]+="$t " tds[$b]+="$td "
+        done < <("$py" -c "import json,sys
+for line in open(sys.argv[1]):
+    d = json.loads(line); print(d['batch'], d['latency_ms']['median'], d['device_latency_ms']['median'])" "$work/torch.json")
       done
+      for b in "${batch_list[@]}"; do
+        [[ -n ${xs[$b]:-} && -n ${ts[$b]:-} ]] || continue
+        x=$(printf '%s\n' ${xs[$b]} | median) t=$(printf '%s\n' ${ts[$b]} | median) td=$(printf '%s\n' ${tds[$b]} | median)
+        say "$(printf '%-20s %5s %6s %10.3f %10.3f %12.3f %8.2f' "$m" "$d" "$b" "$x" "$t" "$td" "$(awk -v a="$x" -v b="$t" 'BEGIN {print a / b}')")"
+      done
+      unset xs ts tds
     done
   done
   say "(ratio = xonnx / pytorch, host to host; below 1 means xonnx is faster)"

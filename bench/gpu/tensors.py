@@ -7,6 +7,10 @@ checks of outputs against the reference.
                                              ok or FAIL against DTYPE's bar
   tensors.py ort MODEL INPUT REF LABEL       ONNX Runtime (CPU) on MODEL against REF,
                                              when the onnxruntime package is there
+  tensors.py refs DIR                        writes output_<i>.pb of every data set of
+                                             the model DIR/model.onnx with ONNX Runtime
+                                             (CPU): the expected outputs of a model whose
+                                             weights weights.py filled in
 
 Needs only onnx and numpy.
 """
@@ -29,6 +33,25 @@ def load(path):
 def rel_error(got, ref):
     got, ref = got.astype(np.float64), ref.astype(np.float64)
     return np.linalg.norm(got - ref) / np.linalg.norm(ref)
+
+
+def write_refs(folder):
+    import glob
+    import os
+
+    import onnxruntime as ort
+    s = ort.InferenceSession(os.path.join(folder, "model.onnx"), providers=["CPUExecutionProvider"])
+    names = [i.name for i in s.get_inputs()]
+    for data_set in sorted(glob.glob(os.path.join(folder, "test_data_set_*"))):
+        feeds = {}
+        for k in range(len(glob.glob(os.path.join(data_set, "input_*.pb")))):
+            t = TensorProto()
+            with open(os.path.join(data_set, f"input_{k}.pb"), "rb") as f:
+                t.ParseFromString(f.read())
+            feeds[t.name if t.name in names else names[k]] = numpy_helper.to_array(t)
+        for k, (out, y) in enumerate(zip(s.get_outputs(), s.run(None, feeds))):
+            with open(os.path.join(data_set, f"output_{k}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(np.asarray(y), out.name).SerializeToString())
 
 
 def main():
@@ -56,6 +79,8 @@ def main():
         got = s.run(None, {"input": load(args[1])})[0]
         print(f"{args[3]}: ONNX Runtime {ort.__version__} (CPU) against the reference: "
               f"rel error {rel_error(got, load(args[2])):.2e}")
+    elif what == "refs" and len(args) == 1:
+        write_refs(args[0])
     else:
         sys.exit(__doc__)
 

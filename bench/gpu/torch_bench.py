@@ -1,16 +1,23 @@
 #!/usr/bin/env python3
-"""PyTorch timing of the benchmark models, printed as one JSON object like
+"""PyTorch timing of the benchmark models, printed as JSON objects like
 `xonnx bench --json`: the peer for xonnx on a GPU.
 
-usage: torch_bench.py --model resnet50|transformer_encoder --batch 8
+usage: torch_bench.py --model resnet50|transformer_encoder --batch 1,8,64
                       [--dtype f32|f16|bf16] [--iterations 50] [--warmup 10]
+                      [--tf32]
+
+One JSON object per batch size, one per line, from one process (the model
+is built and moved to the GPU once).
 
 The models are the ones tests/models/export_models.py exports (torchvision's
 ResNet-50, or the same bottleneck network defined here when torchvision is
 missing; the 4-layer Transformer encoder, d=256, seq 64), with random
 weights: the time does not depend on their values. PyTorch runs eagerly
 under inference_mode, with cudnn.benchmark on and ResNet-50 in channels-last
-layout, its fast settings for 16-bit convolutions. Two latencies are
+layout, its fast settings for 16-bit convolutions. float32 products are
+exact float32 (PyTorch's default for matrix products; its convolutions
+would otherwise use TF32) unless --tf32 allows TF32 for both, as xonnx's
+--allow-tf32 does. Two latencies are
 reported, medians over the iterations:
   latency_ms          input from host memory to output in host memory (what
                       `xonnx bench` measures: it uploads the input and reads
@@ -73,21 +80,23 @@ def median(values):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--model", required=True, choices=["resnet50", "transformer_encoder"])
-    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--batch", default="1", help="batch sizes, comma-separated")
     p.add_argument("--dtype", default="f32", choices=["f32", "f16", "bf16"])
     p.add_argument("--iterations", type=int, default=50)
     p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--tf32", action="store_true", help="allow TF32 in float32 matrix products and convolutions")
     a = p.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = a.tf32
+    torch.backends.cudnn.allow_tf32 = a.tf32
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[a.dtype]
     torch.manual_seed(0)
     torch.backends.cudnn.benchmark = True
     if a.model == "resnet50":
-        model, shape, layout = resnet50(), (a.batch, 3, 224, 224), torch.channels_last
+        model, layout = resnet50(), torch.channels_last
     else:
-        model, shape, layout = Encoder(), (a.batch, 64, 256), torch.contiguous_format
+        model, layout = Encoder(), torch.contiguous_format
     model = model.eval().to(device=device, dtype=dtype, memory_format=layout)
-    host = torch.randn(*shape).to(dtype)
 
     def sync():
         if device.type == "cuda":
@@ -105,15 +114,19 @@ def main():
             ms.append((time.perf_counter() - t) * 1e3)
         return ms
 
-    with torch.inference_mode():
-        on_device = host.to(device).contiguous(memory_format=layout)
-        from_host = timed(lambda: model(host.to(device).contiguous(memory_format=layout)).cpu())
-        device_only = timed(lambda: model(on_device))
-    print(json.dumps({
-        "engine": f"pytorch {torch.__version__} eager", "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
-        "model": a.model, "batch": a.batch, "dtype": a.dtype, "iterations": a.iterations,
-        "latency_ms": {"min": min(from_host), "median": median(from_host)},
-        "device_latency_ms": {"min": min(device_only), "median": median(device_only)}}))
+    for batch in (int(b) for b in a.batch.split(",")):
+        shape = (batch, 3, 224, 224) if a.model == "resnet50" else (batch, 64, 256)
+        host = torch.randn(*shape).to(dtype)
+        with torch.inference_mode():
+            on_device = host.to(device).contiguous(memory_format=layout)
+            from_host = timed(lambda: model(host.to(device).contiguous(memory_format=layout)).cpu())
+            device_only = timed(lambda: model(on_device))
+        print(json.dumps({
+            "engine": f"pytorch {torch.__version__} eager",
+            "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+            "model": a.model, "batch": batch, "dtype": a.dtype, "tf32": a.tf32, "iterations": a.iterations,
+            "latency_ms": {"min": min(from_host), "median": median(from_host)},
+            "device_latency_ms": {"min": min(device_only), "median": median(device_only)}}), flush=True)
 
 
 if __name__ == "__main__":
