@@ -19,7 +19,7 @@
 # Everything printed is also written to $OUT/gpu_results.txt when OUT is set.
 #
 # usage: bench/gpu/run.sh [--kit build/gpu_kit] [--plugin PATH]
-#          [--parts devices,conformance,models,validate,startup,throughput] [--rounds 3]
+#          [--parts all | devices,conformance,models,validate,startup,throughput] [--rounds 3]
 #          [--iterations 50] [--models resnet50,transformer_encoder]
 #          [--dtypes f32,f16,bf16] [--batches 1,8,64]
 # --dtypes may name tf32 for the throughput part: float32 with TF32 products
@@ -32,7 +32,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --kit) kit="$2"; shift 2 ;;
     --plugin) plugin="$2"; shift 2 ;;
-    --parts) parts="$2"; shift 2 ;;
+    --parts) parts="$2"; [[ $parts != all ]] || parts=devices,conformance,models,validate,startup,throughput; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --iterations) iterations="$2"; shift 2 ;;
     --models) models="$2"; shift 2 ;;
