@@ -47,7 +47,8 @@ Instruction* CorrectlyRoundedDivide(hlo::Computation* c, Instruction* divide) {
   Instruction* k = hlo::AddBroadcast(c, hlo::AddConstant(c, hlo::Literal::ScalarOf(hlo::F64, 536870913.0)), dims, {},
                                      divide);  // 2^29 + 1
   Instruction* s = hlo::AddBinary(c, Opcode::kMultiply, q, k, divide);
-  Instruction* high = hlo::AddBinary(c, Opcode::kSubtract, s, hlo::AddBinary(c, Opcode::kSubtract, s, q, divide), divide);
+  Instruction* high =
+      hlo::AddBinary(c, Opcode::kSubtract, s, hlo::AddBinary(c, Opcode::kSubtract, s, q, divide), divide);
   Instruction* finite = hlo::AddElementwise(c, Opcode::kIsFinite, hlo::Shape(hlo::PRED, dims), {q}, divide);
   Instruction* rounded = hlo::AddElementwise(c, Opcode::kSelect, q->shape(), {finite, high, q}, divide);
   return hlo::AddConvert(c, rounded, hlo::F32, divide);
@@ -58,20 +59,18 @@ Instruction* CorrectlyRoundedDivide(hlo::Computation* c, Instruction* divide) {
 absl::StatusOr<bool> XlaCompatibility::Run(hlo::Module* module) {
   bool changed = false;
   for (const auto& c : module->computations()) {
-    changed |= hlo::ReplaceEach(c.get(), {Opcode::kClamp, Opcode::kConvolution, Opcode::kDivide},
-                                [&](Instruction* i) -> Instruction* {
-                                  hlo::PrimitiveType t = i->shape().element_type;
-                                  switch (i->opcode()) {
-                                    case Opcode::kClamp:
-                                      return BroadcastBounds(c.get(), i);
-                                    case Opcode::kConvolution:
-                                      return hlo::IsInteger(t)
-                                                 ? hlo::AddConvert(c.get(), WideCopy(c.get(), i, hlo::F64), t, i)
-                                                 : nullptr;
-                                    default:
-                                      return t == hlo::F32 ? CorrectlyRoundedDivide(c.get(), i) : nullptr;
-                                  }
-                                });
+    changed |= hlo::ReplaceEach(
+        c.get(), {Opcode::kClamp, Opcode::kConvolution, Opcode::kDivide}, [&](Instruction* i) -> Instruction* {
+          hlo::PrimitiveType t = i->shape().element_type;
+          switch (i->opcode()) {
+            case Opcode::kClamp:
+              return BroadcastBounds(c.get(), i);
+            case Opcode::kConvolution:
+              return hlo::IsInteger(t) ? hlo::AddConvert(c.get(), WideCopy(c.get(), i, hlo::F64), t, i) : nullptr;
+            default:
+              return t == hlo::F32 ? CorrectlyRoundedDivide(c.get(), i) : nullptr;
+          }
+        });
   }
   return changed;
 }

@@ -239,7 +239,8 @@ ENTRY main {
   ASSERT_TRUE(r.after);
   for (const auto& i : r.after->entry()->instructions())
     if (i->opcode() == hlo::Opcode::kDot)
-      EXPECT_EQ(i->precision, i->shape().element_type == hlo::F32 ? hlo::Precision::kHighest : hlo::Precision::kDefault);
+      EXPECT_EQ(i->precision,
+                i->shape().element_type == hlo::F32 ? hlo::Precision::kHighest : hlo::Precision::kDefault);
   std::string text = hlo::ToText(*r.after);
   EXPECT_NE(text.find("operand_precision={highest,highest}"), std::string::npos) << text;
   // The text reads back with the same precision, and running again changes nothing.
