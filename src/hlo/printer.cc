@@ -104,9 +104,6 @@ std::string Attributes(const Instruction& i, const PrintOptions& o) {
       a.push_back(absl::StrCat("lhs_contracting_dims=", Braces(d.lhs_contracting_dimensions)));
       if (!d.rhs_batch_dimensions.empty()) a.push_back(absl::StrCat("rhs_batch_dims=", Braces(d.rhs_batch_dimensions)));
       a.push_back(absl::StrCat("rhs_contracting_dims=", Braces(d.rhs_contracting_dimensions)));
-      if (i.precision != Precision::kDefault)
-        a.push_back(
-            absl::StrCat("operand_precision={", PrecisionName(i.precision), ",", PrecisionName(i.precision), "}"));
       break;
     }
     case Opcode::kConvolution:
@@ -114,9 +111,6 @@ std::string Attributes(const Instruction& i, const PrintOptions& o) {
       a.push_back(absl::StrCat("dim_labels=", DimLabels(i.conv_dnums)));
       if (i.feature_group_count != 1) a.push_back(absl::StrCat("feature_group_count=", i.feature_group_count));
       if (i.batch_group_count != 1) a.push_back(absl::StrCat("batch_group_count=", i.batch_group_count));
-      if (i.precision != Precision::kDefault)
-        a.push_back(
-            absl::StrCat("operand_precision={", PrecisionName(i.precision), ",", PrecisionName(i.precision), "}"));
       break;
     case Opcode::kReduceWindow:
       a.push_back(absl::StrCat("window={", WindowText(i.window), "}"));
@@ -142,6 +136,8 @@ std::string Attributes(const Instruction& i, const PrintOptions& o) {
       break;
   }
   if (i.opcode() == Opcode::kSort && i.is_stable) a.push_back("is_stable=true");
+  if ((i.opcode() == Opcode::kDot || i.opcode() == Opcode::kConvolution) && i.precision != Precision::kDefault)
+    a.push_back(absl::StrCat("operand_precision={", PrecisionName(i.precision), ",", PrecisionName(i.precision), "}"));
   const auto& called = i.called_computations();
   if (i.opcode() == Opcode::kWhile && called.size() == 2) {
     a.push_back(absl::StrCat("condition=", called[1]->name()));
