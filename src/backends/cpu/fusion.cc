@@ -5,6 +5,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
+#include "backends/cpu/fusion_program.h"
+#include "backends/cpu/table_lookup.h"
 #include "backends/cpu/thunks.h"
 #include "backends/cpu/vector_math.h"
 #include "base/status.h"
@@ -14,77 +16,11 @@ namespace xonnx::cpu {
 
 namespace {
 
+using fused::kBlock;
+using fused::Node;
+using fused::Program;
+using fused::Table;
 using hlo::Opcode;
-
-// Elements per block: each node runs over a block before the next node.
-// 1024 rather than 512 halves the nodes' fixed cost per element; with the
-// shared slots a chain's blocks still fit in L1 and L2 (MobileNetV3-Small
-// QDQ 5-8% faster, f32 models the same or up to 4%).
-constexpr int64_t kBlock = 1024;
-constexpr int64_t kMaxPeriod = 1 << 16;
-
-// One node of the fused program.
-struct Node {
-  enum Kind { kInputFull, kInputScalar, kInputBroadcast, kOp } kind;
-  const hlo::Instruction* instr = nullptr;
-  hlo::PrimitiveType type;           // result element type
-  std::vector<int> operands;         // node indices
-  int input = -1;                    // for inputs: index into io.inputs
-  std::vector<int64_t> src_strides;  // broadcast or slice: operand stride per output dim
-  int64_t src_base = 0;              // slice: where it starts in its operand
-  // Broadcast whose values repeat every `period` elements of the output (a
-  // per-channel scale or bias in channels-last order, a layer norm's gamma):
-  // each call lays out period + kBlock of them once, and a block reads them
-  // at its offset instead of gathering its own copy. 0: not periodic.
-  int64_t period = 0;
-};
-
-struct Program {
-  std::vector<Node> nodes;
-  std::vector<int64_t> out_dims;
-  int64_t count = 0;
-  // Each node's block buffer: slot[n] * slot_bytes into the thread's
-  // scratch. Nodes whose values are dead by then share slots, so that a
-  // long chain's buffers stay in the L1 cache (one 4 KiB buffer per node
-  // spilled a quantizer's dozen nodes to L2, and its loops waited on
-  // stores).
-  std::vector<int> slot;
-  int slots = 0;
-  size_t slot_bytes = 0;
-};
-
-// Assigns the slots: a scalar input keeps its own (FillScalars fills it
-// once per call); any other node takes a slot whose value no later node
-// reads. The last node writes the fusion's result and takes none.
-void AssignSlots(Program* p) {
-  const int n = p->nodes.size();
-  std::vector<int> last_use(n, -1);
-  int width = 1;
-  for (int k = 0; k < n; ++k) {
-    for (int op : p->nodes[k].operands) last_use[op] = std::max(last_use[op], k);
-    width = std::max(width, hlo::ByteWidth(p->nodes[k].type));
-  }
-  p->slot_bytes = static_cast<size_t>(kBlock) * width;
-  p->slot.assign(n, -1);
-  std::vector<int> owner;  // slot -> the node whose value it holds
-  for (int k = 0; k + 1 < n; ++k) {
-    const Node& node = p->nodes[k];
-    if (node.kind == Node::kInputFull || (node.kind == Node::kInputBroadcast && node.period)) continue;
-    bool pinned = node.kind == Node::kInputScalar;
-    int s = -1;
-    for (size_t c = 0; c < owner.size() && s < 0 && !pinned; ++c) {
-      int o = owner[c];
-      if (p->nodes[o].kind != Node::kInputScalar && last_use[o] < k) s = c;
-    }
-    if (s < 0) {
-      s = owner.size();
-      owner.push_back(k);
-    }
-    owner[s] = k;
-    p->slot[k] = s;
-  }
-  p->slots = owner.size();
-}
 
 // dst[0..n) = *src for elements of width w.
 void Fill(uint8_t* dst, const void* src, int w, int64_t n) {
@@ -156,16 +92,19 @@ void Gather(const Program& p, const Node& node, const void* input, int64_t start
 void FillScalars(const Program& p, uint8_t* scratch, absl::Span<void* const> in_ptrs) {
   for (size_t n = 0; n + 1 < p.nodes.size(); ++n) {
     const Node& node = p.nodes[n];
-    if (node.kind == Node::kInputScalar)
+    if (node.kind == Node::kInputScalar && node.needed)
       Fill(scratch + p.slot[n] * p.slot_bytes, in_ptrs[node.input], hlo::ByteWidth(node.type), kBlock);
   }
 }
 
+void EvalOp(const Program& p, const Node& node, const std::vector<const void*>& vals, uint8_t* dst, int64_t len,
+            absl::Status& st);
+
 // Computes a block of node `n` into `dst` (or returns a pointer to data it
-// can read directly).
+// can read directly). `tables` holds each table node's values.
 const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vector<const void*>& vals, uint8_t* scratch,
-                 absl::Span<void* const> in_ptrs, const std::vector<std::vector<uint8_t>>& patterns, void* final_out,
-                 absl::Status& st) {
+                 absl::Span<void* const> in_ptrs, const std::vector<std::vector<uint8_t>>& patterns,
+                 const std::vector<std::vector<uint8_t>>& tables, void* final_out, absl::Status& st) {
   const Node& node = p.nodes[n];
   int w = hlo::ByteWidth(node.type);
   uint8_t* dst = n == static_cast<int>(p.nodes.size()) - 1 ? static_cast<uint8_t*>(final_out) + start * w
@@ -183,6 +122,53 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
     case Node::kOp:
       break;
   }
+  if (node.table_source >= 0) {
+    LookupTable(tables[n].data(), w, static_cast<const uint8_t*>(vals[node.table_source]), dst, len);
+    return dst;
+  }
+  if (!node.quantize.empty()) {
+    auto arg = [&](int k) { return static_cast<const float*>(vals[node.quantize[k]]); };
+    QuantizeArgs a{arg(0), arg(1), arg(2), arg(3), arg(4)};
+    if (node.type == hlo::U8)
+      QuantizeF32(a, dst, len);
+    else
+      QuantizeF32(a, reinterpret_cast<int8_t*>(dst), len);
+    return dst;
+  }
+  EvalOp(p, node, vals, dst, len, st);
+  return dst;
+}
+
+// Each table node's 256 values for this call (indexed by node; empty for
+// other nodes): its chain's nodes computed over the source's bit patterns.
+std::vector<std::vector<uint8_t>> ComputeTables(const Program& p, absl::Span<void* const> in_ptrs, absl::Status& st) {
+  std::vector<std::vector<uint8_t>> tables;
+  if (p.tables.empty()) return tables;
+  tables.resize(p.nodes.size());
+  std::vector<const void*> vals(p.nodes.size());
+  std::vector<std::vector<uint8_t>> bufs(p.nodes.size());
+  std::vector<uint8_t> patterns(256);
+  for (int k = 0; k < 256; ++k) patterns[k] = k;
+  for (const Table& t : p.tables) {
+    vals[t.source] = patterns.data();
+    for (int j : t.members) {
+      const Node& node = p.nodes[j];
+      std::vector<uint8_t>& buf = j == t.root ? tables[j] : bufs[j];
+      buf.resize(256 * hlo::ByteWidth(node.type));
+      if (node.kind == Node::kInputScalar)
+        Fill(buf.data(), in_ptrs[node.input], hlo::ByteWidth(node.type), 256);
+      else
+        EvalOp(p, node, vals, buf.data(), 256, st);
+      vals[j] = buf.data();
+    }
+  }
+  return tables;
+}
+
+// Computes `len` elements of op node `node` into `dst` from its operands'
+// values in `vals`.
+void EvalOp(const Program& p, const Node& node, const std::vector<const void*>& vals, uint8_t* dst, int64_t len,
+            absl::Status& st) {
   const hlo::Instruction& in = *node.instr;
   auto arg = [&](int k) { return vals[node.operands[k]]; };
   hlo::PrimitiveType t0 = p.nodes[node.operands[0]].type;
@@ -190,11 +176,11 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
     case Opcode::kConvert:
       if (t0 == hlo::F32 && node.type == hlo::U8) {
         ConvertF32ToU8(static_cast<const float*>(arg(0)), dst, len);
-        return dst;
+        return;
       }
       if (t0 == hlo::F32 && node.type == hlo::S8) {
         ConvertF32ToS8(static_cast<const float*>(arg(0)), reinterpret_cast<int8_t*>(dst), len);
-        return dst;
+        return;
       }
       hlo::TypeSwitch(t0, [&](auto ft) {
         using From = typename decltype(ft)::type;
@@ -203,40 +189,40 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
           eval::ConvertKernel<To, From>(static_cast<const From*>(arg(0)), reinterpret_cast<To*>(dst), len);
         });
       });
-      return dst;
+      return;
     case Opcode::kCompare:
       hlo::TypeSwitch(t0, [&](auto tag) {
         using T = typename decltype(tag)::type;
         eval::CompareKernel<T>(in.comparison_direction, static_cast<const T*>(arg(0)), static_cast<const T*>(arg(1)),
                                reinterpret_cast<bool*>(dst), len);
       });
-      return dst;
+      return;
     case Opcode::kIsFinite:
       hlo::TypeSwitch(t0, [&](auto tag) {
         using T = typename decltype(tag)::type;
         eval::IsFiniteKernel<T>(static_cast<const T*>(arg(0)), reinterpret_cast<bool*>(dst), len);
       });
-      return dst;
+      return;
     case Opcode::kSelect:
       hlo::TypeSwitch(node.type, [&](auto tag) {
         using T = typename decltype(tag)::type;
         eval::SelectKernel<T>(static_cast<const bool*>(arg(0)), 1, static_cast<const T*>(arg(1)),
                               static_cast<const T*>(arg(2)), reinterpret_cast<T*>(dst), len);
       });
-      return dst;
+      return;
     case Opcode::kClamp:
       if (node.type == hlo::F32) {  // min(max(x, lo), hi), NaN as the scalar kernel passes it on
         float* y = reinterpret_cast<float*>(dst);
         ArithF32(Arith::kMaximum, static_cast<const float*>(arg(1)), static_cast<const float*>(arg(0)), y, len);
         ArithF32(Arith::kMinimum, y, static_cast<const float*>(arg(2)), y, len);
-        return dst;
+        return;
       }
       hlo::TypeSwitch(node.type, [&](auto tag) {
         using T = typename decltype(tag)::type;
         eval::ClampKernel<T>(static_cast<const T*>(arg(0)), 1, static_cast<const T*>(arg(1)),
                              static_cast<const T*>(arg(2)), 1, reinterpret_cast<T*>(dst), len);
       });
-      return dst;
+      return;
     default:
       break;
   }
@@ -245,7 +231,7 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
                         node.operands.size() == 2 ? static_cast<const float*>(arg(1)) : nullptr,
                         reinterpret_cast<float*>(dst), len))
       st = Unimplemented("%s is not defined for f32", hlo::OpcodeName(in.opcode()));
-    return dst;
+    return;
   }
   bool ok = hlo::TypeSwitch(t0, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -255,7 +241,6 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
                                  reinterpret_cast<T*>(dst), len);
   });
   if (!ok) st = Unimplemented("%s is not defined for %s", hlo::OpcodeName(in.opcode()), hlo::PrimitiveTypeName(t0));
-  return dst;
 }
 
 }  // namespace
@@ -316,65 +301,8 @@ bool ElementwiseF32(const hlo::Instruction& in, const float* a, const float* b, 
 }
 
 absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io) {
-  auto p = std::make_shared<Program>();
+  ASSIGN_OR_RETURN(std::shared_ptr<Program> p, fused::BuildProgram(spec));
   const hlo::Instruction* root = spec.members.back();
-  if (root->shape().rank() > 16) return Unimplemented("fusions of rank above 16");
-  p->out_dims = root->shape().dims;
-  p->count = root->shape().ElementCount();
-  absl::flat_hash_map<const hlo::Instruction*, int> index;
-  for (size_t k = 0; k < spec.inputs.size(); ++k) {
-    const hlo::Instruction* in = spec.inputs[k];
-    Node n;
-    n.input = k;
-    n.instr = in;
-    n.type = in->shape().element_type;
-    bool strided = k < spec.strided.size() && spec.strided[k];
-    if (strided && in->opcode() == Opcode::kSlice) {
-      // The input buffer is the slice's operand; read it through strides.
-      n.kind = Node::kInputBroadcast;
-      std::vector<int64_t> st = in->operand(0)->shape().Strides();
-      for (int64_t d = 0; d < in->shape().rank(); ++d) {
-        n.src_strides.push_back(st[d] * in->slice_strides[d]);
-        n.src_base += st[d] * in->slice_starts[d];
-      }
-    } else if (strided && in->opcode() == Opcode::kBroadcast && in->operand(0)->shape().ElementCount() == 1) {
-      n.kind = Node::kInputScalar;
-    } else if (strided && in->opcode() == Opcode::kBroadcast) {
-      // The input buffer is the broadcast's operand; read it through strides.
-      n.kind = Node::kInputBroadcast;
-      n.src_strides.assign(p->out_dims.size(), 0);
-      std::vector<int64_t> st = in->operand(0)->shape().Strides();
-      for (size_t i = 0; i < in->dimensions.size(); ++i) n.src_strides[in->dimensions[i]] = st[i];
-      // The values depend only on the index within the trailing dims that
-      // follow the last leading dim the broadcast repeats along.
-      size_t lead = 0;
-      while (lead < p->out_dims.size() && n.src_strides[lead] == 0) ++lead;
-      int64_t period = 1;
-      for (size_t d = lead; d < p->out_dims.size(); ++d) period *= p->out_dims[d];
-      if (lead > 0 && period <= kMaxPeriod && period + kBlock <= p->count) n.period = period;
-    } else if (in->shape().ElementCount() == 1 && p->count != 1) {
-      n.kind = Node::kInputScalar;
-    } else {
-      n.kind = Node::kInputFull;
-    }
-    index[in] = p->nodes.size();
-    p->nodes.push_back(std::move(n));
-  }
-  for (const hlo::Instruction* m : spec.members) {
-    Node n;
-    n.kind = Node::kOp;
-    n.instr = m;
-    n.type = m->shape().element_type;
-    for (const hlo::Instruction* op : m->operands()) {
-      auto it = index.find(op);
-      if (it == index.end())
-        return Internal("fusion operand %s of %s is neither member nor input", op->name(), m->name());
-      n.operands.push_back(it->second);
-    }
-    index[m] = p->nodes.size();
-    p->nodes.push_back(std::move(n));
-  }
-  AssignSlots(p.get());
   std::vector<BufferRef> ins = io.inputs;
   BufferRef out = io.outputs.at(0);
   Thunk t;
@@ -392,8 +320,10 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
       patterns[n].resize((node.period + kBlock) * hlo::ByteWidth(node.type));
       Gather(*p, node, in_ptrs[node.input], 0, node.period + kBlock, patterns[n].data());
     }
-    int64_t blocks = (p->count + kBlock - 1) / kBlock;
     absl::Status status;
+    std::vector<std::vector<uint8_t>> tables = ComputeTables(*p, in_ptrs, status);
+    if (!status.ok()) return status;
+    int64_t blocks = (p->count + kBlock - 1) / kBlock;
 #pragma omp parallel if (blocks > 4)
     {
       // Each thread's block buffers, kept from call to call: most fusions
@@ -410,7 +340,8 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
         int64_t start = bi * kBlock;
         int64_t len = std::min(kBlock, p->count - start);
         for (size_t n = 0; n < p->nodes.size(); ++n)
-          vals[n] = Eval(*p, n, start, len, vals, scratch.data(), in_ptrs, patterns, final_out, local);
+          if (p->nodes[n].needed)
+            vals[n] = Eval(*p, n, start, len, vals, scratch.data(), in_ptrs, patterns, tables, final_out, local);
       }
       if (!local.ok()) {
 #pragma omp critical

@@ -31,6 +31,16 @@ struct FusionSpec {
 // Builds the fused loop thunk; input i of the spec reads buffer io.inputs[i].
 absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io);
 
+// How the fused loop computes a fusion: chains of one 8-bit input looked up
+// in 256-entry tables, quantizers run in one pass, and the op nodes the
+// block loop still computes (a table's lookup counts as one).
+struct FusionSummary {
+  int tables = 0;
+  int quantizers = 0;
+  int computed_ops = 0;
+};
+absl::StatusOr<FusionSummary> SummarizeFusion(const FusionSpec& spec);
+
 // A row fusion (a layer norm, a softmax): values of one shape [..., cols]
 // ("full"; `rows` is the product of the other dims) and values with one
 // element per row, made by reductions along the last dim and elementwise

@@ -230,25 +230,46 @@ template <Arith kOp>
 
 using internal::ArithKernel;
 
-[[gnu::always_inline]] inline void RoundEvenLoop(const float* x, float* y, int64_t n) {
+[[gnu::always_inline]] inline float RoundEvenOne(float x) {
   // Adding and subtracting 2^23 leaves |x| rounded to an integer, ties to
   // even, for |x| < 2^23; the sign is put back so that -0.3 gives -0.
   constexpr float kTwo23 = 8388608.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    float ax = std::fabs(x[i]);
-    float r = (ax + kTwo23) - kTwo23;
-    uint32_t sign = std::bit_cast<uint32_t>(x[i]) & 0x80000000u;
-    y[i] = Select(ax < kTwo23, std::bit_cast<float>(std::bit_cast<uint32_t>(r) | sign), x[i]);
-  }
+  float ax = std::fabs(x);
+  float r = (ax + kTwo23) - kTwo23;
+  uint32_t sign = std::bit_cast<uint32_t>(x) & 0x80000000u;
+  return Select(ax < kTwo23, std::bit_cast<float>(std::bit_cast<uint32_t>(r) | sign), x);
+}
+
+[[gnu::always_inline]] inline void RoundEvenLoop(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = RoundEvenOne(x[i]);
+}
+
+template <typename To>
+[[gnu::always_inline]] inline To ConvertOne(float x) {
+  constexpr float kLo = std::numeric_limits<To>::min(), kHi = std::numeric_limits<To>::max();
+  float v = Select(x != x, 0.0f, x);
+  v = Select(v < kLo, kLo, Select(v > kHi, kHi, v));
+  return static_cast<To>(static_cast<int32_t>(v));
 }
 
 template <typename To>
 [[gnu::always_inline]] inline void ConvertLoop(const float* x, To* y, int64_t n) {
-  constexpr float kLo = std::numeric_limits<To>::min(), kHi = std::numeric_limits<To>::max();
+  for (int64_t i = 0; i < n; ++i) y[i] = ConvertOne<To>(x[i]);
+}
+
+// The quantizer as the fused loop's nodes compute it, one element at a
+// time: the same operations in the same order, so the same results.
+// The pointers are copied to locals, and `y` is restrict: an 8-bit store
+// may alias anything, and without them the loop reloaded the arguments for
+// every element instead of vectorizing.
+template <typename To>
+[[gnu::always_inline]] inline void QuantizeLoop(const QuantizeArgs& a, To* __restrict y, int64_t n) {
+  const float* __restrict x = a.x, * __restrict s = a.scale, * __restrict zp = a.zero_point;
+  const float* __restrict lo = a.lo, * __restrict hi = a.hi;
   for (int64_t i = 0; i < n; ++i) {
-    float v = Select(x[i] != x[i], 0.0f, x[i]);
-    v = Select(v < kLo, kLo, Select(v > kHi, kHi, v));
-    y[i] = static_cast<To>(static_cast<int32_t>(v));
+    float r = RoundEvenOne(ArithOp<Arith::kDivide>(x[i], s[i]));
+    float c = ArithOp<Arith::kMinimum>(ArithOp<Arith::kMaximum>(ArithOp<Arith::kAdd>(r, zp[i]), lo[i]), hi[i]);
+    y[i] = ConvertOne<To>(c);
   }
 }
 
@@ -258,6 +279,9 @@ template <typename To>
   Attribute void RoundEven##Suffix(const float* x, float* y, int64_t n) { RoundEvenLoop(x, y, n); } \
   Attribute void ToU8##Suffix(const float* x, uint8_t* y, int64_t n) { ConvertLoop(x, y, n); }      \
   Attribute void ToS8##Suffix(const float* x, int8_t* y, int64_t n) { ConvertLoop(x, y, n); }
+#define XONNX_QUANTIZE_LOOPS(Suffix, Attribute)                                                              \
+  Attribute void QuantizeU8##Suffix(const QuantizeArgs& a, uint8_t* y, int64_t n) { QuantizeLoop(a, y, n); } \
+  Attribute void QuantizeS8##Suffix(const QuantizeArgs& a, int8_t* y, int64_t n) { QuantizeLoop(a, y, n); }
 
 // The default build targets baseline x86-64 (4 lanes, no FMA); on a CPU
 // with AVX2 and FMA the same loops compiled for them run about 2.5x faster,
@@ -382,7 +406,36 @@ __attribute__((target("avx2"))) void ArithAvx2(Arith op, const float* a, const f
 }
 
 XONNX_QUANTIZER_KERNELS(Avx2, __attribute__((target("avx2"))))
+XONNX_QUANTIZE_LOOPS(Avx2, __attribute__((target("avx2"))))
 XONNX_QUANTIZER_KERNELS(Avx512, XONNX_AVX512)
+
+// The quantizer on 16 lanes (GCC vectorizes QuantizeLoop 8 lanes wide,
+// with a blend per select): the same steps, each one instruction or two.
+// vmaxps and vminps return their second operand when either is NaN; the
+// masked moves put a NaN first operand back, as ArithOp does. vrndscaleps
+// rounds ties to even and keeps the sign of -0.3's -0, as RoundEvenOne.
+template <typename To>
+XONNX_AVX512 void QuantizeWide(const QuantizeArgs& a, To* y, int64_t n) {
+  constexpr __mmask16 kAll = 0xffff;
+  const __m512 lo_t = _mm512_set1_ps(std::numeric_limits<To>::min());
+  const __m512 hi_t = _mm512_set1_ps(std::numeric_limits<To>::max());
+  auto step = [&](__mmask16 m, int64_t i) XONNX_AVX512 {
+    __m512 d = _mm512_maskz_div_ps(m, _mm512_maskz_loadu_ps(m, a.x + i), _mm512_maskz_loadu_ps(m, a.scale + i));
+    __m512 r = _mm512_maskz_roundscale_ps(kAll, d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 v = _mm512_maskz_add_ps(kAll, r, _mm512_maskz_loadu_ps(m, a.zero_point + i));
+    __m512 c = _mm512_maskz_max_ps(kAll, v, _mm512_maskz_loadu_ps(m, a.lo + i));
+    c = _mm512_mask_mov_ps(c, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), v);
+    __m512 e = _mm512_maskz_min_ps(kAll, c, _mm512_maskz_loadu_ps(m, a.hi + i));
+    e = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q), c);
+    // The convert: NaN to 0, saturated, truncated toward zero.
+    e = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(e, e, _CMP_ORD_Q), e);
+    e = _mm512_maskz_min_ps(kAll, _mm512_maskz_max_ps(kAll, e, lo_t), hi_t);
+    _mm512_mask_cvtepi32_storeu_epi8(y + i, m, _mm512_maskz_cvttps_epi32(kAll, e));
+  };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) step(kAll, i);
+  if (i < n) step(static_cast<__mmask16>((1u << (n - i)) - 1), i);
+}
 
 bool HasAvx512() {
   __builtin_cpu_init();
@@ -422,20 +475,22 @@ void Portable(const float* x, float* y, int64_t n) {
 }
 void PortableArith(Arith op, const float* a, const float* b, float* y, int64_t n) { ArithAll(op, a, b, y, n); }
 XONNX_QUANTIZER_KERNELS(Portable, )
+XONNX_QUANTIZE_LOOPS(Portable, )
 
 std::vector<Build> Builds() {
   std::vector<Build> builds = {{"Portable", Portable<Fn::kExp>, Portable<Fn::kLogistic>, Portable<Fn::kSwish>,
                                 Portable<Fn::kTanh>, Portable<Fn::kErf>, PortableArith, RoundEvenPortable, ToU8Portable,
-                                ToS8Portable}};
+                                ToS8Portable, QuantizeU8Portable, QuantizeS8Portable}};
 #if defined(__x86_64__) && defined(__GNUC__)
   if (HasAvx2Fma())
     builds.push_back({"Avx2", ApplyAvx2<Fn::kExp>, ApplyAvx2<Fn::kLogistic>, ApplyAvx2<Fn::kSwish>,
-                      ApplyAvx2<Fn::kTanh>, ApplyAvx2<Fn::kErf>, ArithAvx2, RoundEvenAvx2, ToU8Avx2, ToS8Avx2});
+                      ApplyAvx2<Fn::kTanh>, ApplyAvx2<Fn::kErf>, ArithAvx2, RoundEvenAvx2, ToU8Avx2, ToS8Avx2,
+                      QuantizeU8Avx2, QuantizeS8Avx2});
   // + - * / are memory-bound: the AVX2 loop keeps up.
   if (HasAvx512() && HasAvx2Fma())
     builds.push_back({"Avx512", ApplyAvx512<Fn::kExp>, ApplyAvx512<Fn::kLogistic>, ApplyAvx512<Fn::kSwish>,
-                      ApplyAvx512<Fn::kTanh>, ApplyAvx512<Fn::kErf>, ArithAvx2, RoundEvenAvx512, ToU8Avx512,
-                      ToS8Avx512});
+                      ApplyAvx512<Fn::kTanh>, ApplyAvx512<Fn::kErf>, ArithAvx2, RoundEvenAvx512, ToU8Avx512, ToS8Avx512,
+                      QuantizeWide<uint8_t>, QuantizeWide<int8_t>});
 #endif
   return builds;
 }
@@ -479,6 +534,16 @@ void ConvertF32ToU8(const float* x, uint8_t* y, int64_t n) {
 void ConvertF32ToS8(const float* x, int8_t* y, int64_t n) {
   static const auto k = internal::Builds().back().to_s8;
   k(x, y, n);
+}
+
+void QuantizeF32(const QuantizeArgs& a, uint8_t* y, int64_t n) {
+  static const auto k = internal::Builds().back().quantize_u8;
+  k(a, y, n);
+}
+
+void QuantizeF32(const QuantizeArgs& a, int8_t* y, int64_t n) {
+  static const auto k = internal::Builds().back().quantize_s8;
+  k(a, y, n);
 }
 
 bool VectorMathIs16Wide() {

@@ -61,6 +61,19 @@ void RoundEvenF32(const float* x, float* y, int64_t n);
 void ConvertF32ToU8(const float* x, uint8_t* y, int64_t n);
 void ConvertF32ToS8(const float* x, int8_t* y, int64_t n);
 
+// A quantizer's operands, one value per element (a scalar laid out over
+// the array): x, its scale, zero point and the clamp's bounds.
+struct QuantizeArgs {
+  const float *x, *scale, *zero_point, *lo, *hi;
+};
+
+// y[i] = convert(clamp(lo, round_even(x / scale) + zero_point, hi)), the
+// fused loops' quantizer (QuantizeLinear as imported) in one pass, with
+// the results of its five nodes run one after another: each step is the
+// same operation as ArithF32's, RoundEvenF32's and ConvertF32ToU8's.
+void QuantizeF32(const QuantizeArgs& a, uint8_t* y, int64_t n);
+void QuantizeF32(const QuantizeArgs& a, int8_t* y, int64_t n);
+
 namespace internal {
 using Kernel = void (*)(const float* x, float* y, int64_t n);
 using ArithKernel = void (*)(Arith op, const float* a, const float* b, float* y, int64_t n);
@@ -74,6 +87,8 @@ struct Build {
   Kernel round_even;
   void (*to_u8)(const float* x, uint8_t* y, int64_t n);
   void (*to_s8)(const float* x, int8_t* y, int64_t n);
+  void (*quantize_u8)(const QuantizeArgs& a, uint8_t* y, int64_t n);
+  void (*quantize_s8)(const QuantizeArgs& a, int8_t* y, int64_t n);
 };
 
 // The builds this CPU can run, the baseline one first; the functions above

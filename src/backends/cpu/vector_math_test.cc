@@ -366,5 +366,58 @@ TEST(QuantizerMath, RoundEvenAndNarrowingMatchTheScalarDefinitions) {
   }
 }
 
+// The one-pass quantizer equals its five steps run one after another
+// (divide, round, add the zero point, clamp, narrow), as the fused loop's
+// nodes run them, bit for bit in every build: over ties, NaN and infinite
+// operands, zero and negative scales, NaN and crossed clamp bounds, and
+// lengths that leave a tail.
+TEST(QuantizerMath, QuantizeEqualsItsStepsInEveryBuild) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> xs = {0.0f, -0.0f, 0.5f, -0.3f, 1.5f, 2.5f, -2.5f, 1e30f, -1e30f, inf, -inf, nan, 0.7353f};
+  const std::vector<float> scales = {0.0059491815f, 1.0f, 0.0f, -0.5f, inf, nan, 3e-39f};
+  const std::vector<float> zps = {0.0f, 128.0f, -3.0f, nan, 0.5f};
+  const std::vector<std::pair<float, float>> bounds = {{0, 255}, {-128, 127}, {nan, 255}, {0, nan}, {10, 5}};
+  std::vector<float> x, s, zp, lo, hi;
+  for (int i = 0; i < 3001; ++i) {
+    x.push_back(i < 1500 ? xs[i % xs.size()] : -300.0f + i * 0.173f);
+    s.push_back(scales[(i / 3) % scales.size()]);
+    zp.push_back(zps[(i / 7) % zps.size()]);
+    lo.push_back(bounds[(i / 11) % bounds.size()].first);
+    hi.push_back(bounds[(i / 11) % bounds.size()].second);
+  }
+  for (int64_t n : {int64_t{3001}, int64_t{16}, int64_t{7}}) {
+    // The steps on the portable build.
+    const internal::Build portable = internal::Builds().front();
+    std::vector<float> t(n);
+    portable.arith(Arith::kDivide, x.data(), s.data(), t.data(), n);
+    portable.round_even(t.data(), t.data(), n);
+    portable.arith(Arith::kAdd, t.data(), zp.data(), t.data(), n);
+    portable.arith(Arith::kMaximum, t.data(), lo.data(), t.data(), n);
+    portable.arith(Arith::kMinimum, t.data(), hi.data(), t.data(), n);
+    std::vector<uint8_t> want_u(n);
+    std::vector<int8_t> want_s(n);
+    portable.to_u8(t.data(), want_u.data(), n);
+    portable.to_s8(t.data(), want_s.data(), n);
+    QuantizeArgs a{x.data(), s.data(), zp.data(), lo.data(), hi.data()};
+    std::vector<internal::Build> builds = internal::Builds();
+    internal::Build entry{"entry points"};
+    entry.quantize_u8 = [](const QuantizeArgs& a, uint8_t* y, int64_t n) { QuantizeF32(a, y, n); };
+    entry.quantize_s8 = [](const QuantizeArgs& a, int8_t* y, int64_t n) { QuantizeF32(a, y, n); };
+    builds.push_back(entry);
+    for (const internal::Build& b : builds) {
+      std::vector<uint8_t> u(n + 1, 0xAB);
+      std::vector<int8_t> q(n + 1, 0x55);
+      b.quantize_u8(a, u.data(), n);
+      b.quantize_s8(a, q.data(), n);
+      EXPECT_EQ(u[n], 0xAB) << b.name << ": wrote past the end";
+      EXPECT_EQ(q[n], 0x55) << b.name << ": wrote past the end";
+      u.pop_back();
+      q.pop_back();
+      EXPECT_EQ(u, want_u) << b.name << " n=" << n;
+      EXPECT_EQ(q, want_s) << b.name << " n=" << n;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace xonnx::cpu

@@ -1,0 +1,232 @@
+// Building the fused loop's program: nodes from a fusion spec, then its tables,
+// one-pass quantizers, the nodes the block loop computes, and their slots.
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "backends/cpu/fusion_program.h"
+#include "base/status.h"
+
+namespace xonnx::cpu {
+namespace fused {
+
+namespace {
+
+using hlo::Opcode;
+
+bool EightBit(hlo::PrimitiveType t) { return t == hlo::U8 || t == hlo::S8; }
+
+}  // namespace
+
+std::vector<int> BlockOperands(const Node& node) {
+  if (node.table_source >= 0) return {node.table_source};
+  if (!node.quantize.empty()) return node.quantize;
+  return node.operands;
+}
+
+namespace {
+
+// Marks the nodes the block loop computes: those the result depends on
+// through BlockOperands.
+void MarkNeeded(Program* p) {
+  for (Node& node : p->nodes) node.needed = false;
+  p->nodes.back().needed = true;
+  for (int k = p->nodes.size() - 1; k >= 0; --k)
+    if (p->nodes[k].needed)
+      for (int op : BlockOperands(p->nodes[k])) p->nodes[op].needed = true;
+}
+
+// Finds the quantizers (QuantizeLinear as imported) among the op nodes
+// not computed from a table: a convert of f32 to u8 or s8 of
+// clamp(lo, add(round-nearest-even(divide(x, scale)), zero point), hi).
+// The five nodes' work in one pass keeps the values in registers; the
+// chain's inner nodes are then computed only if something else reads them.
+void PlanQuantizers(Program* p) {
+  auto op_node = [&](int k, Opcode op) {
+    const Node& n = p->nodes[k];
+    return n.kind == Node::kOp && n.table_source < 0 && n.instr->opcode() == op && n.type == hlo::F32 ? &n : nullptr;
+  };
+  for (Node& node : p->nodes) {
+    if (node.kind != Node::kOp || node.table_source >= 0 || node.instr->opcode() != Opcode::kConvert) continue;
+    if (!EightBit(node.type)) continue;
+    const Node* clamp = op_node(node.operands[0], Opcode::kClamp);
+    const Node* add = clamp ? op_node(clamp->operands[1], Opcode::kAdd) : nullptr;
+    const Node* round = add ? op_node(add->operands[0], Opcode::kRoundNearestEven) : nullptr;
+    const Node* divide = round ? op_node(round->operands[0], Opcode::kDivide) : nullptr;
+    if (!divide) continue;
+    std::vector<int> args = {divide->operands[0], divide->operands[1], add->operands[1], clamp->operands[0],
+                             clamp->operands[2]};
+    bool f32 = true;
+    for (int a : args) f32 &= p->nodes[a].type == hlo::F32;
+    if (f32) node.quantize = std::move(args);
+  }
+}
+
+// Assigns the slots: a scalar input keeps its own (FillScalars fills it
+// once per call); any other node takes a slot whose value no later node
+// reads. The last node writes the fusion's result and takes none.
+void AssignSlots(Program* p) {
+  const int n = p->nodes.size();
+  std::vector<int> last_use(n, -1);
+  int width = 1;
+  for (int k = 0; k < n; ++k) {
+    if (!p->nodes[k].needed) continue;
+    for (int op : BlockOperands(p->nodes[k])) last_use[op] = std::max(last_use[op], k);
+    width = std::max(width, hlo::ByteWidth(p->nodes[k].type));
+  }
+  p->slot_bytes = static_cast<size_t>(kBlock) * width;
+  p->slot.assign(n, -1);
+  std::vector<int> owner;  // slot -> the node whose value it holds
+  for (int k = 0; k + 1 < n; ++k) {
+    const Node& node = p->nodes[k];
+    if (!node.needed || node.kind == Node::kInputFull || (node.kind == Node::kInputBroadcast && node.period)) continue;
+    bool pinned = node.kind == Node::kInputScalar;
+    int s = -1;
+    for (size_t c = 0; c < owner.size() && s < 0 && !pinned; ++c) {
+      int o = owner[c];
+      if (p->nodes[o].kind != Node::kInputScalar && last_use[o] < k) s = c;
+    }
+    if (s < 0) {
+      s = owner.size();
+      owner.push_back(k);
+    }
+    owner[s] = k;
+    p->slot[k] = s;
+  }
+  p->slots = owner.size();
+}
+
+// Finds the chains worth a table (see Table): for each node, the one
+// 8-bit node its value varies with, if any (scalar inputs are the same
+// for every element of a call); a table holds the last node of such a
+// chain when the chain has at least two ops and the fusion at least a
+// block of elements.
+void PlanTables(Program* p) {
+  constexpr int kInvariant = -2, kMixed = -1;
+  const int n = p->nodes.size();
+  if (p->count < kBlock) return;
+  std::vector<int> var(n, kMixed);
+  for (int k = 0; k < n; ++k) {
+    Node& node = p->nodes[k];
+    if (node.kind == Node::kInputScalar) {
+      var[k] = kInvariant;
+    } else if (node.kind == Node::kOp) {
+      var[k] = kInvariant;
+      for (int op : node.operands) {
+        if (var[op] == kInvariant || var[op] == var[k]) continue;
+        var[k] = var[k] == kInvariant ? var[op] : kMixed;
+      }
+    }
+    if (var[k] == kMixed && EightBit(node.type)) var[k] = k;
+  }
+  auto chained = [&](int k) { return p->nodes[k].kind == Node::kOp && var[k] >= 0 && var[k] != k; };
+  std::vector<bool> read_elsewhere(n, false);  // by a node outside its chain
+  for (int k = 0; k < n; ++k)
+    for (int op : p->nodes[k].operands)
+      if (!chained(k) || var[k] != var[op]) read_elsewhere[op] = true;
+  for (int k = 0; k < n; ++k) {
+    if (!chained(k) || !(k == n - 1 || read_elsewhere[k])) continue;
+    // The chain: every node k depends on back to the source, in order.
+    std::vector<bool> in_chain(n, false);
+    in_chain[k] = true;
+    int ops = 0;
+    for (int j = k; j >= 0; --j) {
+      if (!in_chain[j]) continue;
+      ops += p->nodes[j].kind == Node::kOp;
+      for (int op : p->nodes[j].operands)
+        if (op != var[k]) in_chain[op] = true;
+    }
+    if (ops < 2) continue;
+    Table t{k, var[k], {}};
+    for (int j = 0; j <= k; ++j)
+      if (in_chain[j]) t.members.push_back(j);
+    p->nodes[k].table_source = var[k];
+    p->tables.push_back(std::move(t));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<Program>> BuildProgram(const FusionSpec& spec) {
+  auto p = std::make_shared<Program>();
+  const hlo::Instruction* root = spec.members.back();
+  if (root->shape().rank() > 16) return Unimplemented("fusions of rank above 16");
+  p->out_dims = root->shape().dims;
+  p->count = root->shape().ElementCount();
+  absl::flat_hash_map<const hlo::Instruction*, int> index;
+  for (size_t k = 0; k < spec.inputs.size(); ++k) {
+    const hlo::Instruction* in = spec.inputs[k];
+    Node n;
+    n.input = k;
+    n.instr = in;
+    n.type = in->shape().element_type;
+    bool strided = k < spec.strided.size() && spec.strided[k];
+    if (strided && in->opcode() == Opcode::kSlice) {
+      // The input buffer is the slice's operand; read it through strides.
+      n.kind = Node::kInputBroadcast;
+      std::vector<int64_t> st = in->operand(0)->shape().Strides();
+      for (int64_t d = 0; d < in->shape().rank(); ++d) {
+        n.src_strides.push_back(st[d] * in->slice_strides[d]);
+        n.src_base += st[d] * in->slice_starts[d];
+      }
+    } else if (strided && in->opcode() == Opcode::kBroadcast && in->operand(0)->shape().ElementCount() == 1) {
+      n.kind = Node::kInputScalar;
+    } else if (strided && in->opcode() == Opcode::kBroadcast) {
+      // The input buffer is the broadcast's operand; read it through strides.
+      n.kind = Node::kInputBroadcast;
+      n.src_strides.assign(p->out_dims.size(), 0);
+      std::vector<int64_t> st = in->operand(0)->shape().Strides();
+      for (size_t i = 0; i < in->dimensions.size(); ++i) n.src_strides[in->dimensions[i]] = st[i];
+      // The values depend only on the index within the trailing dims that
+      // follow the last leading dim the broadcast repeats along.
+      size_t lead = 0;
+      while (lead < p->out_dims.size() && n.src_strides[lead] == 0) ++lead;
+      int64_t period = 1;
+      for (size_t d = lead; d < p->out_dims.size(); ++d) period *= p->out_dims[d];
+      if (lead > 0 && period <= kMaxPeriod && period + kBlock <= p->count) n.period = period;
+    } else if (in->shape().ElementCount() == 1 && p->count != 1) {
+      n.kind = Node::kInputScalar;
+    } else {
+      n.kind = Node::kInputFull;
+    }
+    index[in] = p->nodes.size();
+    p->nodes.push_back(std::move(n));
+  }
+  for (const hlo::Instruction* m : spec.members) {
+    Node n;
+    n.kind = Node::kOp;
+    n.instr = m;
+    n.type = m->shape().element_type;
+    for (const hlo::Instruction* op : m->operands()) {
+      auto it = index.find(op);
+      if (it == index.end())
+        return Internal("fusion operand %s of %s is neither member nor input", op->name(), m->name());
+      n.operands.push_back(it->second);
+    }
+    index[m] = p->nodes.size();
+    p->nodes.push_back(std::move(n));
+  }
+  PlanTables(p.get());
+  PlanQuantizers(p.get());
+  MarkNeeded(p.get());
+  AssignSlots(p.get());
+  return p;
+}
+}  // namespace fused
+
+using fused::Node;
+using fused::Program;
+
+absl::StatusOr<FusionSummary> SummarizeFusion(const FusionSpec& spec) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Program> p, fused::BuildProgram(spec));
+  FusionSummary sum;
+  sum.tables = p->tables.size();
+  for (const Node& node : p->nodes) {
+    sum.quantizers += node.needed && !node.quantize.empty();
+    sum.computed_ops += node.needed && node.kind == Node::kOp;
+  }
+  return sum;
+}
+
+}  // namespace xonnx::cpu
