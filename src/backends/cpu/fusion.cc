@@ -127,8 +127,18 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
     return dst;
   }
   if (!node.quantize.empty()) {
-    auto arg = [&](int k) { return static_cast<const float*>(vals[node.quantize[k]]); };
+    auto arg = [&](int k) {
+      return node.quantize[k] < 0 ? nullptr : static_cast<const float*>(vals[node.quantize[k]]);
+    };
     QuantizeArgs a{arg(0), arg(1), arg(2), arg(3), arg(4)};
+    if (node.quantize_acc) {
+      a.acc = static_cast<const int32_t*>(vals[node.quantize[0]]);
+      a.x = nullptr;
+      a.mul = arg(5);
+      a.add = arg(6);
+    }
+    for (int k = 1; k < 7; ++k)
+      if (node.quantize[k] >= 0 && p.nodes[node.quantize[k]].kind == Node::kInputScalar) a.scalar |= 1u << (k - 1);
     if (node.type == hlo::U8)
       QuantizeF32(a, dst, len);
     else

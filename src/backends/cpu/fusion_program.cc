@@ -1,11 +1,12 @@
 // Building the fused loop's program: nodes from a fusion spec, then its tables,
 // one-pass quantizers, the nodes the block loop computes, and their slots.
+#include "backends/cpu/fusion_program.h"
+
 #include <algorithm>
 #include <memory>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "backends/cpu/fusion_program.h"
 #include "base/status.h"
 
 namespace xonnx::cpu {
@@ -21,8 +22,10 @@ bool EightBit(hlo::PrimitiveType t) { return t == hlo::U8 || t == hlo::S8; }
 
 std::vector<int> BlockOperands(const Node& node) {
   if (node.table_source >= 0) return {node.table_source};
-  if (!node.quantize.empty()) return node.quantize;
-  return node.operands;
+  std::vector<int> q;
+  for (int k : node.quantize)
+    if (k >= 0) q.push_back(k);
+  return q.empty() ? node.operands : q;
 }
 
 namespace {
@@ -39,13 +42,45 @@ void MarkNeeded(Program* p) {
 
 // Finds the quantizers (QuantizeLinear as imported) among the op nodes
 // not computed from a table: a convert of f32 to u8 or s8 of
-// clamp(lo, add(round-nearest-even(divide(x, scale)), zero point), hi).
-// The five nodes' work in one pass keeps the values in registers; the
-// chain's inner nodes are then computed only if something else reads them.
+// clamp(lo, add(round-nearest-even(divide(x, scale)), zero point), hi),
+// where x may be an integer product's rescaling, f32(acc) times a scale
+// plus a bias (DequantizedProducts' epilogue). The nodes' work in one pass
+// keeps the values in registers; the chain's inner nodes are then computed
+// only if something else reads them.
 void PlanQuantizers(Program* p) {
-  auto op_node = [&](int k, Opcode op) {
+  auto op_node = [&](int k, Opcode op, hlo::PrimitiveType type = hlo::F32) -> const Node* {
+    if (k < 0) return nullptr;
     const Node& n = p->nodes[k];
-    return n.kind == Node::kOp && n.table_source < 0 && n.instr->opcode() == op && n.type == hlo::F32 ? &n : nullptr;
+    return n.kind == Node::kOp && n.table_source < 0 && n.instr->opcode() == op && n.type == type ? &n : nullptr;
+  };
+  auto f32 = [&](int k) { return p->nodes[k].type == hlo::F32; };
+  // The integer sum under x, with the multiplier and bias nodes (-1: none).
+  auto rescaling = [&](int x, std::vector<int>* q) {
+    int mul = -1, add = -1;
+    if (const Node* a = op_node(x, Opcode::kAdd)) {
+      for (int side : {0, 1})
+        if (op_node(a->operands[side], Opcode::kMultiply) && f32(a->operands[1 - side])) {
+          add = a->operands[1 - side];
+          x = a->operands[side];
+          break;
+        }
+      if (add < 0) return false;
+    }
+    if (const Node* m = op_node(x, Opcode::kMultiply)) {
+      for (int side : {0, 1})
+        if (op_node(m->operands[side], Opcode::kConvert) && f32(m->operands[1 - side])) {
+          mul = m->operands[1 - side];
+          x = m->operands[side];
+          break;
+        }
+      if (mul < 0) return false;
+    }
+    const Node* c = op_node(x, Opcode::kConvert);
+    if (!c || p->nodes[c->operands[0]].type != hlo::S32 || (mul < 0 && add < 0)) return false;
+    (*q)[0] = c->operands[0];
+    (*q)[5] = mul;
+    (*q)[6] = add;
+    return true;
   };
   for (Node& node : p->nodes) {
     if (node.kind != Node::kOp || node.table_source >= 0 || node.instr->opcode() != Opcode::kConvert) continue;
@@ -55,11 +90,13 @@ void PlanQuantizers(Program* p) {
     const Node* round = add ? op_node(add->operands[0], Opcode::kRoundNearestEven) : nullptr;
     const Node* divide = round ? op_node(round->operands[0], Opcode::kDivide) : nullptr;
     if (!divide) continue;
-    std::vector<int> args = {divide->operands[0], divide->operands[1], add->operands[1], clamp->operands[0],
-                             clamp->operands[2]};
-    bool f32 = true;
-    for (int a : args) f32 &= p->nodes[a].type == hlo::F32;
-    if (f32) node.quantize = std::move(args);
+    std::vector<int> q = {
+        divide->operands[0], divide->operands[1], add->operands[1], clamp->operands[0], clamp->operands[2], -1, -1};
+    bool all_f32 = true;
+    for (int k = 0; k < 5; ++k) all_f32 &= f32(q[k]);
+    if (!all_f32) continue;
+    node.quantize_acc = rescaling(q[0], &q);
+    node.quantize = std::move(q);
   }
 }
 

@@ -42,8 +42,12 @@ struct Node {
   int table_source = -1;
   // A quantizer's last node, convert(clamp(lo, round(x / scale) + zero
   // point, hi)) to u8 or s8, computed in one pass (QuantizeF32) from the
-  // nodes x, scale, zero point, lo, hi; empty: computed itself.
+  // nodes x, scale, zero point, lo, hi, mul, add; empty: computed itself.
+  // With quantize_acc, x is an s32 node and the pass computes
+  // f32(x) * mul + add first (mul or add -1: none), an integer product's
+  // rescaling.
   std::vector<int> quantize;
+  bool quantize_acc = false;
   // Whether the block loop computes this node: not when only tables read it.
   bool needed = true;
 };
@@ -74,7 +78,6 @@ struct Program {
   size_t slot_bytes = 0;
   std::vector<Table> tables;
 };
-
 
 // The nodes whose values `node` reads in the block loop: its table's
 // source in place of its operands when it is looked up, a quantizer's

@@ -35,7 +35,8 @@ using hlo::Shape;
 // both scalars.
 Instruction* Dequantize(Builder& b, Instruction* x, Instruction* scale, Instruction* zp) {
   const std::vector<int64_t>& dims = x->shape().dims;
-  Instruction* centered = b.Binary(Opcode::kSubtract, b.Convert(x, hlo::F32), b.Broadcast(b.Convert(zp, hlo::F32), dims, {}));
+  Instruction* centered =
+      b.Binary(Opcode::kSubtract, b.Convert(x, hlo::F32), b.Broadcast(b.Convert(zp, hlo::F32), dims, {}));
   return b.Binary(Opcode::kMultiply, centered, b.Broadcast(scale, dims, {}));
 }
 
@@ -73,10 +74,13 @@ std::vector<TableCase> Cases() {
        {u8, f, zu, f, zu},
        [](Builder& b, auto p) {
          Instruction* d = Dequantize(b, p[0], p[1], p[2]);
-         Instruction* r = b.Binary(Opcode::kMaximum, d, b.Broadcast(b.ScalarConstant(hlo::F32, 0), d->shape().dims, {}));
+         Instruction* r =
+             b.Binary(Opcode::kMaximum, d, b.Broadcast(b.ScalarConstant(hlo::F32, 0), d->shape().dims, {}));
          return Quantize(b, r, p[3], p[4], hlo::U8);
        },
-       1, 0, 1,
+       1,
+       0,
+       1,
        {{{1, 0.0059491815}, {2, 129}, {3, 0.00294745946}, {4, 0}},
         {{1, 0.013}, {2, 3}, {3, 0.0}, {4, 200}},
         {{1, 0.5}, {2, 255}, {3, inf}, {4, 7}}}},
@@ -86,11 +90,13 @@ std::vector<TableCase> Cases() {
        [](Builder& b, auto p) {
          return Quantize(b, b.Unary(Opcode::kTanh, Dequantize(b, p[0], p[1], p[2])), p[3], p[4], hlo::S8);
        },
-       1, 0, 1,
+       1,
+       0,
+       1,
        {{{1, 0.02}, {2, -5}, {3, 0.0078125}, {4, 0}}, {{1, 1e-3}, {2, 127}, {3, 3e-3}, {4, -128}}}},
       // A product's s32 sums rescaled per channel and requantized (the
-      // quantizer in one pass), then dequantized, hard swish, requantized
-      // (a table whose source is the quantizer's result).
+      // rescaling and quantizer in one pass), then dequantized, hard swish,
+      // requantized (a table whose source is the quantizer's result).
       {"rescale_requantize_then_table",
        {Shape(hlo::S32, {1, 30, 30, 16}), Shape(hlo::F32, {16}), Shape(hlo::F32, {16}), f, zu, f, zu},
        [](Builder& b, auto p) {
@@ -103,7 +109,9 @@ std::vector<TableCase> Cases() {
          hs = b.Binary(Opcode::kMultiply, d, b.Binary(Opcode::kDivide, hs, scalar(6)));
          return Quantize(b, hs, p[5], p[6], hlo::U8);
        },
-       1, 1, 5,
+       1,
+       1,
+       2,
        {{{3, 0.0031}, {4, 128}, {5, 0.0017}, {6, 10}}}},
       // A dequantized value (and its square) also read with a full f32
       // input: two tables, one the add reads, one the multiply.
@@ -114,14 +122,20 @@ std::vector<TableCase> Cases() {
          Instruction* e = b.Binary(Opcode::kMultiply, d, d);
          return b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, e, p[3]), d);
        },
-       2, 0, 4,
+       2,
+       0,
+       4,
        {{{1, 0.1}, {2, 100}}}},
       // Fewer elements than a block: no table (filling one would cost as
       // much as the chain).
       {"small_fusion_keeps_its_chain",
        {Shape(hlo::U8, {5, 100}), f, zu, f, zu},
-       [](Builder& b, auto p) { return Quantize(b, b.Unary(Opcode::kExp, Dequantize(b, p[0], p[1], p[2])), p[3], p[4], hlo::U8); },
-       0, 1, 5,
+       [](Builder& b, auto p) {
+         return Quantize(b, b.Unary(Opcode::kExp, Dequantize(b, p[0], p[1], p[2])), p[3], p[4], hlo::U8);
+       },
+       0,
+       1,
+       5,
        {{{1, 0.05}, {2, 10}, {3, 0.2}, {4, 1}}}},
   };
 }
@@ -164,7 +178,8 @@ FusionSpec SpecOf(const hlo::Computation& c) {
   for (const auto& in : c.instructions())
     for (const Instruction* operand : in->operands())
       if (operand->opcode() == Opcode::kParameter && in->opcode() != Opcode::kBroadcast &&
-          in->shape().ElementCount() > 1 && std::find(spec.inputs.begin(), spec.inputs.end(), operand) == spec.inputs.end()) {
+          in->shape().ElementCount() > 1 &&
+          std::find(spec.inputs.begin(), spec.inputs.end(), operand) == spec.inputs.end()) {
         spec.inputs.push_back(operand);
         spec.strided.push_back(false);
       }
@@ -178,8 +193,7 @@ TEST_P(FusionTableTest, EqualsTheEvaluatorBitForBit) {
   auto m = std::make_unique<hlo::Module>(c.name);
   Builder b(m.get(), "main");
   std::vector<Instruction*> params;
-  for (size_t i = 0; i < c.params.size(); ++i)
-    params.push_back(b.Parameter(i, c.params[i], "p" + std::to_string(i)));
+  for (size_t i = 0; i < c.params.size(); ++i) params.push_back(b.Parameter(i, c.params[i], "p" + std::to_string(i)));
   auto comp = b.Build(c.body(b, params));
   ASSERT_TRUE(comp.ok()) << comp.status();
   m->set_entry(*comp);
@@ -197,7 +211,8 @@ TEST_P(FusionTableTest, EqualsTheEvaluatorBitForBit) {
   for (const auto& call : c.scalars) {
     std::vector<Literal> args;
     for (size_t i = 0; i < c.params.size(); ++i) args.push_back(RandomArg(c.params[i], 11 + i));
-    for (auto [i, v] : call) hlo::TypeSwitch(c.params[i].element_type, [&](auto tag) {
+    for (auto [i, v] : call)
+      hlo::TypeSwitch(c.params[i].element_type, [&](auto tag) {
         using T = typename decltype(tag)::type;
         args[i].data<T>()[0] = static_cast<T>(v);
       });
@@ -241,7 +256,8 @@ TEST(TableLookup, BytesMatchTheScalarLoop) {
   std::vector<float> ftable(256);
   for (int k = 0; k < 256; ++k) ftable[k] = k * 0.5f - 3;
   std::vector<float> f(300);
-  LookupTable(reinterpret_cast<const uint8_t*>(ftable.data()), 4, index.data(), reinterpret_cast<uint8_t*>(f.data()), 300);
+  LookupTable(reinterpret_cast<const uint8_t*>(ftable.data()), 4, index.data(), reinterpret_cast<uint8_t*>(f.data()),
+              300);
   for (int i = 0; i < 300; ++i) EXPECT_EQ(f[i], ftable[index[i]]);
 }
 

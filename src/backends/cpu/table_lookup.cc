@@ -41,8 +41,7 @@ XONNX_VBMI void LookupBytesVbmi(const uint8_t* table, const uint8_t* index, uint
 
 ByteKernel PickBytes() {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vbmi"))
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi"))
     return LookupBytesVbmi;
   return internal::LookupBytesPortable;
 }

@@ -262,15 +262,32 @@ template <typename To>
 // The pointers are copied to locals, and `y` is restrict: an 8-bit store
 // may alias anything, and without them the loop reloaded the arguments for
 // every element instead of vectorizing.
-template <typename To>
-[[gnu::always_inline]] inline void QuantizeLoop(const QuantizeArgs& a, To* __restrict y, int64_t n) {
+template <typename To, bool kAcc>
+[[gnu::always_inline]] inline void QuantizeLoopOf(const QuantizeArgs& a, To* __restrict y, int64_t n) {
   const float* __restrict x = a.x, * __restrict s = a.scale, * __restrict zp = a.zero_point;
-  const float* __restrict lo = a.lo, * __restrict hi = a.hi;
+  const float* __restrict lo = a.lo, * __restrict hi = a.hi, * __restrict mul = a.mul, * __restrict add = a.add;
+  const int32_t* __restrict acc = a.acc;
   for (int64_t i = 0; i < n; ++i) {
-    float r = RoundEvenOne(ArithOp<Arith::kDivide>(x[i], s[i]));
+    float v;
+    if constexpr (kAcc) {
+      v = static_cast<float>(acc[i]);
+      if (mul) v = ArithOp<Arith::kMultiply>(v, mul[i]);
+      if (add) v = ArithOp<Arith::kAdd>(v, add[i]);
+    } else {
+      v = x[i];
+    }
+    float r = RoundEvenOne(ArithOp<Arith::kDivide>(v, s[i]));
     float c = ArithOp<Arith::kMinimum>(ArithOp<Arith::kMaximum>(ArithOp<Arith::kAdd>(r, zp[i]), lo[i]), hi[i]);
     y[i] = ConvertOne<To>(c);
   }
+}
+
+template <typename To>
+[[gnu::always_inline]] inline void QuantizeLoop(const QuantizeArgs& a, To* __restrict y, int64_t n) {
+  if (a.acc)
+    QuantizeLoopOf<To, true>(a, y, n);
+  else
+    QuantizeLoopOf<To, false>(a, y, n);
 }
 
 // The quantizer kernels of one build: the loops above, compiled for the
@@ -414,18 +431,34 @@ XONNX_QUANTIZER_KERNELS(Avx512, XONNX_AVX512)
 // vmaxps and vminps return their second operand when either is NaN; the
 // masked moves put a NaN first operand back, as ArithOp does. vrndscaleps
 // rounds ties to even and keeps the sign of -0.3's -0, as RoundEvenOne.
+// The masked (builtin) multiply and add are never contracted into an FMA.
+// Scalar operands are read once.
 template <typename To>
 XONNX_AVX512 void QuantizeWide(const QuantizeArgs& a, To* y, int64_t n) {
   constexpr __mmask16 kAll = 0xffff;
   const __m512 lo_t = _mm512_set1_ps(std::numeric_limits<To>::min());
   const __m512 hi_t = _mm512_set1_ps(std::numeric_limits<To>::max());
+  const float* args[6] = {a.scale, a.zero_point, a.lo, a.hi, a.mul, a.add};
+  __m512 once[6];
+  for (int k = 0; k < 6; ++k)
+    once[k] = args[k] && (a.scalar >> k & 1) ? _mm512_set1_ps(args[k][0]) : _mm512_setzero_ps();
+  auto operand = [&](int k, __mmask16 m, int64_t i)
+                     XONNX_AVX512 { return a.scalar >> k & 1 ? once[k] : _mm512_maskz_loadu_ps(m, args[k] + i); };
   auto step = [&](__mmask16 m, int64_t i) XONNX_AVX512 {
-    __m512 d = _mm512_maskz_div_ps(m, _mm512_maskz_loadu_ps(m, a.x + i), _mm512_maskz_loadu_ps(m, a.scale + i));
+    __m512 v;
+    if (a.acc) {
+      v = _mm512_maskz_cvtepi32_ps(kAll, _mm512_maskz_loadu_epi32(m, a.acc + i));
+      if (a.mul) v = _mm512_maskz_mul_ps(kAll, v, operand(4, m, i));
+      if (a.add) v = _mm512_maskz_add_ps(kAll, v, operand(5, m, i));
+    } else {
+      v = _mm512_maskz_loadu_ps(m, a.x + i);
+    }
+    __m512 d = _mm512_maskz_div_ps(m, v, operand(0, m, i));
     __m512 r = _mm512_maskz_roundscale_ps(kAll, d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 v = _mm512_maskz_add_ps(kAll, r, _mm512_maskz_loadu_ps(m, a.zero_point + i));
-    __m512 c = _mm512_maskz_max_ps(kAll, v, _mm512_maskz_loadu_ps(m, a.lo + i));
+    v = _mm512_maskz_add_ps(kAll, r, operand(1, m, i));
+    __m512 c = _mm512_maskz_max_ps(kAll, v, operand(2, m, i));
     c = _mm512_mask_mov_ps(c, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), v);
-    __m512 e = _mm512_maskz_min_ps(kAll, c, _mm512_maskz_loadu_ps(m, a.hi + i));
+    __m512 e = _mm512_maskz_min_ps(kAll, c, operand(3, m, i));
     e = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q), c);
     // The convert: NaN to 0, saturated, truncated toward zero.
     e = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(e, e, _CMP_ORD_Q), e);

@@ -62,15 +62,23 @@ void ConvertF32ToU8(const float* x, uint8_t* y, int64_t n);
 void ConvertF32ToS8(const float* x, int8_t* y, int64_t n);
 
 // A quantizer's operands, one value per element (a scalar laid out over
-// the array): x, its scale, zero point and the clamp's bounds.
+// the array): x, its scale, zero point and the clamp's bounds. With `acc`,
+// x is instead an integer product's rescaled sum, f32(acc) * mul + add
+// (mul and add may be null: not applied). `scalar` bit k says operand k of
+// (scale, zero_point, lo, hi, mul, add) has one value repeated, which a
+// kernel may read once.
 struct QuantizeArgs {
   const float *x, *scale, *zero_point, *lo, *hi;
+  const int32_t* acc = nullptr;
+  const float *mul = nullptr, *add = nullptr;
+  unsigned scalar = 0;
 };
 
 // y[i] = convert(clamp(lo, round_even(x / scale) + zero_point, hi)), the
-// fused loops' quantizer (QuantizeLinear as imported) in one pass, with
-// the results of its five nodes run one after another: each step is the
-// same operation as ArithF32's, RoundEvenF32's and ConvertF32ToU8's.
+// fused loops' quantizer (QuantizeLinear as imported, after a product's
+// rescaling where there is one) in one pass, with the results of its nodes
+// run one after another: each step is the same operation as ArithF32's,
+// RoundEvenF32's and ConvertF32ToU8's, none contracted.
 void QuantizeF32(const QuantizeArgs& a, uint8_t* y, int64_t n);
 void QuantizeF32(const QuantizeArgs& a, int8_t* y, int64_t n);
 

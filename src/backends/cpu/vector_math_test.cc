@@ -366,11 +366,12 @@ TEST(QuantizerMath, RoundEvenAndNarrowingMatchTheScalarDefinitions) {
   }
 }
 
-// The one-pass quantizer equals its five steps run one after another
-// (divide, round, add the zero point, clamp, narrow), as the fused loop's
-// nodes run them, bit for bit in every build: over ties, NaN and infinite
-// operands, zero and negative scales, NaN and crossed clamp bounds, and
-// lengths that leave a tail.
+// The one-pass quantizer equals its steps run one after another (an
+// integer product's rescaling where there is one, then divide, round, add
+// the zero point, clamp, narrow), as the fused loop's nodes run them, bit
+// for bit in every build: over ties, NaN and infinite operands, zero and
+// negative scales, NaN and crossed clamp bounds, and lengths that leave a
+// tail. Then with operands marked scalar (one value repeated).
 TEST(QuantizerMath, QuantizeEqualsItsStepsInEveryBuild) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> xs = {0.0f, -0.0f, 0.5f, -0.3f, 1.5f, 2.5f, -2.5f, 1e30f, -1e30f, inf, -inf, nan, 0.7353f};
@@ -385,37 +386,89 @@ TEST(QuantizerMath, QuantizeEqualsItsStepsInEveryBuild) {
     lo.push_back(bounds[(i / 11) % bounds.size()].first);
     hi.push_back(bounds[(i / 11) % bounds.size()].second);
   }
-  for (int64_t n : {int64_t{3001}, int64_t{16}, int64_t{7}}) {
-    // The steps on the portable build.
-    const internal::Build portable = internal::Builds().front();
-    std::vector<float> t(n);
-    portable.arith(Arith::kDivide, x.data(), s.data(), t.data(), n);
-    portable.round_even(t.data(), t.data(), n);
-    portable.arith(Arith::kAdd, t.data(), zp.data(), t.data(), n);
-    portable.arith(Arith::kMaximum, t.data(), lo.data(), t.data(), n);
-    portable.arith(Arith::kMinimum, t.data(), hi.data(), t.data(), n);
-    std::vector<uint8_t> want_u(n);
-    std::vector<int8_t> want_s(n);
-    portable.to_u8(t.data(), want_u.data(), n);
-    portable.to_s8(t.data(), want_s.data(), n);
-    QuantizeArgs a{x.data(), s.data(), zp.data(), lo.data(), hi.data()};
-    std::vector<internal::Build> builds = internal::Builds();
-    internal::Build entry{"entry points"};
-    entry.quantize_u8 = [](const QuantizeArgs& a, uint8_t* y, int64_t n) { QuantizeF32(a, y, n); };
-    entry.quantize_s8 = [](const QuantizeArgs& a, int8_t* y, int64_t n) { QuantizeF32(a, y, n); };
-    builds.push_back(entry);
-    for (const internal::Build& b : builds) {
-      std::vector<uint8_t> u(n + 1, 0xAB);
-      std::vector<int8_t> q(n + 1, 0x55);
-      b.quantize_u8(a, u.data(), n);
-      b.quantize_s8(a, q.data(), n);
-      EXPECT_EQ(u[n], 0xAB) << b.name << ": wrote past the end";
-      EXPECT_EQ(q[n], 0x55) << b.name << ": wrote past the end";
-      u.pop_back();
-      q.pop_back();
-      EXPECT_EQ(u, want_u) << b.name << " n=" << n;
-      EXPECT_EQ(q, want_s) << b.name << " n=" << n;
+  // An integer product's sums, rescaled: f32(acc) * mul + add before the
+  // quantizer, with ties and sums past 2^24 that round in the convert.
+  std::vector<int32_t> acc;
+  std::vector<float> mul, add;
+  for (int i = 0; i < 3001; ++i) {
+    acc.push_back(i % 5 == 0 ? 16777217 + i : (i * 7919) % 60001 - 30000);
+    mul.push_back(i % 13 == 0 ? 0.5f : 1e-3f * (1 + i % 17));
+    add.push_back(i % 11 == 0 ? -0.5f : 0.01f * (i % 23) - 0.1f);
+  }
+  for (int form = 0; form < 4; ++form)
+    for (int64_t n : {int64_t{3001}, int64_t{16}, int64_t{7}}) {
+      // form 0: x; 1: f32(acc) * mul + add; 2: f32(acc) * mul; 3: f32(acc) + add.
+      SCOPED_TRACE(form);
+      const internal::Build portable = internal::Builds().front();
+      std::vector<float> xv = x;
+      if (form > 0) {
+        for (int64_t i = 0; i < n; ++i) xv[i] = static_cast<float>(acc[i]);
+        if (form != 3) portable.arith(Arith::kMultiply, xv.data(), mul.data(), xv.data(), n);
+        if (form != 2) portable.arith(Arith::kAdd, xv.data(), add.data(), xv.data(), n);
+      }
+      // The steps on the portable build.
+      std::vector<float> t(n);
+      portable.arith(Arith::kDivide, xv.data(), s.data(), t.data(), n);
+      portable.round_even(t.data(), t.data(), n);
+      portable.arith(Arith::kAdd, t.data(), zp.data(), t.data(), n);
+      portable.arith(Arith::kMaximum, t.data(), lo.data(), t.data(), n);
+      portable.arith(Arith::kMinimum, t.data(), hi.data(), t.data(), n);
+      std::vector<uint8_t> want_u(n);
+      std::vector<int8_t> want_s(n);
+      portable.to_u8(t.data(), want_u.data(), n);
+      portable.to_s8(t.data(), want_s.data(), n);
+      QuantizeArgs a{x.data(), s.data(), zp.data(), lo.data(), hi.data()};
+      if (form > 0) {
+        a.x = nullptr;
+        a.acc = acc.data();
+        a.mul = form != 3 ? mul.data() : nullptr;
+        a.add = form != 2 ? add.data() : nullptr;
+      }
+      std::vector<internal::Build> builds = internal::Builds();
+      internal::Build entry{"entry points"};
+      entry.quantize_u8 = [](const QuantizeArgs& a, uint8_t* y, int64_t n) { QuantizeF32(a, y, n); };
+      entry.quantize_s8 = [](const QuantizeArgs& a, int8_t* y, int64_t n) { QuantizeF32(a, y, n); };
+      builds.push_back(entry);
+      for (const internal::Build& b : builds) {
+        std::vector<uint8_t> u(n + 1, 0xAB);
+        std::vector<int8_t> q(n + 1, 0x55);
+        b.quantize_u8(a, u.data(), n);
+        b.quantize_s8(a, q.data(), n);
+        EXPECT_EQ(u[n], 0xAB) << b.name << ": wrote past the end";
+        EXPECT_EQ(q[n], 0x55) << b.name << ": wrote past the end";
+        u.pop_back();
+        q.pop_back();
+        EXPECT_EQ(u, want_u) << b.name << " n=" << n;
+        EXPECT_EQ(q, want_s) << b.name << " n=" << n;
+      }
     }
+}
+
+// Operands marked scalar give the results of the same values laid out in
+// full.
+TEST(QuantizerMath, ScalarOperandsEqualTheirArrays) {
+  const int64_t n = 1003;
+  std::vector<int32_t> acc(n);
+  std::vector<float> x(n);
+  for (int64_t i = 0; i < n; ++i) {
+    acc[i] = (i * 104729) % 200001 - 100000;
+    x[i] = acc[i] * 0.37f;
+  }
+  const float values[6] = {0.0123f, 131.0f, 0.0f, 255.0f, 0.0071f, -0.25f};
+  std::vector<std::vector<float>> full(6);
+  for (int k = 0; k < 6; ++k) full[k].assign(n, values[k]);
+  for (bool with_acc : {false, true}) {
+    QuantizeArgs a{x.data(), full[0].data(), full[1].data(), full[2].data(), full[3].data()};
+    if (with_acc) {
+      a.acc = acc.data();
+      a.mul = full[4].data();
+      a.add = full[5].data();
+    }
+    std::vector<uint8_t> want(n), got(n);
+    QuantizeF32(a, want.data(), n);
+    a.scalar = 0x3f;
+    QuantizeF32(a, got.data(), n);
+    EXPECT_EQ(got, want) << with_acc;
   }
 }
 
