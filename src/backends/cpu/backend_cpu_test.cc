@@ -344,6 +344,22 @@ std::vector<Case> Cases() {
          return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
        },
        {{"dnnl-matmul", 1}}},
+      // Matrix-vector products with constant weights (a recurrent step, a
+      // classifier head): both weight layouts, rank-1 and rank-2 rows,
+      // column counts that leave a partial panel and groups of panels, and
+      // one large enough to split between threads.
+      // (The rank-1 row is reshaped to [1, 70] by dot canonicalization, and
+      // oneDNN reads that reshape of the parameter in place.)
+      {"matrix_vector_products",
+       {Shape(F32, {1, 130}), Shape(F32, {3, 70}), Shape(F32, {70}), Shape(F32, {2, 600})},
+       [](Builder& b, auto p) {
+         auto* w1 = b.Constant(Weights(Shape(F32, {130, 37}), 21));  // [K, N]
+         auto* w2 = b.Constant(Weights(Shape(F32, {100, 70}), 22));  // [N, K]
+         auto* w3 = b.Constant(Weights(Shape(F32, {600, 300}), 23));
+         return b.Tuple({b.Dot(p[0], w1, DotDims(1, 0)), b.Dot(p[1], w2, DotDims(1, 1)), b.Dot(p[2], w2, DotDims(0, 1)),
+                         b.Dot(p[3], w3, DotDims(1, 0))});
+       },
+       {{"dnnl-matmul", 1}, {"gemv", 3}}},
       {"two_biased_dots_summed",
        {Shape(F32, {3, 4}), Shape(F32, {5, 4}), Shape(F32, {3, 5}), Shape(F32, {5, 5}), Shape(F32, {10})},
        [](Builder& b, auto p) {

@@ -30,6 +30,13 @@ MakerResult DnnlMatmul(const EmitContext& ctx, const Instruction& i, const Thunk
   return std::nullopt;
 }
 
+// A product of a few rows by constant weights, unless the planner chose
+// oneDNN to read its operands through views.
+MakerResult Gemv(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
+  if (ctx.plan.dot_views.of.contains(&i)) return std::nullopt;
+  return MakeGemvThunk(i, io);
+}
+
 // An integer product the planner put on oneDNN's 8-bit primitives: its
 // widened operands were never computed, so no other kernel can run it.
 MakerResult DnnlInteger(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
@@ -100,7 +107,8 @@ struct KernelRow {
 // kernel alone.
 const std::vector<KernelRow>& Rows() {
   static const auto* rows = new std::vector<KernelRow>{
-      {Opcode::kDot, {{"dnnl-int8-matmul", DnnlInteger}, {"dnnl-matmul", DnnlMatmul}, {"dot", Compute}, kReference}},
+      {Opcode::kDot,
+       {{"dnnl-int8-matmul", DnnlInteger}, {"gemv", Gemv}, {"dnnl-matmul", DnnlMatmul}, {"dot", Compute}, kReference}},
       {Opcode::kConvolution,
        {{"dnnl-int8-conv", DnnlInteger},
         {"dnnl-conv", DnnlConv},

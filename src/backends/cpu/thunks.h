@@ -222,6 +222,10 @@ std::optional<Thunk> MakeFastMoveThunk(const hlo::Instruction& instr, const Thun
 // or bitcast-convert that cannot alias its operand.
 std::optional<Thunk> MakeDataMoveThunk(const hlo::Instruction& instr, const ThunkIo& io);
 
+// A matrix-vector product (gemv.cc): an f32 dot of at most 4 rows by
+// constant [K, N] or [N, K] weights, packed at compile time; kind "gemv".
+std::optional<Thunk> MakeGemvThunk(const hlo::Instruction& instr, const ThunkIo& io);
+
 // Native arithmetic in the forms the tuned paths do not take
 // (compute_kernels.cc): dot and convolution of any dimension numbers and
 // numeric type, reduce over any dims, sort by one key.
