@@ -21,9 +21,9 @@ namespace xonnx::cpu {
 
 namespace {
 
-constexpr int64_t kLanes = 16;       // columns per panel
-constexpr int64_t kMaxRows = 4;      // larger products go to oneDNN
-constexpr int64_t kGroup = 4;        // panels computed together (independent sums)
+constexpr int64_t kLanes = 16;          // columns per panel
+constexpr int64_t kMaxRows = 4;         // larger products go to oneDNN
+constexpr int64_t kGroup = 4;           // panels computed together (independent sums)
 constexpr int64_t kParallel = 1 << 18;  // multiply-adds from which both threads share a call
 
 // The weights as [N / 16 panels][K][16], zero-padded to whole panels: a
