@@ -90,10 +90,11 @@ void Gather(const Program& p, const Node& node, const void* input, int64_t start
 // reads four scalars, and filling them per block took longer than its
 // arithmetic).
 void FillScalars(const Program& p, uint8_t* scratch, absl::Span<void* const> in_ptrs) {
+  const int64_t len = std::min(kBlock, p.count);  // a block's length at most
   for (size_t n = 0; n + 1 < p.nodes.size(); ++n) {
     const Node& node = p.nodes[n];
     if (node.kind == Node::kInputScalar && node.needed)
-      Fill(scratch + p.slot[n] * p.slot_bytes, in_ptrs[node.input], hlo::ByteWidth(node.type), kBlock);
+      Fill(scratch + p.slot[n] * p.slot_bytes, in_ptrs[node.input], hlo::ByteWidth(node.type), len);
   }
 }
 
@@ -334,8 +335,12 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
     std::vector<std::vector<uint8_t>> tables = ComputeTables(*p, in_ptrs, status);
     if (!status.ok()) return status;
     int64_t blocks = (p->count + kBlock - 1) / kBlock;
-#pragma omp parallel if (blocks > 4)
-    {
+    // The blocks of the calling thread, or of each thread of a team: the
+    // `omp for` shares them out inside a parallel region and runs them all
+    // outside one. A fusion of a few blocks (a recurrent cell's 128
+    // elements) runs without a parallel region, whose start took longer
+    // than its work.
+    auto run_blocks = [&] {
       // Each thread's block buffers, kept from call to call: most fusions
       // are small (a squeeze-and-excitation gate is 32 to 1152 elements),
       // and allocating these was a good part of their time.
@@ -357,6 +362,12 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
 #pragma omp critical
         status = local;
       }
+    };
+    if (blocks > 4) {
+#pragma omp parallel
+      run_blocks();
+    } else {
+      run_blocks();
     }
     return status;
   };
