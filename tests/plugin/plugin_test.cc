@@ -376,6 +376,46 @@ ENTRY main {
   EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("damaged"));
 }
 
+// With batch_rows=1 the plugin runs a separable program one row of its
+// batch at a time (weights bound whole), also after a serialization round
+// trip; the results are the whole batch's.
+TEST_F(PluginTest, BatchRowsRunsTheBatchInParts) {
+  if (!IsXonnx()) GTEST_SKIP() << "batch_rows is an xonnx plugin option";
+  constexpr char kBatch[] = R"(HloModule batch_rows
+
+ENTRY main {
+  x = f32[2,3]{1,0} parameter(0)
+  w = f32[3,2]{1,0} parameter(1), metadata={op_type="xonnx.weight" op_name="w"}
+  d = f32[2,2]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  e = f32[2,2]{1,0} exponential(d)
+  ROOT t = (f32[2,2]{1,0}, f32[2,3]{1,0}) tuple(e, x)
+}
+)";
+  auto split_client = Client::Create(plugin_, {{"batch_rows", int64_t{1}}});
+  ASSERT_TRUE(split_client.ok()) << split_client.status();
+  Client& sc = **split_client;
+  auto whole = client_->Compile(Program(kBatch), CompileOptionsFor(client_->devices()[0]));
+  auto split = sc.Compile(Program(kBatch), CompileOptionsFor(sc.devices()[0]));
+  ASSERT_TRUE(whole.ok() && split.ok());
+  auto bytes = (*split)->Serialize();
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  auto loaded = sc.Deserialize(*bytes);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  std::vector<float> x = {1, 2, 3, -4, 0.5f, 6}, w = {0.2f, 0.1f, -0.1f, 0, 0.05f, 0.3f};
+  auto run = [&](Client& c, LoadedExecutable& e) {
+    auto bx = c.BufferFromHost(x.data(), PJRT_Buffer_Type_F32, {2, 3}, c.devices()[0]);
+    auto bw = c.BufferFromHost(w.data(), PJRT_Buffer_Type_F32, {3, 2}, c.devices()[0]);
+    EXPECT_TRUE(bx.ok() && bw.ok());
+    auto out = e.Execute({bx->get(), bw->get()});
+    EXPECT_TRUE(out.ok()) << out.status();
+    return std::make_pair(Download(*(*out)[0], 4), Download(*(*out)[1], 6));
+  };
+  auto want = run(*client_, **whole);
+  EXPECT_EQ(run(sc, **split), want);
+  EXPECT_EQ(run(sc, **loaded), want);
+  EXPECT_EQ(want.second, x);
+}
+
 TEST_F(PluginTest, CreateOptionsAreCheckedByName) {
   if (!IsXonnx()) GTEST_SKIP() << "create options are plugin-specific";
   auto bad = Client::Create(plugin_, {{"no_such_option", int64_t{1}}});
@@ -387,6 +427,10 @@ TEST_F(PluginTest, CreateOptionsAreCheckedByName) {
   ASSERT_FALSE(not_bool.ok());
   EXPECT_THAT(std::string(not_bool.status().message()), ::testing::HasSubstr("'winograd' must be a bool"));
   EXPECT_TRUE(Client::Create(plugin_, {{"winograd", false}}).ok());
+  auto negative_rows = Client::Create(plugin_, {{"batch_rows", int64_t{-1}}});
+  ASSERT_FALSE(negative_rows.ok());
+  EXPECT_THAT(std::string(negative_rows.status().message()), ::testing::HasSubstr("batch_rows=-1"));
+  EXPECT_TRUE(Client::Create(plugin_, {{"batch_rows", int64_t{1}}}).ok());
 }
 
 TEST_F(PluginTest, VirtualDevicesSelectedByTheDeviceAssignment) {

@@ -14,6 +14,7 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cpu/batch_split.h"
 #include "backends/cpu/buffer_assignment.h"
 #include "backends/cpu/dot_canonicalization.h"
 #include "backends/cpu/layout_pass.h"
@@ -106,6 +107,19 @@ void MaybeDump(const Executable& exe) {
 
 absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(std::unique_ptr<hlo::Module> module,
                                                                 const CompileOptions& options) {
+  // A batch run in parts compiles the program for one part; the executable
+  // keeps the whole batch's shapes as its signature.
+  const int64_t rows = options.batch_rows;
+  std::optional<BatchSplit> split;
+  std::vector<hlo::Shape> full_params, full_outputs;
+  if (rows > 0 && (split = SplitBatch(*module, rows)) && hlo::Verify(*split->part).ok()) {
+    for (const hlo::Instruction* p : module->entry()->parameters()) full_params.push_back(p->shape());
+    const hlo::Shape& root = module->entry()->root()->shape();
+    full_outputs = root.IsTuple() ? root.tuple_shapes : std::vector<hlo::Shape>{root};
+    module = std::move(split->part);
+  } else {
+    split.reset();
+  }
   UpcastHalfPrecision upcast;
   RETURN_IF_ERROR(upcast.Run(module.get()).status());
   if (options.use_dnnl) {
@@ -120,6 +134,14 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(std::unique_ptr<
   }
   Compiler c(std::move(module), options);
   ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, c.Run());
+  if (split) {
+    exe->parts_ = split->parts;
+    for (size_t k = 0; k < full_params.size(); ++k)
+      exe->param_part_bytes_.push_back(split->split_param[k] ? exe->parameter_shapes_[k].ByteSize() : 0);
+    for (const hlo::Shape& s : exe->output_shapes_) exe->output_part_bytes_.push_back(s.ByteSize());
+    exe->parameter_shapes_ = std::move(full_params);
+    exe->output_shapes_ = std::move(full_outputs);
+  }
   MaybeDump(*exe);
   return exe;
 }

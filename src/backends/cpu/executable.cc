@@ -68,6 +68,20 @@ absl::Status Executable::Execute(absl::Span<const void* const> args, absl::Span<
     return InvalidArgument("the program takes %d arguments, got %d", parameter_shapes_.size(), args.size());
   if (outputs.size() != output_shapes_.size())
     return InvalidArgument("the program has %d outputs, got %d buffers", output_shapes_.size(), outputs.size());
+  if (parts_ == 1) return ExecutePart(args, outputs);
+  std::vector<const void*> part_args(args.size());
+  std::vector<void*> part_outputs(outputs.size());
+  for (int64_t part = 0; part < parts_; ++part) {
+    for (size_t k = 0; k < args.size(); ++k)
+      part_args[k] = static_cast<const char*>(args[k]) + part * param_part_bytes_[k];
+    for (size_t k = 0; k < outputs.size(); ++k)
+      part_outputs[k] = static_cast<char*>(outputs[k]) + part * output_part_bytes_[k];
+    RETURN_IF_ERROR(ExecutePart(part_args, part_outputs));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executable::ExecutePart(absl::Span<const void* const> args, absl::Span<void* const> outputs) const {
   Arena arena = SharedArenaPool().Take(arena_bytes_);
   if (!arena.data)
     return absl::ResourceExhaustedError(absl::StrFormat("cannot allocate %d bytes of working memory", arena_bytes_));
@@ -94,7 +108,7 @@ absl::Status Executable::Execute(absl::Span<const void* const> args, absl::Span<
   if (profile_) ++profile_->calls;
   if (st.ok())
     for (size_t k = 0; k < outputs.size(); ++k)
-      std::memcpy(outputs[k], frame.Ptr(output_refs_[k]), output_shapes_[k].ByteSize());
+      std::memcpy(outputs[k], frame.Ptr(output_refs_[k]), output_shapes_[k].ByteSize() / parts_);
   SharedArenaPool().Give(std::move(arena));
   return st;
 }

@@ -30,6 +30,11 @@ struct CompileOptions {
   // Keep the activations between convolutions that run faster on oneDNN's
   // blocked layout in it (with use_dnnl; see DnnlConvRunsBlocked).
   bool blocked_layouts = true;
+  // Rows of the batch per call for a program that treats the rows of its
+  // batch independently (batch_split.h): 0 never splits; n > 0 runs n rows
+  // at a time where n divides the batch and the program is separable (else
+  // the whole batch at once).
+  int64_t batch_rows = 0;
 };
 
 // Where a buffer lives while the program runs.
@@ -68,6 +73,9 @@ class Executable {
   // Working memory of one call: the values' slots, then the thunks' scratch.
   int64_t arena_bytes() const { return arena_bytes_; }
   int64_t scratch_bytes() const { return arena_bytes_ - scratch_offset_; }
+  // Calls of the compiled program per Execute: more than 1 when the batch
+  // runs in parts (CompileOptions::batch_rows).
+  int64_t batch_parts() const { return parts_; }
   // Counts of thunk kinds, e.g. {"dnnl-conv": 20, "fusion": 31, "kernel": 12}.
   std::vector<std::pair<std::string, int64_t>> ThunkSummary() const;
   // The kernels in run order, one line each: index, kind, and the name of
@@ -88,8 +96,15 @@ class Executable {
     PoolUse& operator=(const PoolUse&) = delete;
   } pool_use_;
 
+  // One call of the compiled program on part of the batch, or on all of it.
+  absl::Status ExecutePart(absl::Span<const void* const> args, absl::Span<void* const> outputs) const;
+
   std::unique_ptr<hlo::Module> module_;
   std::vector<hlo::Shape> parameter_shapes_, output_shapes_;
+  // A batch run in parts: each part's bytes of each parameter (0: the
+  // parameter is passed whole to every part) and of each output.
+  int64_t parts_ = 1;
+  std::vector<int64_t> param_part_bytes_, output_part_bytes_;
   std::vector<BufferRef> output_refs_;
   std::vector<const void*> constants_;
   std::vector<Thunk> thunks_;

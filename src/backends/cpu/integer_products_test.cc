@@ -178,7 +178,9 @@ TEST_P(IntegerProductTest, EqualsTheEvaluatorOnOneDnnsInt8Kernels) {
     native |= kind == "convolution" || kind == "dot";
   }
   // A product planned for the 8-bit kernels leaves nothing on the s32 ones.
-  if (c.kind.rfind("dnnl-int8", 0) == 0) EXPECT_FALSE(native) << c.name << ":\n" << (*exe)->KernelListing();
+  if (c.kind.rfind("dnnl-int8", 0) == 0) {
+    EXPECT_FALSE(native) << c.name << ":\n" << (*exe)->KernelListing();
+  }
   EXPECT_TRUE(ran) << c.name << " did not run on " << c.kind << ":\n" << (*exe)->KernelListing();
   std::vector<const void*> in;
   for (const Literal& a : args) in.push_back(a.untyped_data());

@@ -55,7 +55,15 @@ absl::Status ApplyCreateOption(const PJRT_NamedValue& v, PluginOptions& o) {
     o.device_count = static_cast<int>(v.int64_value);
     return absl::OkStatus();
   }
-  std::vector<std::string> known = {"cpu_device_count"};
+  if (name == "batch_rows") {
+    RETURN_IF_ERROR(want(PJRT_NamedValue_kInt64, "an integer"));
+    if (v.int64_value < 0)
+      return xonnx::InvalidArgument("create option batch_rows=%d must be 0 (never split) or a row count",
+                                    v.int64_value);
+    o.program.compile.batch_rows = v.int64_value;
+    return absl::OkStatus();
+  }
+  std::vector<std::string> known = {"cpu_device_count", "batch_rows"};
   for (const BoolOption& b : kBoolOptions) {
     if (name == b.name) {
       RETURN_IF_ERROR(want(PJRT_NamedValue_kBool, "a bool"));
