@@ -548,12 +548,17 @@ std::vector<Case> Cases() {
        {{"reduce", 4}}},
       // Channels-first to channels-last (a 2-D transpose per batch once
       // dims are merged) and a plain 2-D one, neither a multiple of a tile.
+      // (A detector head's channels-last to channels-first, 255 channels,
+      // and an s32 one: 8 x 8 blocks in registers with rows and columns
+      // left over; 3-channel images to channels-last, 117 pixels each.)
       {"transposes_in_tiles",
-       {Shape(F32, {2, 5, 9, 70}), Shape(F32, {100, 33})},
+       {Shape(F32, {2, 5, 9, 70}), Shape(F32, {100, 33}), Shape(F32, {1, 13, 11, 255}), Shape(S32, {2, 37, 50}),
+        Shape(F32, {2, 3, 9, 13})},
        [](Builder& b, auto p) {
-         return b.Tuple({b.Transpose(p[0], {0, 2, 3, 1}), b.Transpose(p[1], {1, 0})});
+         return b.Tuple({b.Transpose(p[0], {0, 2, 3, 1}), b.Transpose(p[1], {1, 0}), b.Transpose(p[2], {0, 3, 1, 2}),
+                         b.Transpose(p[3], {0, 2, 1}), b.Transpose(p[4], {0, 2, 3, 1})});
        },
-       {{"transpose", 2}}},
+       {{"transpose", 5}}},
       // Broadcasts that repeat with a period (a per-channel vector, a
       // trailing matrix) and one that does not (per leading index).
       {"periodic_broadcasts",

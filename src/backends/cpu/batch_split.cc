@@ -160,7 +160,7 @@ class RowAnalysis {
       case Opcode::kPad: {
         const hlo::PaddingDimension& p = i->padding_config[d];
         return tags[1] < 0 && p.edge_padding_low == 0 && p.edge_padding_high == 0 && p.interior_padding == 0 ? d
-                                                                                                          : kMixes;
+                                                                                                             : kMixes;
       }
       case Opcode::kReduce: {
         if (i->operand_count() != 2 || tags[1] >= 0 || !i->shape().IsArray()) return kMixes;

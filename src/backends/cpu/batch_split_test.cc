@@ -72,7 +72,8 @@ std::unique_ptr<hlo::Module> SeparableNet() {
     Instruction* y = b.Convolution(p[0], b.Constant(RandomF32(Shape(hlo::F32, {8, 3, 3, 3}), 5)), w, d, 1);
     y = b.Binary(Opcode::kAdd, y, b.Broadcast(b.Constant(RandomF32(Shape(hlo::F32, {8}), 6)), {4, 8, 6, 6}, {1}));
     y = b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(hlo::F32, 0), {4, 8, 6, 6}, {}));
-    Instruction* pooled = b.Reduce({y}, {b.ScalarConstant(hlo::F32, 0)}, {2, 3}, b.ScalarReducer(Opcode::kAdd, hlo::F32));
+    Instruction* pooled =
+        b.Reduce({y}, {b.ScalarConstant(hlo::F32, 0)}, {2, 3}, b.ScalarReducer(Opcode::kAdd, hlo::F32));
     Instruction* z = b.Dot(pooled, b.Constant(RandomF32(Shape(hlo::F32, {8, 5}), 7)), Contract(1, 0));
     z = b.Binary(Opcode::kAdd, z, b.Constant(Rows(Shape(hlo::F32, {4, 5}), false)));
     Instruction* flat = b.Slice(b.Reshape(p[0], {4, 108}), {0, 10}, {4, 30}, {1, 1});
@@ -144,21 +145,21 @@ TEST(BatchSplit, ProgramsThatMixRowsAreNotSplit) {
   cases.emplace_back("a product contracting the batch", Build({x}, [](Builder& b, auto p) {
                        return b.Dot(p[0], b.Constant(RandomF32(Shape(hlo::F32, {4, 2}), 1)), Contract(0, 0));
                      }));
-  cases.emplace_back("a result with the batch second",
-                     Build({x}, [](Builder& b, auto p) { return b.Transpose(p[0], {1, 0}); }));
+  cases.emplace_back("a result with the batch second", Build({x}, [](Builder& b, auto p) {
+                       return b.Transpose(p[0], {1, 0});
+                     }));
   cases.emplace_back("an iota along the batch", Build({x}, [](Builder& b, auto p) {
                        return b.Binary(Opcode::kAdd, p[0], b.Iota(Shape(hlo::F32, {4, 3}), 0));
                      }));
   cases.emplace_back("a constant with different rows", Build({x}, [](Builder& b, auto p) {
                        return b.Binary(Opcode::kAdd, p[0], b.Constant(Rows(Shape(hlo::F32, {4, 3}), true)));
                      }));
-  cases.emplace_back("a slice of some rows", Build({x}, [](Builder& b, auto p) {
-                       return b.Binary(Opcode::kAdd, b.Slice(p[0], {0, 0}, {2, 3}, {1, 1}),
-                                       b.Slice(p[0], {2, 0}, {4, 3}, {1, 1}));
-                     }));
-  cases.emplace_back("a batch of one", Build({Shape(hlo::F32, {1, 3})}, [](Builder& b, auto p) {
-                       return b.Unary(Opcode::kExp, p[0]);
-                     }));
+  cases.emplace_back(
+      "a slice of some rows", Build({x}, [](Builder& b, auto p) {
+        return b.Binary(Opcode::kAdd, b.Slice(p[0], {0, 0}, {2, 3}, {1, 1}), b.Slice(p[0], {2, 0}, {4, 3}, {1, 1}));
+      }));
+  cases.emplace_back("a batch of one",
+                     Build({Shape(hlo::F32, {1, 3})}, [](Builder& b, auto p) { return b.Unary(Opcode::kExp, p[0]); }));
   for (const auto& [name, m] : cases) {
     EXPECT_FALSE(FindBatchRows(*m->entry()).has_value()) << name;
     EXPECT_FALSE(SplitBatch(*m, 1).has_value()) << name;
