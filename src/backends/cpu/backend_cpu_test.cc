@@ -684,6 +684,58 @@ TEST(LayoutPasses, ConvChainKeepsOneTransposeAtEachEnd) {
   EXPECT_NE(text.find("window={size=1x2x2x1 stride=1x2x2x1}"), std::string::npos) << text;
 }
 
+// A detector's neck: a convolution's output upsampled by nearest neighbour
+// (a broadcast adding a copy dim after each spatial dim, and reshapes
+// merging them), concatenated with another convolution's output, into a
+// convolution. The transposes sink through the broadcasts and reshapes, so
+// everything between the convolutions stays channels-last: one transpose at
+// each end, and the results are the evaluator's.
+constexpr char kUpsampleConcat[] = R"(HloModule upsample_concat
+
+ENTRY main {
+  x = f32[1,3,4,5]{3,2,1,0} parameter(0)
+  y = f32[1,3,8,10]{3,2,1,0} parameter(1)
+  w1 = f32[4,3,3,3]{3,2,1,0} parameter(2)
+  w2 = f32[2,3,3,3]{3,2,1,0} parameter(3)
+  w3 = f32[5,6,3,3]{3,2,1,0} parameter(4)
+  c1 = f32[1,4,4,5]{3,2,1,0} convolution(x, w1), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+  b1 = f32[1,4,4,5,2]{4,3,2,1,0} broadcast(c1), dimensions={0,1,2,3}
+  r1 = f32[1,4,4,10]{3,2,1,0} reshape(b1)
+  b2 = f32[1,4,4,2,10]{4,3,2,1,0} broadcast(r1), dimensions={0,1,2,4}
+  up = f32[1,4,8,10]{3,2,1,0} reshape(b2)
+  c2 = f32[1,2,8,10]{3,2,1,0} convolution(y, w2), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+  cat = f32[1,6,8,10]{3,2,1,0} concatenate(up, c2), dimensions={1}
+  ROOT c3 = f32[1,5,8,10]{3,2,1,0} convolution(cat, w3), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+}
+)";
+
+TEST(LayoutPasses, NearestUpsampleAndConcatStayChannelsLast) {
+  auto m = hlo::ParseText(kUpsampleConcat);
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::unique_ptr<hlo::Module> original = (*m)->Clone();
+  ASSERT_TRUE(RunLayoutPasses(m->get()).ok());
+  std::string text = hlo::ToText(**m);
+  int transposes = 0;
+  for (size_t p = text.find(" transpose("); p != std::string::npos; p = text.find(" transpose(", p + 1)) ++transposes;
+  // x and y to channels-last, the result back.
+  EXPECT_EQ(transposes, 3) << text;
+  std::vector<Literal> args;
+  // Weights at a trained network's scale, so that the sums stay near the
+  // inputs' magnitude.
+  for (const hlo::Instruction* p : original->entry()->parameters())
+    args.push_back(args.size() < 2 ? Random(p->shape(), 40 + args.size()) : Weights(p->shape(), 40 + args.size()));
+  std::vector<const void*> in;
+  for (const Literal& a : args) in.push_back(a.untyped_data());
+  auto exe = Executable::Compile(std::move(original));
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  Literal got((*exe)->output_shapes().at(0));
+  void* out = got.untyped_data();
+  ASSERT_TRUE((*exe)->Execute(in, absl::MakeSpan(&out, 1)).ok());
+  auto want = eval::EvaluateModule(**hlo::ParseText(kUpsampleConcat), std::move(args));
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_LT(MaxRelativeError(got, *want), 1e-5);
+}
+
 // The chain in f16 / bf16 (the shape data_type gives a model): after the
 // pass only the program's boundaries convert, the convolutions are f32
 // (oneDNN's), and the result matches the f32 program within 16-bit rounding.

@@ -109,11 +109,92 @@ Instruction* SinkReduce(hlo::Computation* c, Instruction* i, const std::vector<i
   return identity ? moved : hlo::AddTranspose(c, moved, q, moved);
 }
 
+// broadcast(transpose(a, P)) -> transpose(broadcast(a), Q). In the new
+// broadcast a's dims keep their order, and each added dim stays right after
+// the dim it follows in the result (a nearest upsample's copy dim after the
+// width it doubles), so that a reshape merging the two can sink too.
+Instruction* SinkBroadcast(hlo::Computation* c, Instruction* i, const std::vector<int64_t>& perm) {
+  const std::vector<int64_t>& d = i->dimensions;
+  if (!std::is_sorted(d.begin(), d.end())) return nullptr;
+  const int64_t r = perm.size(), rank = i->shape().rank();
+  std::vector<int64_t> left(rank, -1);  // an added dim's nearest mapped dim on its left
+  for (int64_t m = 0, last = -1; m < rank; ++m) {
+    if (std::find(d.begin(), d.end(), m) != d.end())
+      last = m;
+    else
+      left[m] = last;
+  }
+  auto added_after = [&](int64_t mapped, std::vector<int64_t>* order) {
+    for (int64_t m = 0; m < rank; ++m)
+      if (std::find(d.begin(), d.end(), m) == d.end() && left[m] == mapped) order->push_back(m);
+  };
+  std::vector<int64_t> order;  // the new result's dims, as dims of i's result
+  added_after(-1, &order);
+  std::vector<int64_t> mapped_at(r);  // a's dim j -> its dim in the new result
+  for (int64_t j = 0; j < r; ++j) {
+    int64_t k = std::find(perm.begin(), perm.end(), j) - perm.begin();  // op dim holding a's dim j
+    mapped_at[j] = order.size();
+    order.push_back(d[k]);
+    added_after(d[k], &order);
+  }
+  std::vector<int64_t> pos(rank), dims(rank);
+  for (int64_t n = 0; n < rank; ++n) {
+    pos[order[n]] = n;
+    dims[n] = i->shape().dims[order[n]];
+  }
+  auto copy = std::make_unique<Instruction>(*i);
+  copy->set_name("");
+  copy->ReplaceOperand(0, i->operand(0)->operand(0));
+  copy->dimensions = mapped_at;
+  copy->set_shape(hlo::Shape(i->shape().element_type, dims));
+  Instruction* moved = c->AddInstruction(std::move(copy));
+  return hlo::AddTranspose(c, moved, pos, moved);
+}
+
+// reshape(transpose(a, P)) -> transpose(reshape(a), Q) for a reshape that
+// only merges runs of adjacent dims which P keeps adjacent and in order
+// (a nearest upsample's width and copy dims): the runs merge in a's order.
+Instruction* SinkReshape(hlo::Computation* c, Instruction* i, const std::vector<int64_t>& perm) {
+  const std::vector<int64_t>& from = i->operand(0)->shape().dims;
+  const std::vector<int64_t>& to = i->shape().dims;
+  const int64_t r = from.size(), rank = to.size();
+  std::vector<int64_t> first(rank);  // the op dim each result dim's run starts at
+  int64_t k = 0;
+  for (int64_t m = 0; m < rank; ++m) {
+    first[m] = k;
+    int64_t prod = 1;
+    do {
+      if (k == r) return nullptr;
+      prod *= from[k];
+      if (k > first[m] && perm[k] != perm[k - 1] + 1) return nullptr;  // the run is not adjacent in a
+      ++k;
+    } while (prod < to[m]);
+    if (prod != to[m]) return nullptr;
+  }
+  if (k != r) return nullptr;
+  std::vector<int64_t> runs(rank);  // result dims in the order of their runs in a
+  std::iota(runs.begin(), runs.end(), 0);
+  std::sort(runs.begin(), runs.end(), [&](int64_t x, int64_t y) { return perm[first[x]] < perm[first[y]]; });
+  std::vector<int64_t> pos(rank), dims(rank);
+  for (int64_t n = 0; n < rank; ++n) {
+    pos[runs[n]] = n;
+    dims[n] = to[runs[n]];
+  }
+  auto copy = std::make_unique<Instruction>(*i);
+  copy->set_name("");
+  copy->ReplaceOperand(0, i->operand(0)->operand(0));
+  copy->set_shape(hlo::Shape(i->shape().element_type, dims));
+  Instruction* moved = c->AddInstruction(std::move(copy));
+  return hlo::AddTranspose(c, moved, pos, moved);
+}
+
 // Rewrites `i` (whose transposed operands share permutation `perm`) to work
 // on the untransposed values; returns the replacement or null.
 Instruction* Sink(hlo::Computation* c, Instruction* i, const std::vector<int64_t>& perm) {
   int64_t r = perm.size();
   if (i->opcode() == Opcode::kReduce) return SinkReduce(c, i, perm);
+  if (i->opcode() == Opcode::kBroadcast) return SinkBroadcast(c, i, perm);
+  if (i->opcode() == Opcode::kReshape) return SinkReshape(c, i, perm);
   // Dims of the untransposed result: i's dim k sits at position perm[k].
   std::vector<int64_t> new_dims(r);
   for (int64_t k = 0; k < r; ++k) new_dims[perm[k]] = i->shape().dims[k];
@@ -174,7 +255,9 @@ Instruction* Sink(hlo::Computation* c, Instruction* i, const std::vector<int64_t
 std::optional<std::vector<int64_t>> SinkablePerm(const Instruction* i) {
   bool elementwise = hlo::IsElementwise(i->opcode()) && i->shape().IsArray();
   bool structural = i->opcode() == Opcode::kReduceWindow || i->opcode() == Opcode::kPad ||
-                    i->opcode() == Opcode::kConcatenate || (i->opcode() == Opcode::kReduce && i->operand_count() == 2);
+                    i->opcode() == Opcode::kConcatenate ||
+                    (i->opcode() == Opcode::kReduce && i->operand_count() == 2) || i->opcode() == Opcode::kBroadcast ||
+                    i->opcode() == Opcode::kReshape;
   if (!elementwise && !structural) return std::nullopt;
   std::optional<std::vector<int64_t>> perm;
   for (const Instruction* op : i->operands()) {
