@@ -1,8 +1,9 @@
 // Layout passes of the CPU backend. oneDNN's fastest f32 convolutions
 // (brgconv) want channels-last activations, so convolutions are rewritten to
 // NHWC between transposes, and the transposes are sunk through elementwise
-// ops, pooling, padding, concatenation and reductions until they meet and
-// cancel. What is left is one transpose at each boundary of a conv chain.
+// ops, pooling, padding, concatenation, reductions, broadcasts and reshapes
+// that merge adjacent dims (nearest upsampling) until they meet and cancel.
+// What is left is one transpose at each boundary of a conv chain.
 #ifndef XONNX_BACKENDS_CPU_LAYOUT_PASS_H_
 #define XONNX_BACKENDS_CPU_LAYOUT_PASS_H_
 
