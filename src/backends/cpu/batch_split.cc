@@ -33,12 +33,19 @@ std::vector<const Instruction*> PostOrder(const hlo::Computation& c) {
   return order;
 }
 
+// A literal seen as [outer, dims[d], inner bytes]: the rows along dim d.
+struct RowView {
+  int64_t outer = 1, inner = 0;
+  explicit RowView(const hlo::Shape& s, int64_t d) : inner(hlo::ByteWidth(s.element_type)) {
+    for (int64_t k = 0; k < d; ++k) outer *= s.dims[k];
+    for (int64_t k = d + 1; k < s.rank(); ++k) inner *= s.dims[k];
+  }
+};
+
 // Whether a literal's slices along dim d are all equal.
 bool RowsEqual(const hlo::Literal& l, int64_t d) {
   const hlo::Shape& s = l.shape();
-  int64_t outer = 1, inner = hlo::ByteWidth(s.element_type);
-  for (int64_t k = 0; k < d; ++k) outer *= s.dims[k];
-  for (int64_t k = d + 1; k < s.rank(); ++k) inner *= s.dims[k];
+  const auto [outer, inner] = RowView(s, d);
   const uint8_t* b = static_cast<const uint8_t*>(l.untyped_data());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t r = 1; r < s.dims[d]; ++r)
@@ -49,9 +56,7 @@ bool RowsEqual(const hlo::Literal& l, int64_t d) {
 // The rows [0, rows) of a literal along dim d.
 hlo::Literal FirstRows(const hlo::Literal& l, int64_t d, int64_t rows) {
   hlo::Shape s = l.shape();
-  int64_t outer = 1, inner = hlo::ByteWidth(s.element_type);
-  for (int64_t k = 0; k < d; ++k) outer *= s.dims[k];
-  for (int64_t k = d + 1; k < s.rank(); ++k) inner *= s.dims[k];
+  const auto [outer, inner] = RowView(s, d);
   const int64_t full = s.dims[d];
   s.dims[d] = rows;
   hlo::Literal out(s);

@@ -1,5 +1,7 @@
 #include "backends/cpu/table_lookup.h"
 
+#include "backends/cpu/strided_loops.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #endif
@@ -64,16 +66,8 @@ bool LookupBytesIsVector() { return Bytes() != LookupBytesPortable; }
 }  // namespace internal
 
 void LookupTable(const uint8_t* table, int width, const uint8_t* index, uint8_t* y, int64_t n) {
-  switch (width) {
-    case 1:
-      return Bytes()(table, index, y, n);
-    case 2:
-      return LookupLoop<uint16_t>(table, index, y, n);
-    case 4:
-      return LookupLoop<uint32_t>(table, index, y, n);
-    default:
-      return LookupLoop<uint64_t>(table, index, y, n);
-  }
+  if (width == 1) return Bytes()(table, index, y, n);
+  DispatchWidth(width, [&](auto tag) { LookupLoop<typename decltype(tag)::type>(table, index, y, n); });
 }
 
 }  // namespace xonnx::cpu
