@@ -195,6 +195,29 @@ void IntAttr(onnx::NodeProto* n, const std::string& name, int64_t v) {
   a->set_i(v);
 }
 
+TEST(Importer, LegacyPReluSlopePerChannel) {
+  // Opset 6: a slope of [C] goes along dim 1 of x [1, 3, 2] (numpy would
+  // pair it with the last dim, of 2); one value is shared; at opset 7 the
+  // same [C] slope is numpy's and does not fit.
+  hlo::Literal x = hlo::Literal::Vector<float>({-1, 2, -3, 4, -5, 6}).Reshape({1, 3, 2});
+  auto none = [](onnx::NodeProto*) {};
+  EXPECT_EQ(EvalNode("PRelu", 6, {1, 3, 2}, x, {{"slope", {0.5f, 0.25f, 2}}}, none).ValuesToString(),
+            "{{{-0.5, 2}, {-0.75, 4}, {-10, 6}}}");
+  EXPECT_EQ(EvalNode("PRelu", 6, {1, 3, 2}, x, {{"slope", {0.5f}}}, none).ValuesToString(),
+            "{{{-0.5, 2}, {-1.5, 4}, {-2.5, 6}}}");
+  LoadedModel m = NewModel("prelu7.onnx", 7);
+  auto* g = m.proto.mutable_graph();
+  AddInput(g, "x", {1, 3, 2});
+  auto* t = g->add_initializer();
+  t->set_name("slope");
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(3);
+  for (float v : {0.5f, 0.25f, 2.f}) t->add_float_data(v);
+  AddNode(g, "PRelu", "prelu_1", {"x", "slope"}, {"y"});
+  g->add_output()->set_name("y");
+  EXPECT_FALSE(Import(m, {}).ok());
+}
+
 TEST(Importer, GroupNormalizationPerGroupAndPerChannel) {
   // x [1, 4, 2]: groups {c0,c1} and {c2,c3}; each group holds 0..3 + offset.
   hlo::Literal x = hlo::Literal::Vector<float>({0, 1, 2, 3, 10, 11, 12, 13}).Reshape({1, 4, 2});

@@ -189,8 +189,32 @@ absl::Status LeakyRelu(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
+// Before opset 7, PRelu's slope has no broadcast attribute: it is the
+// input's shape, one value, or (as Caffe2-era exporters write it) one value
+// per channel, [C] along dim 1. Numpy's right alignment covers [C, 1, 1];
+// a [C] it would pair with the last dim goes along the channels instead.
+absl::StatusOr<Instruction*> LegacySlope(NodeContext& ctx, Instruction* x, Instruction* slope) {
+  if (ctx.opset() >= 7 || !x || !slope) return slope;
+  const std::vector<int64_t>& xd = x->shape().dims;
+  const std::vector<int64_t>& sd = slope->shape().dims;
+  bool right_aligned = sd.size() <= xd.size();
+  for (size_t k = 0; k < sd.size() && right_aligned; ++k)
+    right_aligned = sd[sd.size() - 1 - k] == 1 || sd[sd.size() - 1 - k] == xd[xd.size() - 1 - k];
+  if (right_aligned) return slope;
+  if (sd.size() == 1 && xd.size() >= 2 && sd[0] == xd[1]) {
+    std::vector<int64_t> dims(xd.size(), 1);
+    dims[1] = sd[0];
+    return ctx.b().Reshape(slope, dims);
+  }
+  return ctx.Error(absl::StrCat("slope of shape ", hlo::Shape(slope->shape().element_type, sd).ToString(),
+                                " fits neither the input's shape ", x->shape().ToString(),
+                                " nor one value per channel (dim 1)"));
+}
+
 absl::Status PRelu(NodeContext& ctx) {
-  ASSIGN_OR_RETURN(auto xs, Inputs(ctx));
+  std::vector<Instruction*> xs = {ctx.input(0), ctx.input(1)};
+  ASSIGN_OR_RETURN(xs[1], LegacySlope(ctx, xs[0], xs[1]));
+  ASSIGN_OR_RETURN(xs, BroadcastAll(ctx, xs));
   hlo::Builder& b = ctx.b();
   Instruction* neg = b.Binary(Opcode::kMultiply, xs[0], xs[1]);
   ctx.set_output(0, b.Select(b.Compare(xs[0], SplatLike(b, xs[0], 0), hlo::ComparisonDirection::kGe), xs[0], neg));
