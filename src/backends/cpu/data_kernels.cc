@@ -55,19 +55,52 @@ std::optional<Thunk> CopiesThunk(const Instruction& in, const ThunkIo& io, std::
   return t;
 }
 
+// The output as [outer, row]: operand k fills columns [at_k, at_k + n_k)
+// of every row from its own [outer, n_k] (all row-major). One pass over the
+// rows writes each output row whole, in one parallel region: a dense
+// block's concatenation of up to 24 channels-last feature maps was one box
+// copy per operand, each a parallel region of memcpy calls of a few
+// hundred bytes (19% of DenseNet-121's time).
 std::optional<Thunk> Concatenate(const Instruction& in, const ThunkIo& io) {
   const hlo::Shape& os = in.shape();
-  int64_t dim = in.dimensions[0];
-  std::vector<int64_t> ost = os.Strides();
-  std::vector<BoxCopy> copies;
-  int64_t at = 0;
-  for (int64_t k = 0; k < in.operand_count(); ++k) {
-    const hlo::Shape& xs = in.operand(k)->shape();
-    if (xs.ElementCount() > 0)
-      copies.push_back({static_cast<size_t>(k), 0, at * ost[dim], {xs.dims, xs.Strides(), ost}});
-    at += xs.dims[dim];
+  const int64_t dim = in.dimensions[0];
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= os.dims[d];
+  for (int64_t d = dim + 1; d < os.rank(); ++d) inner *= os.dims[d];
+  const int64_t row = os.dims[dim] * inner;
+  std::vector<int64_t> width, at;  // per operand, in elements
+  for (int64_t k = 0, offset = 0; k < in.operand_count(); ++k) {
+    width.push_back(in.operand(k)->shape().dims[dim] * inner);
+    at.push_back(offset);
+    offset += width.back();
   }
-  return CopiesThunk(in, io, std::move(copies));
+  Thunk t;
+  t.name = in.name();
+  BufferRef out = io.outputs[0];
+  std::vector<BufferRef> inputs = io.inputs;
+  bool ok = DispatchWidth(hlo::ByteWidth(os.element_type), [&](auto tag) {
+    using W = typename decltype(tag)::type;
+    t.run = [=](Frame& f) -> absl::Status {
+      W* dst = static_cast<W*>(f.Ptr(out));
+      std::vector<const W*> src;
+      for (const BufferRef& r : inputs) src.push_back(static_cast<const W*>(f.Ptr(r)));
+      ForRanges(outer, row, [&](int64_t o0, int64_t o1) {
+        for (int64_t o = o0; o < o1; ++o)
+          for (size_t k = 0; k < src.size(); ++k) {
+            const W* s = src[k] + o * width[k];
+            W* d = dst + o * row + at[k];
+            if (width[k] * sizeof(W) >= 512) {
+              std::memcpy(d, s, width[k] * sizeof(W));
+            } else {
+              for (int64_t i = 0; i < width[k]; ++i) d[i] = s[i];
+            }
+          }
+      });
+      return absl::OkStatus();
+    };
+  });
+  if (!ok) return std::nullopt;
+  return t;
 }
 
 std::optional<Thunk> Reverse(const Instruction& in, const ThunkIo& io) {

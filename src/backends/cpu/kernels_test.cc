@@ -71,6 +71,27 @@ ENTRY e {
 })",
        {"f32", "s8"},
        "concatenate"},
+      // A dense block's concatenation: channels-last maps of short and long
+      // channel runs (below and above the memcpy threshold), and one along
+      // the outermost dim.
+      {"concatenate_dense_block",
+       R"(HloModule m
+ENTRY e {
+  a = T[1,5,6,32] parameter(0)
+  b = T[1,5,6,160] parameter(1)
+  c = T[1,5,6,3] parameter(2)
+  d = T[1,5,6,32] parameter(3)
+  ROOT r = T[1,5,6,227] concatenate(a, b, c, d), dimensions={3}
+})",
+       {"f32", "u8", "f64"},
+       "concatenate"},
+      {"concatenate_outer_dim", R"(HloModule m
+ENTRY e {
+  a = T[2,3,4] parameter(0)
+  b = T[5,3,4] parameter(1)
+  ROOT r = T[7,3,4] concatenate(a, b), dimensions={0}
+})",
+       kMoveTypes, "concatenate"},
       {"pad_edges_and_interior", R"(HloModule m
 ENTRY e {
   x = T[3,4,5] parameter(0)
