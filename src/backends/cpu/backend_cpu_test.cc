@@ -640,6 +640,14 @@ INSTANTIATE_TEST_SUITE_P(AllCases, BackendTest,
 namespace xonnx::cpu {
 namespace {
 
+// How many times `what` occurs in `text` (instructions of an opcode in a
+// module's text).
+int Occurrences(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
 // conv -> bias -> relu -> max pool -> conv in element type `type`.
 constexpr char kConvChain[] = R"(HloModule conv_chain
 
@@ -677,8 +685,7 @@ TEST(LayoutPasses, ConvChainKeepsOneTransposeAtEachEnd) {
   ASSERT_TRUE(m.ok()) << m.status();
   ASSERT_TRUE(RunLayoutPasses(m->get()).ok());
   std::string text = hlo::ToText(**m);
-  int transposes = 0;
-  for (size_t p = text.find(" transpose("); p != std::string::npos; p = text.find(" transpose(", p + 1)) ++transposes;
+  int transposes = Occurrences(text, " transpose(");
   EXPECT_EQ(transposes, 2) << text;
   EXPECT_NE(text.find("dim_labels=b01f_oi01->b01f"), std::string::npos) << text;
   EXPECT_NE(text.find("window={size=1x2x2x1 stride=1x2x2x1}"), std::string::npos) << text;
@@ -715,8 +722,7 @@ TEST(LayoutPasses, NearestUpsampleAndConcatStayChannelsLast) {
   std::unique_ptr<hlo::Module> original = (*m)->Clone();
   ASSERT_TRUE(RunLayoutPasses(m->get()).ok());
   std::string text = hlo::ToText(**m);
-  int transposes = 0;
-  for (size_t p = text.find(" transpose("); p != std::string::npos; p = text.find(" transpose(", p + 1)) ++transposes;
+  int transposes = Occurrences(text, " transpose(");
   // x and y to channels-last, the result back.
   EXPECT_EQ(transposes, 3) << text;
   std::vector<Literal> args;
@@ -748,8 +754,7 @@ TEST(PrecisionPass, HalfProgramsComputeInF32) {
     ASSERT_TRUE(changed.ok() && *changed) << changed.status();
     std::string text = hlo::ToText(**m);
     // One convert per half parameter, one for the result; nothing in between.
-    int converts = 0;
-    for (size_t p = text.find(" convert("); p != std::string::npos; p = text.find(" convert(", p + 1)) ++converts;
+    int converts = Occurrences(text, " convert(");
     EXPECT_EQ(converts, 5) << text;
     EXPECT_NE(text.find("f32[1,4,8,8]{3,2,1,0} convolution("), std::string::npos) << text;
 
