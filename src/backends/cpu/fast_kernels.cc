@@ -12,6 +12,7 @@
 #include <immintrin.h>
 #endif
 
+#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/strided_loops.h"
 #include "backends/cpu/thunks.h"
 #include "evaluator/kernels.h"
@@ -441,17 +442,9 @@ __attribute__((target("avx2"))) void Interleave3x8(const float* in, int64_t in_s
   _mm256_storeu_ps(out + 16, o2);
 }
 
-bool HasAvx2() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2");
-  }();
-  return has;
-}
 #else
 void Transpose8x8(const float*, int64_t, float*, int64_t) {}
 void Interleave3x8(const float*, int64_t, float*) {}
-bool HasAvx2() { return false; }
 #endif
 
 // dst[o][r][c] = src[off(o) + c * sc + r] for an output of [outer..., rows,
@@ -484,7 +477,7 @@ void TiledTranspose(const W* src, W* dst, const std::vector<int64_t>& outer_dims
     W* out = dst + o * rows * cols;
     for (int64_t c0 = first; c0 < last; c0 += kTileCols) {
       int64_t c1 = std::min(last, c0 + kTileCols);
-      if (sizeof(W) == 4 && HasAvx2() && cols == 3 && r1 - r0 >= 8) {
+      if (sizeof(W) == 4 && CpuHasAvx2() && cols == 3 && r1 - r0 >= 8) {
         int64_t r = r0;
         for (; r + 8 <= r1; r += 8)
           Interleave3x8(reinterpret_cast<const float*>(in + r), sc, reinterpret_cast<float*>(out + r * 3));
@@ -492,7 +485,7 @@ void TiledTranspose(const W* src, W* dst, const std::vector<int64_t>& outer_dims
           for (int64_t c = 0; c < 3; ++c) out[r * 3 + c] = in[c * sc + r];
         continue;
       }
-      if (sizeof(W) == 4 && HasAvx2() && c1 - c0 == kTileCols && r1 - r0 >= 8) {
+      if (sizeof(W) == 4 && CpuHasAvx2() && c1 - c0 == kTileCols && r1 - r0 >= 8) {
         // Whole 8 x 8 blocks in registers; the rows past the last block
         // by the element loop.
         int64_t r = r0;

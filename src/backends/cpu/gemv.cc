@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/thunks.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -120,10 +121,7 @@ __attribute__((target("avx512f"))) void RowAvx512(const Packed& p, const float* 
   }
 }
 
-RowKernel PickRow() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") ? RowAvx512 : RowPortable;
-}
+RowKernel PickRow() { return CpuHasAvx512() ? RowAvx512 : RowPortable; }
 #else
 RowKernel PickRow() { return RowPortable; }
 #endif

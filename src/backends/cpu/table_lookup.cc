@@ -1,5 +1,6 @@
 #include "backends/cpu/table_lookup.h"
 
+#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/strided_loops.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -41,12 +42,7 @@ XONNX_VBMI void LookupBytesVbmi(const uint8_t* table, const uint8_t* index, uint
   }
 }
 
-ByteKernel PickBytes() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi"))
-    return LookupBytesVbmi;
-  return internal::LookupBytesPortable;
-}
+ByteKernel PickBytes() { return CpuHasAvx512Vbmi() ? LookupBytesVbmi : internal::LookupBytesPortable; }
 #else
 ByteKernel PickBytes() { return internal::LookupBytesPortable; }
 #endif

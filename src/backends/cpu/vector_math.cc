@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/cpu/cpu_features.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #endif
@@ -470,14 +472,6 @@ XONNX_AVX512 void QuantizeWide(const QuantizeArgs& a, To* y, int64_t n) {
   if (i < n) step(static_cast<__mmask16>((1u << (n - i)) - 1), i);
 }
 
-bool HasAvx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f");
-}
-bool HasAvx2Fma() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
 #endif
 
 template <Fn kFn>
@@ -515,12 +509,12 @@ std::vector<Build> Builds() {
                                 Portable<Fn::kTanh>, Portable<Fn::kErf>, PortableArith, RoundEvenPortable, ToU8Portable,
                                 ToS8Portable, QuantizeU8Portable, QuantizeS8Portable}};
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (HasAvx2Fma())
+  if (CpuHasAvx2Fma())
     builds.push_back({"Avx2", ApplyAvx2<Fn::kExp>, ApplyAvx2<Fn::kLogistic>, ApplyAvx2<Fn::kSwish>,
                       ApplyAvx2<Fn::kTanh>, ApplyAvx2<Fn::kErf>, ArithAvx2, RoundEvenAvx2, ToU8Avx2, ToS8Avx2,
                       QuantizeU8Avx2, QuantizeS8Avx2});
   // + - * / are memory-bound: the AVX2 loop keeps up.
-  if (HasAvx512() && HasAvx2Fma())
+  if (CpuHasAvx512() && CpuHasAvx2Fma())
     builds.push_back({"Avx512", ApplyAvx512<Fn::kExp>, ApplyAvx512<Fn::kLogistic>, ApplyAvx512<Fn::kSwish>,
                       ApplyAvx512<Fn::kTanh>, ApplyAvx512<Fn::kErf>, ArithAvx2, RoundEvenAvx512, ToU8Avx512, ToS8Avx512,
                       QuantizeWide<uint8_t>, QuantizeWide<int8_t>});
