@@ -138,8 +138,7 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
       a.mul = arg(5);
       a.add = arg(6);
     }
-    for (int k = 1; k < 7; ++k)
-      if (node.quantize[k] >= 0 && p.nodes[node.quantize[k]].kind == Node::kInputScalar) a.scalar |= 1u << (k - 1);
+    a.scalar = node.quantize_scalar;
     if (node.type == hlo::U8)
       QuantizeF32(a, dst, len);
     else

@@ -96,6 +96,8 @@ void PlanQuantizers(Program* p) {
     for (int k = 0; k < 5; ++k) all_f32 &= f32(q[k]);
     if (!all_f32) continue;
     node.quantize_acc = rescaling(q[0], &q);
+    for (int k = 1; k < 7; ++k)
+      if (q[k] >= 0 && p->nodes[q[k]].kind == Node::kInputScalar) node.quantize_scalar |= 1u << (k - 1);
     node.quantize = std::move(q);
   }
 }

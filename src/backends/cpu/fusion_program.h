@@ -48,6 +48,9 @@ struct Node {
   // rescaling.
   std::vector<int> quantize;
   bool quantize_acc = false;
+  // Bit k: quantize operand k + 1 (scale, zero point, lo, hi, mul, add)
+  // is a scalar input (QuantizeArgs::scalar).
+  unsigned quantize_scalar = 0;
   // Whether the block loop computes this node: not when only tables read it.
   bool needed = true;
 };
