@@ -6,9 +6,9 @@
 namespace xonnx::cpu {
 
 bool CpuHasAvx2();
-bool CpuHasAvx2Fma();    // AVX2 and FMA
-bool CpuHasAvx512();     // AVX-512 F
-bool CpuHasAvx512Vbmi(); // AVX-512 F, BW and VBMI (byte permutes)
+bool CpuHasAvx2Fma();     // AVX2 and FMA
+bool CpuHasAvx512();      // AVX-512 F
+bool CpuHasAvx512Vbmi();  // AVX-512 F, BW and VBMI (byte permutes)
 
 }  // namespace xonnx::cpu
 
