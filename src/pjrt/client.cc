@@ -184,6 +184,36 @@ absl::Status Event::Await() {
   return PJRT_CALL(plugin_, PJRT_Event_Await, &a);
 }
 
+absl::Status Event::OnReady(std::function<void()> fn) {
+  if (!event_) {  // no event: nothing is pending
+    fn();
+    return absl::OkStatus();
+  }
+  // The callback holds the API table, not the Plugin: it runs inside the
+  // plugin, which must not be unloaded from there.
+  struct Pending {
+    const PJRT_Api* api;
+    std::function<void()> fn;
+  };
+  auto* p = new Pending{plugin_->api(), std::move(fn)};
+  auto a = Args<PJRT_Event_OnReady_Args>();
+  a.event = event_;
+  a.user_arg = p;
+  a.callback = [](PJRT_Error* error, void* arg) {
+    auto* p = static_cast<Pending*>(arg);
+    if (error) {  // reported by Await; here only the time matters
+      auto d = Args<PJRT_Error_Destroy_Args>();
+      d.error = error;
+      p->api->PJRT_Error_Destroy(&d);
+    }
+    p->fn();
+    delete p;
+  };
+  absl::Status st = PJRT_CALL(plugin_, PJRT_Event_OnReady, &a);
+  if (!st.ok()) delete p;
+  return st;
+}
+
 // ------------------------------------------------------------------ Client
 
 absl::StatusOr<std::shared_ptr<Client>> Client::Create(std::shared_ptr<Plugin> plugin,
@@ -300,11 +330,16 @@ absl::StatusOr<std::pair<std::unique_ptr<Buffer>, PJRT_Event*>> Client::StartUpl
 
 absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHost(const void* data, PJRT_Buffer_Type type,
                                                                absl::Span<const int64_t> dims, const Device& device) {
+  ASSIGN_OR_RETURN(Upload up, StartBufferFromHost(data, type, dims, device));
+  RETURN_IF_ERROR(up.host_released.Await());
+  return std::move(up.buffer);
+}
+
+absl::StatusOr<Client::Upload> Client::StartBufferFromHost(const void* data, PJRT_Buffer_Type type,
+                                                           absl::Span<const int64_t> dims, const Device& device) {
   ASSIGN_OR_RETURN(auto started,
                    StartUpload(data, type, dims, device, PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes));
-  Event done(plugin_, started.second);
-  RETURN_IF_ERROR(done.Await());
-  return std::move(started.first);
+  return Upload{std::move(started.first), Event(plugin_, started.second)};
 }
 
 absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHostZeroCopy(const void* data, PJRT_Buffer_Type type,
@@ -406,13 +441,17 @@ absl::StatusOr<PJRT_Buffer_Type> Buffer::ElementType() const {
 }
 
 absl::Status Buffer::ToHost(void* dst, size_t size) const {
+  ASSIGN_OR_RETURN(Event done, StartToHost(dst, size));
+  return done.Await();
+}
+
+absl::StatusOr<Event> Buffer::StartToHost(void* dst, size_t size) const {
   auto a = Args<PJRT_Buffer_ToHostBuffer_Args>();
   a.src = buffer_;
   a.dst = dst;
   a.dst_size = size;
   RETURN_IF_ERROR(PJRT_CALL(client_->plugin(), PJRT_Buffer_ToHostBuffer, &a));
-  Event done(client_->plugin(), a.event);
-  return done.Await();
+  return Event(client_->plugin(), a.event);
 }
 
 // -------------------------------------------------------- LoadedExecutable
@@ -462,6 +501,12 @@ LoadedExecutable::~LoadedExecutable() {
 }
 
 absl::StatusOr<std::vector<std::unique_ptr<Buffer>>> LoadedExecutable::Execute(absl::Span<Buffer* const> args) const {
+  ASSIGN_OR_RETURN(Launch launch, Start(args));
+  RETURN_IF_ERROR(launch.done.Await());
+  return std::move(launch.outputs);
+}
+
+absl::StatusOr<LoadedExecutable::Launch> LoadedExecutable::Start(absl::Span<Buffer* const> args) const {
   const auto& plugin = client_->plugin();
   std::vector<PJRT_Buffer*> raw_args;
   for (Buffer* b : args) raw_args.push_back(b->raw());
@@ -483,9 +528,7 @@ absl::StatusOr<std::vector<std::unique_ptr<Buffer>>> LoadedExecutable::Execute(a
   RETURN_IF_ERROR(PJRT_CALL(plugin, PJRT_LoadedExecutable_Execute, &a));
   std::vector<std::unique_ptr<Buffer>> result;
   for (PJRT_Buffer* b : outs) result.push_back(std::make_unique<Buffer>(client_, b));
-  Event done(plugin, complete);
-  RETURN_IF_ERROR(done.Await());
-  return result;
+  return Launch{std::move(result), Event(plugin, complete)};
 }
 
 absl::StatusOr<std::string> LoadedExecutable::Serialize() const {

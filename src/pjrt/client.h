@@ -12,6 +12,7 @@
 #define XONNX_PJRT_CLIENT_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <variant>
@@ -71,11 +72,17 @@ class Client;
 class Event {
  public:
   Event(std::shared_ptr<Plugin> plugin, PJRT_Event* event) : plugin_(std::move(plugin)), event_(event) {}
+  Event(Event&& other) noexcept : plugin_(std::move(other.plugin_)), event_(other.event_) { other.event_ = nullptr; }
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
+  Event& operator=(Event&&) = delete;
   ~Event();
   // Blocks until the event is ready; returns its error, if any.
   [[nodiscard]] absl::Status Await();
+  // Calls `fn` on a plugin thread once the event is ready (at once if it
+  // is), whether or not it failed; `fn` may outlive this Event. UNIMPLEMENTED
+  // from a plugin without PJRT_Event_OnReady, and then `fn` is never called.
+  [[nodiscard]] absl::Status OnReady(std::function<void()> fn);
 
  private:
   std::shared_ptr<Plugin> plugin_;
@@ -104,6 +111,10 @@ class Buffer {
   [[nodiscard]] absl::StatusOr<PJRT_Buffer_Type> ElementType() const;
   // Copies the buffer into `dst` (dense, row-major, `size` bytes) and waits.
   [[nodiscard]] absl::Status ToHost(void* dst, size_t size) const;
+  // Starts that copy and returns at once (the buffer may still be being
+  // computed: the plugin orders the copy after it); `dst` must stay valid
+  // until the returned event is ready.
+  [[nodiscard]] absl::StatusOr<Event> StartToHost(void* dst, size_t size) const;
 
  private:
   std::shared_ptr<Client> client_;
@@ -121,6 +132,14 @@ class LoadedExecutable {
   // Runs once on the device the program was compiled for; returns one buffer
   // per output (tuple elements of the result).
   [[nodiscard]] absl::StatusOr<std::vector<std::unique_ptr<Buffer>>> Execute(absl::Span<Buffer* const> args) const;
+  // The same without waiting: the outputs exist at once (reading them is
+  // ordered after the run by the plugin) and `done` is ready, with the run's
+  // error if it failed, when the device has finished.
+  struct Launch {
+    std::vector<std::unique_ptr<Buffer>> outputs;
+    Event done;
+  };
+  [[nodiscard]] absl::StatusOr<Launch> Start(absl::Span<Buffer* const> args) const;
   // PJRT_Executable_Serialize: the bytes DeserializeAndLoad accepts.
   [[nodiscard]] absl::StatusOr<std::string> Serialize() const;
   [[nodiscard]] absl::StatusOr<std::string> Fingerprint() const;
@@ -153,6 +172,15 @@ class Client : public std::enable_shared_from_this<Client> {
   [[nodiscard]] absl::StatusOr<std::unique_ptr<Buffer>> BufferFromHost(const void* data, PJRT_Buffer_Type type,
                                                                        absl::Span<const int64_t> dims,
                                                                        const Device& device);
+  // Starts that copy and returns at once: the buffer can be passed to a run
+  // straight away (the plugin orders the run after the copy); the host
+  // memory must stay unchanged until `host_released` is ready.
+  struct Upload {
+    std::unique_ptr<Buffer> buffer;
+    Event host_released;
+  };
+  [[nodiscard]] absl::StatusOr<Upload> StartBufferFromHost(const void* data, PJRT_Buffer_Type type,
+                                                           absl::Span<const int64_t> dims, const Device& device);
   // A buffer of a dense row-major host array that the plugin may read in
   // place (PJRT's immutable zero-copy: a CPU plugin can; others copy).
   // `owner` keeps the bytes alive until the plugin reports that it is done

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -212,6 +213,40 @@ TEST_F(PluginTest, CompilesAndExecutesHlo) {
   EXPECT_EQ(*dims, (std::vector<int64_t>{2, 2}));
   EXPECT_THAT(Download(*(*out)[0], 4), ::testing::Pointwise(::testing::FloatNear(1e-5), y));
   EXPECT_THAT(Download(*(*out)[1], 4), ::testing::Pointwise(::testing::FloatNear(1e-4), e));
+}
+
+// A call put to the plugin whole, as the runtime does: uploads, the run and
+// the copies back started without waiting, then every event waited for. The
+// events' callbacks fire once each, and the results are the same.
+TEST_F(PluginTest, StartedStepsChainWithoutWaiting) {
+  auto exe = client_->Compile(Program(kAffine), CompileOptionsFor(client_->devices()[0]));
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  std::vector<float> x = {0.1f, -0.2f, 0.3f, 0.4f, 0.5f, -0.6f}, w = {1, 2, -3, 4, 5, -6};
+  auto ux = client_->StartBufferFromHost(x.data(), PJRT_Buffer_Type_F32, {2, 3}, client_->devices()[0]);
+  auto uw = client_->StartBufferFromHost(w.data(), PJRT_Buffer_Type_F32, {3, 2}, client_->devices()[0]);
+  ASSERT_TRUE(ux.ok() && uw.ok());
+  std::atomic<int> ready{0};
+  for (Event* e : {&ux->host_released, &uw->host_released}) ASSERT_TRUE(e->OnReady([&] { ready++; }).ok());
+  auto launch = (*exe)->Start({ux->buffer.get(), uw->buffer.get()});
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  ASSERT_TRUE(launch->done.OnReady([&] { ready++; }).ok());
+  std::vector<float> y(4, -7.f), e(4, -7.f);
+  auto cy = launch->outputs[0]->StartToHost(y.data(), y.size() * sizeof(float));
+  auto ce = launch->outputs[1]->StartToHost(e.data(), e.size() * sizeof(float));
+  ASSERT_TRUE(cy.ok() && ce.ok());
+  ASSERT_TRUE(cy->OnReady([&] { ready++; }).ok());
+  EXPECT_TRUE(launch->done.Await().ok());
+  EXPECT_TRUE(cy->Await().ok());
+  EXPECT_TRUE(ce->Await().ok());
+  EXPECT_TRUE(ux->host_released.Await().ok());
+  EXPECT_TRUE(uw->host_released.Await().ok());
+  std::vector<float> ry, re;
+  Reference(x, w, &ry, &re);
+  EXPECT_THAT(y, ::testing::Pointwise(::testing::FloatNear(1e-5), ry));
+  EXPECT_THAT(e, ::testing::Pointwise(::testing::FloatNear(1e-4), re));
+  // Callbacks may run on the plugin's threads after Await returns.
+  for (int i = 0; i < 1000 && ready.load() < 4; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(ready.load(), 4);
 }
 
 TEST_F(PluginTest, ExecutesFromSeveralThreads) {
