@@ -114,6 +114,22 @@ struct CompileStats {
   std::vector<std::string> cache_messages;
 };
 
+// Where the time of a session's calls on the plugin went, summed over the
+// calls so far (each graph stage and each device's part of a split batch
+// counts as one). The phases are timed by the plugin's completion events,
+// not by waiting for each in turn, so measuring them changes nothing; they
+// add up to the calls' wall time less the host work around them.
+struct RunPhases {
+  int64_t calls = 0;
+  // From a call's start until the plugin let go of the last input's host
+  // memory (copied it to the device or to its own staging memory).
+  double upload_ms = 0;
+  // From then until the device had finished the program.
+  double execute_ms = 0;
+  // From then until the last output was in host memory.
+  double download_ms = 0;
+};
+
 class Session {
  public:
   // Loads and checks a model. Fails with a message naming the file (and the
@@ -165,6 +181,8 @@ class Session {
   // The persistent cache folder in use (empty when off), and what it did.
   std::string cache_dir() const;
   CompileStats compile_stats() const;
+  // Where the calls' time went so far (see RunPhases).
+  RunPhases run_phases() const;
 
  private:
   struct Impl;

@@ -123,6 +123,7 @@ int Bench(const std::string& model, const InputArgs& in, int warmup, int iterati
     }
   }
   for (int i = 0; i < warmup; ++i) Check(s->Run(inputs));
+  xonnx::RunPhases phases_before = s->run_phases();
   std::vector<double> ms;
   auto t_all = std::chrono::steady_clock::now();
   if (in_flight <= 1) {
@@ -159,6 +160,11 @@ int Bench(const std::string& model, const InputArgs& in, int warmup, int iterati
   };
   double median =
       ms.empty() ? 0 : (ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2);
+  xonnx::RunPhases phases = s->run_phases();
+  int64_t phase_calls = std::max<int64_t>(1, phases.calls - phases_before.calls);
+  double upload_ms = (phases.upload_ms - phases_before.upload_ms) / phase_calls;
+  double execute_ms = (phases.execute_ms - phases_before.execute_ms) / phase_calls;
+  double download_ms = (phases.download_ms - phases_before.download_ms) / phase_calls;
   xonnx::CompileStats st = s->compile_stats();
   if (json) {
     nlohmann::json j;
@@ -170,6 +176,7 @@ int Bench(const std::string& model, const InputArgs& in, int warmup, int iterati
     j["buckets_ms"] = st.buckets_ms;
     j["weights_ms"] = st.weights_ms;
     j["latency_ms"] = {{"min", ms.empty() ? 0 : ms.front()}, {"median", median}, {"p90", pct(0.9)}};
+    j["phases_ms"] = {{"upload", upload_ms}, {"execute", execute_ms}, {"download", download_ms}};
     j["iterations"] = iterations;
     j["items_per_s"] = per_s;
     j["peak_rss_mb"] = PeakRssMb();
@@ -188,9 +195,11 @@ int Bench(const std::string& model, const InputArgs& in, int warmup, int iterati
     std::cout << absl::StrFormat(
         "device  %s\nload    %9.2f ms  (%s)\ncompile %9.2f ms  (%s; includes the first run)\n"
         "latency min %.3f ms  median %.3f ms  p90 %.3f ms  (%d runs, %d in flight)\n"
+        "phases (mean) upload %.3f ms  execute %.3f ms  download %.3f ms\n"
         "throughput %.1f items/s (batch %d)\npeak memory %.0f MB\n",
         s->DeviceSummary(), s->load_ms(), StartupLine(*s), compile_ms, s->LastProgramSummary(),
-        ms.empty() ? 0 : ms.front(), median, pct(0.9), iterations, std::max(1, in_flight), per_s, batch, PeakRssMb());
+        ms.empty() ? 0 : ms.front(), median, pct(0.9), iterations, std::max(1, in_flight), upload_ms, execute_ms,
+        download_ms, per_s, batch, PeakRssMb());
   }
   return 0;
 }

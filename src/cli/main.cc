@@ -31,7 +31,8 @@ int Main(int argc, char** argv) {
   bench->add_flag(
       "--json", json,
       "Print one JSON object: load_ms, buckets_ms, weights_ms, compile_ms, compiled, from_cache, cache_rejected, "
-      "latency_ms{min,median,p90}, items_per_s, peak_rss_mb (and bucket_first_call_ms)");
+      "latency_ms{min,median,p90}, phases_ms{upload,execute,download} (means), items_per_s, peak_rss_mb (and "
+      "bucket_first_call_ms)");
   int in_flight = 1;
   bool every_bucket = false;
   bench->add_flag("--every-bucket", every_bucket,

@@ -1,6 +1,7 @@
 #include "runtime/model_runner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,44 @@ namespace {
 double MsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
+
+// When the steps of one call were done, from the plugin's events: each
+// slot holds the steady clock's reading (ns) when the last event of its
+// kind became ready, 0 until then.
+struct CallTimeline : std::enable_shared_from_this<CallTimeline> {
+  int64_t start = Now();
+  std::atomic<int64_t> uploaded{0}, executed{0}, downloaded{0};
+
+  static int64_t Now() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  // Marks `slot` when `event` is ready (from the plugin's thread; the
+  // callback keeps the timeline alive). A plugin without callbacks leaves
+  // the slot unmarked.
+  void Note(pjrt::Event& event, std::atomic<int64_t> CallTimeline::*slot) {
+    (void)event.OnReady([self = shared_from_this(), slot] {
+      std::atomic<int64_t>& s = self.get()->*slot;
+      int64_t now = Now(), seen = s.load();
+      while (seen < now && !s.compare_exchange_weak(seen, now)) {
+      }
+    });
+  }
+  // Adds this call's phases to `total`, once every event was waited for.
+  // An unmarked slot counts its phase's time in the one after it.
+  void AddTo(std::mutex& mu, RunPhases& total) const {
+    int64_t down = downloaded.load() ? downloaded.load() : Now();
+    int64_t ex = executed.load() ? executed.load() : down;
+    int64_t up = std::max(start, uploaded.load());
+    ex = std::max(ex, up);
+    down = std::max(down, ex);
+    std::lock_guard<std::mutex> lock(mu);
+    total.calls++;
+    total.upload_ms += (up - start) * 1e-6;
+    total.execute_ms += (ex - up) * 1e-6;
+    total.download_ms += (down - ex) * 1e-6;
+  }
+};
 
 std::string ShapeKey(const ShapeMap& shapes) {
   std::string k;
@@ -257,43 +296,84 @@ StatusOr<Program> ModelRunner::Complete(Prepared p, int dev) {
 StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, Tensor>& inputs, int dev,
                                                     const InputStructure* structure, std::vector<int>* counts) {
   const std::string& file = path();
-  Program prog;
-  StatusOr<std::vector<std::unique_ptr<pjrt::Buffer>>> results = absl::UnknownError("not run");
-  // Kept until the outputs are read: the plugin may still be reading them.
-  std::vector<std::unique_ptr<pjrt::Buffer>> uploaded;
-  // A second attempt only after dropping a program from the cache.
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    ASSIGN_OR_RETURN(prog, Get(inputs, dev, structure));
-    uploaded.clear();
+  // One call is put to the plugin whole (uploads, the run, the copies back)
+  // and waited for once at the end: the plugin orders the steps on the
+  // device, and each wait in between would cost a round trip through the
+  // host while the device idles.
+  for (int attempt = 0;; ++attempt) {
+    auto timeline = std::make_shared<CallTimeline>();
+    ASSIGN_OR_RETURN(Program prog, Get(inputs, dev, structure));
+    std::vector<DataType> output_types;
+    for (const auto& info : prog.computed) {
+      ASSIGN_OR_RETURN(DataType t, FromHlo(info.type));
+      output_types.push_back(t);
+    }
+    std::vector<std::unique_ptr<pjrt::Buffer>> uploaded;  // kept until the run is over
+    std::vector<pjrt::Event> released;                    // the inputs' host memory, let go of
+    // Every started step is waited for before returning, whatever fails:
+    // the plugin may still be reading the caller's inputs.
+    auto finish_uploads = [&](Status st) {
+      for (auto& e : released) st.Update(e.Await());
+      return st;
+    };
     std::vector<pjrt::Buffer*> args;
     for (const std::string& name : prog.params) {
       const Tensor& t = inputs.at(name);
       ASSIGN_OR_RETURN(PJRT_Buffer_Type type, ToPjrt(t.dtype()));
-      auto b = client_->BufferFromHost(t.data(), type, t.dims(), *devices_[dev]);
-      if (!b.ok()) return Annotate(b.status(), absl::StrCat(file, ": input '", name, "'"));
-      args.push_back(b->get());
-      uploaded.push_back(*std::move(b));
+      auto up = client_->StartBufferFromHost(t.data(), type, t.dims(), *devices_[dev]);
+      if (!up.ok()) return finish_uploads(Annotate(up.status(), absl::StrCat(file, ": input '", name, "'")));
+      timeline->Note(up->host_released, &CallTimeline::uploaded);
+      args.push_back(up->buffer.get());
+      uploaded.push_back(std::move(up->buffer));
+      released.push_back(std::move(up->host_released));
     }
     for (const auto& w : prog.weights) args.push_back(w.get());
-    results = prog.exe->Execute(args);
-    if (results.ok() || !absl::IsDataLoss(results.status()) || prog.cache_keys.empty()) break;
-    programs_.Drop(prog, results.status());
+    auto launch = prog.exe->Start(args);
+    std::vector<Tensor> computed;
+    std::vector<pjrt::Event> copies;
+    Status run, copy_status;
+    if (launch.ok()) {
+      timeline->Note(launch->done, &CallTimeline::executed);
+      for (size_t k = 0; k < prog.computed.size(); ++k) {
+        const auto& info = prog.computed[k];
+        computed.emplace_back(output_types[k], info.dims);
+        auto copy = launch->outputs[k]->StartToHost(computed.back().data(), computed.back().byte_size());
+        if (!copy.ok()) {
+          copy_status = Annotate(copy.status(), absl::StrCat(file, ": output '", info.name, "'"));
+          break;
+        }
+        timeline->Note(*copy, &CallTimeline::downloaded);
+        copies.push_back(*std::move(copy));
+      }
+      // A failed run fails its copies too: its own error is the one to report.
+      run = launch->done.Await();
+      for (size_t k = 0; k < copies.size(); ++k)
+        if (Status st = copies[k].Await(); !st.ok() && copy_status.ok())
+          copy_status = Annotate(st, absl::StrCat(file, ": output '", prog.computed[k].name, "'"));
+    } else {
+      run = launch.status();
+    }
+    run = finish_uploads(run);
+    if (!run.ok()) {
+      if (absl::IsDataLoss(run) && !prog.cache_keys.empty() && attempt == 0) {
+        programs_.Drop(prog, run);  // a damaged cache entry: compile afresh, once
+        continue;
+      }
+      return Annotate(run, file);
+    }
+    RETURN_IF_ERROR(copy_status);
+    timeline->AddTo(phases_mu_, phases_);
+    if (counts) *counts = prog.output_counts;
+    std::vector<Tensor> outs;
+    for (size_t k = 0; k < prog.output_index.size(); ++k)
+      outs.push_back(prog.output_index[k] < 0 ? prog.string_outputs[k] : std::move(computed[prog.output_index[k]]));
+    return outs;
   }
-  if (!results.ok()) return Annotate(results.status(), file);
-  if (counts) *counts = prog.output_counts;
-  std::vector<Tensor> computed;
-  for (size_t k = 0; k < prog.computed.size(); ++k) {
-    const auto& info = prog.computed[k];
-    ASSIGN_OR_RETURN(DataType t, FromHlo(info.type));
-    Tensor out(t, info.dims);
-    Status st = (*results)[k]->ToHost(out.data(), out.byte_size());
-    if (!st.ok()) return Annotate(st, absl::StrCat(file, ": output '", info.name, "'"));
-    computed.push_back(std::move(out));
-  }
-  std::vector<Tensor> outs;
-  for (size_t k = 0; k < prog.output_index.size(); ++k)
-    outs.push_back(prog.output_index[k] < 0 ? prog.string_outputs[k] : std::move(computed[prog.output_index[k]]));
-  return outs;
+}
+
+RunPhases ModelRunner::phases() const {
+  std::lock_guard<std::mutex> lock(phases_mu_);
+  return phases_;
 }
 
 }  // namespace xonnx

@@ -87,6 +87,8 @@ class ModelRunner {
   // call; `counts` receives how the outputs group into model outputs.
   StatusOr<std::vector<Tensor>> RunExact(const std::map<std::string, Tensor>& inputs, int dev,
                                          const InputStructure* structure = nullptr, std::vector<int>* counts = nullptr);
+  // The phases of the calls RunExact made so far.
+  RunPhases phases() const;
 
  private:
   // What a program lookup binds: inputs whose values decide shapes, and
@@ -124,6 +126,8 @@ class ModelRunner {
   ProgramCache programs_;
   mutable std::mutex bindings_mu_;
   Bindings bindings_;  // guarded by bindings_mu_
+  mutable std::mutex phases_mu_;
+  RunPhases phases_;  // guarded by phases_mu_
 };
 
 }  // namespace xonnx

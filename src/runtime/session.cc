@@ -583,4 +583,16 @@ CompileStats Session::compile_stats() const {
   return total;
 }
 
+RunPhases Session::run_phases() const {
+  RunPhases total = impl_->runner->phases();
+  auto add = [&](const RunPhases& p) {
+    total.calls += p.calls;
+    total.upload_ms += p.upload_ms;
+    total.execute_ms += p.execute_ms;
+    total.download_ms += p.download_ms;
+  };
+  impl_->stages.ForEachStage([&](int, const ModelRunner& stage) { add(stage.phases()); });
+  return total;
+}
+
 }  // namespace xonnx

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -106,6 +107,24 @@ TEST_F(SessionTest, RunsAndCachesPerShape) {
       }
     }
   }
+}
+
+// Every call on the plugin is counted once in the phases, with times that
+// are never negative and add up to no more than the calls took.
+TEST_F(SessionTest, RunPhasesCountEveryCall) {
+  auto s = Session::Open(Write(Mlp()));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->run_phases().calls, 0);
+  Tensor x(DataType::kFloat32, {2, 4});
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*s)->Run({{"x", x}}).ok());
+  double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  RunPhases p = (*s)->run_phases();
+  EXPECT_EQ(p.calls, 3);
+  EXPECT_GE(p.upload_ms, 0);
+  EXPECT_GE(p.execute_ms, 0);
+  EXPECT_GE(p.download_ms, 0);
+  EXPECT_LE(p.upload_ms + p.execute_ms + p.download_ms, wall_ms);
 }
 
 TEST_F(SessionTest, ConcurrentRunsAgree) {

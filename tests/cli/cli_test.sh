@@ -58,7 +58,7 @@ expect run_pb_roundtrip 0 "wrote 1 output" -- "$xonnx" run "$model" --input imag
 expect convert_text 0 "^HloModule tiny_cnn" -- "$xonnx" convert "$model" --hlo-text -
 expect convert_proto 0 "" -- "$xonnx" convert "$model" --hlo-proto "$tmp/m.pb" --batch 2
 expect convert_proto_file 0 "" -- test -s "$tmp/m.pb"
-expect bench_json 0 '^\{"buckets_ms":[0-9.e+-]+,"cache_rejected":[0-9]+,"compile_ms":[0-9.e+-]+,"compiled":[0-9]+,"from_cache":[0-9]+,"items_per_s":[0-9.e+-]+,"iterations":3,"latency_ms":\{"median":[0-9.e+-]+,"min":[0-9.e+-]+,"p90":[0-9.e+-]+\},"load_ms":[0-9.e+-]+,"peak_rss_mb":[0-9.e+-]+,"weights_ms":[0-9.e+-]+\}$' -- "$xonnx" bench "$model" --iterations 3 --warmup 1 --json
+expect bench_json 0 '^\{"buckets_ms":[0-9.e+-]+,"cache_rejected":[0-9]+,"compile_ms":[0-9.e+-]+,"compiled":[0-9]+,"from_cache":[0-9]+,"items_per_s":[0-9.e+-]+,"iterations":3,"latency_ms":\{"median":[0-9.e+-]+,"min":[0-9.e+-]+,"p90":[0-9.e+-]+\},"load_ms":[0-9.e+-]+,"peak_rss_mb":[0-9.e+-]+,"phases_ms":\{"download":[0-9.e+-]+,"execute":[0-9.e+-]+,"upload":[0-9.e+-]+\},"weights_ms":[0-9.e+-]+\}$' -- "$xonnx" bench "$model" --iterations 3 --warmup 1 --json
 expect bench_every_bucket 0 '"bucket_first_call_ms":\{"1":[0-9.e+-]+,"4":[0-9.e+-]+\}' -- "$xonnx" bench "$model" --iterations 1 --warmup 0 --json --no-cache --batch-buckets 1,4 --every-bucket
 expect bench_every_bucket_text 0 "first call per bucket  1: [0-9.]+ ms, 4: [0-9.]+ ms" -- "$xonnx" bench "$model" --iterations 1 --warmup 0 --no-cache --batch-buckets 1,4 --every-bucket
 expect bench_phases_text 0 "batch buckets 1,4; programs [0-9.]+ ms, weights [0-9.]+ ms" -- "$xonnx" bench "$model" --iterations 1 --warmup 0 --no-cache --batch-buckets 1,4
