@@ -11,7 +11,7 @@
 # stripped the same way: run.sh recomputes those models' expected outputs
 # with ONNX Runtime there). Packed as KIT_DIR.tar.xz too, about 20 MB.
 #
-# usage: bench/gpu/make_kit.sh [KIT_DIR]     (default build/gpu_kit)
+# usage: [BASELINE=OTHER_XONNX] bench/gpu/make_kit.sh [KIT_DIR]     (default build/gpu_kit)
 # The test data come from a configured build: ONNX_TESTS (default
 # build/onnx_backend_tests) and MODELS (default build/real_models).
 set -euo pipefail
@@ -23,6 +23,9 @@ py=/usr/bin/python3
 rm -rf "$kit"
 mkdir -p "$kit/bin" "$kit/lib" "$kit/models"
 cp "$xonnx" "$kit/bin/xonnx"
+# Another xonnx build to time alongside (run.sh --baseline KIT/bin/xonnx-base),
+# e.g. the commit before a change; it must link the same libraries.
+[[ -z ${BASELINE:-} ]] || cp "$BASELINE" "$kit/bin/xonnx-base"
 runners="$(dirname "$xonnx")/../tests"
 for r in conformance_runner model_runner; do
   [[ -x $runners/$r ]] || { echo "build the test runners first ($runners/$r)" >&2; exit 1; }

@@ -11,33 +11,48 @@
 #               ONNX Runtime on the CPU as well;
 #   startup     cold against warm start with the compile cache, ResNet-50
 #               with 8 batch buckets (bench/startup.sh);
+#   dump        XLA's optimized HLO of each model, type and batch (XLA's own
+#               dump flags through the plugin): fusions and library calls
+#               counted, the dumps packed as $OUT/dumps.tar.gz;
 #   throughput  xonnx against PyTorch (bench/gpu/torch_bench.py) on the same
 #               GPU, per model, data type and batch, run alternately; medians
 #               over rounds of each engine's median latency. Both time a call
-#               from host input to host output; PyTorch's device-only time
-#               is shown too.
+#               from host input to host output; xonnx's phases (upload,
+#               execute, download) and PyTorch's device-only times are shown
+#               too. PyTorch runs eagerly, replaying CUDA graphs and compiled
+#               (--peers; torch.compile's --compile-mode). --baseline PATH
+#               times another xonnx build alongside (xonnx-base); --in-flight N
+#               adds xonnx with N calls in flight (xonnx-xN: Session::RunAsync,
+#               one call's transfers overlapping another's compute), for
+#               throughput.
 # Everything printed is also written to $OUT/gpu_results.txt when OUT is set.
 #
 # usage: bench/gpu/run.sh [--kit build/gpu_kit] [--plugin PATH]
-#          [--parts all | devices,conformance,models,validate,startup,throughput] [--rounds 3]
+#          [--parts all | devices,conformance,models,validate,startup,dump,throughput] [--rounds 3]
 #          [--iterations 50] [--models resnet50,transformer_encoder]
-#          [--dtypes f32,f16,bf16] [--batches 1,8,64]
+#          [--dtypes f32,f16,bf16] [--batches 1,8,64] [--peers eager,graphs,compile]
+#          [--compile-mode default|max-autotune|...] [--baseline OTHER_XONNX] [--in-flight N]
 # --dtypes may name tf32 for the throughput part: float32 with TF32 products
 # allowed on both sides (xonnx --allow-tf32, PyTorch's allow_tf32 flags).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-kit=build/gpu_kit plugin="" parts=devices,conformance,models,validate,startup,throughput rounds=3 iterations=50
+kit=build/gpu_kit plugin="" parts=devices,conformance,models,validate,startup,dump,throughput rounds=3 iterations=50
+peers=eager,graphs,compile compile_mode=default baseline="" in_flight=1
 models=resnet50,transformer_encoder dtypes=f32,f16,bf16 batches=1,8,64
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --kit) kit="$2"; shift 2 ;;
     --plugin) plugin="$2"; shift 2 ;;
-    --parts) parts="$2"; [[ $parts != all ]] || parts=devices,conformance,models,validate,startup,throughput; shift 2 ;;
+    --parts) parts="$2"; [[ $parts != all ]] || parts=devices,conformance,models,validate,startup,dump,throughput; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --iterations) iterations="$2"; shift 2 ;;
     --models) models="$2"; shift 2 ;;
     --dtypes) dtypes="$2"; shift 2 ;;
     --batches) batches="$2"; shift 2 ;;
+    --peers) peers="$2"; shift 2 ;;
+    --in-flight) in_flight="$2"; shift 2 ;;
+    --compile-mode) compile_mode="$2"; shift 2 ;;
+    --baseline) baseline="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -58,6 +73,7 @@ export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 xonnx="$(cd "$kit/bin" && pwd)/xonnx"
 work="${WORK:-$(mktemp -d)}"
 mkdir -p "$work"
+[[ -z ${OUT:-} ]] || mkdir -p "$OUT"
 results="${OUT:+$OUT/gpu_results.txt}"
 say() { if [[ -n $results ]]; then echo "$@" | tee -a "$results"; else echo "$@"; fi; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
@@ -157,38 +173,67 @@ if [[ ,$parts, == *,startup,* ]]; then
     --xonnx-args "--plugin $plugin" --threads "$(nproc)" 2>&1)"
 fi
 
+if [[ ,$parts, == *,dump,* ]]; then
+  # What XLA makes of our programs: its optimized HLO and the kernels it
+  # launches, through the plugin's own dump flags.
+  say "== dump: XLA's optimized HLO per model, type and batch (dumps.tar.gz)"
+  for m in "${model_list[@]}"; do
+    for d in "${dtype_list[@]}"; do
+      for b in "${batch_list[@]}"; do
+        dir="$work/dumps/${m}_${d}_$b"
+        mkdir -p "$dir"
+        XLA_FLAGS="${XLA_FLAGS:-} --xla_dump_to=$dir --xla_dump_hlo_as_text" "$xonnx" run "$work/$m.onnx" \
+          --shape "$(shape_of "$m" "$b")" --plugin "$plugin" --data-type "$d" --io-data-type "$d" --no-cache \
+          --output-dir "$work/dump_out" >"$work/dump.log" 2>&1 || { say "$m $d $b: FAILED: $(tail -3 "$work/dump.log")"; continue; }
+        f=$(ls "$dir"/*after_optimizations.txt 2>/dev/null | head -1 || true)
+        [[ -n $f ]] || { say "$m $d $b: no dump written"; continue; }
+        say "$m $d $b: $(grep -c ' fusion(' "$f") fusions, $(grep -c 'custom-call(' "$f") custom calls" \
+          "($(grep -o 'custom_call_target="[^"]*"' "$f" | sort | uniq -c | awk '{printf "%s %s; ", $1, $2}'))"
+      done
+    done
+  done
+  [[ -z ${OUT:-} ]] || tar -C "$work" -czf "$OUT/dumps.tar.gz" dumps
+fi
+
 if [[ ,$parts, == *,throughput,* ]]; then
   say "== throughput: median latency ms (host input to host output), $rounds rounds x $iterations iterations"
   say "   f32 is exact float32 on both sides; tf32 lets both round float32 products to TF32"
-  say "$(printf '%-20s %5s %6s %10s %10s %12s %8s' model dtype batch "xonnx" "pytorch" "pytorch dev" "ratio")"
-  for m in "${model_list[@]}"; do
-    for d in "${dtype_list[@]}"; do
-      xflags=(--data-type "$d" --io-data-type "$d") tflags=(--dtype "$d")
-      [[ $d != tf32 ]] || xflags=(--data-type f32 --allow-tf32) tflags=(--dtype f32 --tf32)
-      declare -A xs=() ts=() tds=()
-      # Rounds alternate the engines; PyTorch times every batch size in one process.
-      for ((r = 0; r < rounds; r++)); do
+  say "   PyTorch modes: $peers${baseline:+; xonnx-base is $baseline}"
+  results_jsonl="${OUT:-$work}/speed.jsonl"  # in OUT as it grows: kept if the run is cut short
+  : >"$results_jsonl"
+  # One xonnx process per model, type and batch (--json adds the fields the
+  # table groups by).
+  xonnx_run() {
+    local engine=$1 bin=$2 m=$3 d=$4 b=$5 j
+    local xflags=(--data-type "$d" --io-data-type "$d" "${@:6}")
+    [[ $d != tf32 ]] || xflags=(--data-type f32 --allow-tf32)
+    j=$("$bin" bench "$work/$m.onnx" --shape "$(shape_of "$m" "$b")" --plugin "$plugin" "${xflags[@]}" \
+      --iterations "$iterations" --warmup 10 --json --cache-dir "$work/cache_$engine" 2>"$work/bench.log") ||
+      { say "$m $d $b: $engine FAILED: $(tail -3 "$work/bench.log")"; return 0; }
+    echo "$j" | "$py" -c "import json,sys; d=json.load(sys.stdin)
+d.update(engine=sys.argv[1], model=sys.argv[2], dtype=sys.argv[3], batch=int(sys.argv[4])); print(json.dumps(d))" \
+      "$engine" "$m" "$d" "$b" >>"$results_jsonl"
+  }
+  # Rounds alternate the engines; PyTorch times every mode and batch in one
+  # process (a hung compile is cut off, what it printed before is kept).
+  for ((r = 0; r < rounds; r++)); do
+    for m in "${model_list[@]}"; do
+      for d in "${dtype_list[@]}"; do
         for b in "${batch_list[@]}"; do
-          j=$("$xonnx" bench "$work/$m.onnx" --shape "$(shape_of "$m" "$b")" --plugin "$plugin" "${xflags[@]}" \
-            --iterations "$iterations" --warmup 10 --json --cache-dir "$work/cache" 2>"$work/bench.log") ||
-            { say "$m $d $b: xonnx FAILED: $(tail -3 "$work/bench.log")"; continue; }
-          xs[$b]+="$(echo "$j" | "$py" -c "import json,sys; print(json.load(sys.stdin)['latency_ms']['median'])") "
+          xonnx_run xonnx "$xonnx" "$m" "$d" "$b"
+          [[ -z $baseline ]] || xonnx_run xonnx-base "$baseline" "$m" "$d" "$b"
+          ((in_flight <= 1)) || xonnx_run "xonnx-x$in_flight" "$xonnx" "$m" "$d" "$b" --in-flight "$in_flight"
         done
-        "$py" bench/gpu/torch_bench.py --model "$m" --batch "$batches" "${tflags[@]}" --iterations "$iterations" \
-          >"$work/torch.json" 2>"$work/torch.log" || { say "$m $d: pytorch FAILED: $(tail -3 "$work/torch.log")"; continue; }
-        while read -r b t td; do
-          ts[$b]+="$t " tds[$b]+="$td "
-        done < <("$py" -c "import json,sys
+        tflags=(--dtype "$d")
+        [[ $d != tf32 ]] || tflags=(--dtype f32 --tf32)
+        timeout "${TORCH_TIMEOUT:-600}" "$py" bench/gpu/torch_bench.py --model "$m" --batch "$batches" "${tflags[@]}" \
+          --iterations "$iterations" --modes "$peers" --compile-mode "$compile_mode" >"$work/torch.json" 2>"$work/torch.log" ||
+          say "$m $d round $r: pytorch stopped: $(tail -2 "$work/torch.log" | tr '\n' ' ')"
+        "$py" -c "import json,sys
 for line in open(sys.argv[1]):
-    d = json.loads(line); print(d['batch'], d['latency_ms']['median'], d['device_latency_ms']['median'])" "$work/torch.json")
+    d = json.loads(line); d['dtype'] = sys.argv[2]; print(json.dumps(d))" "$work/torch.json" "$d" >>"$results_jsonl"
       done
-      for b in "${batch_list[@]}"; do
-        [[ -n ${xs[$b]:-} && -n ${ts[$b]:-} ]] || continue
-        x=$(printf '%s\n' ${xs[$b]} | median) t=$(printf '%s\n' ${ts[$b]} | median) td=$(printf '%s\n' ${tds[$b]} | median)
-        say "$(printf '%-20s %5s %6s %10.3f %10.3f %12.3f %8.2f' "$m" "$d" "$b" "$x" "$t" "$td" "$(awk -v a="$x" -v b="$t" 'BEGIN {print a / b}')")"
-      done
-      unset xs ts tds
     done
   done
-  say "(ratio = xonnx / pytorch, host to host; below 1 means xonnx is faster)"
+  say "$("$py" bench/gpu/speed_table.py "$results_jsonl")"
 fi

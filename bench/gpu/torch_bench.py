@@ -4,10 +4,17 @@
 
 usage: torch_bench.py --model resnet50|transformer_encoder --batch 1,8,64
                       [--dtype f32|f16|bf16] [--iterations 50] [--warmup 10]
-                      [--tf32]
+                      [--tf32] [--modes eager,graphs,compile]
+                      [--compile-mode default]
 
-One JSON object per batch size, one per line, from one process (the model
-is built and moved to the GPU once).
+One JSON object per mode and batch size, one per line, from one process
+(the model is built and moved to the GPU once). The modes:
+  eager     the module as it is;
+  graphs    the eager module captured once per batch size in a CUDA graph
+            and replayed (static input and output buffers on the device; the
+            host input is copied into the static input at each call);
+  compile   torch.compile(mode=--compile-mode, dynamic=False): one compiled
+            program per batch size (its compile time is reported, not timed).
 
 The models are the ones tests/models/export_models.py exports (torchvision's
 ResNet-50, or the same bottleneck network defined here when torchvision is
@@ -85,6 +92,8 @@ def main():
     p.add_argument("--iterations", type=int, default=50)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--tf32", action="store_true", help="allow TF32 in float32 matrix products and convolutions")
+    p.add_argument("--modes", default="eager", help="comma list of eager, graphs, compile")
+    p.add_argument("--compile-mode", default="default", help="torch.compile's mode for --modes compile")
     a = p.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = a.tf32
     torch.backends.cudnn.allow_tf32 = a.tf32
@@ -114,19 +123,60 @@ def main():
             ms.append((time.perf_counter() - t) * 1e3)
         return ms
 
-    for batch in (int(b) for b in a.batch.split(",")):
-        shape = (batch, 3, 224, 224) if a.model == "resnet50" else (batch, 64, 256)
-        host = torch.randn(*shape).to(dtype)
-        with torch.inference_mode():
-            on_device = host.to(device).contiguous(memory_format=layout)
-            from_host = timed(lambda: model(host.to(device).contiguous(memory_format=layout)).cpu())
-            device_only = timed(lambda: model(on_device))
-        print(json.dumps({
-            "engine": f"pytorch {torch.__version__} eager",
-            "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
-            "model": a.model, "batch": batch, "dtype": a.dtype, "tf32": a.tf32, "iterations": a.iterations,
-            "latency_ms": {"min": min(from_host), "median": median(from_host)},
-            "device_latency_ms": {"min": min(device_only), "median": median(device_only)}}), flush=True)
+    def graphed(batch, shape):
+        """A CUDA graph of the module on a static input: (run, static input)."""
+        static_in = torch.zeros(*shape, dtype=dtype, device=device).contiguous(memory_format=layout)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):  # cudnn.benchmark picks its kernels before the capture
+                model(static_in)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_out = model(static_in)
+        return (lambda: (graph.replay(), static_out)[1]), static_in
+
+    compiled = {}
+    for mode in a.modes.split(","):
+        for batch in (int(b) for b in a.batch.split(",")):
+            shape = (batch, 3, 224, 224) if a.model == "resnet50" else (batch, 64, 256)
+            host = torch.randn(*shape).to(dtype)
+            extra = {}
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats()
+            with torch.inference_mode() if mode != "compile" else torch.no_grad():
+                on_device = host.to(device).contiguous(memory_format=layout)
+                if mode == "eager":
+                    run = model
+                    from_host = timed(lambda: model(host.to(device).contiguous(memory_format=layout)).cpu())
+                    device_only = timed(lambda: model(on_device))
+                elif mode == "graphs":
+                    replay, static_in = graphed(batch, shape)
+                    from_host = timed(lambda: (static_in.copy_(host), replay())[1].cpu())
+                    static_in.copy_(on_device)
+                    device_only = timed(replay)
+                elif mode == "compile":
+                    if "fn" not in compiled:
+                        compiled["fn"] = torch.compile(model, mode=a.compile_mode, dynamic=False)
+                    run = compiled["fn"]
+                    t = time.perf_counter()
+                    run(on_device)
+                    sync()
+                    extra["compile_s"] = time.perf_counter() - t
+                    from_host = timed(lambda: run(host.to(device).contiguous(memory_format=layout)).cpu())
+                    device_only = timed(lambda: run(on_device))
+                else:
+                    sys.exit(f"unknown mode {mode}")
+            engine = f"pytorch {torch.__version__} {mode}" + (f" ({a.compile_mode})" if mode == "compile" else "")
+            print(json.dumps({
+                "engine": engine, "mode": mode,
+                "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+                "model": a.model, "batch": batch, "dtype": a.dtype, "tf32": a.tf32, "iterations": a.iterations,
+                "latency_ms": {"min": min(from_host), "median": median(from_host)},
+                "device_latency_ms": {"min": min(device_only), "median": median(device_only)},
+                "peak_device_mb": torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else 0,
+                **extra}), flush=True)
 
 
 if __name__ == "__main__":
