@@ -1,5 +1,7 @@
 #include "onnx/ops/activations.h"
 
+#include <cmath>
+
 #include "onnx/context.h"
 
 namespace xonnx::onnx_import {
@@ -42,6 +44,21 @@ Instruction* SoftplusOf(hlo::Builder& b, Instruction* x) {
 
 Instruction* SoftsignOf(hlo::Builder& b, Instruction* x) {
   return b.Binary(Opcode::kDivide, x, b.Binary(Opcode::kAdd, SplatLike(b, x, 1), b.Unary(Opcode::kAbs, x)));
+}
+
+Instruction* GeluOf(hlo::Builder& b, Instruction* x, bool tanh_approximation) {
+  Instruction* cdf;
+  if (tanh_approximation) {
+    Instruction* x3 = b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, x, x), x);
+    Instruction* inner =
+        b.Binary(Opcode::kMultiply, SplatLike(b, x, std::sqrt(2.0 / M_PI)),
+                 b.Binary(Opcode::kAdd, x, b.Binary(Opcode::kMultiply, x3, SplatLike(b, x, 0.044715))));
+    cdf = b.Binary(Opcode::kAdd, SplatLike(b, x, 1), b.Unary(Opcode::kTanh, inner));
+  } else {
+    cdf = b.Binary(Opcode::kAdd, SplatLike(b, x, 1),
+                   b.Unary(Opcode::kErf, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, M_SQRT1_2))));
+  }
+  return b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, 0.5)), cdf);
 }
 
 Instruction* AffineOf(hlo::Builder& b, Instruction* x, double alpha, double beta) {

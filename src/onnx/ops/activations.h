@@ -28,6 +28,11 @@ hlo::Instruction* AffineOf(hlo::Builder& b, hlo::Instruction* x, double alpha, d
 // alpha * tanh(beta * x).
 hlo::Instruction* ScaledTanhOf(hlo::Builder& b, hlo::Instruction* x, double alpha, double beta);
 
+// x * Phi(x), Phi the standard normal CDF: exactly (with erf), or with
+// the tanh approximation 0.5 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+// Gelu (opset 20) and ONNX Runtime's Gelu, BiasGelu and FastGelu share it.
+hlo::Instruction* GeluOf(hlo::Builder& b, hlo::Instruction* x, bool tanh_approximation);
+
 // A recurrent op's activation by its attribute name, with its alpha and
 // beta; null for a name ONNX does not define there.
 hlo::Instruction* NamedActivation(hlo::Builder& b, const std::string& name, hlo::Instruction* x, double alpha,

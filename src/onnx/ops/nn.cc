@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/status.h"
+#include "onnx/ops/activations.h"
 #include "onnx/registry.h"
 
 namespace xonnx::onnx_import {
@@ -509,21 +510,8 @@ absl::Status CenterCropPad(NodeContext& ctx) {
 
 absl::Status Gelu(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
-  hlo::Builder& b = ctx.b();
   if (!hlo::IsFloatingPoint(x->shape().element_type)) return ctx.Unsupported("non-float input");
-  Instruction* cdf;
-  if (ctx.attr_s("approximate", "none") == "tanh") {
-    // 0.5 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-    Instruction* x3 = b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, x, x), x);
-    Instruction* inner =
-        b.Binary(Opcode::kMultiply, SplatLike(b, x, std::sqrt(2.0 / M_PI)),
-                 b.Binary(Opcode::kAdd, x, b.Binary(Opcode::kMultiply, x3, SplatLike(b, x, 0.044715))));
-    cdf = b.Binary(Opcode::kAdd, SplatLike(b, x, 1), b.Unary(Opcode::kTanh, inner));
-  } else {
-    cdf = b.Binary(Opcode::kAdd, SplatLike(b, x, 1),
-                   b.Unary(Opcode::kErf, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, M_SQRT1_2))));
-  }
-  ctx.set_output(0, b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, x, SplatLike(b, x, 0.5)), cdf));
+  ctx.set_output(0, GeluOf(ctx.b(), x, ctx.attr_s("approximate", "none") == "tanh"));
   return absl::OkStatus();
 }
 

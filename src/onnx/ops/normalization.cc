@@ -4,13 +4,37 @@
 #include <cmath>
 
 #include "base/status.h"
+#include "onnx/ops/normalize.h"
 #include "onnx/registry.h"
 
 namespace xonnx::onnx_import {
-namespace {
 
 using hlo::Instruction;
 using hlo::Opcode;
+
+Normalized Normalize(hlo::Builder& b, Instruction* x, const std::vector<int64_t>& axes, double eps) {
+  int64_t count = 1;
+  for (int64_t a : axes) count *= x->shape().dims[a];
+  const auto& dims = x->shape().dims;
+  Instruction* mean = ReduceOver(b, x, Opcode::kAdd, 0, axes, true);
+  mean = b.Binary(Opcode::kDivide, mean, SplatLike(b, mean, count));
+  Instruction* centered = b.Binary(Opcode::kSubtract, x, BroadcastTo(b, mean, dims));
+  Instruction* var = ReduceOver(b, b.Binary(Opcode::kMultiply, centered, centered), Opcode::kAdd, 0, axes, true);
+  var = b.Binary(Opcode::kDivide, var, SplatLike(b, var, count));
+  Instruction* inv = b.Unary(Opcode::kRsqrt, b.Binary(Opcode::kAdd, var, SplatLike(b, var, eps)));
+  return {b.Binary(Opcode::kMultiply, centered, BroadcastTo(b, inv, dims)), mean, inv};
+}
+
+Normalized RmsNormalize(hlo::Builder& b, Instruction* x, const std::vector<int64_t>& axes, double eps) {
+  int64_t count = 1;
+  for (int64_t a : axes) count *= x->shape().dims[a];
+  Instruction* ms = ReduceOver(b, b.Binary(Opcode::kMultiply, x, x), Opcode::kAdd, 0, axes, true);
+  ms = b.Binary(Opcode::kDivide, ms, SplatLike(b, ms, count));
+  Instruction* inv = b.Unary(Opcode::kRsqrt, b.Binary(Opcode::kAdd, ms, SplatLike(b, ms, eps)));
+  return {b.Binary(Opcode::kMultiply, x, BroadcastTo(b, inv, x->shape().dims)), nullptr, inv};
+}
+
+namespace {
 
 // Broadcasts a per-channel [C] vector along dim 1 of `like`.
 Instruction* PerChannel(hlo::Builder& b, Instruction* v, Instruction* like) {
@@ -70,26 +94,6 @@ absl::Status BatchNormalization(NodeContext& ctx) {
   ctx.set_output(0,
                  b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, PerChannel(b, s, x)), PerChannel(b, shift, x)));
   return absl::OkStatus();
-}
-
-// (x - mean) / sqrt(var + eps) over `axes`, plus the statistics.
-struct Normalized {
-  Instruction* y;
-  Instruction* mean;     // keepdims
-  Instruction* inv_std;  // keepdims
-};
-
-Normalized Normalize(hlo::Builder& b, Instruction* x, const std::vector<int64_t>& axes, double eps) {
-  int64_t count = 1;
-  for (int64_t a : axes) count *= x->shape().dims[a];
-  const auto& dims = x->shape().dims;
-  Instruction* mean = ReduceOver(b, x, Opcode::kAdd, 0, axes, true);
-  mean = b.Binary(Opcode::kDivide, mean, SplatLike(b, mean, count));
-  Instruction* centered = b.Binary(Opcode::kSubtract, x, BroadcastTo(b, mean, dims));
-  Instruction* var = ReduceOver(b, b.Binary(Opcode::kMultiply, centered, centered), Opcode::kAdd, 0, axes, true);
-  var = b.Binary(Opcode::kDivide, var, SplatLike(b, var, count));
-  Instruction* inv = b.Unary(Opcode::kRsqrt, b.Binary(Opcode::kAdd, var, SplatLike(b, var, eps)));
-  return {b.Binary(Opcode::kMultiply, centered, BroadcastTo(b, inv, dims)), mean, inv};
 }
 
 absl::Status InstanceNormalization(NodeContext& ctx) {

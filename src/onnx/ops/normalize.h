@@ -1,0 +1,27 @@
+// Normalization over chosen axes, shared by the ONNX normalization ops
+// (normalization.cc) and ONNX Runtime's fused ones (microsoft.cc).
+#ifndef XONNX_ONNX_OPS_NORMALIZE_H_
+#define XONNX_ONNX_OPS_NORMALIZE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "hlo/builder.h"
+
+namespace xonnx::onnx_import {
+
+struct Normalized {
+  hlo::Instruction* y;
+  hlo::Instruction* mean;     // keepdims; null where there is none
+  hlo::Instruction* inv_std;  // keepdims
+};
+// (x - mean) / sqrt(var + eps) over `axes` (population variance), with the
+// statistics.
+Normalized Normalize(hlo::Builder& b, hlo::Instruction* x, const std::vector<int64_t>& axes, double eps);
+// x / sqrt(mean(x^2) + eps) over `axes` (RMS normalization, no centering);
+// inv_std is 1 / sqrt(mean(x^2) + eps), mean is null.
+Normalized RmsNormalize(hlo::Builder& b, hlo::Instruction* x, const std::vector<int64_t>& axes, double eps);
+
+}  // namespace xonnx::onnx_import
+
+#endif  // XONNX_ONNX_OPS_NORMALIZE_H_
