@@ -218,6 +218,28 @@ TEST(Importer, LegacyPReluSlopePerChannel) {
   EXPECT_FALSE(Import(m, {}).ok());
 }
 
+// ONNX Runtime's fused ops check their vectors against the hidden size and
+// say which input is wrong, on which node.
+TEST(Importer, SkipLayerNormalizationNamesAWrongGamma) {
+  LoadedModel m = NewModel("skip_ln.onnx", 17);
+  m.opsets["com.microsoft"] = 1;
+  auto* g = m.proto.mutable_graph();
+  AddInput(g, "x", {2, 4});
+  AddInput(g, "skip", {2, 4});
+  auto* t = g->add_initializer();
+  t->set_name("gamma");
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(3);
+  for (float v : {1.f, 2.f, 3.f}) t->add_float_data(v);
+  AddNode(g, "SkipLayerNormalization", "sln_1", {"x", "skip", "gamma"}, {"y"})->set_domain("com.microsoft");
+  g->add_output()->set_name("y");
+  auto r = Import(m, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("sln_1"));
+  EXPECT_THAT(std::string(r.status().message()),
+              ::testing::HasSubstr("gamma (input 2) must have 4 elements, the input's last dimension; it has 3"));
+}
+
 TEST(Importer, GroupNormalizationPerGroupAndPerChannel) {
   // x [1, 4, 2]: groups {c0,c1} and {c2,c3}; each group holds 0..3 + offset.
   hlo::Literal x = hlo::Literal::Vector<float>({0, 1, 2, 3, 10, 11, 12, 13}).Reshape({1, 4, 2});

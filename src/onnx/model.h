@@ -37,7 +37,9 @@ struct LoadedModel {
                                                                               const std::string& name,
                                                                               const std::string& base_dir);
 
-// Runs the ONNX checker.
+// Runs the ONNX checker, except on models it would wrongly reject: a newer
+// opset than libonnx knows, or ops ONNX Runtime adds to the ONNX domain
+// (then a warning says so).
 [[nodiscard]] absl::Status CheckModel(const LoadedModel& model);
 
 }  // namespace xonnx::onnx_import

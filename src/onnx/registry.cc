@@ -24,6 +24,7 @@ const Registry& Registry::Get() {
     RegisterRoiAlignOps(*reg);
     RegisterRandomOps(*reg);
     RegisterSequenceOps(*reg);
+    RegisterMicrosoftOps(*reg);
     return reg;
   }();
   return *r;

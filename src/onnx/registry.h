@@ -78,6 +78,7 @@ void RegisterNormalizationOps(Registry& r);
 void RegisterResizeOps(Registry& r);
 void RegisterLossOps(Registry& r);
 void RegisterMiscOps(Registry& r);
+void RegisterMicrosoftOps(Registry& r);
 void RegisterQuantOps(Registry& r);
 void RegisterRnnOps(Registry& r);
 void RegisterDataDependentOps(Registry& r);

@@ -1,0 +1,196 @@
+// ONNX Runtime's own ops that exporters and its transformer optimizer write:
+// the com.microsoft activations (Gelu, FastGelu, BiasGelu, QuickGelu) and
+// fused normalizations (SkipLayerNormalization,
+// SkipSimplifiedLayerNormalization), and SimplifiedLayerNormalization, which
+// ONNX Runtime registers in the ONNX domain itself. Semantics follow ONNX
+// Runtime's operator schemas (docs/ContribOperators.md there): the same
+// attribute defaults, optional inputs and outputs.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "onnx/ops/activations.h"
+#include "onnx/ops/normalize.h"
+#include "onnx/registry.h"
+
+namespace xonnx::onnx_import {
+namespace {
+
+using hlo::Instruction;
+using hlo::Opcode;
+
+constexpr char kMicrosoft[] = "com.microsoft";
+
+absl::Status RequireFloat(NodeContext& ctx, Instruction* x) {
+  if (!hlo::IsFloatingPoint(x->shape().element_type)) return ctx.Unsupported("non-float input");
+  return absl::OkStatus();
+}
+
+// A [H] vector (gamma, beta, bias) broadcast along the last axis of `like`.
+absl::StatusOr<Instruction*> AlongLastAxis(NodeContext& ctx, int i, Instruction* like, const char* what) {
+  Instruction* v = ctx.input(i);
+  int64_t h = like->shape().dims.back();
+  if (v->shape().ElementCount() != h)
+    return ctx.Error(absl::StrCat(what, " (input ", i, ") must have ", h, " elements, the input's last dimension; it has ",
+                                  v->shape().ElementCount()));
+  hlo::Builder& b = ctx.b();
+  return b.Broadcast(b.Convert(b.Reshape(v, {h}), like->shape().element_type), like->shape().dims,
+                     {like->shape().rank() - 1});
+}
+
+// Gelu (com.microsoft): the exact form.
+absl::Status MsGelu(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  RETURN_IF_ERROR(RequireFloat(ctx, x));
+  ctx.set_output(0, GeluOf(ctx.b(), x, /*tanh_approximation=*/false));
+  return absl::OkStatus();
+}
+
+// BiasGelu: Gelu(A + B), B a [H] bias along the last axis.
+absl::Status BiasGelu(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  RETURN_IF_ERROR(RequireFloat(ctx, x));
+  ASSIGN_OR_RETURN(Instruction * bias, AlongLastAxis(ctx, 1, x, "bias"));
+  hlo::Builder& b = ctx.b();
+  ctx.set_output(0, GeluOf(b, b.Binary(Opcode::kAdd, x, bias), /*tanh_approximation=*/false));
+  return absl::OkStatus();
+}
+
+// FastGelu: the tanh approximation of Gelu(X + bias), bias optional.
+absl::Status FastGelu(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  RETURN_IF_ERROR(RequireFloat(ctx, x));
+  hlo::Builder& b = ctx.b();
+  if (ctx.has_input(1)) {
+    ASSIGN_OR_RETURN(Instruction * bias, AlongLastAxis(ctx, 1, x, "bias"));
+    x = b.Binary(Opcode::kAdd, x, bias);
+  }
+  ctx.set_output(0, GeluOf(b, x, /*tanh_approximation=*/true));
+  return absl::OkStatus();
+}
+
+// QuickGelu: x * sigmoid(alpha x), alpha 1.702 by default.
+absl::Status QuickGelu(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  RETURN_IF_ERROR(RequireFloat(ctx, x));
+  hlo::Builder& b = ctx.b();
+  Instruction* ax = b.Binary(Opcode::kMultiply, x, SplatLike(b, x, ctx.attr_f("alpha", 1.702f)));
+  ctx.set_output(0, b.Binary(Opcode::kMultiply, x, b.Unary(Opcode::kLogistic, ax)));
+  return absl::OkStatus();
+}
+
+// Normalizes over the last axis in f32 for 16-bit inputs (as ONNX Runtime's
+// kernels accumulate), then scales, shifts and converts back.
+struct LastAxisNorm {
+  Instruction* y;
+  Normalized stats;  // in the compute type
+};
+LastAxisNorm NormalizeLastAxis(hlo::Builder& b, Instruction* x, double eps, bool rms) {
+  hlo::PrimitiveType t = x->shape().element_type;
+  bool upcast = t == hlo::F16 || t == hlo::BF16;
+  Instruction* xc = upcast ? b.Convert(x, hlo::F32) : x;
+  std::vector<int64_t> axes = {x->shape().rank() - 1};
+  Normalized n = rms ? RmsNormalize(b, xc, axes, eps) : Normalize(b, xc, axes, eps);
+  return {b.Convert(n.y, t), n};
+}
+
+// SkipLayerNormalization and SkipSimplifiedLayerNormalization: s = input +
+// skip (+ bias), then layer (or RMS) normalization of s over the last axis,
+// times gamma (+ beta). Outputs: the result, the mean, the inverse standard
+// deviation (both over the last axis, keepdims) and s itself.
+absl::Status SkipNormalization(NodeContext& ctx, bool rms) {
+  Instruction* x = ctx.input(0);
+  RETURN_IF_ERROR(RequireFloat(ctx, x));
+  hlo::Builder& b = ctx.b();
+  if (x->shape().rank() < 1) return ctx.Error("input must have at least one dimension");
+  Instruction* skip = ctx.input(1);
+  if (skip->shape().dims != x->shape().dims) {
+    // ONNX Runtime accepts a skip that broadcasts over the leading axes.
+    const auto& sd = skip->shape().dims;
+    const auto& xd = x->shape().dims;
+    bool ok = sd.size() <= xd.size() && !sd.empty() && sd.back() == xd.back();
+    for (size_t i = 0; ok && i < sd.size(); ++i) {
+      int64_t d = sd[sd.size() - 1 - i], want = xd[xd.size() - 1 - i];
+      ok = d == want || d == 1;
+    }
+    if (!ok)
+      return ctx.Error(absl::StrCat("skip (input 1) must broadcast to the input's shape [",
+                                    absl::StrJoin(xd, ","), "]; it is [", absl::StrJoin(sd, ","), "]"));
+    skip = BroadcastTo(b, skip, xd);
+  }
+  Instruction* sum = b.Binary(Opcode::kAdd, x, b.Convert(skip, x->shape().element_type));
+  // Inputs: input, skip, gamma, then beta and bias for the layer norm; bias
+  // alone for the simplified one.
+  int bias_index = rms ? 3 : 4;
+  if (ctx.has_input(bias_index)) {
+    ASSIGN_OR_RETURN(Instruction * bias, AlongLastAxis(ctx, bias_index, x, "bias"));
+    sum = b.Binary(Opcode::kAdd, sum, bias);
+  }
+  LastAxisNorm n = NormalizeLastAxis(b, sum, ctx.attr_f("epsilon", 1e-12f), rms);
+  ASSIGN_OR_RETURN(Instruction * gamma, AlongLastAxis(ctx, 2, x, "gamma"));
+  Instruction* y = b.Binary(Opcode::kMultiply, n.y, gamma);
+  if (!rms && ctx.has_input(3)) {
+    ASSIGN_OR_RETURN(Instruction * beta, AlongLastAxis(ctx, 3, x, "beta"));
+    y = b.Binary(Opcode::kAdd, y, beta);
+  }
+  ctx.set_output(0, y);
+  if (ctx.wants_output(1)) {
+    if (!n.stats.mean) return ctx.Unsupported("output 1 (mean): RMS normalization computes no mean");
+    ctx.set_output(1, n.stats.mean);
+  }
+  if (ctx.wants_output(2)) ctx.set_output(2, n.stats.inv_std);
+  if (ctx.wants_output(3)) ctx.set_output(3, sum);
+  return absl::OkStatus();
+}
+
+absl::Status SkipLayerNormalization(NodeContext& ctx) { return SkipNormalization(ctx, /*rms=*/false); }
+absl::Status SkipSimplifiedLayerNormalization(NodeContext& ctx) { return SkipNormalization(ctx, /*rms=*/true); }
+
+// SimplifiedLayerNormalization (ONNX Runtime's RMS normalization, in the
+// ONNX domain): X / sqrt(mean(X^2) + epsilon) * scale over the axes from
+// `axis` on; outputs Y and the inverse RMS.
+absl::Status SimplifiedLayerNormalization(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  RETURN_IF_ERROR(RequireFloat(ctx, x));
+  hlo::Builder& b = ctx.b();
+  int64_t r = x->shape().rank();
+  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", -1), r));
+  std::vector<int64_t> axes;
+  for (int64_t i = axis; i < r; ++i) axes.push_back(i);
+  hlo::PrimitiveType t = x->shape().element_type;
+  bool upcast = ctx.attr_i("stash_type", 1) == 1 && (t == hlo::F16 || t == hlo::BF16);
+  Normalized n = RmsNormalize(b, upcast ? b.Convert(x, hlo::F32) : x, axes, ctx.attr_f("epsilon", 1e-5f));
+  Instruction* scale = ctx.input(1);
+  std::vector<int64_t> normalized(x->shape().dims.begin() + axis, x->shape().dims.end());
+  int64_t count = 1;
+  for (int64_t d : normalized) count *= d;
+  if (scale->shape().ElementCount() != count)
+    return ctx.Error(absl::StrCat("scale (input 1) must have ", count, " elements, as many as the normalized axes; it has ",
+                                  scale->shape().ElementCount()));
+  scale = b.Convert(b.Reshape(scale, normalized), t);
+  ctx.set_output(0, b.Binary(Opcode::kMultiply, b.Convert(n.y, t), b.Broadcast(scale, x->shape().dims, axes)));
+  if (ctx.wants_output(1)) ctx.set_output(1, n.inv_std);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterMicrosoftOps(Registry& r) {
+  auto ms = [&](const char* op, Converter fn) {
+    r.Add({.domain = kMicrosoft, .op_type = op, .min_opset = 1, .max_opset = 1, .fn = fn});
+  };
+  ms("Gelu", MsGelu);
+  ms("BiasGelu", BiasGelu);
+  ms("FastGelu", FastGelu);
+  ms("QuickGelu", QuickGelu);
+  ms("SkipLayerNormalization", SkipLayerNormalization);
+  ms("SkipSimplifiedLayerNormalization", SkipSimplifiedLayerNormalization);
+  // ONNX Runtime registers it in the ONNX domain (version 1 on), not in
+  // com.microsoft; ONNX itself has no op of that name.
+  r.Add("SimplifiedLayerNormalization", SimplifiedLayerNormalization);
+}
+
+}  // namespace xonnx::onnx_import

@@ -1,0 +1,166 @@
+#!/usr/bin/python3
+"""Models with ONNX Runtime's own ops, as its transformer optimizer and
+exporters write them (com.microsoft Gelu, BiasGelu, FastGelu, QuickGelu,
+SkipLayerNormalization, SkipSimplifiedLayerNormalization, and
+SimplifiedLayerNormalization in the ONNX domain), with references computed
+in float64 numpy from ONNX Runtime's operator schemas: OUT/<name>/model.onnx
+and test_data_set_<i>/{input_*.pb, output_*.pb}.
+
+usage: make_contrib_models.py OUT_DIR [--ort]
+
+--ort also runs each model on ONNX Runtime (the npm onnxruntime-node peer in
+bench/node_modules) and prints its relative L2 error against the numpy
+reference, to check the references themselves.
+"""
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from onnx import TensorProto, helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_graph_models import save_case  # noqa: E402
+
+rng = np.random.default_rng(23)
+F = TensorProto.FLOAT
+ERF = np.vectorize(math.erf)
+
+
+def gelu(x):
+    return 0.5 * x * (1 + ERF(x / math.sqrt(2)))
+
+
+def fast_gelu(x):
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def quick_gelu(x, alpha):
+    return x / (1 + np.exp(-alpha * x))
+
+
+def layer_norm(s, eps):
+    mean = s.mean(-1, keepdims=True)
+    var = ((s - mean) ** 2).mean(-1, keepdims=True)
+    return (s - mean) / np.sqrt(var + eps), mean, 1 / np.sqrt(var + eps)
+
+
+def rms_norm(s, eps, axes=(-1,)):
+    inv = 1 / np.sqrt((s ** 2).mean(axis=axes, keepdims=True) + eps)
+    return s * inv, inv
+
+
+def contrib_model(nodes, name, inputs, outputs, inits):
+    g = helper.make_graph(nodes, name, inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    m.ir_version = 8
+    return m
+
+
+def init(name, v):
+    from onnx import numpy_helper
+    return numpy_helper.from_array(v.astype(np.float32), name)
+
+
+def activations(out_dir):
+    """Each com.microsoft activation on one input, with biases along the last axis."""
+    h = 24
+    bias = rng.standard_normal(h).astype(np.float32)
+    nodes = [
+        helper.make_node("Gelu", ["x"], ["gelu"], domain="com.microsoft"),
+        helper.make_node("BiasGelu", ["x", "bias"], ["bias_gelu"], domain="com.microsoft"),
+        helper.make_node("FastGelu", ["x", "bias"], ["fast_gelu_bias"], domain="com.microsoft"),
+        helper.make_node("FastGelu", ["x"], ["fast_gelu"], domain="com.microsoft"),
+        helper.make_node("QuickGelu", ["x"], ["quick_gelu"], domain="com.microsoft", alpha=1.5),
+        helper.make_node("QuickGelu", ["x"], ["quick_gelu_default"], domain="com.microsoft"),
+    ]
+    outs = ["gelu", "bias_gelu", "fast_gelu_bias", "fast_gelu", "quick_gelu", "quick_gelu_default"]
+    m = contrib_model(nodes, "ms_activations", [helper.make_tensor_value_info("x", F, ["batch", 5, h])],
+                      [helper.make_tensor_value_info(o, F, ["batch", 5, h]) for o in outs], [init("bias", bias)])
+    cases = []
+    for batch in (1, 3):
+        x = (3 * rng.standard_normal((batch, 5, h))).astype(np.float32)
+        xd, bd = x.astype(np.float64), bias.astype(np.float64)
+        ref = [gelu(xd), gelu(xd + bd), fast_gelu(xd + bd), fast_gelu(xd), quick_gelu(xd, 1.5), quick_gelu(xd, 1.702)]
+        cases.append(([("x", x)], [(o, r.astype(np.float32)) for o, r in zip(outs, ref)]))
+    save_case(out_dir, "ms_activations", m, cases, check=False)
+    return "ms_activations", m, cases
+
+
+def skip_norms(out_dir):
+    """SkipLayerNormalization with beta and bias and all four outputs, one
+    with a skip broadcast over the batch; SkipSimplifiedLayerNormalization
+    with its sum output; SimplifiedLayerNormalization (ONNX domain) over the
+    last two axes with its inverse RMS."""
+    s, h = 6, 32
+    gamma, beta, bias = (rng.standard_normal(h).astype(np.float32) for _ in range(3))
+    gamma2 = rng.standard_normal(s * h).astype(np.float32).reshape(s, h)
+    nodes = [
+        helper.make_node("SkipLayerNormalization", ["x", "skip", "gamma", "beta", "bias"],
+                         ["ln", "ln_mean", "ln_inv_std", "ln_sum"], domain="com.microsoft", epsilon=1e-5),
+        helper.make_node("SkipLayerNormalization", ["x", "skip1", "gamma"], ["ln_b"], domain="com.microsoft"),
+        helper.make_node("SkipSimplifiedLayerNormalization", ["x", "skip", "gamma", "bias"],
+                         ["rms", "", "rms_inv", "rms_sum"], domain="com.microsoft", epsilon=1e-6),
+        helper.make_node("SimplifiedLayerNormalization", ["x", "gamma2"], ["srms", "srms_inv"], axis=-2,
+                         epsilon=1e-5),
+    ]
+    b = "batch"
+    m = contrib_model(
+        nodes, "ms_skip_norms",
+        [helper.make_tensor_value_info("x", F, [b, s, h]), helper.make_tensor_value_info("skip", F, [b, s, h]),
+         helper.make_tensor_value_info("skip1", F, [1, s, h])],
+        [helper.make_tensor_value_info("ln", F, [b, s, h]), helper.make_tensor_value_info("ln_mean", F, [b, s, 1]),
+         helper.make_tensor_value_info("ln_inv_std", F, [b, s, 1]), helper.make_tensor_value_info("ln_sum", F, [b, s, h]),
+         helper.make_tensor_value_info("ln_b", F, [b, s, h]), helper.make_tensor_value_info("rms", F, [b, s, h]),
+         helper.make_tensor_value_info("rms_inv", F, [b, s, 1]), helper.make_tensor_value_info("rms_sum", F, [b, s, h]),
+         helper.make_tensor_value_info("srms", F, [b, s, h]), helper.make_tensor_value_info("srms_inv", F, [b, 1, 1])],
+        [init("gamma", gamma), init("beta", beta), init("bias", bias), init("gamma2", gamma2)])
+    cases = []
+    for batch in (1, 4):
+        x = (2 + rng.standard_normal((batch, s, h))).astype(np.float32)
+        skip = rng.standard_normal((batch, s, h)).astype(np.float32)
+        skip1 = rng.standard_normal((1, s, h)).astype(np.float32)
+        xd, sd, s1 = x.astype(np.float64), skip.astype(np.float64), skip1.astype(np.float64)
+        total = xd + sd + bias
+        y, mean, inv = layer_norm(total, 1e-5)
+        yb, _, _ = layer_norm(xd + s1, 1e-12)
+        r, rinv = rms_norm(total, 1e-6)
+        sr, srinv = rms_norm(xd, 1e-5, axes=(-2, -1))
+        outs = [("ln", y * gamma + beta), ("ln_mean", mean), ("ln_inv_std", inv), ("ln_sum", total),
+                ("ln_b", yb * gamma), ("rms", r * gamma), ("rms_inv", rinv), ("rms_sum", total),
+                ("srms", sr * gamma2), ("srms_inv", srinv)]
+        cases.append(([("x", x), ("skip", skip), ("skip1", skip1)], [(n, v.astype(np.float32)) for n, v in outs]))
+    save_case(out_dir, "ms_skip_norms", m, cases, check=False)
+    return "ms_skip_norms", m, cases
+
+
+def ort_check(name, model, cases):
+    """Runs the model on ONNX Runtime (npm peer) and prints its error against the reference."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    runner = os.path.join(root, "bench", "ort_run.js")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.onnx")
+        with open(path, "wb") as f:
+            f.write(model.SerializeToString())
+        for i, (inputs, outputs) in enumerate(cases):
+            specs = []
+            for n, v in inputs:
+                raw = os.path.join(tmp, n + ".raw")
+                v.astype(np.float32).tofile(raw)
+                specs.append(f"{n}={'x'.join(str(d) for d in v.shape)}={raw}")
+            out = os.path.join(tmp, f"out{i}")
+            subprocess.run(["node", runner, path, out] + specs, check=True, cwd=os.path.join(root, "bench"))
+            for k, (n, ref) in enumerate(outputs):
+                got = np.fromfile(os.path.join(out, f"output_{k}.raw"), np.float32).reshape(ref.shape)
+                err = np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)
+                print(f"{name} set {i} {n}: ONNX Runtime vs reference, relative L2 {err:.2e}")
+
+
+if __name__ == "__main__":
+    out = sys.argv[1]
+    built = [activations(out), skip_norms(out)]
+    if "--ort" in sys.argv[2:]:
+        for b in built:
+            ort_check(*b)
