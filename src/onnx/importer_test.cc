@@ -240,6 +240,23 @@ TEST(Importer, SkipLayerNormalizationNamesAWrongGamma) {
               ::testing::HasSubstr("gamma (input 2) must have 4 elements, the input's last dimension; it has 3"));
 }
 
+// A form of ONNX Runtime's attention that is not converted says which one,
+// at load time, instead of computing something else.
+TEST(Importer, MultiHeadAttentionRefusesPackedInputsByName) {
+  LoadedModel m = NewModel("mha.onnx", 17);
+  m.opsets["com.microsoft"] = 1;
+  auto* g = m.proto.mutable_graph();
+  AddInput(g, "q", {1, 4, 8});
+  auto* n = AddNode(g, "MultiHeadAttention", "mha_1", {"q"}, {"y"});
+  n->set_domain("com.microsoft");
+  IntAttr(n, "num_heads", 2);
+  g->add_output()->set_name("y");
+  auto r = Import(m, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("mha_1"));
+  EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("key and value must both be given"));
+}
+
 TEST(Importer, GroupNormalizationPerGroupAndPerChannel) {
   // x [1, 4, 2]: groups {c0,c1} and {c2,c3}; each group holds 0..3 + offset.
   hlo::Literal x = hlo::Literal::Vector<float>({0, 1, 2, 3, 10, 11, 12, 13}).Reshape({1, 4, 2});

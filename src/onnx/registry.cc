@@ -25,6 +25,7 @@ const Registry& Registry::Get() {
     RegisterRandomOps(*reg);
     RegisterSequenceOps(*reg);
     RegisterMicrosoftOps(*reg);
+    RegisterMicrosoftAttentionOps(*reg);
     return reg;
   }();
   return *r;

@@ -79,6 +79,7 @@ void RegisterResizeOps(Registry& r);
 void RegisterLossOps(Registry& r);
 void RegisterMiscOps(Registry& r);
 void RegisterMicrosoftOps(Registry& r);
+void RegisterMicrosoftAttentionOps(Registry& r);
 void RegisterQuantOps(Registry& r);
 void RegisterRnnOps(Registry& r);
 void RegisterDataDependentOps(Registry& r);

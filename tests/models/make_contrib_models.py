@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Models with ONNX Runtime's own ops, as its transformer optimizer and
 exporters write them (com.microsoft Gelu, BiasGelu, FastGelu, QuickGelu,
-SkipLayerNormalization, SkipSimplifiedLayerNormalization, and
-SimplifiedLayerNormalization in the ONNX domain), with references computed
+SkipLayerNormalization, SkipSimplifiedLayerNormalization, Attention,
+MultiHeadAttention, and SimplifiedLayerNormalization in the ONNX domain), with references computed
 in float64 numpy from ONNX Runtime's operator schemas: OUT/<name>/model.onnx
 and test_data_set_<i>/{input_*.pb, output_*.pb}.
 
@@ -136,6 +136,91 @@ def skip_norms(out_dir):
     return "ms_skip_norms", m, cases
 
 
+def attend(q, k, v, scale, keep=None, bias=None, causal=False, filt=-10000.0):
+    """softmax(q k^T scale + bias + filt where not kept) v for (B, N, S, H) arrays; returns (B, S, N*Hv)."""
+    scores = np.einsum("bnsh,bnth->bnst", q, k) * scale
+    if bias is not None:
+        scores = scores + bias
+    s, t = q.shape[2], k.shape[2]
+    kept = np.ones(scores.shape, bool) if keep is None else np.broadcast_to(keep, scores.shape)
+    if causal:
+        kept = kept & (np.arange(t)[None, :] <= np.arange(s)[:, None] + (t - s))
+    scores = scores + np.where(kept, 0.0, filt)
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    p = p / p.sum(-1, keepdims=True)
+    out = np.einsum("bnst,bnth->bnsh", p, v)
+    return out.transpose(0, 2, 1, 3).reshape(q.shape[0], s, -1)
+
+
+def heads(x, n):
+    b, s, d = x.shape
+    return x.reshape(b, s, n, d // n).transpose(0, 2, 1, 3)
+
+
+def attention_ops(out_dir):
+    """MultiHeadAttention with a projection bias, past keys and values, a
+    key padding mask and an attention bias; a causal one with its own
+    scale; Attention with fused projections, a raw mask, past and causal
+    masking. Masks arrive as float inputs cast to int32 (as exporters often
+    write them)."""
+    n, hd, s, l, p = 2, 4, 5, 5, 3
+    d = n * hd
+    t = p + l
+    bias = rng.standard_normal(3 * d).astype(np.float32) * 0.5
+    attn_bias = rng.standard_normal((1, n, s, t)).astype(np.float32)
+    din = 6
+    w = rng.standard_normal((din, 3 * d)).astype(np.float32) * 0.4
+    wb = rng.standard_normal(3 * d).astype(np.float32) * 0.2
+    ms = "com.microsoft"
+    nodes = [
+        helper.make_node("Cast", ["mask_f"], ["mask"], to=TensorProto.INT32),
+        helper.make_node("MultiHeadAttention", ["q", "k", "v", "bias", "mask", "attn_bias", "past_k", "past_v"],
+                         ["mha", "present_k", "present_v"], domain=ms, num_heads=n),
+        helper.make_node("MultiHeadAttention", ["q", "k", "v"], ["mha_causal"], domain=ms, num_heads=n,
+                         unidirectional=1, scale=0.3),
+        helper.make_node("Attention", ["x", "w", "wb", "mask", "past"], ["att", "present"], domain=ms, num_heads=n,
+                         unidirectional=1),
+    ]
+    bt = "batch"
+    m = contrib_model(
+        nodes, "ms_attention",
+        [helper.make_tensor_value_info("q", F, [bt, s, d]), helper.make_tensor_value_info("k", F, [bt, l, d]),
+         helper.make_tensor_value_info("v", F, [bt, l, d]), helper.make_tensor_value_info("mask_f", F, [bt, t]),
+         helper.make_tensor_value_info("past_k", F, [bt, n, p, hd]),
+         helper.make_tensor_value_info("past_v", F, [bt, n, p, hd]), helper.make_tensor_value_info("x", F, [bt, s, din]),
+         helper.make_tensor_value_info("past", F, [2, bt, n, p, hd])],
+        [helper.make_tensor_value_info("mha", F, [bt, s, d]), helper.make_tensor_value_info("present_k", F, [bt, n, t, hd]),
+         helper.make_tensor_value_info("present_v", F, [bt, n, t, hd]),
+         helper.make_tensor_value_info("mha_causal", F, [bt, s, d]), helper.make_tensor_value_info("att", F, [bt, s, d]),
+         helper.make_tensor_value_info("present", F, [2, bt, n, t, hd])],
+        [init("bias", bias), init("attn_bias", attn_bias), init("w", w), init("wb", wb)])
+    cases = []
+    for batch in (1, 3):
+        q, k, v = (rng.standard_normal((batch, s, d)).astype(np.float32) for _ in range(3))
+        mask = (rng.random((batch, t)) > 0.3).astype(np.float32)
+        mask[:, -1] = 1  # every row keeps a key
+        past_k, past_v = (rng.standard_normal((batch, n, p, hd)).astype(np.float32) for _ in range(2))
+        x = rng.standard_normal((batch, s, din)).astype(np.float32)
+        past = rng.standard_normal((2, batch, n, p, hd)).astype(np.float32)
+        f = lambda a: a.astype(np.float64)  # noqa: E731
+        keep = f(mask)[:, None, None, :] != 0
+        kq, kk, kv = heads(f(q) + bias[:d], n), heads(f(k) + bias[d:2 * d], n), heads(f(v) + bias[2 * d:], n)
+        kk, kv = np.concatenate([f(past_k), kk], 2), np.concatenate([f(past_v), kv], 2)
+        mha = attend(kq, kk, kv, 1 / math.sqrt(hd), keep=keep, bias=f(attn_bias))
+        causal = attend(heads(f(q), n), heads(f(k), n), heads(f(v), n), 0.3, causal=True)
+        qkv = f(x) @ f(w) + wb
+        aq, ak, av = heads(qkv[..., :d], n), heads(qkv[..., d:2 * d], n), heads(qkv[..., 2 * d:], n)
+        ak, av = np.concatenate([f(past[0]), ak], 2), np.concatenate([f(past[1]), av], 2)
+        att = attend(aq, ak, av, 1 / math.sqrt(hd), keep=keep, causal=True)
+        outs = [("mha", mha), ("present_k", kk), ("present_v", kv), ("mha_causal", causal), ("att", att),
+                ("present", np.stack([ak, av]))]
+        ins = [("q", q), ("k", k), ("v", v), ("mask_f", mask), ("past_k", past_k), ("past_v", past_v), ("x", x),
+               ("past", past)]
+        cases.append((ins, [(o, r.astype(np.float32)) for o, r in outs]))
+    save_case(out_dir, "ms_attention", m, cases, check=False)
+    return "ms_attention", m, cases
+
+
 def ort_check(name, model, cases):
     """Runs the model on ONNX Runtime (npm peer) and prints its error against the reference."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -160,7 +245,7 @@ def ort_check(name, model, cases):
 
 if __name__ == "__main__":
     out = sys.argv[1]
-    built = [activations(out), skip_norms(out)]
+    built = [activations(out), skip_norms(out), attention_ops(out)]
     if "--ort" in sys.argv[2:]:
         for b in built:
             ort_check(*b)

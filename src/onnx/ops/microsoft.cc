@@ -34,8 +34,8 @@ absl::StatusOr<Instruction*> AlongLastAxis(NodeContext& ctx, int i, Instruction*
   Instruction* v = ctx.input(i);
   int64_t h = like->shape().dims.back();
   if (v->shape().ElementCount() != h)
-    return ctx.Error(absl::StrCat(what, " (input ", i, ") must have ", h, " elements, the input's last dimension; it has ",
-                                  v->shape().ElementCount()));
+    return ctx.Error(absl::StrCat(what, " (input ", i, ") must have ", h,
+                                  " elements, the input's last dimension; it has ", v->shape().ElementCount()));
   hlo::Builder& b = ctx.b();
   return b.Broadcast(b.Convert(b.Reshape(v, {h}), like->shape().element_type), like->shape().dims,
                      {like->shape().rank() - 1});
@@ -117,8 +117,8 @@ absl::Status SkipNormalization(NodeContext& ctx, bool rms) {
       ok = d == want || d == 1;
     }
     if (!ok)
-      return ctx.Error(absl::StrCat("skip (input 1) must broadcast to the input's shape [",
-                                    absl::StrJoin(xd, ","), "]; it is [", absl::StrJoin(sd, ","), "]"));
+      return ctx.Error(absl::StrCat("skip (input 1) must broadcast to the input's shape [", absl::StrJoin(xd, ","),
+                                    "]; it is [", absl::StrJoin(sd, ","), "]"));
     skip = BroadcastTo(b, skip, xd);
   }
   Instruction* sum = b.Binary(Opcode::kAdd, x, b.Convert(skip, x->shape().element_type));
@@ -168,8 +168,8 @@ absl::Status SimplifiedLayerNormalization(NodeContext& ctx) {
   int64_t count = 1;
   for (int64_t d : normalized) count *= d;
   if (scale->shape().ElementCount() != count)
-    return ctx.Error(absl::StrCat("scale (input 1) must have ", count, " elements, as many as the normalized axes; it has ",
-                                  scale->shape().ElementCount()));
+    return ctx.Error(absl::StrCat("scale (input 1) must have ", count,
+                                  " elements, as many as the normalized axes; it has ", scale->shape().ElementCount()));
   scale = b.Convert(b.Reshape(scale, normalized), t);
   ctx.set_output(0, b.Binary(Opcode::kMultiply, b.Convert(n.y, t), b.Broadcast(scale, x->shape().dims, axes)));
   if (ctx.wants_output(1)) ctx.set_output(1, n.inv_std);

@@ -1,0 +1,255 @@
+// ONNX Runtime's attention ops, as its transformer optimizer and exporters
+// write them: com.microsoft Attention (input projection fused in) and
+// MultiHeadAttention (projections outside). Both reduce to one core:
+// softmax(Q K^T * scale + masks and biases) V per head, with past keys and
+// values concatenated in front and returned as the present ones. Masked
+// positions get `mask_filter_value` added (not minus infinity), as ONNX
+// Runtime's kernels do, so that a fully masked row stays finite.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "onnx/registry.h"
+
+namespace xonnx::onnx_import {
+namespace {
+
+using hlo::ComparisonDirection;
+using hlo::Instruction;
+using hlo::Opcode;
+
+std::string Dims(const Instruction* x) { return absl::StrCat("[", absl::StrJoin(x->shape().dims, ","), "]"); }
+
+// (B, S, N*H) -> (B, N, S, H).
+Instruction* SplitHeads(hlo::Builder& b, Instruction* x, int64_t heads) {
+  const auto& d = x->shape().dims;
+  return b.Transpose(b.Reshape(x, {d[0], d[1], heads, d[2] / heads}), {0, 2, 1, 3});
+}
+
+// What the core needs besides Q, K and V.
+struct Masks {
+  double scale = 0;               // 0: 1 / sqrt(head size)
+  double filter = -10000.0;       // added where a key is masked
+  bool causal = false;            // query i sees keys up to i + (T - S)
+  Instruction* keep = nullptr;    // pred, broadcastable to (B, N, S, T): true where a key may be seen
+  Instruction* bias = nullptr;    // additive, broadcastable to (B, N, S, T)
+};
+
+// softmax(Q K^T * scale + masks) V for q (B,N,S,H), k (B,N,T,H), v (B,N,T,Hv);
+// returns (B, S, N*Hv).
+Instruction* Attend(hlo::Builder& b, Instruction* q, Instruction* k, Instruction* v, const Masks& m) {
+  const auto& qd = q->shape().dims;
+  int64_t batch = qd[0], heads = qd[1], s = qd[2], h = qd[3], t = k->shape().dims[2], hv = v->shape().dims[3];
+  hlo::PrimitiveType type = q->shape().element_type;
+  hlo::DotDimensionNumbers qk;
+  qk.lhs_batch_dimensions = qk.rhs_batch_dimensions = {0, 1};
+  qk.lhs_contracting_dimensions = qk.rhs_contracting_dimensions = {3};
+  Instruction* scores = b.Dot(q, k, qk);  // (B, N, S, T)
+  std::vector<int64_t> sd = {batch, heads, s, t};
+  double scale = m.scale != 0 ? m.scale : 1.0 / std::sqrt(static_cast<double>(h));
+  scores = b.Binary(Opcode::kMultiply, scores, SplatLike(b, scores, scale));
+  if (m.bias) scores = b.Binary(Opcode::kAdd, scores, BroadcastTo(b, b.Convert(m.bias, type), sd));
+  Instruction* keep = m.keep ? BroadcastTo(b, m.keep, sd) : nullptr;
+  if (m.causal) {
+    Instruction* row = b.Iota(hlo::Shape(hlo::S64, sd), 2);
+    Instruction* col = b.Iota(hlo::Shape(hlo::S64, sd), 3);
+    Instruction* seen =
+        b.Compare(col, b.Binary(Opcode::kAdd, row, SplatLike(b, row, t - s)), ComparisonDirection::kLe);
+    keep = keep ? b.Binary(Opcode::kAnd, keep, seen) : seen;
+  }
+  if (keep)
+    scores = b.Binary(Opcode::kAdd, scores,
+                      b.Select(keep, SplatLike(b, scores, 0), SplatLike(b, scores, m.filter)));
+  Instruction* mx = BroadcastTo(b, ReduceOver(b, scores, Opcode::kMaximum, LowestValue(type), {3}, true), sd);
+  Instruction* e = b.Unary(Opcode::kExp, b.Binary(Opcode::kSubtract, scores, mx));
+  Instruction* p = b.Binary(Opcode::kDivide, e, BroadcastTo(b, ReduceOver(b, e, Opcode::kAdd, 0, {3}, true), sd));
+  hlo::DotDimensionNumbers pv;
+  pv.lhs_batch_dimensions = pv.rhs_batch_dimensions = {0, 1};
+  pv.lhs_contracting_dimensions = {3};
+  pv.rhs_contracting_dimensions = {2};
+  Instruction* out = b.Dot(p, v, pv);  // (B, N, S, Hv)
+  return b.Reshape(b.Transpose(out, {0, 2, 1, 3}), {batch, s, heads * hv});
+}
+
+// A key mask in one of ONNX Runtime's forms, as a pred broadcastable to
+// (B, N, S, T): (B, T) raw 0/1, (B, S, T) raw, or (B) valid lengths (keys
+// at and after the length are masked).
+absl::StatusOr<Instruction*> KeepFromMask(NodeContext& ctx, int i, int64_t batch, int64_t s, int64_t t) {
+  Instruction* mask = ctx.input(i);
+  hlo::Builder& b = ctx.b();
+  const auto& d = mask->shape().dims;
+  Instruction* zero = SplatLike(b, mask, 0);
+  if (d == std::vector<int64_t>{batch, t})
+    return b.Reshape(b.Compare(mask, zero, ComparisonDirection::kNe), {batch, 1, 1, t});
+  if (d == std::vector<int64_t>{batch, s, t})
+    return b.Reshape(b.Compare(mask, zero, ComparisonDirection::kNe), {batch, 1, s, t});
+  if (d == std::vector<int64_t>{batch}) {
+    Instruction* col = b.Iota(hlo::Shape(mask->shape().element_type, {batch, t}), 1);
+    Instruction* len = b.Broadcast(mask, {batch, t}, {0});
+    return b.Reshape(b.Compare(col, len, ComparisonDirection::kLt), {batch, 1, 1, t});
+  }
+  return ctx.Unsupported(absl::StrCat("a mask (input ", i, ") of shape ", Dims(mask), "; supported: (batch, ",
+                                      "total_sequence) or (batch, sequence, total_sequence) of 0/1, or (batch) ",
+                                      "lengths, here [", batch, ",", t, "], [", batch, ",", s, ",", t, "] or [", batch,
+                                      "]"));
+}
+
+Masks MasksFromAttributes(const NodeContext& ctx) {
+  Masks m;
+  m.scale = ctx.attr_f("scale", 0.0f);
+  m.filter = ctx.attr_f("mask_filter_value", -10000.0f);
+  m.causal = ctx.attr_i("unidirectional", 0) != 0;
+  return m;
+}
+
+// MultiHeadAttention: query (B,S,D); key and value (B,L,D) and (B,L,Dv), or
+// already split into heads (B,N,L,H); bias (D+D+Dv) on the projections;
+// key_padding_mask; attention_bias (B or 1, N or 1, S, T); past_key and
+// past_value (B,N,P,H). Outputs: (B,S,Dv), present_key, present_value.
+absl::Status MultiHeadAttention(NodeContext& ctx) {
+  hlo::Builder& b = ctx.b();
+  int64_t heads = ctx.attr_i("num_heads", 0);
+  if (heads <= 0) return ctx.Error("num_heads must be positive");
+  Instruction* q = ctx.input(0);
+  if (q->shape().rank() != 3)
+    return ctx.Unsupported(absl::StrCat("query of shape ", Dims(q), ": only (batch, sequence, hidden) queries"));
+  if (!ctx.has_input(1) || !ctx.has_input(2))
+    return ctx.Unsupported("packed QKV or KV in the query or key: key and value must both be given");
+  for (int i : {8, 9})
+    if (ctx.has_input(i)) return ctx.Unsupported(absl::StrCat("input ", i, " (a shared KV-cache buffer)"));
+  Instruction* k = ctx.input(1);
+  Instruction* v = ctx.input(2);
+  int64_t batch = q->shape().dims[0], s = q->shape().dims[1], d = q->shape().dims[2];
+  if (d % heads) return ctx.Error(absl::StrCat("query's hidden size ", d, " is not a multiple of num_heads ", heads));
+  bool split_kv = k->shape().rank() == 4;
+  if (split_kv != (v->shape().rank() == 4) || (!split_kv && (k->shape().rank() != 3 || v->shape().rank() != 3)))
+    return ctx.Error(absl::StrCat("key ", Dims(k), " and value ", Dims(v),
+                                  " must both be (batch, sequence, hidden) or both (batch, heads, sequence, head)"));
+  if (ctx.has_input(3)) {
+    if (split_kv) return ctx.Unsupported("a bias with keys and values already split into heads");
+    Instruction* bias = ctx.input(3);
+    int64_t dk = k->shape().dims[2], dv = v->shape().dims[2];
+    if (bias->shape().ElementCount() != d + dk + dv)
+      return ctx.Error(absl::StrCat("bias (input 3) must have ", d + dk + dv, " elements (query, key and value ",
+                                    "hidden sizes); it has ", bias->shape().ElementCount()));
+    bias = b.Reshape(bias, {d + dk + dv});
+    auto part = [&](Instruction* x, int64_t from, int64_t n) {
+      Instruction* slice = b.Slice(bias, {from}, {from + n}, {1});
+      return b.Binary(Opcode::kAdd, x, b.Broadcast(b.Convert(slice, x->shape().element_type), x->shape().dims, {2}));
+    };
+    q = part(q, 0, d);
+    k = part(k, d, dk);
+    v = part(v, d + dk, dv);
+  }
+  q = SplitHeads(b, q, heads);
+  if (!split_kv) {
+    if (k->shape().dims[2] % heads || v->shape().dims[2] % heads)
+      return ctx.Error("key and value hidden sizes must be multiples of num_heads");
+    k = SplitHeads(b, k, heads);
+    v = SplitHeads(b, v, heads);
+  }
+  if (ctx.has_input(6) != ctx.has_input(7)) return ctx.Error("past_key and past_value come together");
+  if (ctx.has_input(6)) {
+    if (split_kv) return ctx.Unsupported("past keys with keys already split into heads");
+    k = b.Concatenate({ctx.input(6), k}, 2);
+    v = b.Concatenate({ctx.input(7), v}, 2);
+  }
+  int64_t t = k->shape().dims[2];
+  Masks m = MasksFromAttributes(ctx);
+  if (ctx.has_input(4)) {
+    ASSIGN_OR_RETURN(m.keep, KeepFromMask(ctx, 4, batch, s, t));
+  }
+  if (ctx.has_input(5)) m.bias = ctx.input(5);
+  ctx.set_output(0, Attend(b, q, k, v, m));
+  if (ctx.wants_output(1)) ctx.set_output(1, k);
+  if (ctx.wants_output(2)) ctx.set_output(2, v);
+  if (ctx.wants_output(3)) return ctx.Unsupported("output 3 (the raw QK scores)");
+  return absl::OkStatus();
+}
+
+// Attention: input (B,S,Din) times weights (Din, D+D+Dv) (+ bias) gives Q,
+// K and V; mask_index; past (2,B,N,P,H); attention_bias. Outputs: (B,S,Dv)
+// and present (2,B,N,T,H).
+absl::Status Attention(NodeContext& ctx) {
+  hlo::Builder& b = ctx.b();
+  int64_t heads = ctx.attr_i("num_heads", 0);
+  if (heads <= 0) return ctx.Error("num_heads must be positive");
+  if (ctx.attr_i("do_rotary", 0)) return ctx.Unsupported("do_rotary=1");
+  if (ctx.attr_i("past_present_share_buffer", 0)) return ctx.Unsupported("past_present_share_buffer=1");
+  if (ctx.has_input(6)) return ctx.Unsupported("input 6 (past_sequence_length)");
+  Instruction* x = ctx.input(0);
+  Instruction* w = ctx.input(1);
+  if (x->shape().rank() != 3 || w->shape().rank() != 2 || w->shape().dims[0] != x->shape().dims[2])
+    return ctx.Error(absl::StrCat("input ", Dims(x), " and weights ", Dims(w),
+                                  " must be (batch, sequence, input_hidden) and (input_hidden, 3 x hidden)"));
+  int64_t total = w->shape().dims[1];
+  std::vector<int64_t> sizes = ctx.attr_ints("qkv_hidden_sizes", {total / 3, total / 3, total - 2 * (total / 3)});
+  if (sizes.size() != 3 || sizes[0] + sizes[1] + sizes[2] != total || sizes[0] != sizes[1])
+    return ctx.Error(absl::StrCat("qkv_hidden_sizes [", absl::StrJoin(sizes, ","), "] must be three sizes, the first ",
+                                  "two equal, adding up to the weights' ", total, " columns"));
+  for (int64_t n : sizes)
+    if (n % heads) return ctx.Error(absl::StrCat("hidden size ", n, " is not a multiple of num_heads ", heads));
+  hlo::DotDimensionNumbers proj;
+  proj.lhs_contracting_dimensions = {2};
+  proj.rhs_contracting_dimensions = {0};
+  Instruction* qkv = b.Dot(x, b.Convert(w, x->shape().element_type), proj);  // (B, S, total)
+  if (ctx.has_input(2)) {
+    Instruction* bias = ctx.input(2);
+    if (bias->shape().ElementCount() != total)
+      return ctx.Error(absl::StrCat("bias (input 2) must have ", total, " elements; it has ",
+                                    bias->shape().ElementCount()));
+    qkv = b.Binary(Opcode::kAdd, qkv,
+                   b.Broadcast(b.Convert(b.Reshape(bias, {total}), qkv->shape().element_type), qkv->shape().dims,
+                               {2}));
+  }
+  int64_t batch = x->shape().dims[0], s = x->shape().dims[1];
+  auto columns = [&](int64_t from, int64_t n) {
+    return SplitHeads(b, b.Slice(qkv, {0, 0, from}, {batch, s, from + n}, {1, 1, 1}), heads);
+  };
+  Instruction* q = columns(0, sizes[0]);
+  Instruction* k = columns(sizes[0], sizes[1]);
+  Instruction* v = columns(sizes[0] + sizes[1], sizes[2]);
+  if (ctx.has_input(4)) {
+    if (sizes[1] != sizes[2]) return ctx.Error("past needs key and value of the same hidden size");
+    Instruction* past = ctx.input(4);  // (2, B, N, P, H)
+    const auto& pd = past->shape().dims;
+    if (pd.size() != 5 || pd[0] != 2 || pd[1] != batch || pd[2] != heads || pd[4] != sizes[1] / heads)
+      return ctx.Error(absl::StrCat("past (input 4) must be (2, batch, num_heads, past_sequence, head_size); it is ",
+                                    Dims(past)));
+    std::vector<int64_t> one = {batch, heads, pd[3], pd[4]};
+    k = b.Concatenate({b.Reshape(b.Slice(past, {0, 0, 0, 0, 0}, {1, pd[1], pd[2], pd[3], pd[4]}, {1, 1, 1, 1, 1}), one),
+                       k},
+                      2);
+    v = b.Concatenate({b.Reshape(b.Slice(past, {1, 0, 0, 0, 0}, {2, pd[1], pd[2], pd[3], pd[4]}, {1, 1, 1, 1, 1}), one),
+                       v},
+                      2);
+  }
+  int64_t t = k->shape().dims[2];
+  Masks m = MasksFromAttributes(ctx);
+  if (ctx.has_input(3)) {
+    ASSIGN_OR_RETURN(m.keep, KeepFromMask(ctx, 3, batch, s, t));
+  }
+  if (ctx.has_input(5)) m.bias = ctx.input(5);
+  ctx.set_output(0, Attend(b, q, k, v, m));
+  if (ctx.wants_output(1)) {
+    std::vector<int64_t> pd = {1, batch, heads, t, k->shape().dims[3]};
+    ctx.set_output(1, b.Concatenate({b.Reshape(k, pd), b.Reshape(v, pd)}, 0));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterMicrosoftAttentionOps(Registry& r) {
+  r.Add({.domain = "com.microsoft", .op_type = "Attention", .min_opset = 1, .max_opset = 1, .fn = Attention});
+  r.Add({.domain = "com.microsoft",
+         .op_type = "MultiHeadAttention",
+         .min_opset = 1,
+         .max_opset = 1,
+         .fn = MultiHeadAttention});
+}
+
+}  // namespace xonnx::onnx_import
