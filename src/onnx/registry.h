@@ -16,8 +16,10 @@ using Converter = absl::Status (*)(NodeContext& ctx);
 
 // The newest default-domain opset the converters know. Ops whose definition
 // changed after their registered range are registered with the range they
-// handle; later opsets only widened types for the rest.
-inline constexpr int64_t kMaxOpset = 21;
+// handle; later opsets only widened types for the rest (opset 22 added
+// bfloat16 to many ops, 23 the 4-bit float type and the new Attention,
+// RMSNormalization and RotaryEmbedding).
+inline constexpr int64_t kMaxOpset = 23;
 
 struct ConverterEntry {
   std::string domain;  // "" for the default ONNX domain

@@ -1,8 +1,9 @@
 // ONNX Runtime's own ops that exporters and its transformer optimizer write:
 // the com.microsoft activations (Gelu, FastGelu, BiasGelu, QuickGelu) and
 // fused normalizations (SkipLayerNormalization,
-// SkipSimplifiedLayerNormalization), and SimplifiedLayerNormalization, which
-// ONNX Runtime registers in the ONNX domain itself. Semantics follow ONNX
+// SkipSimplifiedLayerNormalization). Its SimplifiedLayerNormalization, which
+// it registers in the ONNX domain, is ONNX's RMSNormalization
+// (normalization.cc). Semantics follow ONNX
 // Runtime's operator schemas (docs/ContribOperators.md there): the same
 // attribute defaults, optional inputs and outputs.
 #include <algorithm>
@@ -149,33 +150,6 @@ absl::Status SkipNormalization(NodeContext& ctx, bool rms) {
 absl::Status SkipLayerNormalization(NodeContext& ctx) { return SkipNormalization(ctx, /*rms=*/false); }
 absl::Status SkipSimplifiedLayerNormalization(NodeContext& ctx) { return SkipNormalization(ctx, /*rms=*/true); }
 
-// SimplifiedLayerNormalization (ONNX Runtime's RMS normalization, in the
-// ONNX domain): X / sqrt(mean(X^2) + epsilon) * scale over the axes from
-// `axis` on; outputs Y and the inverse RMS.
-absl::Status SimplifiedLayerNormalization(NodeContext& ctx) {
-  Instruction* x = ctx.input(0);
-  RETURN_IF_ERROR(RequireFloat(ctx, x));
-  hlo::Builder& b = ctx.b();
-  int64_t r = x->shape().rank();
-  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", -1), r));
-  std::vector<int64_t> axes;
-  for (int64_t i = axis; i < r; ++i) axes.push_back(i);
-  hlo::PrimitiveType t = x->shape().element_type;
-  bool upcast = ctx.attr_i("stash_type", 1) == 1 && (t == hlo::F16 || t == hlo::BF16);
-  Normalized n = RmsNormalize(b, upcast ? b.Convert(x, hlo::F32) : x, axes, ctx.attr_f("epsilon", 1e-5f));
-  Instruction* scale = ctx.input(1);
-  std::vector<int64_t> normalized(x->shape().dims.begin() + axis, x->shape().dims.end());
-  int64_t count = 1;
-  for (int64_t d : normalized) count *= d;
-  if (scale->shape().ElementCount() != count)
-    return ctx.Error(absl::StrCat("scale (input 1) must have ", count,
-                                  " elements, as many as the normalized axes; it has ", scale->shape().ElementCount()));
-  scale = b.Convert(b.Reshape(scale, normalized), t);
-  ctx.set_output(0, b.Binary(Opcode::kMultiply, b.Convert(n.y, t), b.Broadcast(scale, x->shape().dims, axes)));
-  if (ctx.wants_output(1)) ctx.set_output(1, n.inv_std);
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 void RegisterMicrosoftOps(Registry& r) {
@@ -188,9 +162,6 @@ void RegisterMicrosoftOps(Registry& r) {
   ms("QuickGelu", QuickGelu);
   ms("SkipLayerNormalization", SkipLayerNormalization);
   ms("SkipSimplifiedLayerNormalization", SkipSimplifiedLayerNormalization);
-  // ONNX Runtime registers it in the ONNX domain (version 1 on), not in
-  // com.microsoft; ONNX itself has no op of that name.
-  r.Add("SimplifiedLayerNormalization", SimplifiedLayerNormalization);
 }
 
 }  // namespace xonnx::onnx_import

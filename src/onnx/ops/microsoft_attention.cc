@@ -31,11 +31,11 @@ Instruction* SplitHeads(hlo::Builder& b, Instruction* x, int64_t heads) {
 
 // What the core needs besides Q, K and V.
 struct Masks {
-  double scale = 0;               // 0: 1 / sqrt(head size)
-  double filter = -10000.0;       // added where a key is masked
-  bool causal = false;            // query i sees keys up to i + (T - S)
-  Instruction* keep = nullptr;    // pred, broadcastable to (B, N, S, T): true where a key may be seen
-  Instruction* bias = nullptr;    // additive, broadcastable to (B, N, S, T)
+  double scale = 0;             // 0: 1 / sqrt(head size)
+  double filter = -10000.0;     // added where a key is masked
+  bool causal = false;          // query i sees keys up to i + (T - S)
+  Instruction* keep = nullptr;  // pred, broadcastable to (B, N, S, T): true where a key may be seen
+  Instruction* bias = nullptr;  // additive, broadcastable to (B, N, S, T)
 };
 
 // softmax(Q K^T * scale + masks) V for q (B,N,S,H), k (B,N,T,H), v (B,N,T,Hv);
@@ -56,13 +56,11 @@ Instruction* Attend(hlo::Builder& b, Instruction* q, Instruction* k, Instruction
   if (m.causal) {
     Instruction* row = b.Iota(hlo::Shape(hlo::S64, sd), 2);
     Instruction* col = b.Iota(hlo::Shape(hlo::S64, sd), 3);
-    Instruction* seen =
-        b.Compare(col, b.Binary(Opcode::kAdd, row, SplatLike(b, row, t - s)), ComparisonDirection::kLe);
+    Instruction* seen = b.Compare(col, b.Binary(Opcode::kAdd, row, SplatLike(b, row, t - s)), ComparisonDirection::kLe);
     keep = keep ? b.Binary(Opcode::kAnd, keep, seen) : seen;
   }
   if (keep)
-    scores = b.Binary(Opcode::kAdd, scores,
-                      b.Select(keep, SplatLike(b, scores, 0), SplatLike(b, scores, m.filter)));
+    scores = b.Binary(Opcode::kAdd, scores, b.Select(keep, SplatLike(b, scores, 0), SplatLike(b, scores, m.filter)));
   Instruction* mx = BroadcastTo(b, ReduceOver(b, scores, Opcode::kMaximum, LowestValue(type), {3}, true), sd);
   Instruction* e = b.Unary(Opcode::kExp, b.Binary(Opcode::kSubtract, scores, mx));
   Instruction* p = b.Binary(Opcode::kDivide, e, BroadcastTo(b, ReduceOver(b, e, Opcode::kAdd, 0, {3}, true), sd));
@@ -199,11 +197,10 @@ absl::Status Attention(NodeContext& ctx) {
   if (ctx.has_input(2)) {
     Instruction* bias = ctx.input(2);
     if (bias->shape().ElementCount() != total)
-      return ctx.Error(absl::StrCat("bias (input 2) must have ", total, " elements; it has ",
-                                    bias->shape().ElementCount()));
+      return ctx.Error(
+          absl::StrCat("bias (input 2) must have ", total, " elements; it has ", bias->shape().ElementCount()));
     qkv = b.Binary(Opcode::kAdd, qkv,
-                   b.Broadcast(b.Convert(b.Reshape(bias, {total}), qkv->shape().element_type), qkv->shape().dims,
-                               {2}));
+                   b.Broadcast(b.Convert(b.Reshape(bias, {total}), qkv->shape().element_type), qkv->shape().dims, {2}));
   }
   int64_t batch = x->shape().dims[0], s = x->shape().dims[1];
   auto columns = [&](int64_t from, int64_t n) {
@@ -217,15 +214,13 @@ absl::Status Attention(NodeContext& ctx) {
     Instruction* past = ctx.input(4);  // (2, B, N, P, H)
     const auto& pd = past->shape().dims;
     if (pd.size() != 5 || pd[0] != 2 || pd[1] != batch || pd[2] != heads || pd[4] != sizes[1] / heads)
-      return ctx.Error(absl::StrCat("past (input 4) must be (2, batch, num_heads, past_sequence, head_size); it is ",
-                                    Dims(past)));
+      return ctx.Error(
+          absl::StrCat("past (input 4) must be (2, batch, num_heads, past_sequence, head_size); it is ", Dims(past)));
     std::vector<int64_t> one = {batch, heads, pd[3], pd[4]};
-    k = b.Concatenate({b.Reshape(b.Slice(past, {0, 0, 0, 0, 0}, {1, pd[1], pd[2], pd[3], pd[4]}, {1, 1, 1, 1, 1}), one),
-                       k},
-                      2);
-    v = b.Concatenate({b.Reshape(b.Slice(past, {1, 0, 0, 0, 0}, {2, pd[1], pd[2], pd[3], pd[4]}, {1, 1, 1, 1, 1}), one),
-                       v},
-                      2);
+    k = b.Concatenate(
+        {b.Reshape(b.Slice(past, {0, 0, 0, 0, 0}, {1, pd[1], pd[2], pd[3], pd[4]}, {1, 1, 1, 1, 1}), one), k}, 2);
+    v = b.Concatenate(
+        {b.Reshape(b.Slice(past, {1, 0, 0, 0, 0}, {2, pd[1], pd[2], pd[3], pd[4]}, {1, 1, 1, 1, 1}), one), v}, 2);
   }
   int64_t t = k->shape().dims[2];
   Masks m = MasksFromAttributes(ctx);

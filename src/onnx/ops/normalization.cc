@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "onnx/ops/normalize.h"
 #include "onnx/registry.h"
@@ -93,6 +94,39 @@ absl::Status BatchNormalization(NodeContext& ctx) {
       b.Binary(Opcode::kSubtract, b.Convert(bias, t), b.Binary(Opcode::kMultiply, b.Convert(mean, t), s));
   ctx.set_output(0,
                  b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x, PerChannel(b, s, x)), PerChannel(b, shift, x)));
+  return absl::OkStatus();
+}
+
+absl::Status RequireFloatInput(NodeContext& ctx, Instruction* x) {
+  if (!hlo::IsFloatingPoint(x->shape().element_type)) return ctx.Unsupported("non-float input");
+  return absl::OkStatus();
+}
+
+// RMSNormalization (opset 23), and ONNX Runtime's SimplifiedLayerNormalization,
+// which it registers in the ONNX domain with the same inputs and attributes:
+// X / sqrt(mean(X^2) + epsilon) * scale over the axes from `axis` on;
+// outputs Y and (ONNX Runtime's only) the inverse RMS.
+absl::Status RMSNormalization(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  RETURN_IF_ERROR(RequireFloatInput(ctx, x));
+  hlo::Builder& b = ctx.b();
+  int64_t r = x->shape().rank();
+  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", -1), r));
+  std::vector<int64_t> axes;
+  for (int64_t i = axis; i < r; ++i) axes.push_back(i);
+  hlo::PrimitiveType t = x->shape().element_type;
+  bool upcast = ctx.attr_i("stash_type", 1) == 1 && (t == hlo::F16 || t == hlo::BF16);
+  Normalized n = RmsNormalize(b, upcast ? b.Convert(x, hlo::F32) : x, axes, ctx.attr_f("epsilon", 1e-5f));
+  Instruction* scale = ctx.input(1);
+  std::vector<int64_t> normalized(x->shape().dims.begin() + axis, x->shape().dims.end());
+  int64_t count = 1;
+  for (int64_t d : normalized) count *= d;
+  if (scale->shape().ElementCount() != count)
+    return ctx.Error(absl::StrCat("scale (input 1) must have ", count,
+                                  " elements, as many as the normalized axes; it has ", scale->shape().ElementCount()));
+  scale = b.Convert(b.Reshape(scale, normalized), t);
+  ctx.set_output(0, b.Binary(Opcode::kMultiply, b.Convert(n.y, t), b.Broadcast(scale, x->shape().dims, axes)));
+  if (ctx.wants_output(1)) ctx.set_output(1, n.inv_std);
   return absl::OkStatus();
 }
 
@@ -199,6 +233,10 @@ void RegisterNormalizationOps(Registry& r) {
   r.Add("BatchNormalization", BatchNormalization);
   r.Add("InstanceNormalization", InstanceNormalization);
   r.Add("LayerNormalization", LayerNormalization, 17);
+  r.Add("RMSNormalization", RMSNormalization, 23);
+  // ONNX Runtime's name for it, in the ONNX domain from version 1; ONNX
+  // itself has no op of that name.
+  r.Add("SimplifiedLayerNormalization", RMSNormalization);
   r.Add("MeanVarianceNormalization", MeanVarianceNormalization, 9);
   r.Add("LRN", LRN);
   r.Add("LpNormalization", LpNormalization);

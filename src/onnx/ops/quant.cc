@@ -35,6 +35,7 @@ absl::Status QuantizeLinear(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
   hlo::Builder& b = ctx.b();
   if (ctx.attr_i("block_size", 0) != 0) return ctx.Unsupported("block quantization (block_size)");
+  if (ctx.attr_i("precision", 0) != 0) return ctx.Unsupported("a division precision other than x's (precision)");
   hlo::PrimitiveType out_t = ctx.has_input(2) ? ctx.input(2)->shape().element_type : hlo::U8;
   if (!ctx.has_input(2) && ctx.has_attr("output_dtype")) {
     ASSIGN_OR_RETURN(out_t, HloType(static_cast<int32_t>(ctx.attr_i("output_dtype", 2))));

@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""Models at the newest opsets exporters write (22 and 23), built with
+onnx.helper (Debian's onnx knows no opset above 17, so the checker is not
+run), with float64 numpy references: OUT/<name>/model.onnx and
+test_data_set_<i>/{input_*.pb, output_*.pb}.
+
+usage: make_opset23_models.py OUT_DIR [--ort]
+
+--ort also runs each model on ONNX Runtime (the npm peer) and prints its
+error against the reference.
+"""
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_contrib_models import gelu, init, ort_check, rms_norm  # noqa: E402
+from make_graph_models import save_case  # noqa: E402
+
+rng = np.random.default_rng(29)
+F = TensorProto.FLOAT
+
+
+def opset_model(nodes, name, inputs, outputs, inits, opset):
+    g = helper.make_graph(nodes, name, inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 10
+    return m
+
+
+def rms_block(out_dir, opset=23):
+    """A pre-norm MLP block as current exporters write it: RMSNormalization
+    (over the last axis, and over the last two with stash_type 1), MatMul,
+    Gelu, a residual Add, Transpose and Reshape, at opset 23."""
+    s, h, f = 4, 16, 32
+    scale = rng.standard_normal(h).astype(np.float32)
+    scale2 = rng.standard_normal((s, h)).astype(np.float32)
+    w1 = (rng.standard_normal((h, f)) / np.sqrt(h)).astype(np.float32)
+    w2 = (rng.standard_normal((f, h)) / np.sqrt(f)).astype(np.float32)
+    shape = np.array([0, -1], np.int64)
+    from onnx import numpy_helper
+    nodes = [
+        helper.make_node("RMSNormalization", ["x", "scale"], ["n"], epsilon=1e-6),
+        helper.make_node("MatMul", ["n", "w1"], ["u"]),
+        helper.make_node("Gelu", ["u"], ["g"]),
+        helper.make_node("MatMul", ["g", "w2"], ["d"]),
+        helper.make_node("Add", ["x", "d"], ["y"]),
+        helper.make_node("RMSNormalization", ["y", "scale2"], ["n2"], axis=-2, stash_type=1),
+        helper.make_node("Transpose", ["n2"], ["t"], perm=[0, 2, 1]),
+        helper.make_node("Reshape", ["t", "shape"], ["flat"]),
+    ]
+    b = "batch"
+    m = opset_model(nodes, f"opset{opset}_rms_block", [helper.make_tensor_value_info("x", F, [b, s, h])],
+                    [helper.make_tensor_value_info("y", F, [b, s, h]),
+                     helper.make_tensor_value_info("flat", F, [b, s * h])],
+                    [init("scale", scale), init("scale2", scale2), init("w1", w1), init("w2", w2),
+                     numpy_helper.from_array(shape, "shape")], opset)
+    cases = []
+    for batch in (1, 3):
+        x = rng.standard_normal((batch, s, h)).astype(np.float32)
+        xd = x.astype(np.float64)
+        n, _ = rms_norm(xd, 1e-6)
+        y = xd + gelu((n * scale) @ w1) @ w2
+        n2, _ = rms_norm(y, 1e-5, axes=(-2, -1))
+        flat = (n2 * scale2).transpose(0, 2, 1).reshape(batch, -1)
+        cases.append(([("x", x)], [("y", y.astype(np.float32)), ("flat", flat.astype(np.float32))]))
+    name = f"opset{opset}_rms_block"
+    save_case(out_dir, name, m, cases, check=False)
+    return name, m, cases
+
+
+def opset22_convs(out_dir):
+    """Ops opset 22 touched (it added bfloat16 to them): Conv, MaxPool,
+    AveragePool, HardSwish, Softplus and GlobalAveragePool, at opset 22."""
+    w = (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("HardSwish", ["c"], ["hs"]),
+        helper.make_node("MaxPool", ["hs"], ["mp"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("AveragePool", ["mp"], ["ap"], kernel_shape=[2, 2], strides=[1, 1]),
+        helper.make_node("Softplus", ["ap"], ["sp"]),
+        helper.make_node("GlobalAveragePool", ["sp"], ["y"]),
+    ]
+    m = opset_model(nodes, "opset22_convs", [helper.make_tensor_value_info("x", F, ["batch", 3, 8, 8])],
+                    [helper.make_tensor_value_info("y", F, ["batch", 4, 1, 1])], [init("w", w)], 22)
+    cases = []
+    for batch in (1, 2):
+        x = rng.standard_normal((batch, 3, 8, 8)).astype(np.float32)
+        xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+        c = np.zeros((batch, 4, 8, 8))
+        for i in range(3):
+            for j in range(3):
+                c += np.einsum("bchw,oc->bohw", xp[:, :, i:i + 8, j:j + 8], w[:, :, i, j])
+        hs = c * np.clip(c / 6 + 0.5, 0, 1)
+        mp = hs.reshape(batch, 4, 4, 2, 4, 2).max(axis=(3, 5))
+        ap = (mp[:, :, :-1, :-1] + mp[:, :, 1:, :-1] + mp[:, :, :-1, 1:] + mp[:, :, 1:, 1:]) / 4
+        sp = np.log1p(np.exp(ap))
+        cases.append(([("x", x)], [("y", sp.mean(axis=(2, 3), keepdims=True).astype(np.float32))]))
+    save_case(out_dir, "opset22_convs", m, cases, check=False)
+    return "opset22_convs", m, cases
+
+
+if __name__ == "__main__":
+    out = sys.argv[1]
+    built = [rms_block(out), opset22_convs(out)]
+    if "--ort" in sys.argv[2:]:
+        for b in built:
+            ort_check(*b)
