@@ -26,6 +26,7 @@ const Registry& Registry::Get() {
     RegisterSequenceOps(*reg);
     RegisterMicrosoftOps(*reg);
     RegisterMicrosoftAttentionOps(*reg);
+    RegisterRotaryOps(*reg);
     return reg;
   }();
   return *r;

@@ -82,6 +82,7 @@ void RegisterLossOps(Registry& r);
 void RegisterMiscOps(Registry& r);
 void RegisterMicrosoftOps(Registry& r);
 void RegisterMicrosoftAttentionOps(Registry& r);
+void RegisterRotaryOps(Registry& r);
 void RegisterQuantOps(Registry& r);
 void RegisterRnnOps(Registry& r);
 void RegisterDataDependentOps(Registry& r);

@@ -2,7 +2,7 @@
 """Models with ONNX Runtime's own ops, as its transformer optimizer and
 exporters write them (com.microsoft Gelu, BiasGelu, FastGelu, QuickGelu,
 SkipLayerNormalization, SkipSimplifiedLayerNormalization, Attention,
-MultiHeadAttention, and SimplifiedLayerNormalization in the ONNX domain), with references computed
+MultiHeadAttention, RotaryEmbedding, and SimplifiedLayerNormalization in the ONNX domain), with references computed
 in float64 numpy from ONNX Runtime's operator schemas: OUT/<name>/model.onnx
 and test_data_set_<i>/{input_*.pb, output_*.pb}.
 
@@ -221,6 +221,45 @@ def attention_ops(out_dir):
     return "ms_attention", m, cases
 
 
+def rotate(x, cos, sin, rot, interleaved, seq_axis):
+    """Rotary embedding of x (B,S,N,H) (seq_axis 1) or (B,N,S,H) (seq_axis 2) by cos/sin (B,S,R/2)."""
+    c = np.expand_dims(cos, 2 if seq_axis == 1 else 1)
+    s_ = np.expand_dims(sin, 2 if seq_axis == 1 else 1)
+    r, rest = x[..., :rot], x[..., rot:]
+    if interleaved:
+        x1, x2 = r[..., 0::2], r[..., 1::2]
+        y = np.stack([x1 * c - x2 * s_, x2 * c + x1 * s_], -1).reshape(r.shape)
+    else:
+        h = rot // 2
+        x1, x2 = r[..., :h], r[..., h:]
+        y = np.concatenate([x1 * c - x2 * s_, x2 * c + x1 * s_], -1)
+    return np.concatenate([y, rest], -1)
+
+
+def rotary_ms(out_dir):
+    """com.microsoft RotaryEmbedding on (B, S, hidden) with interleaved pairs
+    and one position id (the first token's), as decoders' exporters write it."""
+    n, hd, s, maxpos = 2, 8, 5, 16
+    ang = rng.random((maxpos, hd // 2)) * 3
+    cos_c, sin_c = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+    nodes = [helper.make_node("Cast", ["pos_f"], ["pos"], to=TensorProto.INT64),
+             helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"], domain="com.microsoft",
+                              num_heads=n, interleaved=1)]
+    m = contrib_model(nodes, "ms_rotary", [helper.make_tensor_value_info("x", F, ["batch", s, n * hd]),
+                                           helper.make_tensor_value_info("pos_f", F, [1])],
+                      [helper.make_tensor_value_info("y", F, ["batch", s, n * hd])],
+                      [init("cos", cos_c), init("sin", sin_c)])
+    cases = []
+    for batch, first in ((1, 3), (2, 0)):
+        x = rng.standard_normal((batch, s, n * hd)).astype(np.float32)
+        pos = np.broadcast_to(np.arange(first, first + s), (batch, s))
+        y = rotate(x.astype(np.float64).reshape(batch, s, n, hd), cos_c.astype(np.float64)[pos],
+                   sin_c.astype(np.float64)[pos], hd, True, 1).reshape(batch, s, n * hd)
+        cases.append(([("x", x), ("pos_f", np.array([first], np.float32))], [("y", y.astype(np.float32))]))
+    save_case(out_dir, "ms_rotary", m, cases, check=False)
+    return "ms_rotary", m, cases
+
+
 def ort_check(name, model, cases):
     """Runs the model on ONNX Runtime (npm peer) and prints its error against the reference."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -245,7 +284,7 @@ def ort_check(name, model, cases):
 
 if __name__ == "__main__":
     out = sys.argv[1]
-    built = [activations(out), skip_norms(out), attention_ops(out)]
+    built = [activations(out), skip_norms(out), attention_ops(out), rotary_ms(out)]
     if "--ort" in sys.argv[2:]:
         for b in built:
             ort_check(*b)

@@ -16,7 +16,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_contrib_models import gelu, init, ort_check, rms_norm  # noqa: E402
+from make_contrib_models import gelu, init, ort_check, rms_norm, rotate  # noqa: E402
 from make_graph_models import save_case  # noqa: E402
 
 rng = np.random.default_rng(29)
@@ -102,9 +102,45 @@ def opset22_convs(out_dir):
     return "opset22_convs", m, cases
 
 
+def rotary(out_dir):
+    """RotaryEmbedding (opset 23): a (B, S, hidden) input with position ids
+    and a partial rotary dimension, and a (B, N, S, H) input with
+    interleaved pairs and per-token caches."""
+    n, hd, s, maxpos, rot = 2, 8, 4, 10, 6
+    ang = rng.random((maxpos, rot // 2)) * 3
+    cos_c, sin_c = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+    nodes = [helper.make_node("Cast", ["pos_f"], ["pos"], to=TensorProto.INT64),
+             helper.make_node("RotaryEmbedding", ["x", "cos", "sin", "pos"], ["y"], num_heads=n,
+                              rotary_embedding_dim=rot),
+             helper.make_node("RotaryEmbedding", ["x4", "cos4", "sin4"], ["y4"], interleaved=1)]
+    b = "batch"
+    m = opset_model(nodes, "opset23_rotary",
+                    [helper.make_tensor_value_info("x", F, [b, s, n * hd]), helper.make_tensor_value_info("pos_f", F, [b, s]),
+                     helper.make_tensor_value_info("x4", F, [b, n, s, hd]),
+                     helper.make_tensor_value_info("cos4", F, [b, s, hd // 2]),
+                     helper.make_tensor_value_info("sin4", F, [b, s, hd // 2])],
+                    [helper.make_tensor_value_info("y", F, [b, s, n * hd]),
+                     helper.make_tensor_value_info("y4", F, [b, n, s, hd])],
+                    [init("cos", cos_c), init("sin", sin_c)], 23)
+    cases = []
+    for batch in (1, 2):
+        x = rng.standard_normal((batch, s, n * hd)).astype(np.float32)
+        pos = rng.integers(0, maxpos, (batch, s))
+        x4 = rng.standard_normal((batch, n, s, hd)).astype(np.float32)
+        a4 = rng.random((batch, s, hd // 2)) * 3
+        cos4, sin4 = np.cos(a4).astype(np.float32), np.sin(a4).astype(np.float32)
+        y = rotate(x.astype(np.float64).reshape(batch, s, n, hd), cos_c.astype(np.float64)[pos],
+                   sin_c.astype(np.float64)[pos], rot, False, 1).reshape(batch, s, n * hd)
+        y4 = rotate(x4.astype(np.float64), cos4.astype(np.float64), sin4.astype(np.float64), hd, True, 2)
+        cases.append(([("x", x), ("pos_f", pos.astype(np.float32)), ("x4", x4), ("cos4", cos4), ("sin4", sin4)],
+                      [("y", y.astype(np.float32)), ("y4", y4.astype(np.float32))]))
+    save_case(out_dir, "opset23_rotary", m, cases, check=False)
+    return "opset23_rotary", m, cases
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
-    built = [rms_block(out), opset22_convs(out)]
+    built = [rms_block(out), opset22_convs(out), rotary(out)]
     if "--ort" in sys.argv[2:]:
         for b in built:
             ort_check(*b)
