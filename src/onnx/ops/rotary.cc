@@ -110,7 +110,8 @@ absl::Status Rotary(NodeContext& ctx, const RotaryInputs& in) {
     hi[3] = rot;
     x2 = b.Slice(xs, lo, hi, step);
   }
-  Instruction* y1 = b.Binary(Opcode::kSubtract, b.Binary(Opcode::kMultiply, x1, cos), b.Binary(Opcode::kMultiply, x2, sin));
+  Instruction* y1 =
+      b.Binary(Opcode::kSubtract, b.Binary(Opcode::kMultiply, x1, cos), b.Binary(Opcode::kMultiply, x2, sin));
   Instruction* y2 = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x2, cos), b.Binary(Opcode::kMultiply, x1, sin));
   Instruction* rotated;
   if (interleaved) {
