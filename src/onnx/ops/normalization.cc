@@ -97,9 +97,25 @@ absl::Status BatchNormalization(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status RequireFloatInput(NodeContext& ctx, Instruction* x) {
-  if (!hlo::IsFloatingPoint(x->shape().element_type)) return ctx.Unsupported("non-float input");
-  return absl::OkStatus();
+// Layer (or RMS) normalization of x over the axes from the node's `axis`
+// on, the statistics in f32 for 16-bit x when stash_type is 1 (the
+// default); y back in x's type.
+struct FromAxis {
+  Instruction* y;
+  Normalized stats;
+};
+absl::StatusOr<FromAxis> NormalizeFromAxis(NodeContext& ctx, Instruction* x, bool rms) {
+  hlo::Builder& b = ctx.b();
+  int64_t r = x->shape().rank();
+  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", -1), r));
+  std::vector<int64_t> axes;
+  for (int64_t i = axis; i < r; ++i) axes.push_back(i);
+  hlo::PrimitiveType t = x->shape().element_type;
+  bool upcast = ctx.attr_i("stash_type", 1) == 1 && (t == hlo::F16 || t == hlo::BF16);
+  Instruction* xc = upcast ? b.Convert(x, hlo::F32) : x;
+  double eps = ctx.attr_f("epsilon", 1e-5f);
+  Normalized n = rms ? RmsNormalize(b, xc, axes, eps) : Normalize(b, xc, axes, eps);
+  return FromAxis{b.Convert(n.y, t), n};
 }
 
 // RMSNormalization (opset 23), and ONNX Runtime's SimplifiedLayerNormalization,
@@ -108,25 +124,12 @@ absl::Status RequireFloatInput(NodeContext& ctx, Instruction* x) {
 // outputs Y and (ONNX Runtime's only) the inverse RMS.
 absl::Status RMSNormalization(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
-  RETURN_IF_ERROR(RequireFloatInput(ctx, x));
+  if (!hlo::IsFloatingPoint(x->shape().element_type)) return ctx.Unsupported("non-float input");
   hlo::Builder& b = ctx.b();
-  int64_t r = x->shape().rank();
-  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", -1), r));
-  std::vector<int64_t> axes;
-  for (int64_t i = axis; i < r; ++i) axes.push_back(i);
-  hlo::PrimitiveType t = x->shape().element_type;
-  bool upcast = ctx.attr_i("stash_type", 1) == 1 && (t == hlo::F16 || t == hlo::BF16);
-  Normalized n = RmsNormalize(b, upcast ? b.Convert(x, hlo::F32) : x, axes, ctx.attr_f("epsilon", 1e-5f));
-  Instruction* scale = ctx.input(1);
-  std::vector<int64_t> normalized(x->shape().dims.begin() + axis, x->shape().dims.end());
-  int64_t count = 1;
-  for (int64_t d : normalized) count *= d;
-  if (scale->shape().ElementCount() != count)
-    return ctx.Error(absl::StrCat("scale (input 1) must have ", count,
-                                  " elements, as many as the normalized axes; it has ", scale->shape().ElementCount()));
-  scale = b.Convert(b.Reshape(scale, normalized), t);
-  ctx.set_output(0, b.Binary(Opcode::kMultiply, b.Convert(n.y, t), b.Broadcast(scale, x->shape().dims, axes)));
-  if (ctx.wants_output(1)) ctx.set_output(1, n.inv_std);
+  ASSIGN_OR_RETURN(FromAxis n, NormalizeFromAxis(ctx, x, /*rms=*/true));
+  Instruction* scale = b.Convert(ctx.input(1), x->shape().element_type);
+  ctx.set_output(0, b.Binary(Opcode::kMultiply, n.y, BroadcastTo(b, scale, x->shape().dims)));
+  if (ctx.wants_output(1)) ctx.set_output(1, n.stats.inv_std);
   return absl::OkStatus();
 }
 
@@ -142,21 +145,12 @@ absl::Status InstanceNormalization(NodeContext& ctx) {
 absl::Status LayerNormalization(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
   hlo::Builder& b = ctx.b();
-  int64_t r = x->shape().rank();
-  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", -1), r));
-  std::vector<int64_t> axes;
-  for (int64_t i = axis; i < r; ++i) axes.push_back(i);
-  hlo::PrimitiveType t = x->shape().element_type;
-  // stash_type=1 (default) computes the statistics in f32.
-  bool upcast = ctx.attr_i("stash_type", 1) == 1 && (t == hlo::F16 || t == hlo::BF16);
-  Instruction* xc = upcast ? b.Convert(x, hlo::F32) : x;
-  Normalized n = Normalize(b, xc, axes, ctx.attr_f("epsilon", 1e-5f));
-  Instruction* y = b.Convert(n.y, t);
-  y = b.Binary(Opcode::kMultiply, y, BroadcastTo(b, ctx.input(1), x->shape().dims));
+  ASSIGN_OR_RETURN(FromAxis n, NormalizeFromAxis(ctx, x, /*rms=*/false));
+  Instruction* y = b.Binary(Opcode::kMultiply, n.y, BroadcastTo(b, ctx.input(1), x->shape().dims));
   if (ctx.has_input(2)) y = b.Binary(Opcode::kAdd, y, BroadcastTo(b, ctx.input(2), x->shape().dims));
   ctx.set_output(0, y);
-  ctx.set_output(1, n.mean);
-  ctx.set_output(2, n.inv_std);
+  ctx.set_output(1, n.stats.mean);
+  ctx.set_output(2, n.stats.inv_std);
   return absl::OkStatus();
 }
 
