@@ -351,34 +351,13 @@ absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHostZeroCopy(const voi
   PJRT_Event* done_with_host_buffer = started.second;
   if (!done_with_host_buffer) return buffer;  // nothing to wait for: the plugin copied
   // The owner is let go of from the plugin's callback, whenever that comes.
-  // It holds the API table, not the Plugin: the callback runs inside the
-  // plugin, which must not be unloaded from there.
-  struct Release {
-    const PJRT_Api* api;
-    std::shared_ptr<const void> owner;
-  };
-  auto* r = new Release{plugin_->api(), std::move(owner)};
-  auto on = Args<PJRT_Event_OnReady_Args>();
-  on.event = done_with_host_buffer;
-  on.user_arg = r;
-  on.callback = [](PJRT_Error* error, void* arg) {
-    auto* r = static_cast<Release*>(arg);
-    if (error) {  // the bytes are released either way
-      auto d = Args<PJRT_Error_Destroy_Args>();
-      d.error = error;
-      r->api->PJRT_Error_Destroy(&d);
-    }
-    delete r;
-  };
   Event done(plugin_, done_with_host_buffer);
-  absl::Status st = PJRT_CALL(plugin_, PJRT_Event_OnReady, &on);
-  if (st.ok()) return buffer;
+  std::shared_ptr<const void> kept = owner;
+  if (done.OnReady([owner = std::move(owner)]() mutable { owner.reset(); }).ok()) return buffer;
   // A plugin that cannot call back: copy instead, so that nothing depends
   // on when it lets go of the bytes.
   buffer.reset();
   RETURN_IF_ERROR(done.Await());
-  std::shared_ptr<const void> kept = std::move(r->owner);
-  delete r;
   return BufferFromHost(data, type, dims, device);
 }
 

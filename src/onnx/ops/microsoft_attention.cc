@@ -103,6 +103,18 @@ Masks MasksFromAttributes(const NodeContext& ctx) {
   return m;
 }
 
+// The core under the node's attributes, with its mask (input `mask`) and
+// attention bias (input `bias`) where given.
+absl::StatusOr<Instruction*> AttendNode(NodeContext& ctx, Instruction* q, Instruction* k, Instruction* v, int mask,
+                                        int bias) {
+  Masks m = MasksFromAttributes(ctx);
+  if (ctx.has_input(mask)) {
+    ASSIGN_OR_RETURN(m.keep, KeepFromMask(ctx, mask, q->shape().dims[0], q->shape().dims[2], k->shape().dims[2]));
+  }
+  if (ctx.has_input(bias)) m.bias = ctx.input(bias);
+  return Attend(ctx.b(), q, k, v, m);
+}
+
 // MultiHeadAttention: query (B,S,D); key and value (B,L,D) and (B,L,Dv), or
 // already split into heads (B,N,L,H); bias (D+D+Dv) on the projections;
 // key_padding_mask; attention_bias (B or 1, N or 1, S, T); past_key and
@@ -120,7 +132,7 @@ absl::Status MultiHeadAttention(NodeContext& ctx) {
     if (ctx.has_input(i)) return ctx.Unsupported(absl::StrCat("input ", i, " (a shared KV-cache buffer)"));
   Instruction* k = ctx.input(1);
   Instruction* v = ctx.input(2);
-  int64_t batch = q->shape().dims[0], s = q->shape().dims[1], d = q->shape().dims[2];
+  int64_t d = q->shape().dims[2];
   if (d % heads) return ctx.Error(absl::StrCat("query's hidden size ", d, " is not a multiple of num_heads ", heads));
   bool split_kv = k->shape().rank() == 4;
   if (split_kv != (v->shape().rank() == 4) || (!split_kv && (k->shape().rank() != 3 || v->shape().rank() != 3)))
@@ -155,13 +167,8 @@ absl::Status MultiHeadAttention(NodeContext& ctx) {
     k = b.Concatenate({ctx.input(6), k}, 2);
     v = b.Concatenate({ctx.input(7), v}, 2);
   }
-  int64_t t = k->shape().dims[2];
-  Masks m = MasksFromAttributes(ctx);
-  if (ctx.has_input(4)) {
-    ASSIGN_OR_RETURN(m.keep, KeepFromMask(ctx, 4, batch, s, t));
-  }
-  if (ctx.has_input(5)) m.bias = ctx.input(5);
-  ctx.set_output(0, Attend(b, q, k, v, m));
+  ASSIGN_OR_RETURN(Instruction * out, AttendNode(ctx, q, k, v, /*mask=*/4, /*bias=*/5));
+  ctx.set_output(0, out);
   if (ctx.wants_output(1)) ctx.set_output(1, k);
   if (ctx.wants_output(2)) ctx.set_output(2, v);
   if (ctx.wants_output(3)) return ctx.Unsupported("output 3 (the raw QK scores)");
@@ -222,15 +229,10 @@ absl::Status Attention(NodeContext& ctx) {
     v = b.Concatenate(
         {b.Reshape(b.Slice(past, {1, 0, 0, 0, 0}, {2, pd[1], pd[2], pd[3], pd[4]}, {1, 1, 1, 1, 1}), one), v}, 2);
   }
-  int64_t t = k->shape().dims[2];
-  Masks m = MasksFromAttributes(ctx);
-  if (ctx.has_input(3)) {
-    ASSIGN_OR_RETURN(m.keep, KeepFromMask(ctx, 3, batch, s, t));
-  }
-  if (ctx.has_input(5)) m.bias = ctx.input(5);
-  ctx.set_output(0, Attend(b, q, k, v, m));
+  ASSIGN_OR_RETURN(Instruction * out, AttendNode(ctx, q, k, v, /*mask=*/3, /*bias=*/5));
+  ctx.set_output(0, out);
   if (ctx.wants_output(1)) {
-    std::vector<int64_t> pd = {1, batch, heads, t, k->shape().dims[3]};
+    std::vector<int64_t> pd = {1, batch, heads, k->shape().dims[2], k->shape().dims[3]};
     ctx.set_output(1, b.Concatenate({b.Reshape(k, pd), b.Reshape(v, pd)}, 0));
   }
   return absl::OkStatus();
