@@ -27,6 +27,7 @@ const Registry& Registry::Get() {
     RegisterMicrosoftOps(*reg);
     RegisterMicrosoftAttentionOps(*reg);
     RegisterRotaryOps(*reg);
+    RegisterAttentionOps(*reg);
     return reg;
   }();
   return *r;

@@ -83,6 +83,7 @@ void RegisterMiscOps(Registry& r);
 void RegisterMicrosoftOps(Registry& r);
 void RegisterMicrosoftAttentionOps(Registry& r);
 void RegisterRotaryOps(Registry& r);
+void RegisterAttentionOps(Registry& r);
 void RegisterQuantOps(Registry& r);
 void RegisterRnnOps(Registry& r);
 void RegisterDataDependentOps(Registry& r);

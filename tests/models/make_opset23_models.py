@@ -16,7 +16,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_contrib_models import gelu, init, ort_check, rms_norm, rotate  # noqa: E402
+from make_contrib_models import attend, gelu, heads, init, ort_check, rms_norm, rotate  # noqa: E402
 from make_graph_models import save_case  # noqa: E402
 
 rng = np.random.default_rng(29)
@@ -138,9 +138,58 @@ def rotary(out_dir):
     return "opset23_rotary", m, cases
 
 
+def attention(out_dir):
+    """Attention (opset 23): per-head inputs with grouped-query heads (4 query
+    heads over 2 key/value heads), a past, causal masking and an additive
+    mask; and inputs with the heads in the last axis, a boolean mask, a
+    scale and f32 softmax precision."""
+    qn, kvn, hd, s, p = 4, 2, 4, 3, 2
+    t = s + p
+    add_mask = rng.standard_normal((1, 1, s, t)).astype(np.float32)
+    nodes = [
+        helper.make_node("Attention", ["q", "k", "v", "add_mask", "past_k", "past_v"], ["y", "present_k", "present_v"],
+                         is_causal=1),
+        helper.make_node("Cast", ["keep_f"], ["keep"], to=TensorProto.BOOL),
+        helper.make_node("Attention", ["q3", "k3", "v3", "keep"], ["y3"], q_num_heads=qn, kv_num_heads=kvn,
+                         scale=0.4, softmax_precision=1),
+    ]
+    b = "batch"
+    vi = helper.make_tensor_value_info
+    m = opset_model(nodes, "opset23_attention",
+                    [vi("q", F, [b, qn, s, hd]), vi("k", F, [b, kvn, s, hd]), vi("v", F, [b, kvn, s, hd]),
+                     vi("past_k", F, [b, kvn, p, hd]), vi("past_v", F, [b, kvn, p, hd]),
+                     vi("q3", F, [b, s, qn * hd]), vi("k3", F, [b, t, kvn * hd]), vi("v3", F, [b, t, kvn * hd]),
+                     vi("keep_f", F, [b, 1, s, t])],
+                    [vi("y", F, [b, qn, s, hd]), vi("present_k", F, [b, kvn, t, hd]),
+                     vi("present_v", F, [b, kvn, t, hd]), vi("y3", F, [b, s, qn * hd])],
+                    [init("add_mask", add_mask)], 23)
+    cases = []
+    for batch in (1, 2):
+        q = rng.standard_normal((batch, qn, s, hd)).astype(np.float32)
+        k, v = (rng.standard_normal((batch, kvn, s, hd)).astype(np.float32) for _ in range(2))
+        past_k, past_v = (rng.standard_normal((batch, kvn, p, hd)).astype(np.float32) for _ in range(2))
+        q3 = rng.standard_normal((batch, s, qn * hd)).astype(np.float32)
+        k3, v3 = (rng.standard_normal((batch, t, kvn * hd)).astype(np.float32) for _ in range(2))
+        keep = (rng.random((batch, 1, s, t)) > 0.4).astype(np.float32)
+        keep[..., 0] = 1  # every query keeps a key
+        f = lambda a: a.astype(np.float64)  # noqa: E731
+        kk, vv = np.concatenate([f(past_k), f(k)], 2), np.concatenate([f(past_v), f(v)], 2)
+        rep = lambda a: np.repeat(a, qn // kvn, axis=1)  # noqa: E731
+        y = attend(f(q), rep(kk), rep(vv), 1 / np.sqrt(hd), bias=f(add_mask), causal=True, filt=-np.inf)
+        y = y.reshape(batch, s, qn, hd).transpose(0, 2, 1, 3)
+        y3 = attend(heads(f(q3), qn), rep(heads(f(k3), kvn)), rep(heads(f(v3), kvn)), 0.4, keep=keep != 0,
+                    filt=-np.inf)
+        ins = [("q", q), ("k", k), ("v", v), ("past_k", past_k), ("past_v", past_v), ("q3", q3), ("k3", k3),
+               ("v3", v3), ("keep_f", keep)]
+        outs = [("y", y), ("present_k", kk), ("present_v", vv), ("y3", y3)]
+        cases.append((ins, [(n, r.astype(np.float32)) for n, r in outs]))
+    save_case(out_dir, "opset23_attention", m, cases, check=False)
+    return "opset23_attention", m, cases
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
-    built = [rms_block(out), opset22_convs(out), rotary(out)]
+    built = [rms_block(out), opset22_convs(out), rotary(out), attention(out)]
     if "--ort" in sys.argv[2:]:
         for b in built:
             ort_check(*b)

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
+#include "onnx/ops/attention_core.h"
 #include "onnx/registry.h"
 
 namespace xonnx::onnx_import {
@@ -22,55 +23,6 @@ using hlo::Instruction;
 using hlo::Opcode;
 
 std::string Dims(const Instruction* x) { return absl::StrCat("[", absl::StrJoin(x->shape().dims, ","), "]"); }
-
-// (B, S, N*H) -> (B, N, S, H).
-Instruction* SplitHeads(hlo::Builder& b, Instruction* x, int64_t heads) {
-  const auto& d = x->shape().dims;
-  return b.Transpose(b.Reshape(x, {d[0], d[1], heads, d[2] / heads}), {0, 2, 1, 3});
-}
-
-// What the core needs besides Q, K and V.
-struct Masks {
-  double scale = 0;             // 0: 1 / sqrt(head size)
-  double filter = -10000.0;     // added where a key is masked
-  bool causal = false;          // query i sees keys up to i + (T - S)
-  Instruction* keep = nullptr;  // pred, broadcastable to (B, N, S, T): true where a key may be seen
-  Instruction* bias = nullptr;  // additive, broadcastable to (B, N, S, T)
-};
-
-// softmax(Q K^T * scale + masks) V for q (B,N,S,H), k (B,N,T,H), v (B,N,T,Hv);
-// returns (B, S, N*Hv).
-Instruction* Attend(hlo::Builder& b, Instruction* q, Instruction* k, Instruction* v, const Masks& m) {
-  const auto& qd = q->shape().dims;
-  int64_t batch = qd[0], heads = qd[1], s = qd[2], h = qd[3], t = k->shape().dims[2], hv = v->shape().dims[3];
-  hlo::PrimitiveType type = q->shape().element_type;
-  hlo::DotDimensionNumbers qk;
-  qk.lhs_batch_dimensions = qk.rhs_batch_dimensions = {0, 1};
-  qk.lhs_contracting_dimensions = qk.rhs_contracting_dimensions = {3};
-  Instruction* scores = b.Dot(q, k, qk);  // (B, N, S, T)
-  std::vector<int64_t> sd = {batch, heads, s, t};
-  double scale = m.scale != 0 ? m.scale : 1.0 / std::sqrt(static_cast<double>(h));
-  scores = b.Binary(Opcode::kMultiply, scores, SplatLike(b, scores, scale));
-  if (m.bias) scores = b.Binary(Opcode::kAdd, scores, BroadcastTo(b, b.Convert(m.bias, type), sd));
-  Instruction* keep = m.keep ? BroadcastTo(b, m.keep, sd) : nullptr;
-  if (m.causal) {
-    Instruction* row = b.Iota(hlo::Shape(hlo::S64, sd), 2);
-    Instruction* col = b.Iota(hlo::Shape(hlo::S64, sd), 3);
-    Instruction* seen = b.Compare(col, b.Binary(Opcode::kAdd, row, SplatLike(b, row, t - s)), ComparisonDirection::kLe);
-    keep = keep ? b.Binary(Opcode::kAnd, keep, seen) : seen;
-  }
-  if (keep)
-    scores = b.Binary(Opcode::kAdd, scores, b.Select(keep, SplatLike(b, scores, 0), SplatLike(b, scores, m.filter)));
-  Instruction* mx = BroadcastTo(b, ReduceOver(b, scores, Opcode::kMaximum, LowestValue(type), {3}, true), sd);
-  Instruction* e = b.Unary(Opcode::kExp, b.Binary(Opcode::kSubtract, scores, mx));
-  Instruction* p = b.Binary(Opcode::kDivide, e, BroadcastTo(b, ReduceOver(b, e, Opcode::kAdd, 0, {3}, true), sd));
-  hlo::DotDimensionNumbers pv;
-  pv.lhs_batch_dimensions = pv.rhs_batch_dimensions = {0, 1};
-  pv.lhs_contracting_dimensions = {3};
-  pv.rhs_contracting_dimensions = {2};
-  Instruction* out = b.Dot(p, v, pv);  // (B, N, S, Hv)
-  return b.Reshape(b.Transpose(out, {0, 2, 1, 3}), {batch, s, heads * hv});
-}
 
 // A key mask in one of ONNX Runtime's forms, as a pred broadcastable to
 // (B, N, S, T): (B, T) raw 0/1, (B, S, T) raw, or (B) valid lengths (keys
@@ -95,11 +47,12 @@ absl::StatusOr<Instruction*> KeepFromMask(NodeContext& ctx, int i, int64_t batch
                                       "]"));
 }
 
-Masks MasksFromAttributes(const NodeContext& ctx) {
-  Masks m;
+AttentionMasks MasksFromAttributes(const NodeContext& ctx) {
+  AttentionMasks m;
   m.scale = ctx.attr_f("scale", 0.0f);
   m.filter = ctx.attr_f("mask_filter_value", -10000.0f);
   m.causal = ctx.attr_i("unidirectional", 0) != 0;
+  m.causal_bottom_right = true;
   return m;
 }
 
@@ -107,7 +60,7 @@ Masks MasksFromAttributes(const NodeContext& ctx) {
 // attention bias (input `bias`) where given.
 absl::StatusOr<Instruction*> AttendNode(NodeContext& ctx, Instruction* q, Instruction* k, Instruction* v, int mask,
                                         int bias) {
-  Masks m = MasksFromAttributes(ctx);
+  AttentionMasks m = MasksFromAttributes(ctx);
   if (ctx.has_input(mask)) {
     ASSIGN_OR_RETURN(m.keep, KeepFromMask(ctx, mask, q->shape().dims[0], q->shape().dims[2], k->shape().dims[2]));
   }
@@ -168,7 +121,7 @@ absl::Status MultiHeadAttention(NodeContext& ctx) {
     v = b.Concatenate({ctx.input(7), v}, 2);
   }
   ASSIGN_OR_RETURN(Instruction * out, AttendNode(ctx, q, k, v, /*mask=*/4, /*bias=*/5));
-  ctx.set_output(0, out);
+  ctx.set_output(0, MergeHeads(b, out));
   if (ctx.wants_output(1)) ctx.set_output(1, k);
   if (ctx.wants_output(2)) ctx.set_output(2, v);
   if (ctx.wants_output(3)) return ctx.Unsupported("output 3 (the raw QK scores)");
@@ -230,7 +183,7 @@ absl::Status Attention(NodeContext& ctx) {
         {b.Reshape(b.Slice(past, {1, 0, 0, 0, 0}, {2, pd[1], pd[2], pd[3], pd[4]}, {1, 1, 1, 1, 1}), one), v}, 2);
   }
   ASSIGN_OR_RETURN(Instruction * out, AttendNode(ctx, q, k, v, /*mask=*/3, /*bias=*/5));
-  ctx.set_output(0, out);
+  ctx.set_output(0, MergeHeads(b, out));
   if (ctx.wants_output(1)) {
     std::vector<int64_t> pd = {1, batch, heads, k->shape().dims[2], k->shape().dims[3]};
     ctx.set_output(1, b.Concatenate({b.Reshape(k, pd), b.Reshape(v, pd)}, 0));
