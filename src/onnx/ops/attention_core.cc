@@ -54,8 +54,8 @@ Instruction* Attend(hlo::Builder& b, Instruction* q, Instruction* k, Instruction
   scores = b.Convert(scores, st);
   Instruction* mx = BroadcastTo(b, ReduceOver(b, scores, Opcode::kMaximum, LowestValue(st), {3}, true), sd);
   Instruction* e = b.Unary(Opcode::kExp, b.Binary(Opcode::kSubtract, scores, mx));
-  Instruction* p = b.Convert(
-      b.Binary(Opcode::kDivide, e, BroadcastTo(b, ReduceOver(b, e, Opcode::kAdd, 0, {3}, true), sd)), type);
+  Instruction* p =
+      b.Convert(b.Binary(Opcode::kDivide, e, BroadcastTo(b, ReduceOver(b, e, Opcode::kAdd, 0, {3}, true), sd)), type);
   hlo::DotDimensionNumbers pv;
   pv.lhs_batch_dimensions = pv.rhs_batch_dimensions = {0, 1};
   pv.lhs_contracting_dimensions = {3};

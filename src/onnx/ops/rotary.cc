@@ -4,6 +4,8 @@
 // features of each head are rotated in pairs by the angles whose cosines and
 // sines the caches hold; the rest pass through. Pairs are the two halves of
 // those features, or neighbours when `interleaved`.
+#include "onnx/ops/rotary.h"
+
 #include <string>
 #include <vector>
 
@@ -13,13 +15,10 @@
 #include "onnx/registry.h"
 
 namespace xonnx::onnx_import {
-namespace {
-
 using hlo::Instruction;
 using hlo::Opcode;
 
-// cache[positions]: (P, R/2) rows picked by positions (B, S) -> (B, S, R/2).
-Instruction* Rows(hlo::Builder& b, Instruction* cache, Instruction* positions) {
+Instruction* CacheRows(hlo::Builder& b, Instruction* cache, Instruction* positions) {
   const auto& pd = positions->shape().dims;
   hlo::GatherDimensionNumbers d;
   d.offset_dims = {2};
@@ -29,6 +28,53 @@ Instruction* Rows(hlo::Builder& b, Instruction* cache, Instruction* positions) {
   Instruction* idx = b.Reshape(b.Convert(positions, hlo::S64), {pd[0], pd[1], 1});
   return b.Gather(cache, idx, d, {1, cache->shape().dims[1]});
 }
+
+Instruction* RotatePairs(hlo::Builder& b, Instruction* xs, int64_t seq_dim, Instruction* cos, Instruction* sin,
+                         int64_t rot, bool interleaved) {
+  int64_t half = rot / 2, head = xs->shape().dims[3];
+  hlo::PrimitiveType t = xs->shape().element_type;
+  std::vector<int64_t> hd = xs->shape().dims;
+  hd[3] = half;
+  std::vector<int64_t> bcast = seq_dim == 1 ? std::vector<int64_t>{0, 1, 3} : std::vector<int64_t>{0, 2, 3};
+  cos = b.Broadcast(b.Convert(cos, t), hd, bcast);
+  sin = b.Broadcast(b.Convert(sin, t), hd, bcast);
+  std::vector<int64_t> lo(4, 0), hi = xs->shape().dims, step(4, 1);
+  Instruction *x1, *x2;
+  if (interleaved) {
+    hi[3] = rot;
+    step[3] = 2;
+    x1 = b.Slice(xs, lo, hi, step);
+    lo[3] = 1;
+    x2 = b.Slice(xs, lo, hi, step);
+  } else {
+    hi[3] = half;
+    x1 = b.Slice(xs, lo, hi, step);
+    lo[3] = half;
+    hi[3] = rot;
+    x2 = b.Slice(xs, lo, hi, step);
+  }
+  Instruction* y1 =
+      b.Binary(Opcode::kSubtract, b.Binary(Opcode::kMultiply, x1, cos), b.Binary(Opcode::kMultiply, x2, sin));
+  Instruction* y2 = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x2, cos), b.Binary(Opcode::kMultiply, x1, sin));
+  Instruction* rotated;
+  if (interleaved) {
+    std::vector<int64_t> pair = hd;
+    pair.push_back(1);
+    std::vector<int64_t> rd = xs->shape().dims;
+    rd[3] = rot;
+    rotated = b.Reshape(b.Concatenate({b.Reshape(y1, pair), b.Reshape(y2, pair)}, 4), rd);
+  } else {
+    rotated = b.Concatenate({y1, y2}, 3);
+  }
+  if (rot < head) {
+    std::vector<int64_t> from(4, 0);
+    from[3] = rot;
+    rotated = b.Concatenate({rotated, b.Slice(xs, from, xs->shape().dims, {1, 1, 1, 1})}, 3);
+  }
+  return rotated;
+}
+
+namespace {
 
 struct RotaryInputs {
   int x = 0, cos = 0, sin = 0, positions = -1;  // input indices; positions -1: none
@@ -82,52 +128,13 @@ absl::Status Rotary(NodeContext& ctx, const RotaryInputs& in) {
       return ctx.Error(absl::StrCat("position ids must be (batch, sequence) = [", batch, ",", seq, "]; they are [",
                                     absl::StrJoin(pos->shape().dims, ","), "]"));
     }
-    cos = Rows(b, cos, pos);
-    sin = Rows(b, sin, pos);
+    cos = CacheRows(b, cos, pos);
+    sin = CacheRows(b, sin, pos);
   } else if (cos->shape().dims != std::vector<int64_t>{batch, seq, half}) {
     return ctx.Error(absl::StrCat("without position ids, the caches must be (batch, sequence, ", half, ") = [", batch,
                                   ",", seq, ",", half, "]; they are [", absl::StrJoin(cos->shape().dims, ","), "]"));
   }
-  hlo::PrimitiveType t = x->shape().element_type;
-  std::vector<int64_t> hd = xs->shape().dims;
-  hd[3] = half;
-  std::vector<int64_t> bcast = seq_dim == 1 ? std::vector<int64_t>{0, 1, 3} : std::vector<int64_t>{0, 2, 3};
-  cos = b.Broadcast(b.Convert(cos, t), hd, bcast);
-  sin = b.Broadcast(b.Convert(sin, t), hd, bcast);
-  std::vector<int64_t> lo(4, 0), hi = xs->shape().dims, step(4, 1);
-  bool interleaved = ctx.attr_i("interleaved", 0) != 0;
-  Instruction *x1, *x2;
-  if (interleaved) {
-    hi[3] = rot;
-    step[3] = 2;
-    x1 = b.Slice(xs, lo, hi, step);
-    lo[3] = 1;
-    x2 = b.Slice(xs, lo, hi, step);
-  } else {
-    hi[3] = half;
-    x1 = b.Slice(xs, lo, hi, step);
-    lo[3] = half;
-    hi[3] = rot;
-    x2 = b.Slice(xs, lo, hi, step);
-  }
-  Instruction* y1 =
-      b.Binary(Opcode::kSubtract, b.Binary(Opcode::kMultiply, x1, cos), b.Binary(Opcode::kMultiply, x2, sin));
-  Instruction* y2 = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, x2, cos), b.Binary(Opcode::kMultiply, x1, sin));
-  Instruction* rotated;
-  if (interleaved) {
-    std::vector<int64_t> pair = hd;
-    pair.push_back(1);
-    std::vector<int64_t> rd = xs->shape().dims;
-    rd[3] = rot;
-    rotated = b.Reshape(b.Concatenate({b.Reshape(y1, pair), b.Reshape(y2, pair)}, 4), rd);
-  } else {
-    rotated = b.Concatenate({y1, y2}, 3);
-  }
-  if (rot < head) {
-    std::vector<int64_t> from(4, 0);
-    from[3] = rot;
-    rotated = b.Concatenate({rotated, b.Slice(xs, from, xs->shape().dims, {1, 1, 1, 1})}, 3);
-  }
+  Instruction* rotated = RotatePairs(b, xs, seq_dim, cos, sin, rot, ctx.attr_i("interleaved", 0) != 0);
   ctx.set_output(0, b.Reshape(rotated, xd));
   return absl::OkStatus();
 }
