@@ -16,7 +16,7 @@ async function main() {
     const [name, dims, file] = spec.split('=');
     const buf = fs.readFileSync(file);
     const data = new Float32Array(buf.buffer, buf.byteOffset, buf.length / 4);
-    feeds[name] = new ort.Tensor('float32', data, dims.split('x').map(Number));
+    feeds[name] = new ort.Tensor('float32', data, dims === '' ? [] : dims.split('x').map(Number));
   }
   const results = await session.run(feeds);
   fs.mkdirSync(outDir, {recursive: true});

@@ -260,6 +260,96 @@ def rotary_ms(out_dir):
     return "ms_rotary", m, cases
 
 
+def gqa_reference(q, k, v, past_k, past_v, seqlens, total, n, kvn, rotary=None):
+    """GroupQueryAttention in float64: q (B,S,N*H), k and v (B,S,Nkv*H), past (B,Nkv,P,H) or None."""
+    batch, s, _ = q.shape
+    h = q.shape[2] // n
+    p = 0 if past_k is None else past_k.shape[2]
+    start = seqlens if s == 1 else np.full(batch, p)
+    q4, k4, v4 = heads(q, n), heads(k, kvn), heads(v, kvn)
+    if rotary is not None:
+        cos_c, sin_c, interleaved = rotary
+        pos = start[:, None] + np.arange(s)[None, :]
+        rot = 2 * cos_c.shape[1]
+        q4 = rotate(q4, cos_c[pos], sin_c[pos], rot, interleaved, 2)
+        k4 = rotate(k4, cos_c[pos], sin_c[pos], rot, interleaved, 2)
+    pk, pv = np.zeros((batch, kvn, total, h)), np.zeros((batch, kvn, total, h))
+    for b in range(batch):
+        st = start[b]
+        if past_k is not None:
+            pk[b, :, :st], pv[b, :, :st] = past_k[b, :, :st], past_v[b, :, :st]
+        pk[b, :, st:st + s], pv[b, :, st:st + s] = k4[b], v4[b]
+    j = np.arange(total)[None, None, :]
+    at = start[:, None, None] + np.arange(s)[None, :, None]
+    keep = (j <= at) & (j < (seqlens + 1)[:, None, None])
+    rep = lambda a: np.repeat(a, n // kvn, axis=1)  # noqa: E731
+    out = attend(q4, rep(pk), rep(pv), 1 / math.sqrt(h), keep=keep[:, None], filt=-np.inf)
+    return out, pk, pv
+
+
+def gqa(out_dir):
+    """GroupQueryAttention as decoders use it: a prompt with rotary
+    embeddings (one batch of two sequences, the second right-padded), and
+    one generated token after a past, Q, K and V packed (one batch of two
+    sequences of different lengths: the shorter one's token goes in at its
+    length, the present is zero after it)."""
+    n, kvn, h, s, maxpos, p = 4, 2, 16, 4, 16, 4  # ONNX Runtime wants head sizes of 16s
+    ang = rng.random((maxpos, h // 2)) * 3
+    cos_c, sin_c = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+    vi = helper.make_tensor_value_info
+    ms = "com.microsoft"
+    casts = [helper.make_node("Cast", ["seqlens_f"], ["seqlens"], to=TensorProto.INT32),
+             helper.make_node("Cast", ["total_f"], ["total"], to=TensorProto.INT32)]
+    built = []
+    # A prompt: no past, do_rotary.
+    nodes = casts + [helper.make_node("GroupQueryAttention", ["q", "k", "v", "", "", "seqlens", "total", "cos", "sin"],
+                                      ["y", "present_k", "present_v"], domain=ms, num_heads=n, kv_num_heads=kvn,
+                                      do_rotary=1)]
+    b = "batch"
+    m = contrib_model(nodes, "ms_gqa_prompt",
+                      [vi("q", F, [b, s, n * h]), vi("k", F, [b, s, kvn * h]), vi("v", F, [b, s, kvn * h]),
+                       vi("seqlens_f", F, [b]), vi("total_f", F, [])],
+                      [vi("y", F, [b, s, n * h]), vi("present_k", F, [b, kvn, s, h]), vi("present_v", F, [b, kvn, s, h])],
+                      [init("cos", cos_c), init("sin", sin_c)])
+    cases = []
+    for lens in ([s], [s, 2]):
+        batch = len(lens)
+        q = rng.standard_normal((batch, s, n * h)).astype(np.float32)
+        k, v = (rng.standard_normal((batch, s, kvn * h)).astype(np.float32) for _ in range(2))
+        seqlens = np.array(lens) - 1
+        y, pk, pv = gqa_reference(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), None, None,
+                                  seqlens, s, n, kvn, (cos_c.astype(np.float64), sin_c.astype(np.float64), False))
+        ins = [("q", q), ("k", k), ("v", v), ("seqlens_f", seqlens.astype(np.float32)),
+               ("total_f", np.array(s, np.float32))]
+        outs = [("y", y), ("present_k", pk), ("present_v", pv)]
+        cases.append((ins, [(nm, r.astype(np.float32)) for nm, r in outs]))
+    save_case(out_dir, "ms_gqa_prompt", m, cases, check=False)
+    built.append(("ms_gqa_prompt", m, cases))
+    # One token after a past, Q, K and V packed in the query.
+    nodes = casts + [helper.make_node("GroupQueryAttention", ["qkv", "", "", "past_k", "past_v", "seqlens", "total"],
+                                      ["y", "present_k", "present_v"], domain=ms, num_heads=n, kv_num_heads=kvn)]
+    m = contrib_model(nodes, "ms_gqa_decode",
+                      [vi("qkv", F, [b, 1, (n + 2 * kvn) * h]), vi("past_k", F, [b, kvn, p, h]),
+                       vi("past_v", F, [b, kvn, p, h]), vi("seqlens_f", F, [b]), vi("total_f", F, [])],
+                      [vi("y", F, [b, 1, n * h]), vi("present_k", F, [b, kvn, p + 1, h]),
+                       vi("present_v", F, [b, kvn, p + 1, h])], [])
+    cases = []
+    for lens in ([p + 1], [p + 1, 3]):
+        batch = len(lens)
+        qkv = rng.standard_normal((batch, 1, (n + 2 * kvn) * h)).astype(np.float32)
+        past_k, past_v = (rng.standard_normal((batch, kvn, p, h)).astype(np.float32) for _ in range(2))
+        seqlens = np.array(lens) - 1
+        f = lambda a: a.astype(np.float64)  # noqa: E731
+        y, pk, pv = gqa_reference(f(qkv[..., :n * h]), f(qkv[..., n * h:(n + kvn) * h]), f(qkv[..., (n + kvn) * h:]),
+                                  f(past_k), f(past_v), seqlens, p + 1, n, kvn)
+        ins = [("qkv", qkv), ("past_k", past_k), ("past_v", past_v), ("seqlens_f", seqlens.astype(np.float32)),
+               ("total_f", np.array(p + 1, np.float32))]
+        cases.append((ins, [(nm, r.astype(np.float32)) for nm, r in [("y", y), ("present_k", pk), ("present_v", pv)]]))
+    save_case(out_dir, "ms_gqa_decode", m, cases, check=False)
+    built.append(("ms_gqa_decode", m, cases))
+    return built
+
+
 def ort_check(name, model, cases):
     """Runs the model on ONNX Runtime (npm peer) and prints its error against the reference."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -284,7 +374,7 @@ def ort_check(name, model, cases):
 
 if __name__ == "__main__":
     out = sys.argv[1]
-    built = [activations(out), skip_norms(out), attention_ops(out), rotary_ms(out)]
+    built = [activations(out), skip_norms(out), attention_ops(out), rotary_ms(out)] + gqa(out)
     if "--ort" in sys.argv[2:]:
         for b in built:
             ort_check(*b)

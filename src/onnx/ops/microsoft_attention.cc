@@ -1,11 +1,13 @@
 // ONNX Runtime's attention ops, as its transformer optimizer and exporters
-// write them: com.microsoft Attention (input projection fused in) and
-// MultiHeadAttention (projections outside). Both reduce to one core:
+// write them: com.microsoft Attention (input projection fused in),
+// MultiHeadAttention (projections outside) and GroupQueryAttention (decoders
+// with a KV cache). Both reduce to one core:
 // softmax(Q K^T * scale + masks and biases) V per head, with past keys and
 // values concatenated in front and returned as the present ones. Masked
 // positions get `mask_filter_value` added (not minus infinity), as ONNX
 // Runtime's kernels do, so that a fully masked row stays finite.
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "onnx/ops/attention_core.h"
+#include "onnx/ops/rotary.h"
 #include "onnx/registry.h"
 
 namespace xonnx::onnx_import {
@@ -191,9 +194,138 @@ absl::Status Attention(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
+// GroupQueryAttention, as ONNX Runtime's decoders use it: query (B,S,N*H),
+// key and value (B,S,Nkv*H) or packed into the query, past_key and
+// past_value (B,Nkv,P,H), seqlens_k (B: each sequence's total length - 1),
+// total_sequence_length (compiled in: the present's length T), and with
+// do_rotary the cos and sin caches. Always causal. The new keys and values
+// go after the past: at P for a prompt (S > 1), at seqlens_k for one token
+// (S = 1, where sequences of a batch may have different lengths); a query
+// at position p sees keys 0..p within its sequence's total length. Present
+// positions after a sequence's keys are zero.
+absl::Status GroupQueryAttention(NodeContext& ctx) {
+  hlo::Builder& b = ctx.b();
+  int64_t heads = ctx.attr_i("num_heads", 0), kv_heads = ctx.attr_i("kv_num_heads", 0);
+  if (heads <= 0 || kv_heads <= 0 || heads % kv_heads)
+    return ctx.Error(
+        absl::StrCat("num_heads (", heads, ") must be a positive multiple of kv_num_heads (", kv_heads, ")"));
+  if (ctx.attr_f("softcap", 0.0f) != 0.0f) return ctx.Unsupported("softcap");
+  if (ctx.attr_i("smooth_softmax", 0)) return ctx.Unsupported("smooth_softmax");
+  if (ctx.attr_i("local_window_size", -1) != -1) return ctx.Unsupported("local_window_size (sliding windows)");
+  if (ctx.attr_i("qk_output", 0)) return ctx.Unsupported("qk_output");
+  for (int i : {9, 10, 11})
+    if (ctx.has_input(i))
+      return ctx.Unsupported(absl::StrCat("input ", i, " (position_ids, attention_bias, head_sink)"));
+  Instruction* query = ctx.input(0);
+  if (query->shape().rank() != 3) return ctx.Unsupported(absl::StrCat("query of shape ", Dims(query)));
+  int64_t batch = query->shape().dims[0], s = query->shape().dims[1];
+  Instruction *q, *k, *v;
+  if (ctx.has_input(1)) {
+    q = query;
+    k = ctx.input(1);
+    v = ctx.input(2);
+  } else {  // Q, K and V packed in the query's last axis
+    int64_t d = query->shape().dims[2], head = d / (heads + 2 * kv_heads);
+    if (head * (heads + 2 * kv_heads) != d)
+      return ctx.Error(
+          absl::StrCat("a packed query's last dimension ", d, " must be (num_heads + 2 kv_num_heads) ", "x head size"));
+    auto part = [&](int64_t from, int64_t n) {
+      return b.Slice(query, {0, 0, from * head}, {batch, s, (from + n) * head}, {1, 1, 1});
+    };
+    q = part(0, heads);
+    k = part(heads, kv_heads);
+    v = part(heads + kv_heads, kv_heads);
+  }
+  int64_t head = q->shape().dims[2] / heads;
+  if (q->shape().dims[2] % heads || k->shape().dims[2] != kv_heads * head || v->shape().dims != k->shape().dims)
+    return ctx.Error(absl::StrCat("query ", Dims(q), ", key ", Dims(k), " and value ", Dims(v),
+                                  " do not split into num_heads and kv_num_heads heads of one size"));
+  q = SplitHeads(b, q, heads);
+  k = SplitHeads(b, k, kv_heads);
+  v = SplitHeads(b, v, kv_heads);
+  int64_t past = ctx.has_input(3) ? ctx.input(3)->shape().dims[2] : 0;
+  ASSIGN_OR_RETURN(std::vector<int64_t> total_l, ctx.ConstInts(6));
+  if (total_l.size() != 1) return ctx.Error("total_sequence_length must be one value");
+  int64_t total = total_l[0];
+  if (total < s || total < past)
+    return ctx.Error(absl::StrCat("total_sequence_length ", total, " is shorter than the past (", past,
+                                  ") or the new tokens (", s, ")"));
+  if (s > 1 && past + s > total)
+    return ctx.Error(absl::StrCat("a prompt of ", s, " tokens after a past of ", past,
+                                  " does not fit total_sequence_length ", total));
+  // Where each sequence's new tokens start, and its total length.
+  Instruction* lengths = b.Convert(ctx.input(5), hlo::S64);  // (B): total - 1
+  if (lengths->shape().ElementCount() != batch)
+    return ctx.Error(absl::StrCat("seqlens_k must have ", batch, " values, one per sequence"));
+  lengths = b.Reshape(lengths, {batch});
+  Instruction* start = s == 1 ? lengths : b.Broadcast(b.ScalarConstant(hlo::S64, past), {batch}, {});
+  Instruction* total_b = b.Binary(Opcode::kAdd, lengths, b.Broadcast(b.ScalarConstant(hlo::S64, 1), {batch}, {}));
+  if (ctx.attr_i("do_rotary", 0)) {
+    if (!ctx.has_input(7) || !ctx.has_input(8)) return ctx.Error("do_rotary needs cos_cache and sin_cache");
+    Instruction* cos = ctx.input(7);
+    Instruction* sin = ctx.input(8);
+    Instruction* pos =
+        b.Binary(Opcode::kAdd, b.Broadcast(start, {batch, s}, {0}), b.Iota(hlo::Shape(hlo::S64, {batch, s}), 1));
+    Instruction* pc = CacheRows(b, cos, pos);
+    Instruction* ps = CacheRows(b, sin, pos);
+    int64_t rot = 2 * cos->shape().dims[1];
+    bool interleaved = ctx.attr_i("rotary_interleaved", 0) != 0;
+    q = RotatePairs(b, q, 2, pc, ps, rot, interleaved);
+    k = RotatePairs(b, k, 2, pc, ps, rot, interleaved);
+  }
+  // The present: the past up to `start`, the new tokens from there, zeros after.
+  auto present = [&](Instruction* past_x, Instruction* new_x) {
+    std::vector<int64_t> pd = {batch, kv_heads, total, head};
+    Instruction* j = b.Iota(hlo::Shape(hlo::S64, pd), 2);
+    Instruction* st = b.Broadcast(start, pd, {0});
+    Instruction* zero = b.Broadcast(b.ScalarConstant(new_x->shape().element_type, 0), pd, {});
+    Instruction* old = zero;
+    if (past_x) {
+      int64_t p = past_x->shape().dims[2];
+      std::vector<hlo::PaddingDimension> cfg(4);
+      cfg[2].edge_padding_high = total - p;
+      old = b.Pad(past_x, b.ScalarConstant(past_x->shape().element_type, 0), cfg);
+    }
+    Instruction* fresh;
+    if (s == 1) {
+      fresh = b.Broadcast(b.Reshape(new_x, {batch, kv_heads, head}), pd, {0, 1, 3});
+    } else {
+      std::vector<hlo::PaddingDimension> cfg(4);
+      cfg[2].edge_padding_low = past;
+      cfg[2].edge_padding_high = total - past - s;
+      fresh = b.Pad(new_x, b.ScalarConstant(new_x->shape().element_type, 0), cfg);
+    }
+    Instruction* end = b.Binary(Opcode::kAdd, st, b.Broadcast(b.ScalarConstant(hlo::S64, s), pd, {}));
+    return b.Select(b.Compare(j, st, ComparisonDirection::kLt), old,
+                    b.Select(b.Compare(j, end, ComparisonDirection::kLt), fresh, zero));
+  };
+  Instruction* pk = present(ctx.has_input(3) ? ctx.input(3) : nullptr, k);
+  Instruction* pv = present(ctx.has_input(4) ? ctx.input(4) : nullptr, v);
+  // Query i of sequence b sits at start_b + i and sees keys j <= that, below total_b.
+  std::vector<int64_t> md = {batch, 1, s, total};
+  Instruction* j = b.Iota(hlo::Shape(hlo::S64, md), 3);
+  Instruction* at = b.Binary(Opcode::kAdd, b.Broadcast(start, md, {0}), b.Iota(hlo::Shape(hlo::S64, md), 2));
+  AttentionMasks m;
+  m.scale = ctx.attr_f("scale", 0.0f);
+  m.filter = -std::numeric_limits<double>::infinity();
+  m.keep = b.Binary(Opcode::kAnd, b.Compare(j, at, ComparisonDirection::kLe),
+                    b.Compare(j, b.Broadcast(total_b, md, {0}), ComparisonDirection::kLt));
+  Instruction* out = Attend(b, q, RepeatHeads(b, pk, heads / kv_heads), RepeatHeads(b, pv, heads / kv_heads), m);
+  ctx.set_output(0, MergeHeads(b, out));
+  if (ctx.wants_output(1)) ctx.set_output(1, pk);
+  if (ctx.wants_output(2)) ctx.set_output(2, pv);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void RegisterMicrosoftAttentionOps(Registry& r) {
+  r.Add({.domain = "com.microsoft",
+         .op_type = "GroupQueryAttention",
+         .min_opset = 1,
+         .max_opset = 1,
+         .fn = GroupQueryAttention})
+      .value_inputs = {6};
   r.Add({.domain = "com.microsoft", .op_type = "Attention", .min_opset = 1, .max_opset = 1, .fn = Attention});
   r.Add({.domain = "com.microsoft",
          .op_type = "MultiHeadAttention",
