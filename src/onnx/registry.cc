@@ -28,6 +28,7 @@ const Registry& Registry::Get() {
     RegisterMicrosoftAttentionOps(*reg);
     RegisterRotaryOps(*reg);
     RegisterAttentionOps(*reg);
+    RegisterMatMulNBitsOps(*reg);
     return reg;
   }();
   return *r;

@@ -84,6 +84,7 @@ void RegisterMicrosoftOps(Registry& r);
 void RegisterMicrosoftAttentionOps(Registry& r);
 void RegisterRotaryOps(Registry& r);
 void RegisterAttentionOps(Registry& r);
+void RegisterMatMulNBitsOps(Registry& r);
 void RegisterQuantOps(Registry& r);
 void RegisterRnnOps(Registry& r);
 void RegisterDataDependentOps(Registry& r);

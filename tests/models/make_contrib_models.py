@@ -2,7 +2,7 @@
 """Models with ONNX Runtime's own ops, as its transformer optimizer and
 exporters write them (com.microsoft Gelu, BiasGelu, FastGelu, QuickGelu,
 SkipLayerNormalization, SkipSimplifiedLayerNormalization, Attention,
-MultiHeadAttention, RotaryEmbedding, and SimplifiedLayerNormalization in the ONNX domain), with references computed
+MultiHeadAttention, GroupQueryAttention, RotaryEmbedding, MatMulNBits, and SimplifiedLayerNormalization in the ONNX domain), with references computed
 in float64 numpy from ONNX Runtime's operator schemas: OUT/<name>/model.onnx
 and test_data_set_<i>/{input_*.pb, output_*.pb}.
 
@@ -350,6 +350,50 @@ def gqa(out_dir):
     return built
 
 
+def matmul_nbits(out_dir):
+    """MatMulNBits as weight-only quantizers write it: 4-bit weights with
+    packed zero points and a bias, K not a multiple of the block; 8-bit
+    weights with the default zero point."""
+    from onnx import numpy_helper
+    k, n, block = 200, 64, 16  # weights large enough to be parameters, not folded constants
+    blocks = (k + block - 1) // block
+    built = []
+    nodes, inits, outs_vi, refs = [], [], [], {}
+    rows = {}
+    for bits in (4, 8):
+        q = rng.integers(0, 1 << bits, (n, blocks * block))
+        scales = (rng.random((n, blocks)) * 0.1 + 0.01).astype(np.float32)
+        if bits == 4:
+            zps = rng.integers(0, 16, (n, blocks))
+            zpad = np.concatenate([zps, np.zeros((n, blocks % 2), np.int64)], 1) if blocks % 2 else zps
+            zp_bytes = (zpad[:, 0::2] | (zpad[:, 1::2] << 4)).astype(np.uint8).reshape(-1)
+            packed = (q[:, 0::2] | (q[:, 1::2] << 4)).astype(np.uint8).reshape(n, blocks, block // 2)
+        else:
+            zps = np.full((n, blocks), 128)
+            packed = q.astype(np.uint8).reshape(n, blocks, block)
+        w = ((q - np.repeat(zps, block, 1)) * np.repeat(scales.astype(np.float64), block, 1))[:, :k]
+        bias = rng.standard_normal(n).astype(np.float32)
+        ins = ["a", f"b{bits}", f"s{bits}"] + ([f"z{bits}"] if bits == 4 else [""]) + ["", f"bias{bits}"]
+        nodes.append(helper.make_node("MatMulNBits", ins, [f"y{bits}"], domain="com.microsoft", K=k, N=n, bits=bits,
+                                      block_size=block))
+        inits += [numpy_helper.from_array(packed, f"b{bits}"), init(f"s{bits}", scales.reshape(-1)),
+                  init(f"bias{bits}", bias)]
+        if bits == 4:
+            inits.append(numpy_helper.from_array(zp_bytes, f"z{bits}"))
+        outs_vi.append(helper.make_tensor_value_info(f"y{bits}", F, ["batch", 3, n]))
+        rows[bits] = (w, bias)
+    m = contrib_model(nodes, "ms_matmul_nbits", [helper.make_tensor_value_info("a", F, ["batch", 3, k])], outs_vi,
+                      inits)
+    cases = []
+    for batch in (1, 2):
+        a = rng.standard_normal((batch, 3, k)).astype(np.float32)
+        outs = [(f"y{bits}", (a.astype(np.float64) @ w.T + bias).astype(np.float32)) for bits, (w, bias) in rows.items()]
+        cases.append(([("a", a)], outs))
+    save_case(out_dir, "ms_matmul_nbits", m, cases, check=False)
+    built.append(("ms_matmul_nbits", m, cases))
+    return built
+
+
 def ort_check(name, model, cases):
     """Runs the model on ONNX Runtime (npm peer) and prints its error against the reference."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -374,7 +418,7 @@ def ort_check(name, model, cases):
 
 if __name__ == "__main__":
     out = sys.argv[1]
-    built = [activations(out), skip_norms(out), attention_ops(out), rotary_ms(out)] + gqa(out)
+    built = [activations(out), skip_norms(out), attention_ops(out), rotary_ms(out)] + gqa(out) + matmul_nbits(out)
     if "--ort" in sys.argv[2:]:
         for b in built:
             ort_check(*b)
