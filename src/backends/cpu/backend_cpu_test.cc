@@ -1156,3 +1156,103 @@ TEST(Dump, WritesTheProgramAsRunAndItsKernels) {
 
 }  // namespace
 }  // namespace xonnx::cpu
+
+namespace xonnx::cpu {
+namespace {
+
+// A dynamically quantized product (as ONNX Runtime's DynamicQuantizeMatMul
+// converts) whose result, plus a residual, is an output and is summed by
+// rows. The scale is broadcast for the quantizing fusion and read through
+// that broadcast by the row fusion at the end, after the zero point's
+// scalar kernels: the scale's buffer must not be handed to them meanwhile.
+constexpr char kScaleReadThroughABroadcast[] = R"(
+HloModule rep
+maximum_f32 {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT maximum = f32[] maximum(x, y)
+}
+minimum_f32 {
+  x.1 = f32[] parameter(0)
+  y.1 = f32[] parameter(1)
+  ROOT minimum = f32[] minimum(x.1, y.1)
+}
+add_f32 {
+  x.2 = f32[] parameter(0)
+  y.2 = f32[] parameter(1)
+  ROOT add.3 = f32[] add(x.2, y.2)
+}
+ENTRY main {
+  a = f32[1,64,16]{2,1,0} parameter(0)
+  r = f32[1,64,16]{2,1,0} parameter(1)
+  w = s32[16,16]{1,0} parameter(2)
+  bias = f32[16]{0} parameter(3)
+  constant.11 = f32[] constant(0)
+  constant.5 = f32[] constant(-inf)
+  reduce = f32[] reduce(a, constant.5), dimensions={0,1,2}, to_apply=maximum_f32
+  maximum.1 = f32[] maximum(reduce, constant.11)
+  constant.6 = f32[] constant(inf)
+  reduce.1 = f32[] reduce(a, constant.6), dimensions={0,1,2}, to_apply=minimum_f32
+  minimum.1 = f32[] minimum(reduce.1, constant.11)
+  subtract = f32[] subtract(maximum.1, minimum.1)
+  constant.7 = f32[] constant(255)
+  divide = f32[] divide(subtract, constant.7)
+  broadcast.1 = f32[1,64,16]{2,1,0} broadcast(divide), dimensions={}
+  divide.2 = f32[1,64,16]{2,1,0} divide(a, broadcast.1)
+  round-nearest-even.1 = f32[1,64,16]{2,1,0} round-nearest-even(divide.2)
+  divide.1 = f32[] divide(minimum.1, divide)
+  subtract.1 = f32[] subtract(constant.11, divide.1)
+  round-nearest-even = f32[] round-nearest-even(subtract.1)
+  clamp = f32[] clamp(constant.11, round-nearest-even, constant.7)
+  convert = u8[] convert(clamp)
+  convert.1 = f32[] convert(convert)
+  broadcast = f32[1,64,16]{2,1,0} broadcast(convert.1), dimensions={}
+  add = f32[1,64,16]{2,1,0} add(round-nearest-even.1, broadcast)
+  clamp.1 = f32[1,64,16]{2,1,0} clamp(constant.11, add, constant.7)
+  convert.2 = u8[1,64,16]{2,1,0} convert(clamp.1)
+  convert.4 = s32[1,64,16]{2,1,0} convert(convert.2)
+  convert.3 = s32[] convert(convert)
+  broadcast.2 = s32[1,64,16]{2,1,0} broadcast(convert.3), dimensions={}
+  subtract.2 = s32[1,64,16]{2,1,0} subtract(convert.4, broadcast.2)
+  reshape = s32[64,16]{1,0} reshape(subtract.2)
+  dot = s32[64,16]{1,0} dot(reshape, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  reshape.1 = s32[1,64,16]{2,1,0} reshape(dot)
+  convert.5 = f32[1,64,16]{2,1,0} convert(reshape.1)
+  c16 = f32[] constant(0.0004)
+  constant.16 = f32[1,64,16]{2,1,0} broadcast(c16), dimensions={}
+  multiply = f32[1,64,16]{2,1,0} multiply(broadcast.1, constant.16)
+  multiply.1 = f32[1,64,16]{2,1,0} multiply(convert.5, multiply)
+  constant.17 = f32[1,64,16]{2,1,0} broadcast(bias), dimensions={2}
+  add.1 = f32[1,64,16]{2,1,0} add(multiply.1, constant.17)
+  add.2 = f32[1,64,16]{2,1,0} add(r, add.1)
+  reduce.2 = f32[1,64]{1,0} reduce(add.2, constant.11), dimensions={2}, to_apply=add_f32
+  reshape.2 = f32[1,64,1]{2,1,0} reshape(reduce.2)
+  c20 = f32[] constant(16)
+  constant.20 = f32[1,64,1]{2,1,0} broadcast(c20), dimensions={}
+  divide.3 = f32[1,64,1]{2,1,0} divide(reshape.2, constant.20)
+  ROOT tuple = (f32[1,64,16]{2,1,0}, f32[1,64,1]{2,1,0}) tuple(add.2, divide.3)
+})";
+
+TEST(RowFusions, ValuesReadThroughAComputedBroadcastStayUntilTheyRun) {
+  auto m = hlo::ParseText(kScaleReadThroughABroadcast);
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<Literal> args;
+  for (auto* p : (*m)->entry()->parameters()) args.push_back(Random(p->shape(), 5 + args.size()));
+  auto expected = eval::EvaluateModule(**m, args);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  auto exe = Executable::Compile(std::move(*m), CompileOptions{});
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  std::vector<const void*> in;
+  for (auto& a : args) in.push_back(a.untyped_data());
+  std::vector<Literal> outs;
+  for (const Shape& s : (*exe)->output_shapes()) outs.emplace_back(s);
+  std::vector<void*> out_ptrs;
+  for (auto& o : outs) out_ptrs.push_back(o.untyped_data());
+  ASSERT_TRUE((*exe)->Execute(in, out_ptrs).ok());
+  EXPECT_THAT((*exe)->ThunkSummary(), ::testing::Contains(::testing::Pair("row-fusion", 1)));
+  for (size_t k = 0; k < outs.size(); ++k)
+    EXPECT_LT(MaxRelativeError(outs[k], expected->tuple_elements()[k]), 1e-4) << "output " << k;
+}
+
+}  // namespace
+}  // namespace xonnx::cpu

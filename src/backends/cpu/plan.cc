@@ -90,6 +90,14 @@ std::vector<const Instruction*> Plan::HiddenReads(const Instruction* i) const {
 }
 
 int64_t Plan::UsePoint(const Instruction* user) const {
+  int64_t at = DirectUsePoint(user);
+  // A row fusion reads the value under a reshape or broadcast when it runs,
+  // whether or not the view is computed for other readers too.
+  if (auto rv = row_fusions.views.find(user); rv != row_fusions.views.end()) at = std::max(at, rv->second);
+  return at;
+}
+
+int64_t Plan::DirectUsePoint(const Instruction* user) const {
   // A row fusion reads its inputs when it runs, at its last member.
   if (int rg = RowGroupOf(user); rg >= 0) return pos(row_fusions.groups[rg].members.back());
   if (auto ri = row_fusions.internal.find(user); ri != row_fusions.internal.end()) return ri->second;

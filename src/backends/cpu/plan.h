@@ -122,8 +122,11 @@ class Plan {
   // primitive reads them when it runs, so they live until then.
   std::vector<const hlo::Instruction*> HiddenReads(const hlo::Instruction* i) const;
   // Where in the program `user` reads its operands: a fused or absorbed op
-  // reads them when its fusion or primitive runs.
+  // reads them when its fusion or primitive runs, and a row fusion reads
+  // the value under a view it reads through when it runs.
   int64_t UsePoint(const hlo::Instruction* user) const;
+  // The same without the row fusions' reads through views.
+  int64_t DirectUsePoint(const hlo::Instruction* user) const;
 
   // Whether `view` (not the root) is read only by `reader`s, directly or
   // through other views (`is_view`) read the same way.
