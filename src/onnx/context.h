@@ -165,6 +165,9 @@ hlo::Instruction* RandomUniform01(NodeContext& ctx, const std::vector<int64_t>& 
 
 // Numpy-semantics matrix product (MatMul); defined with the NN converters.
 absl::StatusOr<hlo::Instruction*> NumpyMatMul(NodeContext& ctx, hlo::Instruction* a, hlo::Instruction* b);
+// Gemm of the node's inputs A, B (and C) with its attributes (transA,
+// transB, alpha, beta).
+absl::StatusOr<hlo::Instruction*> GemmWithAttributes(NodeContext& ctx);
 // Convolution of x by w with the node's Conv attributes (strides, pads,
 // dilations, group, auto_pad); no bias.
 absl::StatusOr<hlo::Instruction*> ConvWithAttributes(NodeContext& ctx, hlo::Instruction* x, hlo::Instruction* w);

@@ -29,6 +29,8 @@ const Registry& Registry::Get() {
     RegisterRotaryOps(*reg);
     RegisterAttentionOps(*reg);
     RegisterMatMulNBitsOps(*reg);
+    RegisterFusedOps(*reg);
+    RegisterMicrosoftQuantOps(*reg);
     return reg;
   }();
   return *r;

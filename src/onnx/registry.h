@@ -85,6 +85,8 @@ void RegisterMicrosoftAttentionOps(Registry& r);
 void RegisterRotaryOps(Registry& r);
 void RegisterAttentionOps(Registry& r);
 void RegisterMatMulNBitsOps(Registry& r);
+void RegisterFusedOps(Registry& r);
+void RegisterMicrosoftQuantOps(Registry& r);
 void RegisterQuantOps(Registry& r);
 void RegisterRnnOps(Registry& r);
 void RegisterDataDependentOps(Registry& r);

@@ -2,7 +2,9 @@
 """Models with ONNX Runtime's own ops, as its transformer optimizer and
 exporters write them (com.microsoft Gelu, BiasGelu, FastGelu, QuickGelu,
 SkipLayerNormalization, SkipSimplifiedLayerNormalization, Attention,
-MultiHeadAttention, GroupQueryAttention, RotaryEmbedding, MatMulNBits, and SimplifiedLayerNormalization in the ONNX domain), with references computed
+MultiHeadAttention, GroupQueryAttention, RotaryEmbedding, MatMulNBits,
+DynamicQuantizeMatMul, QGemm, QLinearAdd, QLinearMul, FusedConv, FusedGemm,
+FusedMatMul, and SimplifiedLayerNormalization in the ONNX domain), with references computed
 in float64 numpy from ONNX Runtime's operator schemas: OUT/<name>/model.onnx
 and test_data_set_<i>/{input_*.pb, output_*.pb}.
 
@@ -394,6 +396,169 @@ def matmul_nbits(out_dir):
     return built
 
 
+def dynamic_quantize(x):
+    """DynamicQuantizeLinear in float32 as ONNX specifies it: (uint8 values, scale, zero point)."""
+    x = x.astype(np.float32)
+    mx, mn = np.float32(max(x.max(), 0)), np.float32(min(x.min(), 0))
+    scale = np.float32((mx - mn) / np.float32(255))
+    zp = np.float32(np.clip(np.round(np.float32(0) - mn / scale), 0, 255))
+    q = np.clip(np.round(x / scale) + zp, 0, 255)
+    return q, scale, zp
+
+
+def quant_ops(out_dir):
+    """DynamicQuantizeMatMul (3-D A, uint8 weights with a zero point and a
+    bias; int8 weights with per-column scales), QGemm (transposed B, int32
+    bias, quantized and float outputs) and QLinearAdd / QLinearMul with
+    broadcasting."""
+    from onnx import numpy_helper
+    k, n, m_ = 48, 40, 5  # weights of 1920 values: parameters, not folded constants
+    w_u8 = rng.integers(0, 256, (k, n)).astype(np.uint8)
+    w_s8 = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    s_u8, z_u8 = np.float32(0.02), np.uint8(131)
+    s_s8 = (rng.random(n) * 0.02 + 0.005).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    # QGemm: A quantized (u8), B (N, K) s8 transposed, per-column scale.
+    qa_s, qa_z = np.float32(0.05), np.uint8(120)
+    qb = rng.integers(-128, 128, (n, k)).astype(np.int8)
+    qb_s = (rng.random(n) * 0.01 + 0.002).astype(np.float32)
+    qb_z = np.zeros(n, np.int8)
+    qc = rng.integers(-500, 500, (n,)).astype(np.int32)
+    qy_s, qy_z = np.float32(0.08), np.uint8(128)
+    # QLinearAdd / QLinearMul: A (u8) [m, n] with B (u8) [n].
+    la_s, la_z, lb_s, lb_z, lc_s, lc_z = (np.float32(0.03), np.uint8(100), np.float32(0.05), np.uint8(140),
+                                         np.float32(0.07), np.uint8(125))
+    ms = "com.microsoft"
+    nodes = [
+        helper.make_node("DynamicQuantizeMatMul", ["a", "w_u8", "s_u8", "z_u8", "bias"], ["y_u8"], domain=ms),
+        helper.make_node("DynamicQuantizeMatMul", ["a", "w_s8", "s_s8"], ["y_s8"], domain=ms),
+        helper.make_node("QuantizeLinear", ["a2", "qa_s", "qa_z"], ["qa"]),
+        helper.make_node("QGemm", ["qa", "qa_s", "qa_z", "qb", "qb_s", "qb_z", "qc", "qy_s", "qy_z"], ["qy"],
+                         domain=ms, transB=1),
+        helper.make_node("DequantizeLinear", ["qy", "qy_s", "qy_z"], ["g_q"]),
+        helper.make_node("QGemm", ["qa", "qa_s", "qa_z", "qb", "qb_s", "qb_z"], ["g_f"], domain=ms, transB=1,
+                         alpha=0.5),
+        helper.make_node("QuantizeLinear", ["l1", "la_s", "la_z"], ["la"]),
+        helper.make_node("QuantizeLinear", ["l2", "lb_s", "lb_z"], ["lb"]),
+        helper.make_node("QLinearAdd", ["la", "la_s", "la_z", "lb", "lb_s", "lb_z", "lc_s", "lc_z"], ["ladd"], domain=ms),
+        helper.make_node("QLinearMul", ["la", "la_s", "la_z", "lb", "lb_s", "lb_z", "lc_s", "lc_z"], ["lmul"], domain=ms),
+        helper.make_node("DequantizeLinear", ["ladd", "lc_s", "lc_z"], ["add_f"]),
+        helper.make_node("DequantizeLinear", ["lmul", "lc_s", "lc_z"], ["mul_f"]),
+    ]
+    arr = numpy_helper.from_array
+    inits = [arr(w_u8, "w_u8"), arr(w_s8, "w_s8"), arr(np.array(s_u8), "s_u8"), arr(np.array(z_u8), "z_u8"),
+             arr(s_s8, "s_s8"), init("bias", bias), arr(np.array(qa_s), "qa_s"), arr(np.array(qa_z), "qa_z"),
+             arr(qb, "qb"), arr(qb_s, "qb_s"), arr(qb_z, "qb_z"), arr(qc, "qc"), arr(np.array(qy_s), "qy_s"),
+             arr(np.array(qy_z), "qy_z"), arr(np.array(la_s), "la_s"), arr(np.array(la_z), "la_z"),
+             arr(np.array(lb_s), "lb_s"), arr(np.array(lb_z), "lb_z"), arr(np.array(lc_s), "lc_s"),
+             arr(np.array(lc_z), "lc_z")]
+    b = "batch"
+    vi = helper.make_tensor_value_info
+    mdl = contrib_model(nodes, "ms_quant_ops",
+                        [vi("a", F, [b, m_, k]), vi("a2", F, [m_, k]), vi("l1", F, [m_, n]), vi("l2", F, [n])],
+                        [vi("y_u8", F, [b, m_, n]), vi("y_s8", F, [b, m_, n]), vi("g_q", F, [m_, n]),
+                         vi("g_f", F, [m_, n]), vi("add_f", F, [m_, n]), vi("mul_f", F, [m_, n])], inits)
+    cases = []
+    f64 = np.float64
+    for batch in (1, 2):
+        a = rng.standard_normal((batch, m_, k)).astype(np.float32)
+        a2 = (rng.standard_normal((m_, k)) * 3).astype(np.float32)
+        l1 = (rng.standard_normal((m_, n)) * 2).astype(np.float32)
+        l2 = (rng.standard_normal(n) * 3).astype(np.float32)
+        q, sc, zp = dynamic_quantize(a)
+        acc_u8 = (q - zp).astype(f64) @ (w_u8.astype(f64) - f64(z_u8))
+        y_u8 = acc_u8.astype(np.float32) * (sc * s_u8) + bias
+        acc_s8 = (q - zp).astype(f64) @ w_s8.astype(f64)
+        y_s8 = acc_s8.astype(np.float32) * (sc * s_s8)
+        qa = np.clip(np.round(a2 / qa_s) + f64(qa_z), 0, 255)
+        acc = (qa - f64(qa_z)) @ (qb.astype(f64) - qb_z[:, None]).T + qc
+        g = acc.astype(np.float32) * (qa_s * qb_s)
+        qy = np.clip(np.round(g / qy_s) + f64(qy_z), 0, 255)
+        g_q = ((qy - f64(qy_z)) * qy_s).astype(np.float32)
+        g_f = ((qa - f64(qa_z)) @ (qb.astype(f64) - qb_z[:, None]).T).astype(np.float32) * (qa_s * qb_s * np.float32(0.5))
+        la = np.clip(np.round(l1 / la_s) + f64(la_z), 0, 255)
+        lb = np.clip(np.round(l2 / lb_s) + f64(lb_z), 0, 255)
+        # ONNX Runtime's f32 arithmetic (its kernels define these ops); the
+        # product's zero point is added before rounding.
+        ca, cb = (la - f64(la_z)).astype(np.float32), (lb - f64(lb_z)).astype(np.float32)
+        ladd = np.clip(np.round((la_s * ca + lb_s * cb) / lc_s) + f64(lc_z), 0, 255)
+        lmul = np.clip(np.round((ca * cb) * np.float32(la_s * lb_s / lc_s) + np.float32(lc_z)), 0, 255)
+        outs = [("y_u8", y_u8), ("y_s8", y_s8), ("g_q", g_q), ("g_f", g_f), ("add_f", (ladd - f64(lc_z)) * lc_s),
+                ("mul_f", (lmul - f64(lc_z)) * lc_s)]
+        cases.append(([("a", a), ("a2", a2), ("l1", l1), ("l2", l2)], [(nm, v.astype(np.float32)) for nm, v in outs]))
+    save_case(out_dir, "ms_quant_ops", mdl, cases, check=False)
+    return [("ms_quant_ops", mdl, cases)]
+
+
+def conv2d_same(x, w):
+    """NCHW x OIHW, stride 1, zero padding 1 (3x3 kernels), in float64."""
+    b, c, h, wd = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    y = np.zeros((b, w.shape[0], h, wd))
+    for i in range(3):
+        for j in range(3):
+            y += np.einsum("bchw,oc->bohw", xp[:, :, i:i + h, j:j + wd], w[:, :, i, j])
+    return y
+
+
+def fused_ops(out_dir):
+    """The fused ops ONNX Runtime writes when it saves a model it optimized:
+    FusedConv (with a sum input Z and several activations with their
+    parameters), FusedGemm (with an activation) and FusedMatMul (transposes,
+    batch transposes and a scale)."""
+    w = (rng.standard_normal((4, 3, 3, 3)) * 0.4).astype(np.float32)
+    cb = rng.standard_normal(4).astype(np.float32)
+    gw = rng.standard_normal((6, 5)).astype(np.float32)
+    gc = rng.standard_normal(5).astype(np.float32)
+    ms = "com.microsoft"
+    conv = dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    nodes = [
+        helper.make_node("FusedConv", ["x", "w", "cb", "z"], ["relu"], domain=ms, activation="Relu", **conv),
+        helper.make_node("FusedConv", ["x", "w", "cb"], ["leaky"], domain=ms, activation="LeakyRelu",
+                         activation_params=[0.2], **conv),
+        helper.make_node("FusedConv", ["x", "w"], ["clip"], domain=ms, activation="Clip",
+                         activation_params=[-1.0, 2.0], **conv),
+        helper.make_node("FusedConv", ["x", "w", "cb"], ["hsig"], domain=ms, activation="HardSigmoid",
+                         activation_params=[0.3, 0.4], **conv),
+        helper.make_node("FusedGemm", ["ga", "gw", "gc"], ["gemm"], domain=ms, activation="LeakyRelu",
+                         activation_alpha=0.1, alpha=0.5, beta=2.0),
+        helper.make_node("FusedMatMul", ["ma", "mb"], ["mm"], domain=ms, transA=1, transB=1, alpha=0.25),
+        helper.make_node("FusedMatMul", ["ba", "bb"], ["mm_batch"], domain=ms, transBatchA=1, transA=0,
+                         transBatchB=0),
+    ]
+    vi = helper.make_tensor_value_info
+    b = "batch"
+    m = contrib_model(
+        nodes, "ms_fused",
+        [vi("x", F, [b, 3, 5, 5]), vi("z", F, [b, 4, 5, 5]), vi("ga", F, [b, 6]), vi("ma", F, [b, 2, 4, 3]),
+         vi("mb", F, [b, 2, 5, 4]), vi("ba", F, [3, b, 2, 4]), vi("bb", F, [b, 2, 4, 6])],
+        [vi("relu", F, [b, 4, 5, 5]), vi("leaky", F, [b, 4, 5, 5]), vi("clip", F, [b, 4, 5, 5]),
+         vi("hsig", F, [b, 4, 5, 5]), vi("gemm", F, [b, 5]), vi("mm", F, [b, 2, 3, 5]), vi("mm_batch", F, [b, 2, 3, 6])],
+        [init("w", w), init("cb", cb), init("gw", gw), init("gc", gc)])
+    cases = []
+    f = lambda a: a.astype(np.float64)  # noqa: E731
+    for batch in (1, 2):
+        x = rng.standard_normal((batch, 3, 5, 5)).astype(np.float32)
+        z = rng.standard_normal((batch, 4, 5, 5)).astype(np.float32)
+        ga = rng.standard_normal((batch, 6)).astype(np.float32)
+        ma = rng.standard_normal((batch, 2, 4, 3)).astype(np.float32)
+        mb = rng.standard_normal((batch, 2, 5, 4)).astype(np.float32)
+        ba = rng.standard_normal((3, batch, 2, 4)).astype(np.float32)
+        bb = rng.standard_normal((batch, 2, 4, 6)).astype(np.float32)
+        c = conv2d_same(f(x), f(w))
+        cbias = f(cb)[None, :, None, None]
+        g = 0.5 * f(ga) @ f(gw) + 2.0 * f(gc)
+        outs = [("relu", np.maximum(c + cbias + f(z), 0)), ("leaky", np.where(c + cbias > 0, c + cbias, 0.2 * (c + cbias))),
+                ("clip", np.clip(c, -1, 2)), ("hsig", np.clip(0.3 * (c + cbias) + 0.4, 0, 1)),
+                ("gemm", np.where(g > 0, g, 0.1 * g)),
+                ("mm", 0.25 * np.swapaxes(f(ma), -1, -2) @ np.swapaxes(f(mb), -1, -2)),
+                ("mm_batch", np.transpose(f(ba), (1, 2, 0, 3)) @ f(bb))]
+        cases.append(([("x", x), ("z", z), ("ga", ga), ("ma", ma), ("mb", mb), ("ba", ba), ("bb", bb)],
+                      [(n, v.astype(np.float32)) for n, v in outs]))
+    save_case(out_dir, "ms_fused", m, cases, check=False)
+    return [("ms_fused", m, cases)]
+
+
 def ort_check(name, model, cases):
     """Runs the model on ONNX Runtime (npm peer) and prints its error against the reference."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -418,7 +583,7 @@ def ort_check(name, model, cases):
 
 if __name__ == "__main__":
     out = sys.argv[1]
-    built = [activations(out), skip_norms(out), attention_ops(out), rotary_ms(out)] + gqa(out) + matmul_nbits(out)
+    built = [activations(out), skip_norms(out), attention_ops(out), rotary_ms(out)] + gqa(out) + matmul_nbits(out) + quant_ops(out) + fused_ops(out)
     if "--ort" in sys.argv[2:]:
         for b in built:
             ort_check(*b)

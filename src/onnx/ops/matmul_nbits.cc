@@ -47,8 +47,8 @@ absl::Status MatMulNBits(NodeContext& ctx) {
   hlo::PrimitiveType t = a->shape().element_type;
   if (!hlo::IsFloatingPoint(t)) return ctx.Unsupported("non-float A");
   if (a->shape().rank() < 1 || a->shape().dims.back() != k)
-    return ctx.Error(absl::StrCat("A's last dimension must be K = ", k, "; A is [",
-                                  absl::StrJoin(a->shape().dims, ","), "]"));
+    return ctx.Error(
+        absl::StrCat("A's last dimension must be K = ", k, "; A is [", absl::StrJoin(a->shape().dims, ","), "]"));
   int64_t blocks = (k + block - 1) / block, blob = block * bits / 8;
   Instruction* packed = ctx.input(1);
   if (packed->shape().element_type != hlo::U8 || packed->shape().ElementCount() != n * blocks * blob)
@@ -75,8 +75,7 @@ absl::Status MatMulNBits(NodeContext& ctx) {
     zs = b.Slice(zs, {0, 0}, {n, blocks}, {1, 1});
     zp = per_block(b.Convert(zs, hlo::F32));
   }
-  Instruction* w = b.Binary(Opcode::kMultiply,
-                            b.Binary(Opcode::kSubtract, b.Convert(b.Reshape(q, wd), hlo::F32), zp),
+  Instruction* w = b.Binary(Opcode::kMultiply, b.Binary(Opcode::kSubtract, b.Convert(b.Reshape(q, wd), hlo::F32), zp),
                             per_block(b.Convert(scales, hlo::F32)));
   w = b.Slice(b.Reshape(w, {n, blocks * block}), {0, 0}, {n, k}, {1, 1});  // (N, K)
   hlo::DotDimensionNumbers dn;

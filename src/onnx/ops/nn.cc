@@ -73,15 +73,7 @@ absl::StatusOr<Instruction*> NumpyMatMul(NodeContext& ctx, Instruction* a, Instr
   return bb.Reshape(r, out_dims);
 }
 
-namespace {
-
-absl::Status MatMul(NodeContext& ctx) {
-  ASSIGN_OR_RETURN(Instruction * y, NumpyMatMul(ctx, ctx.input(0), ctx.input(1)));
-  ctx.set_output(0, y);
-  return absl::OkStatus();
-}
-
-absl::Status Gemm(NodeContext& ctx) {
+absl::StatusOr<Instruction*> GemmWithAttributes(NodeContext& ctx) {
   Instruction* a = ctx.input(0);
   Instruction* b = ctx.input(1);
   hlo::Builder& bb = ctx.b();
@@ -91,7 +83,7 @@ absl::Status Gemm(NodeContext& ctx) {
   d.lhs_contracting_dimensions = {ta ? 0 : 1};
   d.rhs_contracting_dimensions = {tb ? 1 : 0};
   Instruction* y = bb.Dot(a, b, d);
-  if (!y) return absl::OkStatus();
+  if (!y) return y;
   float alpha = ctx.attr_f("alpha", 1.0f), beta = ctx.attr_f("beta", 1.0f);
   if (alpha != 1.0f) y = bb.Binary(Opcode::kMultiply, y, SplatLike(bb, y, alpha));
   if (ctx.has_input(2) && beta != 0.0f) {
@@ -99,6 +91,20 @@ absl::Status Gemm(NodeContext& ctx) {
     if (beta != 1.0f) c = bb.Binary(Opcode::kMultiply, c, SplatLike(bb, c, beta));
     y = bb.Binary(Opcode::kAdd, y, c);
   }
+  return y;
+}
+
+namespace {
+
+absl::Status MatMul(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(Instruction * y, NumpyMatMul(ctx, ctx.input(0), ctx.input(1)));
+  ctx.set_output(0, y);
+  return absl::OkStatus();
+}
+
+absl::Status Gemm(NodeContext& ctx) {
+  ASSIGN_OR_RETURN(Instruction * y, GemmWithAttributes(ctx));
+  if (!y) return absl::OkStatus();  // the builder holds the error
   ctx.set_output(0, y);
   return absl::OkStatus();
 }

@@ -5,16 +5,15 @@
 #include <cmath>
 
 #include "base/status.h"
+#include "onnx/ops/quantize.h"
 #include "onnx/registry.h"
 #include "onnx/tensor_proto.h"
 
 namespace xonnx::onnx_import {
-namespace {
 
 using hlo::Instruction;
 using hlo::Opcode;
 
-// Broadcasts a per-tensor (scalar) or per-axis (1-D) parameter against x.
 absl::StatusOr<Instruction*> AlongAxis(NodeContext& ctx, Instruction* p, Instruction* x, int64_t axis_attr) {
   hlo::Builder& b = ctx.b();
   if (p->shape().ElementCount() == 1) return b.Broadcast(b.Reshape(p, {}), x->shape().dims, {});
@@ -24,12 +23,13 @@ absl::StatusOr<Instruction*> AlongAxis(NodeContext& ctx, Instruction* p, Instruc
   return b.Broadcast(p, x->shape().dims, {axis});
 }
 
-// round-half-even(v) + zp, saturated to `t` and converted.
 Instruction* Saturate(hlo::Builder& b, Instruction* v, hlo::PrimitiveType t) {
   v = b.Unary(Opcode::kRoundNearestEven, v);
   hlo::PrimitiveType f = v->shape().element_type;
   return b.Convert(b.Clamp(b.ScalarConstant(f, LowestValue(t)), v, b.ScalarConstant(f, HighestValue(t))), t);
 }
+
+namespace {
 
 absl::Status QuantizeLinear(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
@@ -69,9 +69,17 @@ absl::Status DequantizeLinear(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status DynamicQuantizeLinear(NodeContext& ctx) {
-  Instruction* x = ctx.input(0);
+}  // namespace
+
+absl::StatusOr<Instruction*> Centered(NodeContext& ctx, Instruction* x, int zp_input, int64_t axis) {
   hlo::Builder& b = ctx.b();
+  Instruction* v = b.Convert(x, hlo::S32);
+  if (!ctx.has_input(zp_input)) return v;
+  ASSIGN_OR_RETURN(Instruction * zp, AlongAxis(ctx, b.Convert(ctx.input(zp_input), hlo::S32), x, axis));
+  return b.Binary(Opcode::kSubtract, v, zp);
+}
+
+DynamicQuantized DynamicQuantize(hlo::Builder& b, Instruction* x) {
   std::vector<int64_t> all;
   for (int64_t i = 0; i < x->shape().rank(); ++i) all.push_back(i);
   Instruction* zero = b.ScalarConstant(hlo::F32, 0);
@@ -85,19 +93,17 @@ absl::Status DynamicQuantizeLinear(NodeContext& ctx) {
       Opcode::kAdd,
       b.Unary(Opcode::kRoundNearestEven, b.Binary(Opcode::kDivide, x, b.Broadcast(scale, x->shape().dims, {}))),
       b.Broadcast(b.Convert(zp, hlo::F32), x->shape().dims, {}));
-  ctx.set_output(0, Saturate(b, q, hlo::U8));
-  ctx.set_output(1, scale);
-  ctx.set_output(2, zp);
-  return absl::OkStatus();
+  return {Saturate(b, q, hlo::U8), scale, zp};
 }
 
-// x - zero_point in int32 (zero point per tensor or along `axis`).
-absl::StatusOr<Instruction*> Centered(NodeContext& ctx, Instruction* x, int zp_input, int64_t axis) {
-  hlo::Builder& b = ctx.b();
-  Instruction* v = b.Convert(x, hlo::S32);
-  if (!ctx.has_input(zp_input)) return v;
-  ASSIGN_OR_RETURN(Instruction * zp, AlongAxis(ctx, b.Convert(ctx.input(zp_input), hlo::S32), x, axis));
-  return b.Binary(Opcode::kSubtract, v, zp);
+namespace {
+
+absl::Status DynamicQuantizeLinear(NodeContext& ctx) {
+  DynamicQuantized d = DynamicQuantize(ctx.b(), ctx.input(0));
+  ctx.set_output(0, d.q);
+  ctx.set_output(1, d.scale);
+  ctx.set_output(2, d.zp);
+  return absl::OkStatus();
 }
 
 absl::Status MatMulInteger(NodeContext& ctx) {

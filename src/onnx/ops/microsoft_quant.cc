@@ -1,0 +1,147 @@
+// ONNX Runtime's quantized ops (com.microsoft) that its quantizer and its
+// optimizer write: DynamicQuantizeMatMul (a dynamically quantized A times
+// int8 weights), QGemm, and the element-wise QLinearAdd and QLinearMul.
+// Integer products accumulate in int32; results are rescaled in f32 and,
+// where quantized, rounded half to even and saturated, as in quant.cc.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "base/status.h"
+#include "onnx/ops/quantize.h"
+#include "onnx/registry.h"
+
+namespace xonnx::onnx_import {
+namespace {
+
+using hlo::Instruction;
+using hlo::Opcode;
+
+// A scale (or zero point) given per tensor or per output column, broadcast
+// to the product's (..., N) shape.
+Instruction* PerColumn(hlo::Builder& b, Instruction* p, const std::vector<int64_t>& dims) {
+  if (p->shape().ElementCount() == 1) return b.Broadcast(b.Reshape(p, {}), dims, {});
+  return b.Broadcast(b.Reshape(p, {dims.back()}), dims, {static_cast<int64_t>(dims.size()) - 1});
+}
+
+// B - its zero point (per tensor or per column), in int32.
+Instruction* CenteredColumns(hlo::Builder& b, Instruction* w, Instruction* zp) {
+  Instruction* v = b.Convert(w, hlo::S32);
+  if (!zp) return v;
+  return b.Binary(Opcode::kSubtract, v, PerColumn(b, b.Convert(zp, hlo::S32), v->shape().dims));
+}
+
+// DynamicQuantizeMatMul: A (float) quantized as DynamicQuantizeLinear does,
+// times B (int8 or uint8, zero point per tensor or per column), rescaled by
+// A's and B's scales, plus bias.
+absl::Status DynamicQuantizeMatMul(NodeContext& ctx) {
+  hlo::Builder& b = ctx.b();
+  Instruction* a = ctx.input(0);
+  if (a->shape().element_type != hlo::F32) return ctx.Unsupported("A of a type other than float");
+  DynamicQuantized dq = DynamicQuantize(b, a);
+  Instruction* ac = b.Binary(Opcode::kSubtract, b.Convert(dq.q, hlo::S32),
+                             b.Broadcast(b.Convert(dq.zp, hlo::S32), a->shape().dims, {}));
+  Instruction* wc = CenteredColumns(b, ctx.input(1), ctx.has_input(3) ? ctx.input(3) : nullptr);
+  ASSIGN_OR_RETURN(Instruction * acc, NumpyMatMul(ctx, ac, wc));
+  const auto& dims = acc->shape().dims;
+  Instruction* scale = b.Binary(Opcode::kMultiply, b.Broadcast(dq.scale, dims, {}),
+                                PerColumn(b, b.Convert(ctx.input(2), hlo::F32), dims));
+  Instruction* y = b.Binary(Opcode::kMultiply, b.Convert(acc, hlo::F32), scale);
+  if (ctx.has_input(4)) y = b.Binary(Opcode::kAdd, y, PerColumn(b, b.Convert(ctx.input(4), hlo::F32), dims));
+  ctx.set_output(0, y);
+  return absl::OkStatus();
+}
+
+// QGemm: alpha * (A - a_zp) op (B - b_zp) * a_scale * b_scale, plus C (int32
+// at that same scale), as float or, with y_scale, quantized.
+absl::Status QGemm(NodeContext& ctx) {
+  hlo::Builder& b = ctx.b();
+  Instruction* a = ctx.input(0);
+  Instruction* w = ctx.input(3);
+  if (a->shape().rank() != 2 || w->shape().rank() != 2) return ctx.Error("A and B must be 2-D");
+  bool ta = ctx.attr_i("transA", 0), tb = ctx.attr_i("transB", 0);
+  ASSIGN_OR_RETURN(Instruction * ac, Centered(ctx, a, 2, 0));
+  // b's zero point and scale are per column of op(B): along B's dim 0 when transposed.
+  ASSIGN_OR_RETURN(Instruction * wc, Centered(ctx, w, 5, tb ? 0 : 1));
+  hlo::DotDimensionNumbers d;
+  d.lhs_contracting_dimensions = {ta ? 0 : 1};
+  d.rhs_contracting_dimensions = {tb ? 1 : 0};
+  Instruction* acc = b.Dot(ac, wc, d);
+  if (!acc) return absl::OkStatus();
+  const auto& dims = acc->shape().dims;
+  if (ctx.has_input(6)) acc = b.Binary(Opcode::kAdd, acc, BroadcastTo(b, b.Convert(ctx.input(6), hlo::S32), dims));
+  Instruction* scale = b.Binary(Opcode::kMultiply, b.Broadcast(b.Reshape(b.Convert(ctx.input(1), hlo::F32), {}), dims, {}),
+                                PerColumn(b, b.Convert(ctx.input(4), hlo::F32), dims));
+  float alpha = ctx.attr_f("alpha", 1.0f);
+  if (alpha != 1.0f) scale = b.Binary(Opcode::kMultiply, scale, SplatLike(b, scale, alpha));
+  Instruction* y = b.Binary(Opcode::kMultiply, b.Convert(acc, hlo::F32), scale);
+  if (ctx.has_input(7)) {
+    Instruction* ys = b.Broadcast(b.Reshape(b.Convert(ctx.input(7), hlo::F32), {}), dims, {});
+    Instruction* v = b.Unary(Opcode::kRoundNearestEven, b.Binary(Opcode::kDivide, y, ys));
+    hlo::PrimitiveType t = ctx.has_input(8) ? ctx.input(8)->shape().element_type : a->shape().element_type;
+    if (ctx.has_input(8))
+      v = b.Binary(Opcode::kAdd, v, b.Broadcast(b.Reshape(b.Convert(ctx.input(8), hlo::F32), {}), dims, {}));
+    y = Saturate(b, v, t);
+  }
+  ctx.set_output(0, y);
+  return absl::OkStatus();
+}
+
+// Input `i` minus its zero point (input i + 2), in f32: exact for 8-bit values.
+Instruction* CenteredF32(NodeContext& ctx, int i) {
+  hlo::Builder& b = ctx.b();
+  Instruction* x = ctx.input(i);
+  const auto& dims = x->shape().dims;
+  Instruction* v = b.Convert(x, hlo::F32);
+  if (!ctx.has_input(i + 2)) return v;
+  return b.Binary(Opcode::kSubtract, v, b.Broadcast(b.Reshape(b.Convert(ctx.input(i + 2), hlo::F32), {}), dims, {}));
+}
+
+Instruction* ScalarF32(NodeContext& ctx, int i) { return ctx.b().Reshape(ctx.b().Convert(ctx.input(i), hlo::F32), {}); }
+
+// QLinearAdd and QLinearMul (inputs A, A_scale, A_zp, B, B_scale, B_zp,
+// C_scale, C_zp; numpy broadcasting), in ONNX Runtime's f32 arithmetic,
+// whose rounding the results must match: the sum as round((sa (A - za) +
+// sb (B - zb)) / sc) + zc; the product as round((A - za) (B - zb) (sa sb /
+// sc) + zc), the zero point added before rounding (which decides ties).
+absl::Status QLinearBinary(NodeContext& ctx, Opcode op) {
+  hlo::Builder& b = ctx.b();
+  Instruction* x = CenteredF32(ctx, 0);
+  Instruction* y = CenteredF32(ctx, 3);
+  ASSIGN_OR_RETURN(std::vector<int64_t> dims, BroadcastDims(x->shape().dims, y->shape().dims));
+  x = BroadcastTo(b, x, dims);
+  y = BroadcastTo(b, y, dims);
+  Instruction* sa = ScalarF32(ctx, 1);
+  Instruction* sb = ScalarF32(ctx, 4);
+  Instruction* sc = ScalarF32(ctx, 6);
+  auto splat = [&](Instruction* scalar) { return b.Broadcast(scalar, dims, {}); };
+  Instruction* zc = ctx.has_input(7) ? splat(ScalarF32(ctx, 7)) : nullptr;
+  Instruction* v;
+  if (op == Opcode::kAdd) {
+    v = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, splat(sa), x), b.Binary(Opcode::kMultiply, splat(sb), y));
+    v = b.Unary(Opcode::kRoundNearestEven, b.Binary(Opcode::kDivide, v, splat(sc)));
+    if (zc) v = b.Binary(Opcode::kAdd, v, zc);
+  } else {
+    Instruction* ratio = b.Binary(Opcode::kDivide, b.Binary(Opcode::kMultiply, sa, sb), sc);
+    v = b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, x, y), splat(ratio));
+    if (zc) v = b.Binary(Opcode::kAdd, v, zc);
+  }
+  hlo::PrimitiveType t = ctx.has_input(7) ? ctx.input(7)->shape().element_type : ctx.input(0)->shape().element_type;
+  ctx.set_output(0, Saturate(b, v, t));
+  return absl::OkStatus();
+}
+
+absl::Status QLinearAdd(NodeContext& ctx) { return QLinearBinary(ctx, Opcode::kAdd); }
+absl::Status QLinearMul(NodeContext& ctx) { return QLinearBinary(ctx, Opcode::kMultiply); }
+
+}  // namespace
+
+void RegisterMicrosoftQuantOps(Registry& r) {
+  for (auto [op, fn] : {std::pair<const char*, Converter>{"DynamicQuantizeMatMul", DynamicQuantizeMatMul},
+                        {"QGemm", QGemm},
+                        {"QLinearAdd", QLinearAdd},
+                        {"QLinearMul", QLinearMul}})
+    r.Add({.domain = "com.microsoft", .op_type = op, .min_opset = 1, .max_opset = 1, .fn = fn});
+}
+
+}  // namespace xonnx::onnx_import
