@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fmt=$(command -v clang-format-14 || command -v clang-format)
-git ls-files '*.cc' '*.h' '*.c' | xargs "$fmt" -i
+# New files count too: tracked ones and untracked ones git does not ignore.
+git ls-files --cached --others --exclude-standard '*.cc' '*.h' '*.c' | xargs "$fmt" -i

@@ -25,8 +25,7 @@ absl::StatusOr<Instruction*> Activation(NodeContext& ctx, Instruction* x, const 
   if (name.empty()) return x;
   if (name == "Clip")
     return b.Clamp(SplatLike(b, x, param(0, -3.402823e38f)), x, SplatLike(b, x, param(1, 3.402823e38f)));
-  if (name == "HardSwish")
-    return b.Binary(Opcode::kMultiply, x, HardSigmoidOf(b, x, 1.0 / 6, 0.5));
+  if (name == "HardSwish") return b.Binary(Opcode::kMultiply, x, HardSigmoidOf(b, x, 1.0 / 6, 0.5));
   float alpha_default = name == "LeakyRelu" ? 0.01f : name == "HardSigmoid" ? 0.2f : 1.0f;
   if (Instruction* y = NamedActivation(b, name, x, param(0, alpha_default), param(1, 0.5f))) return y;
   return ctx.Unsupported(absl::StrCat("activation '", name, "'"));
@@ -100,7 +99,8 @@ absl::Status FusedMatMul(NodeContext& ctx) {
 }  // namespace
 
 void RegisterFusedOps(Registry& r) {
-  for (auto [op, fn] : {std::pair<const char*, Converter>{"FusedConv", FusedConv}, {"FusedGemm", FusedGemm},
+  for (auto [op, fn] : {std::pair<const char*, Converter>{"FusedConv", FusedConv},
+                        {"FusedGemm", FusedGemm},
                         {"FusedMatMul", FusedMatMul}})
     r.Add({.domain = "com.microsoft", .op_type = op, .min_opset = 1, .max_opset = 1, .fn = fn});
 }

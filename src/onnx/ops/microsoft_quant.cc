@@ -70,8 +70,9 @@ absl::Status QGemm(NodeContext& ctx) {
   if (!acc) return absl::OkStatus();
   const auto& dims = acc->shape().dims;
   if (ctx.has_input(6)) acc = b.Binary(Opcode::kAdd, acc, BroadcastTo(b, b.Convert(ctx.input(6), hlo::S32), dims));
-  Instruction* scale = b.Binary(Opcode::kMultiply, b.Broadcast(b.Reshape(b.Convert(ctx.input(1), hlo::F32), {}), dims, {}),
-                                PerColumn(b, b.Convert(ctx.input(4), hlo::F32), dims));
+  Instruction* scale =
+      b.Binary(Opcode::kMultiply, b.Broadcast(b.Reshape(b.Convert(ctx.input(1), hlo::F32), {}), dims, {}),
+               PerColumn(b, b.Convert(ctx.input(4), hlo::F32), dims));
   float alpha = ctx.attr_f("alpha", 1.0f);
   if (alpha != 1.0f) scale = b.Binary(Opcode::kMultiply, scale, SplatLike(b, scale, alpha));
   Instruction* y = b.Binary(Opcode::kMultiply, b.Convert(acc, hlo::F32), scale);
