@@ -4,10 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "onnx/onnx_pb.h"
-// After onnx_pb.h, which defines the export macro the generated header uses.
 #include "base/status.h"
-#include "onnx/onnx-data.pb.h"
 #include "runtime/dtype.h"
 
 namespace xonnx::testing {
@@ -56,57 +53,11 @@ StatusOr<std::vector<Tensor>> ReadOutputs(const fs::path& data_set) {
   return outs;
 }
 
-namespace {
-
-StatusOr<Tensor> FromProto(const onnx::TensorProto& p, const TensorSpec& spec) {
-  ASSIGN_OR_RETURN(Tensor t, TensorFromProto(p));
-  // ONNX 1.12 stores bfloat16 test data as uint16 tensors of the same bits.
-  if (t.dtype() == DataType::kUInt16 && spec.dtype == DataType::kBFloat16)
-    return Tensor::FromData(DataType::kBFloat16, t.dims(), t.data());
-  return t;
-}
-
-StatusOr<Value> ReadValue(const fs::path& file, const TensorSpec& spec) {
-  std::ifstream f(file, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string bytes = ss.str();
-  auto sequence = [&](const onnx::SequenceProto& p) -> StatusOr<Value> {
-    std::vector<Tensor> elements;
-    for (const auto& t : p.tensor_values()) {
-      ASSIGN_OR_RETURN(Tensor e, FromProto(t, spec));
-      elements.push_back(std::move(e));
-    }
-    return Value::Sequence(std::move(elements));
-  };
-  if (spec.optional) {
-    onnx::OptionalProto p;
-    if (!p.ParseFromString(bytes)) return absl::InvalidArgumentError(file.string() + ": not an OptionalProto");
-    if (p.has_sequence_value()) return sequence(p.sequence_value());
-    if (p.has_tensor_value()) {
-      ASSIGN_OR_RETURN(Tensor t, FromProto(p.tensor_value(), spec));
-      return Value::Of(std::move(t));
-    }
-    return Value::None();
-  }
-  if (spec.sequence) {
-    onnx::SequenceProto p;
-    if (!p.ParseFromString(bytes)) return absl::InvalidArgumentError(file.string() + ": not a SequenceProto");
-    return sequence(p);
-  }
-  onnx::TensorProto p;
-  if (!p.ParseFromString(bytes)) return absl::InvalidArgumentError(file.string() + ": not a TensorProto");
-  ASSIGN_OR_RETURN(Tensor t, FromProto(p, spec));
-  return Value::Of(std::move(t));
-}
-
-}  // namespace
-
 StatusOr<std::map<std::string, Value>> ReadInputValues(const Session& s, const fs::path& data_set) {
   std::map<std::string, Value> inputs;
   std::vector<fs::path> files = NumberedFiles(data_set, "input_");
   for (size_t i = 0; i < files.size() && i < s.inputs().size(); ++i) {
-    ASSIGN_OR_RETURN(Value v, ReadValue(files[i], s.inputs()[i]));
+    ASSIGN_OR_RETURN(Value v, ReadValueFile(files[i].string(), s.inputs()[i]));
     inputs[s.inputs()[i].name] = std::move(v);
   }
   return inputs;
@@ -116,7 +67,7 @@ StatusOr<std::vector<Value>> ReadOutputValues(const Session& s, const fs::path& 
   std::vector<Value> outs;
   std::vector<fs::path> files = NumberedFiles(data_set, "output_");
   for (size_t i = 0; i < files.size() && i < s.outputs().size(); ++i) {
-    ASSIGN_OR_RETURN(Value v, ReadValue(files[i], s.outputs()[i]));
+    ASSIGN_OR_RETURN(Value v, ReadValueFile(files[i].string(), s.outputs()[i]));
     outs.push_back(std::move(v));
   }
   return outs;

@@ -49,6 +49,14 @@ struct Value {
   static Value None() { return {Kind::kNone, {}, {}}; }
 };
 
+// Reads a model input or output of `spec`'s kind from a file as the ONNX
+// test data stores it: a TensorProto (or a .npy) for a tensor, a
+// SequenceProto for a sequence, an OptionalProto for an optional (which may
+// hold nothing). Errors name the file.
+StatusOr<Value> ReadValueFile(const std::string& path, const TensorSpec& spec);
+// Writes `v` in the same form, named after `spec`.
+Status WriteValueFile(const std::string& path, const Value& v, const TensorSpec& spec);
+
 // What `xonnx info` prints.
 struct ModelInfo {
   std::string producer;

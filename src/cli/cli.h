@@ -69,6 +69,15 @@ std::unique_ptr<xonnx::Session> Open(const std::string& path, bool allow_unsuppo
 std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a);
 // One line about an output: shape, min, max, mean, first values.
 void PrintSummary(const xonnx::TensorSpec& spec, const Tensor& t);
+// Whether the model has sequence or optional inputs or outputs (it runs
+// through Session::RunValues).
+bool TakesValues(const xonnx::Session& s);
+// LoadInputs for such models: files hold TensorProtos, SequenceProtos or
+// OptionalProtos by each input's kind (input_dir: by position); an optional
+// not given is empty, a tensor not given random, a sequence must be given.
+std::map<std::string, xonnx::Value> LoadValueInputs(xonnx::Session& s, const InputArgs& a);
+// PrintSummary for any value: a sequence one line per element.
+void PrintValueSummary(const xonnx::TensorSpec& spec, const xonnx::Value& v);
 // Adds the input options (with_files: --input and --input-dir too).
 void AddInputOptions(CLI::App* cmd, InputArgs& a, bool with_files);
 // Adds the plugin, device and (with serving) bucket, type and cache options.

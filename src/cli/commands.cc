@@ -58,33 +58,35 @@ void PrintCacheMessages(const xonnx::Session& s) {
   for (const auto& m : s.compile_stats().cache_messages) std::cerr << "xonnx: " << m << "\n";
 }
 
-// `run` and `bench` read and write tensors; sequences and optionals need the
-// C++ API.
+// `bench` times tensors in and out; sequences and optionals need `run` or
+// the C++ API.
 void RequireTensors(const std::string& model, const xonnx::Session& s) {
   for (const auto* specs : {&s.inputs(), &s.outputs()})
     for (const auto& spec : *specs)
       if (spec.sequence || spec.optional)
         throw CliError{absl::StrCat(model, ": '", spec.name, "' is a", spec.optional ? "n optional" : " sequence",
-                                    "; the xonnx command takes and writes tensors only (the C++ API runs this model "
-                                    "with Session::RunValues)")};
+                                    "; xonnx bench times tensor models only (xonnx run runs this one)")};
 }
 
 int Run(const std::string& model, const InputArgs& in, const std::string& output_dir) {
   auto s = Open(model);
-  RequireTensors(model, *s);
   PrintCacheMessages(*s);
-  auto inputs = LoadInputs(*s, in);
-  auto outs = Check(s->Run(inputs));
+  std::vector<xonnx::Value> outs;
+  if (TakesValues(*s)) {
+    outs = Check(s->RunValues(LoadValueInputs(*s, in)));
+  } else {
+    for (Tensor& t : Check(s->Run(LoadInputs(*s, in)))) outs.push_back(xonnx::Value::Of(std::move(t)));
+  }
   if (!output_dir.empty()) {
     std::error_code ec;
     fs::create_directories(output_dir, ec);
     if (ec) throw CliError{absl::StrCat(output_dir, ": cannot create the output folder: ", ec.message())};
     for (size_t i = 0; i < outs.size(); ++i)
-      Check(xonnx::WriteTensorProto((fs::path(output_dir) / absl::StrCat("output_", i, ".pb")).string(), outs[i],
-                                    s->outputs()[i].name));
+      Check(xonnx::WriteValueFile((fs::path(output_dir) / absl::StrCat("output_", i, ".pb")).string(), outs[i],
+                                  s->outputs()[i]));
     std::cerr << "xonnx: wrote " << outs.size() << " output(s) to " << output_dir << "\n";
   } else {
-    for (size_t i = 0; i < outs.size(); ++i) PrintSummary(s->outputs()[i], outs[i]);
+    for (size_t i = 0; i < outs.size(); ++i) PrintValueSummary(s->outputs()[i], outs[i]);
   }
   return 0;
 }

@@ -75,6 +75,22 @@ Tensor RandomTensor(DataType t, const std::vector<int64_t>& dims, std::mt19937_6
   return out;
 }
 
+// The value of a tensor input not given: random, of the --shape given or
+// the declared dims (dynamic ones 1); said on stderr.
+Tensor RandomInput(const xonnx::TensorSpec& sp, const xonnx::ShapeMap& given, uint64_t seed, std::mt19937_64& rng) {
+  std::vector<int64_t> dims = sp.dims;
+  auto g = given.find(sp.name);
+  if (g != given.end()) dims = g->second;
+  for (auto& d : dims)
+    if (d < 0) d = 1;
+  if (sp.dtype == DataType::kString)
+    throw CliError{absl::StrCat("string input '", sp.name, "' must be given with --input or --input-dir")};
+  Tensor t = RandomTensor(sp.dtype, dims, rng);
+  std::cerr << "xonnx: input '" << sp.name << "' not given: using random " << t.ShapeString() << " (seed " << seed
+            << ")\n";
+  return t;
+}
+
 }  // namespace
 
 // Builds the input map: files first, then random values for the rest.
@@ -105,6 +121,12 @@ std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a) 
       if (!m.count(name)) m[name] = std::move(t);
     }
   }
+  // ONNX 1.12's test data stores bfloat16 tensors as uint16 of the same bits.
+  for (const auto& sp : specs) {
+    auto it = m.find(sp.name);
+    if (it != m.end() && sp.dtype == DataType::kBFloat16 && it->second.dtype() == DataType::kUInt16)
+      it->second = Tensor::FromData(DataType::kBFloat16, it->second.dims(), it->second.data());
+  }
   // Float files meet a model whose host type is another float type (--io-data-type).
   auto is_float = [](DataType t) {
     return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
@@ -132,20 +154,75 @@ std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a) 
     if (!known) throw CliError{absl::StrCat("--shape: the model has no input named '", name, "'")};
   }
   std::mt19937_64 rng(a.seed);
+  for (const auto& sp : specs)
+    if (!m.count(sp.name)) m[sp.name] = RandomInput(sp, given, a.seed, rng);
+  return m;
+}
+
+bool TakesValues(const xonnx::Session& s) {
+  for (const auto* specs : {&s.inputs(), &s.outputs()})
+    for (const auto& spec : *specs)
+      if (spec.sequence || spec.optional) return true;
+  return false;
+}
+
+std::map<std::string, xonnx::Value> LoadValueInputs(xonnx::Session& s, const InputArgs& a) {
+  std::map<std::string, xonnx::Value> m;
+  const auto& specs = s.inputs();
+  auto spec_of = [&](const std::string& name) -> const xonnx::TensorSpec& {
+    for (const auto& sp : specs)
+      if (sp.name == name) return sp;
+    throw CliError{absl::StrCat("--input: the model has no input named '", name, "'")};
+  };
+  for (const auto& kv : a.inputs) {
+    std::vector<std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+    if (p.size() != 2) throw CliError{absl::StrCat("--input '", kv, "': expected NAME=FILE")};
+    m[p[0]] = Check(xonnx::ReadValueFile(p[1], spec_of(p[0])));
+  }
+  if (!a.input_dir.empty()) {
+    if (!fs::is_directory(a.input_dir)) throw CliError{absl::StrCat(a.input_dir, ": not a directory")};
+    // Files of sequences and optionals carry no reliable name: by position.
+    for (size_t i = 0; i < specs.size(); ++i) {
+      fs::path pb = fs::path(a.input_dir) / absl::StrCat("input_", i, ".pb");
+      if (!fs::exists(pb)) break;
+      if (!m.count(specs[i].name)) m[specs[i].name] = Check(xonnx::ReadValueFile(pb.string(), specs[i]));
+    }
+  }
+  // Tensors not given get random values, as in LoadInputs; an optional not
+  // given is empty; a sequence must be given.
+  xonnx::ShapeMap given = ParseShapes(a.shapes);
+  std::mt19937_64 rng(a.seed);
   for (const auto& sp : specs) {
     if (m.count(sp.name)) continue;
-    std::vector<int64_t> dims = sp.dims;
-    auto g = given.find(sp.name);
-    if (g != given.end()) dims = g->second;
-    for (auto& d : dims)
-      if (d < 0) d = 1;
-    if (sp.dtype == DataType::kString)
-      throw CliError{absl::StrCat("string input '", sp.name, "' must be given with --input or --input-dir")};
-    m[sp.name] = RandomTensor(sp.dtype, dims, rng);
-    std::cerr << "xonnx: input '" << sp.name << "' not given: using random " << m[sp.name].ShapeString() << " (seed "
-              << a.seed << ")\n";
+    if (sp.optional) {
+      std::cerr << "xonnx: optional input '" << sp.name << "' not given: empty\n";
+      m[sp.name] = xonnx::Value::None();
+    } else if (sp.sequence) {
+      throw CliError{absl::StrCat("sequence input '", sp.name, "' must be given with --input or --input-dir")};
+    } else {
+      m[sp.name] = xonnx::Value::Of(RandomInput(sp, given, a.seed, rng));
+    }
   }
   return m;
+}
+
+void PrintValueSummary(const xonnx::TensorSpec& spec, const xonnx::Value& v) {
+  switch (v.kind) {
+    case xonnx::Value::Kind::kTensor:
+      PrintSummary(spec, v.tensor);
+      return;
+    case xonnx::Value::Kind::kNone:
+      std::cout << spec.name << ": empty optional\n";
+      return;
+    case xonnx::Value::Kind::kSequence:
+      std::cout << spec.name << ": sequence of " << v.elements.size() << "\n";
+      for (size_t k = 0; k < v.elements.size(); ++k) {
+        xonnx::TensorSpec element = spec;
+        element.name = absl::StrCat("  [", k, "]");
+        PrintSummary(element, v.elements[k]);
+      }
+      return;
+  }
 }
 
 void PrintSummary(const xonnx::TensorSpec& spec, const Tensor& t) {

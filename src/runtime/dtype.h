@@ -21,6 +21,10 @@ hlo::Literal LiteralOf(const Tensor& t);
 StatusOr<Tensor> TensorOf(const hlo::Literal& lit);
 // A TensorProto's values (string tensors included).
 StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p);
+onnx::TensorProto TensorToProto(const Tensor& t, const std::string& name);
+// A file's bytes, and writing them (errors name the file).
+StatusOr<std::string> ReadAll(const std::string& path);
+Status WriteFileBytes(const std::string& path, const std::string& bytes);
 
 }  // namespace xonnx
 

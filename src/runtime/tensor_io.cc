@@ -14,15 +14,15 @@
 
 namespace xonnx {
 
-namespace {
-
 StatusOr<std::string> ReadAll(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrFormat("%s: cannot open the tensor file", path));
+  if (!f) return absl::NotFoundError(absl::StrFormat("%s: cannot open the file", path));
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
 }
+
+namespace {
 
 StatusOr<DataType> NpyType(absl::string_view descr) {
   struct Row {
@@ -115,23 +115,26 @@ StatusOr<Tensor> ReadTensorFile(const std::string& path, std::string* name) {
   return t;
 }
 
-Status WriteTensorProto(const std::string& path, const Tensor& t, const std::string& name) {
-  std::string bytes;
-  if (t.dtype() == DataType::kString) {
-    onnx::TensorProto p;
-    p.set_name(name);
-    p.set_data_type(onnx::TensorProto::STRING);
-    for (int64_t d : t.dims()) p.add_dims(d);
-    for (const auto& v : t.strings()) p.add_string_data(v);
-    bytes = p.SerializeAsString();
-  } else {
-    bytes = onnx_import::TensorProtoFromLiteral(LiteralOf(t), name).SerializeAsString();
-  }
+onnx::TensorProto TensorToProto(const Tensor& t, const std::string& name) {
+  if (t.dtype() != DataType::kString) return onnx_import::TensorProtoFromLiteral(LiteralOf(t), name);
+  onnx::TensorProto p;
+  p.set_name(name);
+  p.set_data_type(onnx::TensorProto::STRING);
+  for (int64_t d : t.dims()) p.add_dims(d);
+  for (const auto& v : t.strings()) p.add_string_data(v);
+  return p;
+}
+
+Status WriteFileBytes(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary);
   if (!f) return absl::PermissionDeniedError(absl::StrFormat("%s: cannot write the output file", path));
   f.write(bytes.data(), bytes.size());
   if (!f) return absl::DataLossError(absl::StrFormat("%s: write failed", path));
   return absl::OkStatus();
+}
+
+Status WriteTensorProto(const std::string& path, const Tensor& t, const std::string& name) {
+  return WriteFileBytes(path, TensorToProto(t, name).SerializeAsString());
 }
 
 }  // namespace xonnx

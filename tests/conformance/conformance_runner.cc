@@ -10,6 +10,9 @@
 // slow to create or does not survive fork() (XLA's GPU plugin): a crash or a
 // time-out then ends the run; stderr says "running CASE" before each case so
 // that a driver can record it and go on with --after CASE.
+// --via-cli XONNX runs each case through that `xonnx run` program instead,
+// reading and writing the test data's files (TensorProto, SequenceProto,
+// OptionalProto): every value the command must speak.
 // Exit status 1 when a case not listed in the expected-failures file fails.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,11 +20,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <iterator>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -71,6 +76,26 @@ Result Failed(const absl::Status& st) {
   return {st.code() == absl::StatusCode::kUnimplemented ? "unsupported" : "fail", std::string(st.message())};
 }
 
+// Empty when the outputs match the expected values, else why not.
+std::string CompareValues(const std::vector<xonnx::Value>& got, const std::vector<xonnx::Value>& want) {
+  if (want.size() != got.size()) return absl::StrCat("model produced ", got.size(), " outputs, expected ", want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (got[i].kind != want[i].kind) return absl::StrCat("output ", i, " is of another kind (tensor, sequence, empty)");
+    std::string diff;
+    if (got[i].kind == xonnx::Value::Kind::kTensor)
+      diff = CompareTensors(absl::StrCat("output ", i), got[i].tensor, want[i].tensor);
+    if (got[i].kind == xonnx::Value::Kind::kSequence) {
+      if (got[i].elements.size() != want[i].elements.size())
+        return absl::StrCat("output ", i, " has ", got[i].elements.size(), " elements, expected ",
+                            want[i].elements.size());
+      for (size_t k = 0; k < got[i].elements.size() && diff.empty(); ++k)
+        diff = CompareTensors(absl::StrCat("output ", i, " element ", k), got[i].elements[k], want[i].elements[k]);
+    }
+    if (!diff.empty()) return diff;
+  }
+  return "";
+}
+
 // A model with sequence or optional inputs or outputs, through RunValues.
 Result RunValuesCase(xonnx::Session& s, const fs::path& dir) {
   for (const fs::path& set : xonnx::testing::NumberedFiles(dir, "test_data_set_")) {
@@ -80,26 +105,42 @@ Result RunValuesCase(xonnx::Session& s, const fs::path& dir) {
     if (!outs.ok()) return Failed(outs.status());
     auto wants = xonnx::testing::ReadOutputValues(s, set);
     if (!wants.ok()) return {"fail", std::string(wants.status().message())};
-    if (wants->size() != outs->size())
-      return {"fail", absl::StrCat("model produced ", outs->size(), " outputs, expected ", wants->size())};
-    for (size_t i = 0; i < wants->size(); ++i) {
-      const xonnx::Value& got = (*outs)[i];
-      const xonnx::Value& want = (*wants)[i];
-      if (got.kind != want.kind)
-        return {"fail", absl::StrCat("output ", i, " is of another kind (tensor, sequence, empty)")};
-      std::string diff;
-      if (got.kind == xonnx::Value::Kind::kTensor)
-        diff = CompareTensors(absl::StrCat("output ", i), got.tensor, want.tensor);
-      if (got.kind == xonnx::Value::Kind::kSequence) {
-        if (got.elements.size() != want.elements.size())
-          return {"fail", absl::StrCat("output ", i, " has ", got.elements.size(), " elements, expected ",
-                                       want.elements.size())};
-        for (size_t k = 0; k < got.elements.size() && diff.empty(); ++k)
-          diff = CompareTensors(absl::StrCat("output ", i, " element ", k), got.elements[k], want.elements[k]);
-      }
-      if (!diff.empty()) return {"fail", diff};
-    }
+    if (std::string diff = CompareValues(*outs, *wants); !diff.empty()) return {"fail", diff};
   }
+  return {"pass", ""};
+}
+
+// With --via-cli: each data set through `xonnx run --input-dir --output-dir`
+// (the command a user runs), its output files read back by the outputs'
+// kinds. The session is opened here only to learn those kinds.
+std::string g_cli;
+
+Result RunCaseViaCli(const fs::path& dir) {
+  auto s = xonnx::Session::Open((dir / "model.onnx").string(), g_options);
+  if (!s.ok()) return Failed(s.status());
+  fs::path out = fs::temp_directory_path() / absl::StrCat("xonnx_cli_case_", getpid());
+  for (const fs::path& set : xonnx::testing::NumberedFiles(dir, "test_data_set_")) {
+    fs::remove_all(out);
+    fs::path log = out.string() + ".log";
+    std::string cmd = absl::StrCat("'", g_cli, "' run '", (dir / "model.onnx").string(), "' --input-dir '",
+                                   set.string(), "' --output-dir '", out.string(), "' --no-cache > '", log.string(),
+                                   "' 2>&1");
+    int rc = std::system(cmd.c_str());
+    std::ifstream f(log);
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    fs::remove(log);
+    if (rc != 0) return {"fail", absl::StrCat("xonnx run: ", text)};
+    std::vector<xonnx::Value> got;
+    for (size_t i = 0; i < (*s)->outputs().size(); ++i) {
+      auto v = xonnx::ReadValueFile((out / absl::StrCat("output_", i, ".pb")).string(), (*s)->outputs()[i]);
+      if (!v.ok()) return {"fail", std::string(v.status().message())};
+      got.push_back(*std::move(v));
+    }
+    auto wants = xonnx::testing::ReadOutputValues(**s, set);
+    if (!wants.ok()) return {"fail", std::string(wants.status().message())};
+    if (std::string diff = CompareValues(got, *wants); !diff.empty()) return {"fail", diff};
+  }
+  fs::remove_all(out);
   return {"pass", ""};
 }
 
@@ -139,7 +180,7 @@ Result RunIsolated(const fs::path& dir, int timeout_s) {
   if (pid == 0) {
     close(fds[0]);
     alarm(timeout_s);
-    Result r = RunCase(dir);
+    Result r = g_cli.empty() ? RunCase(dir) : RunCaseViaCli(dir);
     std::string msg = r.status + "\n" + r.detail;
     (void)!write(fds[1], msg.data(), msg.size());
     close(fds[1]);
@@ -186,7 +227,7 @@ Result RunInProcess(const fs::path& dir, int timeout_s) {
 
 constexpr char kUsage[] =
     "usage: conformance_runner --data DIR --expected-failures FILE [--report OUT.json] [--filter S] [--timeout S]\n"
-    "         [--shard I/N] [--in-process [--after CASE]] [--rtol R] [--atol A] ";
+    "         [--shard I/N] [--in-process [--after CASE]] [--via-cli XONNX] [--rtol R] [--atol A] ";
 
 }  // namespace
 
@@ -216,6 +257,8 @@ int main(int argc, char** argv) {
       timeout_s = std::atoi(next().c_str());
     else if (a == "--in-process")
       in_process = true;
+    else if (a == "--via-cli")
+      g_cli = next();
     else if (a == "--after")
       after = next();
     else if (a == "--rtol")
