@@ -24,9 +24,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <iterator>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -122,9 +122,9 @@ Result RunCaseViaCli(const fs::path& dir) {
   for (const fs::path& set : xonnx::testing::NumberedFiles(dir, "test_data_set_")) {
     fs::remove_all(out);
     fs::path log = out.string() + ".log";
-    std::string cmd = absl::StrCat("'", g_cli, "' run '", (dir / "model.onnx").string(), "' --input-dir '",
-                                   set.string(), "' --output-dir '", out.string(), "' --no-cache > '", log.string(),
-                                   "' 2>&1");
+    std::string cmd =
+        absl::StrCat("'", g_cli, "' run '", (dir / "model.onnx").string(), "' --input-dir '", set.string(),
+                     "' --output-dir '", out.string(), "' --no-cache > '", log.string(), "' 2>&1");
     int rc = std::system(cmd.c_str());
     std::ifstream f(log);
     std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

@@ -4,7 +4,7 @@ exporters write them (com.microsoft Gelu, BiasGelu, FastGelu, QuickGelu,
 SkipLayerNormalization, SkipSimplifiedLayerNormalization, Attention,
 MultiHeadAttention, GroupQueryAttention, RotaryEmbedding, MatMulNBits,
 DynamicQuantizeMatMul, QGemm, QLinearAdd, QLinearMul, FusedConv, FusedGemm,
-FusedMatMul, and SimplifiedLayerNormalization in the ONNX domain), with references computed
+FusedMatMul, EmbedLayerNormalization, BiasAdd, and SimplifiedLayerNormalization in the ONNX domain), with references computed
 in float64 numpy from ONNX Runtime's operator schemas: OUT/<name>/model.onnx
 and test_data_set_<i>/{input_*.pb, output_*.pb}.
 
@@ -559,6 +559,54 @@ def fused_ops(out_dir):
     return [("ms_fused", m, cases)]
 
 
+def embeddings(out_dir):
+    """EmbedLayerNormalization as ONNX Runtime's BERT optimizer writes it
+    (word, position and segment embeddings, a mask, all three outputs), and
+    BiasAdd. Ids and the mask arrive as floats cast to int32."""
+    v, p, h, s = 20, 12, 16, 6
+    word = rng.standard_normal((v, h)).astype(np.float32)
+    pos = rng.standard_normal((p, h)).astype(np.float32)
+    seg = rng.standard_normal((2, h)).astype(np.float32)
+    gamma, beta, bias = (rng.standard_normal(h).astype(np.float32) for _ in range(3))
+    i32 = TensorProto.INT32
+    ms = "com.microsoft"
+    nodes = [
+        helper.make_node("Cast", ["ids_f"], ["ids"], to=i32),
+        helper.make_node("Cast", ["seg_f"], ["segs"], to=i32),
+        helper.make_node("Cast", ["mask_f"], ["mask"], to=i32),
+        helper.make_node("EmbedLayerNormalization", ["ids", "segs", "word", "pos", "seg", "gamma", "beta", "mask"],
+                         ["emb", "mask_index", "emb_sum"], domain=ms, epsilon=1e-5),
+        helper.make_node("Cast", ["mask_index"], ["mask_index_f"], to=F),
+    ]
+    b = "batch"
+    vi = helper.make_tensor_value_info
+    m = contrib_model(nodes, "ms_embeddings",
+                      [vi("ids_f", F, [b, s]), vi("seg_f", F, [b, s]), vi("mask_f", F, [b, s])],
+                      [vi("emb", F, [b, s, h]), vi("mask_index_f", F, [b]), vi("emb_sum", F, [b, s, h])],
+                      [init("word", word), init("pos", pos), init("seg", seg), init("gamma", gamma), init("beta", beta)])
+    cases = []
+    for batch in (1, 3):
+        ids = rng.integers(0, v, (batch, s))
+        segs = rng.integers(0, 2, (batch, s))
+        mask = (rng.random((batch, s)) > 0.3).astype(np.int64)
+        total = word[ids].astype(np.float64) + pos[np.arange(s)][None].astype(np.float64) + seg[segs].astype(np.float64)
+        y, _, _ = layer_norm(total, 1e-5)
+        emb = y * gamma + beta
+        outs = [("emb", emb), ("mask_index_f", mask.sum(1)), ("emb_sum", total)]
+        cases.append(([("ids_f", ids.astype(np.float32)), ("seg_f", segs.astype(np.float32)),
+                       ("mask_f", mask.astype(np.float32))], [(n, r.astype(np.float32)) for n, r in outs]))
+    save_case(out_dir, "ms_embeddings", m, cases, check=False)
+    # BiasAdd: ONNX Runtime has it on GPUs only, so its reference is numpy alone.
+    mb = contrib_model([helper.make_node("BiasAdd", ["x", "bias", "skip"], ["y"], domain=ms)], "ms_bias_add",
+                       [vi("x", F, [b, s, h]), vi("skip", F, [b, s, h])], [vi("y", F, [b, s, h])], [init("bias", bias)])
+    bcases = []
+    for batch in (1, 2):
+        x, skip = (rng.standard_normal((batch, s, h)).astype(np.float32) for _ in range(2))
+        bcases.append(([("x", x), ("skip", skip)], [("y", (x.astype(np.float64) + bias + skip).astype(np.float32))]))
+    save_case(out_dir, "ms_bias_add", mb, bcases, check=False)
+    return [("ms_embeddings", m, cases)]
+
+
 def ort_check(name, model, cases):
     """Runs the model on ONNX Runtime (npm peer) and prints its error against the reference."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -583,7 +631,7 @@ def ort_check(name, model, cases):
 
 if __name__ == "__main__":
     out = sys.argv[1]
-    built = [activations(out), skip_norms(out), attention_ops(out), rotary_ms(out)] + gqa(out) + matmul_nbits(out) + quant_ops(out) + fused_ops(out)
+    built = [activations(out), skip_norms(out), attention_ops(out), rotary_ms(out)] + gqa(out) + matmul_nbits(out) + quant_ops(out) + fused_ops(out) + embeddings(out)
     if "--ort" in sys.argv[2:]:
         for b in built:
             ort_check(*b)

@@ -150,6 +150,63 @@ absl::Status SkipNormalization(NodeContext& ctx, bool rms) {
 absl::Status SkipLayerNormalization(NodeContext& ctx) { return SkipNormalization(ctx, /*rms=*/false); }
 absl::Status SkipSimplifiedLayerNormalization(NodeContext& ctx) { return SkipNormalization(ctx, /*rms=*/true); }
 
+// BiasAdd: X + bias (along the last axis) + skip, as diffusion models'
+// optimized graphs write it.
+absl::Status BiasAdd(NodeContext& ctx) {
+  Instruction* x = ctx.input(0);
+  RETURN_IF_ERROR(RequireFloat(ctx, x));
+  hlo::Builder& b = ctx.b();
+  ASSIGN_OR_RETURN(Instruction * bias, AlongLastAxis(ctx, 1, x, "bias"));
+  Instruction* skip = ctx.input(2);
+  if (skip->shape().dims != x->shape().dims)
+    return ctx.Error(absl::StrCat("skip (input 2) must have the input's shape [", absl::StrJoin(x->shape().dims, ","),
+                                  "]; it is [", absl::StrJoin(skip->shape().dims, ","), "]"));
+  ctx.set_output(0, b.Binary(Opcode::kAdd, b.Binary(Opcode::kAdd, x, bias), skip));
+  return absl::OkStatus();
+}
+
+// EmbedLayerNormalization (BERT's embeddings as ONNX Runtime's optimizer
+// fuses them): word, position and segment embeddings of (B, S) ids summed
+// and layer-normalized over the hidden axis; outputs the result, the mask's
+// sum per sequence (mask_index, int32; zeros without a mask) and the sum
+// before the normalization.
+absl::Status EmbedLayerNormalization(NodeContext& ctx) {
+  hlo::Builder& b = ctx.b();
+  Instruction* ids = ctx.input(0);
+  if (ids->shape().rank() != 2) return ctx.Error("input_ids must be (batch, sequence)");
+  int64_t batch = ids->shape().dims[0], seq = ids->shape().dims[1];
+  Instruction* words = ctx.input(2);
+  RETURN_IF_ERROR(RequireFloat(ctx, words));
+  int64_t hidden = words->shape().dims.back();
+  std::vector<int64_t> out_dims = {batch, seq, hidden};
+  Instruction* sum = TakeAlongAxis(b, words, b.Convert(ids, hlo::S64), 0);
+  // Positions: given (B, S) or (1, S), else 0..S-1 for every sequence.
+  Instruction* positions;
+  if (ctx.has_input(8)) {
+    positions = BroadcastTo(b, b.Convert(ctx.input(8), hlo::S64), {batch, seq});
+  } else {
+    positions = b.Iota(hlo::Shape(hlo::S64, {batch, seq}), 1);
+  }
+  sum = b.Binary(Opcode::kAdd, sum, TakeAlongAxis(b, ctx.input(3), positions, 0));
+  if (ctx.has_input(1) && ctx.has_input(4))
+    sum = b.Binary(Opcode::kAdd, sum, TakeAlongAxis(b, ctx.input(4), b.Convert(ctx.input(1), hlo::S64), 0));
+  LastAxisNorm n = NormalizeLastAxis(b, sum, ctx.attr_f("epsilon", 1e-12f), /*rms=*/false);
+  ASSIGN_OR_RETURN(Instruction * gamma, AlongLastAxis(ctx, 5, sum, "gamma"));
+  ASSIGN_OR_RETURN(Instruction * beta, AlongLastAxis(ctx, 6, sum, "beta"));
+  ctx.set_output(0, b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, n.y, gamma), beta));
+  if (ctx.wants_output(1)) {
+    Instruction* index;
+    if (ctx.has_input(7)) {
+      index = ReduceOver(b, b.Convert(ctx.input(7), hlo::S32), Opcode::kAdd, 0, {1}, false);
+    } else {
+      index = b.Broadcast(b.ScalarConstant(hlo::S32, 0), {batch}, {});
+    }
+    ctx.set_output(1, index);
+  }
+  if (ctx.wants_output(2)) ctx.set_output(2, sum);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void RegisterMicrosoftOps(Registry& r) {
@@ -162,6 +219,8 @@ void RegisterMicrosoftOps(Registry& r) {
   ms("QuickGelu", QuickGelu);
   ms("SkipLayerNormalization", SkipLayerNormalization);
   ms("SkipSimplifiedLayerNormalization", SkipSimplifiedLayerNormalization);
+  ms("BiasAdd", BiasAdd);
+  ms("EmbedLayerNormalization", EmbedLayerNormalization);
 }
 
 }  // namespace xonnx::onnx_import
