@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -89,6 +90,21 @@ TEST(Builder, InfersShapes) {
   auto m = SampleModule();
   ASSERT_TRUE(Verify(*m).ok()) << Verify(*m);
   EXPECT_EQ(m->entry()->root()->shape().ToString(), "(f32[1,1]{1,0}, s32[1,6]{1,0}, s16[3]{0})");
+}
+
+// Names stay unique however they were taken: suffixes go on from the last
+// one a base got, past any a caller claimed.
+TEST(Module, UniqueNamesSkipClaimedSuffixes) {
+  Module m("names");
+  EXPECT_EQ(m.UniqueName("a"), "a");
+  m.NoteNameUsed("a.2");
+  EXPECT_EQ(m.UniqueName("a"), "a.1");
+  EXPECT_EQ(m.UniqueName("a"), "a.3");
+  EXPECT_EQ(m.UniqueName("a.1"), "a.1.1");
+  EXPECT_EQ(m.UniqueName("9x"), "v9x");
+  EXPECT_EQ(m.UniqueName("9x"), "v9x.1");
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) EXPECT_TRUE(seen.insert(m.UniqueName("n")).second);
 }
 
 TEST(Builder, RecordsFirstError) {

@@ -147,8 +147,11 @@ std::string Module::UniqueName(absl::string_view base) {
   // XLA rejects purely numeric names and names starting with a digit confuse
   // its text parser; prefix them.
   if (clean.empty() || std::isdigit(static_cast<unsigned char>(clean[0]))) clean = "v" + clean;
+  // Suffixes resume where the base's last one ended: a chain of thousands
+  // of nodes named alike would otherwise try them all again each time.
   std::string name = clean;
-  for (int64_t k = 1; used_names_.contains(name); ++k) name = absl::StrCat(clean, ".", k);
+  int64_t& next = next_suffix_[clean];
+  while (used_names_.contains(name)) name = absl::StrCat(clean, ".", ++next);
   used_names_.insert(name);
   return name;
 }

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "hlo/literal.h"
@@ -224,6 +225,7 @@ class Module {
   Computation* entry_ = nullptr;
   std::vector<std::unique_ptr<Computation>> computations_;
   absl::flat_hash_set<std::string> used_names_;
+  absl::flat_hash_map<std::string, int64_t> next_suffix_;  // per base: the last suffix UniqueName gave
   int64_t next_id_ = 1;
 };
 
