@@ -11,8 +11,18 @@ absl::StatusOr<bool> Cse::Run(hlo::Module* module) {
   for (const auto& c : module->computations()) {
     // Bucket by a cheap key; SameAttributes decides within a bucket.
     absl::flat_hash_map<std::string, std::vector<hlo::Instruction*>> buckets;
+    // Duplicates found so far and what replaces them. Operands are remapped
+    // as the walk reaches their users, and once more at the end, rather
+    // than every use rewritten at each find (a sweep of the computation
+    // each time: quadratic in a model of thousands of nodes).
+    absl::flat_hash_map<hlo::Instruction*, hlo::Instruction*> replaced;
+    auto remap = [&](hlo::Instruction* instr) {
+      for (int64_t k = 0; k < instr->operand_count(); ++k)
+        if (auto r = replaced.find(instr->operand(k)); r != replaced.end()) instr->ReplaceOperand(k, r->second);
+    };
     for (const auto& i : c->instructions()) {
       hlo::Instruction* instr = i.get();
+      if (!replaced.empty()) remap(instr);
       if (instr->opcode() == hlo::Opcode::kParameter || instr->opcode() == hlo::Opcode::kRngBitGenerator) continue;
       std::vector<int64_t> ids;
       for (hlo::Instruction* op : instr->operands()) ids.push_back(op->id());
@@ -27,11 +37,15 @@ absl::StatusOr<bool> Cse::Run(hlo::Module* module) {
           break;
         }
       if (same) {
-        c->ReplaceAllUsesWith(instr, same);
+        replaced[instr] = same;
         changed = true;
       } else {
         bucket.push_back(instr);
       }
+    }
+    if (!replaced.empty()) {
+      for (const auto& i : c->instructions()) remap(i.get());
+      if (auto r = replaced.find(c->root()); r != replaced.end()) c->set_root(r->second);
     }
     if (changed) c->Canonicalize();
   }
