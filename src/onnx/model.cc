@@ -12,6 +12,7 @@
 #include <limits>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "base/fingerprint.h"
 #include "base/status.h"
@@ -34,12 +35,15 @@ absl::Status ResolveExternal(onnx::TensorProto& t, const fs::path& base_dir, con
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : t.external_data()) {
-    if (kv.key() == "location")
+    if (kv.key() == "location") {
       location = kv.value();
-    else if (kv.key() == "offset")
-      offset = std::stoll(kv.value());
-    else if (kv.key() == "length")
-      length = std::stoll(kv.value());
+    } else if (kv.key() == "offset" || kv.key() == "length") {
+      int64_t v;
+      if (!absl::SimpleAtoi(kv.value(), &v) || v < 0)
+        return InvalidArgument("%s: tensor '%s': external data %s '%s' is not a byte count", model, t.name(), kv.key(),
+                               kv.value());
+      (kv.key() == "offset" ? offset : length) = v;
+    }
   }
   if (location.empty()) return InvalidArgument("%s: tensor '%s' has external data without a location", model, t.name());
   fs::path rel(location);
@@ -54,16 +58,26 @@ absl::Status ResolveExternal(onnx::TensorProto& t, const fs::path& base_dir, con
   if (ec || root_end != root.end())
     return absl::PermissionDeniedError(absl::StrFormat(
         "%s: tensor '%s': external data path '%s' points outside the model's folder", model, t.name(), location));
+  // Only a regular file: a folder, a FIFO or a device would fail to read,
+  // hang, or claim any size.
+  if (!fs::exists(full, ec))
+    return absl::NotFoundError(
+        absl::StrFormat("%s: tensor '%s': cannot open external data file '%s'", model, t.name(), full.string()));
+  if (!fs::is_regular_file(full, ec))
+    return InvalidArgument("%s: tensor '%s': external data '%s' is not a regular file", model, t.name(), location);
+  int64_t size = static_cast<int64_t>(fs::file_size(full, ec));
+  if (ec)
+    return absl::DataLossError(absl::StrFormat("%s: tensor '%s': cannot read the size of '%s': %s", model, t.name(),
+                                               full.string(), ec.message()));
+  if (length < 0) length = size - offset;
+  // Compared so that nothing overflows: offset and length may be huge.
+  if (offset > size || length > size - offset)
+    return InvalidArgument("%s: tensor '%s': external data of %d bytes at offset %d exceeds file '%s' of %d bytes",
+                           model, t.name(), length, offset, location, size);
   std::ifstream f(full, std::ios::binary);
   if (!f)
     return absl::NotFoundError(
         absl::StrFormat("%s: tensor '%s': cannot open external data file '%s'", model, t.name(), full.string()));
-  f.seekg(0, std::ios::end);
-  int64_t size = f.tellg();
-  if (length < 0) length = size - offset;
-  if (offset < 0 || offset + length > size)
-    return InvalidArgument("%s: tensor '%s': external data range [%d, %d) exceeds file '%s' of %d bytes", model,
-                           t.name(), offset, offset + length, location, size);
   std::string data(length, '\0');
   f.seekg(offset);
   f.read(data.data(), length);

@@ -225,6 +225,25 @@ TEST_F(SessionTest, ExternalDataMustStayInTheModelFolder) {
   loc->set_value("weights.bin");
   auto ok = Session::Open(Write(m));
   EXPECT_TRUE(ok.ok()) << ok.status();
+  // Hostile ranges and places are errors naming the tensor, never a crash,
+  // a huge allocation or a hang.
+  auto* offset = w->add_external_data();
+  offset->set_key("offset");
+  for (const char* bad : {"abc", "-4", "99999999999999999999"}) {
+    offset->set_value(bad);
+    auto st = Session::Open(Write(m));
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_THAT(std::string(st.status().message()), HasSubstr("is not a byte count")) << bad;
+  }
+  offset->set_value("9223372036854775800");  // offset + length would overflow
+  auto far = Session::Open(Write(m));
+  ASSERT_FALSE(far.ok());
+  EXPECT_THAT(std::string(far.status().message()), HasSubstr("exceeds file"));
+  offset->set_value("0");
+  loc->set_value(".");
+  auto folder = Session::Open(Write(m));
+  ASSERT_FALSE(folder.ok());
+  EXPECT_THAT(std::string(folder.status().message()), HasSubstr("not a regular file"));
 }
 
 TEST_F(SessionTest, ShapeInputsAreBoundAtCompileTime) {
