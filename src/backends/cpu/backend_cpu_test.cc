@@ -42,6 +42,18 @@ Literal Random(const Shape& s, uint32_t seed) {
   return l;
 }
 
+// Runs `exe` on `args` and returns all its outputs.
+std::vector<Literal> RunAll(const Executable& exe, const std::vector<Literal>& args) {
+  std::vector<const void*> in;
+  for (const auto& a : args) in.push_back(a.untyped_data());
+  std::vector<Literal> outs;
+  for (const Shape& s : exe.output_shapes()) outs.emplace_back(s);
+  std::vector<void*> out_ptrs;
+  for (auto& o : outs) out_ptrs.push_back(o.untyped_data());
+  EXPECT_TRUE(exe.Execute(in, out_ptrs).ok());
+  return outs;
+}
+
 // The largest |got - want| / (1 + |want|) over the elements.
 double MaxRelativeError(const Literal& got, const Literal& want) {
   double max_err = 0;
@@ -605,13 +617,7 @@ TEST_P(BackendTest, MatchesEvaluator) {
   opts.use_dnnl = opts.fuse_elementwise = fast;
   auto exe = Executable::Compile(std::move(m), opts);
   ASSERT_TRUE(exe.ok()) << exe.status();
-  std::vector<const void*> in;
-  for (auto& a : args) in.push_back(a.untyped_data());
-  std::vector<Literal> outs;
-  for (const Shape& s : (*exe)->output_shapes()) outs.emplace_back(s);
-  std::vector<void*> out_ptrs;
-  for (auto& o : outs) out_ptrs.push_back(o.untyped_data());
-  ASSERT_TRUE((*exe)->Execute(in, out_ptrs).ok());
+  std::vector<Literal> outs = RunAll(**exe, args);
   if (absl::StartsWith(c.name, "conditional") || absl::StartsWith(c.name, "while")) {
     // Control flow runs as compiled branches/bodies, not on the evaluator.
     for (const auto& [kind, n] : (*exe)->ThunkSummary()) EXPECT_NE(kind, "control-flow") << c.name;
@@ -1242,13 +1248,7 @@ TEST(RowFusions, ValuesReadThroughAComputedBroadcastStayUntilTheyRun) {
   ASSERT_TRUE(expected.ok()) << expected.status();
   auto exe = Executable::Compile(std::move(*m), CompileOptions{});
   ASSERT_TRUE(exe.ok()) << exe.status();
-  std::vector<const void*> in;
-  for (auto& a : args) in.push_back(a.untyped_data());
-  std::vector<Literal> outs;
-  for (const Shape& s : (*exe)->output_shapes()) outs.emplace_back(s);
-  std::vector<void*> out_ptrs;
-  for (auto& o : outs) out_ptrs.push_back(o.untyped_data());
-  ASSERT_TRUE((*exe)->Execute(in, out_ptrs).ok());
+  std::vector<Literal> outs = RunAll(**exe, args);
   EXPECT_THAT((*exe)->ThunkSummary(), ::testing::Contains(::testing::Pair("row-fusion", 1)));
   for (size_t k = 0; k < outs.size(); ++k)
     EXPECT_LT(MaxRelativeError(outs[k], expected->tuple_elements()[k]), 1e-4) << "output " << k;
