@@ -3,7 +3,8 @@
 exporters write them (com.microsoft Gelu, BiasGelu, FastGelu, QuickGelu,
 SkipLayerNormalization, SkipSimplifiedLayerNormalization, Attention,
 MultiHeadAttention, GroupQueryAttention, RotaryEmbedding, MatMulNBits,
-DynamicQuantizeMatMul, QGemm, QLinearAdd, QLinearMul, FusedConv, FusedGemm,
+DynamicQuantizeMatMul, QGemm, QLinearAdd, QLinearMul, QLinearSigmoid,
+QLinearLeakyRelu, QLinearConcat, QLinearGlobalAveragePool, FusedConv, FusedGemm,
 FusedMatMul, EmbedLayerNormalization, BiasAdd, and SimplifiedLayerNormalization in the ONNX domain), with references computed
 in float64 numpy from ONNX Runtime's operator schemas: OUT/<name>/model.onnx
 and test_data_set_<i>/{input_*.pb, output_*.pb}.
@@ -607,6 +608,54 @@ def embeddings(out_dir):
     return [("ms_embeddings", m, cases)]
 
 
+def qoperator_ops(out_dir):
+    """The QOperator-format ops ONNX Runtime's quantizer writes around
+    convolutions: QLinearSigmoid, QLinearLeakyRelu, QLinearConcat and
+    QLinearGlobalAveragePool, between QuantizeLinear and DequantizeLinear."""
+    from onnx import numpy_helper
+    arr = numpy_helper.from_array
+    sx, zx, sy, zy, sz, zz = (np.float32(0.04), np.uint8(128), np.float32(1 / 255), np.uint8(0), np.float32(0.03),
+                              np.uint8(100))
+    ms = "com.microsoft"
+    q = ["sx", "zx"]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"]),
+        helper.make_node("QuantizeLinear", ["x2", "sz", "zz"], ["x2q"]),
+        helper.make_node("QLinearSigmoid", ["xq"] + q + ["sy", "zy"], ["sig_q"], domain=ms),
+        helper.make_node("QLinearLeakyRelu", ["xq"] + q + ["sx", "zx"], ["leaky_q"], domain=ms, alpha=0.1),
+        helper.make_node("QLinearConcat", ["sz", "zz", "xq", "sx", "zx", "x2q", "sz", "zz"], ["cat_q"], domain=ms,
+                         axis=1),
+        helper.make_node("QLinearGlobalAveragePool", ["xq"] + q + ["sz", "zz"], ["gap_q"], domain=ms),
+        helper.make_node("DequantizeLinear", ["sig_q", "sy", "zy"], ["sig"]),
+        helper.make_node("DequantizeLinear", ["leaky_q", "sx", "zx"], ["leaky"]),
+        helper.make_node("DequantizeLinear", ["cat_q", "sz", "zz"], ["cat"]),
+        helper.make_node("DequantizeLinear", ["gap_q", "sz", "zz"], ["gap"]),
+    ]
+    inits = [arr(np.array(v), n) for n, v in [("sx", sx), ("zx", zx), ("sy", sy), ("zy", zy), ("sz", sz), ("zz", zz)]]
+    vi = helper.make_tensor_value_info
+    b = "batch"
+    m = contrib_model(nodes, "ms_qoperator", [vi("x", F, [b, 3, 4, 5]), vi("x2", F, [b, 2, 4, 5])],
+                      [vi("sig", F, [b, 3, 4, 5]), vi("leaky", F, [b, 3, 4, 5]), vi("cat", F, [b, 5, 4, 5]),
+                       vi("gap", F, [b, 3, 1, 1])], inits)
+    f32 = np.float32
+    quant = lambda v, s_, z: np.clip(np.round(v / s_) + f32(z), 0, 255)  # noqa: E731
+    cases = []
+    for batch in (1, 2):
+        x = (rng.standard_normal((batch, 3, 4, 5)) * 2).astype(np.float32)
+        x2 = (rng.standard_normal((batch, 2, 4, 5)) * 2).astype(np.float32)
+        xq, x2q = quant(x, sx, zx), quant(x2, sz, zz)
+        dx, dx2 = (xq - f32(zx)).astype(f32) * sx, (x2q - f32(zz)).astype(f32) * sz
+        sig_q = quant(1 / (1 + np.exp(-dx.astype(np.float64))), sy, zy)
+        leaky_q = quant(np.where(dx >= 0, dx, dx * f32(0.1)), sx, zx)
+        cat_q = quant(np.concatenate([dx, dx2], 1), sz, zz)
+        gap_q = quant(dx.mean(axis=(2, 3), keepdims=True), sz, zz)
+        outs = [("sig", (sig_q - f32(zy)) * sy), ("leaky", (leaky_q - f32(zx)) * sx), ("cat", (cat_q - f32(zz)) * sz),
+                ("gap", (gap_q - f32(zz)) * sz)]
+        cases.append(([("x", x), ("x2", x2)], [(n, v.astype(np.float32)) for n, v in outs]))
+    save_case(out_dir, "ms_qoperator", m, cases, check=False)
+    return [("ms_qoperator", m, cases)]
+
+
 def ort_check(name, model, cases):
     """Runs the model on ONNX Runtime (npm peer) and prints its error against the reference."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -631,7 +680,7 @@ def ort_check(name, model, cases):
 
 if __name__ == "__main__":
     out = sys.argv[1]
-    built = [activations(out), skip_norms(out), attention_ops(out), rotary_ms(out)] + gqa(out) + matmul_nbits(out) + quant_ops(out) + fused_ops(out) + embeddings(out)
+    built = [activations(out), skip_norms(out), attention_ops(out), rotary_ms(out)] + gqa(out) + matmul_nbits(out) + quant_ops(out) + fused_ops(out) + embeddings(out) + qoperator_ops(out)
     if "--ort" in sys.argv[2:]:
         for b in built:
             ort_check(*b)

@@ -135,13 +135,86 @@ absl::Status QLinearBinary(NodeContext& ctx, Opcode op) {
 absl::Status QLinearAdd(NodeContext& ctx) { return QLinearBinary(ctx, Opcode::kAdd); }
 absl::Status QLinearMul(NodeContext& ctx) { return QLinearBinary(ctx, Opcode::kMultiply); }
 
+// v (f32, of x's shape) quantized at the scale and zero point of inputs
+// `scale` and `zp` (absent: x's type).
+Instruction* QuantizeAt(NodeContext& ctx, Instruction* v, int scale, int zp, hlo::PrimitiveType fallback) {
+  hlo::Builder& b = ctx.b();
+  const auto& dims = v->shape().dims;
+  v = b.Binary(Opcode::kDivide, v, b.Broadcast(ScalarF32(ctx, scale), dims, {}));
+  v = b.Unary(Opcode::kRoundNearestEven, v);
+  if (ctx.has_input(zp)) v = b.Binary(Opcode::kAdd, v, b.Broadcast(ScalarF32(ctx, zp), dims, {}));
+  return Saturate(b, v, ctx.has_input(zp) ? ctx.input(zp)->shape().element_type : fallback);
+}
+
+// QLinearSigmoid and QLinearLeakyRelu (X, X_scale, X_zp, Y_scale, Y_zp):
+// the activation of the dequantized value, quantized at Y's parameters.
+absl::Status QLinearActivation(NodeContext& ctx, bool leaky) {
+  hlo::Builder& b = ctx.b();
+  Instruction* x =
+      b.Binary(Opcode::kMultiply, CenteredF32(ctx, 0), b.Broadcast(ScalarF32(ctx, 1), ctx.input(0)->shape().dims, {}));
+  Instruction* y;
+  if (leaky) {
+    Instruction* zero = SplatLike(b, x, 0);
+    y = b.Select(b.Compare(x, zero, hlo::ComparisonDirection::kGe), x,
+                 b.Binary(Opcode::kMultiply, x, SplatLike(b, x, ctx.attr_f("alpha", 0.01f))));
+  } else {
+    y = b.Unary(Opcode::kLogistic, x);
+  }
+  ctx.set_output(0, QuantizeAt(ctx, y, 3, 4, ctx.input(0)->shape().element_type));
+  return absl::OkStatus();
+}
+absl::Status QLinearSigmoid(NodeContext& ctx) { return QLinearActivation(ctx, false); }
+absl::Status QLinearLeakyRelu(NodeContext& ctx) { return QLinearActivation(ctx, true); }
+
+// QLinearConcat (Y_scale, Y_zp, then X, X_scale, X_zp per input): each input
+// requantized to Y's parameters, concatenated along `axis`.
+absl::Status QLinearConcat(NodeContext& ctx) {
+  hlo::Builder& b = ctx.b();
+  if (ctx.input_count() < 5 || (ctx.input_count() - 2) % 3)
+    return ctx.Error("inputs must be Y_scale, Y_zp, then triples");
+  std::vector<Instruction*> parts;
+  for (int i = 2; i + 2 < ctx.input_count(); i += 3) {
+    Instruction* x = b.Binary(Opcode::kMultiply, CenteredF32(ctx, i),
+                              b.Broadcast(ScalarF32(ctx, i + 1), ctx.input(i)->shape().dims, {}));
+    parts.push_back(x);
+  }
+  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", 0), parts[0]->shape().rank()));
+  Instruction* joined = b.Concatenate(parts, axis);
+  ctx.set_output(0, QuantizeAt(ctx, joined, 0, 1, ctx.input(2)->shape().element_type));
+  return absl::OkStatus();
+}
+
+// QLinearGlobalAveragePool (X, x_scale, x_zp, y_scale, y_zp; channels_last):
+// the mean over the spatial axes of the dequantized input, quantized.
+absl::Status QLinearGlobalAveragePool(NodeContext& ctx) {
+  hlo::Builder& b = ctx.b();
+  Instruction* xq = ctx.input(0);
+  int64_t r = xq->shape().rank();
+  if (r < 3) return ctx.Error("input must have a batch, a channel and spatial axes");
+  bool channels_last = ctx.attr_i("channels_last", 0) != 0;
+  std::vector<int64_t> axes;
+  for (int64_t i = channels_last ? 1 : 2; i < (channels_last ? r - 1 : r); ++i) axes.push_back(i);
+  int64_t count = 1;
+  for (int64_t a : axes) count *= xq->shape().dims[a];
+  Instruction* x =
+      b.Binary(Opcode::kMultiply, CenteredF32(ctx, 0), b.Broadcast(ScalarF32(ctx, 1), xq->shape().dims, {}));
+  Instruction* mean = ReduceOver(b, x, Opcode::kAdd, 0, axes, /*keepdims=*/true);
+  mean = b.Binary(Opcode::kDivide, mean, SplatLike(b, mean, count));
+  ctx.set_output(0, QuantizeAt(ctx, mean, 3, 4, xq->shape().element_type));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void RegisterMicrosoftQuantOps(Registry& r) {
   for (auto [op, fn] : {std::pair<const char*, Converter>{"DynamicQuantizeMatMul", DynamicQuantizeMatMul},
                         {"QGemm", QGemm},
                         {"QLinearAdd", QLinearAdd},
-                        {"QLinearMul", QLinearMul}})
+                        {"QLinearMul", QLinearMul},
+                        {"QLinearSigmoid", QLinearSigmoid},
+                        {"QLinearLeakyRelu", QLinearLeakyRelu},
+                        {"QLinearConcat", QLinearConcat},
+                        {"QLinearGlobalAveragePool", QLinearGlobalAveragePool}})
     r.Add({.domain = "com.microsoft", .op_type = op, .min_opset = 1, .max_opset = 1, .fn = fn});
 }
 
