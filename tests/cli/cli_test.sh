@@ -55,6 +55,19 @@ expect output_file 0 "" -- test -s "$tmp/out/output_0.pb"
 /usr/bin/python3 -c "import numpy as np; np.save('$tmp/img.npy', np.random.default_rng(1).standard_normal((2, 3, 32, 32)).astype(np.float32))"
 expect run_npy_input 0 "probs: float32\[2,10\]" -- "$xonnx" run "$model" --input image="$tmp/img.npy"
 expect run_pb_roundtrip 0 "wrote 1 output" -- "$xonnx" run "$model" --input image="$tmp/img.npy" --output-dir "$tmp/x"
+# .npy headers that claim more than the file holds: refused before anything
+# that size is allocated, even when the shape's product wraps around.
+/usr/bin/python3 -c "
+import struct
+def npy(path, shape):
+    h = \"{'descr': '<f4', 'fortran_order': False, 'shape': %s, }\" % shape
+    h += ' ' * ((64 - (11 + len(h)) % 64) % 64) + '\\n'
+    open(path, 'wb').write(b'\\x93NUMPY\\x01\\x00' + struct.pack('<H', len(h)) + h.encode() + bytes(8))
+npy('$tmp/wrap.npy', '(6148914691236517206, 3)')
+npy('$tmp/huge.npy', '(1000000000,)')"
+expect npy_shape_wraps 1 "more elements than memory can hold" -- "$xonnx" run "$model" --input image="$tmp/wrap.npy"
+expect npy_claims_more_than_it_holds 1 "8 bytes of data, shape \(1000000000,\) needs 4000000000" -- \
+  "$xonnx" run "$model" --input image="$tmp/huge.npy"
 expect convert_text 0 "^HloModule tiny_cnn" -- "$xonnx" convert "$model" --hlo-text -
 expect convert_proto 0 "" -- "$xonnx" convert "$model" --hlo-proto "$tmp/m.pb" --batch 2
 expect convert_proto_file 0 "" -- test -s "$tmp/m.pb"
