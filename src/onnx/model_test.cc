@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/test_dir.h"
+#include "onnx/tensor_proto.h"
 
 namespace xonnx::onnx_import {
 namespace {
@@ -194,6 +195,35 @@ TEST(TopologicalOrder, ACycleIsAnErrorNamingItsNodes) {
   EXPECT_THAT(msg, HasSubstr("cycle.onnx: graph 'chain' has a cycle"));
   EXPECT_THAT(msg, HasSubstr("Neg 'Neg_0'"));
   EXPECT_THAT(msg, HasSubstr("Relu 'Relu_1'"));
+}
+
+}  // namespace
+}  // namespace xonnx::onnx_import
+
+namespace xonnx::onnx_import {
+namespace {
+
+// Tensor dims whose product wraps around, or that claim more values than
+// the tensor stores, are errors before anything that size is allocated.
+TEST(TensorProtos, WrappingOrOverclaimingDimsAreErrors) {
+  onnx::TensorProto t;
+  t.set_name("w");
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(6148914691236517206);
+  t.add_dims(3);  // 4 bytes x 3 x that wraps to a small count
+  t.set_raw_data(std::string(8, '\0'));
+  auto wrapped = LiteralFromTensorProto(t);
+  ASSERT_FALSE(wrapped.ok());
+  EXPECT_THAT(std::string(wrapped.status().message()), ::testing::HasSubstr("more elements than memory can"));
+  onnx::TensorProto huge;
+  huge.set_name("h");
+  huge.set_data_type(onnx::TensorProto::FLOAT);
+  huge.add_dims(1000000000);
+  huge.add_float_data(1.0f);
+  auto claimed = LiteralFromTensorProto(huge);
+  ASSERT_FALSE(claimed.ok());
+  EXPECT_THAT(std::string(claimed.status().message()),
+              ::testing::HasSubstr("has 1 values, its shape needs 1000000000"));
 }
 
 }  // namespace
