@@ -24,12 +24,28 @@ Instruction* Builder::Fail(Opcode op, std::string message) {
   return ReportError(absl::InvalidArgumentError(absl::StrCat(OpcodeName(op), ": ", message)));
 }
 
+namespace {
+// Whether every array in `s` has a byte size that int64 holds: a shape whose
+// dims' product wraps around would describe a huge value as a tiny one.
+bool SizeFits(const Shape& s) {
+  if (s.IsTuple()) return std::all_of(s.tuple_shapes.begin(), s.tuple_shapes.end(), SizeFits);
+  int64_t n = ByteWidth(s.element_type);
+  for (int64_t d : s.dims)
+    if (__builtin_mul_overflow(n, d, &n)) return false;
+  return true;
+}
+}  // namespace
+
 Instruction* Builder::Add(std::unique_ptr<Instruction> instr) {
   if (!status_.ok()) return nullptr;
   for (Instruction* o : instr->operands())
     if (!o) return ReportError(Internal("%s: null operand without a recorded error", OpcodeName(instr->opcode())));
   auto shape = InferShape(*instr);
   if (!shape.ok()) return ReportError(Annotate(shape.status(), metadata_.op_name.empty() ? "hlo" : metadata_.op_name));
+  if (!SizeFits(*shape))
+    return ReportError(InvalidArgument("%s: %s %s has more elements than memory can hold",
+                                       metadata_.op_name.empty() ? "hlo" : metadata_.op_name,
+                                       OpcodeName(instr->opcode()), shape->ToString(false)));
   instr->set_shape(*std::move(shape));
   instr->metadata = metadata_;
   if (folder_ && (instr->operand_count() > 0 || instr->opcode() == Opcode::kIota)) {

@@ -257,6 +257,25 @@ TEST(Importer, MultiHeadAttentionRefusesPackedInputsByName) {
   EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("key and value must both be given"));
 }
 
+// A shape whose element count wraps around int64 is an error naming the
+// node, not a value that claims that shape and holds nothing.
+TEST(Importer, ShapesTooLargeToHoldAreErrors) {
+  LoadedModel m = NewModel("huge.onnx", 17);
+  auto* g = m.proto.mutable_graph();
+  auto* t = g->add_initializer();
+  t->set_name("shape");
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(2);
+  t->add_int64_data(int64_t{1} << 40);
+  t->add_int64_data(int64_t{1} << 40);
+  AddNode(g, "ConstantOfShape", "fill_1", {"shape"}, {"y"});
+  g->add_output()->set_name("y");
+  auto r = Import(m, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("fill_1"));
+  EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("more elements than memory can hold"));
+}
+
 TEST(Importer, GroupNormalizationPerGroupAndPerChannel) {
   // x [1, 4, 2]: groups {c0,c1} and {c2,c3}; each group holds 0..3 + offset.
   hlo::Literal x = hlo::Literal::Vector<float>({0, 1, 2, 3, 10, 11, 12, 13}).Reshape({1, 4, 2});
