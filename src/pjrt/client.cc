@@ -350,10 +350,10 @@ absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHostZeroCopy(const voi
   std::unique_ptr<Buffer> buffer = std::move(started.first);
   PJRT_Event* done_with_host_buffer = started.second;
   if (!done_with_host_buffer) return buffer;  // nothing to wait for: the plugin copied
-  // The owner is let go of from the plugin's callback, whenever that comes.
+  // The callback's copy of the owner goes with the callback, whenever the
+  // plugin calls it; this one keeps the bytes for the fallback below.
   Event done(plugin_, done_with_host_buffer);
-  std::shared_ptr<const void> kept = owner;
-  if (done.OnReady([owner = std::move(owner)]() mutable { owner.reset(); }).ok()) return buffer;
+  if (done.OnReady([owner] {}).ok()) return buffer;
   // A plugin that cannot call back: copy instead, so that nothing depends
   // on when it lets go of the bytes.
   buffer.reset();

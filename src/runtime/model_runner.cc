@@ -52,8 +52,9 @@ struct CallTimeline : std::enable_shared_from_this<CallTimeline> {
   // Adds this call's phases to `total`, once every event was waited for.
   // An unmarked slot counts its phase's time in the one after it.
   void AddTo(std::mutex& mu, RunPhases& total) const {
-    int64_t down = downloaded.load() ? downloaded.load() : Now();
-    int64_t ex = executed.load() ? executed.load() : down;
+    int64_t down = downloaded.load(), ex = executed.load();
+    if (!down) down = Now();
+    if (!ex) ex = down;
     int64_t up = std::max(start, uploaded.load());
     ex = std::max(ex, up);
     down = std::max(down, ex);
@@ -319,8 +320,9 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
     std::vector<pjrt::Buffer*> args;
     for (const std::string& name : prog.params) {
       const Tensor& t = inputs.at(name);
-      ASSIGN_OR_RETURN(PJRT_Buffer_Type type, ToPjrt(t.dtype()));
-      auto up = client_->StartBufferFromHost(t.data(), type, t.dims(), *devices_[dev]);
+      auto type = ToPjrt(t.dtype());
+      if (!type.ok()) return finish_uploads(Annotate(type.status(), absl::StrCat(file, ": input '", name, "'")));
+      auto up = client_->StartBufferFromHost(t.data(), *type, t.dims(), *devices_[dev]);
       if (!up.ok()) return finish_uploads(Annotate(up.status(), absl::StrCat(file, ": input '", name, "'")));
       timeline->Note(up->host_released, &CallTimeline::uploaded);
       args.push_back(up->buffer.get());
