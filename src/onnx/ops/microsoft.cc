@@ -6,7 +6,6 @@
 // (normalization.cc). Semantics follow ONNX
 // Runtime's operator schemas (docs/ContribOperators.md there): the same
 // attribute defaults, optional inputs and outputs.
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -83,21 +82,6 @@ absl::Status QuickGelu(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
-// Normalizes over the last axis in f32 for 16-bit inputs (as ONNX Runtime's
-// kernels accumulate), then scales, shifts and converts back.
-struct LastAxisNorm {
-  Instruction* y;
-  Normalized stats;  // in the compute type
-};
-LastAxisNorm NormalizeLastAxis(hlo::Builder& b, Instruction* x, double eps, bool rms) {
-  hlo::PrimitiveType t = x->shape().element_type;
-  bool upcast = t == hlo::F16 || t == hlo::BF16;
-  Instruction* xc = upcast ? b.Convert(x, hlo::F32) : x;
-  std::vector<int64_t> axes = {x->shape().rank() - 1};
-  Normalized n = rms ? RmsNormalize(b, xc, axes, eps) : Normalize(b, xc, axes, eps);
-  return {b.Convert(n.y, t), n};
-}
-
 // SkipLayerNormalization and SkipSimplifiedLayerNormalization: s = input +
 // skip (+ bias), then layer (or RMS) normalization of s over the last axis,
 // times gamma (+ beta). Outputs: the result, the mean, the inverse standard
@@ -112,12 +96,8 @@ absl::Status SkipNormalization(NodeContext& ctx, bool rms) {
     // ONNX Runtime accepts a skip that broadcasts over the leading axes.
     const auto& sd = skip->shape().dims;
     const auto& xd = x->shape().dims;
-    bool ok = sd.size() <= xd.size() && !sd.empty() && sd.back() == xd.back();
-    for (size_t i = 0; ok && i < sd.size(); ++i) {
-      int64_t d = sd[sd.size() - 1 - i], want = xd[xd.size() - 1 - i];
-      ok = d == want || d == 1;
-    }
-    if (!ok)
+    auto joined = BroadcastDims(xd, sd);
+    if (sd.empty() || sd.back() != xd.back() || !joined.ok() || *joined != xd)
       return ctx.Error(absl::StrCat("skip (input 1) must broadcast to the input's shape [", absl::StrJoin(xd, ","),
                                     "]; it is [", absl::StrJoin(sd, ","), "]"));
     skip = BroadcastTo(b, skip, xd);
@@ -130,7 +110,8 @@ absl::Status SkipNormalization(NodeContext& ctx, bool rms) {
     ASSIGN_OR_RETURN(Instruction * bias, AlongLastAxis(ctx, bias_index, x, "bias"));
     sum = b.Binary(Opcode::kAdd, sum, bias);
   }
-  LastAxisNorm n = NormalizeLastAxis(b, sum, ctx.attr_f("epsilon", 1e-12f), rms);
+  // Statistics in f32 for 16-bit inputs, as ONNX Runtime's kernels accumulate.
+  NormalizedFrom n = NormalizeFrom(b, sum, sum->shape().rank() - 1, ctx.attr_f("epsilon", 1e-12f), rms, true);
   ASSIGN_OR_RETURN(Instruction * gamma, AlongLastAxis(ctx, 2, x, "gamma"));
   Instruction* y = b.Binary(Opcode::kMultiply, n.y, gamma);
   if (!rms && ctx.has_input(3)) {
@@ -177,8 +158,6 @@ absl::Status EmbedLayerNormalization(NodeContext& ctx) {
   int64_t batch = ids->shape().dims[0], seq = ids->shape().dims[1];
   Instruction* words = ctx.input(2);
   RETURN_IF_ERROR(RequireFloat(ctx, words));
-  int64_t hidden = words->shape().dims.back();
-  std::vector<int64_t> out_dims = {batch, seq, hidden};
   Instruction* sum = TakeAlongAxis(b, words, b.Convert(ids, hlo::S64), 0);
   // Positions: given (B, S) or (1, S), else 0..S-1 for every sequence.
   Instruction* positions;
@@ -190,7 +169,7 @@ absl::Status EmbedLayerNormalization(NodeContext& ctx) {
   sum = b.Binary(Opcode::kAdd, sum, TakeAlongAxis(b, ctx.input(3), positions, 0));
   if (ctx.has_input(1) && ctx.has_input(4))
     sum = b.Binary(Opcode::kAdd, sum, TakeAlongAxis(b, ctx.input(4), b.Convert(ctx.input(1), hlo::S64), 0));
-  LastAxisNorm n = NormalizeLastAxis(b, sum, ctx.attr_f("epsilon", 1e-12f), /*rms=*/false);
+  NormalizedFrom n = NormalizeFrom(b, sum, 2, ctx.attr_f("epsilon", 1e-12f), /*rms=*/false, /*stash_f32=*/true);
   ASSIGN_OR_RETURN(Instruction * gamma, AlongLastAxis(ctx, 5, sum, "gamma"));
   ASSIGN_OR_RETURN(Instruction * beta, AlongLastAxis(ctx, 6, sum, "beta"));
   ctx.set_output(0, b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, n.y, gamma), beta));

@@ -35,6 +35,15 @@ Normalized RmsNormalize(hlo::Builder& b, Instruction* x, const std::vector<int64
   return {b.Binary(Opcode::kMultiply, x, BroadcastTo(b, inv, x->shape().dims)), nullptr, inv};
 }
 
+NormalizedFrom NormalizeFrom(hlo::Builder& b, Instruction* x, int64_t axis, double eps, bool rms, bool stash_f32) {
+  std::vector<int64_t> axes;
+  for (int64_t i = axis; i < x->shape().rank(); ++i) axes.push_back(i);
+  hlo::PrimitiveType t = x->shape().element_type;
+  Instruction* xc = stash_f32 && (t == hlo::F16 || t == hlo::BF16) ? b.Convert(x, hlo::F32) : x;
+  Normalized n = rms ? RmsNormalize(b, xc, axes, eps) : Normalize(b, xc, axes, eps);
+  return {b.Convert(n.y, t), n};
+}
+
 namespace {
 
 // Broadcasts a per-channel [C] vector along dim 1 of `like`.
@@ -97,25 +106,11 @@ absl::Status BatchNormalization(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
-// Layer (or RMS) normalization of x over the axes from the node's `axis`
-// on, the statistics in f32 for 16-bit x when stash_type is 1 (the
-// default); y back in x's type.
-struct FromAxis {
-  Instruction* y;
-  Normalized stats;
-};
-absl::StatusOr<FromAxis> NormalizeFromAxis(NodeContext& ctx, Instruction* x, bool rms) {
-  hlo::Builder& b = ctx.b();
-  int64_t r = x->shape().rank();
-  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", -1), r));
-  std::vector<int64_t> axes;
-  for (int64_t i = axis; i < r; ++i) axes.push_back(i);
-  hlo::PrimitiveType t = x->shape().element_type;
-  bool upcast = ctx.attr_i("stash_type", 1) == 1 && (t == hlo::F16 || t == hlo::BF16);
-  Instruction* xc = upcast ? b.Convert(x, hlo::F32) : x;
-  double eps = ctx.attr_f("epsilon", 1e-5f);
-  Normalized n = rms ? RmsNormalize(b, xc, axes, eps) : Normalize(b, xc, axes, eps);
-  return FromAxis{b.Convert(n.y, t), n};
+// NormalizeFrom with the node's axis (default -1), epsilon (default 1e-5)
+// and stash_type (default 1: f32 statistics).
+absl::StatusOr<NormalizedFrom> NormalizeFromAxis(NodeContext& ctx, Instruction* x, bool rms) {
+  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", -1), x->shape().rank()));
+  return NormalizeFrom(ctx.b(), x, axis, ctx.attr_f("epsilon", 1e-5f), rms, ctx.attr_i("stash_type", 1) == 1);
 }
 
 // RMSNormalization (opset 23), and ONNX Runtime's SimplifiedLayerNormalization,
@@ -126,7 +121,7 @@ absl::Status RMSNormalization(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
   if (!hlo::IsFloatingPoint(x->shape().element_type)) return ctx.Unsupported("non-float input");
   hlo::Builder& b = ctx.b();
-  ASSIGN_OR_RETURN(FromAxis n, NormalizeFromAxis(ctx, x, /*rms=*/true));
+  ASSIGN_OR_RETURN(NormalizedFrom n, NormalizeFromAxis(ctx, x, /*rms=*/true));
   Instruction* scale = b.Convert(ctx.input(1), x->shape().element_type);
   ctx.set_output(0, b.Binary(Opcode::kMultiply, n.y, BroadcastTo(b, scale, x->shape().dims)));
   if (ctx.wants_output(1)) ctx.set_output(1, n.stats.inv_std);
@@ -145,7 +140,7 @@ absl::Status InstanceNormalization(NodeContext& ctx) {
 absl::Status LayerNormalization(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
   hlo::Builder& b = ctx.b();
-  ASSIGN_OR_RETURN(FromAxis n, NormalizeFromAxis(ctx, x, /*rms=*/false));
+  ASSIGN_OR_RETURN(NormalizedFrom n, NormalizeFromAxis(ctx, x, /*rms=*/false));
   Instruction* y = b.Binary(Opcode::kMultiply, n.y, BroadcastTo(b, ctx.input(1), x->shape().dims));
   if (ctx.has_input(2)) y = b.Binary(Opcode::kAdd, y, BroadcastTo(b, ctx.input(2), x->shape().dims));
   ctx.set_output(0, y);
