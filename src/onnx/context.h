@@ -168,6 +168,8 @@ absl::StatusOr<hlo::Instruction*> NumpyMatMul(NodeContext& ctx, hlo::Instruction
 // Gemm of the node's inputs A, B (and C) with its attributes (transA,
 // transB, alpha, beta).
 absl::StatusOr<hlo::Instruction*> GemmWithAttributes(NodeContext& ctx);
+// y + a per-channel [C] bias along dim 1 (y when there is no bias).
+hlo::Instruction* AddChannelBias(hlo::Builder& b, hlo::Instruction* y, hlo::Instruction* bias);
 // Convolution of x by w with the node's Conv attributes (strides, pads,
 // dilations, group, auto_pad); no bias.
 absl::StatusOr<hlo::Instruction*> ConvWithAttributes(NodeContext& ctx, hlo::Instruction* x, hlo::Instruction* w);

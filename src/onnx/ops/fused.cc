@@ -26,8 +26,9 @@ absl::StatusOr<Instruction*> Activation(NodeContext& ctx, Instruction* x, const 
   if (name == "Clip")
     return b.Clamp(SplatLike(b, x, param(0, -3.402823e38f)), x, SplatLike(b, x, param(1, 3.402823e38f)));
   if (name == "HardSwish") return b.Binary(Opcode::kMultiply, x, HardSigmoidOf(b, x, 1.0 / 6, 0.5));
-  float alpha_default = name == "LeakyRelu" ? 0.01f : name == "HardSigmoid" ? 0.2f : 1.0f;
-  if (Instruction* y = NamedActivation(b, name, x, param(0, alpha_default), param(1, 0.5f))) return y;
+  float alpha = 1.0f, beta = 0.5f;  // ONNX's defaults where ActivationDefaults knows them
+  ActivationDefaults(name, &alpha, &beta);
+  if (Instruction* y = NamedActivation(b, name, x, param(0, alpha), param(1, beta))) return y;
   return ctx.Unsupported(absl::StrCat("activation '", name, "'"));
 }
 
@@ -36,10 +37,7 @@ absl::Status FusedConv(NodeContext& ctx) {
   hlo::Builder& b = ctx.b();
   ASSIGN_OR_RETURN(Instruction * y, ConvWithAttributes(ctx, ctx.input(0), ctx.input(1)));
   if (!y) return absl::OkStatus();  // the builder holds the error
-  if (ctx.has_input(2)) {
-    Instruction* bias = ctx.input(2);
-    y = b.Binary(Opcode::kAdd, y, b.Broadcast(b.Reshape(bias, {y->shape().dims[1]}), y->shape().dims, {1}));
-  }
+  y = AddChannelBias(b, y, ctx.has_input(2) ? ctx.input(2) : nullptr);
   if (ctx.has_input(3)) y = b.Binary(Opcode::kAdd, y, BroadcastTo(b, ctx.input(3), y->shape().dims));
   ASSIGN_OR_RETURN(y, Activation(ctx, y, ctx.attr_s("activation", ""), ctx.attr_floats("activation_params")));
   ctx.set_output(0, y);

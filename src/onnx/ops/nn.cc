@@ -156,12 +156,12 @@ hlo::ConvolutionDimensionNumbers NchwDnums(int64_t ns) {
   return d;
 }
 
+}  // namespace
+
 Instruction* AddChannelBias(hlo::Builder& b, Instruction* y, Instruction* bias) {
   if (!bias || !y) return y;
   return b.Binary(Opcode::kAdd, y, b.Broadcast(b.Reshape(bias, {y->shape().dims[1]}), y->shape().dims, {1}));
 }
-
-}  // namespace
 
 absl::StatusOr<Instruction*> ConvWithAttributes(NodeContext& ctx, Instruction* x, Instruction* w) {
   if (!x || !w) return ctx.Error("needs X and W");
