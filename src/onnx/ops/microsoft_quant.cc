@@ -24,11 +24,28 @@ Instruction* PerColumn(hlo::Builder& b, Instruction* p, const std::vector<int64_
   return b.Broadcast(b.Reshape(p, {dims.back()}), dims, {static_cast<int64_t>(dims.size()) - 1});
 }
 
-// B - its zero point (per tensor or per column), in int32.
-Instruction* CenteredColumns(hlo::Builder& b, Instruction* w, Instruction* zp) {
-  Instruction* v = b.Convert(w, hlo::S32);
-  if (!zp) return v;
-  return b.Binary(Opcode::kSubtract, v, PerColumn(b, b.Convert(zp, hlo::S32), v->shape().dims));
+// Input `i` as a scalar f32 (a per-tensor scale or zero point).
+Instruction* ScalarF32(NodeContext& ctx, int i) { return ctx.b().Reshape(ctx.b().Convert(ctx.input(i), hlo::F32), {}); }
+
+// Input `i` minus its zero point (input i + 2), in f32: exact for 8-bit values.
+Instruction* CenteredF32(NodeContext& ctx, int i) {
+  hlo::Builder& b = ctx.b();
+  Instruction* x = ctx.input(i);
+  const auto& dims = x->shape().dims;
+  Instruction* v = b.Convert(x, hlo::F32);
+  if (!ctx.has_input(i + 2)) return v;
+  return b.Binary(Opcode::kSubtract, v, b.Broadcast(ScalarF32(ctx, i + 2), dims, {}));
+}
+
+// v (f32, of x's shape) quantized at the scale and zero point of inputs
+// `scale` and `zp` (absent: x's type).
+Instruction* QuantizeAt(NodeContext& ctx, Instruction* v, int scale, int zp, hlo::PrimitiveType fallback) {
+  hlo::Builder& b = ctx.b();
+  const auto& dims = v->shape().dims;
+  v = b.Binary(Opcode::kDivide, v, b.Broadcast(ScalarF32(ctx, scale), dims, {}));
+  v = b.Unary(Opcode::kRoundNearestEven, v);
+  if (ctx.has_input(zp)) v = b.Binary(Opcode::kAdd, v, b.Broadcast(ScalarF32(ctx, zp), dims, {}));
+  return Saturate(b, v, ctx.has_input(zp) ? ctx.input(zp)->shape().element_type : fallback);
 }
 
 // DynamicQuantizeMatMul: A (float) quantized as DynamicQuantizeLinear does,
@@ -41,7 +58,7 @@ absl::Status DynamicQuantizeMatMul(NodeContext& ctx) {
   DynamicQuantized dq = DynamicQuantize(b, a);
   Instruction* ac = b.Binary(Opcode::kSubtract, b.Convert(dq.q, hlo::S32),
                              b.Broadcast(b.Convert(dq.zp, hlo::S32), a->shape().dims, {}));
-  Instruction* wc = CenteredColumns(b, ctx.input(1), ctx.has_input(3) ? ctx.input(3) : nullptr);
+  ASSIGN_OR_RETURN(Instruction * wc, Centered(ctx, ctx.input(1), 3, -1));  // zero point per tensor or column
   ASSIGN_OR_RETURN(Instruction * acc, NumpyMatMul(ctx, ac, wc));
   const auto& dims = acc->shape().dims;
   Instruction* scale = b.Binary(Opcode::kMultiply, b.Broadcast(dq.scale, dims, {}),
@@ -70,35 +87,15 @@ absl::Status QGemm(NodeContext& ctx) {
   if (!acc) return absl::OkStatus();
   const auto& dims = acc->shape().dims;
   if (ctx.has_input(6)) acc = b.Binary(Opcode::kAdd, acc, BroadcastTo(b, b.Convert(ctx.input(6), hlo::S32), dims));
-  Instruction* scale =
-      b.Binary(Opcode::kMultiply, b.Broadcast(b.Reshape(b.Convert(ctx.input(1), hlo::F32), {}), dims, {}),
-               PerColumn(b, b.Convert(ctx.input(4), hlo::F32), dims));
+  Instruction* scale = b.Binary(Opcode::kMultiply, b.Broadcast(ScalarF32(ctx, 1), dims, {}),
+                                PerColumn(b, b.Convert(ctx.input(4), hlo::F32), dims));
   float alpha = ctx.attr_f("alpha", 1.0f);
   if (alpha != 1.0f) scale = b.Binary(Opcode::kMultiply, scale, SplatLike(b, scale, alpha));
   Instruction* y = b.Binary(Opcode::kMultiply, b.Convert(acc, hlo::F32), scale);
-  if (ctx.has_input(7)) {
-    Instruction* ys = b.Broadcast(b.Reshape(b.Convert(ctx.input(7), hlo::F32), {}), dims, {});
-    Instruction* v = b.Unary(Opcode::kRoundNearestEven, b.Binary(Opcode::kDivide, y, ys));
-    hlo::PrimitiveType t = ctx.has_input(8) ? ctx.input(8)->shape().element_type : a->shape().element_type;
-    if (ctx.has_input(8))
-      v = b.Binary(Opcode::kAdd, v, b.Broadcast(b.Reshape(b.Convert(ctx.input(8), hlo::F32), {}), dims, {}));
-    y = Saturate(b, v, t);
-  }
+  if (ctx.has_input(7)) y = QuantizeAt(ctx, y, 7, 8, a->shape().element_type);
   ctx.set_output(0, y);
   return absl::OkStatus();
 }
-
-// Input `i` minus its zero point (input i + 2), in f32: exact for 8-bit values.
-Instruction* CenteredF32(NodeContext& ctx, int i) {
-  hlo::Builder& b = ctx.b();
-  Instruction* x = ctx.input(i);
-  const auto& dims = x->shape().dims;
-  Instruction* v = b.Convert(x, hlo::F32);
-  if (!ctx.has_input(i + 2)) return v;
-  return b.Binary(Opcode::kSubtract, v, b.Broadcast(b.Reshape(b.Convert(ctx.input(i + 2), hlo::F32), {}), dims, {}));
-}
-
-Instruction* ScalarF32(NodeContext& ctx, int i) { return ctx.b().Reshape(ctx.b().Convert(ctx.input(i), hlo::F32), {}); }
 
 // QLinearAdd and QLinearMul (inputs A, A_scale, A_zp, B, B_scale, B_zp,
 // C_scale, C_zp; numpy broadcasting), in ONNX Runtime's f32 arithmetic,
@@ -134,17 +131,6 @@ absl::Status QLinearBinary(NodeContext& ctx, Opcode op) {
 
 absl::Status QLinearAdd(NodeContext& ctx) { return QLinearBinary(ctx, Opcode::kAdd); }
 absl::Status QLinearMul(NodeContext& ctx) { return QLinearBinary(ctx, Opcode::kMultiply); }
-
-// v (f32, of x's shape) quantized at the scale and zero point of inputs
-// `scale` and `zp` (absent: x's type).
-Instruction* QuantizeAt(NodeContext& ctx, Instruction* v, int scale, int zp, hlo::PrimitiveType fallback) {
-  hlo::Builder& b = ctx.b();
-  const auto& dims = v->shape().dims;
-  v = b.Binary(Opcode::kDivide, v, b.Broadcast(ScalarF32(ctx, scale), dims, {}));
-  v = b.Unary(Opcode::kRoundNearestEven, v);
-  if (ctx.has_input(zp)) v = b.Binary(Opcode::kAdd, v, b.Broadcast(ScalarF32(ctx, zp), dims, {}));
-  return Saturate(b, v, ctx.has_input(zp) ? ctx.input(zp)->shape().element_type : fallback);
-}
 
 // QLinearSigmoid and QLinearLeakyRelu (X, X_scale, X_zp, Y_scale, Y_zp):
 // the activation of the dequantized value, quantized at Y's parameters.
