@@ -29,10 +29,7 @@ namespace {
 // dims' product wraps around would describe a huge value as a tiny one.
 bool SizeFits(const Shape& s) {
   if (s.IsTuple()) return std::all_of(s.tuple_shapes.begin(), s.tuple_shapes.end(), SizeFits);
-  int64_t n = ByteWidth(s.element_type);
-  for (int64_t d : s.dims)
-    if (__builtin_mul_overflow(n, d, &n)) return false;
-  return true;
+  return s.CheckedByteSize().has_value();
 }
 }  // namespace
 

@@ -27,6 +27,13 @@ int64_t Shape::ElementCount() const {
   return n;
 }
 
+std::optional<int64_t> Shape::CheckedByteSize() const {
+  int64_t n = ByteWidth(element_type);
+  for (int64_t d : dims)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  return n;
+}
+
 std::vector<int64_t> Shape::Strides() const {
   std::vector<int64_t> s(dims.size());
   int64_t acc = 1;

@@ -3,6 +3,7 @@
 #define XONNX_HLO_SHAPE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct Shape {
   int64_t dim(int64_t i) const { return dims[i]; }
   int64_t ElementCount() const;
   int64_t ByteSize() const { return ElementCount() * ByteWidth(element_type); }
+  // ByteSize of an array, or nullopt when the dims' product or the bytes
+  // overflow int64 (or a dim is negative): for sizes that come from input.
+  std::optional<int64_t> CheckedByteSize() const;
   // Row-major strides in elements.
   std::vector<int64_t> Strides() const;
   // Same type and dims (and tuple elements); layouts are not compared.

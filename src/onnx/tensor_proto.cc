@@ -60,14 +60,13 @@ absl::StatusOr<hlo::Literal> LiteralFromTensorProto(const TP& t, std::shared_ptr
     if (d < 0) return InvalidArgument("tensor '%s' has a negative dimension", t.name());
   if (t.data_location() == TP::EXTERNAL)
     return InvalidArgument("tensor '%s': external data was not resolved", t.name());
-  // The dims' product, checked: dims that wrap around would otherwise
-  // describe a huge tensor with a few bytes behind it.
-  int64_t count = 1, bytes = 0;
-  for (int64_t d : dims)
-    if (__builtin_mul_overflow(count, d, &count)) count = -1;
-  if (count < 0 || __builtin_mul_overflow(count, static_cast<int64_t>(hlo::ByteWidth(type)), &bytes))
+  // The size, checked: dims that wrap around would otherwise describe a
+  // huge tensor with a few bytes behind it.
+  hlo::Shape shape(type, dims);
+  if (!shape.CheckedByteSize())
     return InvalidArgument("tensor '%s': dims [%s] hold more elements than memory can", t.name(),
                            absl::StrJoin(dims, ","));
+  int64_t count = shape.ElementCount();
   // Values stored in the typed fields must match before anything that size
   // is allocated.
   if (!t.has_raw_data()) {
@@ -76,7 +75,6 @@ absl::StatusOr<hlo::Literal> LiteralFromTensorProto(const TP& t, std::shared_ptr
     if (values != count)
       return InvalidArgument("tensor '%s' has %d values, its shape needs %d", t.name(), values, count);
   }
-  hlo::Shape shape(type, dims);
   if (t.has_raw_data()) {
     if (static_cast<int64_t>(t.raw_data().size()) != shape.ByteSize())
       return InvalidArgument("tensor '%s' has %d bytes of data, its shape needs %d", t.name(), t.raw_data().size(),

@@ -88,13 +88,11 @@ StatusOr<Tensor> ReadNpy(const std::string& path, const std::string& bytes) {
   }
   // The size the header claims, checked against the data before anything
   // is allocated: a header may claim any shape, and its product may wrap.
-  uint64_t need = DataTypeSize(t);
-  for (int64_t d : dims)
-    if (__builtin_mul_overflow(need, static_cast<uint64_t>(d), &need))
-      return InvalidArgument("%s: shape %s has more elements than memory can hold", path, shape);
+  std::optional<int64_t> need = hlo::Shape(ToHlo(t), dims).CheckedByteSize();
+  if (!need) return InvalidArgument("%s: shape %s has more elements than memory can hold", path, shape);
   size_t data_at = offset + header_len;
-  if (bytes.size() - data_at != need)
-    return InvalidArgument("%s: %d bytes of data, shape %s needs %d", path, bytes.size() - data_at, shape, need);
+  if (bytes.size() - data_at != static_cast<uint64_t>(*need))
+    return InvalidArgument("%s: %d bytes of data, shape %s needs %d", path, bytes.size() - data_at, shape, *need);
   Tensor out(t, dims);
   std::memcpy(out.data(), bytes.data() + data_at, out.byte_size());
   return out;
