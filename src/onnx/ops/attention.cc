@@ -22,8 +22,6 @@ namespace {
 
 using hlo::Instruction;
 
-std::string Dims(const Instruction* x) { return absl::StrCat("[", absl::StrJoin(x->shape().dims, ","), "]"); }
-
 // Q, K or V as (B, N, S, H): 4-D as given, 3-D split into `heads`.
 absl::StatusOr<Instruction*> PerHead(NodeContext& ctx, int i, const char* heads_attr) {
   Instruction* x = ctx.input(i);

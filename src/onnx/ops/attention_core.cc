@@ -3,6 +3,8 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "onnx/context.h"
 
 namespace xonnx::onnx_import {
@@ -10,6 +12,8 @@ namespace xonnx::onnx_import {
 using hlo::ComparisonDirection;
 using hlo::Instruction;
 using hlo::Opcode;
+
+std::string Dims(const Instruction* x) { return absl::StrCat("[", absl::StrJoin(x->shape().dims, ","), "]"); }
 
 // (B, S, N*H) -> (B, N, S, H).
 Instruction* SplitHeads(hlo::Builder& b, Instruction* x, int64_t heads) {

@@ -5,10 +5,14 @@
 #define XONNX_ONNX_OPS_ATTENTION_CORE_H_
 
 #include <cstdint>
+#include <string>
 
 #include "hlo/builder.h"
 
 namespace xonnx::onnx_import {
+
+// "[2,8,64]": a value's dims, for the attention ops' messages.
+std::string Dims(const hlo::Instruction* x);
 
 // (B, S, N*H) -> (B, N, S, H).
 hlo::Instruction* SplitHeads(hlo::Builder& b, hlo::Instruction* x, int64_t heads);

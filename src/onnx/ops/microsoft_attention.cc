@@ -25,8 +25,6 @@ using hlo::ComparisonDirection;
 using hlo::Instruction;
 using hlo::Opcode;
 
-std::string Dims(const Instruction* x) { return absl::StrCat("[", absl::StrJoin(x->shape().dims, ","), "]"); }
-
 // A key mask in one of ONNX Runtime's forms, as a pred broadcastable to
 // (B, N, S, T): (B, T) raw 0/1, (B, S, T) raw, or (B) valid lengths (keys
 // at and after the length are masked).
