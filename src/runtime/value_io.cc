@@ -16,13 +16,17 @@ namespace xonnx {
 
 namespace {
 
-// A tensor of `spec`: ONNX 1.12 stores bfloat16 test data as uint16 tensors
-// of the same bits.
-StatusOr<Tensor> FromProto(const onnx::TensorProto& p, const TensorSpec& spec) {
-  ASSIGN_OR_RETURN(Tensor t, TensorFromProto(p));
+// A tensor read for `spec`: ONNX 1.12 stores bfloat16 test data as uint16
+// tensors of the same bits.
+Tensor AsSpecType(Tensor t, const TensorSpec& spec) {
   if (t.dtype() == DataType::kUInt16 && spec.dtype == DataType::kBFloat16)
     return Tensor::FromData(DataType::kBFloat16, t.dims(), t.data());
   return t;
+}
+
+StatusOr<Tensor> FromProto(const onnx::TensorProto& p, const TensorSpec& spec) {
+  ASSIGN_OR_RETURN(Tensor t, TensorFromProto(p));
+  return AsSpecType(std::move(t), spec);
 }
 
 StatusOr<Value> FromSequence(const onnx::SequenceProto& p, const TensorSpec& spec) {
@@ -40,11 +44,8 @@ StatusOr<Value> FromSequence(const onnx::SequenceProto& p, const TensorSpec& spe
 
 StatusOr<Value> ReadValueFile(const std::string& path, const TensorSpec& spec) {
   if (!spec.sequence && !spec.optional) {
-    std::string name;
-    ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(path, &name));
-    if (t.dtype() == DataType::kUInt16 && spec.dtype == DataType::kBFloat16)
-      t = Tensor::FromData(DataType::kBFloat16, t.dims(), t.data());
-    return Value::Of(std::move(t));
+    ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(path));
+    return Value::Of(AsSpecType(std::move(t), spec));
   }
   ASSIGN_OR_RETURN(std::string bytes, ReadAll(path));
   StatusOr<Value> v = absl::UnknownError("");
