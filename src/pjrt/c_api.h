@@ -201,6 +201,24 @@ typedef struct {
   PJRT_Client* client;
 } PJRT_Client_Destroy_Args;
 
+// Registers host memory for the device's direct memory access (CUDA's
+// cudaHostRegister on XLA's GPU plugin): transfers from and to it skip the
+// plugin's staging copy.
+typedef struct {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  PJRT_Client* client;
+  void* data;
+  size_t size;
+} PJRT_Client_DmaMap_Args;
+
+typedef struct {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  PJRT_Client* client;
+  void* data;
+} PJRT_Client_DmaUnmap_Args;
+
 // Shared by PJRT_Client_PlatformName and PJRT_Client_PlatformVersion.
 typedef struct {
   size_t struct_size;
@@ -799,8 +817,8 @@ typedef struct PJRT_Api {
   PJRT_Fn PJRT_AsyncHostToDeviceTransferManager_BufferSize;
   PJRT_Fn PJRT_AsyncHostToDeviceTransferManager_SetBufferError;
   PJRT_Fn PJRT_AsyncHostToDeviceTransferManager_AddMetadata;
-  PJRT_Fn PJRT_Client_DmaMap;
-  PJRT_Fn PJRT_Client_DmaUnmap;
+  PJRT_Error* (*PJRT_Client_DmaMap)(PJRT_Client_DmaMap_Args*);
+  PJRT_Error* (*PJRT_Client_DmaUnmap)(PJRT_Client_DmaUnmap_Args*);
   PJRT_Fn PJRT_Client_CreateUninitializedBuffer;
   PJRT_Fn PJRT_Client_UpdateGlobalProcessInfo;
   PJRT_Fn PJRT_TopologyDescription_Deserialize;

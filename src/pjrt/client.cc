@@ -4,9 +4,11 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
@@ -184,6 +186,26 @@ absl::Status Event::Await() {
   return PJRT_CALL(plugin_, PJRT_Event_Await, &a);
 }
 
+absl::StatusOr<bool> Event::IsReady() const {
+  if (!event_) return true;
+  auto a = Args<PJRT_Event_IsReady_Args>();
+  a.event = event_;
+  RETURN_IF_ERROR(PJRT_CALL(plugin_, PJRT_Event_IsReady, &a));
+  return a.is_ready;
+}
+
+absl::Status Event::Await(int spin_us) {
+  if (spin_us > 0 && event_ && plugin_->HasSlot(offsetof(PJRT_Api, PJRT_Event_IsReady))) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
+    for (;;) {
+      auto ready = IsReady();
+      if (!ready.ok() || *ready || std::chrono::steady_clock::now() >= until) break;
+      std::this_thread::yield();  // leaves the core to the plugin's threads when they need it
+    }
+  }
+  return Await();
+}
+
 absl::Status Event::OnReady(std::function<void()> fn) {
   if (!event_) {  // no event: nothing is pending
     fn();
@@ -215,6 +237,21 @@ absl::Status Event::OnReady(std::function<void()> fn) {
 }
 
 // ------------------------------------------------------------------ Client
+
+absl::Status Client::DmaMap(void* data, size_t size) {
+  auto a = Args<PJRT_Client_DmaMap_Args>();
+  a.client = client_;
+  a.data = data;
+  a.size = size;
+  return PJRT_CALL(plugin_, PJRT_Client_DmaMap, &a);
+}
+
+absl::Status Client::DmaUnmap(void* data) {
+  auto a = Args<PJRT_Client_DmaUnmap_Args>();
+  a.client = client_;
+  a.data = data;
+  return PJRT_CALL(plugin_, PJRT_Client_DmaUnmap, &a);
+}
 
 absl::StatusOr<std::shared_ptr<Client>> Client::Create(std::shared_ptr<Plugin> plugin,
                                                        const std::vector<NamedValue>& options) {

@@ -79,6 +79,13 @@ class Event {
   ~Event();
   // Blocks until the event is ready; returns its error, if any.
   [[nodiscard]] absl::Status Await();
+  // The same, polling the event for up to `spin_us` microseconds before
+  // blocking: a blocked thread takes tens of microseconds to wake up, which
+  // a call of a fraction of a millisecond notices. Plugins without
+  // PJRT_Event_IsReady block at once.
+  [[nodiscard]] absl::Status Await(int spin_us);
+  // Whether the event is ready (UNIMPLEMENTED without PJRT_Event_IsReady).
+  [[nodiscard]] absl::StatusOr<bool> IsReady() const;
   // Calls `fn` on a plugin thread once the event is ready (at once if it
   // is), whether or not it failed; `fn` may outlive this Event. UNIMPLEMENTED
   // from a plugin without PJRT_Event_OnReady, and then `fn` is never called.
@@ -191,6 +198,12 @@ class Client : public std::enable_shared_from_this<Client> {
                                                                                absl::Span<const int64_t> dims,
                                                                                const Device& device,
                                                                                std::shared_ptr<const void> owner);
+  // Registers `size` bytes of host memory at `data` for the device's direct
+  // memory access (PJRT_Client_DmaMap): uploads from it and downloads into
+  // it skip the plugin's staging copy. UNIMPLEMENTED where the plugin has
+  // no such call. DmaUnmap undoes it; the memory must outlive the mapping.
+  [[nodiscard]] absl::Status DmaMap(void* data, size_t size);
+  [[nodiscard]] absl::Status DmaUnmap(void* data);
   // Compiles a serialized HloModuleProto (format "hlo").
   [[nodiscard]] absl::StatusOr<std::unique_ptr<LoadedExecutable>> Compile(const std::string& hlo_module_proto,
                                                                           const std::string& compile_options);

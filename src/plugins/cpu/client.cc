@@ -1,5 +1,7 @@
 // The CPU plugin's client, its create options, devices and memories.
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -107,6 +109,35 @@ PJRT_Error* Client_Create(PJRT_Client_Create_Args* a) {
 PJRT_Error* Client_Destroy(PJRT_Client_Destroy_Args* a) {
   CHECK_ARGS(PJRT_Client_Destroy_Args, a, client);
   delete a->client;
+  return nullptr;
+}
+
+PJRT_Error* Client_DmaMap(PJRT_Client_DmaMap_Args* a) {
+  CHECK_ARGS(PJRT_Client_DmaMap_Args, a, size);
+  if (!a->client || !a->data || a->size == 0)
+    return MakeError(absl::InvalidArgumentError("PJRT_Client_DmaMap: expected a client and a non-empty range"));
+  auto* start = static_cast<const char*>(a->data);
+  std::lock_guard<std::mutex> l(a->client->dma_mu);
+  auto& mapped = a->client->dma_mapped;
+  // An overlap with a mapped range is refused, as CUDA refuses registering
+  // memory twice.
+  auto next = mapped.lower_bound(start);
+  bool overlaps = next != mapped.end() && static_cast<const char*>(next->first) < start + a->size;
+  if (next != mapped.begin()) {
+    auto prev = std::prev(next);
+    overlaps |= static_cast<const char*>(prev->first) + prev->second > start;
+  }
+  if (overlaps) return MakeError(absl::AlreadyExistsError("PJRT_Client_DmaMap: the range overlaps one already mapped"));
+  mapped[start] = a->size;
+  return nullptr;
+}
+
+PJRT_Error* Client_DmaUnmap(PJRT_Client_DmaUnmap_Args* a) {
+  CHECK_ARGS(PJRT_Client_DmaUnmap_Args, a, data);
+  if (!a->client) return MakeError(absl::InvalidArgumentError("PJRT_Client_DmaUnmap: null client"));
+  std::lock_guard<std::mutex> l(a->client->dma_mu);
+  if (!a->client->dma_mapped.erase(a->data))
+    return MakeError(absl::NotFoundError("PJRT_Client_DmaUnmap: no range mapped at that address"));
   return nullptr;
 }
 
@@ -239,6 +270,8 @@ PJRT_Error* Memory_AddressableByDevices(PJRT_Memory_AddressableByDevices_Args* a
 void SetClientSlots(PJRT_Api& api) {
   api.PJRT_Client_Create = Client_Create;
   api.PJRT_Client_Destroy = Client_Destroy;
+  api.PJRT_Client_DmaMap = Client_DmaMap;
+  api.PJRT_Client_DmaUnmap = Client_DmaUnmap;
   api.PJRT_Client_PlatformName = Client_PlatformName;
   api.PJRT_Client_ProcessIndex = Client_ProcessIndex;
   api.PJRT_Client_PlatformVersion = Client_PlatformVersion;

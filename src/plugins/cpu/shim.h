@@ -175,6 +175,11 @@ struct PJRT_Client {
   std::vector<PJRT_Device*> device_ptrs;
   std::vector<PJRT_Memory*> memory_ptrs;
   std::string platform_name = "cpu";
+  // Host ranges registered through PJRT_Client_DmaMap, by start: the device
+  // reads host memory directly, so mapping changes nothing but this record,
+  // which keeps unmapping honest (only what was mapped, once).
+  std::mutex dma_mu;
+  std::map<const void*, size_t> dma_mapped;
   std::string platform_version = absl::StrCat("xonnx ", XONNX_VERSION, " CPU (oneDNN)");
 };
 

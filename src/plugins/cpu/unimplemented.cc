@@ -54,8 +54,6 @@ namespace {
   V(PJRT_AsyncHostToDeviceTransferManager_BufferSize) \
   V(PJRT_AsyncHostToDeviceTransferManager_SetBufferError) \
   V(PJRT_AsyncHostToDeviceTransferManager_AddMetadata) \
-  V(PJRT_Client_DmaMap) \
-  V(PJRT_Client_DmaUnmap) \
   V(PJRT_Client_CreateUninitializedBuffer) \
   V(PJRT_Client_UpdateGlobalProcessInfo) \
   V(PJRT_TopologyDescription_Deserialize) \
