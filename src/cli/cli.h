@@ -47,6 +47,8 @@ struct DeviceArgs {
   std::string data_type = "f32", io_data_type = "f32";
   bool allow_tf32 = false;
   int compile_threads = 0;
+  std::string io_staging = "auto";
+  int spin_wait_us = -1;
 };
 // The options of the running command (AddDeviceOptions fills them).
 extern DeviceArgs g_device;

@@ -90,6 +90,17 @@ xonnx::SessionOptions BaseOptions() {
   o.use_cache = !g_device.no_cache;
   o.cache_dir = g_device.cache_dir;
   o.compile_threads = g_device.compile_threads;
+  if (g_device.io_staging == "auto") {
+    o.io_staging = xonnx::SessionOptions::IoStaging::kAuto;
+  } else if (g_device.io_staging == "mapped") {
+    o.io_staging = xonnx::SessionOptions::IoStaging::kMapped;
+  } else if (g_device.io_staging == "plugin") {
+    o.io_staging = xonnx::SessionOptions::IoStaging::kPlugin;
+  } else {
+    throw CliError{absl::StrCat("--io-staging '", g_device.io_staging, "': expected auto, mapped or plugin")};
+  }
+  if (g_device.spin_wait_us < -1) throw CliError{"--spin-wait-us must be >= 0 (or -1: automatic)"};
+  o.spin_wait_us = g_device.spin_wait_us;
   if (isatty(STDERR_FILENO)) o.compile_progress = ShowProgress;
   return o;
 }
@@ -146,6 +157,15 @@ void AddDeviceOptions(CLI::App* cmd, bool serving) {
   cmd->add_flag("--no-cache", g_device.no_cache, "Do not read or write the persistent compile cache");
   cmd->add_option("--compile-threads", g_device.compile_threads,
                   "Threads compiling buckets at start (default: one per hardware thread)");
+  cmd->add_option("--io-staging", g_device.io_staging,
+                  "How inputs and outputs cross to the device: 'mapped' through host memory registered for its "
+                  "DMA (mapped once, reused), 'plugin' through the plugin's own staging copy, 'auto' mapped "
+                  "except on xonnx's CPU plugin")
+      ->capture_default_str();
+  cmd->add_option("--spin-wait-us", g_device.spin_wait_us,
+                  "Poll for a call's results up to this many microseconds before sleeping (lower latency on "
+                  "GPUs, one busy core while polling); -1: 2000 on GPU plugins, 0 on xonnx's CPU plugin")
+      ->capture_default_str();
 }
 
 }  // namespace xonnx::cli

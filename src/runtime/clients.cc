@@ -81,6 +81,18 @@ StatusOr<std::shared_ptr<pjrt::Client>> GetClient(const SessionOptions& options)
   return client;
 }
 
+std::shared_ptr<MappedStaging> StagingFor(const std::shared_ptr<pjrt::Client>& client) {
+  static std::mutex mu;
+  static std::map<const pjrt::Client*, std::weak_ptr<MappedStaging>> pools;
+  std::lock_guard<std::mutex> l(mu);
+  // A pool keeps its client alive, so a live entry's address is that client.
+  auto& slot = pools[client.get()];
+  if (auto pool = slot.lock()) return pool;
+  auto pool = std::make_shared<MappedStaging>(client);
+  slot = pool;
+  return pool;
+}
+
 std::string FileIdentity(const std::string& path) {
   std::error_code ec;
   std::filesystem::path file = std::filesystem::canonical(path, ec);

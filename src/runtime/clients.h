@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pjrt/client.h"
+#include "runtime/mapped_staging.h"
 #include "xonnx/options.h"
 #include "xonnx/status.h"
 
@@ -25,6 +26,10 @@ std::vector<pjrt::NamedValue> CreateOptionsFor(const SessionOptions& options, co
 // One client per (plugin, create options), shared by the sessions using it:
 // a client may own a whole device (XLA's GPU plugin preallocates memory).
 StatusOr<std::shared_ptr<pjrt::Client>> GetClient(const SessionOptions& options);
+
+// The pool of DMA-mapped staging memory of `client`, one per client, shared
+// by its sessions (mapped host memory is pinned: one cap for all of them).
+std::shared_ptr<MappedStaging> StagingFor(const std::shared_ptr<pjrt::Client>& client);
 
 // A file's canonical path, size and modification time: what changes when it
 // is rebuilt.

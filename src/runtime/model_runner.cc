@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -97,12 +98,19 @@ ModelRunner::ModelRunner(std::shared_ptr<onnx_import::LoadedModel> model, const 
   xla_plugin_ = true;
   for (const auto& [name, value] : client_->plugin()->Attributes())
     if (name == "xonnx_version") xla_plugin_ = false;
+  using Staging = SessionOptions::IoStaging;
+  if (options_.io_staging == Staging::kMapped || (options_.io_staging == Staging::kAuto && xla_plugin_))
+    staging_ = StagingFor(client_);
+  spin_wait_us_ = options_.spin_wait_us;
+  if (spin_wait_us_ == SessionOptions::kAutoSpin) spin_wait_us_ = xla_plugin_ ? SessionOptions::kGpuSpinUs : 0;
 }
 
 std::unique_ptr<ModelRunner> ModelRunner::ForSegment(std::shared_ptr<onnx_import::LoadedModel> segment,
                                                      size_t num_outputs) const {
   auto child = std::make_unique<ModelRunner>(std::move(segment), options_, client_, devices_, num_outputs);
   child->programs_.SharePersistent(programs_);
+  child->staging_ = staging_;
+  child->spin_wait_us_ = spin_wait_us_;
   return child;
 }
 
@@ -303,6 +311,14 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
   // host while the device idles.
   for (int attempt = 0;; ++attempt) {
     auto timeline = std::make_shared<CallTimeline>();
+    // Waits poll until this deadline, then sleep (SessionOptions::spin_wait_us).
+    auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_wait_us_);
+    auto spin_left = [&] {
+      auto left = std::chrono::duration_cast<std::chrono::microseconds>(spin_until - std::chrono::steady_clock::now());
+      return static_cast<int>(std::max<int64_t>(0, left.count()));
+    };
+    // Leased staging blocks outlive every wait below (declared first, gone last).
+    std::vector<MappedStaging::Lease> leases;
     ASSIGN_OR_RETURN(Program prog, Get(inputs, dev, structure));
     std::vector<DataType> output_types;
     for (const auto& info : prog.computed) {
@@ -314,7 +330,7 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
     // Every started step is waited for before returning, whatever fails:
     // the plugin may still be reading the caller's inputs.
     auto finish_uploads = [&](Status st) {
-      for (auto& e : released) st.Update(e.Await());
+      for (auto& e : released) st.Update(e.Await(spin_left()));
       return st;
     };
     std::vector<pjrt::Buffer*> args;
@@ -322,7 +338,13 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
       const Tensor& t = inputs.at(name);
       auto type = ToPjrt(t.dtype());
       if (!type.ok()) return finish_uploads(Annotate(type.status(), absl::StrCat(file, ": input '", name, "'")));
-      auto up = client_->StartBufferFromHost(t.data(), *type, t.dims(), *devices_[dev]);
+      const void* src = t.data();
+      if (auto lease = Stage(t.byte_size())) {
+        std::memcpy(lease.data(), src, t.byte_size());
+        src = lease.data();
+        leases.push_back(std::move(lease));
+      }
+      auto up = client_->StartBufferFromHost(src, *type, t.dims(), *devices_[dev]);
       if (!up.ok()) return finish_uploads(Annotate(up.status(), absl::StrCat(file, ": input '", name, "'")));
       timeline->Note(up->host_released, &CallTimeline::uploaded);
       args.push_back(up->buffer.get());
@@ -333,13 +355,20 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
     auto launch = prog.exe->Start(args);
     std::vector<Tensor> computed;
     std::vector<pjrt::Event> copies;
+    std::vector<void*> staged_out;  // per output: its leased block, or null
     Status run, copy_status;
     if (launch.ok()) {
       timeline->Note(launch->done, &CallTimeline::executed);
       for (size_t k = 0; k < prog.computed.size(); ++k) {
         const auto& info = prog.computed[k];
         computed.emplace_back(output_types[k], info.dims);
-        auto copy = launch->outputs[k]->StartToHost(computed.back().data(), computed.back().byte_size());
+        void* dst = computed.back().data();
+        staged_out.push_back(nullptr);
+        if (auto lease = Stage(computed.back().byte_size())) {
+          dst = staged_out.back() = lease.data();
+          leases.push_back(std::move(lease));
+        }
+        auto copy = launch->outputs[k]->StartToHost(dst, computed.back().byte_size());
         if (!copy.ok()) {
           copy_status = Annotate(copy.status(), absl::StrCat(file, ": output '", info.name, "'"));
           break;
@@ -348,9 +377,9 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
         copies.push_back(*std::move(copy));
       }
       // A failed run fails its copies too: its own error is the one to report.
-      run = launch->done.Await();
+      run = launch->done.Await(spin_left());
       for (size_t k = 0; k < copies.size(); ++k)
-        if (Status st = copies[k].Await(); !st.ok() && copy_status.ok())
+        if (Status st = copies[k].Await(spin_left()); !st.ok() && copy_status.ok())
           copy_status = Annotate(st, absl::StrCat(file, ": output '", prog.computed[k].name, "'"));
     } else {
       run = launch.status();
@@ -364,6 +393,8 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
       return Annotate(run, file);
     }
     RETURN_IF_ERROR(copy_status);
+    for (size_t k = 0; k < staged_out.size(); ++k)
+      if (staged_out[k]) std::memcpy(computed[k].data(), staged_out[k], computed[k].byte_size());
     timeline->AddTo(phases_mu_, phases_);
     if (counts) *counts = prog.output_counts;
     std::vector<Tensor> outs;
@@ -371,6 +402,11 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
       outs.push_back(prog.output_index[k] < 0 ? prog.string_outputs[k] : std::move(computed[prog.output_index[k]]));
     return outs;
   }
+}
+
+MappedStaging::Lease ModelRunner::Stage(size_t bytes) {
+  if (!staging_ || bytes == 0) return {};
+  return staging_->Acquire(bytes);
 }
 
 RunPhases ModelRunner::phases() const {

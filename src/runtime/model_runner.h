@@ -17,6 +17,7 @@
 #include "onnx/importer.h"
 #include "onnx/model.h"
 #include "pjrt/client.h"
+#include "runtime/mapped_staging.h"
 #include "runtime/program_cache.h"
 #include "runtime/weight_store.h"
 #include "xonnx/options.h"
@@ -126,6 +127,11 @@ class ModelRunner {
   ProgramCache programs_;
   mutable std::mutex bindings_mu_;
   Bindings bindings_;  // guarded by bindings_mu_
+  // A leased block for `bytes` of a call's input or output, when
+  // SessionOptions::io_staging asks for one and the plugin can map memory.
+  MappedStaging::Lease Stage(size_t bytes);
+  std::shared_ptr<MappedStaging> staging_;  // the client's
+  int spin_wait_us_ = 0;                    // SessionOptions::spin_wait_us resolved
   mutable std::mutex phases_mu_;
   RunPhases phases_;  // guarded by phases_mu_
 };
