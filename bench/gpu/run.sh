@@ -24,7 +24,10 @@
 #               times another xonnx build alongside (xonnx-base); --in-flight N
 #               adds xonnx with N calls in flight (xonnx-xN: Session::RunAsync,
 #               one call's transfers overlapping another's compute), for
-#               throughput.
+#               throughput. --variants 'NAME:FLAGS;...' times xonnx with more
+#               flags as engine xonnx-NAME in the same rounds (a flag
+#               XLA_FLAGS+=F adds F to the plugin's XLA_FLAGS for that run).
+# XONNX_ARGS adds flags to every xonnx command of validate and dump.
 # Everything printed is also written to $OUT/gpu_results.txt when OUT is set.
 #
 # usage: bench/gpu/run.sh [--kit build/gpu_kit] [--plugin PATH]
@@ -32,12 +35,13 @@
 #          [--iterations 50] [--models resnet50,transformer_encoder]
 #          [--dtypes f32,f16,bf16] [--batches 1,8,64] [--peers eager,graphs,compile]
 #          [--compile-mode default|max-autotune|...] [--baseline OTHER_XONNX] [--in-flight N]
+#          [--variants 'NAME:FLAGS;NAME:FLAGS']
 # --dtypes may name tf32 for the throughput part: float32 with TF32 products
 # allowed on both sides (xonnx --allow-tf32, PyTorch's allow_tf32 flags).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 kit=build/gpu_kit plugin="" parts=devices,conformance,models,validate,startup,dump,throughput rounds=3 iterations=50
-peers=eager,graphs,compile compile_mode=default baseline="" in_flight=1
+peers=eager,graphs,compile compile_mode=default baseline="" in_flight=1 variants=""
 models=resnet50,transformer_encoder dtypes=f32,f16,bf16 batches=1,8,64
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -51,6 +55,7 @@ while [[ $# -gt 0 ]]; do
     --batches) batches="$2"; shift 2 ;;
     --peers) peers="$2"; shift 2 ;;
     --in-flight) in_flight="$2"; shift 2 ;;
+    --variants) variants="$2"; shift 2 ;;
     --compile-mode) compile_mode="$2"; shift 2 ;;
     --baseline) baseline="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
@@ -80,6 +85,8 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 IFS=, read -ra model_list <<<"$models"
 IFS=, read -ra dtype_list <<<"$dtypes"
 IFS=, read -ra batch_list <<<"$batches"
+variant_list=()
+[[ -z $variants ]] || IFS=';' read -ra variant_list <<<"$variants"
 
 say "xonnx GPU run: $(head -1 "$kit/MANIFEST"); plugin $plugin; $(date -u +%Y-%m-%dT%H:%MZ)"
 for m in "${model_list[@]}"; do
@@ -158,7 +165,7 @@ if [[ ,$parts, == *,validate,* ]]; then
     for d in "${dtype_list[@]}"; do
       out="$work/out_${m}_$d"
       if ! "$xonnx" run "$work/$m.onnx" --input "input=$kit/models/$m/input_0.pb" --plugin "$plugin" --data-type "$d" \
-        --output-dir "$out" --no-cache >"$work/run.log" 2>&1; then
+        --output-dir "$out" --no-cache ${XONNX_ARGS:-} >"$work/run.log" 2>&1; then
         say "$m $d: FAILED to run"; say "$(tail -5 "$work/run.log")"; continue
       fi
       say "$("$py" bench/gpu/tensors.py compare "$ref" "$out/output_0.pb" "$m" "$d")"
@@ -183,7 +190,7 @@ if [[ ,$parts, == *,dump,* ]]; then
         dir="$work/dumps/${m}_${d}_$b"
         mkdir -p "$dir"
         XLA_FLAGS="${XLA_FLAGS:-} --xla_dump_to=$dir --xla_dump_hlo_as_text" "$xonnx" run "$work/$m.onnx" \
-          --shape "$(shape_of "$m" "$b")" --plugin "$plugin" --data-type "$d" --io-data-type "$d" --no-cache \
+          --shape "$(shape_of "$m" "$b")" --plugin "$plugin" --data-type "$d" --io-data-type "$d" --no-cache ${XONNX_ARGS:-} \
           --output-dir "$work/dump_out" >"$work/dump.log" 2>&1 || { say "$m $d $b: FAILED: $(tail -3 "$work/dump.log")"; continue; }
         f=$(ls "$dir"/*after_optimizations.txt 2>/dev/null | head -1 || true)
         [[ -n $f ]] || { say "$m $d $b: no dump written"; continue; }
@@ -204,10 +211,13 @@ if [[ ,$parts, == *,throughput,* ]]; then
   # One xonnx process per model, type and batch (--json adds the fields the
   # table groups by).
   xonnx_run() {
-    local engine=$1 bin=$2 m=$3 d=$4 b=$5 j
-    local xflags=(--data-type "$d" --io-data-type "$d" "${@:6}")
+    local engine=$1 bin=$2 m=$3 d=$4 b=$5 j f xla="${XLA_FLAGS:-}" extra=()
+    for f in "${@:6}"; do
+      if [[ $f == XLA_FLAGS+=* ]]; then xla="$xla ${f#XLA_FLAGS+=}"; else extra+=("$f"); fi
+    done
+    local xflags=(--data-type "$d" --io-data-type "$d")
     [[ $d != tf32 ]] || xflags=(--data-type f32 --allow-tf32)
-    j=$("$bin" bench "$work/$m.onnx" --shape "$(shape_of "$m" "$b")" --plugin "$plugin" "${xflags[@]}" \
+    j=$(XLA_FLAGS="$xla" "$bin" bench "$work/$m.onnx" --shape "$(shape_of "$m" "$b")" --plugin "$plugin" "${xflags[@]}" "${extra[@]}" \
       --iterations "$iterations" --warmup 10 --json --cache-dir "$work/cache_$engine" 2>"$work/bench.log") ||
       { say "$m $d $b: $engine FAILED: $(tail -3 "$work/bench.log")"; return 0; }
     echo "$j" | "$py" -c "import json,sys; d=json.load(sys.stdin)
@@ -223,6 +233,10 @@ d.update(engine=sys.argv[1], model=sys.argv[2], dtype=sys.argv[3], batch=int(sys
           xonnx_run xonnx "$xonnx" "$m" "$d" "$b"
           [[ -z $baseline ]] || xonnx_run xonnx-base "$baseline" "$m" "$d" "$b"
           ((in_flight <= 1)) || xonnx_run "xonnx-x$in_flight" "$xonnx" "$m" "$d" "$b" --in-flight "$in_flight"
+          for v in "${variant_list[@]}"; do
+            # shellcheck disable=SC2086  # the variant's flags are words
+            xonnx_run "xonnx-${v%%:*}" "$xonnx" "$m" "$d" "$b" ${v#*:}
+          done
         done
         tflags=(--dtype "$d")
         [[ $d != tf32 ]] || tflags=(--dtype f32 --tf32)

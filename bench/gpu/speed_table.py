@@ -58,6 +58,22 @@ def main():
         cells += [f"{x / med[m]:.2f}" if x and m in med else "-" for m in torch_modes]
         print(" | ".join(cells))
     print("(ms, medians over rounds; /mode = xonnx / PyTorch in that mode, host to host)")
+    if len(xonnx_engines) > 1:
+        # Every xonnx engine's latency with its phases, and its ratio to
+        # PyTorch's fastest mode measured, to compare variants.
+        print()
+        print(" | ".join(["model", "type", "batch"] + [f"{e} (up/exec/down)" for e in xonnx_engines]
+                         + [f"{e} / best PyTorch" for e in xonnx_engines]))
+        for (model, dtype, batch), r in sorted(rows.items()):
+            med = {k: median(v) for k, v in r.items()}
+            best = min((med[m] for m in torch_modes if m in med), default=None)
+            cells = [model, dtype, str(batch)]
+            for e in xonnx_engines:
+                phases = [med.get(f"{e} {p}") for p in ("upload", "execute", "download")]
+                ph = "/".join(f"{p:.3f}" for p in phases) if None not in phases else "-"
+                cells.append(f"{med[e]:.3f} ({ph})" if e in med else "-")
+            cells += [f"{med[e] / best:.2f}" if e in med and best else "-" for e in xonnx_engines]
+            print(" | ".join(cells))
     # Throughput: xonnx's items/s as measured (several calls in flight for
     # xonnx-xN), PyTorch's one call at a time, batch / latency.
     print()
