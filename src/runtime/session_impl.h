@@ -1,0 +1,65 @@
+// The state behind a public Session (xonnx/session.h): the model runner,
+// buckets and graph stages, and the steps Open() and Run() share.
+#ifndef XONNX_RUNTIME_SESSION_IMPL_H_
+#define XONNX_RUNTIME_SESSION_IMPL_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "runtime/buckets.h"
+#include "runtime/graph_stages.h"
+#include "runtime/model_runner.h"
+#include "runtime/threads.h"
+#include "xonnx/session.h"
+
+namespace xonnx {
+
+struct Session::Impl {
+  SessionOptions options;
+  std::vector<TensorSpec> inputs, outputs;
+  std::string unsupported;  // non-empty when allow_unsupported let Open pass
+  double load_ms = 0;
+  std::unique_ptr<ModelRunner> runner;
+  Buckets buckets;
+  GraphStages stages;
+  // Some input or output is a sequence or an optional (RunValues).
+  bool value_io = false;
+  std::once_flag workers_once;
+  std::unique_ptr<AsyncWorkers> workers;
+
+  const std::string& path() const { return runner->path(); }
+  int num_devices() const { return runner->devices().size(); }
+
+  // Every name given to a call is one of the model's inputs.
+  template <typename V>
+  Status CheckInputNames(const std::map<std::string, V>& given) const {
+    for (const auto& [name, v] : given) {
+      bool known = false;
+      for (const auto& s : inputs) known |= s.name == name;
+      if (!known) return InvalidArgument("%s: the model has no input named '%s'", path(), name);
+    }
+    return absl::OkStatus();
+  }
+
+  // Rows [begin, begin + rows) of the batched inputs, padded to a bucket,
+  // run on devices[dev]; the outputs cut back to `rows`.
+  StatusOr<std::vector<Tensor>> RunRows(const std::map<std::string, Tensor>& all, int64_t begin, int64_t rows,
+                                        int64_t total, int dev);
+  // With buckets covering every dynamic dimension, compiles (or loads) every
+  // bucket on every device now, in parallel.
+  Status CompileBuckets();
+  // Options a split graph cannot honour: padding or splitting the batch
+  // would reach the host nodes, or the values computed at run time, and
+  // change what they are.
+  Status CheckSplitOptions() const;
+  // Buckets and device splits work on tensors with a batch dimension.
+  Status CheckValueOptions() const;
+};
+
+}  // namespace xonnx
+
+#endif  // XONNX_RUNTIME_SESSION_IMPL_H_
