@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/exceptions.h"
 #include "base/status.h"
 #include "xonnx/session.h"
 
@@ -134,28 +135,32 @@ std::string DefaultPluginPath() {
 }
 
 StatusOr<PluginInfo> DescribePlugin(const SessionOptions& options) {
-  ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Client> client, GetClient(options));
-  PluginInfo info;
-  const auto& plugin = client->plugin();
-  info.path = plugin->path();
-  info.api_major = plugin->major_version();
-  info.api_minor = plugin->minor_version();
-  info.attributes = plugin->Attributes();
-  info.platform_name = client->platform_name();
-  info.platform_version = client->platform_version();
-  for (size_t i = 0; i < client->devices().size(); ++i) {
-    const auto& d = client->devices()[i];
-    info.devices.push_back({static_cast<int>(i), d.id, d.local_hardware_id, d.kind, d.description, d.attributes});
-  }
-  return info;
+  return CatchExceptions("plugin", [&]() -> StatusOr<PluginInfo> {
+    ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Client> client, GetClient(options));
+    PluginInfo info;
+    const auto& plugin = client->plugin();
+    info.path = plugin->path();
+    info.api_major = plugin->major_version();
+    info.api_minor = plugin->minor_version();
+    info.attributes = plugin->Attributes();
+    info.platform_name = client->platform_name();
+    info.platform_version = client->platform_version();
+    for (size_t i = 0; i < client->devices().size(); ++i) {
+      const auto& d = client->devices()[i];
+      info.devices.push_back({static_cast<int>(i), d.id, d.local_hardware_id, d.kind, d.description, d.attributes});
+    }
+    return info;
+  });
 }
 
 StatusOr<CreateOption> ParseCreateOption(const std::string& text) {
-  ASSIGN_OR_RETURN(pjrt::NamedValue nv, pjrt::ParseNamedValue(text));
-  CreateOption c;
-  c.name = nv.name;
-  std::visit([&](const auto& v) { c.value = v; }, nv.value);
-  return c;
+  return CatchExceptions(absl::StrCat("create option '", text, "'"), [&]() -> StatusOr<CreateOption> {
+    ASSIGN_OR_RETURN(pjrt::NamedValue nv, pjrt::ParseNamedValue(text));
+    CreateOption c;
+    c.name = nv.name;
+    std::visit([&](const auto& v) { c.value = v; }, nv.value);
+    return c;
+  });
 }
 
 }  // namespace xonnx

@@ -18,6 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/exceptions.h"
 #include "base/fingerprint.h"
 #include "base/status.h"
 
@@ -218,13 +219,17 @@ absl::StatusOr<std::vector<CompileCache::FileInfo>> CompileCache::Prune(uint64_t
 std::string DefaultCacheDir() { return CompileCache::DefaultDir(); }
 
 StatusOr<std::vector<CacheFile>> ListCache(const std::string& dir) {
-  ASSIGN_OR_RETURN(CompileCache cache, CompileCache::Open(dir));
-  return cache.List();
+  return CatchExceptions(dir, [&]() -> StatusOr<std::vector<CacheFile>> {
+    ASSIGN_OR_RETURN(CompileCache cache, CompileCache::Open(dir));
+    return cache.List();
+  });
 }
 
 StatusOr<std::vector<CacheFile>> TrimCache(const std::string& dir, uint64_t max_bytes) {
-  ASSIGN_OR_RETURN(CompileCache cache, CompileCache::Open(dir));
-  return cache.Prune(max_bytes);
+  return CatchExceptions(dir, [&]() -> StatusOr<std::vector<CacheFile>> {
+    ASSIGN_OR_RETURN(CompileCache cache, CompileCache::Open(dir));
+    return cache.Prune(max_bytes);
+  });
 }
 
 }  // namespace xonnx

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/exceptions.h"
 #include "base/status.h"
 #include "hlo/printer.h"
 #include "hlo/proto_codec.h"
@@ -56,62 +57,64 @@ Session::~Session() {
 }
 
 StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, const SessionOptions& options) {
-  auto start = std::chrono::steady_clock::now();
-  auto impl = std::make_unique<Impl>();
-  impl->options = options;
-  ASSIGN_OR_RETURN(std::shared_ptr<onnx_import::LoadedModel> model, onnx_import::LoadModel(model_path));
-  std::vector<onnx_import::UnsupportedOp> unsupported = onnx_import::FindUnsupportedOps(*model);
-  if (!unsupported.empty()) {
-    impl->unsupported =
-        absl::StrFormat("%s: %d unsupported op%s: %s", model_path, unsupported.size(),
-                        unsupported.size() > 1 ? "s" : "", onnx_import::DescribeUnsupported(unsupported));
-    if (!options.allow_unsupported) return absl::UnimplementedError(impl->unsupported);
-  } else {
-    RETURN_IF_ERROR(onnx_import::CheckModel(*model));
-    ASSIGN_OR_RETURN(onnx_import::GraphSplit split, onnx_import::SplitGraph(*model));
-    impl->stages.set_split(std::move(split));
-  }
-  ASSIGN_OR_RETURN(auto ins, onnx_import::ModelInputs(*model));
-  ASSIGN_OR_RETURN(auto outs, onnx_import::ModelOutputs(*model));
-  for (const auto& i : ins) {
-    auto s = SpecOf(i);
-    if (!s.ok()) return Annotate(s.status(), absl::StrCat(model_path, ": input '", i.name, "'"));
-    impl->inputs.push_back(*s);
-  }
-  for (const auto& o : outs) {
-    auto s = SpecOf(o);
-    if (!s.ok()) return Annotate(s.status(), absl::StrCat(model_path, ": output '", o.name, "'"));
-    impl->outputs.push_back(*s);
-  }
-  for (DataType t : {options.data_type, options.io_data_type})
-    if (t != DataType::kFloat32 && t != DataType::kFloat16 && t != DataType::kBFloat16)
-      return InvalidArgument("%s: data types must be float32, float16 or bfloat16, not %s", model_path,
-                             DataTypeName(t));
-  // The host sees float32 inputs and outputs in the io type.
-  for (auto* specs : {&impl->inputs, &impl->outputs})
-    for (auto& s : *specs)
-      if (s.dtype == DataType::kFloat32) s.dtype = options.io_data_type;
-  ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Client> client, GetClient(options));
-  std::vector<const pjrt::Device*> devices;
-  if (options.device == SessionOptions::kAllDevices) {
-    for (const auto& d : client->devices()) devices.push_back(&d);
-    if (devices.empty())
-      return absl::NotFoundError(absl::StrCat(client->plugin()->path(), ": the plugin has no addressable devices"));
-  } else {
-    ASSIGN_OR_RETURN(const pjrt::Device* d, client->device(options.device));
-    devices.push_back(d);
-  }
-  impl->runner = std::make_unique<ModelRunner>(model, options, client, devices, impl->outputs.size());
-  impl->runner->set_unsupported(impl->unsupported);
-  ASSIGN_OR_RETURN(impl->buckets, Buckets::Make(options, impl->inputs, impl->outputs, model_path));
-  RETURN_IF_ERROR(impl->CheckSplitOptions());
-  for (const auto* specs : {&impl->inputs, &impl->outputs})
-    for (const auto& s : *specs) impl->value_io |= s.sequence || s.optional;
-  RETURN_IF_ERROR(impl->CheckValueOptions());
-  impl->runner->programs().OpenPersistent(options);
-  RETURN_IF_ERROR(impl->CompileBuckets());
-  impl->load_ms = MsSince(start);
-  return std::unique_ptr<Session>(new Session(std::move(impl)));
+  return CatchExceptions(model_path, [&]() -> StatusOr<std::unique_ptr<Session>> {
+    auto start = std::chrono::steady_clock::now();
+    auto impl = std::make_unique<Impl>();
+    impl->options = options;
+    ASSIGN_OR_RETURN(std::shared_ptr<onnx_import::LoadedModel> model, onnx_import::LoadModel(model_path));
+    std::vector<onnx_import::UnsupportedOp> unsupported = onnx_import::FindUnsupportedOps(*model);
+    if (!unsupported.empty()) {
+      impl->unsupported =
+          absl::StrFormat("%s: %d unsupported op%s: %s", model_path, unsupported.size(),
+                          unsupported.size() > 1 ? "s" : "", onnx_import::DescribeUnsupported(unsupported));
+      if (!options.allow_unsupported) return absl::UnimplementedError(impl->unsupported);
+    } else {
+      RETURN_IF_ERROR(onnx_import::CheckModel(*model));
+      ASSIGN_OR_RETURN(onnx_import::GraphSplit split, onnx_import::SplitGraph(*model));
+      impl->stages.set_split(std::move(split));
+    }
+    ASSIGN_OR_RETURN(auto ins, onnx_import::ModelInputs(*model));
+    ASSIGN_OR_RETURN(auto outs, onnx_import::ModelOutputs(*model));
+    for (const auto& i : ins) {
+      auto s = SpecOf(i);
+      if (!s.ok()) return Annotate(s.status(), absl::StrCat(model_path, ": input '", i.name, "'"));
+      impl->inputs.push_back(*s);
+    }
+    for (const auto& o : outs) {
+      auto s = SpecOf(o);
+      if (!s.ok()) return Annotate(s.status(), absl::StrCat(model_path, ": output '", o.name, "'"));
+      impl->outputs.push_back(*s);
+    }
+    for (DataType t : {options.data_type, options.io_data_type})
+      if (t != DataType::kFloat32 && t != DataType::kFloat16 && t != DataType::kBFloat16)
+        return InvalidArgument("%s: data types must be float32, float16 or bfloat16, not %s", model_path,
+                               DataTypeName(t));
+    // The host sees float32 inputs and outputs in the io type.
+    for (auto* specs : {&impl->inputs, &impl->outputs})
+      for (auto& s : *specs)
+        if (s.dtype == DataType::kFloat32) s.dtype = options.io_data_type;
+    ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Client> client, GetClient(options));
+    std::vector<const pjrt::Device*> devices;
+    if (options.device == SessionOptions::kAllDevices) {
+      for (const auto& d : client->devices()) devices.push_back(&d);
+      if (devices.empty())
+        return absl::NotFoundError(absl::StrCat(client->plugin()->path(), ": the plugin has no addressable devices"));
+    } else {
+      ASSIGN_OR_RETURN(const pjrt::Device* d, client->device(options.device));
+      devices.push_back(d);
+    }
+    impl->runner = std::make_unique<ModelRunner>(model, options, client, devices, impl->outputs.size());
+    impl->runner->set_unsupported(impl->unsupported);
+    ASSIGN_OR_RETURN(impl->buckets, Buckets::Make(options, impl->inputs, impl->outputs, model_path));
+    RETURN_IF_ERROR(impl->CheckSplitOptions());
+    for (const auto* specs : {&impl->inputs, &impl->outputs})
+      for (const auto& s : *specs) impl->value_io |= s.sequence || s.optional;
+    RETURN_IF_ERROR(impl->CheckValueOptions());
+    impl->runner->programs().OpenPersistent(options);
+    RETURN_IF_ERROR(impl->CompileBuckets());
+    impl->load_ms = MsSince(start);
+    return std::unique_ptr<Session>(new Session(std::move(impl)));
+  });
 }
 
 const std::vector<TensorSpec>& Session::inputs() const { return impl_->inputs; }
@@ -171,67 +174,73 @@ ModelInfo Session::Info() const {
 }
 
 StatusOr<ShapeMap> Session::ResolveShapes(const ShapeMap& given, int64_t dynamic_default) const {
-  ShapeMap out;
-  for (const auto& [name, dims] : given) {
-    bool known = false;
-    for (const auto& s : impl_->inputs) known |= s.name == name;
-    if (!known) return InvalidArgument("%s: the model has no input named '%s'", impl_->path(), name);
-  }
-  for (const auto& s : impl_->inputs) {
-    auto it = given.find(s.name);
-    if (it != given.end()) {
-      out[s.name] = it->second;
-      continue;
+  return CatchExceptions(impl_->path(), [&]() -> StatusOr<ShapeMap> {
+    ShapeMap out;
+    for (const auto& [name, dims] : given) {
+      bool known = false;
+      for (const auto& s : impl_->inputs) known |= s.name == name;
+      if (!known) return InvalidArgument("%s: the model has no input named '%s'", impl_->path(), name);
     }
-    std::vector<int64_t> d = s.dims;
-    for (auto& x : d)
-      if (x < 0) x = dynamic_default;
-    out[s.name] = d;
-  }
-  return out;
+    for (const auto& s : impl_->inputs) {
+      auto it = given.find(s.name);
+      if (it != given.end()) {
+        out[s.name] = it->second;
+        continue;
+      }
+      std::vector<int64_t> d = s.dims;
+      for (auto& x : d)
+        if (x < 0) x = dynamic_default;
+      out[s.name] = d;
+    }
+    return out;
+  });
 }
 
 Status Session::Prepare(const std::map<std::string, Tensor>& inputs) {
-  // Run checks the inputs, compiles on first use and finishes a plugin's lazy
-  // compilation; the time of all of it is the compile time.
-  auto start = std::chrono::steady_clock::now();
-  RETURN_IF_ERROR(Run(inputs).status());
-  impl_->runner->programs().NoteCompileTime(MsSince(start));
-  return absl::OkStatus();
+  return CatchExceptions(impl_->path(), [&]() -> Status {
+    // Run checks the inputs, compiles on first use and finishes a plugin's lazy
+    // compilation; the time of all of it is the compile time.
+    auto start = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(Run(inputs).status());
+    impl_->runner->programs().NoteCompileTime(MsSince(start));
+    return absl::OkStatus();
+  });
 }
 
 StatusOr<HloDump> Session::DumpHlo(const ShapeMap& shapes, int64_t batch, bool allow_partial, bool optimized) const {
-  ASSIGN_OR_RETURN(ShapeMap all, ResolveShapes(shapes, batch));
-  HloDump dump;
-  const ModelRunner* source = impl_->runner.get();
-  if (impl_->stages.split()) {
-    // Only the program before the first split has shapes known now.
-    const auto& segments = impl_->stages.graph_split().segments;
-    const auto& first = segments[0];
-    const auto& second = segments[first.on_host ? 0 : 1];
-    const onnx::NodeProto& next = impl_->runner->model().proto.graph().node(second.nodes[0]);
-    if (first.on_host)
-      return Unimplemented("%s: the graph starts on the host (node %s): its programs are compiled when it runs",
-                           impl_->path(), onnx_import::NodeLabel(next));
-    std::map<std::string, DataType> types;
-    for (const auto& s : impl_->inputs) types[s.name] = s.dtype;
-    ASSIGN_OR_RETURN(source, impl_->stages.Stage(*impl_->runner, 0, types));
-    for (auto it = all.begin(); it != all.end();)
-      it = std::find(first.inputs.begin(), first.inputs.end(), it->first) == first.inputs.end() ? all.erase(it)
-                                                                                                : std::next(it);
-    dump.partial_error = absl::StrCat("node ", onnx_import::NodeLabel(next),
-                                      second.on_host ? " runs on the host" : " needs a value computed at run time",
-                                      "; this is the program before it (the later ones are compiled "
-                                      "for the shapes and values met when the model runs)");
-  }
-  ASSIGN_OR_RETURN(onnx_import::ImportedModule imported, source->BuildModule(all, {}, allow_partial, optimized));
-  if (dump.partial_error.empty()) dump.partial_error = imported.partial_error;
-  const hlo::Module* m = imported.module.get();
-  hlo::PrintOptions po;
-  po.max_constant_elements = 16;
-  dump.text = hlo::ToText(*m, po);
-  dump.proto = hlo::SerializeModule(*m);
-  return dump;
+  return CatchExceptions(impl_->path(), [&]() -> StatusOr<HloDump> {
+    ASSIGN_OR_RETURN(ShapeMap all, ResolveShapes(shapes, batch));
+    HloDump dump;
+    const ModelRunner* source = impl_->runner.get();
+    if (impl_->stages.split()) {
+      // Only the program before the first split has shapes known now.
+      const auto& segments = impl_->stages.graph_split().segments;
+      const auto& first = segments[0];
+      const auto& second = segments[first.on_host ? 0 : 1];
+      const onnx::NodeProto& next = impl_->runner->model().proto.graph().node(second.nodes[0]);
+      if (first.on_host)
+        return Unimplemented("%s: the graph starts on the host (node %s): its programs are compiled when it runs",
+                             impl_->path(), onnx_import::NodeLabel(next));
+      std::map<std::string, DataType> types;
+      for (const auto& s : impl_->inputs) types[s.name] = s.dtype;
+      ASSIGN_OR_RETURN(source, impl_->stages.Stage(*impl_->runner, 0, types));
+      for (auto it = all.begin(); it != all.end();)
+        it = std::find(first.inputs.begin(), first.inputs.end(), it->first) == first.inputs.end() ? all.erase(it)
+                                                                                                  : std::next(it);
+      dump.partial_error = absl::StrCat("node ", onnx_import::NodeLabel(next),
+                                        second.on_host ? " runs on the host" : " needs a value computed at run time",
+                                        "; this is the program before it (the later ones are compiled "
+                                        "for the shapes and values met when the model runs)");
+    }
+    ASSIGN_OR_RETURN(onnx_import::ImportedModule imported, source->BuildModule(all, {}, allow_partial, optimized));
+    if (dump.partial_error.empty()) dump.partial_error = imported.partial_error;
+    const hlo::Module* m = imported.module.get();
+    hlo::PrintOptions po;
+    po.max_constant_elements = 16;
+    dump.text = hlo::ToText(*m, po);
+    dump.proto = hlo::SerializeModule(*m);
+    return dump;
+  });
 }
 
 Status Session::CheckInputs(const std::map<std::string, Tensor>& inputs) const {
@@ -259,147 +268,151 @@ Status Session::CheckInputs(const std::map<std::string, Tensor>& inputs) const {
 }
 
 StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& inputs) {
-  Impl& m = *impl_;
-  if (m.value_io) {
-    for (const auto* specs : {&m.inputs, &m.outputs})
-      for (const auto& s : *specs)
-        if (s.sequence || s.optional)
-          return InvalidArgument("%s: '%s' is a%s; run this model with Session::RunValues", m.path(), s.name,
-                                 s.optional ? "n optional" : " sequence");
-  }
-  RETURN_IF_ERROR(CheckInputs(inputs));
-  if (m.stages.split()) return m.stages.Run(*m.runner, m.outputs, inputs);
-  // The batch: dimension 0 of the inputs declaring it dynamic.
-  int64_t rows = -1;
-  for (const auto& s : m.inputs) {
-    if (!Buckets::IsBatched(s)) continue;
-    int64_t r = inputs.at(s.name).dims()[0];
-    if (rows >= 0 && r != rows)
-      return InvalidArgument("%s: input '%s' has batch %d, another input has %d", m.path(), s.name, r, rows);
-    rows = r;
-  }
-  if (rows <= 0) return m.RunRows(inputs, 0, std::max<int64_t>(rows, 0), std::max<int64_t>(rows, 0), 0);
-  // Contiguous shares of the batch per device, each cut into runs no larger
-  // than the largest bucket.
-  int64_t devices = std::min<int64_t>(m.num_devices(), rows);
-  int64_t share = (rows + devices - 1) / devices;
-  int64_t cap = m.buckets.batch().empty() ? rows : m.buckets.batch().back();
-  struct Part {
-    int64_t begin, rows;
-  };
-  std::vector<std::vector<Part>> per_device(devices);
-  for (int64_t d = 0, begin = 0; d < devices && begin < rows; ++d) {
-    int64_t end = std::min(rows, begin + share);
-    for (int64_t b = begin; b < end; b += cap) per_device[d].push_back({b, std::min(cap, end - b)});
-    begin = end;
-  }
-  auto run_device = [&](int d) -> StatusOr<std::vector<std::vector<Tensor>>> {
-    std::vector<std::vector<Tensor>> outs;
-    for (const Part& p : per_device[d]) {
-      ASSIGN_OR_RETURN(std::vector<Tensor> o, m.RunRows(inputs, p.begin, p.rows, rows, d));
-      outs.push_back(std::move(o));
+  return CatchExceptions(impl_->path(), [&]() -> StatusOr<std::vector<Tensor>> {
+    Impl& m = *impl_;
+    if (m.value_io) {
+      for (const auto* specs : {&m.inputs, &m.outputs})
+        for (const auto& s : *specs)
+          if (s.sequence || s.optional)
+            return InvalidArgument("%s: '%s' is a%s; run this model with Session::RunValues", m.path(), s.name,
+                                   s.optional ? "n optional" : " sequence");
+    }
+    RETURN_IF_ERROR(CheckInputs(inputs));
+    if (m.stages.split()) return m.stages.Run(*m.runner, m.outputs, inputs);
+    // The batch: dimension 0 of the inputs declaring it dynamic.
+    int64_t rows = -1;
+    for (const auto& s : m.inputs) {
+      if (!Buckets::IsBatched(s)) continue;
+      int64_t r = inputs.at(s.name).dims()[0];
+      if (rows >= 0 && r != rows)
+        return InvalidArgument("%s: input '%s' has batch %d, another input has %d", m.path(), s.name, r, rows);
+      rows = r;
+    }
+    if (rows <= 0) return m.RunRows(inputs, 0, std::max<int64_t>(rows, 0), std::max<int64_t>(rows, 0), 0);
+    // Contiguous shares of the batch per device, each cut into runs no larger
+    // than the largest bucket.
+    int64_t devices = std::min<int64_t>(m.num_devices(), rows);
+    int64_t share = (rows + devices - 1) / devices;
+    int64_t cap = m.buckets.batch().empty() ? rows : m.buckets.batch().back();
+    struct Part {
+      int64_t begin, rows;
+    };
+    std::vector<std::vector<Part>> per_device(devices);
+    for (int64_t d = 0, begin = 0; d < devices && begin < rows; ++d) {
+      int64_t end = std::min(rows, begin + share);
+      for (int64_t b = begin; b < end; b += cap) per_device[d].push_back({b, std::min(cap, end - b)});
+      begin = end;
+    }
+    auto run_device = [&](int d) -> StatusOr<std::vector<std::vector<Tensor>>> {
+      std::vector<std::vector<Tensor>> outs;
+      for (const Part& p : per_device[d]) {
+        ASSIGN_OR_RETURN(std::vector<Tensor> o, m.RunRows(inputs, p.begin, p.rows, rows, d));
+        outs.push_back(std::move(o));
+      }
+      return outs;
+    };
+    std::vector<std::future<StatusOr<std::vector<std::vector<Tensor>>>>> others;
+    for (int d = 1; d < devices; ++d) others.push_back(std::async(std::launch::async, run_device, d));
+    std::vector<StatusOr<std::vector<std::vector<Tensor>>>> results;
+    results.push_back(run_device(0));
+    for (auto& f : others) results.push_back(f.get());
+    std::vector<std::vector<Tensor>> parts;  // per run, in batch order
+    std::vector<int64_t> part_rows;
+    for (int d = 0; d < devices; ++d) {
+      if (!results[d].ok()) return results[d].status();
+      for (size_t k = 0; k < results[d]->size(); ++k) {
+        parts.push_back(std::move((*results[d])[k]));
+        part_rows.push_back(per_device[d][k].rows);
+      }
+    }
+    if (parts.size() == 1) return std::move(parts[0]);
+    std::vector<Tensor> outs;
+    for (size_t k = 0; k < parts[0].size(); ++k) {
+      std::vector<Tensor> pieces;
+      for (size_t p = 0; p < parts.size(); ++p) {
+        if (!m.buckets.BatchedOutput(k, parts[p][k], part_rows[p]))
+          return InvalidArgument(
+              "%s: output '%s' has no batch dimension, so a batch of %d cannot be split into runs "
+              "(largest bucket %d, %d devices); use a larger bucket",
+              m.path(), k < m.outputs.size() ? m.outputs[k].name : "?", rows, cap, devices);
+        pieces.push_back(std::move(parts[p][k]));
+      }
+      ASSIGN_OR_RETURN(Tensor joined, ConcatRows(pieces));
+      outs.push_back(std::move(joined));
     }
     return outs;
-  };
-  std::vector<std::future<StatusOr<std::vector<std::vector<Tensor>>>>> others;
-  for (int d = 1; d < devices; ++d) others.push_back(std::async(std::launch::async, run_device, d));
-  std::vector<StatusOr<std::vector<std::vector<Tensor>>>> results;
-  results.push_back(run_device(0));
-  for (auto& f : others) results.push_back(f.get());
-  std::vector<std::vector<Tensor>> parts;  // per run, in batch order
-  std::vector<int64_t> part_rows;
-  for (int d = 0; d < devices; ++d) {
-    if (!results[d].ok()) return results[d].status();
-    for (size_t k = 0; k < results[d]->size(); ++k) {
-      parts.push_back(std::move((*results[d])[k]));
-      part_rows.push_back(per_device[d][k].rows);
-    }
-  }
-  if (parts.size() == 1) return std::move(parts[0]);
-  std::vector<Tensor> outs;
-  for (size_t k = 0; k < parts[0].size(); ++k) {
-    std::vector<Tensor> pieces;
-    for (size_t p = 0; p < parts.size(); ++p) {
-      if (!m.buckets.BatchedOutput(k, parts[p][k], part_rows[p]))
-        return InvalidArgument(
-            "%s: output '%s' has no batch dimension, so a batch of %d cannot be split into runs "
-            "(largest bucket %d, %d devices); use a larger bucket",
-            m.path(), k < m.outputs.size() ? m.outputs[k].name : "?", rows, cap, devices);
-      pieces.push_back(std::move(parts[p][k]));
-    }
-    ASSIGN_OR_RETURN(Tensor joined, ConcatRows(pieces));
-    outs.push_back(std::move(joined));
-  }
-  return outs;
+  });
 }
 
 StatusOr<std::vector<Value>> Session::RunValues(const std::map<std::string, Value>& inputs) {
-  Impl& m = *impl_;
-  const std::string& file = m.path();
-  if (!m.value_io) {
-    std::map<std::string, Tensor> tensors;
-    for (const auto& [name, v] : inputs) {
-      if (v.kind != Value::Kind::kTensor)
-        return InvalidArgument("%s: input '%s' is given as a %s, the model takes a tensor", file, name,
-                               v.kind == Value::Kind::kNone ? "empty optional" : "sequence");
-      tensors[name] = v.tensor;
+  return CatchExceptions(impl_->path(), [&]() -> StatusOr<std::vector<Value>> {
+    Impl& m = *impl_;
+    const std::string& file = m.path();
+    if (!m.value_io) {
+      std::map<std::string, Tensor> tensors;
+      for (const auto& [name, v] : inputs) {
+        if (v.kind != Value::Kind::kTensor)
+          return InvalidArgument("%s: input '%s' is given as a %s, the model takes a tensor", file, name,
+                                 v.kind == Value::Kind::kNone ? "empty optional" : "sequence");
+        tensors[name] = v.tensor;
+      }
+      ASSIGN_OR_RETURN(std::vector<Tensor> outs, Run(tensors));
+      std::vector<Value> values;
+      for (auto& t : outs) values.push_back(Value::Of(std::move(t)));
+      return values;
     }
-    ASSIGN_OR_RETURN(std::vector<Tensor> outs, Run(tensors));
+    RETURN_IF_ERROR(m.CheckInputNames(inputs));
+    InputStructure structure;
+    std::map<std::string, Tensor> flat;
+    auto check_type = [&](const TensorSpec& s, const Tensor& t, const std::string& what) -> Status {
+      if (t.dtype() != s.dtype)
+        return InvalidArgument("%s: %s has type %s, the model expects %s", file, what, DataTypeName(t.dtype()),
+                               DataTypeName(s.dtype));
+      if (!s.dims.empty() && t.dims().size() != s.dims.size())
+        return InvalidArgument("%s: %s has rank %d, the model expects %d", file, what, t.dims().size(), s.dims.size());
+      return absl::OkStatus();
+    };
+    for (const auto& s : m.inputs) {
+      auto it = inputs.find(s.name);
+      if (it == inputs.end() || it->second.kind == Value::Kind::kNone) {
+        if (!s.optional)
+          return InvalidArgument("%s: input '%s' is %s, but it is not optional", file, s.name,
+                                 it == inputs.end() ? "missing from the call" : "empty");
+        structure.absent.insert(s.name);
+        continue;
+      }
+      const Value& v = it->second;
+      if (s.sequence != (v.kind == Value::Kind::kSequence))
+        return InvalidArgument("%s: input '%s' must be a %s", file, s.name, s.sequence ? "sequence" : "tensor");
+      if (!s.sequence) {
+        RETURN_IF_ERROR(check_type(s, v.tensor, absl::StrCat("input '", s.name, "'")));
+        flat[s.name] = v.tensor;
+        continue;
+      }
+      structure.lengths[s.name] = v.elements.size();
+      for (size_t i = 0; i < v.elements.size(); ++i) {
+        std::string name = onnx_import::SequenceElementName(s.name, i);
+        RETURN_IF_ERROR(check_type(s, v.elements[i], absl::StrCat("input '", s.name, "' element ", i)));
+        flat[name] = v.elements[i];
+      }
+    }
+    std::vector<int> counts;
+    ASSIGN_OR_RETURN(std::vector<Tensor> outs, m.runner->RunExact(flat, 0, &structure, &counts));
     std::vector<Value> values;
-    for (auto& t : outs) values.push_back(Value::Of(std::move(t)));
+    size_t k = 0;
+    for (int c : counts) {
+      if (c == onnx_import::ImportedModule::kNoneOutput) {
+        values.push_back(Value::None());
+      } else if (c == onnx_import::ImportedModule::kTensorOutput) {
+        values.push_back(Value::Of(std::move(outs.at(k++))));
+      } else {
+        std::vector<Tensor> elements;
+        for (int i = 0; i < c; ++i) elements.push_back(std::move(outs.at(k++)));
+        values.push_back(Value::Sequence(std::move(elements)));
+      }
+    }
     return values;
-  }
-  RETURN_IF_ERROR(m.CheckInputNames(inputs));
-  InputStructure structure;
-  std::map<std::string, Tensor> flat;
-  auto check_type = [&](const TensorSpec& s, const Tensor& t, const std::string& what) -> Status {
-    if (t.dtype() != s.dtype)
-      return InvalidArgument("%s: %s has type %s, the model expects %s", file, what, DataTypeName(t.dtype()),
-                             DataTypeName(s.dtype));
-    if (!s.dims.empty() && t.dims().size() != s.dims.size())
-      return InvalidArgument("%s: %s has rank %d, the model expects %d", file, what, t.dims().size(), s.dims.size());
-    return absl::OkStatus();
-  };
-  for (const auto& s : m.inputs) {
-    auto it = inputs.find(s.name);
-    if (it == inputs.end() || it->second.kind == Value::Kind::kNone) {
-      if (!s.optional)
-        return InvalidArgument("%s: input '%s' is %s, but it is not optional", file, s.name,
-                               it == inputs.end() ? "missing from the call" : "empty");
-      structure.absent.insert(s.name);
-      continue;
-    }
-    const Value& v = it->second;
-    if (s.sequence != (v.kind == Value::Kind::kSequence))
-      return InvalidArgument("%s: input '%s' must be a %s", file, s.name, s.sequence ? "sequence" : "tensor");
-    if (!s.sequence) {
-      RETURN_IF_ERROR(check_type(s, v.tensor, absl::StrCat("input '", s.name, "'")));
-      flat[s.name] = v.tensor;
-      continue;
-    }
-    structure.lengths[s.name] = v.elements.size();
-    for (size_t i = 0; i < v.elements.size(); ++i) {
-      std::string name = onnx_import::SequenceElementName(s.name, i);
-      RETURN_IF_ERROR(check_type(s, v.elements[i], absl::StrCat("input '", s.name, "' element ", i)));
-      flat[name] = v.elements[i];
-    }
-  }
-  std::vector<int> counts;
-  ASSIGN_OR_RETURN(std::vector<Tensor> outs, m.runner->RunExact(flat, 0, &structure, &counts));
-  std::vector<Value> values;
-  size_t k = 0;
-  for (int c : counts) {
-    if (c == onnx_import::ImportedModule::kNoneOutput) {
-      values.push_back(Value::None());
-    } else if (c == onnx_import::ImportedModule::kTensorOutput) {
-      values.push_back(Value::Of(std::move(outs.at(k++))));
-    } else {
-      std::vector<Tensor> elements;
-      for (int i = 0; i < c; ++i) elements.push_back(std::move(outs.at(k++)));
-      values.push_back(Value::Sequence(std::move(elements)));
-    }
-  }
-  return values;
+  });
 }
 
 std::future<StatusOr<std::vector<Tensor>>> Session::RunAsync(std::map<std::string, Tensor> inputs) {

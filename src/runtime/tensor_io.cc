@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/exceptions.h"
 #include "base/status.h"
 #include "onnx/tensor_proto.h"
 #include "runtime/dtype.h"
@@ -108,14 +109,16 @@ StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p) {
 }
 
 StatusOr<Tensor> ReadTensorFile(const std::string& path, std::string* name) {
-  ASSIGN_OR_RETURN(std::string bytes, ReadAll(path));
-  if (absl::EndsWith(path, ".npy")) return ReadNpy(path, bytes);
-  onnx::TensorProto proto;
-  if (!proto.ParseFromString(bytes)) return InvalidArgument("%s: not an ONNX TensorProto file", path);
-  auto t = TensorFromProto(proto);
-  if (!t.ok()) return Annotate(t.status(), path);
-  if (name) *name = proto.name();
-  return t;
+  return CatchExceptions(path, [&]() -> StatusOr<Tensor> {
+    ASSIGN_OR_RETURN(std::string bytes, ReadAll(path));
+    if (absl::EndsWith(path, ".npy")) return ReadNpy(path, bytes);
+    onnx::TensorProto proto;
+    if (!proto.ParseFromString(bytes)) return InvalidArgument("%s: not an ONNX TensorProto file", path);
+    auto t = TensorFromProto(proto);
+    if (!t.ok()) return Annotate(t.status(), path);
+    if (name) *name = proto.name();
+    return t;
+  });
 }
 
 onnx::TensorProto TensorToProto(const Tensor& t, const std::string& name) {
@@ -137,7 +140,8 @@ Status WriteFileBytes(const std::string& path, const std::string& bytes) {
 }
 
 Status WriteTensorProto(const std::string& path, const Tensor& t, const std::string& name) {
-  return WriteFileBytes(path, TensorToProto(t, name).SerializeAsString());
+  return CatchExceptions(path,
+                         [&]() -> Status { return WriteFileBytes(path, TensorToProto(t, name).SerializeAsString()); });
 }
 
 }  // namespace xonnx

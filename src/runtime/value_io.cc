@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "base/exceptions.h"
 #include "base/status.h"
 #include "onnx/onnx_pb.h"
 // After onnx_pb.h, which defines the export macro the generated header uses.
@@ -43,59 +44,64 @@ StatusOr<Value> FromSequence(const onnx::SequenceProto& p, const TensorSpec& spe
 }  // namespace
 
 StatusOr<Value> ReadValueFile(const std::string& path, const TensorSpec& spec) {
-  if (!spec.sequence && !spec.optional) {
-    ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(path));
-    return Value::Of(AsSpecType(std::move(t), spec));
-  }
-  ASSIGN_OR_RETURN(std::string bytes, ReadAll(path));
-  StatusOr<Value> v = absl::UnknownError("");
-  if (spec.optional) {
-    onnx::OptionalProto p;
-    if (!p.ParseFromString(bytes)) return InvalidArgument("%s: not an ONNX OptionalProto file", path);
-    if (p.has_sequence_value()) {
-      v = FromSequence(p.sequence_value(), spec);
-    } else if (p.has_tensor_value()) {
-      auto t = FromProto(p.tensor_value(), spec);
-      v = t.ok() ? StatusOr<Value>(Value::Of(*std::move(t))) : StatusOr<Value>(t.status());
-    } else {
-      v = Value::None();
+  return CatchExceptions(path, [&]() -> StatusOr<Value> {
+    if (!spec.sequence && !spec.optional) {
+      ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(path));
+      return Value::Of(AsSpecType(std::move(t), spec));
     }
-  } else {
-    onnx::SequenceProto p;
-    if (!p.ParseFromString(bytes)) return InvalidArgument("%s: not an ONNX SequenceProto file", path);
-    v = FromSequence(p, spec);
-  }
-  if (!v.ok()) return Annotate(v.status(), path);
-  return v;
+    ASSIGN_OR_RETURN(std::string bytes, ReadAll(path));
+    StatusOr<Value> v = absl::UnknownError("");
+    if (spec.optional) {
+      onnx::OptionalProto p;
+      if (!p.ParseFromString(bytes)) return InvalidArgument("%s: not an ONNX OptionalProto file", path);
+      if (p.has_sequence_value()) {
+        v = FromSequence(p.sequence_value(), spec);
+      } else if (p.has_tensor_value()) {
+        auto t = FromProto(p.tensor_value(), spec);
+        v = t.ok() ? StatusOr<Value>(Value::Of(*std::move(t))) : StatusOr<Value>(t.status());
+      } else {
+        v = Value::None();
+      }
+    } else {
+      onnx::SequenceProto p;
+      if (!p.ParseFromString(bytes)) return InvalidArgument("%s: not an ONNX SequenceProto file", path);
+      v = FromSequence(p, spec);
+    }
+    if (!v.ok()) return Annotate(v.status(), path);
+    return v;
+  });
 }
 
 Status WriteValueFile(const std::string& path, const Value& v, const TensorSpec& spec) {
-  auto sequence = [&](onnx::SequenceProto* p) {
-    p->set_name(spec.name);
-    p->set_elem_type(onnx::SequenceProto::TENSOR);
-    for (const Tensor& t : v.elements) *p->add_tensor_values() = TensorToProto(t, "");
-  };
-  if (spec.optional) {
-    onnx::OptionalProto p;
-    p.set_name(spec.name);
-    if (v.kind == Value::Kind::kTensor) {
-      p.set_elem_type(onnx::OptionalProto::TENSOR);
-      *p.mutable_tensor_value() = TensorToProto(v.tensor, "");
-    } else if (v.kind == Value::Kind::kSequence) {
-      p.set_elem_type(onnx::OptionalProto::SEQUENCE);
-      sequence(p.mutable_sequence_value());
+  return CatchExceptions(path, [&]() -> Status {
+    auto sequence = [&](onnx::SequenceProto* p) {
+      p->set_name(spec.name);
+      p->set_elem_type(onnx::SequenceProto::TENSOR);
+      for (const Tensor& t : v.elements) *p->add_tensor_values() = TensorToProto(t, "");
+    };
+    if (spec.optional) {
+      onnx::OptionalProto p;
+      p.set_name(spec.name);
+      if (v.kind == Value::Kind::kTensor) {
+        p.set_elem_type(onnx::OptionalProto::TENSOR);
+        *p.mutable_tensor_value() = TensorToProto(v.tensor, "");
+      } else if (v.kind == Value::Kind::kSequence) {
+        p.set_elem_type(onnx::OptionalProto::SEQUENCE);
+        sequence(p.mutable_sequence_value());
+      }
+      return WriteFileBytes(path, p.SerializeAsString());
     }
-    return WriteFileBytes(path, p.SerializeAsString());
-  }
-  if (spec.sequence) {
-    if (v.kind != Value::Kind::kSequence)
-      return InvalidArgument("%s: '%s' is a sequence, the value is not", path, spec.name);
-    onnx::SequenceProto p;
-    sequence(&p);
-    return WriteFileBytes(path, p.SerializeAsString());
-  }
-  if (v.kind != Value::Kind::kTensor) return InvalidArgument("%s: '%s' is a tensor, the value is not", path, spec.name);
-  return WriteTensorProto(path, v.tensor, spec.name);
+    if (spec.sequence) {
+      if (v.kind != Value::Kind::kSequence)
+        return InvalidArgument("%s: '%s' is a sequence, the value is not", path, spec.name);
+      onnx::SequenceProto p;
+      sequence(&p);
+      return WriteFileBytes(path, p.SerializeAsString());
+    }
+    if (v.kind != Value::Kind::kTensor)
+      return InvalidArgument("%s: '%s' is a tensor, the value is not", path, spec.name);
+    return WriteTensorProto(path, v.tensor, spec.name);
+  });
 }
 
 }  // namespace xonnx

@@ -139,14 +139,14 @@ PJRT_Api MakeApi() {
 void SetErrorAndEventSlots(PJRT_Api& api) {
   api.PJRT_Error_Destroy = Error_Destroy;
   api.PJRT_Error_Message = Error_Message;
-  api.PJRT_Error_GetCode = Error_GetCode;
-  api.PJRT_Plugin_Initialize = Plugin_Initialize;
-  api.PJRT_Plugin_Attributes = Plugin_Attributes;
-  api.PJRT_Event_Destroy = Event_Destroy;
-  api.PJRT_Event_IsReady = Event_IsReady;
-  api.PJRT_Event_Error = Event_Await;  // asked of ready events, for which it is Await
-  api.PJRT_Event_Await = Event_Await;
-  api.PJRT_Event_OnReady = Event_OnReady;
+  api.PJRT_Error_GetCode = Guarded<Error_GetCode>;
+  api.PJRT_Plugin_Initialize = Guarded<Plugin_Initialize>;
+  api.PJRT_Plugin_Attributes = Guarded<Plugin_Attributes>;
+  api.PJRT_Event_Destroy = Guarded<Event_Destroy>;
+  api.PJRT_Event_IsReady = Guarded<Event_IsReady>;
+  api.PJRT_Event_Error = Guarded<Event_Await>;  // asked of ready events, for which it is Await
+  api.PJRT_Event_Await = Guarded<Event_Await>;
+  api.PJRT_Event_OnReady = Guarded<Event_OnReady>;
 }
 
 }  // namespace xonnx::pjrt_cpu

@@ -220,21 +220,21 @@ PJRT_Error* Buffer_CopyToDevice(PJRT_Buffer_CopyToDevice_Args* a) {
 }  // namespace
 
 void SetBufferSlots(PJRT_Api& api) {
-  api.PJRT_Client_BufferFromHostBuffer = Client_BufferFromHostBuffer;
-  api.PJRT_Buffer_Destroy = Buffer_Destroy;
-  api.PJRT_Buffer_ElementType = Buffer_ElementType;
-  api.PJRT_Buffer_Dimensions = Buffer_Dimensions;
-  api.PJRT_Buffer_UnpaddedDimensions = Buffer_Dimensions;  // no padding, so the same
-  api.PJRT_Buffer_DynamicDimensionIndices = Buffer_DynamicDimensionIndices;
-  api.PJRT_Buffer_OnDeviceSizeInBytes = Buffer_OnDeviceSizeInBytes;
-  api.PJRT_Buffer_Device = Buffer_Device;
-  api.PJRT_Buffer_Memory = Buffer_Memory;
-  api.PJRT_Buffer_Delete = Buffer_Delete;
-  api.PJRT_Buffer_IsDeleted = Buffer_IsDeleted;
-  api.PJRT_Buffer_CopyToDevice = Buffer_CopyToDevice;
-  api.PJRT_Buffer_ToHostBuffer = Buffer_ToHostBuffer;
-  api.PJRT_Buffer_IsOnCpu = Buffer_IsOnCpu;
-  api.PJRT_Buffer_ReadyEvent = Buffer_ReadyEvent;
+  api.PJRT_Client_BufferFromHostBuffer = Guarded<Client_BufferFromHostBuffer>;
+  api.PJRT_Buffer_Destroy = Guarded<Buffer_Destroy>;
+  api.PJRT_Buffer_ElementType = Guarded<Buffer_ElementType>;
+  api.PJRT_Buffer_Dimensions = Guarded<Buffer_Dimensions>;
+  api.PJRT_Buffer_UnpaddedDimensions = Guarded<Buffer_Dimensions>;  // no padding, so the same
+  api.PJRT_Buffer_DynamicDimensionIndices = Guarded<Buffer_DynamicDimensionIndices>;
+  api.PJRT_Buffer_OnDeviceSizeInBytes = Guarded<Buffer_OnDeviceSizeInBytes>;
+  api.PJRT_Buffer_Device = Guarded<Buffer_Device>;
+  api.PJRT_Buffer_Memory = Guarded<Buffer_Memory>;
+  api.PJRT_Buffer_Delete = Guarded<Buffer_Delete>;
+  api.PJRT_Buffer_IsDeleted = Guarded<Buffer_IsDeleted>;
+  api.PJRT_Buffer_CopyToDevice = Guarded<Buffer_CopyToDevice>;
+  api.PJRT_Buffer_ToHostBuffer = Guarded<Buffer_ToHostBuffer>;
+  api.PJRT_Buffer_IsOnCpu = Guarded<Buffer_IsOnCpu>;
+  api.PJRT_Buffer_ReadyEvent = Guarded<Buffer_ReadyEvent>;
 }
 
 }  // namespace xonnx::pjrt_cpu

@@ -236,24 +236,24 @@ PJRT_Error* LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args* a) {
 }  // namespace
 
 void SetExecutableSlots(PJRT_Api& api) {
-  api.PJRT_Client_Compile = Client_Compile;
-  api.PJRT_Executable_Destroy = Executable_Destroy;
-  api.PJRT_Executable_Name = Executable_Name;
-  api.PJRT_Executable_NumReplicas = Executable_NumReplicas;
-  api.PJRT_Executable_NumPartitions = Executable_NumReplicas;  // one of each
-  api.PJRT_Executable_NumOutputs = Executable_NumOutputs;
-  api.PJRT_Executable_SizeOfGeneratedCodeInBytes = Executable_SizeOfGeneratedCodeInBytes;
-  api.PJRT_Executable_Serialize = Executable_Serialize;
-  api.PJRT_LoadedExecutable_Destroy = LoadedExecutable_Destroy;
-  api.PJRT_LoadedExecutable_GetExecutable = LoadedExecutable_GetExecutable;
-  api.PJRT_LoadedExecutable_AddressableDevices = LoadedExecutable_AddressableDevices;
-  api.PJRT_LoadedExecutable_Delete = LoadedExecutable_Delete;
-  api.PJRT_LoadedExecutable_IsDeleted = LoadedExecutable_IsDeleted;
-  api.PJRT_LoadedExecutable_Execute = LoadedExecutable_Execute;
-  api.PJRT_Executable_DeserializeAndLoad = Executable_DeserializeAndLoad;
-  api.PJRT_Executable_OutputElementTypes = Executable_OutputElementTypes;
-  api.PJRT_Executable_OutputDimensions = Executable_OutputDimensions;
-  api.PJRT_Executable_Fingerprint = Executable_Fingerprint;
+  api.PJRT_Client_Compile = Guarded<Client_Compile>;
+  api.PJRT_Executable_Destroy = Guarded<Executable_Destroy>;
+  api.PJRT_Executable_Name = Guarded<Executable_Name>;
+  api.PJRT_Executable_NumReplicas = Guarded<Executable_NumReplicas>;
+  api.PJRT_Executable_NumPartitions = Guarded<Executable_NumReplicas>;  // one of each
+  api.PJRT_Executable_NumOutputs = Guarded<Executable_NumOutputs>;
+  api.PJRT_Executable_SizeOfGeneratedCodeInBytes = Guarded<Executable_SizeOfGeneratedCodeInBytes>;
+  api.PJRT_Executable_Serialize = Guarded<Executable_Serialize>;
+  api.PJRT_LoadedExecutable_Destroy = Guarded<LoadedExecutable_Destroy>;
+  api.PJRT_LoadedExecutable_GetExecutable = Guarded<LoadedExecutable_GetExecutable>;
+  api.PJRT_LoadedExecutable_AddressableDevices = Guarded<LoadedExecutable_AddressableDevices>;
+  api.PJRT_LoadedExecutable_Delete = Guarded<LoadedExecutable_Delete>;
+  api.PJRT_LoadedExecutable_IsDeleted = Guarded<LoadedExecutable_IsDeleted>;
+  api.PJRT_LoadedExecutable_Execute = Guarded<LoadedExecutable_Execute>;
+  api.PJRT_Executable_DeserializeAndLoad = Guarded<Executable_DeserializeAndLoad>;
+  api.PJRT_Executable_OutputElementTypes = Guarded<Executable_OutputElementTypes>;
+  api.PJRT_Executable_OutputDimensions = Guarded<Executable_OutputDimensions>;
+  api.PJRT_Executable_Fingerprint = Guarded<Executable_Fingerprint>;
 }
 
 }  // namespace xonnx::pjrt_cpu

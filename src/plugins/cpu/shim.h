@@ -25,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "backends/cpu/program.h"
+#include "base/exceptions.h"
 #include "hlo/shape.h"
 #include "pjrt/c_api.h"
 #include "xonnx/host_memory.h"
@@ -60,6 +61,24 @@ PJRT_Error* ReturnString(Args* a, const std::string& s) {
   a->value = s.data();
   a->value_size = s.size();
   return nullptr;
+}
+
+// A slot's function, guarded: an exception escaping it (an allocation
+// failure, a bug) becomes the call's error instead of unwinding into the
+// caller's C code. Every slot that returns a PJRT_Error* is set through it.
+template <typename Fn>
+struct SlotArgs;
+template <typename A>
+struct SlotArgs<PJRT_Error* (*)(A*)> {
+  using type = A;
+};
+template <auto Fn>
+PJRT_Error* Guarded(typename SlotArgs<decltype(Fn)>::type* a) {
+  try {
+    return Fn(a);
+  } catch (...) {
+    return MakeError(StatusOfCurrentException("xonnx CPU plugin"));
+  }
 }
 
 // Each file of the shim fills the slots it implements.
