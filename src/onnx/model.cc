@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "base/fingerprint.h"
 #include "base/status.h"
+#include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream.h"
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
@@ -196,6 +197,23 @@ class HashingFileStream : public google::protobuf::io::ZeroCopyInputStream {
   int64_t position_ = 0;
 };
 
+// Messages nested deeper than this are refused by the parser. Protobuf's
+// default (100) stops at about 33 nested If/Loop bodies (a node, its
+// attribute and its graph are three levels); this allows about 330.
+constexpr int kMaxProtoDepth = 1000;
+
+bool ParseModel(google::protobuf::io::CodedInputStream& in, onnx::ModelProto& proto) {
+  in.SetRecursionLimit(kMaxProtoDepth);
+  return proto.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
+}
+
+std::string NotAModel(const std::string& name) {
+  return absl::StrFormat(
+      "%s: not a valid ONNX model (the protobuf does not parse: the file is truncated or damaged, or nests "
+      "messages deeper than %d levels, about %d nested subgraphs)",
+      name, kMaxProtoDepth, kMaxProtoDepth / 3);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModelFromBytes(absl::string_view bytes, const std::string& name,
@@ -203,8 +221,9 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModelFromBytes(absl::string_vie
   auto m = std::make_unique<LoadedModel>();
   m->path = name;
   RETURN_IF_ERROR(CheckSize(name, bytes.size()));
-  if (!m->proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    return InvalidArgument("%s: not a valid ONNX model (the protobuf does not parse; is the file truncated?)", name);
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  if (!ParseModel(in, m->proto)) return absl::InvalidArgumentError(NotAModel(name));
   Fingerprinter content;
   content.UpdateField(bytes);
   RETURN_IF_ERROR(FinishLoad(*m, base_dir, content));
@@ -289,12 +308,15 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path) 
   Fingerprinter content;
   content.BeginField(size);
   HashingFileStream in(fd, &content);
-  bool parsed = m->proto.ParseFromZeroCopyStream(&in);
+  bool parsed;
+  {
+    google::protobuf::io::CodedInputStream coded(&in);
+    parsed = ParseModel(coded, m->proto);
+  }  // gives back what it read ahead, so ByteCount() below is exact
   if (in.read_errno() != 0)
     return absl::DataLossError(
         absl::StrFormat("%s: cannot read the model file: %s", path, std::strerror(in.read_errno())));
-  if (!parsed)
-    return InvalidArgument("%s: not a valid ONNX model (the protobuf does not parse; is the file truncated?)", path);
+  if (!parsed) return absl::InvalidArgumentError(NotAModel(path));
   // The fingerprint promises to name these bytes: a file that changed size
   // while it was read is not the file that was fingerprinted.
   if (static_cast<uint64_t>(in.ByteCount()) != size)

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/test_dir.h"
 #include "onnx/tensor_proto.h"
+#include "xonnx/session.h"
 
 namespace xonnx::onnx_import {
 namespace {
@@ -224,6 +225,91 @@ TEST(TensorProtos, WrappingOrOverclaimingDimsAreErrors) {
   ASSERT_FALSE(claimed.ok());
   EXPECT_THAT(std::string(claimed.status().message()),
               ::testing::HasSubstr("has 1 values, its shape needs 1000000000"));
+}
+
+}  // namespace
+}  // namespace xonnx::onnx_import
+
+namespace xonnx::onnx_import {
+namespace {
+
+// y = If(c) nested `depth` deep: each level's then-branch is the next level,
+// its else-branch the constant -level; the innermost then-branch is 42.
+onnx::GraphProto NestedIfs(int depth, int level = 0) {
+  onnx::GraphProto g;
+  g.set_name(absl::StrCat("level", level));
+  auto* y = g.add_output();
+  y->set_name(absl::StrCat("y", level));
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  y->mutable_type()->mutable_tensor_type()->mutable_shape();  // a scalar
+  auto constant = [&](onnx::GraphProto& graph, const std::string& out, float v) {
+    auto* n = graph.add_node();
+    n->set_op_type("Constant");
+    n->add_output(out);
+    auto* a = n->add_attribute();
+    a->set_name("value_float");
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  };
+  if (level == depth) {
+    constant(g, y->name(), 42.0f);
+    return g;
+  }
+  auto* n = g.add_node();
+  n->set_op_type("If");
+  n->add_input("c");
+  n->add_output(y->name());
+  auto* then_branch = n->add_attribute();
+  then_branch->set_name("then_branch");
+  then_branch->set_type(onnx::AttributeProto::GRAPH);
+  *then_branch->mutable_g() = NestedIfs(depth, level + 1);
+  auto* else_branch = n->add_attribute();
+  else_branch->set_name("else_branch");
+  else_branch->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto& e = *else_branch->mutable_g();
+  e.set_name(absl::StrCat("else", level));
+  auto* ey = e.add_output();
+  ey->set_name(absl::StrCat("e", level));
+  ey->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  ey->mutable_type()->mutable_tensor_type()->mutable_shape();
+  constant(e, ey->name(), -level);
+  return g;
+}
+
+onnx::ModelProto NestedIfModel(int depth) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  *m.mutable_graph() = NestedIfs(depth);
+  auto* c = m.mutable_graph()->add_input();
+  c->set_name("c");
+  c->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::BOOL);
+  c->mutable_type()->mutable_tensor_type()->mutable_shape();
+  return m;
+}
+
+// Protobuf's default depth limit stopped at 33 nested Ifs with a message
+// about truncated files; 60 load and run, and a model past the raised
+// limit says which limit it passed.
+TEST_F(ModelFileTest, DeeplyNestedSubgraphsLoadAndTheLimitIsNamed) {
+  std::string path = Write("nested.onnx", NestedIfModel(60).SerializeAsString());
+  auto loaded = LoadModel(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto session = Session::Open(path);
+  ASSERT_TRUE(session.ok()) << session.status();
+  for (bool c : {true, false}) {
+    Tensor t(DataType::kBool, {});
+    *t.data_as<bool>() = c;
+    auto out = (*session)->Run({{"c", t}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(*out->at(0).data_as<float>(), c ? 42.0f : 0.0f);
+  }
+  std::string deep = NestedIfModel(400).SerializeAsString();
+  for (const absl::Status& st :
+       {LoadModel(Write("deep.onnx", deep)).status(), LoadModelFromBytes(deep, "deep.onnx", dir_.string()).status()}) {
+    ASSERT_FALSE(st.ok());
+    EXPECT_THAT(std::string(st.message()), HasSubstr("nests messages deeper than 1000 levels"));
+  }
 }
 
 }  // namespace

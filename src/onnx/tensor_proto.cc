@@ -81,7 +81,8 @@ absl::StatusOr<hlo::Literal> LiteralFromTensorProto(const TP& t, std::shared_ptr
                              shape.ByteSize());
     if (owner) return hlo::Literal::Borrow(std::move(shape), t.raw_data().data(), std::move(owner));
     hlo::Literal l(std::move(shape));
-    std::memcpy(l.untyped_data(), t.raw_data().data(), l.size_bytes());
+    if (l.size_bytes() > 0)  // an empty tensor may have no storage: memcpy wants real pointers
+      std::memcpy(l.untyped_data(), t.raw_data().data(), l.size_bytes());
     return l;
   }
   hlo::Literal l(std::move(shape));

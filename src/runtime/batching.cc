@@ -31,6 +31,7 @@ void CopyBlocks(const Tensor& in, Tensor& out, int64_t count, int64_t in_block, 
     return;
   }
   int64_t w = DataTypeSize(in.dtype());
+  if (take <= 0 || count <= 0) return;  // empty tensors may have null data
   const auto* src = static_cast<const char*>(in.data());
   auto* dst = static_cast<char*>(out.data());
   for (int64_t b = 0; b < count; ++b)

@@ -108,7 +108,8 @@ absl::Status Executable::ExecutePart(absl::Span<const void* const> args, absl::S
   if (profile_) ++profile_->calls;
   if (st.ok())
     for (size_t k = 0; k < outputs.size(); ++k)
-      std::memcpy(outputs[k], frame.Ptr(output_refs_[k]), output_shapes_[k].ByteSize() / parts_);
+      if (size_t n = output_shapes_[k].ByteSize() / parts_; n > 0)  // empty outputs may have null pointers
+        std::memcpy(outputs[k], frame.Ptr(output_refs_[k]), n);
   SharedArenaPool().Give(std::move(arena));
   return st;
 }
