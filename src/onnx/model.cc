@@ -20,6 +20,7 @@
 #include "google/protobuf/io/zero_copy_stream.h"
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
+#include "onnx/structure.h"
 #include "onnx/topo_sort.h"
 
 namespace xonnx::onnx_import {
@@ -251,12 +252,12 @@ void CollectUnknownOnnxOps(const onnx::GraphProto& g, int64_t version, std::set<
 absl::Status CheckModel(const LoadedModel& model) {
   // libonnx's checker validates nodes against the newest schemas it knows;
   // a model declaring a newer opset of a domain (opset 18+ with ONNX 1.12)
-  // would be rejected for valid nodes, so such models skip it. The importer
-  // still checks every node it converts.
+  // would be rejected for valid nodes, so such models skip it for our own
+  // structural checks. The importer still checks every node it converts.
   const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   for (const auto& [domain, version] : model.opsets) {
     auto it = known.find(domain.empty() ? std::string("") : domain);
-    if (it != known.end() && version > it->second.second) return absl::OkStatus();
+    if (it != known.end() && version > it->second.second) return CheckStructure(model.proto.graph(), model.path);
   }
   // ONNX Runtime adds ops of its own to the ONNX domain (its optimizer
   // writes SimplifiedLayerNormalization there), which the checker rejects.
@@ -268,7 +269,7 @@ absl::Status CheckModel(const LoadedModel& model) {
     std::cerr << "xonnx: warning: " << model.path << ": not checked with the ONNX checker: it uses "
               << absl::StrJoin(foreign, ", ")
               << " in the ONNX domain, which ONNX does not define (ONNX Runtime's own ops)\n";
-    return absl::OkStatus();
+    return CheckStructure(model.proto.graph(), model.path);
   }
   try {
     onnx::checker::check_model(model.proto);
