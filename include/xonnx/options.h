@@ -2,9 +2,11 @@
 #ifndef XONNX_OPTIONS_H_
 #define XONNX_OPTIONS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -87,6 +89,10 @@ struct SessionOptions {
   static constexpr int kGpuSpinUs = 2000;
   int spin_wait_us = kAutoSpin;
 
+  // Milliseconds a call may take from its start, for every call (0: no
+  // limit; RunOptions::deadline_ms overrides it per call). See RunOptions.
+  int64_t deadline_ms = 0;
+
   // Persistent compile cache: executables are serialized by the plugin and
   // reloaded by later processes. Empty cache_dir: $XONNX_CACHE_DIR, else
   // $XDG_CACHE_HOME/xonnx, else ~/.cache/xonnx.
@@ -118,6 +124,32 @@ struct SessionOptions {
   // for convolutions and matrix products, and fused elementwise loops.
   bool use_dnnl = true;
   bool fuse_elementwise = true;
+};
+
+// Stops calls from another thread: give it to calls in RunOptions::cancel,
+// then Cancel(). One token may serve any number of calls; it stays set.
+class CancelToken {
+ public:
+  void Cancel() { flag_.store(1); }
+  bool cancelled() const { return flag_.load() != 0; }
+  // The flag itself (nonzero once cancelled), which the plugin reads.
+  const std::atomic<int32_t>* flag() const { return &flag_; }
+
+ private:
+  std::atomic<int32_t> flag_{0};
+};
+
+// Bounds on one call. A call past its deadline fails with
+// DEADLINE_EXCEEDED, a cancelled one with CANCELLED. xonnx's CPU plugin
+// checks both between kernels and at every loop iteration, so a long or
+// endless Loop stops; on other plugins a program runs to its end once
+// started, and the bounds are checked before it starts and between the
+// parts of a split model. Compiling a new shape is not interrupted.
+struct RunOptions {
+  // Milliseconds from the call's start; -1: SessionOptions::deadline_ms;
+  // 0: no limit.
+  int64_t deadline_ms = -1;
+  std::shared_ptr<CancelToken> cancel;
 };
 
 // Shapes per input name, e.g. {"input": {1, 3, 224, 224}}.

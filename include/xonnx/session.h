@@ -152,17 +152,18 @@ class Session {
   // Runs the model on named inputs; returns the outputs in model order.
   // With buckets, pads to a bucket (or splits), and with all devices, splits
   // the batch across them (see SessionOptions).
-  StatusOr<std::vector<Tensor>> Run(const std::map<std::string, Tensor>& inputs);
+  StatusOr<std::vector<Tensor>> Run(const std::map<std::string, Tensor>& inputs, const RunOptions& run = {});
   // Run() for models with sequence or optional inputs or outputs (it takes
   // any model). An optional input may be left out or given as
   // Value::None(). A sequence's length is part of its shape: each distinct
   // length compiles once. Buckets and all devices do not apply.
-  StatusOr<std::vector<Value>> RunValues(const std::map<std::string, Value>& inputs);
+  StatusOr<std::vector<Value>> RunValues(const std::map<std::string, Value>& inputs, const RunOptions& run = {});
   // Run() on one of the session's worker threads (at most max(4, 2 x
   // devices), started as calls arrive; further calls queue): several calls
   // may be in flight at once, so one call's transfers overlap another's
-  // compute. Destroying the session waits for the queued calls.
-  std::future<StatusOr<std::vector<Tensor>>> RunAsync(std::map<std::string, Tensor> inputs);
+  // compute. Destroying the session cancels its calls in flight and the
+  // queued ones (they fail with CANCELLED) and waits for them.
+  std::future<StatusOr<std::vector<Tensor>>> RunAsync(std::map<std::string, Tensor> inputs, RunOptions run = {});
   // Converts and compiles for these inputs now (Run would do it lazily), and
   // runs the program once so that plugins that finish compiling on the first
   // execution (ours binds weights then) have done so. Only the shapes

@@ -49,6 +49,7 @@ struct DeviceArgs {
   int compile_threads = 0;
   std::string io_staging = "auto";
   int spin_wait_us = -1;
+  int64_t deadline_ms = 0;
 };
 // The options of the running command (AddDeviceOptions fills them).
 extern DeviceArgs g_device;

@@ -101,6 +101,8 @@ xonnx::SessionOptions BaseOptions() {
   }
   if (g_device.spin_wait_us < -1) throw CliError{"--spin-wait-us must be >= 0 (or -1: automatic)"};
   o.spin_wait_us = g_device.spin_wait_us;
+  if (g_device.deadline_ms < 0) throw CliError{"--deadline-ms must be >= 0"};
+  o.deadline_ms = g_device.deadline_ms;
   if (isatty(STDERR_FILENO)) o.compile_progress = ShowProgress;
   return o;
 }
@@ -157,6 +159,10 @@ void AddDeviceOptions(CLI::App* cmd, bool serving) {
   cmd->add_flag("--no-cache", g_device.no_cache, "Do not read or write the persistent compile cache");
   cmd->add_option("--compile-threads", g_device.compile_threads,
                   "Threads compiling buckets at start (default: one per hardware thread)");
+  cmd->add_option("--deadline-ms", g_device.deadline_ms,
+                  "Milliseconds each call may take before it fails with DEADLINE_EXCEEDED (0: no limit); xonnx's "
+                  "CPU plugin stops a program between kernels and loop steps, other plugins before it starts")
+      ->capture_default_str();
   cmd->add_option("--io-staging", g_device.io_staging,
                   "How inputs and outputs cross to the device: 'mapped' through host memory registered for its "
                   "DMA (mapped once, reused), 'plugin' through the plugin's own staging copy, 'auto' mapped "

@@ -585,6 +585,22 @@ typedef struct {
   size_t num_hlo_output_callbacks;
 } PJRT_ExecuteOptions;
 
+// xonnx's own extension of PJRT_ExecuteOptions (chained from its
+// extension_start): bounds on one execution, which xonnx's CPU plugin
+// checks between kernels and at every loop iteration. The type is outside
+// the range XLA's extension types use; xonnx attaches it only for its own
+// plugin.
+#define PJRT_Extension_Type_XonnxRunBounds 0x786f0001
+typedef struct {
+  PJRT_Extension_Base base;
+  // Up to two flags (std::atomic<int32_t>, or null) another thread may set
+  // nonzero to stop the execution with CANCELLED.
+  const void* cancel_flags[2];
+  // CLOCK_MONOTONIC nanoseconds after which the execution stops with
+  // DEADLINE_EXCEEDED; 0: none.
+  int64_t deadline_ns;
+} PJRT_XonnxRunBounds_Extension;
+
 typedef struct {
   size_t struct_size;
   PJRT_Extension_Base* extension_start;

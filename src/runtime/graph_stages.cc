@@ -32,12 +32,13 @@ void GraphStages::ForEachStage(const std::function<void(int, const ModelRunner&)
 }
 
 StatusOr<std::vector<Tensor>> GraphStages::Run(const ModelRunner& parent, const std::vector<TensorSpec>& outputs,
-                                               const std::map<std::string, Tensor>& inputs) {
+                                               const std::map<std::string, Tensor>& inputs, const CallBounds* bounds) {
   const onnx_import::LoadedModel& model = parent.model();
   const onnx::GraphProto& g = model.proto.graph();
   std::map<std::string, Tensor> values = inputs;
   for (size_t k = 0; k < split_.segments.size(); ++k) {
     const onnx_import::Segment& seg = split_.segments[k];
+    if (bounds) RETURN_IF_ERROR(bounds->Check(model.path));
     if (seg.on_host) {
       std::map<std::string, hlo::Literal> args;
       for (const auto& name : seg.inputs) {
@@ -62,7 +63,7 @@ StatusOr<std::vector<Tensor>> GraphStages::Run(const ModelRunner& parent, const 
       args[name] = values.at(name);
     }
     ASSIGN_OR_RETURN(ModelRunner * stage, Stage(parent, k, types));
-    ASSIGN_OR_RETURN(std::vector<Tensor> outs, stage->RunExact(args, 0));
+    ASSIGN_OR_RETURN(std::vector<Tensor> outs, stage->RunExact(args, 0, nullptr, nullptr, bounds));
     for (size_t o = 0; o < outs.size() && o < seg.outputs.size(); ++o) values[seg.outputs[o]] = std::move(outs[o]);
   }
   std::vector<Tensor> outs;

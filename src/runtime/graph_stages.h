@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "onnx/graph_split.h"
+#include "runtime/call_bounds.h"
 #include "runtime/model_runner.h"
 #include "xonnx/session.h"
 
@@ -30,8 +31,9 @@ class GraphStages {
   // Runs the split graph of `parent`'s model: device segments as programs
   // for the shapes they meet, host nodes on the host in between; returns
   // the model's `outputs` in order.
+  // `bounds` (may be null) is checked before each part.
   StatusOr<std::vector<Tensor>> Run(const ModelRunner& parent, const std::vector<TensorSpec>& outputs,
-                                    const std::map<std::string, Tensor>& inputs);
+                                    const std::map<std::string, Tensor>& inputs, const CallBounds* bounds);
   // The runner of device segment k, made on first use from the element
   // types of its inputs.
   StatusOr<ModelRunner*> Stage(const ModelRunner& parent, int k, const std::map<std::string, DataType>& types);

@@ -303,7 +303,8 @@ StatusOr<Program> ModelRunner::Complete(Prepared p, int dev) {
 }
 
 StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, Tensor>& inputs, int dev,
-                                                    const InputStructure* structure, std::vector<int>* counts) {
+                                                    const InputStructure* structure, std::vector<int>* counts,
+                                                    const CallBounds* bounds) {
   const std::string& file = path();
   // One call is put to the plugin whole (uploads, the run, the copies back)
   // and waited for once at the end: the plugin orders the steps on the
@@ -320,6 +321,7 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
     // Leased staging blocks outlive every wait below (declared first, gone last).
     std::vector<MappedStaging::Lease> leases;
     ASSIGN_OR_RETURN(Program prog, Get(inputs, dev, structure));
+    if (bounds) RETURN_IF_ERROR(bounds->Check(file));
     std::vector<DataType> output_types;
     for (const auto& info : prog.computed) {
       ASSIGN_OR_RETURN(DataType t, FromHlo(info.type));
@@ -352,7 +354,11 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
       released.push_back(std::move(up->host_released));
     }
     for (const auto& w : prog.weights) args.push_back(w.get());
-    auto launch = prog.exe->Start(args);
+    // Only xonnx's CPU plugin knows the bounds' extension.
+    PJRT_XonnxRunBounds_Extension extension;
+    bool pass_bounds = bounds && bounds->bounded() && !xla_plugin_;
+    if (pass_bounds) extension = bounds->Extension();
+    auto launch = prog.exe->Start(args, pass_bounds ? &extension : nullptr);
     std::vector<Tensor> computed;
     std::vector<pjrt::Event> copies;
     std::vector<void*> staged_out;  // per output: its leased block, or null
@@ -385,6 +391,14 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
       run = launch.status();
     }
     run = finish_uploads(run);
+    // Stopped by its bounds: the call's own message, and where the plugin
+    // stopped it (its message less the reason, which the call's repeats).
+    if (bounds && (absl::IsCancelled(run) || absl::IsDeadlineExceeded(run)))
+      if (Status b = bounds->Check(file); !b.ok()) {
+        absl::string_view where = run.message();
+        where = where.substr(0, std::min(where.size(), where.rfind(": ")));
+        return Status(b.code(), absl::StrCat(b.message(), " (stopped at ", where, ")"));
+      }
     if (!run.ok()) {
       if (absl::IsDataLoss(run) && !prog.cache_keys.empty() && attempt == 0) {
         programs_.Drop(prog, run);  // a damaged cache entry: compile afresh, once

@@ -17,6 +17,7 @@
 #include "onnx/importer.h"
 #include "onnx/model.h"
 #include "pjrt/client.h"
+#include "runtime/call_bounds.h"
 #include "runtime/mapped_staging.h"
 #include "runtime/program_cache.h"
 #include "runtime/weight_store.h"
@@ -86,8 +87,11 @@ class ModelRunner {
   // Runs one program on devices[dev] with inputs of exactly its shapes.
   // With `structure`, also the sequence lengths and empty optionals of the
   // call; `counts` receives how the outputs group into model outputs.
+  // `bounds` (may be null) is checked before the program starts and, on
+  // xonnx's CPU plugin, while it runs.
   StatusOr<std::vector<Tensor>> RunExact(const std::map<std::string, Tensor>& inputs, int dev,
-                                         const InputStructure* structure = nullptr, std::vector<int>* counts = nullptr);
+                                         const InputStructure* structure = nullptr, std::vector<int>* counts = nullptr,
+                                         const CallBounds* bounds = nullptr);
   // The phases of the calls RunExact made so far.
   RunPhases phases() const;
 

@@ -52,8 +52,12 @@ StatusOr<TensorSpec> SpecOf(const onnx_import::TensorInfo& info) {
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() {
-  // Queued RunAsync calls finish while the session is whole.
-  if (impl_) impl_->workers.reset();
+  // Calls in flight stop, queued ones fail at once; all of them finish
+  // while the session is whole.
+  if (impl_) {
+    impl_->closing.Cancel();
+    impl_->workers.reset();
+  }
 }
 
 StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, const SessionOptions& options) {
@@ -267,9 +271,10 @@ Status Session::CheckInputs(const std::map<std::string, Tensor>& inputs) const {
   return absl::OkStatus();
 }
 
-StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& inputs) {
+StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& inputs, const RunOptions& run) {
   return CatchExceptions(impl_->path(), [&]() -> StatusOr<std::vector<Tensor>> {
     Impl& m = *impl_;
+    const CallBounds bounds(run, m.options, m.closing);
     if (m.value_io) {
       for (const auto* specs : {&m.inputs, &m.outputs})
         for (const auto& s : *specs)
@@ -278,7 +283,7 @@ StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& 
                                    s.optional ? "n optional" : " sequence");
     }
     RETURN_IF_ERROR(CheckInputs(inputs));
-    if (m.stages.split()) return m.stages.Run(*m.runner, m.outputs, inputs);
+    if (m.stages.split()) return m.stages.Run(*m.runner, m.outputs, inputs, &bounds);
     // The batch: dimension 0 of the inputs declaring it dynamic.
     int64_t rows = -1;
     for (const auto& s : m.inputs) {
@@ -288,7 +293,7 @@ StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& 
         return InvalidArgument("%s: input '%s' has batch %d, another input has %d", m.path(), s.name, r, rows);
       rows = r;
     }
-    if (rows <= 0) return m.RunRows(inputs, 0, std::max<int64_t>(rows, 0), std::max<int64_t>(rows, 0), 0);
+    if (rows <= 0) return m.RunRows(inputs, 0, std::max<int64_t>(rows, 0), std::max<int64_t>(rows, 0), 0, bounds);
     // Contiguous shares of the batch per device, each cut into runs no larger
     // than the largest bucket.
     int64_t devices = std::min<int64_t>(m.num_devices(), rows);
@@ -306,7 +311,7 @@ StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& 
     auto run_device = [&](int d) -> StatusOr<std::vector<std::vector<Tensor>>> {
       std::vector<std::vector<Tensor>> outs;
       for (const Part& p : per_device[d]) {
-        ASSIGN_OR_RETURN(std::vector<Tensor> o, m.RunRows(inputs, p.begin, p.rows, rows, d));
+        ASSIGN_OR_RETURN(std::vector<Tensor> o, m.RunRows(inputs, p.begin, p.rows, rows, d, bounds));
         outs.push_back(std::move(o));
       }
       return outs;
@@ -344,7 +349,7 @@ StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& 
   });
 }
 
-StatusOr<std::vector<Value>> Session::RunValues(const std::map<std::string, Value>& inputs) {
+StatusOr<std::vector<Value>> Session::RunValues(const std::map<std::string, Value>& inputs, const RunOptions& run) {
   return CatchExceptions(impl_->path(), [&]() -> StatusOr<std::vector<Value>> {
     Impl& m = *impl_;
     const std::string& file = m.path();
@@ -356,7 +361,7 @@ StatusOr<std::vector<Value>> Session::RunValues(const std::map<std::string, Valu
                                  v.kind == Value::Kind::kNone ? "empty optional" : "sequence");
         tensors[name] = v.tensor;
       }
-      ASSIGN_OR_RETURN(std::vector<Tensor> outs, Run(tensors));
+      ASSIGN_OR_RETURN(std::vector<Tensor> outs, Run(tensors, run));
       std::vector<Value> values;
       for (auto& t : outs) values.push_back(Value::Of(std::move(t)));
       return values;
@@ -397,7 +402,8 @@ StatusOr<std::vector<Value>> Session::RunValues(const std::map<std::string, Valu
       }
     }
     std::vector<int> counts;
-    ASSIGN_OR_RETURN(std::vector<Tensor> outs, m.runner->RunExact(flat, 0, &structure, &counts));
+    const CallBounds bounds(run, m.options, m.closing);
+    ASSIGN_OR_RETURN(std::vector<Tensor> outs, m.runner->RunExact(flat, 0, &structure, &counts, &bounds));
     std::vector<Value> values;
     size_t k = 0;
     for (int c : counts) {
@@ -415,14 +421,14 @@ StatusOr<std::vector<Value>> Session::RunValues(const std::map<std::string, Valu
   });
 }
 
-std::future<StatusOr<std::vector<Tensor>>> Session::RunAsync(std::map<std::string, Tensor> inputs) {
+std::future<StatusOr<std::vector<Tensor>>> Session::RunAsync(std::map<std::string, Tensor> inputs, RunOptions run) {
   // Two calls per device keep one call's transfers beside another's compute.
   std::call_once(impl_->workers_once, [&] {
     impl_->workers = std::make_unique<AsyncWorkers>(std::max<size_t>(4, 2 * impl_->num_devices()));
   });
   auto done = std::make_shared<std::promise<StatusOr<std::vector<Tensor>>>>();
   std::future<StatusOr<std::vector<Tensor>>> result = done->get_future();
-  impl_->workers->Submit([this, done, in = std::move(inputs)] { done->set_value(Run(in)); });
+  impl_->workers->Submit([this, done, in = std::move(inputs), run = std::move(run)] { done->set_value(Run(in, run)); });
   return result;
 }
 

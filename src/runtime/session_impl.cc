@@ -23,10 +23,10 @@ double MsSince(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 StatusOr<std::vector<Tensor>> Session::Impl::RunRows(const std::map<std::string, Tensor>& all, int64_t begin,
-                                                     int64_t rows, int64_t total, int dev) {
+                                                     int64_t rows, int64_t total, int dev, const CallBounds& bounds) {
   int64_t padded = buckets.PaddedRows(rows);
   bool whole_batch = begin == 0 && rows == total && padded == rows;
-  if (whole_batch && !buckets.has_dim_buckets()) return runner->RunExact(all, dev);
+  if (whole_batch && !buckets.has_dim_buckets()) return runner->RunExact(all, dev, nullptr, nullptr, &bounds);
   std::map<std::string, Tensor> part;
   for (const auto& s : inputs) {
     const Tensor& t = all.at(s.name);
@@ -43,7 +43,7 @@ StatusOr<std::vector<Tensor>> Session::Impl::RunRows(const std::map<std::string,
   auto actual_or = buckets.PadDims(part);
   if (!actual_or.ok()) return actual_or.status();
   const std::map<std::string, int64_t>& actual = *actual_or;
-  ASSIGN_OR_RETURN(std::vector<Tensor> outs, runner->RunExact(part, dev));
+  ASSIGN_OR_RETURN(std::vector<Tensor> outs, runner->RunExact(part, dev, nullptr, nullptr, &bounds));
   RETURN_IF_ERROR(buckets.CutDims(outs, actual));
   if (padded != rows)
     for (size_t k = 0; k < outs.size(); ++k)

@@ -11,6 +11,7 @@
 
 #include "base/status.h"
 #include "runtime/buckets.h"
+#include "runtime/call_bounds.h"
 #include "runtime/graph_stages.h"
 #include "runtime/model_runner.h"
 #include "runtime/threads.h"
@@ -28,6 +29,8 @@ struct Session::Impl {
   GraphStages stages;
   // Some input or output is a sequence or an optional (RunValues).
   bool value_io = false;
+  // Raised when the session closes: its calls in flight stop.
+  CancelToken closing;
   std::once_flag workers_once;
   std::unique_ptr<AsyncWorkers> workers;
 
@@ -48,7 +51,7 @@ struct Session::Impl {
   // Rows [begin, begin + rows) of the batched inputs, padded to a bucket,
   // run on devices[dev]; the outputs cut back to `rows`.
   StatusOr<std::vector<Tensor>> RunRows(const std::map<std::string, Tensor>& all, int64_t begin, int64_t rows,
-                                        int64_t total, int dev);
+                                        int64_t total, int dev, const CallBounds& bounds);
   // With buckets covering every dynamic dimension, compiles (or loads) every
   // bucket on every device now, in parallel.
   Status CompileBuckets();

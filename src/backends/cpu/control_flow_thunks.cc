@@ -87,10 +87,13 @@ absl::StatusOr<std::optional<Thunk>> MakeNativeWhileThunk(const EmitContext& ctx
       for (size_t k = 0; k < n; ++k) args[k] = cur[k].data();
       bool go = false;
       void* pred = &go;
-      RETURN_IF_ERROR(c->Execute(args, absl::Span<void* const>(&pred, 1)));
+      // Every iteration checks the call's bounds: a loop of 2^62 steps or
+      // one whose condition never fails stops when told to.
+      if (f.control()) RETURN_IF_ERROR(f.control()->Check());
+      RETURN_IF_ERROR(c->Execute(args, absl::Span<void* const>(&pred, 1), f.control()));
       if (!go) break;
       for (size_t k = 0; k < n; ++k) outs[k] = next[k].data();
-      RETURN_IF_ERROR(b->Execute(args, outs));
+      RETURN_IF_ERROR(b->Execute(args, outs, f.control()));
       std::swap(cur, next);
     }
     for (size_t k = 0; k < n; ++k) std::memcpy(f.Ptr(io.outputs[k]), cur[k].data(), sizes[k]);
@@ -148,7 +151,7 @@ absl::StatusOr<std::optional<Thunk>> MakeNativeConditionalThunk(const EmitContex
       scratch[j].resize(std::max<int64_t>(sizes[j], 1));
       outs.push_back(scratch[j].data());
     }
-    RETURN_IF_ERROR(branches[k]->Execute(args, outs));
+    RETURN_IF_ERROR(branches[k]->Execute(args, outs, f.control()));
     for (size_t j = 0; j < sizes.size(); ++j) std::memcpy(f.Ptr(io.outputs[j]), scratch[j].data(), sizes[j]);
     return absl::OkStatus();
   };

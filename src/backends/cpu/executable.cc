@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_format.h"
 #include "backends/cpu/arena_pool.h"
+#include "base/monotonic_clock.h"
 #include "base/status.h"
 
 namespace xonnx::cpu {
@@ -63,12 +64,20 @@ Executable::~Executable() {
                  thunks_[i].name.c_str(), thunk_kinds_[i].c_str());
 }
 
-absl::Status Executable::Execute(absl::Span<const void* const> args, absl::Span<void* const> outputs) const {
+absl::Status RunControl::Check() const {
+  for (const std::atomic<int32_t>* flag : cancelled)
+    if (flag && flag->load(std::memory_order_relaxed)) return absl::CancelledError("the call was cancelled");
+  if (deadline_ns && MonotonicNs() > deadline_ns) return absl::DeadlineExceededError("the call passed its deadline");
+  return absl::OkStatus();
+}
+
+absl::Status Executable::Execute(absl::Span<const void* const> args, absl::Span<void* const> outputs,
+                                 const RunControl* control) const {
   if (args.size() != parameter_shapes_.size())
     return InvalidArgument("the program takes %d arguments, got %d", parameter_shapes_.size(), args.size());
   if (outputs.size() != output_shapes_.size())
     return InvalidArgument("the program has %d outputs, got %d buffers", output_shapes_.size(), outputs.size());
-  if (parts_ == 1) return ExecutePart(args, outputs);
+  if (parts_ == 1) return ExecutePart(args, outputs, control);
   std::vector<const void*> part_args(args.size());
   std::vector<void*> part_outputs(outputs.size());
   for (int64_t part = 0; part < parts_; ++part) {
@@ -76,16 +85,17 @@ absl::Status Executable::Execute(absl::Span<const void* const> args, absl::Span<
       part_args[k] = static_cast<const char*>(args[k]) + part * param_part_bytes_[k];
     for (size_t k = 0; k < outputs.size(); ++k)
       part_outputs[k] = static_cast<char*>(outputs[k]) + part * output_part_bytes_[k];
-    RETURN_IF_ERROR(ExecutePart(part_args, part_outputs));
+    RETURN_IF_ERROR(ExecutePart(part_args, part_outputs, control));
   }
   return absl::OkStatus();
 }
 
-absl::Status Executable::ExecutePart(absl::Span<const void* const> args, absl::Span<void* const> outputs) const {
+absl::Status Executable::ExecutePart(absl::Span<const void* const> args, absl::Span<void* const> outputs,
+                                     const RunControl* control) const {
   Arena arena = SharedArenaPool().Take(arena_bytes_);
   if (!arena.data)
     return absl::ResourceExhaustedError(absl::StrFormat("cannot allocate %d bytes of working memory", arena_bytes_));
-  Frame frame(args, arena.data.get(), scratch_offset_, &constants_);
+  Frame frame(args, arena.data.get(), scratch_offset_, &constants_, control);
   absl::Status st;
   if (ProfilingEnabled() && !profile_) {
     std::lock_guard<std::mutex> l(profile_mu_);
@@ -97,7 +107,8 @@ absl::Status Executable::ExecutePart(absl::Span<const void* const> args, absl::S
   for (size_t i = 0; i < thunks_.size(); ++i) {
     const Thunk& t = thunks_[i];
     auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    st = t.run(frame);
+    st = control ? control->Check() : absl::OkStatus();
+    if (st.ok()) st = t.run(frame);
     if (profile_)
       profile_->ns[i] += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
     if (!st.ok()) {

@@ -5,6 +5,7 @@
 #ifndef XONNX_BACKENDS_CPU_EXECUTABLE_H_
 #define XONNX_BACKENDS_CPU_EXECUTABLE_H_
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -45,6 +46,16 @@ struct BufferRef {
 
 class Frame;
 
+// Bounds on one Execute call, checked between kernels and at every loop
+// iteration: a flag another thread may raise to stop the call, and a
+// deadline on the monotonic clock.
+struct RunControl {
+  const std::atomic<int32_t>* cancelled[2] = {nullptr, nullptr};  // nonzero: stop
+  int64_t deadline_ns = 0;                                        // MonotonicNs(); 0: none
+  // CANCELLED or DEADLINE_EXCEEDED once the call must stop, else OK.
+  absl::Status Check() const;
+};
+
 // One step of the program.
 struct Thunk {
   std::string name;  // the instruction it came from, for errors and profiles
@@ -65,7 +76,10 @@ class Executable {
   // Runs the program. `args` holds one row-major buffer per entry parameter;
   // `outputs` one per leaf of the result (tuple elements, or the single
   // array). Safe to call from several threads at once.
-  [[nodiscard]] absl::Status Execute(absl::Span<const void* const> args, absl::Span<void* const> outputs) const;
+  // `control`, when given, bounds the call (it stops with CANCELLED or
+  // DEADLINE_EXCEEDED between kernels).
+  [[nodiscard]] absl::Status Execute(absl::Span<const void* const> args, absl::Span<void* const> outputs,
+                                     const RunControl* control = nullptr) const;
 
   const std::vector<hlo::Shape>& parameter_shapes() const { return parameter_shapes_; }
   const std::vector<hlo::Shape>& output_shapes() const { return output_shapes_; }
@@ -97,7 +111,8 @@ class Executable {
   } pool_use_;
 
   // One call of the compiled program on part of the batch, or on all of it.
-  absl::Status ExecutePart(absl::Span<const void* const> args, absl::Span<void* const> outputs) const;
+  absl::Status ExecutePart(absl::Span<const void* const> args, absl::Span<void* const> outputs,
+                           const RunControl* control) const;
 
   std::unique_ptr<hlo::Module> module_;
   std::vector<hlo::Shape> parameter_shapes_, output_shapes_;
@@ -130,8 +145,10 @@ ArenaPoolStats ArenaPoolCount();
 class Frame {
  public:
   Frame(absl::Span<const void* const> args, uint8_t* arena, int64_t scratch_offset,
-        const std::vector<const void*>* constants)
-      : args_(args), arena_(arena), scratch_offset_(scratch_offset), constants_(constants) {}
+        const std::vector<const void*>* constants, const RunControl* control = nullptr)
+      : args_(args), arena_(arena), scratch_offset_(scratch_offset), constants_(constants), control_(control) {}
+  // The call's bounds (null: none), for thunks that run programs of their own.
+  const RunControl* control() const { return control_; }
   // The running thunk's scratch memory (Thunk::scratch_bytes), 64-byte aligned.
   uint8_t* Scratch() const { return arena_ + scratch_offset_; }
   void* Ptr(const BufferRef& r) const {
@@ -151,6 +168,7 @@ class Frame {
   uint8_t* arena_;
   int64_t scratch_offset_;
   const std::vector<const void*>* constants_;
+  const RunControl* control_;
 };
 
 }  // namespace xonnx::cpu

@@ -171,7 +171,23 @@ PJRT_Error* Executable_DeserializeAndLoad(PJRT_Executable_DeserializeAndLoad_Arg
   a->loaded_executable = e;
   return nullptr;
 }
-absl::Status ExecuteOne(PJRT_LoadedExecutable* e, PJRT_Buffer* const* args, size_t num_args, PJRT_Buffer** outs) {
+// The bounds a caller chained into the execute options (xonnx's own
+// extension), if any.
+absl::StatusOr<cpu::RunControl> RunControlOf(const PJRT_ExecuteOptions* options) {
+  cpu::RunControl control;
+  for (const PJRT_Extension_Base* e = options->extension_start; e; e = e->next) {
+    if (e->type != PJRT_Extension_Type_XonnxRunBounds) continue;
+    RETURN_IF_ERROR(CheckSize("PJRT_XonnxRunBounds_Extension", e->struct_size,
+                              XONNX_STRUCT_SIZE(PJRT_XonnxRunBounds_Extension, deadline_ns)));
+    const auto* b = reinterpret_cast<const PJRT_XonnxRunBounds_Extension*>(e);
+    for (int k = 0; k < 2; ++k) control.cancelled[k] = static_cast<const std::atomic<int32_t>*>(b->cancel_flags[k]);
+    control.deadline_ns = b->deadline_ns;
+  }
+  return control;
+}
+
+absl::Status ExecuteOne(PJRT_LoadedExecutable* e, PJRT_Buffer* const* args, size_t num_args, PJRT_Buffer** outs,
+                        const cpu::RunControl& control) {
   cpu::Program& p = *e->program->program;
   const auto& params = p.parameter_shapes();
   if (num_args != params.size())
@@ -205,7 +221,8 @@ absl::Status ExecuteOne(PJRT_LoadedExecutable* e, PJRT_Buffer* const* args, size
     out_ptrs.push_back(b->storage->data);
     results.push_back(std::move(b));
   }
-  RETURN_IF_ERROR(exe->Execute(arg_ptrs, out_ptrs));
+  bool bounded = control.deadline_ns || control.cancelled[0] || control.cancelled[1];
+  RETURN_IF_ERROR(exe->Execute(arg_ptrs, out_ptrs, bounded ? &control : nullptr));
   for (size_t k = 0; k < results.size(); ++k) outs[k] = results[k].release();
   return absl::OkStatus();
 }
@@ -227,7 +244,9 @@ PJRT_Error* LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args* a) {
   PJRT_LoadedExecutable target = *e;
   if (a->struct_size >= XONNX_STRUCT_SIZE(PJRT_LoadedExecutable_Execute_Args, execute_device) && a->execute_device)
     target.device = a->execute_device;
-  absl::Status st = ExecuteOne(&target, a->argument_lists[0], a->num_args, a->output_lists[0]);
+  absl::StatusOr<cpu::RunControl> control = RunControlOf(a->options);
+  if (!control.ok()) return MakeError(control.status());
+  absl::Status st = ExecuteOne(&target, a->argument_lists[0], a->num_args, a->output_lists[0], *control);
   if (!st.ok()) return MakeError(xonnx::Annotate(st, absl::StrCat("executing '", e->program->program->name(), "'")));
   if (a->device_complete_events) a->device_complete_events[0] = ReadyEvent();
   return nullptr;
