@@ -175,6 +175,7 @@ int Bench(const std::string& model, const InputArgs& in, int warmup, int iterati
     j["compiled"] = st.compiled;
     j["from_cache"] = st.from_cache;
     j["cache_rejected"] = st.cache_rejected;
+    j["cache_messages"] = st.cache_messages;
     j["buckets_ms"] = st.buckets_ms;
     j["weights_ms"] = st.weights_ms;
     j["latency_ms"] = {{"min", ms.empty() ? 0 : ms.front()}, {"median", median}, {"p90", pct(0.9)}};

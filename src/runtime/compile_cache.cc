@@ -40,15 +40,31 @@ absl::Status WriteAll(int fd, absl::string_view bytes, const std::string& path) 
   return absl::OkStatus();
 }
 
+// Opens an entry for reading, only if it is a regular file: a FIFO would
+// block the reader and a device (a link to /dev/zero) never end. Opening
+// does not block (O_NONBLOCK, which changes nothing for regular files).
+// Returns -1 with errno set (EINVAL for other kinds of file).
+int OpenRegular(const std::string& path, struct stat* st) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return -1;
+  if (::fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+    ::close(fd);
+    errno = EINVAL;
+    return -1;
+  }
+  return fd;
+}
+
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  int fd = OpenRegular(path, &st);
   if (fd < 0) {
     if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": no such cache entry"));
+    if (errno == EINVAL) return absl::DataLossError(absl::StrCat(path, ": not a regular file"));
     return absl::InternalError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
   }
   std::string out;
-  struct stat st;
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) out.reserve(st.st_size);
+  if (st.st_size > 0) out.reserve(st.st_size);
   char buf[1 << 16];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof(buf));
@@ -86,7 +102,8 @@ absl::Status ReadKeySize(absl::string_view* rest, uint64_t* key_size) {
 
 // The key in an entry's header, or "" when it is not a readable entry.
 std::string ReadKey(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  int fd = OpenRegular(path, &st);
   if (fd < 0) return "";
   char buf[4096];
   ssize_t n = ::pread(fd, buf, sizeof(buf), 0);
@@ -128,7 +145,6 @@ std::string CompileCache::PathFor(absl::string_view key) const {
 
 absl::StatusOr<std::string> CompileCache::Load(absl::string_view key) const {
   std::string path = PathFor(key);
-  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
   auto damaged = [&](absl::string_view why) {
     // A damaged entry is useless to everyone; removing it lets the next
     // writer replace it. A concurrent rename may already have replaced it
@@ -136,6 +152,10 @@ absl::StatusOr<std::string> CompileCache::Load(absl::string_view key) const {
     ::unlink(path.c_str());
     return absl::DataLossError(absl::StrCat(path, ": damaged compile cache entry (", why, "); recompiling"));
   };
+  absl::StatusOr<std::string> read = ReadFile(path);
+  if (absl::IsDataLoss(read.status())) return damaged("not a regular file");
+  if (!read.ok()) return read.status();
+  std::string bytes = *std::move(read);
   absl::string_view rest = bytes, size_text, fp_text;
   uint64_t key_size = 0, size = 0;
   if (absl::Status st = ReadKeySize(&rest, &key_size); !st.ok()) return damaged(st.message());
