@@ -289,8 +289,18 @@ StatusOr<Program> ModelRunner::Get(const std::map<std::string, Tensor>& values, 
                                    const InputStructure* structure) {
   ShapeMap shapes;
   for (const auto& [name, t] : values) shapes[name] = t.dims();
+  std::shared_ptr<std::mutex> lock =
+      ShapeLock(absl::StrCat(dev, "@", ShapeKey(shapes), structure ? structure->Key() : ""));
+  std::lock_guard<std::mutex> l(*lock);
   ASSIGN_OR_RETURN(Prepared p, Prepare(shapes, &values, dev, /*eager=*/false, structure));
   return Complete(std::move(p), dev);
+}
+
+std::shared_ptr<std::mutex> ModelRunner::ShapeLock(const std::string& key) {
+  std::lock_guard<std::mutex> l(shape_locks_mu_);
+  auto& slot = shape_locks_[key];
+  if (!slot) slot = std::make_shared<std::mutex>();
+  return slot;
 }
 
 StatusOr<Program> ModelRunner::Complete(Prepared p, int dev) {

@@ -136,6 +136,12 @@ class ModelRunner {
   MappedStaging::Lease Stage(size_t bytes);
   std::shared_ptr<MappedStaging> staging_;  // the client's
   int spin_wait_us_ = 0;                    // SessionOptions::spin_wait_us resolved
+  // One lock per shape key (device, shapes, sequence structure): the first
+  // call of a shape compiles while concurrent ones wait and then find its
+  // program, instead of each compiling it too.
+  std::shared_ptr<std::mutex> ShapeLock(const std::string& key);
+  std::mutex shape_locks_mu_;
+  std::map<std::string, std::shared_ptr<std::mutex>> shape_locks_;  // guarded by shape_locks_mu_
   mutable std::mutex phases_mu_;
   RunPhases phases_;  // guarded by phases_mu_
 };

@@ -177,6 +177,24 @@ TEST_F(SessionTest, MappedIoAndSpinningWaitsGiveTheSameResults) {
   EXPECT_EQ(mismatches, 0);
 }
 
+// Calls of a new shape arriving together compile it once: the others wait
+// for that program instead of each compiling their own.
+TEST_F(SessionTest, ConcurrentFirstCallsOfAShapeCompileOnce) {
+  SessionOptions o;
+  o.use_cache = false;
+  auto s = Session::Open(Write(Mlp()), o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&] {
+      if (!(*s)->Run({{"x", Tensor(DataType::kFloat32, {7, 4})}}).ok()) ++failures;
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ((*s)->compile_stats().compiled, 1);
+}
+
 TEST_F(SessionTest, TruncatedFileIsAClearError) {
   std::string bytes = Mlp().SerializeAsString();
   std::string path = (dir_ / "model/truncated.onnx").string();
