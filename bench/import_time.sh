@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# How load and compile time grow with a model's node count: chains of
+# elementwise nodes (Add, Mul, Relu, Tanh with constants, cycling) of 1k to
+# 100k nodes, each converted and compiled once with the compile cache off.
+# A linear importer keeps the time per node flat; the table shows it.
+#
+# usage: bench/import_time.sh [--nodes 1000,3000,10000,30000,100000] [--rounds 3] [--xonnx build/bin/xonnx]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+nodes=1000,3000,10000,30000,100000 rounds=3 xonnx=build/bin/xonnx
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --nodes) nodes="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --xonnx) xonnx="$2"; shift 2 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+work="${BENCH_DIR:-build/bench_models}/import_time"
+mkdir -p "$work"
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+printf '%8s %10s %12s %12s %14s\n' nodes "load ms" "compile ms" "total ms" "us per node"
+IFS=, read -ra list <<<"$nodes"
+for n in "${list[@]}"; do
+  model="$work/chain_$n.onnx"
+  [[ -f $model ]] || /usr/bin/python3 - "$n" "$model" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import helper, TensorProto, numpy_helper
+n, path = int(sys.argv[1]), sys.argv[2]
+ops = ["Add", "Mul", "Relu", "Tanh"]
+nodes, inits, prev = [], [], "x"
+for i in range(n):
+    op, out = ops[i % 4], f"v{i}"
+    if op in ("Add", "Mul"):
+        c = f"c{i}"
+        inits.append(numpy_helper.from_array(np.full([16], 0.5 + (i % 7) / 16, np.float32), c))
+        nodes.append(helper.make_node(op, [prev, c], [out], name=f"n{i}"))
+    else:
+        nodes.append(helper.make_node(op, [prev], [out], name=f"n{i}"))
+    prev = out
+nodes.append(helper.make_node("Identity", [prev], ["y"], name="out"))
+g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16])], inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+PY
+  loads=() compiles=()
+  for ((r = 0; r < rounds; ++r)); do
+    read -r l c < <("$xonnx" bench "$model" --no-cache --warmup 0 --iterations 1 --json 2>/dev/null |
+      /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); print(d['load_ms'], d['compile_ms'])")
+    loads+=("$l") compiles+=("$c")
+  done
+  l=$(printf '%s\n' "${loads[@]}" | median) c=$(printf '%s\n' "${compiles[@]}" | median)
+  awk -v n="$n" -v l="$l" -v c="$c" 'BEGIN {printf "%8d %10.1f %12.1f %12.1f %14.1f\n", n, l, c, l + c, (l + c) * 1000 / n}'
+done
