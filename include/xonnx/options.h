@@ -28,9 +28,14 @@ StatusOr<CreateOption> ParseCreateOption(const std::string& text);
 
 struct SessionOptions {
   // The PjRT plugin that compiles and runs the model: a file path (anything
-  // with a '/'), or a library name found through the loader's search path.
-  // Empty: xonnx's CPU plugin, libxonnx_pjrt_cpu.so, looked for next to the
-  // program, in ../lib and ../lib/xonnx beside it, and in the install
+  // with a '/'), a library file name found through the loader's search path
+  // (anything with ".so"), or a short name such as "cuda" or "tpu", looked
+  // up in XONNX_PLUGINS ("name:path,..."), then JAX's
+  // PJRT_NAMES_AND_LIBRARY_PATHS, then ~/.local/lib/xonnx/plugins and
+  // <prefix>/lib/xonnx/plugins, then JAX's installed plugins in Python's
+  // package folders (FindPlugins() lists what is found).
+  // Empty or "cpu": xonnx's CPU plugin, libxonnx_pjrt_cpu.so, looked for next
+  // to the program, in ../lib and ../lib/xonnx beside it, and in the install
   // directory; the environment variable XONNX_PLUGIN overrides that default.
   std::string plugin;
   // Index of the plugin's addressable device to run on, or kAllDevices: a

@@ -106,6 +106,18 @@ StatusOr<PluginInfo> DescribePlugin(const SessionOptions& options = {});
 // file name when no candidate exists (the loader's search path is then used).
 std::string DefaultPluginPath();
 
+// A plugin found by name (`xonnx devices --all`): where, and whether it
+// loads (`refused` says why not: the loader's error, no GetPjrtApi, another
+// API major version, a failed initialization).
+struct FoundPlugin {
+  std::string name, path, source;
+  int api_major = 0, api_minor = 0;
+  std::string refused;  // empty when it loads
+};
+// Every plugin SessionOptions::plugin can name (see its comment), xonnx's
+// CPU plugin first, each loaded to see whether it can be used.
+std::vector<FoundPlugin> FindPlugins();
+
 // Where a session's programs came from (one program per input shape and
 // device).
 struct CompileStats {

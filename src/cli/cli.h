@@ -94,6 +94,8 @@ int Convert(const std::string& model, const std::vector<std::string>& shape_spec
             const std::string& proto_out, int64_t batch, bool allow_partial);
 int Info(const std::string& model);
 int Devices();
+// `xonnx devices --all`: every plugin found by name, and whether it loads.
+int AllPlugins();
 int Cache(std::string dir, const std::string& max_size, bool clear, bool json);
 
 }  // namespace xonnx::cli

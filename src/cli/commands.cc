@@ -42,6 +42,18 @@ int Devices() {
   return 0;
 }
 
+int AllPlugins() {
+  for (const xonnx::FoundPlugin& p : xonnx::FindPlugins()) {
+    std::cout << absl::StrFormat("%-6s %s\n       found in %s\n       ", p.name, p.path, p.source);
+    if (p.refused.empty()) {
+      std::cout << "loads: PjRT C API " << p.api_major << "." << p.api_minor << "\n";
+    } else {
+      std::cout << "refused: " << p.refused << "\n";
+    }
+  }
+  return 0;
+}
+
 // One line on what the start cost: buckets and where their programs came from.
 std::string StartupLine(const xonnx::Session& s) {
   xonnx::CompileStats st = s.compile_stats();

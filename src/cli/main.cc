@@ -59,6 +59,11 @@ int Main(int argc, char** argv) {
   info->add_option("MODEL", model, "ONNX model file")->required();
 
   auto* devices = app.add_subcommand("devices", "Print a PjRT plugin's version, platform and devices");
+  bool all_plugins = false;
+  devices->add_flag("--all", all_plugins,
+                    "List every plugin --plugin NAME can find (XONNX_PLUGINS, PJRT_NAMES_AND_LIBRARY_PATHS, "
+                    "~/.local/lib/xonnx/plugins, <prefix>/lib/xonnx/plugins, JAX's installed plugins) and whether "
+                    "each loads");
   auto* cache = app.add_subcommand(
       "cache", "Show the persistent compile cache, or trim it: --max-size removes least recently used entries");
   std::string max_size;
@@ -87,7 +92,7 @@ int Main(int argc, char** argv) {
     }
     if (*convert) return Convert(model, shapes, text_out, proto_out, batch, allow_partial);
     if (*info) return Info(model);
-    if (*devices) return Devices();
+    if (*devices) return all_plugins ? AllPlugins() : Devices();
     if (*cache) return Cache(g_device.cache_dir, max_size, clear, json);
   } catch (const CliError& e) {
     std::cerr << "xonnx: error: " << e.message << "\n";

@@ -124,9 +124,11 @@ void AddInputOptions(CLI::App* cmd, InputArgs& a, bool with_files) {
 
 void AddDeviceOptions(CLI::App* cmd, bool serving) {
   cmd->add_option("--plugin", g_device.plugin,
-                  "PjRT plugin: a file path (with a '/') or a library name found through LD_LIBRARY_PATH; "
-                  "default: xonnx's CPU plugin, libxonnx_pjrt_cpu.so, found next to this program "
-                  "(the environment variable XONNX_PLUGIN overrides the default)");
+                  "PjRT plugin: a file path (with a '/'), a library file found through LD_LIBRARY_PATH (with "
+                  "'.so'), or a name such as cuda or tpu, looked up in XONNX_PLUGINS=name:path,..., JAX's "
+                  "PJRT_NAMES_AND_LIBRARY_PATHS, ~/.local/lib/xonnx/plugins, <prefix>/lib/xonnx/plugins and JAX's "
+                  "installed plugins (`xonnx devices --all` lists them); default and 'cpu': xonnx's CPU plugin, "
+                  "libxonnx_pjrt_cpu.so, found next to this program (XONNX_PLUGIN overrides the default)");
   cmd->add_option("--create-option", g_device.create_options,
                   "Option for the plugin's client, NAME=VALUE (true/false, integer, float, comma list of integers, "
                   "or string), e.g. cpu_device_count=4 or memory_fraction=0.5; repeatable");

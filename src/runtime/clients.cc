@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "base/exceptions.h"
 #include "base/status.h"
+#include "runtime/plugin_finder.h"
 #include "xonnx/session.h"
 
 namespace xonnx {
@@ -68,7 +69,7 @@ std::vector<pjrt::NamedValue> CreateOptionsFor(const SessionOptions& options, co
 }
 
 StatusOr<std::shared_ptr<pjrt::Client>> GetClient(const SessionOptions& options) {
-  std::string path = options.plugin.empty() ? DefaultPluginPath() : options.plugin;
+  ASSIGN_OR_RETURN(std::string path, ResolvePlugin(options.plugin, DefaultPluginPath()));
   ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Plugin> plugin, pjrt::Plugin::Load(path));
   std::vector<pjrt::NamedValue> create = CreateOptionsFor(options, *plugin);
   static std::mutex mu;
@@ -151,6 +152,24 @@ StatusOr<PluginInfo> DescribePlugin(const SessionOptions& options) {
     }
     return info;
   });
+}
+
+std::vector<FoundPlugin> FindPlugins() {
+  std::vector<PluginCandidate> candidates = {{"cpu", DefaultPluginPath(), "xonnx's CPU plugin"}};
+  for (PluginCandidate& c : FindPluginCandidates(std::string())) candidates.push_back(std::move(c));
+  std::vector<FoundPlugin> out;
+  for (const PluginCandidate& c : candidates) {
+    FoundPlugin f{c.name, c.path, c.source};
+    auto plugin = pjrt::Plugin::Load(c.path);
+    if (plugin.ok()) {
+      f.api_major = (*plugin)->major_version();
+      f.api_minor = (*plugin)->minor_version();
+    } else {
+      f.refused = std::string(plugin.status().message());
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 StatusOr<CreateOption> ParseCreateOption(const std::string& text) {
