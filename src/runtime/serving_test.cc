@@ -525,13 +525,17 @@ TEST_F(ServingTest, RunAsyncCallsOverlapAndAgree) {
   }
   auto bad = (*s)->RunAsync({{"nope", xs[0]}}).get();
   EXPECT_THAT(bad.status().message(), HasSubstr("no input named 'nope'"));
-  // More calls than workers, then the session goes away: it finishes them.
+  // More calls than workers, then the session goes away: each call has
+  // finished, with the right result, or was cancelled; none is lost.
   futures.clear();
   for (int i = 0; i < 12; ++i) futures.push_back((*s)->RunAsync({{"x", xs[i]}}));
   s->reset();
   for (int i = 0; i < 12; ++i) {
     auto out = futures[i].get();
-    ASSERT_TRUE(out.ok()) << out.status();
+    if (!out.ok()) {
+      EXPECT_TRUE(absl::IsCancelled(out.status())) << out.status();
+      continue;
+    }
     ExpectMatchesReference(xs[i], (*out)[0]);
   }
 }
