@@ -94,6 +94,13 @@ struct SessionOptions {
   static constexpr int kGpuSpinUs = 2000;
   int spin_wait_us = kAutoSpin;
 
+  // Records a profile of the session as a Chrome/Perfetto trace JSON file,
+  // written here when the session is destroyed (or on WriteProfile()): a
+  // slice per call and per phase of it, per program compiled or loaded, per
+  // host node of a split model, and on xonnx's CPU plugin per kernel, named
+  // by the ONNX node it computes. Empty: no profile.
+  std::string profile_file;
+
   // Milliseconds a call may take from its start, for every call (0: no
   // limit; RunOptions::deadline_ms overrides it per call). See RunOptions.
   int64_t deadline_ms = 0;

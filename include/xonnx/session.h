@@ -176,6 +176,9 @@ class Session {
   // compute. Destroying the session cancels its calls in flight and the
   // queued ones (they fail with CANCELLED) and waits for them.
   std::future<StatusOr<std::vector<Tensor>>> RunAsync(std::map<std::string, Tensor> inputs, RunOptions run = {});
+  // Writes the profile recorded so far (SessionOptions::profile_file) to
+  // its file; the session also writes it when it is destroyed.
+  Status WriteProfile() const;
   // Converts and compiles for these inputs now (Run would do it lazily), and
   // runs the program once so that plugins that finish compiling on the first
   // execution (ours binds weights then) have done so. Only the shapes

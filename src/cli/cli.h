@@ -50,6 +50,7 @@ struct DeviceArgs {
   std::string io_staging = "auto";
   int spin_wait_us = -1;
   int64_t deadline_ms = 0;
+  std::string profile;
 };
 // The options of the running command (AddDeviceOptions fills them).
 extern DeviceArgs g_device;
@@ -97,6 +98,9 @@ int Devices();
 // `xonnx devices --all`: every plugin found by name, and whether it loads.
 int AllPlugins();
 int Cache(std::string dir, const std::string& max_size, bool clear, bool json);
+// `xonnx profile FILE`: a --profile trace summed by ONNX op type, and the
+// `top` slowest nodes.
+int Profile(const std::string& file, int top);
 
 }  // namespace xonnx::cli
 

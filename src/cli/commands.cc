@@ -66,6 +66,14 @@ std::string StartupLine(const xonnx::Session& s) {
   return line;
 }
 
+// Writes the session's profile when --profile asked for one.
+void WriteProfile(const xonnx::Session& s) {
+  if (g_device.profile.empty()) return;
+  Check(s.WriteProfile());
+  std::cerr << "xonnx: wrote the profile to " << g_device.profile
+            << " (open it in ui.perfetto.dev; `xonnx profile FILE` sums it by op type)\n";
+}
+
 void PrintCacheMessages(const xonnx::Session& s) {
   for (const auto& m : s.compile_stats().cache_messages) std::cerr << "xonnx: " << m << "\n";
 }
@@ -100,6 +108,7 @@ int Run(const std::string& model, const InputArgs& in, const std::string& output
   } else {
     for (size_t i = 0; i < outs.size(); ++i) PrintValueSummary(s->outputs()[i], outs[i]);
   }
+  WriteProfile(*s);
   return 0;
 }
 
@@ -216,6 +225,7 @@ int Bench(const std::string& model, const InputArgs& in, int warmup, int iterati
         ms.empty() ? 0 : ms.front(), median, pct(0.9), iterations, std::max(1, in_flight), upload_ms, execute_ms,
         download_ms, per_s, batch, PeakRssMb());
   }
+  WriteProfile(*s);
   return 0;
 }
 

@@ -64,6 +64,11 @@ int Main(int argc, char** argv) {
                     "List every plugin --plugin NAME can find (XONNX_PLUGINS, PJRT_NAMES_AND_LIBRARY_PATHS, "
                     "~/.local/lib/xonnx/plugins, <prefix>/lib/xonnx/plugins, JAX's installed plugins) and whether "
                     "each loads");
+  auto* profile = app.add_subcommand("profile", "Sum a trace written by --profile by ONNX op type and node");
+  std::string profile_file;
+  int top = 10;
+  profile->add_option("FILE", profile_file, "The trace (JSON)")->required();
+  profile->add_option("--top", top, "How many of the slowest nodes to list")->capture_default_str();
   auto* cache = app.add_subcommand(
       "cache", "Show the persistent compile cache, or trim it: --max-size removes least recently used entries");
   std::string max_size;
@@ -93,6 +98,7 @@ int Main(int argc, char** argv) {
     if (*convert) return Convert(model, shapes, text_out, proto_out, batch, allow_partial);
     if (*info) return Info(model);
     if (*devices) return all_plugins ? AllPlugins() : Devices();
+    if (*profile) return Profile(profile_file, top);
     if (*cache) return Cache(g_device.cache_dir, max_size, clear, json);
   } catch (const CliError& e) {
     std::cerr << "xonnx: error: " << e.message << "\n";

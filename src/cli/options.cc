@@ -103,6 +103,7 @@ xonnx::SessionOptions BaseOptions() {
   o.spin_wait_us = g_device.spin_wait_us;
   if (g_device.deadline_ms < 0) throw CliError{"--deadline-ms must be >= 0"};
   o.deadline_ms = g_device.deadline_ms;
+  o.profile_file = g_device.profile;
   if (isatty(STDERR_FILENO)) o.compile_progress = ShowProgress;
   return o;
 }
@@ -161,6 +162,10 @@ void AddDeviceOptions(CLI::App* cmd, bool serving) {
   cmd->add_flag("--no-cache", g_device.no_cache, "Do not read or write the persistent compile cache");
   cmd->add_option("--compile-threads", g_device.compile_threads,
                   "Threads compiling buckets at start (default: one per hardware thread)");
+  cmd->add_option("--profile", g_device.profile,
+                  "Write a Chrome/Perfetto trace of the session to FILE: calls and their phases, compiles, host "
+                  "nodes and, on xonnx's CPU plugin, every kernel named by its ONNX node (ui.perfetto.dev; "
+                  "`xonnx profile FILE` sums it by op type)");
   cmd->add_option("--deadline-ms", g_device.deadline_ms,
                   "Milliseconds each call may take before it fails with DEADLINE_EXCEEDED (0: no limit); xonnx's "
                   "CPU plugin stops a program between kernels and loop steps, other plugins before it starts")

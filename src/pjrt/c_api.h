@@ -601,6 +601,20 @@ typedef struct {
   int64_t deadline_ns;
 } PJRT_XonnxRunBounds_Extension;
 
+// xonnx's extension asking for a trace: xonnx's CPU plugin calls on_kernel
+// after each kernel of the execution, on the thread that ran it, with the
+// HLO instruction's name, the kernel's kind, the ONNX node it computes
+// (empty strings when unknown; all valid during the call only) and its
+// start and end in CLOCK_MONOTONIC nanoseconds.
+#define PJRT_Extension_Type_XonnxKernelTrace 0x786f0002
+typedef void (*PJRT_XonnxKernelTrace_Fn)(void* context, const char* name, const char* kind, const char* op_type,
+                                         const char* op_name, int64_t start_ns, int64_t end_ns);
+typedef struct {
+  PJRT_Extension_Base base;
+  PJRT_XonnxKernelTrace_Fn on_kernel;
+  void* context;
+} PJRT_XonnxKernelTrace_Extension;
+
 typedef struct {
   size_t struct_size;
   PJRT_Extension_Base* extension_start;

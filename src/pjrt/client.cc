@@ -523,7 +523,7 @@ absl::StatusOr<std::vector<std::unique_ptr<Buffer>>> LoadedExecutable::Execute(a
 }
 
 absl::StatusOr<LoadedExecutable::Launch> LoadedExecutable::Start(absl::Span<Buffer* const> args,
-                                                                 const PJRT_XonnxRunBounds_Extension* bounds) const {
+                                                                 PJRT_Extension_Base* extensions) const {
   const auto& plugin = client_->plugin();
   std::vector<PJRT_Buffer*> raw_args;
   for (Buffer* b : args) raw_args.push_back(b->raw());
@@ -534,14 +534,7 @@ absl::StatusOr<LoadedExecutable::Launch> LoadedExecutable::Start(absl::Span<Buff
   PJRT_ExecuteOptions options;
   std::memset(&options, 0, sizeof(options));
   options.struct_size = sizeof(options);
-  PJRT_XonnxRunBounds_Extension chained;
-  if (bounds) {
-    chained = *bounds;
-    chained.base.struct_size = sizeof(chained);
-    chained.base.type = PJRT_Extension_Type_XonnxRunBounds;
-    chained.base.next = nullptr;
-    options.extension_start = &chained.base;
-  }
+  options.extension_start = extensions;
   auto a = Args<PJRT_LoadedExecutable_Execute_Args>();
   a.executable = exe_;
   a.options = &options;

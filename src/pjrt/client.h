@@ -146,10 +146,11 @@ class LoadedExecutable {
     std::vector<std::unique_ptr<Buffer>> outputs;
     Event done;
   };
-  // `bounds`, when given, is chained into the execute options (xonnx's
-  // CPU plugin honours it; pass it to no other plugin).
+  // `extensions`, when given, is chained into the execute options
+  // (xonnx's own, which only xonnx's CPU plugin reads; pass them to no
+  // other plugin).
   [[nodiscard]] absl::StatusOr<Launch> Start(absl::Span<Buffer* const> args,
-                                             const PJRT_XonnxRunBounds_Extension* bounds = nullptr) const;
+                                             PJRT_Extension_Base* extensions = nullptr) const;
   // PJRT_Executable_Serialize: the bytes DeserializeAndLoad accepts.
   [[nodiscard]] absl::StatusOr<std::string> Serialize() const;
   [[nodiscard]] absl::StatusOr<std::string> Fingerprint() const;

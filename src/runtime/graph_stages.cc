@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/monotonic_clock.h"
 #include "base/status.h"
 #include "onnx/tensor_proto.h"
 #include "runtime/dtype.h"
@@ -48,7 +49,11 @@ StatusOr<std::vector<Tensor>> GraphStages::Run(const ModelRunner& parent, const 
                                onnx_import::NodeLabel(g.node(seg.nodes[0])), name);
         args.emplace(name, LiteralOf(t));
       }
+      int64_t host_start = MonotonicNs();
       ASSIGN_OR_RETURN(std::vector<hlo::Literal> outs, onnx_import::RunNodeOnHost(model, seg.nodes[0], args));
+      if (TraceRecorder* trace = parent.trace())
+        trace->Slice(absl::StrCat("host ", onnx_import::NodeLabel(g.node(seg.nodes[0]))), "host", host_start,
+                     MonotonicNs(), TraceRecorder::ThreadId(), {{"op_type", g.node(seg.nodes[0]).op_type()}});
       const onnx::NodeProto& n = g.node(seg.nodes[0]);
       for (int o = 0; o < n.output_size(); ++o) {
         if (n.output(o).empty()) continue;

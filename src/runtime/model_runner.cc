@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/fingerprint.h"
+#include "base/monotonic_clock.h"
 #include "base/status.h"
 #include "hlo/proto_codec.h"
 #include "onnx/tensor_proto.h"
@@ -35,10 +36,7 @@ struct CallTimeline : std::enable_shared_from_this<CallTimeline> {
   int64_t start = Now();
   std::atomic<int64_t> uploaded{0}, executed{0}, downloaded{0};
 
-  static int64_t Now() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
+  static int64_t Now() { return MonotonicNs(); }
   // Marks `slot` when `event` is ready (from the plugin's thread; the
   // callback keeps the timeline alive). A plugin without callbacks leaves
   // the slot unmarked.
@@ -49,6 +47,17 @@ struct CallTimeline : std::enable_shared_from_this<CallTimeline> {
       while (seen < now && !s.compare_exchange_weak(seen, now)) {
       }
     });
+  }
+  // The call and its phases as slices of `trace`, once every event was
+  // waited for.
+  void TraceTo(TraceRecorder& trace, const std::string& program) const {
+    int64_t end = std::max(Now(), downloaded.load()), tid = TraceRecorder::ThreadId();
+    int64_t up = std::max(start, uploaded.load()), ex = std::max(up, executed.load() ? executed.load() : end);
+    int64_t down = std::max(ex, downloaded.load() ? downloaded.load() : end);
+    trace.Slice("call", "call", start, end, tid, {{"program", program}});
+    trace.Slice("upload", "phase", start, up, tid);
+    trace.Slice("execute", "phase", up, ex, tid);
+    trace.Slice("download", "phase", ex, down, tid);
   }
   // Adds this call's phases to `total`, once every event was waited for.
   // An unmarked slot counts its phase's time in the one after it.
@@ -111,6 +120,7 @@ std::unique_ptr<ModelRunner> ModelRunner::ForSegment(std::shared_ptr<onnx_import
   child->programs_.SharePersistent(programs_);
   child->staging_ = staging_;
   child->spin_wait_us_ = spin_wait_us_;
+  child->trace_ = trace_;
   return child;
 }
 
@@ -222,6 +232,9 @@ StatusOr<ModelRunner::Prepared> ModelRunner::Prepare(const ShapeMap& shapes,
       description_key = DescriptionKey(key, bindings, dev);
       auto prog = programs_.LoadDescribed(description_key, compile_options_[dev], num_outputs_);
       if (prog.ok()) {
+        if (trace_)
+          trace_->Slice("load program", "compile", MonotonicNs() - static_cast<int64_t>(MsSince(start) * 1e6),
+                        MonotonicNs(), TraceRecorder::ThreadId(), {{"shapes", ShapeKey(shapes)}});
         programs_.NoteProgram(/*from_cache=*/true, MsSince(start),
                               absl::StrFormat("%d inputs + %d weights -> %d outputs, loaded from the compile cache",
                                               prog->params.size(), prog->weight_names.size(), prog->computed.size()));
@@ -277,6 +290,10 @@ StatusOr<ModelRunner::Prepared> ModelRunner::Convert(const std::string& key, con
                     prog.computed.size());
   if (!description_key.empty() && describable) programs_.StoreDescription(description_key, exe_key, prog);
   auto fp = prog.exe->Fingerprint();
+  if (trace_)
+    trace_->Slice(loaded ? "load program" : "compile", "compile",
+                  MonotonicNs() - static_cast<int64_t>(MsSince(start) * 1e6), MonotonicNs(), TraceRecorder::ThreadId(),
+                  {{"shapes", ShapeKey(shapes)}});
   programs_.NoteProgram(
       loaded, MsSince(start),
       absl::StrFormat("%d inputs + %d weights -> %d outputs, %d KiB HloModuleProto%s", prog.params.size(),
@@ -364,11 +381,22 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
       released.push_back(std::move(up->host_released));
     }
     for (const auto& w : prog.weights) args.push_back(w.get());
-    // Only xonnx's CPU plugin knows the bounds' extension.
-    PJRT_XonnxRunBounds_Extension extension;
-    bool pass_bounds = bounds && bounds->bounded() && !xla_plugin_;
-    if (pass_bounds) extension = bounds->Extension();
-    auto launch = prog.exe->Start(args, pass_bounds ? &extension : nullptr);
+    // Only xonnx's CPU plugin knows xonnx's extensions: the bounds, and a
+    // trace of its kernels when the session records one.
+    PJRT_XonnxRunBounds_Extension bounds_ext;
+    PJRT_XonnxKernelTrace_Extension trace_ext;
+    PJRT_Extension_Base* chain = nullptr;
+    if (!xla_plugin_ && bounds && bounds->bounded()) {
+      bounds_ext = bounds->Extension();
+      bounds_ext.base.next = chain;
+      chain = &bounds_ext.base;
+    }
+    if (!xla_plugin_ && trace_) {
+      trace_ext = trace_->KernelExtension();
+      trace_ext.base.next = chain;
+      chain = &trace_ext.base;
+    }
+    auto launch = prog.exe->Start(args, chain);
     std::vector<Tensor> computed;
     std::vector<pjrt::Event> copies;
     std::vector<void*> staged_out;  // per output: its leased block, or null
@@ -420,6 +448,11 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
     for (size_t k = 0; k < staged_out.size(); ++k)
       if (staged_out[k]) std::memcpy(computed[k].data(), staged_out[k], computed[k].byte_size());
     timeline->AddTo(phases_mu_, phases_);
+    if (trace_) {
+      ShapeMap shapes;
+      for (const auto& [name, t] : inputs) shapes[name] = t.dims();
+      timeline->TraceTo(*trace_, ShapeKey(shapes));
+    }
     if (counts) *counts = prog.output_counts;
     std::vector<Tensor> outs;
     for (size_t k = 0; k < prog.output_index.size(); ++k)

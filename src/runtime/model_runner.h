@@ -20,6 +20,7 @@
 #include "runtime/call_bounds.h"
 #include "runtime/mapped_staging.h"
 #include "runtime/program_cache.h"
+#include "runtime/trace.h"
 #include "runtime/weight_store.h"
 #include "xonnx/options.h"
 #include "xonnx/session.h"
@@ -92,6 +93,10 @@ class ModelRunner {
   StatusOr<std::vector<Tensor>> RunExact(const std::map<std::string, Tensor>& inputs, int dev,
                                          const InputStructure* structure = nullptr, std::vector<int>* counts = nullptr,
                                          const CallBounds* bounds = nullptr);
+  // Records this runner's calls, compiles and kernels (xonnx's CPU plugin)
+  // in `trace` from now on; its segments' runners share it.
+  void SetTrace(std::shared_ptr<TraceRecorder> trace) { trace_ = std::move(trace); }
+  TraceRecorder* trace() const { return trace_.get(); }
   // The phases of the calls RunExact made so far.
   RunPhases phases() const;
 
@@ -136,6 +141,7 @@ class ModelRunner {
   MappedStaging::Lease Stage(size_t bytes);
   std::shared_ptr<MappedStaging> staging_;  // the client's
   int spin_wait_us_ = 0;                    // SessionOptions::spin_wait_us resolved
+  std::shared_ptr<TraceRecorder> trace_;    // null: no profile
   // One lock per shape key (device, shapes, sequence structure): the first
   // call of a shape compiles while concurrent ones wait and then find its
   // program, instead of each compiling it too.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <future>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -57,6 +58,8 @@ Session::~Session() {
   if (impl_) {
     impl_->closing.Cancel();
     impl_->workers.reset();
+    if (impl_->trace)
+      if (Status st = WriteProfile(); !st.ok()) std::cerr << "xonnx: warning: " << st.message() << "\n";
   }
 }
 
@@ -108,6 +111,10 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, 
       devices.push_back(d);
     }
     impl->runner = std::make_unique<ModelRunner>(model, options, client, devices, impl->outputs.size());
+    if (!options.profile_file.empty()) {
+      impl->trace = std::make_shared<TraceRecorder>();
+      impl->runner->SetTrace(impl->trace);
+    }
     impl->runner->set_unsupported(impl->unsupported);
     ASSIGN_OR_RETURN(impl->buckets, Buckets::Make(options, impl->inputs, impl->outputs, model_path));
     RETURN_IF_ERROR(impl->CheckSplitOptions());
@@ -430,6 +437,13 @@ std::future<StatusOr<std::vector<Tensor>>> Session::RunAsync(std::map<std::strin
   std::future<StatusOr<std::vector<Tensor>>> result = done->get_future();
   impl_->workers->Submit([this, done, in = std::move(inputs), run = std::move(run)] { done->set_value(Run(in, run)); });
   return result;
+}
+
+Status Session::WriteProfile() const {
+  if (!impl_->trace)
+    return absl::FailedPreconditionError(
+        absl::StrCat(impl_->path(), ": no profile is recorded (set SessionOptions::profile_file)"));
+  return impl_->trace->Write(impl_->options.profile_file);
 }
 
 const std::vector<int64_t>& Session::batch_buckets() const { return impl_->buckets.batch(); }

@@ -15,6 +15,7 @@
 #include "runtime/graph_stages.h"
 #include "runtime/model_runner.h"
 #include "runtime/threads.h"
+#include "runtime/trace.h"
 #include "xonnx/session.h"
 
 namespace xonnx {
@@ -29,6 +30,8 @@ struct Session::Impl {
   GraphStages stages;
   // Some input or output is a sequence or an optional (RunValues).
   bool value_io = false;
+  // The profile (SessionOptions::profile_file), or null.
+  std::shared_ptr<TraceRecorder> trace;
   // Raised when the session closes: its calls in flight stop.
   CancelToken closing;
   std::once_flag workers_once;

@@ -75,6 +75,11 @@ expect bench_json 0 '^\{"buckets_ms":[0-9.e+-]+,"cache_messages":\[[^]]*\],"cach
 expect bench_every_bucket 0 '"bucket_first_call_ms":\{"1":[0-9.e+-]+,"4":[0-9.e+-]+\}' -- "$xonnx" bench "$model" --iterations 1 --warmup 0 --json --no-cache --batch-buckets 1,4 --every-bucket
 expect bench_every_bucket_text 0 "first call per bucket  1: [0-9.]+ ms, 4: [0-9.]+ ms" -- "$xonnx" bench "$model" --iterations 1 --warmup 0 --no-cache --batch-buckets 1,4 --every-bucket
 expect bench_phases_text 0 "batch buckets 1,4; programs [0-9.]+ ms, weights [0-9.]+ ms" -- "$xonnx" bench "$model" --iterations 1 --warmup 0 --no-cache --batch-buckets 1,4
+expect bench_profile 0 "wrote the profile to .*trace.json" -- "$xonnx" bench "$model" --iterations 2 --warmup 0 --profile "$tmp/trace.json"
+expect profile_summary 0 "^Conv +[0-9.]+ +[0-9]+ " -- "$xonnx" profile "$tmp/trace.json"
+expect profile_not_a_trace 1 "not a trace written by --profile" -- "$xonnx" profile "$tmp/m.pb"
+expect devices_all 0 "^cpu .*libxonnx_pjrt_cpu.so" -- "$xonnx" devices --all
+expect plugin_unknown_name 1 "no PjRT plugin named 'nosuch'" -- "$xonnx" devices --plugin nosuch
 expect bench_every_bucket_needs_buckets 1 "--every-bucket needs batch buckets" -- "$xonnx" bench "$model" --iterations 1 --every-bucket
 
 # A model whose last node is unknown: the whole conversion fails and names

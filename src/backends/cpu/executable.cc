@@ -108,7 +108,13 @@ absl::Status Executable::ExecutePart(absl::Span<const void* const> args, absl::S
     const Thunk& t = thunks_[i];
     auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     st = control ? control->Check() : absl::OkStatus();
-    if (st.ok()) st = t.run(frame);
+    if (st.ok() && control && control->on_kernel) {
+      int64_t begin = MonotonicNs();
+      st = t.run(frame);
+      control->on_kernel(control->trace_context, t, thunk_kinds_[i], begin, MonotonicNs());
+    } else if (st.ok()) {
+      st = t.run(frame);
+    }
     if (profile_)
       profile_->ns[i] += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
     if (!st.ok()) {

@@ -45,6 +45,7 @@ struct BufferRef {
 };
 
 class Frame;
+struct Thunk;
 
 // Bounds on one Execute call, checked between kernels and at every loop
 // iteration: a flag another thread may raise to stop the call, and a
@@ -52,6 +53,11 @@ class Frame;
 struct RunControl {
   const std::atomic<int32_t>* cancelled[2] = {nullptr, nullptr};  // nonzero: stop
   int64_t deadline_ns = 0;                                        // MonotonicNs(); 0: none
+  // Called after each kernel with its start and end (MonotonicNs()), from
+  // the thread that ran it; null: no trace.
+  void (*on_kernel)(void* context, const Thunk& thunk, const std::string& kind, int64_t start_ns,
+                    int64_t end_ns) = nullptr;
+  void* trace_context = nullptr;
   // CANCELLED or DEADLINE_EXCEEDED once the call must stop, else OK.
   absl::Status Check() const;
 };
@@ -60,6 +66,8 @@ struct RunControl {
 struct Thunk {
   std::string name;  // the instruction it came from, for errors and profiles
   std::string kind;  // set by a factory that picks among algorithms; else the compiler names it
+  // The ONNX node it computes (its instruction's metadata), for traces.
+  std::string op_type, op_name;
   std::function<absl::Status(Frame&)> run;
   // Working memory it needs while it runs (Frame::Scratch): one region at
   // the end of the call's arena serves every thunk, since they run in turn.

@@ -51,12 +51,17 @@ class Emitter {
 
  private:
   void Add(Thunk t, std::string kind) {
+    if (current_) {
+      t.op_type = current_->metadata.op_type;
+      t.op_name = current_->metadata.op_name;
+    }
     out_.kinds.push_back(t.kind.empty() ? std::move(kind) : t.kind);
     out_.thunks.push_back(std::move(t));
   }
 
   // The thunk that computes i, if i is where a step of the plan runs.
   absl::Status Emit(Instruction* i) {
+    current_ = i;
     switch (i->opcode()) {
       case Opcode::kParameter:
       case Opcode::kConstant:
@@ -171,6 +176,7 @@ class Emitter {
   const EmitContext& ctx_;
   const Plan& plan_;
   EmittedThunks out_;
+  const Instruction* current_ = nullptr;  // the instruction being emitted
 };
 
 }  // namespace

@@ -171,17 +171,35 @@ PJRT_Error* Executable_DeserializeAndLoad(PJRT_Executable_DeserializeAndLoad_Arg
   a->loaded_executable = e;
   return nullptr;
 }
-// The bounds a caller chained into the execute options (xonnx's own
-// extension), if any.
-absl::StatusOr<cpu::RunControl> RunControlOf(const PJRT_ExecuteOptions* options) {
+// What a caller chained into the execute options (xonnx's own
+// extensions): the call's bounds and a kernel trace. `trace` receives the
+// trace callback, which `control` points to.
+struct TraceSink {
+  PJRT_XonnxKernelTrace_Fn fn = nullptr;
+  void* context = nullptr;
+};
+void OnKernel(void* sink, const cpu::Thunk& t, const std::string& kind, int64_t start_ns, int64_t end_ns) {
+  auto* s = static_cast<TraceSink*>(sink);
+  s->fn(s->context, t.name.c_str(), kind.c_str(), t.op_type.c_str(), t.op_name.c_str(), start_ns, end_ns);
+}
+absl::StatusOr<cpu::RunControl> RunControlOf(const PJRT_ExecuteOptions* options, TraceSink* trace) {
   cpu::RunControl control;
   for (const PJRT_Extension_Base* e = options->extension_start; e; e = e->next) {
-    if (e->type != PJRT_Extension_Type_XonnxRunBounds) continue;
-    RETURN_IF_ERROR(CheckSize("PJRT_XonnxRunBounds_Extension", e->struct_size,
-                              XONNX_STRUCT_SIZE(PJRT_XonnxRunBounds_Extension, deadline_ns)));
-    const auto* b = reinterpret_cast<const PJRT_XonnxRunBounds_Extension*>(e);
-    for (int k = 0; k < 2; ++k) control.cancelled[k] = static_cast<const std::atomic<int32_t>*>(b->cancel_flags[k]);
-    control.deadline_ns = b->deadline_ns;
+    if (e->type == PJRT_Extension_Type_XonnxRunBounds) {
+      RETURN_IF_ERROR(CheckSize("PJRT_XonnxRunBounds_Extension", e->struct_size,
+                                XONNX_STRUCT_SIZE(PJRT_XonnxRunBounds_Extension, deadline_ns)));
+      const auto* b = reinterpret_cast<const PJRT_XonnxRunBounds_Extension*>(e);
+      for (int k = 0; k < 2; ++k) control.cancelled[k] = static_cast<const std::atomic<int32_t>*>(b->cancel_flags[k]);
+      control.deadline_ns = b->deadline_ns;
+    } else if (e->type == PJRT_Extension_Type_XonnxKernelTrace) {
+      RETURN_IF_ERROR(CheckSize("PJRT_XonnxKernelTrace_Extension", e->struct_size,
+                                XONNX_STRUCT_SIZE(PJRT_XonnxKernelTrace_Extension, context)));
+      const auto* t = reinterpret_cast<const PJRT_XonnxKernelTrace_Extension*>(e);
+      if (!t->on_kernel) continue;
+      *trace = {t->on_kernel, t->context};
+      control.on_kernel = OnKernel;
+      control.trace_context = trace;
+    }
   }
   return control;
 }
@@ -221,7 +239,7 @@ absl::Status ExecuteOne(PJRT_LoadedExecutable* e, PJRT_Buffer* const* args, size
     out_ptrs.push_back(b->storage->data);
     results.push_back(std::move(b));
   }
-  bool bounded = control.deadline_ns || control.cancelled[0] || control.cancelled[1];
+  bool bounded = control.deadline_ns || control.cancelled[0] || control.cancelled[1] || control.on_kernel;
   RETURN_IF_ERROR(exe->Execute(arg_ptrs, out_ptrs, bounded ? &control : nullptr));
   for (size_t k = 0; k < results.size(); ++k) outs[k] = results[k].release();
   return absl::OkStatus();
@@ -244,7 +262,8 @@ PJRT_Error* LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args* a) {
   PJRT_LoadedExecutable target = *e;
   if (a->struct_size >= XONNX_STRUCT_SIZE(PJRT_LoadedExecutable_Execute_Args, execute_device) && a->execute_device)
     target.device = a->execute_device;
-  absl::StatusOr<cpu::RunControl> control = RunControlOf(a->options);
+  TraceSink trace;
+  absl::StatusOr<cpu::RunControl> control = RunControlOf(a->options, &trace);
   if (!control.ok()) return MakeError(control.status());
   absl::Status st = ExecuteOne(&target, a->argument_lists[0], a->num_args, a->output_lists[0], *control);
   if (!st.ok()) return MakeError(xonnx::Annotate(st, absl::StrCat("executing '", e->program->program->name(), "'")));
