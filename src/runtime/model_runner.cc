@@ -76,6 +76,19 @@ struct CallTimeline : std::enable_shared_from_this<CallTimeline> {
   }
 };
 
+// A call its bounds stopped (CANCELLED or DEADLINE_EXCEEDED from the
+// plugin while they hold): the call's own message, and where the plugin
+// stopped it (its message less the reason, which the call's repeats). OK
+// for any other outcome.
+Status StoppedByBounds(const Status& run, const CallBounds& bounds, const std::string& file) {
+  if (!absl::IsCancelled(run) && !absl::IsDeadlineExceeded(run)) return absl::OkStatus();
+  Status b = bounds.Check(file);
+  if (b.ok()) return b;
+  absl::string_view where = run.message();
+  where = where.substr(0, std::min(where.size(), where.rfind(": ")));
+  return Status(b.code(), absl::StrCat(b.message(), " (stopped at ", where, ")"));
+}
+
 std::string ShapeKey(const ShapeMap& shapes) {
   std::string k;
   for (const auto& [name, dims] : shapes) absl::StrAppend(&k, name, ":", absl::StrJoin(dims, "x"), ";");
@@ -381,22 +394,7 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
       released.push_back(std::move(up->host_released));
     }
     for (const auto& w : prog.weights) args.push_back(w.get());
-    // Only xonnx's CPU plugin knows xonnx's extensions: the bounds, and a
-    // trace of its kernels when the session records one.
-    PJRT_XonnxRunBounds_Extension bounds_ext;
-    PJRT_XonnxKernelTrace_Extension trace_ext;
-    PJRT_Extension_Base* chain = nullptr;
-    if (!xla_plugin_ && bounds && bounds->bounded()) {
-      bounds_ext = bounds->Extension();
-      bounds_ext.base.next = chain;
-      chain = &bounds_ext.base;
-    }
-    if (!xla_plugin_ && trace_) {
-      trace_ext = trace_->KernelExtension();
-      trace_ext.base.next = chain;
-      chain = &trace_ext.base;
-    }
-    auto launch = prog.exe->Start(args, chain);
+    auto launch = Launch(prog, args, bounds);
     std::vector<Tensor> computed;
     std::vector<pjrt::Event> copies;
     std::vector<void*> staged_out;  // per output: its leased block, or null
@@ -429,14 +427,8 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
       run = launch.status();
     }
     run = finish_uploads(run);
-    // Stopped by its bounds: the call's own message, and where the plugin
-    // stopped it (its message less the reason, which the call's repeats).
-    if (bounds && (absl::IsCancelled(run) || absl::IsDeadlineExceeded(run)))
-      if (Status b = bounds->Check(file); !b.ok()) {
-        absl::string_view where = run.message();
-        where = where.substr(0, std::min(where.size(), where.rfind(": ")));
-        return Status(b.code(), absl::StrCat(b.message(), " (stopped at ", where, ")"));
-      }
+    if (bounds)
+      if (Status stopped = StoppedByBounds(run, *bounds, file); !stopped.ok()) return stopped;
     if (!run.ok()) {
       if (absl::IsDataLoss(run) && !prog.cache_keys.empty() && attempt == 0) {
         programs_.Drop(prog, run);  // a damaged cache entry: compile afresh, once
@@ -459,6 +451,26 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
       outs.push_back(prog.output_index[k] < 0 ? prog.string_outputs[k] : std::move(computed[prog.output_index[k]]));
     return outs;
   }
+}
+
+StatusOr<pjrt::LoadedExecutable::Launch> ModelRunner::Launch(const Program& prog, absl::Span<pjrt::Buffer* const> args,
+                                                             const CallBounds* bounds) {
+  // Only xonnx's CPU plugin knows xonnx's extensions: the bounds, and a
+  // trace of its kernels when the session records one.
+  PJRT_XonnxRunBounds_Extension bounds_ext;
+  PJRT_XonnxKernelTrace_Extension trace_ext;
+  PJRT_Extension_Base* chain = nullptr;
+  if (!xla_plugin_ && bounds && bounds->bounded()) {
+    bounds_ext = bounds->Extension();
+    bounds_ext.base.next = chain;
+    chain = &bounds_ext.base;
+  }
+  if (!xla_plugin_ && trace_) {
+    trace_ext = trace_->KernelExtension();
+    trace_ext.base.next = chain;
+    chain = &trace_ext.base;
+  }
+  return prog.exe->Start(args, chain);
 }
 
 MappedStaging::Lease ModelRunner::Stage(size_t bytes) {

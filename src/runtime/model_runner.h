@@ -136,6 +136,10 @@ class ModelRunner {
   ProgramCache programs_;
   mutable std::mutex bindings_mu_;
   Bindings bindings_;  // guarded by bindings_mu_
+  // Starts `prog` on `args`, with xonnx's execute-options extensions (the
+  // call's bounds, the kernel trace) where the plugin is xonnx's own.
+  StatusOr<pjrt::LoadedExecutable::Launch> Launch(const Program& prog, absl::Span<pjrt::Buffer* const> args,
+                                                  const CallBounds* bounds);
   // A leased block for `bytes` of a call's input or output, when
   // SessionOptions::io_staging asks for one and the plugin can map memory.
   MappedStaging::Lease Stage(size_t bytes);
