@@ -26,6 +26,28 @@ struct CreateOption {
 // integer, a float, a comma list of integers, or else a string.
 StatusOr<CreateOption> ParseCreateOption(const std::string& text);
 
+// What a session writes to look inside it, in XLA's --xla_dump_to spirit
+// (SessionOptions::dump; the environment variable XONNX_FLAGS takes the same
+// as flags, e.g. XONNX_FLAGS="--dump_to=/tmp/d --dump_pass_re=.* --dump_as_dot").
+struct DumpOptions {
+  // The folder written to; empty: nothing is dumped. Each program's module
+  // is written as imported, after every pass of the importer's pipeline
+  // whose name matches pass_re, and as it goes to the plugin, numbered in
+  // order: <module>.<import>.<NN>.<step>.txt (.pb, .dot).
+  std::string to;
+  std::string pass_re;    // ECMAScript regular expression; empty: no per-pass dumps
+  bool as_text = true;    // HLO text
+  bool as_proto = false;  // serialized HloModuleProto
+  bool as_dot = false;    // Graphviz, one node per instruction with its ONNX node
+  bool onnx = false;      // the model as imported (nodes sorted), <model>.onnx
+};
+
+// Parses XONNX_FLAGS' syntax into `base`: whitespace-separated
+// --dump_to=DIR, --dump_pass_re=REGEX, --dump_as_text, --dump_as_proto,
+// --dump_as_dot, --dump_onnx (booleans also take =true or =false). An
+// unknown flag is an error listing the known ones.
+StatusOr<DumpOptions> ParseXonnxFlags(const std::string& flags, DumpOptions base = {});
+
 struct SessionOptions {
   // The PjRT plugin that compiles and runs the model: a file path (anything
   // with a '/'), a library file name found through the loader's search path
@@ -93,6 +115,10 @@ struct SessionOptions {
   static constexpr int kAutoSpin = -1;
   static constexpr int kGpuSpinUs = 2000;
   int spin_wait_us = kAutoSpin;
+
+  // Dumps of the programs' modules (see DumpOptions). When `dump.to` is
+  // empty, XONNX_FLAGS' --dump_* flags apply, if set.
+  DumpOptions dump;
 
   // Records a profile of the session as a Chrome/Perfetto trace JSON file,
   // written here when the session is destroyed (or on WriteProfile()): a

@@ -51,6 +51,8 @@ struct DeviceArgs {
   int spin_wait_us = -1;
   int64_t deadline_ms = 0;
   std::string profile;
+  std::string dump_to, dump_pass_re, dump_as;
+  bool dump_onnx = false;
 };
 // The options of the running command (AddDeviceOptions fills them).
 extern DeviceArgs g_device;

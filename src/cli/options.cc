@@ -104,6 +104,25 @@ xonnx::SessionOptions BaseOptions() {
   if (g_device.deadline_ms < 0) throw CliError{"--deadline-ms must be >= 0"};
   o.deadline_ms = g_device.deadline_ms;
   o.profile_file = g_device.profile;
+  o.dump.to = g_device.dump_to;
+  o.dump.pass_re = g_device.dump_pass_re;
+  o.dump.onnx = g_device.dump_onnx;
+  if (!g_device.dump_as.empty()) {
+    o.dump.as_text = false;
+    for (absl::string_view f : absl::StrSplit(g_device.dump_as, ',')) {
+      if (f == "text") {
+        o.dump.as_text = true;
+      } else if (f == "proto") {
+        o.dump.as_proto = true;
+      } else if (f == "dot") {
+        o.dump.as_dot = true;
+      } else {
+        throw CliError{absl::StrCat("--dump-as '", f, "': expected text, proto or dot (comma-separated)")};
+      }
+    }
+  }
+  if (o.dump.to.empty() && (o.dump.onnx || !o.dump.pass_re.empty() || !g_device.dump_as.empty()))
+    throw CliError{"--dump-pass-re, --dump-as and --dump-onnx need --dump-to DIR"};
   if (isatty(STDERR_FILENO)) o.compile_progress = ShowProgress;
   return o;
 }
@@ -130,6 +149,14 @@ void AddDeviceOptions(CLI::App* cmd, bool serving) {
                   "PJRT_NAMES_AND_LIBRARY_PATHS, ~/.local/lib/xonnx/plugins, <prefix>/lib/xonnx/plugins and JAX's "
                   "installed plugins (`xonnx devices --all` lists them); default and 'cpu': xonnx's CPU plugin, "
                   "libxonnx_pjrt_cpu.so, found next to this program (XONNX_PLUGIN overrides the default)");
+  cmd->add_option("--dump-to", g_device.dump_to,
+                  "Write each program's HLO module to DIR as imported, after the passes --dump-pass-re names, and "
+                  "as it goes to the plugin, numbered in order (XONNX_FLAGS=--dump_to=DIR does the same)");
+  cmd->add_option("--dump-pass-re", g_device.dump_pass_re,
+                  "Regular expression of the importer's passes after which to dump (e.g. '.*')");
+  cmd->add_option("--dump-as", g_device.dump_as, "Dump formats, comma-separated: text (default), proto, dot");
+  cmd->add_flag("--dump-onnx", g_device.dump_onnx,
+                "Also write the model as imported (nodes sorted) to the dump folder");
   cmd->add_option("--create-option", g_device.create_options,
                   "Option for the plugin's client, NAME=VALUE (true/false, integer, float, comma list of integers, "
                   "or string), e.g. cpu_device_count=4 or memory_fraction=0.5; repeatable");

@@ -1,5 +1,6 @@
 #include "onnx/importer.h"
 
+#include <iostream>
 #include <set>
 
 #include "absl/strings/str_join.h"
@@ -365,8 +366,17 @@ absl::StatusOr<ImportedModule> ImportGraph(const LoadedModel& model, const Impor
 absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOptions& options) {
   ASSIGN_OR_RETURN(ImportedModule imported, ImportGraph(model, options));
   hlo::Module* m = imported.module.get();
+  std::unique_ptr<passes::Dumper> dumper;
+  if (options.dump.enabled()) {
+    dumper = std::make_unique<passes::Dumper>(options.dump, m->name());
+    RETURN_IF_ERROR(dumper->status());
+    dumper->Dump(*m, "imported");
+  }
+  auto dump = [&](absl::string_view step) {
+    if (dumper) dumper->Dump(*m, step);
+  };
   if (options.optimize) {
-    absl::Status st = passes::RunStandardPipeline(m, options.verify_passes);
+    absl::Status st = passes::RunStandardPipeline(m, options.verify_passes, false, dumper.get());
     if (!st.ok()) return Annotate(st, model.path);
   }
   // After the pipeline: constants fold in f32 first and are rounded once.
@@ -380,12 +390,21 @@ absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOpti
       return Annotate(st, absl::StrCat(model.path, ": computing in ", hlo::PrimitiveTypeName(options.compute_type)));
     for (auto& out : imported.outputs)
       if (!out.is_string && out.type == hlo::F32) out.type = options.io_type;
+    dump(precision.name());
   }
-  if (options.exact_f32_products) RETURN_IF_ERROR(passes::ExactProducts().Run(m).status());
+  if (options.exact_f32_products) {
+    RETURN_IF_ERROR(passes::ExactProducts().Run(m).status());
+    dump(passes::ExactProducts().name());
+  }
   if (options.xla_compatible) {
     absl::Status st = passes::XlaCompatibility().Run(m).status();
     if (st.ok()) st = hlo::Verify(*m);
     if (!st.ok()) return Annotate(st, absl::StrCat(model.path, ": rewriting for XLA's plugins"));
+    dump(passes::XlaCompatibility().name());
+  }
+  if (dumper) {
+    dumper->Dump(*m, "final");
+    if (!dumper->status().ok()) std::cerr << "xonnx: warning: " << dumper->status().message() << "\n";
   }
   return imported;
 }

@@ -12,6 +12,7 @@
 #include "hlo/ir.h"
 #include "onnx/context.h"
 #include "onnx/model.h"
+#include "passes/dump.h"
 
 namespace xonnx::onnx_import {
 
@@ -74,6 +75,9 @@ struct ImportOptions {
   // rewritten (passes::XlaCompatibility).
   bool optimize = false;
   bool verify_passes = false;
+  // Writes the module as imported, after the passes it names, and as it
+  // leaves the importer (SessionOptions::dump).
+  passes::DumpSettings dump;
   hlo::PrimitiveType compute_type = hlo::F32;
   hlo::PrimitiveType io_type = hlo::F32;
   bool exact_f32_products = true;

@@ -16,6 +16,7 @@ absl::StatusOr<bool> Pipeline::Run(hlo::Module* module) {
     auto c = p->Run(module);
     if (!c.ok()) return Annotate(c.status(), absl::StrCat("pass ", p->name()));
     changed |= *c;
+    if (dumper_) dumper_->Dump(*module, p->name());
     if (verify_) RETURN_IF_ERROR(Annotate(hlo::Verify(*module), absl::StrCat("after pass ", p->name())));
   }
   return changed;
@@ -36,8 +37,9 @@ class StandardRound : public Pipeline {
 };
 }  // namespace
 
-absl::Status RunStandardPipeline(hlo::Module* module, bool verify_each, bool integer_products) {
+absl::Status RunStandardPipeline(hlo::Module* module, bool verify_each, bool integer_products, Dumper* dumper) {
   FixedPoint<StandardRound> p(verify_each, integer_products);
+  p.pass().set_dumper(dumper);
   return p.Run(module).status();
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "passes/dump.h"
 #include "passes/pass.h"
 
 namespace xonnx::passes {
@@ -21,10 +22,13 @@ class Pipeline : public Pass {
   }
   absl::string_view name() const override { return name_; }
   absl::StatusOr<bool> Run(hlo::Module* module) override;
+  // Writes the module after each pass the dumper's settings name.
+  void set_dumper(Dumper* dumper) { dumper_ = dumper; }
 
  private:
   std::string name_;
   bool verify_;
+  Dumper* dumper_ = nullptr;
   std::vector<std::unique_ptr<Pass>> passes_;
 };
 
@@ -34,6 +38,7 @@ class FixedPoint : public Pass {
  public:
   template <typename... Args>
   explicit FixedPoint(Args&&... args) : pass_(std::forward<Args>(args)...) {}
+  P& pass() { return pass_; }
   absl::string_view name() const override { return pass_.name(); }
   absl::StatusOr<bool> Run(hlo::Module* module) override {
     bool changed = false;
@@ -56,8 +61,9 @@ class FixedPoint : public Pass {
 // integer products (DequantizedProducts): for a backend with 8-bit
 // kernels (the CPU plugin), not for HLO sent to any plugin, since XLA's GPU
 // plugin compiles f32 convolutions but not s32 ones.
+// `dumper` (may be null) writes the module after the passes it names.
 [[nodiscard]] absl::Status RunStandardPipeline(hlo::Module* module, bool verify_each = false,
-                                               bool integer_products = false);
+                                               bool integer_products = false, Dumper* dumper = nullptr);
 
 }  // namespace xonnx::passes
 

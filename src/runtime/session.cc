@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <iostream>
@@ -49,6 +52,31 @@ StatusOr<TensorSpec> SpecOf(const onnx_import::TensorInfo& info) {
   return TensorSpec{info.name, t, info.dims, info.dim_names, info.is_sequence, info.is_optional};
 }
 
+// The session's dump options: its own when they name a folder, else
+// XONNX_FLAGS'.
+StatusOr<DumpOptions> ResolveDump(const DumpOptions& given) {
+  if (!given.to.empty()) return given;
+  const char* flags = std::getenv("XONNX_FLAGS");
+  if (!flags || !*flags) return given;
+  ASSIGN_OR_RETURN(DumpOptions dump, ParseXonnxFlags(flags, given));
+  if (dump.to.empty() && (dump.onnx || !dump.pass_re.empty()))
+    return absl::InvalidArgumentError("XONNX_FLAGS: the --dump_* flags need --dump_to=DIR");
+  return dump;
+}
+
+// The model as imported (nodes sorted), beside the modules' dumps.
+Status DumpOnnx(const onnx_import::LoadedModel& model, const std::string& dir) {
+  if (dir.empty()) return absl::InvalidArgumentError("dumping the ONNX model needs a dump folder (DumpOptions::to)");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::string path = (std::filesystem::path(dir) / std::filesystem::path(model.path).filename()).string();
+  if (path == model.path) path += ".imported.onnx";  // never over the model itself
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out || !model.proto.SerializeToOstream(&out))
+    return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write the imported model"));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -68,7 +96,9 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, 
     auto start = std::chrono::steady_clock::now();
     auto impl = std::make_unique<Impl>();
     impl->options = options;
+    ASSIGN_OR_RETURN(impl->options.dump, ResolveDump(options.dump));
     ASSIGN_OR_RETURN(std::shared_ptr<onnx_import::LoadedModel> model, onnx_import::LoadModel(model_path));
+    if (impl->options.dump.onnx) RETURN_IF_ERROR(DumpOnnx(*model, impl->options.dump.to));
     std::vector<onnx_import::UnsupportedOp> unsupported = onnx_import::FindUnsupportedOps(*model);
     if (!unsupported.empty()) {
       impl->unsupported =
@@ -110,7 +140,7 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, 
       ASSIGN_OR_RETURN(const pjrt::Device* d, client->device(options.device));
       devices.push_back(d);
     }
-    impl->runner = std::make_unique<ModelRunner>(model, options, client, devices, impl->outputs.size());
+    impl->runner = std::make_unique<ModelRunner>(model, impl->options, client, devices, impl->outputs.size());
     if (!options.profile_file.empty()) {
       impl->trace = std::make_shared<TraceRecorder>();
       impl->runner->SetTrace(impl->trace);

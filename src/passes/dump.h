@@ -1,0 +1,52 @@
+// Modules written between passes, in XLA's --xla_dump_to spirit: the
+// importer's pipeline writes the module before its first pass, after every
+// pass whose name matches a regular expression, and as it leaves, each file
+// numbered in order, as HLO text, as a serialized HloModuleProto and as a
+// Graphviz graph (SessionOptions::dump, XONNX_FLAGS' --dump_*).
+#ifndef XONNX_PASSES_DUMP_H_
+#define XONNX_PASSES_DUMP_H_
+
+#include <memory>
+#include <regex>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "hlo/ir.h"
+
+namespace xonnx::passes {
+
+struct DumpSettings {
+  std::string dir;      // empty: no dumps
+  std::string pass_re;  // passes after which to write (ECMAScript regex); empty: none
+  bool as_text = true, as_proto = false, as_dot = false;
+  bool enabled() const { return !dir.empty(); }
+};
+
+// The module as a Graphviz digraph: one node per instruction (its name,
+// opcode, shape and the ONNX node it came from), an edge per operand, one
+// cluster per computation.
+std::string ToDot(const hlo::Module& module);
+
+// Writes one import's modules: <dir>/<label>.<NN>.<step>.<ext>, NN counting
+// the files of this import in order. The label is unique in the process.
+class Dumper {
+ public:
+  Dumper(DumpSettings settings, absl::string_view module_name);
+  // Writes `module` after `step` (a pass name, "imported", "final"): always
+  // for "imported" and "final", else when the step matches pass_re.
+  void Dump(const hlo::Module& module, absl::string_view step);
+  // The first write error, if any (dumping never stops the import).
+  const absl::Status& status() const { return status_; }
+
+ private:
+  DumpSettings settings_;
+  std::string label_;
+  std::unique_ptr<std::regex> pass_re_;
+  int seq_ = 0;
+  absl::Status status_;
+};
+
+}  // namespace xonnx::passes
+
+#endif  // XONNX_PASSES_DUMP_H_
