@@ -90,7 +90,16 @@ void AddInputOptions(CLI::App* cmd, InputArgs& a, bool with_files);
 void AddDeviceOptions(CLI::App* cmd, bool serving);
 
 // The subcommands; each returns the process's exit code.
-int Run(const std::string& model, const InputArgs& in, const std::string& output_dir);
+// `compare` "reference": also run on the reference device and compare.
+int Run(const std::string& model, const InputArgs& in, const std::string& output_dir, const std::string& compare,
+        double tolerance);
+// Runs `inputs` on xonnx's CPU plugin as the reference device (every
+// instruction on the reference evaluator) and compares `outs` with its
+// results; prints a line per output and returns how many differ beyond
+// `tolerance` (relative L2 error).
+int CompareWithReference(const std::string& model, const std::map<std::string, xonnx::Tensor>& inputs,
+                         const std::vector<xonnx::Tensor>& outs, const std::vector<xonnx::TensorSpec>& specs,
+                         double tolerance);
 int Bench(const std::string& model, const InputArgs& in, int warmup, int iterations, bool json, int in_flight,
           bool every_bucket);
 int Convert(const std::string& model, const std::vector<std::string>& shape_specs, const std::string& text_out,

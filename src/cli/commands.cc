@@ -88,14 +88,20 @@ void RequireTensors(const std::string& model, const xonnx::Session& s) {
                                     "; xonnx bench times tensor models only (xonnx run runs this one)")};
 }
 
-int Run(const std::string& model, const InputArgs& in, const std::string& output_dir) {
+int Run(const std::string& model, const InputArgs& in, const std::string& output_dir, const std::string& compare,
+        double tolerance) {
   auto s = Open(model);
   PrintCacheMessages(*s);
   std::vector<xonnx::Value> outs;
+  int differing = 0;
   if (TakesValues(*s)) {
+    if (!compare.empty()) throw CliError{"--compare takes models with tensor inputs and outputs only"};
     outs = Check(s->RunValues(LoadValueInputs(*s, in)));
   } else {
-    for (Tensor& t : Check(s->Run(LoadInputs(*s, in)))) outs.push_back(xonnx::Value::Of(std::move(t)));
+    std::map<std::string, Tensor> inputs = LoadInputs(*s, in);
+    std::vector<Tensor> tensors = Check(s->Run(inputs));
+    if (!compare.empty()) differing = CompareWithReference(model, inputs, tensors, s->outputs(), tolerance);
+    for (Tensor& t : tensors) outs.push_back(xonnx::Value::Of(std::move(t)));
   }
   if (!output_dir.empty()) {
     std::error_code ec;
@@ -109,7 +115,7 @@ int Run(const std::string& model, const InputArgs& in, const std::string& output
     for (size_t i = 0; i < outs.size(); ++i) PrintValueSummary(s->outputs()[i], outs[i]);
   }
   WriteProfile(*s);
-  return 0;
+  return differing ? 1 : 0;
 }
 
 // The process's peak resident memory so far, in MB.

@@ -20,6 +20,14 @@ int Main(int argc, char** argv) {
   AddInputOptions(run, in, true);
   std::string output_dir;
   run->add_option("--output-dir", output_dir, "Write output_<i>.pb (TensorProto named after the output) here");
+  std::string compare;
+  double tolerance = 1e-5;
+  run->add_option("--compare", compare,
+                  "Also run on the reference device ('reference': xonnx's CPU plugin running every instruction on "
+                  "the reference evaluator, XLA's interpreter in spirit) and compare the outputs; exit 1 when one "
+                  "differs beyond --tolerance")
+      ->check(CLI::IsMember({"reference"}));
+  run->add_option("--tolerance", tolerance, "Relative L2 error --compare accepts")->capture_default_str();
 
   auto* bench = app.add_subcommand("bench", "Time loading, compiling and running a model");
   bench->add_option("MODEL", model, "ONNX model file")->required();
@@ -89,7 +97,7 @@ int Main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
-    if (*run) return Run(model, in, output_dir);
+    if (*run) return Run(model, in, output_dir, compare, tolerance);
     if (*bench) {
       if (iterations < 1 || warmup < 0) throw CliError{"--iterations must be >= 1 and --warmup >= 0"};
       if (in_flight < 1) throw CliError{"--in-flight must be >= 1"};

@@ -78,6 +78,8 @@ expect bench_phases_text 0 "batch buckets 1,4; programs [0-9.]+ ms, weights [0-9
 expect bench_profile 0 "wrote the profile to .*trace.json" -- "$xonnx" bench "$model" --iterations 2 --warmup 0 --profile "$tmp/trace.json"
 expect profile_summary 0 "^Conv +[0-9.]+ +[0-9]+ " -- "$xonnx" profile "$tmp/trace.json"
 expect profile_not_a_trace 1 "not a trace written by --profile" -- "$xonnx" profile "$tmp/m.pb"
+expect run_compare 0 "compare probs: max \|diff\| [0-9.e+-]+, relative L2 [0-9.e+-]+ against the reference device: ok" -- "$xonnx" run "$model" --compare reference
+expect run_compare_differs 1 "DIFFERS" -- "$xonnx" run "$model" --compare reference --data-type bf16 --tolerance 1e-9
 expect devices_all 0 "^cpu .*libxonnx_pjrt_cpu.so" -- "$xonnx" devices --all
 expect plugin_unknown_name 1 "no PjRT plugin named 'nosuch'" -- "$xonnx" devices --plugin nosuch
 expect bench_every_bucket_needs_buckets 1 "--every-bucket needs batch buckets" -- "$xonnx" bench "$model" --iterations 1 --every-bucket

@@ -45,12 +45,13 @@ class Compiler {
       exe_->parameter_shapes_.push_back(p->shape());
     }
     Plan plan(entry);
-    if (options_.use_dnnl) PlanEpilogues(&plan);
-    if (options_.use_dnnl) PlanIntegerProducts(&plan);
-    if (options_.use_dnnl && options_.blocked_layouts) PlanBlockedLayouts(options_, &plan);
-    if (options_.fuse_elementwise) PlanRowFusions(&plan);
-    if (options_.fuse_elementwise) PlanFusions(&plan);
-    if (options_.use_dnnl) PlanDotViews(&plan);
+    const bool native = !options_.reference;
+    if (native && options_.use_dnnl) PlanEpilogues(&plan);
+    if (native && options_.use_dnnl) PlanIntegerProducts(&plan);
+    if (native && options_.use_dnnl && options_.blocked_layouts) PlanBlockedLayouts(options_, &plan);
+    if (native && options_.fuse_elementwise) PlanRowFusions(&plan);
+    if (native && options_.fuse_elementwise) PlanFusions(&plan);
+    if (native && options_.use_dnnl) PlanDotViews(&plan);
     ASSIGN_OR_RETURN(BufferAssignment buffers, AssignBuffers(plan));
     EmitContext ctx{plan, buffers, options_, *exe_->module_, &exe_->keep_alive_};
     ASSIGN_OR_RETURN(EmittedThunks emitted, EmitThunks(ctx));
@@ -109,6 +110,10 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(std::unique_ptr<
                                                                 const CompileOptions& options) {
   // A batch run in parts compiles the program for one part; the executable
   // keeps the whole batch's shapes as its signature.
+  if (options.reference) {  // the oracle: the module as it came, one reference kernel per instruction
+    Compiler c(std::move(module), options);
+    return c.Run();
+  }
   const int64_t rows = options.batch_rows;
   std::optional<BatchSplit> split;
   std::vector<hlo::Shape> full_params, full_outputs;

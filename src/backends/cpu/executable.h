@@ -36,6 +36,12 @@ struct CompileOptions {
   // at a time where n divides the batch and the program is separable (else
   // the whole batch at once).
   int64_t batch_rows = 0;
+  // The reference device (XLA's interpreter platform): every instruction
+  // runs on the reference evaluator's kernel for its opcode, with none of
+  // the backend's rewrites (no half-precision upcast, layouts, fusions,
+  // oneDNN, batch splitting), so results are the oracle's. Slow; for
+  // checking results through the same client path.
+  bool reference = false;
 };
 
 // Where a buffer lives while the program runs.

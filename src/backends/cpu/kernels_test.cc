@@ -443,3 +443,51 @@ INSTANTIATE_TEST_SUITE_P(AllOps, KernelTest, ::testing::Combine(::testing::Value
 
 }  // namespace
 }  // namespace xonnx::cpu
+
+namespace xonnx::cpu {
+namespace {
+
+// The reference device (CompileOptions::reference): every instruction runs
+// on a reference kernel, none on a native one or in a fusion, and the
+// result is the evaluator's to the bit.
+TEST(ReferenceDevice, RunsEveryInstructionOnTheEvaluatorsKernels) {
+  const char* text = R"(HloModule reference
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[2,3,8,8] parameter(0)
+  k = f32[4,3,3,3] parameter(1)
+  c = f32[2,4,8,8] convolution(x, k), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+  t = f32[2,4,8,8] tanh(c)
+  m = f32[2,4,8,8] multiply(t, c)
+  z = f32[] constant(0)
+  r = f32[2,4] reduce(m, z), dimensions={2,3}, to_apply=add
+  w = f32[4,5] parameter(2)
+  ROOT d = f32[2,5] dot(r, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})";
+  auto module = hlo::ParseText(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  std::vector<Literal> args;
+  const hlo::Computation& entry = *(*module)->entry();
+  for (int64_t k = 0; k < entry.num_parameters(); ++k) args.push_back(Random(entry.parameter(k)->shape(), 11 + k));
+  auto want = eval::EvaluateModule(**module, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  CompileOptions options;
+  options.reference = true;
+  auto exe = Executable::Compile(std::move(*module), options);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  for (const auto& [kind, n] : (*exe)->ThunkSummary())
+    EXPECT_TRUE(absl::StartsWith(kind, "kernel") || kind == "empty") << kind << "\n" << (*exe)->KernelListing();
+  std::vector<const void*> in;
+  for (const Literal& a : args) in.push_back(a.untyped_data());
+  Literal got((*exe)->output_shapes()[0]);
+  void* out = got.untyped_data();
+  ASSERT_TRUE((*exe)->Execute(in, {&out, 1}).ok());
+  EXPECT_EQ(std::memcmp(got.untyped_data(), want->untyped_data(), got.size_bytes()), 0);
+}
+
+}  // namespace
+}  // namespace xonnx::cpu

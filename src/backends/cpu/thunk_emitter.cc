@@ -100,7 +100,11 @@ class Emitter {
       return absl::OkStatus();
     }
     ThunkIo io{ctx_.InputsOf(i), ctx_.LeavesOf(i)};
-    for (const KernelMaker& maker : KernelMakersFor(i->opcode())) {
+    absl::Span<const KernelMaker> makers = KernelMakersFor(i->opcode());
+    // The reference device takes each row's last maker: the reference
+    // kernel, or the evaluator for control flow.
+    if (ctx_.options.reference) makers = makers.last(1);
+    for (const KernelMaker& maker : makers) {
       ASSIGN_OR_RETURN(std::optional<Thunk> t, maker.make(ctx_, *i, io));
       if (!t) continue;
       if (t->name.empty()) t->name = i->name();

@@ -1,0 +1,103 @@
+// `xonnx run --compare reference`: the same inputs on the reference device
+// (xonnx's CPU plugin with create option reference=true, every instruction
+// on the reference evaluator), and each output's distance from it.
+#include <cmath>
+#include <cstring>
+#include <iostream>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "cli/cli.h"
+#include "xonnx/float16.h"
+
+namespace xonnx::cli {
+
+namespace {
+
+// The tensor's values as doubles; false for types without a float view.
+bool AsDoubles(const xonnx::Tensor& t, std::vector<double>* out) {
+  out->resize(t.element_count());
+  for (int64_t i = 0; i < t.element_count(); ++i) {
+    switch (t.dtype()) {
+      case xonnx::DataType::kFloat32:
+        (*out)[i] = t.data_as<float>()[i];
+        break;
+      case xonnx::DataType::kFloat64:
+        (*out)[i] = t.data_as<double>()[i];
+        break;
+      case xonnx::DataType::kFloat16:
+        (*out)[i] = static_cast<float>(t.data_as<xonnx::Half>()[i]);
+        break;
+      case xonnx::DataType::kBFloat16:
+        (*out)[i] = static_cast<float>(t.data_as<xonnx::BFloat16>()[i]);
+        break;
+      case xonnx::DataType::kInt64:
+        (*out)[i] = static_cast<double>(t.data_as<int64_t>()[i]);
+        break;
+      case xonnx::DataType::kInt32:
+        (*out)[i] = t.data_as<int32_t>()[i];
+        break;
+      case xonnx::DataType::kInt8:
+        (*out)[i] = t.data_as<int8_t>()[i];
+        break;
+      case xonnx::DataType::kUInt8:
+        (*out)[i] = t.data_as<uint8_t>()[i];
+        break;
+      case xonnx::DataType::kBool:
+        (*out)[i] = t.data_as<bool>()[i];
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int CompareWithReference(const std::string& model, const std::map<std::string, xonnx::Tensor>& inputs,
+                         const std::vector<xonnx::Tensor>& outs, const std::vector<xonnx::TensorSpec>& specs,
+                         double tolerance) {
+  xonnx::SessionOptions o = BaseOptions();
+  o.plugin = "cpu";
+  o.device = 0;
+  o.create_options = {{"reference", true}};
+  o.use_cache = false;
+  o.profile_file.clear();
+  o.dump = {};
+  auto ref_session = Check(xonnx::Session::Open(model, o));
+  std::vector<xonnx::Tensor> ref = Check(ref_session->Run(inputs));
+  int differing = 0;
+  for (size_t k = 0; k < outs.size() && k < ref.size(); ++k) {
+    std::vector<double> a, b;
+    if (outs[k].dims() != ref[k].dims()) {
+      std::cout << absl::StrFormat("compare %s: shape [%s] against the reference's [%s]: DIFFERS\n", specs[k].name,
+                                   absl::StrJoin(outs[k].dims(), ","), absl::StrJoin(ref[k].dims(), ","));
+      ++differing;
+      continue;
+    }
+    if (!AsDoubles(outs[k], &a) || !AsDoubles(ref[k], &b)) {
+      bool same = outs[k].dtype() == ref[k].dtype() && outs[k].byte_size() == ref[k].byte_size() &&
+                  (outs[k].byte_size() == 0 || std::memcmp(outs[k].data(), ref[k].data(), outs[k].byte_size()) == 0);
+      std::cout << absl::StrFormat("compare %s: %s\n", specs[k].name, same ? "identical" : "DIFFERS");
+      differing += !same;
+      continue;
+    }
+    double diff2 = 0, ref2 = 0, max_abs = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      double d = a[i] - b[i];
+      if (std::isnan(a[i]) && std::isnan(b[i])) d = 0;
+      diff2 += d * d;
+      ref2 += b[i] * b[i];
+      max_abs = std::max(max_abs, std::abs(d));
+    }
+    double rel = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+    bool ok = !(rel > tolerance);  // a NaN is a difference
+    differing += !ok;
+    std::cout << absl::StrFormat("compare %s: max |diff| %.3g, relative L2 %.3g against the reference device: %s\n",
+                                 specs[k].name, max_abs, rel, ok ? "ok" : "DIFFERS");
+  }
+  return differing;
+}
+
+}  // namespace xonnx::cli
