@@ -25,10 +25,6 @@ namespace xonnx {
 
 namespace {
 
-double MsSince(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
-
 // When the steps of one call were done, from the plugin's events: each
 // slot holds the steady clock's reading (ns) when the last event of its
 // kind became ready, 0 until then.
@@ -250,9 +246,7 @@ StatusOr<ModelRunner::Prepared> ModelRunner::Prepare(const ShapeMap& shapes,
       description_key = DescriptionKey(key, bindings, dev);
       auto prog = programs_.LoadDescribed(description_key, compile_options_[dev], num_outputs_);
       if (prog.ok()) {
-        if (trace_)
-          trace_->Slice("load program", "compile", MonotonicNs() - static_cast<int64_t>(MsSince(start) * 1e6),
-                        MonotonicNs(), TraceRecorder::ThreadId(), {{"shapes", ShapeKey(shapes)}});
+        TraceProgram("load program", start, shapes);
         programs_.NoteProgram(/*from_cache=*/true, MsSince(start),
                               absl::StrFormat("%d inputs + %d weights -> %d outputs, loaded from the compile cache",
                                               prog->params.size(), prog->weight_names.size(), prog->computed.size()));
@@ -308,10 +302,7 @@ StatusOr<ModelRunner::Prepared> ModelRunner::Convert(const std::string& key, con
                     prog.computed.size());
   if (!description_key.empty() && describable) programs_.StoreDescription(description_key, exe_key, prog);
   auto fp = prog.exe->Fingerprint();
-  if (trace_)
-    trace_->Slice(loaded ? "load program" : "compile", "compile",
-                  MonotonicNs() - static_cast<int64_t>(MsSince(start) * 1e6), MonotonicNs(), TraceRecorder::ThreadId(),
-                  {{"shapes", ShapeKey(shapes)}});
+  TraceProgram(loaded ? "load program" : "compile", start, shapes);
   programs_.NoteProgram(
       loaded, MsSince(start),
       absl::StrFormat("%d inputs + %d weights -> %d outputs, %d KiB HloModuleProto%s", prog.params.size(),
@@ -476,6 +467,14 @@ StatusOr<pjrt::LoadedExecutable::Launch> ModelRunner::Launch(const Program& prog
     chain = &trace_ext.base;
   }
   return prog.exe->Start(args, chain);
+}
+
+void ModelRunner::TraceProgram(const char* what, std::chrono::steady_clock::time_point start,
+                               const ShapeMap& shapes) const {
+  if (!trace_) return;
+  int64_t end = MonotonicNs();
+  trace_->Slice(what, "compile", end - static_cast<int64_t>(MsSince(start) * 1e6), end, TraceRecorder::ThreadId(),
+                {{"shapes", ShapeKey(shapes)}});
 }
 
 MappedStaging::Lease ModelRunner::Stage(size_t bytes) {

@@ -140,6 +140,9 @@ class ModelRunner {
   // call's bounds, the kernel trace) where the plugin is xonnx's own.
   StatusOr<pjrt::LoadedExecutable::Launch> Launch(const Program& prog, absl::Span<pjrt::Buffer* const> args,
                                                   const CallBounds* bounds);
+  // A slice of the trace, if any, for a program compiled or loaded since
+  // `start`, for `shapes`.
+  void TraceProgram(const char* what, std::chrono::steady_clock::time_point start, const ShapeMap& shapes) const;
   // A leased block for `bytes` of a call's input or output, when
   // SessionOptions::io_staging asks for one and the plugin can map memory.
   MappedStaging::Lease Stage(size_t bytes);

@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/exceptions.h"
+#include "base/monotonic_clock.h"
 #include "base/status.h"
 #include "hlo/printer.h"
 #include "hlo/proto_codec.h"
@@ -41,10 +42,6 @@
 namespace xonnx {
 
 namespace {
-
-double MsSince(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
 
 StatusOr<TensorSpec> SpecOf(const onnx_import::TensorInfo& info) {
   if (info.is_string) return TensorSpec{info.name, DataType::kString, info.dims, info.dim_names};

@@ -14,14 +14,6 @@
 
 namespace xonnx {
 
-namespace {
-
-double MsSince(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
-
-}  // namespace
-
 StatusOr<std::vector<Tensor>> Session::Impl::RunRows(const std::map<std::string, Tensor>& all, int64_t begin,
                                                      int64_t rows, int64_t total, int dev, const CallBounds& bounds) {
   int64_t padded = buckets.PaddedRows(rows);
