@@ -370,7 +370,7 @@ absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOpti
   if (options.dump.enabled()) {
     dumper = std::make_unique<passes::Dumper>(options.dump, m->name());
     RETURN_IF_ERROR(dumper->status());
-    dumper->Dump(*m, "imported");
+    dumper->Dump(*m, "imported", /*always=*/true);
   }
   auto dump = [&](absl::string_view step) {
     if (dumper) dumper->Dump(*m, step);
@@ -403,7 +403,7 @@ absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOpti
     dump(passes::XlaCompatibility().name());
   }
   if (dumper) {
-    dumper->Dump(*m, "final");
+    dumper->Dump(*m, "final", /*always=*/true);
     if (!dumper->status().ok()) std::cerr << "xonnx: warning: " << dumper->status().message() << "\n";
   }
   return imported;

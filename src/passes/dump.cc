@@ -70,8 +70,7 @@ Dumper::Dumper(DumpSettings settings, absl::string_view module_name) : settings_
         absl::PermissionDeniedError(absl::StrCat(settings_.dir, ": cannot create the dump folder: ", ec.message()));
 }
 
-void Dumper::Dump(const hlo::Module& module, absl::string_view step) {
-  bool always = step == "imported" || step == "final";
+void Dumper::Dump(const hlo::Module& module, absl::string_view step, bool always) {
   if (!always && !(pass_re_ && std::regex_search(std::string(step), *pass_re_))) return;
   std::string base =
       (std::filesystem::path(settings_.dir) / absl::StrFormat("%s.%02d.%s", label_, seq_++, FileSafe(step))).string();

@@ -12,16 +12,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "base/dump_flags.h"
 #include "hlo/ir.h"
 
 namespace xonnx::passes {
 
-struct DumpSettings {
-  std::string dir;      // empty: no dumps
-  std::string pass_re;  // passes after which to write (ECMAScript regex); empty: none
-  bool as_text = true, as_proto = false, as_dot = false;
-  bool enabled() const { return !dir.empty(); }
-};
+using DumpSettings = ::xonnx::DumpSettings;
 
 // The module as a Graphviz digraph: one node per instruction (its name,
 // opcode, shape and the ONNX node it came from), an edge per operand, one
@@ -33,9 +29,9 @@ std::string ToDot(const hlo::Module& module);
 class Dumper {
  public:
   Dumper(DumpSettings settings, absl::string_view module_name);
-  // Writes `module` after `step` (a pass name, "imported", "final"): always
-  // for "imported" and "final", else when the step matches pass_re.
-  void Dump(const hlo::Module& module, absl::string_view step);
+  // Writes `module` after `step` (a pass's name) when the step matches
+  // pass_re, or always (the module as it arrives and as it leaves).
+  void Dump(const hlo::Module& module, absl::string_view step, bool always = false);
   // The first write error, if any (dumping never stops the import).
   const absl::Status& status() const { return status_; }
 

@@ -18,6 +18,17 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
+onnx::ModelProto TwoNodes() {
+  onnx::ModelProto m;
+  EXPECT_TRUE(onnx::OnnxParser::Parse(m, R"(<ir_version: 8, opset_import: ["" : 17]>
+dumped (float[2] x) => (float[2] y) {
+  t = Relu(x)
+  y = Neg(t)
+})")
+                  .IsOK());
+  return m;
+}
+
 TEST(XonnxFlags, ParsesTheDumpFlagsAndRefusesOthers) {
   auto d = ParseXonnxFlags("  --dump_to=/tmp/x --dump_pass_re=cse|dce\n--dump_as_dot --dump_onnx=true ");
   ASSERT_TRUE(d.ok()) << d.status();
@@ -38,15 +49,8 @@ TEST(XonnxFlags, ParsesTheDumpFlagsAndRefusesOthers) {
 
 TEST(Dumps, ASessionWritesItsModulesInOrder) {
   fs::path dir = MakeTestDir("xonnx_dump_test");
-  onnx::ModelProto m;
-  ASSERT_TRUE(onnx::OnnxParser::Parse(m, R"(<ir_version: 8, opset_import: ["" : 17]>
-dumped (float[2] x) => (float[2] y) {
-  t = Relu(x)
-  y = Neg(t)
-})")
-                  .IsOK());
   std::string path = (dir / "m.onnx").string();
-  std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+  std::ofstream(path, std::ios::binary) << TwoNodes().SerializeAsString();
   SessionOptions o;
   o.use_cache = false;
   o.dump.to = (dir / "dumps").string();

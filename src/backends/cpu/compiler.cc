@@ -27,6 +27,7 @@
 #include "hlo/printer.h"
 #include "hlo/verifier.h"
 #include "passes/dce.h"
+#include "passes/dump.h"
 
 namespace xonnx::cpu {
 
@@ -107,7 +108,10 @@ void MaybeDump(const Executable& exe) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(std::unique_ptr<hlo::Module> module,
-                                                                const CompileOptions& options) {
+                                                                const CompileOptions& options, passes::Dumper* dumper) {
+  auto dump = [&](absl::string_view step) {
+    if (dumper) dumper->Dump(*module, step);
+  };
   // A batch run in parts compiles the program for one part; the executable
   // keeps the whole batch's shapes as its signature.
   if (options.reference) {  // the oracle: the module as it came, one reference kernel per instruction
@@ -127,15 +131,19 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(std::unique_ptr<
   }
   UpcastHalfPrecision upcast;
   RETURN_IF_ERROR(upcast.Run(module.get()).status());
+  dump(upcast.name());
   if (options.use_dnnl) {
     DotCanonicalization dots;
     RETURN_IF_ERROR(dots.Run(module.get()).status());
+    dump(dots.name());
     RETURN_IF_ERROR(RunLayoutPasses(module.get()));
+    dump("layout");
     // After the layouts: the window sums' reshapes would stop transposes
     // from sinking.
     SplitWideIntegerWeights wide;
     ASSIGN_OR_RETURN(bool split, wide.Run(module.get()));
     if (split) RETURN_IF_ERROR(passes::Dce().Run(module.get()).status());
+    dump(wide.name());
   }
   Compiler c(std::move(module), options);
   ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, c.Run());

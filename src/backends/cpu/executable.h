@@ -17,6 +17,10 @@
 #include "backends/cpu/arena_pool.h"
 #include "hlo/ir.h"
 
+namespace xonnx::passes {
+class Dumper;
+}  // namespace xonnx::passes
+
 namespace xonnx::cpu {
 
 struct CompileOptions {
@@ -83,8 +87,11 @@ struct Thunk {
 class Executable {
  public:
   // Compiles `module` (already optimized by the standard pipeline).
+  // `dumper`, when given, writes the module after each of the backend's
+  // own passes that its settings name.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Executable>> Compile(std::unique_ptr<hlo::Module> module,
-                                                                           const CompileOptions& options = {});
+                                                                           const CompileOptions& options = {},
+                                                                           passes::Dumper* dumper = nullptr);
   ~Executable();
 
   // Runs the program. `args` holds one row-major buffer per entry parameter;

@@ -6,9 +6,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/dump_flags.h"
 #include "base/fingerprint.h"
 #include "base/status.h"
 #include "hlo/proto_codec.h"
+#include "passes/dump.h"
 #include "passes/pipeline.h"
 
 #ifndef XONNX_VERSION
@@ -29,9 +31,18 @@ constexpr size_t kSpecializationCacheSize = 2;
 // weights were bound as constants, not for a module already optimized).
 absl::StatusOr<std::shared_ptr<Executable>> CompileBackend(std::unique_ptr<hlo::Module> m, const ProgramOptions& o,
                                                            bool run_passes) {
+  // XONNX_FLAGS' dumps: the module as it arrives, after the passes named,
+  // and as the backend runs it.
+  std::unique_ptr<passes::Dumper> dumper;
+  if (const DumpSettings& dump = DumpSettingsFromEnv(); dump.enabled()) {
+    dumper = std::make_unique<passes::Dumper>(dump, absl::StrCat(m->name(), "-cpu"));
+    dumper->Dump(*m, "received", /*always=*/true);
+  }
   if (run_passes && o.optimize)
-    RETURN_IF_ERROR(passes::RunStandardPipeline(m.get(), o.verify_passes, /*integer_products=*/!o.compile.reference));
-  ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, Executable::Compile(std::move(m), o.compile));
+    RETURN_IF_ERROR(
+        passes::RunStandardPipeline(m.get(), o.verify_passes, /*integer_products=*/!o.compile.reference, dumper.get()));
+  ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, Executable::Compile(std::move(m), o.compile, dumper.get()));
+  if (dumper) dumper->Dump(exe->module(), "final", /*always=*/true);
   return std::shared_ptr<Executable>(std::move(exe));
 }
 
