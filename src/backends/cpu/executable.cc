@@ -1,7 +1,6 @@
 #include "backends/cpu/executable.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -106,17 +105,17 @@ absl::Status Executable::ExecutePart(absl::Span<const void* const> args, absl::S
   }
   for (size_t i = 0; i < thunks_.size(); ++i) {
     const Thunk& t = thunks_[i];
-    auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    // One clock times the kernel for the profile and for the caller's trace.
+    const bool traced = control && control->on_kernel;
+    const int64_t begin = profile_ || traced ? MonotonicNs() : 0;
     st = control ? control->Check() : absl::OkStatus();
-    if (st.ok() && control && control->on_kernel) {
-      int64_t begin = MonotonicNs();
-      st = t.run(frame);
-      control->on_kernel(control->trace_context, t, thunk_kinds_[i], begin, MonotonicNs());
-    } else if (st.ok()) {
-      st = t.run(frame);
+    const bool ran = st.ok();
+    if (ran) st = t.run(frame);
+    if (profile_ || traced) {
+      const int64_t end = MonotonicNs();
+      if (profile_) profile_->ns[i] += static_cast<double>(end - begin);
+      if (traced && ran) control->on_kernel(control->trace_context, t, thunk_kinds_[i], begin, end);
     }
-    if (profile_)
-      profile_->ns[i] += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
     if (!st.ok()) {
       st = Annotate(st, t.name);
       break;
