@@ -8,48 +8,18 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/cli.h"
-#include "xonnx/float16.h"
 
 namespace xonnx::cli {
 
 namespace {
 
-// The tensor's values as doubles; false for types without a float view.
+// The tensor's values as doubles (Tensor::GetAsDouble, but float64 read
+// exactly: GetAsDouble rounds it through float32); false for strings.
 bool AsDoubles(const xonnx::Tensor& t, std::vector<double>* out) {
+  if (t.dtype() == xonnx::DataType::kString) return false;
   out->resize(t.element_count());
-  for (int64_t i = 0; i < t.element_count(); ++i) {
-    switch (t.dtype()) {
-      case xonnx::DataType::kFloat32:
-        (*out)[i] = t.data_as<float>()[i];
-        break;
-      case xonnx::DataType::kFloat64:
-        (*out)[i] = t.data_as<double>()[i];
-        break;
-      case xonnx::DataType::kFloat16:
-        (*out)[i] = static_cast<float>(t.data_as<xonnx::Half>()[i]);
-        break;
-      case xonnx::DataType::kBFloat16:
-        (*out)[i] = static_cast<float>(t.data_as<xonnx::BFloat16>()[i]);
-        break;
-      case xonnx::DataType::kInt64:
-        (*out)[i] = static_cast<double>(t.data_as<int64_t>()[i]);
-        break;
-      case xonnx::DataType::kInt32:
-        (*out)[i] = t.data_as<int32_t>()[i];
-        break;
-      case xonnx::DataType::kInt8:
-        (*out)[i] = t.data_as<int8_t>()[i];
-        break;
-      case xonnx::DataType::kUInt8:
-        (*out)[i] = t.data_as<uint8_t>()[i];
-        break;
-      case xonnx::DataType::kBool:
-        (*out)[i] = t.data_as<bool>()[i];
-        break;
-      default:
-        return false;
-    }
-  }
+  for (int64_t i = 0; i < t.element_count(); ++i)
+    (*out)[i] = t.dtype() == xonnx::DataType::kFloat64 ? t.data_as<double>()[i] : t.GetAsDouble(i);
   return true;
 }
 

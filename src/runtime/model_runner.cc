@@ -16,6 +16,7 @@
 #include "onnx/tensor_proto.h"
 #include "runtime/clients.h"
 #include "runtime/dtype.h"
+#include "runtime/xonnx_flags.h"
 
 #ifndef XONNX_VERSION
 #define XONNX_VERSION "0.0.0"
@@ -153,11 +154,7 @@ StatusOr<onnx_import::ImportedModule> ModelRunner::BuildModule(
   io.allow_partial = allow_partial;
   io.optimize = optimized;
   io.verify_passes = options_.verify_passes;
-  io.dump.dir = options_.dump.to;
-  io.dump.pass_re = options_.dump.pass_re;
-  io.dump.as_text = options_.dump.as_text;
-  io.dump.as_proto = options_.dump.as_proto;
-  io.dump.as_dot = options_.dump.as_dot;
+  io.dump = ToDumpSettings(options_.dump);
   io.compute_type = ToHlo(options_.data_type);
   io.io_type = ToHlo(options_.io_data_type);
   io.exact_f32_products = !options_.allow_tf32;
