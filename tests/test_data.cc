@@ -6,6 +6,7 @@
 
 #include "base/status.h"
 #include "runtime/dtype.h"
+#include "runtime/public_status.h"
 
 namespace xonnx::testing {
 
@@ -78,7 +79,7 @@ const char kDeviceFlagsUsage[] = "[--plugin PATH] [--data-type f32|f16|bf16] [--
 StatusOr<bool> ParseDeviceFlag(int argc, char** argv, int* i, SessionOptions* options) {
   std::string flag = argv[*i];
   if (flag != "--plugin" && flag != "--data-type" && flag != "--create-option") return false;
-  if (*i + 1 >= argc) return InvalidArgument("%s needs a value", flag);
+  if (*i + 1 >= argc) return ToPublic(InvalidArgument("%s needs a value", flag));
   std::string value = argv[++*i];
   if (flag == "--plugin") {
     options->plugin = value;
@@ -90,7 +91,7 @@ StatusOr<bool> ParseDeviceFlag(int argc, char** argv, int* i, SessionOptions* op
     } else if (value == "bf16") {
       options->data_type = DataType::kBFloat16;
     } else {
-      return InvalidArgument("--data-type takes f32, f16 or bf16, not '%s'", value);
+      return ToPublic(InvalidArgument("--data-type takes f32, f16 or bf16, not '%s'", value));
     }
   } else {
     ASSIGN_OR_RETURN(CreateOption o, ParseCreateOption(value));

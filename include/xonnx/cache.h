@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "xonnx/export.h"
 #include "xonnx/status.h"
 
 namespace xonnx {
@@ -29,18 +30,18 @@ struct CacheFile {
 // Where sessions keep the cache when SessionOptions::cache_dir is empty:
 // $XONNX_CACHE_DIR, else $XDG_CACHE_HOME/xonnx, else $HOME/.cache/xonnx;
 // empty when none of them is set.
-std::string DefaultCacheDir();
+XONNX_API std::string DefaultCacheDir();
 
 // The entries and temporary files of the cache in `dir`, least recently
 // used first. Other files in the folder are not the cache's and are left
 // out.
-StatusOr<std::vector<CacheFile>> ListCache(const std::string& dir);
+XONNX_API StatusOr<std::vector<CacheFile>> ListCache(const std::string& dir);
 
 // Removes entries of the cache in `dir`, least recently used first
 // (unreadable ones before all), until the rest take at most `max_bytes`
 // (0 removes them all), and temporary files older than an hour, which
 // writers that died left behind. Returns what was removed.
-StatusOr<std::vector<CacheFile>> TrimCache(const std::string& dir, uint64_t max_bytes);
+XONNX_API StatusOr<std::vector<CacheFile>> TrimCache(const std::string& dir, uint64_t max_bytes);
 
 }  // namespace xonnx
 

@@ -6,13 +6,15 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "xonnx/export.h"
+
 namespace xonnx {
 
 // Converts between float and the 16-bit encodings (round to nearest even;
 // NaN stays NaN, overflow goes to infinity).
-uint16_t FloatToHalfBits(float f);
-float HalfBitsToFloat(uint16_t h);
-uint16_t FloatToBF16Bits(float f);
+XONNX_API uint16_t FloatToHalfBits(float f);
+XONNX_API float HalfBitsToFloat(uint16_t h);
+XONNX_API uint16_t FloatToBF16Bits(float f);
 inline float BF16BitsToFloat(uint16_t b) {
   uint32_t u = static_cast<uint32_t>(b) << 16;
   float f;

@@ -11,19 +11,21 @@
 #include <cstdint>
 #include <new>
 
+#include "xonnx/export.h"
+
 namespace xonnx {
 
 // n bytes, 64-byte aligned (null when out of memory, or for n = 0); give
 // them back with FreeHostBytes(p, n), with the same n.
-void* AllocateHostBytes(size_t n);
-void FreeHostBytes(void* p, size_t n);
+XONNX_API void* AllocateHostBytes(size_t n);
+XONNX_API void FreeHostBytes(void* p, size_t n);
 
 // What the cache holds: for tests and profiles.
 struct HostMemoryStats {
   int64_t cached_bytes = 0;  // free blocks kept for reuse
   int64_t reuses = 0;        // allocations served from the cache
 };
-HostMemoryStats HostMemoryCount();
+XONNX_API HostMemoryStats HostMemoryCount();
 
 // A standard allocator over AllocateHostBytes, for containers of tensor data.
 template <typename T>

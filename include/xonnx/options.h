@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "xonnx/export.h"
 #include "xonnx/tensor.h"
 
 namespace xonnx {
@@ -24,7 +25,7 @@ struct CreateOption {
 
 // Parses "name=value" as `xonnx --create-option` takes it: true/false, an
 // integer, a float, a comma list of integers, or else a string.
-StatusOr<CreateOption> ParseCreateOption(const std::string& text);
+XONNX_API StatusOr<CreateOption> ParseCreateOption(const std::string& text);
 
 // What a session writes to look inside it, in XLA's --xla_dump_to spirit
 // (SessionOptions::dump; the environment variable XONNX_FLAGS takes the same
@@ -46,7 +47,7 @@ struct DumpOptions {
 // --dump_to=DIR, --dump_pass_re=REGEX, --dump_as_text, --dump_as_proto,
 // --dump_as_dot, --dump_onnx (booleans also take =true or =false). An
 // unknown flag is an error listing the known ones.
-StatusOr<DumpOptions> ParseXonnxFlags(const std::string& flags, DumpOptions base = {});
+XONNX_API StatusOr<DumpOptions> ParseXonnxFlags(const std::string& flags, DumpOptions base = {});
 
 struct SessionOptions {
   // The PjRT plugin that compiles and runs the model: a file path (anything
@@ -56,9 +57,11 @@ struct SessionOptions {
   // PJRT_NAMES_AND_LIBRARY_PATHS, then ~/.local/lib/xonnx/plugins and
   // <prefix>/lib/xonnx/plugins, then JAX's installed plugins in Python's
   // package folders (FindPlugins() lists what is found).
-  // Empty or "cpu": xonnx's CPU plugin, libxonnx_pjrt_cpu.so, looked for next
-  // to the program, in ../lib and ../lib/xonnx beside it, and in the install
-  // directory; the environment variable XONNX_PLUGIN overrides that default.
+  // Empty or "cpu": xonnx's CPU plugin, libxonnx_pjrt_cpu.so, looked for in
+  // xonnx/ beside libxonnx.so (where `cmake --install` puts it) or beside it,
+  // then next to the program and in ../lib and ../lib/xonnx from there, then
+  // in the build tree and the configured install directory; the environment
+  // variable XONNX_PLUGIN overrides that default.
   std::string plugin;
   // Index of the plugin's addressable device to run on, or kAllDevices: a
   // call's batch is then split across all of them and run concurrently.

@@ -12,12 +12,14 @@
 #ifndef XONNX_SESSION_H_
 #define XONNX_SESSION_H_
 
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "xonnx/export.h"
 #include "xonnx/options.h"
 #include "xonnx/status.h"
 #include "xonnx/tensor.h"
@@ -53,9 +55,9 @@ struct Value {
 // test data stores it: a TensorProto (or a .npy) for a tensor, a
 // SequenceProto for a sequence, an OptionalProto for an optional (which may
 // hold nothing). Errors name the file.
-StatusOr<Value> ReadValueFile(const std::string& path, const TensorSpec& spec);
+XONNX_API StatusOr<Value> ReadValueFile(const std::string& path, const TensorSpec& spec);
 // Writes `v` in the same form, named after `spec`.
-Status WriteValueFile(const std::string& path, const Value& v, const TensorSpec& spec);
+XONNX_API Status WriteValueFile(const std::string& path, const Value& v, const TensorSpec& spec);
 
 // What `xonnx info` prints.
 struct ModelInfo {
@@ -101,10 +103,10 @@ struct PluginInfo {
 };
 // Loads the plugin named by options.plugin (default: ours) with
 // options.create_options and describes it.
-StatusOr<PluginInfo> DescribePlugin(const SessionOptions& options = {});
+XONNX_API StatusOr<PluginInfo> DescribePlugin(const SessionOptions& options = {});
 // Where xonnx's CPU plugin was found (see SessionOptions::plugin), or its bare
 // file name when no candidate exists (the loader's search path is then used).
-std::string DefaultPluginPath();
+XONNX_API std::string DefaultPluginPath();
 
 // A plugin found by name (`xonnx devices --all`): where, and whether it
 // loads (`refused` says why not: the loader's error, no GetPjrtApi, another
@@ -116,7 +118,7 @@ struct FoundPlugin {
 };
 // Every plugin SessionOptions::plugin can name (see its comment), xonnx's
 // CPU plugin first, each loaded to see whether it can be used.
-std::vector<FoundPlugin> FindPlugins();
+XONNX_API std::vector<FoundPlugin> FindPlugins();
 
 // Where a session's programs came from (one program per input shape and
 // device).
@@ -150,11 +152,19 @@ struct RunPhases {
   double download_ms = 0;
 };
 
-class Session {
+class XONNX_API Session {
  public:
   // Loads and checks a model. Fails with a message naming the file (and the
   // nodes) when it cannot be read or uses unsupported ops.
   static StatusOr<std::unique_ptr<Session>> Open(const std::string& model_path, const SessionOptions& options = {});
+  // The same for a model already in memory (a serialized ModelProto; the
+  // bytes are not kept). `name` stands for the file in messages; tensors
+  // stored as external data are read relative to `external_data_dir`
+  // (empty: the current folder).
+  static StatusOr<std::unique_ptr<Session>> OpenFromMemory(const void* bytes, size_t size,
+                                                           const std::string& name = "model",
+                                                           const SessionOptions& options = {},
+                                                           const std::string& external_data_dir = "");
   ~Session();
 
   const std::vector<TensorSpec>& inputs() const;
@@ -176,6 +186,11 @@ class Session {
   // compute. Destroying the session cancels its calls in flight and the
   // queued ones (they fail with CANCELLED) and waits for them.
   std::future<StatusOr<std::vector<Tensor>>> RunAsync(std::map<std::string, Tensor> inputs, RunOptions run = {});
+  // The same, calling `done` with the outcome on the worker thread when the
+  // call ends (also when it fails or is cancelled) instead of returning a
+  // future. `done` must not destroy the session.
+  void RunAsync(std::map<std::string, Tensor> inputs, RunOptions run,
+                std::function<void(StatusOr<std::vector<Tensor>>)> done);
   // Writes the profile recorded so far (SessionOptions::profile_file) to
   // its file; the session also writes it when it is destroyed.
   Status WriteProfile() const;
@@ -210,7 +225,6 @@ class Session {
 
  private:
   struct Impl;
-  Status CheckInputs(const std::map<std::string, Tensor>& inputs) const;
   std::string DevicesText() const;
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "xonnx/export.h"
 #include "xonnx/host_memory.h"
 #include "xonnx/status.h"
 
@@ -30,12 +31,12 @@ enum class DataType {
 };
 
 // "float32", "int64", ... as printed by the CLI.
-std::string DataTypeName(DataType t);
+XONNX_API std::string DataTypeName(DataType t);
 // Bytes per element (0 for strings, which Tensor keeps as std::string).
-int DataTypeSize(DataType t);
+XONNX_API int DataTypeSize(DataType t);
 
 // A dense row-major tensor that owns its bytes.
-class Tensor {
+class XONNX_API Tensor {
  public:
   Tensor() = default;
   // A zero-filled tensor.
@@ -80,9 +81,9 @@ class Tensor {
 
 // Reads a tensor from an ONNX TensorProto file (.pb) or a NumPy file (.npy);
 // `name` receives the TensorProto's name when it has one.
-StatusOr<Tensor> ReadTensorFile(const std::string& path, std::string* name = nullptr);
+XONNX_API StatusOr<Tensor> ReadTensorFile(const std::string& path, std::string* name = nullptr);
 // Writes `t` as a TensorProto named `name`.
-Status WriteTensorProto(const std::string& path, const Tensor& t, const std::string& name);
+XONNX_API Status WriteTensorProto(const std::string& path, const Tensor& t, const std::string& name);
 
 }  // namespace xonnx
 

@@ -13,10 +13,11 @@
 #define XONNX_CONCAT(a, b) XONNX_CONCAT_IMPL(a, b)
 
 // Returns from the current function if `expr` yields a non-OK status.
-#define RETURN_IF_ERROR(expr)    \
-  do {                           \
-    ::absl::Status _st = (expr); \
-    if (!_st.ok()) return _st;   \
+// Works for abseil's Status and for xonnx's public one alike.
+#define RETURN_IF_ERROR(expr)  \
+  do {                         \
+    auto _st = (expr);         \
+    if (!_st.ok()) return _st; \
   } while (0)
 
 #define ASSIGN_OR_RETURN_IMPL(var, lhs, expr) \

@@ -45,7 +45,7 @@ Tensor Blank(DataType t, const std::vector<int64_t>& dims) {
 
 }  // namespace
 
-StatusOr<std::vector<int64_t>> SortedBuckets(const std::vector<int64_t>& sizes, const std::string& what) {
+absl::StatusOr<std::vector<int64_t>> SortedBuckets(const std::vector<int64_t>& sizes, const std::string& what) {
   std::vector<int64_t> out = sizes;
   for (int64_t s : out)
     if (s < 1) return InvalidArgument("%s: sizes must be >= 1, got %d", what, s);
@@ -54,8 +54,8 @@ StatusOr<std::vector<int64_t>> SortedBuckets(const std::vector<int64_t>& sizes, 
   return out;
 }
 
-StatusOr<std::vector<int64_t>> BatchBuckets(int64_t max_batch, int64_t steps,
-                                            const std::vector<int64_t>& explicit_list) {
+absl::StatusOr<std::vector<int64_t>> BatchBuckets(int64_t max_batch, int64_t steps,
+                                                  const std::vector<int64_t>& explicit_list) {
   if (!explicit_list.empty()) {
     if (max_batch > 0 && *std::max_element(explicit_list.begin(), explicit_list.end()) != max_batch)
       return InvalidArgument(
@@ -77,7 +77,7 @@ int64_t PickBucket(const std::vector<int64_t>& buckets, int64_t n) {
   return it == buckets.end() ? -1 : *it;
 }
 
-StatusOr<Tensor> ResizeAxis(const Tensor& t, int axis, int64_t size) {
+absl::StatusOr<Tensor> ResizeAxis(const Tensor& t, int axis, int64_t size) {
   const auto& dims = t.dims();
   if (axis < 0 || axis >= static_cast<int>(dims.size()))
     return InvalidArgument("cannot resize axis %d of a tensor of rank %d", axis, dims.size());
@@ -90,7 +90,7 @@ StatusOr<Tensor> ResizeAxis(const Tensor& t, int axis, int64_t size) {
   return out;
 }
 
-StatusOr<Tensor> SliceRows(const Tensor& t, int64_t begin, int64_t count) {
+absl::StatusOr<Tensor> SliceRows(const Tensor& t, int64_t begin, int64_t count) {
   const auto& dims = t.dims();
   if (dims.empty() || begin < 0 || count < 0 || begin + count > dims[0])
     return InvalidArgument("rows [%d, %d) are outside a tensor of shape [%s]", begin, begin + count,
@@ -103,7 +103,7 @@ StatusOr<Tensor> SliceRows(const Tensor& t, int64_t begin, int64_t count) {
   return out;
 }
 
-StatusOr<Tensor> ConcatRows(const std::vector<Tensor>& parts) {
+absl::StatusOr<Tensor> ConcatRows(const std::vector<Tensor>& parts) {
   if (parts.empty()) return InvalidArgument("nothing to concatenate");
   if (parts.size() == 1) return parts[0];
   std::vector<int64_t> dims = parts[0].dims();

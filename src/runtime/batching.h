@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "xonnx/status.h"
+#include "base/status.h"
 #include "xonnx/tensor.h"
 
 namespace xonnx {
@@ -14,21 +14,21 @@ namespace xonnx {
 // The batch sizes to compile, ascending and without repeats: the explicit
 // list when given, else lc0's rule ceil(max_batch * i / steps), i = 1..steps;
 // empty when neither is set. Errors name the option that is wrong.
-StatusOr<std::vector<int64_t>> BatchBuckets(int64_t max_batch, int64_t steps,
-                                            const std::vector<int64_t>& explicit_list);
+absl::StatusOr<std::vector<int64_t>> BatchBuckets(int64_t max_batch, int64_t steps,
+                                                  const std::vector<int64_t>& explicit_list);
 // Checks and sorts a list of dimension sizes (for dim_buckets).
-StatusOr<std::vector<int64_t>> SortedBuckets(const std::vector<int64_t>& sizes, const std::string& what);
+absl::StatusOr<std::vector<int64_t>> SortedBuckets(const std::vector<int64_t>& sizes, const std::string& what);
 
 // The smallest bucket >= n, or -1 when n is larger than all of them.
 int64_t PickBucket(const std::vector<int64_t>& buckets, int64_t n);
 
 // A copy of `t` with dimension `axis` set to `size`: cut back, or grown with
 // zeros (empty strings) after the existing entries.
-StatusOr<Tensor> ResizeAxis(const Tensor& t, int axis, int64_t size);
+absl::StatusOr<Tensor> ResizeAxis(const Tensor& t, int axis, int64_t size);
 // Entries [begin, begin + count) along axis 0.
-StatusOr<Tensor> SliceRows(const Tensor& t, int64_t begin, int64_t count);
+absl::StatusOr<Tensor> SliceRows(const Tensor& t, int64_t begin, int64_t count);
 // The parts joined along axis 0; their other dimensions and types must agree.
-StatusOr<Tensor> ConcatRows(const std::vector<Tensor>& parts);
+absl::StatusOr<Tensor> ConcatRows(const std::vector<Tensor>& parts);
 
 }  // namespace xonnx
 

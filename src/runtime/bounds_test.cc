@@ -60,7 +60,7 @@ TEST_F(BoundsTest, ADeadlineStopsAnEndlessLoop) {
   auto start = std::chrono::steady_clock::now();
   auto out = (*s)->Run({{"x", x_}}, run);
   ASSERT_FALSE(out.ok());
-  EXPECT_TRUE(absl::IsDeadlineExceeded(out.status())) << out.status();
+  EXPECT_TRUE(out.status().code() == StatusCode::kDeadlineExceeded) << out.status();
   EXPECT_THAT(std::string(out.status().message()), HasSubstr("loop.onnx: the call passed its deadline of 200 ms"));
   EXPECT_LT(Seconds(start), 10.0);
 }
@@ -71,7 +71,7 @@ TEST_F(BoundsTest, TheSessionsDeadlineAppliesUnlessTheCallSetsItsOwn) {
   auto s = Session::Open(path_, o);
   ASSERT_TRUE(s.ok()) << s.status();
   auto out = (*s)->Run({{"x", x_}});
-  EXPECT_TRUE(absl::IsDeadlineExceeded(out.status())) << out.status();
+  EXPECT_TRUE(out.status().code() == StatusCode::kDeadlineExceeded) << out.status();
   EXPECT_THAT(std::string(out.status().message()), HasSubstr("deadline of 100 ms"));
   RunOptions run;
   run.deadline_ms = 150;
@@ -92,11 +92,11 @@ TEST_F(BoundsTest, CancellingFromAnotherThreadStopsTheCall) {
   auto out = (*s)->Run({{"x", x_}}, run);
   canceller.join();
   ASSERT_FALSE(out.ok());
-  EXPECT_TRUE(absl::IsCancelled(out.status())) << out.status();
+  EXPECT_TRUE(out.status().code() == StatusCode::kCancelled) << out.status();
   EXPECT_THAT(std::string(out.status().message()), HasSubstr("loop.onnx: the call was cancelled"));
   EXPECT_LT(Seconds(start), 10.0);
   // A cancelled token stops later calls at once.
-  EXPECT_TRUE(absl::IsCancelled((*s)->Run({{"x", x_}}, run).status()));
+  EXPECT_TRUE((*s)->Run({{"x", x_}}, run).status().code() == StatusCode::kCancelled);
 }
 
 TEST_F(BoundsTest, ClosingTheSessionCancelsItsCallsInFlight) {
@@ -110,7 +110,7 @@ TEST_F(BoundsTest, ClosingTheSessionCancelsItsCallsInFlight) {
   EXPECT_LT(Seconds(start), 10.0);
   for (auto& c : calls) {
     auto out = c.get();
-    EXPECT_TRUE(absl::IsCancelled(out.status())) << out.status();
+    EXPECT_TRUE(out.status().code() == StatusCode::kCancelled) << out.status();
   }
 }
 

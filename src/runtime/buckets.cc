@@ -9,8 +9,8 @@
 
 namespace xonnx {
 
-StatusOr<Buckets> Buckets::Make(const SessionOptions& options, const std::vector<TensorSpec>& inputs,
-                                const std::vector<TensorSpec>& outputs, const std::string& model_path) {
+absl::StatusOr<Buckets> Buckets::Make(const SessionOptions& options, const std::vector<TensorSpec>& inputs,
+                                      const std::vector<TensorSpec>& outputs, const std::string& model_path) {
   Buckets b;
   b.inputs_ = inputs;
   b.outputs_ = outputs;
@@ -47,7 +47,7 @@ bool Buckets::BatchedOutput(size_t k, const Tensor& t, int64_t rows) const {
   return declared && !t.dims().empty() && t.dims()[0] == rows;
 }
 
-StatusOr<std::map<std::string, int64_t>> Buckets::PadDims(std::map<std::string, Tensor>& values) const {
+absl::StatusOr<std::map<std::string, int64_t>> Buckets::PadDims(std::map<std::string, Tensor>& values) const {
   std::map<std::string, int64_t> actual;
   for (const auto& s : inputs_) {
     Tensor& t = values.at(s.name);
@@ -72,7 +72,7 @@ StatusOr<std::map<std::string, int64_t>> Buckets::PadDims(std::map<std::string, 
   return actual;
 }
 
-Status Buckets::CutDims(std::vector<Tensor>& outs, const std::map<std::string, int64_t>& actual) const {
+absl::Status Buckets::CutDims(std::vector<Tensor>& outs, const std::map<std::string, int64_t>& actual) const {
   for (size_t k = 0; k < outs.size() && k < outputs_.size(); ++k) {
     const auto& s = outputs_[k];
     for (size_t a = 0; a < s.dims.size() && a < outs[k].dims().size(); ++a) {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "xonnx/options.h"
 #include "xonnx/session.h"
-#include "xonnx/status.h"
 #include "xonnx/tensor.h"
 
 namespace xonnx {
@@ -22,8 +22,8 @@ class Buckets {
   Buckets() = default;
   // The options' buckets for a model with these inputs and outputs; errors
   // name `model_path` and the option that does not fit the model.
-  static StatusOr<Buckets> Make(const SessionOptions& options, const std::vector<TensorSpec>& inputs,
-                                const std::vector<TensorSpec>& outputs, const std::string& model_path);
+  static absl::StatusOr<Buckets> Make(const SessionOptions& options, const std::vector<TensorSpec>& inputs,
+                                      const std::vector<TensorSpec>& outputs, const std::string& model_path);
 
   bool empty() const { return batch_.empty() && dims_.empty(); }
   // Batch sizes, ascending (empty: every batch compiles as it comes).
@@ -40,10 +40,10 @@ class Buckets {
 
   // Pads the dimensions named in the dimension buckets up to their bucket;
   // returns the actual size of each name (to cut the outputs back).
-  StatusOr<std::map<std::string, int64_t>> PadDims(std::map<std::string, Tensor>& values) const;
+  absl::StatusOr<std::map<std::string, int64_t>> PadDims(std::map<std::string, Tensor>& values) const;
   // Cuts the outputs' named dimensions back from their bucket to the sizes
   // of the call.
-  Status CutDims(std::vector<Tensor>& outs, const std::map<std::string, int64_t>& actual) const;
+  absl::Status CutDims(std::vector<Tensor>& outs, const std::map<std::string, int64_t>& actual) const;
 
   // The input shapes of every combination of bucket sizes, to compile at
   // Open; nullopt when a program must wait for a call (a dynamic dimension

@@ -13,7 +13,7 @@ CallBounds::CallBounds(const RunOptions& run, const SessionOptions& session, con
   if (run.cancel) flags_[1] = run.cancel->flag();
 }
 
-Status CallBounds::Check(const std::string& file) const {
+absl::Status CallBounds::Check(const std::string& file) const {
   for (const std::atomic<int32_t>* f : flags_)
     if (f && f->load(std::memory_order_relaxed))
       return absl::CancelledError(absl::StrCat(file, ": the call was cancelled"));

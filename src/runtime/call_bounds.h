@@ -10,9 +10,9 @@
 #include <string>
 
 #include "base/monotonic_clock.h"
+#include "base/status.h"
 #include "pjrt/c_api.h"
 #include "xonnx/options.h"
-#include "xonnx/status.h"
 
 namespace xonnx {
 
@@ -25,7 +25,7 @@ class CallBounds {
 
   bool bounded() const { return deadline_ns_ || flags_[0] || flags_[1]; }
   // CANCELLED or DEADLINE_EXCEEDED, naming `file`, once the call must stop.
-  Status Check(const std::string& file) const;
+  absl::Status Check(const std::string& file) const;
   // The same bounds for xonnx's CPU plugin.
   PJRT_XonnxRunBounds_Extension Extension() const;
 

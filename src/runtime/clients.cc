@@ -12,6 +12,7 @@
 #include "base/exceptions.h"
 #include "base/status.h"
 #include "runtime/plugin_finder.h"
+#include "runtime/public_status.h"
 #include "xonnx/session.h"
 
 namespace xonnx {
@@ -25,6 +26,16 @@ std::filesystem::path ProgramDir() {
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::filesystem::path() : exe.parent_path();
+}
+
+// The folder of the file holding this code: libxonnx.so's when a program
+// links the shared library, else the program's own.
+std::filesystem::path CodeDir() {
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<void*>(&ProgramDir), &info) || !info.dli_fname) return {};
+  std::error_code ec;
+  auto file = std::filesystem::canonical(info.dli_fname, ec);
+  return ec ? std::filesystem::path() : file.parent_path();
 }
 
 std::vector<pjrt::NamedValue> ToNamedValues(const std::vector<CreateOption>& options) {
@@ -68,7 +79,7 @@ std::vector<pjrt::NamedValue> CreateOptionsFor(const SessionOptions& options, co
   return create;
 }
 
-StatusOr<std::shared_ptr<pjrt::Client>> GetClient(const SessionOptions& options) {
+absl::StatusOr<std::shared_ptr<pjrt::Client>> GetClient(const SessionOptions& options) {
   ASSIGN_OR_RETURN(std::string path, ResolvePlugin(options.plugin, DefaultPluginPath()));
   ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Plugin> plugin, pjrt::Plugin::Load(path));
   std::vector<pjrt::NamedValue> create = CreateOptionsFor(options, *plugin);
@@ -115,9 +126,16 @@ const std::string& ConverterIdentity() {
 
 std::string DefaultPluginPath() {
   if (const char* env = std::getenv("XONNX_PLUGIN"); env && *env) return env;
+  // Relative to where xonnx is, so that an installed tree can move: the
+  // library's <libdir>/xonnx/ and a program's ../lib/xonnx/ (the install
+  // layout), or the same folder; then the folders compiled in (the build
+  // tree, the configured install prefix).
   std::vector<std::filesystem::path> candidates;
-  std::filesystem::path dir = ProgramDir();
-  if (!dir.empty()) {
+  if (std::filesystem::path lib = CodeDir(); !lib.empty()) {
+    candidates.push_back(lib / "xonnx" / kPluginFile);
+    candidates.push_back(lib / kPluginFile);
+  }
+  if (std::filesystem::path dir = ProgramDir(); !dir.empty()) {
     candidates.push_back(dir / kPluginFile);
     candidates.push_back(dir / ".." / "lib" / kPluginFile);
     candidates.push_back(dir / ".." / "lib" / "xonnx" / kPluginFile);
@@ -136,7 +154,7 @@ std::string DefaultPluginPath() {
 }
 
 StatusOr<PluginInfo> DescribePlugin(const SessionOptions& options) {
-  return CatchExceptions("plugin", [&]() -> StatusOr<PluginInfo> {
+  return PublicCall("plugin", [&]() -> absl::StatusOr<PluginInfo> {
     ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Client> client, GetClient(options));
     PluginInfo info;
     const auto& plugin = client->plugin();
@@ -173,7 +191,7 @@ std::vector<FoundPlugin> FindPlugins() {
 }
 
 StatusOr<CreateOption> ParseCreateOption(const std::string& text) {
-  return CatchExceptions(absl::StrCat("create option '", text, "'"), [&]() -> StatusOr<CreateOption> {
+  return PublicCall(absl::StrCat("create option '", text, "'"), [&]() -> absl::StatusOr<CreateOption> {
     ASSIGN_OR_RETURN(pjrt::NamedValue nv, pjrt::ParseNamedValue(text));
     CreateOption c;
     c.name = nv.name;

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "pjrt/client.h"
 #include "runtime/mapped_staging.h"
 #include "xonnx/options.h"
-#include "xonnx/status.h"
 
 namespace xonnx {
 
@@ -25,7 +25,7 @@ std::vector<pjrt::NamedValue> CreateOptionsFor(const SessionOptions& options, co
 
 // One client per (plugin, create options), shared by the sessions using it:
 // a client may own a whole device (XLA's GPU plugin preallocates memory).
-StatusOr<std::shared_ptr<pjrt::Client>> GetClient(const SessionOptions& options);
+absl::StatusOr<std::shared_ptr<pjrt::Client>> GetClient(const SessionOptions& options);
 
 // The pool of DMA-mapped staging memory of `client`, one per client, shared
 // by its sessions (mapped host memory is pinned: one cap for all of them).

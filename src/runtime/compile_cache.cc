@@ -21,6 +21,7 @@
 #include "base/exceptions.h"
 #include "base/fingerprint.h"
 #include "base/status.h"
+#include "runtime/public_status.h"
 
 namespace xonnx {
 
@@ -239,14 +240,14 @@ absl::StatusOr<std::vector<CompileCache::FileInfo>> CompileCache::Prune(uint64_t
 std::string DefaultCacheDir() { return CompileCache::DefaultDir(); }
 
 StatusOr<std::vector<CacheFile>> ListCache(const std::string& dir) {
-  return CatchExceptions(dir, [&]() -> StatusOr<std::vector<CacheFile>> {
+  return PublicCall(dir, [&]() -> absl::StatusOr<std::vector<CacheFile>> {
     ASSIGN_OR_RETURN(CompileCache cache, CompileCache::Open(dir));
     return cache.List();
   });
 }
 
 StatusOr<std::vector<CacheFile>> TrimCache(const std::string& dir, uint64_t max_bytes) {
-  return CatchExceptions(dir, [&]() -> StatusOr<std::vector<CacheFile>> {
+  return PublicCall(dir, [&]() -> absl::StatusOr<std::vector<CacheFile>> {
     ASSIGN_OR_RETURN(CompileCache cache, CompileCache::Open(dir));
     return cache.Prune(max_bytes);
   });

@@ -12,19 +12,19 @@
 namespace xonnx {
 
 hlo::PrimitiveType ToHlo(DataType t);
-StatusOr<DataType> FromHlo(hlo::PrimitiveType t);
+absl::StatusOr<DataType> FromHlo(hlo::PrimitiveType t);
 // The PjRT buffer type of a numeric DataType (strings have none).
-StatusOr<PJRT_Buffer_Type> ToPjrt(DataType t);
+absl::StatusOr<PJRT_Buffer_Type> ToPjrt(DataType t);
 
 // A numeric tensor's values as a literal, and back (copies).
 hlo::Literal LiteralOf(const Tensor& t);
-StatusOr<Tensor> TensorOf(const hlo::Literal& lit);
+absl::StatusOr<Tensor> TensorOf(const hlo::Literal& lit);
 // A TensorProto's values (string tensors included).
-StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p);
+absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p);
 onnx::TensorProto TensorToProto(const Tensor& t, const std::string& name);
 // A file's bytes, and writing them (errors name the file).
-StatusOr<std::string> ReadAll(const std::string& path);
-Status WriteFileBytes(const std::string& path, const std::string& bytes);
+absl::StatusOr<std::string> ReadAll(const std::string& path);
+absl::Status WriteFileBytes(const std::string& path, const std::string& bytes);
 
 }  // namespace xonnx
 

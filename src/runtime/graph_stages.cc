@@ -9,8 +9,8 @@
 
 namespace xonnx {
 
-StatusOr<ModelRunner*> GraphStages::Stage(const ModelRunner& parent, int k,
-                                          const std::map<std::string, DataType>& types) {
+absl::StatusOr<ModelRunner*> GraphStages::Stage(const ModelRunner& parent, int k,
+                                                const std::map<std::string, DataType>& types) {
   std::lock_guard<std::mutex> l(mu_);
   if (auto it = stages_.find(k); it != stages_.end()) return it->second.get();
   const onnx_import::Segment& seg = split_.segments[k];
@@ -32,8 +32,9 @@ void GraphStages::ForEachStage(const std::function<void(int, const ModelRunner&)
   for (const auto& [k, stage] : stages_) fn(k, *stage);
 }
 
-StatusOr<std::vector<Tensor>> GraphStages::Run(const ModelRunner& parent, const std::vector<TensorSpec>& outputs,
-                                               const std::map<std::string, Tensor>& inputs, const CallBounds* bounds) {
+absl::StatusOr<std::vector<Tensor>> GraphStages::Run(const ModelRunner& parent, const std::vector<TensorSpec>& outputs,
+                                                     const std::map<std::string, Tensor>& inputs,
+                                                     const CallBounds* bounds) {
   const onnx_import::LoadedModel& model = parent.model();
   const onnx::GraphProto& g = model.proto.graph();
   std::map<std::string, Tensor> values = inputs;

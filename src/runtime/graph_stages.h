@@ -32,11 +32,11 @@ class GraphStages {
   // for the shapes they meet, host nodes on the host in between; returns
   // the model's `outputs` in order.
   // `bounds` (may be null) is checked before each part.
-  StatusOr<std::vector<Tensor>> Run(const ModelRunner& parent, const std::vector<TensorSpec>& outputs,
-                                    const std::map<std::string, Tensor>& inputs, const CallBounds* bounds);
+  absl::StatusOr<std::vector<Tensor>> Run(const ModelRunner& parent, const std::vector<TensorSpec>& outputs,
+                                          const std::map<std::string, Tensor>& inputs, const CallBounds* bounds);
   // The runner of device segment k, made on first use from the element
   // types of its inputs.
-  StatusOr<ModelRunner*> Stage(const ModelRunner& parent, int k, const std::map<std::string, DataType>& types);
+  absl::StatusOr<ModelRunner*> Stage(const ModelRunner& parent, int k, const std::map<std::string, DataType>& types);
   // Calls fn(k, runner) for each segment runner made so far, in order.
   void ForEachStage(const std::function<void(int, const ModelRunner&)>& fn) const;
 

@@ -77,13 +77,13 @@ struct CallTimeline : std::enable_shared_from_this<CallTimeline> {
 // plugin while they hold): the call's own message, and where the plugin
 // stopped it (its message less the reason, which the call's repeats). OK
 // for any other outcome.
-Status StoppedByBounds(const Status& run, const CallBounds& bounds, const std::string& file) {
+absl::Status StoppedByBounds(const absl::Status& run, const CallBounds& bounds, const std::string& file) {
   if (!absl::IsCancelled(run) && !absl::IsDeadlineExceeded(run)) return absl::OkStatus();
-  Status b = bounds.Check(file);
+  absl::Status b = bounds.Check(file);
   if (b.ok()) return b;
   absl::string_view where = run.message();
   where = where.substr(0, std::min(where.size(), where.rfind(": ")));
-  return Status(b.code(), absl::StrCat(b.message(), " (stopped at ", where, ")"));
+  return absl::Status(b.code(), absl::StrCat(b.message(), " (stopped at ", where, ")"));
 }
 
 std::string ShapeKey(const ShapeMap& shapes) {
@@ -134,7 +134,7 @@ std::unique_ptr<ModelRunner> ModelRunner::ForSegment(std::shared_ptr<onnx_import
   return child;
 }
 
-StatusOr<onnx_import::ImportedModule> ModelRunner::BuildModule(
+absl::StatusOr<onnx_import::ImportedModule> ModelRunner::BuildModule(
     const ShapeMap& shapes, const std::map<std::string, hlo::Literal>& bound, bool allow_partial, bool optimized,
     const std::map<std::string, onnx_import::StringTensor>& strings, const std::set<std::string>* constant_weights,
     const InputStructure* structure) const {
@@ -167,7 +167,7 @@ ModelRunner::Bindings ModelRunner::CurrentBindings() const {
   return bindings_;
 }
 
-bool ModelRunner::BindValuesFor(const Status& import_error, const std::map<std::string, Tensor>& values) {
+bool ModelRunner::BindValuesFor(const absl::Status& import_error, const std::map<std::string, Tensor>& values) {
   auto needs = import_error.GetPayload(onnx_import::kNeedsInputValuesPayload);
   if (!needs) return false;
   bool added = false;
@@ -205,9 +205,9 @@ std::string ModelRunner::DescriptionKey(const std::string& key, const Bindings& 
 // of the model's inputs and initializers, so there are at most that many
 // rounds; a round that binds nothing returns the importer's error, which
 // names the node.
-StatusOr<ModelRunner::Prepared> ModelRunner::Prepare(const ShapeMap& shapes,
-                                                     const std::map<std::string, Tensor>* values, int dev, bool eager,
-                                                     const InputStructure* structure) {
+absl::StatusOr<ModelRunner::Prepared> ModelRunner::Prepare(const ShapeMap& shapes,
+                                                           const std::map<std::string, Tensor>* values, int dev,
+                                                           bool eager, const InputStructure* structure) {
   if (!unsupported_.empty()) return absl::UnimplementedError(unsupported_);
   static const std::map<std::string, Tensor> kNoValues;
   if (!values) values = &kNoValues;
@@ -258,12 +258,11 @@ StatusOr<ModelRunner::Prepared> ModelRunner::Prepare(const ShapeMap& shapes,
                   max_rounds, absl::StrJoin(CurrentBindings().inputs, ", "));
 }
 
-StatusOr<ModelRunner::Prepared> ModelRunner::Convert(const std::string& key, const ShapeMap& shapes,
-                                                     const std::map<std::string, hlo::Literal>& bound,
-                                                     const std::map<std::string, onnx_import::StringTensor>& strings,
-                                                     const Bindings& bindings, const std::string& description_key,
-                                                     int dev, const InputStructure* structure,
-                                                     std::chrono::steady_clock::time_point start) {
+absl::StatusOr<ModelRunner::Prepared> ModelRunner::Convert(
+    const std::string& key, const ShapeMap& shapes, const std::map<std::string, hlo::Literal>& bound,
+    const std::map<std::string, onnx_import::StringTensor>& strings, const Bindings& bindings,
+    const std::string& description_key, int dev, const InputStructure* structure,
+    std::chrono::steady_clock::time_point start) {
   ASSIGN_OR_RETURN(onnx_import::ImportedModule imported,
                    BuildModule(shapes, bound, false, options_.optimize, strings,
                                options_.upload_weights ? &bindings.weights : nullptr, structure));
@@ -308,8 +307,8 @@ StatusOr<ModelRunner::Prepared> ModelRunner::Convert(const std::string& key, con
   return Prepared{key, std::move(prog), false};
 }
 
-StatusOr<Program> ModelRunner::Get(const std::map<std::string, Tensor>& values, int dev,
-                                   const InputStructure* structure) {
+absl::StatusOr<Program> ModelRunner::Get(const std::map<std::string, Tensor>& values, int dev,
+                                         const InputStructure* structure) {
   ShapeMap shapes;
   for (const auto& [name, t] : values) shapes[name] = t.dims();
   std::shared_ptr<std::mutex> lock =
@@ -326,7 +325,7 @@ std::shared_ptr<std::mutex> ModelRunner::ShapeLock(const std::string& key) {
   return slot;
 }
 
-StatusOr<Program> ModelRunner::Complete(Prepared p, int dev) {
+absl::StatusOr<Program> ModelRunner::Complete(Prepared p, int dev) {
   if (p.complete) return std::move(p.program);
   for (const auto& w : p.program.weight_names) {
     ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Buffer> b, weights_.Get(w, dev));
@@ -335,9 +334,9 @@ StatusOr<Program> ModelRunner::Complete(Prepared p, int dev) {
   return programs_.Keep(p.key, std::move(p.program));
 }
 
-StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, Tensor>& inputs, int dev,
-                                                    const InputStructure* structure, std::vector<int>* counts,
-                                                    const CallBounds* bounds) {
+absl::StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, Tensor>& inputs, int dev,
+                                                          const InputStructure* structure, std::vector<int>* counts,
+                                                          const CallBounds* bounds) {
   const std::string& file = path();
   // One call is put to the plugin whole (uploads, the run, the copies back)
   // and waited for once at the end: the plugin orders the steps on the
@@ -364,7 +363,7 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
     std::vector<pjrt::Event> released;                    // the inputs' host memory, let go of
     // Every started step is waited for before returning, whatever fails:
     // the plugin may still be reading the caller's inputs.
-    auto finish_uploads = [&](Status st) {
+    auto finish_uploads = [&](absl::Status st) {
       for (auto& e : released) st.Update(e.Await(spin_left()));
       return st;
     };
@@ -391,7 +390,7 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
     std::vector<Tensor> computed;
     std::vector<pjrt::Event> copies;
     std::vector<void*> staged_out;  // per output: its leased block, or null
-    Status run, copy_status;
+    absl::Status run, copy_status;
     if (launch.ok()) {
       timeline->Note(launch->done, &CallTimeline::executed);
       for (size_t k = 0; k < prog.computed.size(); ++k) {
@@ -414,14 +413,14 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
       // A failed run fails its copies too: its own error is the one to report.
       run = launch->done.Await(spin_left());
       for (size_t k = 0; k < copies.size(); ++k)
-        if (Status st = copies[k].Await(spin_left()); !st.ok() && copy_status.ok())
+        if (absl::Status st = copies[k].Await(spin_left()); !st.ok() && copy_status.ok())
           copy_status = Annotate(st, absl::StrCat(file, ": output '", prog.computed[k].name, "'"));
     } else {
       run = launch.status();
     }
     run = finish_uploads(run);
     if (bounds)
-      if (Status stopped = StoppedByBounds(run, *bounds, file); !stopped.ok()) return stopped;
+      if (absl::Status stopped = StoppedByBounds(run, *bounds, file); !stopped.ok()) return stopped;
     if (!run.ok()) {
       if (absl::IsDataLoss(run) && !prog.cache_keys.empty() && attempt == 0) {
         programs_.Drop(prog, run);  // a damaged cache entry: compile afresh, once
@@ -446,8 +445,9 @@ StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, 
   }
 }
 
-StatusOr<pjrt::LoadedExecutable::Launch> ModelRunner::Launch(const Program& prog, absl::Span<pjrt::Buffer* const> args,
-                                                             const CallBounds* bounds) {
+absl::StatusOr<pjrt::LoadedExecutable::Launch> ModelRunner::Launch(const Program& prog,
+                                                                   absl::Span<pjrt::Buffer* const> args,
+                                                                   const CallBounds* bounds) {
   // Only xonnx's CPU plugin knows xonnx's extensions: the bounds, and a
   // trace of its kernels when the session records one.
   PJRT_XonnxRunBounds_Extension bounds_ext;

@@ -60,7 +60,7 @@ class ModelRunner {
   // compiled in; `optimized` runs the standard pipeline (and precision
   // conversion) as the session's options say. `constant_weights`, when
   // given, keeps initializers parameters except those named.
-  StatusOr<onnx_import::ImportedModule> BuildModule(
+  absl::StatusOr<onnx_import::ImportedModule> BuildModule(
       const ShapeMap& shapes, const std::map<std::string, hlo::Literal>& bound, bool allow_partial, bool optimized,
       const std::map<std::string, onnx_import::StringTensor>& strings = {},
       const std::set<std::string>* constant_weights = nullptr, const InputStructure* structure = nullptr) const;
@@ -77,22 +77,22 @@ class ModelRunner {
   // or converted and compiled. With `eager` (and no values), a model whose
   // program depends on input values (not only shapes) is refused with
   // FailedPrecondition instead of binding them.
-  StatusOr<Prepared> Prepare(const ShapeMap& shapes, const std::map<std::string, Tensor>* values, int dev, bool eager,
-                             const InputStructure* structure);
+  absl::StatusOr<Prepared> Prepare(const ShapeMap& shapes, const std::map<std::string, Tensor>* values, int dev,
+                                   bool eager, const InputStructure* structure);
   // Attaches a prepared program's weight buffers (uploading those not on
   // the device yet) and keeps it in the in-memory cache.
-  StatusOr<Program> Complete(Prepared p, int dev);
+  absl::StatusOr<Program> Complete(Prepared p, int dev);
   // Uploads a weight to devices[dev] now (Open does it for all buckets).
-  Status UploadWeight(const std::string& name, int dev) { return weights_.Get(name, dev).status(); }
+  absl::Status UploadWeight(const std::string& name, int dev) { return weights_.Get(name, dev).status(); }
 
   // Runs one program on devices[dev] with inputs of exactly its shapes.
   // With `structure`, also the sequence lengths and empty optionals of the
   // call; `counts` receives how the outputs group into model outputs.
   // `bounds` (may be null) is checked before the program starts and, on
   // xonnx's CPU plugin, while it runs.
-  StatusOr<std::vector<Tensor>> RunExact(const std::map<std::string, Tensor>& inputs, int dev,
-                                         const InputStructure* structure = nullptr, std::vector<int>* counts = nullptr,
-                                         const CallBounds* bounds = nullptr);
+  absl::StatusOr<std::vector<Tensor>> RunExact(const std::map<std::string, Tensor>& inputs, int dev,
+                                               const InputStructure* structure = nullptr,
+                                               std::vector<int>* counts = nullptr, const CallBounds* bounds = nullptr);
   // Records this runner's calls, compiles and kernels (xonnx's CPU plugin)
   // in `trace` from now on; its segments' runners share it.
   void SetTrace(std::shared_ptr<TraceRecorder> trace) { trace_ = std::move(trace); }
@@ -110,17 +110,17 @@ class ModelRunner {
   // After an import failed because shape-like values depend on inputs or
   // weights (the importer names them), binds those; false when the error is
   // another one or names nothing new.
-  bool BindValuesFor(const Status& import_error, const std::map<std::string, Tensor>& values);
+  bool BindValuesFor(const absl::Status& import_error, const std::map<std::string, Tensor>& values);
   // Converts and compiles the program under `key` (see Prepare).
-  StatusOr<Prepared> Convert(const std::string& key, const ShapeMap& shapes,
-                             const std::map<std::string, hlo::Literal>& bound,
-                             const std::map<std::string, onnx_import::StringTensor>& strings, const Bindings& bindings,
-                             const std::string& description_key, int dev, const InputStructure* structure,
-                             std::chrono::steady_clock::time_point start);
+  absl::StatusOr<Prepared> Convert(const std::string& key, const ShapeMap& shapes,
+                                   const std::map<std::string, hlo::Literal>& bound,
+                                   const std::map<std::string, onnx_import::StringTensor>& strings,
+                                   const Bindings& bindings, const std::string& description_key, int dev,
+                                   const InputStructure* structure, std::chrono::steady_clock::time_point start);
   // The persistent cache's key for the description of a program that
   // depends only on shapes.
   std::string DescriptionKey(const std::string& key, const Bindings& bindings, int dev) const;
-  StatusOr<Program> Get(const std::map<std::string, Tensor>& values, int dev, const InputStructure* structure);
+  absl::StatusOr<Program> Get(const std::map<std::string, Tensor>& values, int dev, const InputStructure* structure);
 
   std::shared_ptr<onnx_import::LoadedModel> model_;
   SessionOptions options_;
@@ -138,8 +138,8 @@ class ModelRunner {
   Bindings bindings_;  // guarded by bindings_mu_
   // Starts `prog` on `args`, with xonnx's execute-options extensions (the
   // call's bounds, the kernel trace) where the plugin is xonnx's own.
-  StatusOr<pjrt::LoadedExecutable::Launch> Launch(const Program& prog, absl::Span<pjrt::Buffer* const> args,
-                                                  const CallBounds* bounds);
+  absl::StatusOr<pjrt::LoadedExecutable::Launch> Launch(const Program& prog, absl::Span<pjrt::Buffer* const> args,
+                                                        const CallBounds* bounds);
   // A slice of the trace, if any, for a program compiled or loaded since
   // `start`, for `shapes`.
   void TraceProgram(const char* what, std::chrono::steady_clock::time_point start, const ShapeMap& shapes) const;

@@ -131,7 +131,7 @@ std::vector<PluginCandidate> FindPluginCandidates(const std::string& name) {
   return out;
 }
 
-StatusOr<std::string> ResolvePlugin(const std::string& plugin, const std::string& default_path) {
+absl::StatusOr<std::string> ResolvePlugin(const std::string& plugin, const std::string& default_path) {
   if (plugin.empty()) return default_path;
   if (!IsPluginName(plugin)) return plugin;
   std::vector<PluginCandidate> found = FindPluginCandidates(plugin);

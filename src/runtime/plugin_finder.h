@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "xonnx/status.h"
+#include "base/status.h"
 
 namespace xonnx {
 
@@ -43,7 +43,7 @@ std::vector<PluginCandidate> FindPluginCandidates(const std::string& name);
 // a path or a file name, the first candidate of a name, or NOT_FOUND naming
 // every place looked in. `default_path` is xonnx's CPU plugin, for "" and
 // "cpu".
-StatusOr<std::string> ResolvePlugin(const std::string& plugin, const std::string& default_path);
+absl::StatusOr<std::string> ResolvePlugin(const std::string& plugin, const std::string& default_path);
 
 }  // namespace xonnx
 

@@ -30,7 +30,7 @@ std::string DescribeProgram(const std::string& exe_key, const Program& p) {
 
 // The inverse of DescribeProgram, but for the executable: `exe_key`
 // receives the key it names.
-StatusOr<Program> ParseDescription(absl::string_view text, std::string* exe_key) {
+absl::StatusOr<Program> ParseDescription(absl::string_view text, std::string* exe_key) {
   Program p;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
     std::vector<absl::string_view> f = absl::StrSplit(line, absl::MaxSplits(' ', 1));
@@ -104,7 +104,7 @@ Program ProgramCache::Keep(const std::string& key, Program p) {
   return programs_.emplace(key, std::move(p)).first->second;
 }
 
-void ProgramCache::Drop(const Program& bad, const Status& why) {
+void ProgramCache::Drop(const Program& bad, const absl::Status& why) {
   {
     std::lock_guard<std::mutex> l(mu_);
     for (auto it = programs_.begin(); it != programs_.end();)
@@ -117,7 +117,7 @@ void ProgramCache::Drop(const Program& bad, const Status& why) {
                                                why.message(), "); recompiling")));
 }
 
-void ProgramCache::NoteProblem(const Status& st) {
+void ProgramCache::NoteProblem(const absl::Status& st) {
   std::lock_guard<std::mutex> l(mu_);
   if (absl::IsDataLoss(st)) ++stats_.cache_rejected;
   if (stats_.cache_messages.size() < 16) stats_.cache_messages.push_back(std::string(st.message()));
@@ -125,7 +125,7 @@ void ProgramCache::NoteProblem(const Status& st) {
 
 // The payload of the persistent cache's entry `key`; a distrusted one (see
 // Drop) reads as missing. Every load goes through here.
-StatusOr<std::string> ProgramCache::LoadEntry(const std::string& key) {
+absl::StatusOr<std::string> ProgramCache::LoadEntry(const std::string& key) {
   if (!disk_) return absl::NotFoundError("no persistent compile cache");
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -136,8 +136,8 @@ StatusOr<std::string> ProgramCache::LoadEntry(const std::string& key) {
 
 // The executable stored under `key`: NotFound when there is none, DataLoss
 // when the entry is damaged or the plugin refuses it.
-StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> ProgramCache::LoadExecutable(const std::string& key,
-                                                                               const std::string& compile_options) {
+absl::StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> ProgramCache::LoadExecutable(
+    const std::string& key, const std::string& compile_options) {
   ASSIGN_OR_RETURN(std::string bytes, LoadEntry(key));
   auto exe = client_->Deserialize(bytes, compile_options);
   if (!exe.ok())
@@ -146,10 +146,11 @@ StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> ProgramCache::LoadExecutable(c
   return std::shared_ptr<pjrt::LoadedExecutable>(*std::move(exe));
 }
 
-StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> ProgramCache::CompileOrLoad(const std::string& module_bytes,
-                                                                              const std::string& compile_options,
-                                                                              const std::string& model_path,
-                                                                              std::string* exe_key, bool* loaded) {
+absl::StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> ProgramCache::CompileOrLoad(const std::string& module_bytes,
+                                                                                    const std::string& compile_options,
+                                                                                    const std::string& model_path,
+                                                                                    std::string* exe_key,
+                                                                                    bool* loaded) {
   Fingerprinter f;
   f.UpdateField(module_bytes);
   f.UpdateField(compile_options);
@@ -169,14 +170,14 @@ StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> ProgramCache::CompileOrLoad(co
   std::shared_ptr<pjrt::LoadedExecutable> shared = *std::move(exe);
   if (disk_) {
     auto serialized = shared->Serialize();
-    Status st = serialized.ok() ? disk_->Store(*exe_key, *serialized) : serialized.status();
+    absl::Status st = serialized.ok() ? disk_->Store(*exe_key, *serialized) : serialized.status();
     if (!st.ok()) NoteProblem(st);
   }
   return shared;
 }
 
-StatusOr<Program> ProgramCache::LoadDescribed(const std::string& key, const std::string& compile_options,
-                                              size_t num_outputs) {
+absl::StatusOr<Program> ProgramCache::LoadDescribed(const std::string& key, const std::string& compile_options,
+                                                    size_t num_outputs) {
   // A damaged entry's own error says so; what it describes is checked here.
   ASSIGN_OR_RETURN(std::string text, LoadEntry(key));
   std::string exe_key;
@@ -204,7 +205,7 @@ StatusOr<Program> ProgramCache::LoadDescribed(const std::string& key, const std:
 
 void ProgramCache::StoreDescription(const std::string& key, const std::string& exe_key, const Program& p) {
   if (!disk_) return;
-  Status st = disk_->Store(key, DescribeProgram(exe_key, p));
+  absl::Status st = disk_->Store(key, DescribeProgram(exe_key, p));
   if (!st.ok()) NoteProblem(st);
 }
 

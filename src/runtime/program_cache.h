@@ -69,23 +69,23 @@ class ProgramCache {
   // The executable for a serialized module: from the persistent cache when
   // it holds one for the same module, options and plugin; else compiled
   // (and stored). `exe_key` receives its key, `loaded` which it was.
-  StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> CompileOrLoad(const std::string& module_bytes,
-                                                                  const std::string& compile_options,
-                                                                  const std::string& model_path, std::string* exe_key,
-                                                                  bool* loaded);
+  absl::StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> CompileOrLoad(const std::string& module_bytes,
+                                                                        const std::string& compile_options,
+                                                                        const std::string& model_path,
+                                                                        std::string* exe_key, bool* loaded);
   // The program described under `key`, with its executable loaded but
   // without its weight buffers: NotFound when there is none; DataLoss when
   // the entry is damaged or does not have `num_outputs` outputs.
-  StatusOr<Program> LoadDescribed(const std::string& key, const std::string& compile_options, size_t num_outputs);
+  absl::StatusOr<Program> LoadDescribed(const std::string& key, const std::string& compile_options, size_t num_outputs);
   // Describes `p`, whose executable is stored under `exe_key`, under `key`.
   void StoreDescription(const std::string& key, const std::string& exe_key, const Program& p);
   // The plugin refused a program loaded from the persistent cache when it
   // first ran it (its module does not match what the entry says it takes):
   // forgets the program, removes its entries and never loads them again in
   // this session, so that the next lookup converts and compiles it afresh.
-  void Drop(const Program& bad, const Status& why);
+  void Drop(const Program& bad, const absl::Status& why);
   // Counts a damaged entry (DataLoss) and keeps the message for stats().
-  void NoteProblem(const Status& st);
+  void NoteProblem(const absl::Status& st);
 
   // Statistics and the last program's summary, for Session.
   void NoteProgram(bool from_cache, double ms, std::string summary);
@@ -96,9 +96,9 @@ class ProgramCache {
   std::string last_summary() const;
 
  private:
-  StatusOr<std::string> LoadEntry(const std::string& key);
-  StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> LoadExecutable(const std::string& key,
-                                                                   const std::string& compile_options);
+  absl::StatusOr<std::string> LoadEntry(const std::string& key);
+  absl::StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> LoadExecutable(const std::string& key,
+                                                                         const std::string& compile_options);
 
   std::shared_ptr<pjrt::Client> client_;
   std::optional<CompileCache> disk_;

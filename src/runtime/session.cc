@@ -36,45 +36,11 @@
 #include "runtime/dtype.h"
 #include "runtime/graph_stages.h"
 #include "runtime/model_runner.h"
+#include "runtime/public_status.h"
 #include "runtime/session_impl.h"
 #include "runtime/threads.h"
 
 namespace xonnx {
-
-namespace {
-
-StatusOr<TensorSpec> SpecOf(const onnx_import::TensorInfo& info) {
-  if (info.is_string) return TensorSpec{info.name, DataType::kString, info.dims, info.dim_names};
-  ASSIGN_OR_RETURN(DataType t, FromHlo(info.type));
-  return TensorSpec{info.name, t, info.dims, info.dim_names, info.is_sequence, info.is_optional};
-}
-
-// The session's dump options: its own when they name a folder, else
-// XONNX_FLAGS'.
-StatusOr<DumpOptions> ResolveDump(const DumpOptions& given) {
-  if (!given.to.empty()) return given;
-  const char* flags = std::getenv("XONNX_FLAGS");
-  if (!flags || !*flags) return given;
-  ASSIGN_OR_RETURN(DumpOptions dump, ParseXonnxFlags(flags, given));
-  if (dump.to.empty() && (dump.onnx || !dump.pass_re.empty()))
-    return absl::InvalidArgumentError("XONNX_FLAGS: the --dump_* flags need --dump_to=DIR");
-  return dump;
-}
-
-// The model as imported (nodes sorted), beside the modules' dumps.
-Status DumpOnnx(const onnx_import::LoadedModel& model, const std::string& dir) {
-  if (dir.empty()) return absl::InvalidArgumentError("dumping the ONNX model needs a dump folder (DumpOptions::to)");
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  std::string path = (std::filesystem::path(dir) / std::filesystem::path(model.path).filename()).string();
-  if (path == model.path) path += ".imported.onnx";  // never over the model itself
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out || !model.proto.SerializeToOstream(&out))
-    return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write the imported model"));
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() {
@@ -89,67 +55,25 @@ Session::~Session() {
 }
 
 StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, const SessionOptions& options) {
-  return CatchExceptions(model_path, [&]() -> StatusOr<std::unique_ptr<Session>> {
+  return PublicCall(model_path, [&]() -> absl::StatusOr<std::unique_ptr<Session>> {
     auto start = std::chrono::steady_clock::now();
-    auto impl = std::make_unique<Impl>();
-    impl->options = options;
-    ASSIGN_OR_RETURN(impl->options.dump, ResolveDump(options.dump));
     ASSIGN_OR_RETURN(std::shared_ptr<onnx_import::LoadedModel> model, onnx_import::LoadModel(model_path));
-    if (impl->options.dump.onnx) RETURN_IF_ERROR(DumpOnnx(*model, impl->options.dump.to));
-    std::vector<onnx_import::UnsupportedOp> unsupported = onnx_import::FindUnsupportedOps(*model);
-    if (!unsupported.empty()) {
-      impl->unsupported =
-          absl::StrFormat("%s: %d unsupported op%s: %s", model_path, unsupported.size(),
-                          unsupported.size() > 1 ? "s" : "", onnx_import::DescribeUnsupported(unsupported));
-      if (!options.allow_unsupported) return absl::UnimplementedError(impl->unsupported);
-    } else {
-      RETURN_IF_ERROR(onnx_import::CheckModel(*model));
-      ASSIGN_OR_RETURN(onnx_import::GraphSplit split, onnx_import::SplitGraph(*model));
-      impl->stages.set_split(std::move(split));
-    }
-    ASSIGN_OR_RETURN(auto ins, onnx_import::ModelInputs(*model));
-    ASSIGN_OR_RETURN(auto outs, onnx_import::ModelOutputs(*model));
-    for (const auto& i : ins) {
-      auto s = SpecOf(i);
-      if (!s.ok()) return Annotate(s.status(), absl::StrCat(model_path, ": input '", i.name, "'"));
-      impl->inputs.push_back(*s);
-    }
-    for (const auto& o : outs) {
-      auto s = SpecOf(o);
-      if (!s.ok()) return Annotate(s.status(), absl::StrCat(model_path, ": output '", o.name, "'"));
-      impl->outputs.push_back(*s);
-    }
-    for (DataType t : {options.data_type, options.io_data_type})
-      if (t != DataType::kFloat32 && t != DataType::kFloat16 && t != DataType::kBFloat16)
-        return InvalidArgument("%s: data types must be float32, float16 or bfloat16, not %s", model_path,
-                               DataTypeName(t));
-    // The host sees float32 inputs and outputs in the io type.
-    for (auto* specs : {&impl->inputs, &impl->outputs})
-      for (auto& s : *specs)
-        if (s.dtype == DataType::kFloat32) s.dtype = options.io_data_type;
-    ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Client> client, GetClient(options));
-    std::vector<const pjrt::Device*> devices;
-    if (options.device == SessionOptions::kAllDevices) {
-      for (const auto& d : client->devices()) devices.push_back(&d);
-      if (devices.empty())
-        return absl::NotFoundError(absl::StrCat(client->plugin()->path(), ": the plugin has no addressable devices"));
-    } else {
-      ASSIGN_OR_RETURN(const pjrt::Device* d, client->device(options.device));
-      devices.push_back(d);
-    }
-    impl->runner = std::make_unique<ModelRunner>(model, impl->options, client, devices, impl->outputs.size());
-    if (!options.profile_file.empty()) {
-      impl->trace = std::make_shared<TraceRecorder>();
-      impl->runner->SetTrace(impl->trace);
-    }
-    impl->runner->set_unsupported(impl->unsupported);
-    ASSIGN_OR_RETURN(impl->buckets, Buckets::Make(options, impl->inputs, impl->outputs, model_path));
-    RETURN_IF_ERROR(impl->CheckSplitOptions());
-    for (const auto* specs : {&impl->inputs, &impl->outputs})
-      for (const auto& s : *specs) impl->value_io |= s.sequence || s.optional;
-    RETURN_IF_ERROR(impl->CheckValueOptions());
-    impl->runner->programs().OpenPersistent(options);
-    RETURN_IF_ERROR(impl->CompileBuckets());
+    ASSIGN_OR_RETURN(std::unique_ptr<Impl> impl, Impl::Open(std::move(model), options));
+    impl->load_ms = MsSince(start);
+    return std::unique_ptr<Session>(new Session(std::move(impl)));
+  });
+}
+
+StatusOr<std::unique_ptr<Session>> Session::OpenFromMemory(const void* bytes, size_t size, const std::string& name,
+                                                           const SessionOptions& options,
+                                                           const std::string& external_data_dir) {
+  return PublicCall(name, [&]() -> absl::StatusOr<std::unique_ptr<Session>> {
+    auto start = std::chrono::steady_clock::now();
+    if (!bytes && size) return InvalidArgument("%s: no model bytes (a null pointer of size %d)", name, size);
+    ASSIGN_OR_RETURN(std::shared_ptr<onnx_import::LoadedModel> model,
+                     onnx_import::LoadModelFromBytes(absl::string_view(static_cast<const char*>(bytes), size), name,
+                                                     external_data_dir));
+    ASSIGN_OR_RETURN(std::unique_ptr<Impl> impl, Impl::Open(std::move(model), options));
     impl->load_ms = MsSince(start);
     return std::unique_ptr<Session>(new Session(std::move(impl)));
   });
@@ -212,7 +136,7 @@ ModelInfo Session::Info() const {
 }
 
 StatusOr<ShapeMap> Session::ResolveShapes(const ShapeMap& given, int64_t dynamic_default) const {
-  return CatchExceptions(impl_->path(), [&]() -> StatusOr<ShapeMap> {
+  return PublicCall(impl_->path(), [&]() -> absl::StatusOr<ShapeMap> {
     ShapeMap out;
     for (const auto& [name, dims] : given) {
       bool known = false;
@@ -235,19 +159,19 @@ StatusOr<ShapeMap> Session::ResolveShapes(const ShapeMap& given, int64_t dynamic
 }
 
 Status Session::Prepare(const std::map<std::string, Tensor>& inputs) {
-  return CatchExceptions(impl_->path(), [&]() -> Status {
+  return PublicCall(impl_->path(), [&]() -> absl::Status {
     // Run checks the inputs, compiles on first use and finishes a plugin's lazy
     // compilation; the time of all of it is the compile time.
     auto start = std::chrono::steady_clock::now();
-    RETURN_IF_ERROR(Run(inputs).status());
+    RETURN_IF_ERROR(FromPublic(Run(inputs).status()));
     impl_->runner->programs().NoteCompileTime(MsSince(start));
     return absl::OkStatus();
   });
 }
 
 StatusOr<HloDump> Session::DumpHlo(const ShapeMap& shapes, int64_t batch, bool allow_partial, bool optimized) const {
-  return CatchExceptions(impl_->path(), [&]() -> StatusOr<HloDump> {
-    ASSIGN_OR_RETURN(ShapeMap all, ResolveShapes(shapes, batch));
+  return PublicCall(impl_->path(), [&]() -> absl::StatusOr<HloDump> {
+    ASSIGN_OR_RETURN(ShapeMap all, FromPublic(ResolveShapes(shapes, batch)));
     HloDump dump;
     const ModelRunner* source = impl_->runner.get();
     if (impl_->stages.split()) {
@@ -281,32 +205,8 @@ StatusOr<HloDump> Session::DumpHlo(const ShapeMap& shapes, int64_t batch, bool a
   });
 }
 
-Status Session::CheckInputs(const std::map<std::string, Tensor>& inputs) const {
-  const std::string& file = impl_->path();
-  RETURN_IF_ERROR(impl_->CheckInputNames(inputs));
-  for (const auto& s : impl_->inputs) {
-    auto it = inputs.find(s.name);
-    if (it == inputs.end()) return InvalidArgument("%s: input '%s' is missing from the call", file, s.name);
-    const Tensor& t = it->second;
-    if (t.dtype() != s.dtype)
-      return InvalidArgument("%s: input '%s' has type %s, the model expects %s", file, s.name, DataTypeName(t.dtype()),
-                             DataTypeName(s.dtype));
-    bool dims_ok = s.dims.empty() || t.dims().size() == s.dims.size();
-    for (size_t d = 0; dims_ok && !s.dims.empty() && d < s.dims.size(); ++d)
-      dims_ok = s.dims[d] < 0 || s.dims[d] == t.dims()[d];
-    if (!dims_ok) {
-      std::vector<std::string> want;
-      for (size_t d = 0; d < s.dims.size(); ++d)
-        want.push_back(s.dims[d] >= 0 ? absl::StrCat(s.dims[d]) : (s.dim_names[d].empty() ? "?" : s.dim_names[d]));
-      return InvalidArgument("%s: input '%s' has shape [%s], the model expects [%s]", file, s.name,
-                             absl::StrJoin(t.dims(), ","), absl::StrJoin(want, ","));
-    }
-  }
-  return absl::OkStatus();
-}
-
 StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& inputs, const RunOptions& run) {
-  return CatchExceptions(impl_->path(), [&]() -> StatusOr<std::vector<Tensor>> {
+  return PublicCall(impl_->path(), [&]() -> absl::StatusOr<std::vector<Tensor>> {
     Impl& m = *impl_;
     const CallBounds bounds(run, m.options, m.closing);
     if (m.value_io) {
@@ -316,7 +216,7 @@ StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& 
             return InvalidArgument("%s: '%s' is a%s; run this model with Session::RunValues", m.path(), s.name,
                                    s.optional ? "n optional" : " sequence");
     }
-    RETURN_IF_ERROR(CheckInputs(inputs));
+    RETURN_IF_ERROR(m.CheckInputs(inputs));
     if (m.stages.split()) return m.stages.Run(*m.runner, m.outputs, inputs, &bounds);
     // The batch: dimension 0 of the inputs declaring it dynamic.
     int64_t rows = -1;
@@ -342,7 +242,7 @@ StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& 
       for (int64_t b = begin; b < end; b += cap) per_device[d].push_back({b, std::min(cap, end - b)});
       begin = end;
     }
-    auto run_device = [&](int d) -> StatusOr<std::vector<std::vector<Tensor>>> {
+    auto run_device = [&](int d) -> absl::StatusOr<std::vector<std::vector<Tensor>>> {
       std::vector<std::vector<Tensor>> outs;
       for (const Part& p : per_device[d]) {
         ASSIGN_OR_RETURN(std::vector<Tensor> o, m.RunRows(inputs, p.begin, p.rows, rows, d, bounds));
@@ -350,9 +250,9 @@ StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& 
       }
       return outs;
     };
-    std::vector<std::future<StatusOr<std::vector<std::vector<Tensor>>>>> others;
+    std::vector<std::future<absl::StatusOr<std::vector<std::vector<Tensor>>>>> others;
     for (int d = 1; d < devices; ++d) others.push_back(std::async(std::launch::async, run_device, d));
-    std::vector<StatusOr<std::vector<std::vector<Tensor>>>> results;
+    std::vector<absl::StatusOr<std::vector<std::vector<Tensor>>>> results;
     results.push_back(run_device(0));
     for (auto& f : others) results.push_back(f.get());
     std::vector<std::vector<Tensor>> parts;  // per run, in batch order
@@ -384,7 +284,7 @@ StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& 
 }
 
 StatusOr<std::vector<Value>> Session::RunValues(const std::map<std::string, Value>& inputs, const RunOptions& run) {
-  return CatchExceptions(impl_->path(), [&]() -> StatusOr<std::vector<Value>> {
+  return PublicCall(impl_->path(), [&]() -> absl::StatusOr<std::vector<Value>> {
     Impl& m = *impl_;
     const std::string& file = m.path();
     if (!m.value_io) {
@@ -395,7 +295,7 @@ StatusOr<std::vector<Value>> Session::RunValues(const std::map<std::string, Valu
                                  v.kind == Value::Kind::kNone ? "empty optional" : "sequence");
         tensors[name] = v.tensor;
       }
-      ASSIGN_OR_RETURN(std::vector<Tensor> outs, Run(tensors, run));
+      ASSIGN_OR_RETURN(std::vector<Tensor> outs, FromPublic(Run(tensors, run)));
       std::vector<Value> values;
       for (auto& t : outs) values.push_back(Value::Of(std::move(t)));
       return values;
@@ -403,7 +303,7 @@ StatusOr<std::vector<Value>> Session::RunValues(const std::map<std::string, Valu
     RETURN_IF_ERROR(m.CheckInputNames(inputs));
     InputStructure structure;
     std::map<std::string, Tensor> flat;
-    auto check_type = [&](const TensorSpec& s, const Tensor& t, const std::string& what) -> Status {
+    auto check_type = [&](const TensorSpec& s, const Tensor& t, const std::string& what) -> absl::Status {
       if (t.dtype() != s.dtype)
         return InvalidArgument("%s: %s has type %s, the model expects %s", file, what, DataTypeName(t.dtype()),
                                DataTypeName(s.dtype));
@@ -456,21 +356,37 @@ StatusOr<std::vector<Value>> Session::RunValues(const std::map<std::string, Valu
 }
 
 std::future<StatusOr<std::vector<Tensor>>> Session::RunAsync(std::map<std::string, Tensor> inputs, RunOptions run) {
+  auto done = std::make_shared<std::promise<StatusOr<std::vector<Tensor>>>>();
+  std::future<StatusOr<std::vector<Tensor>>> result = done->get_future();
+  RunAsync(std::move(inputs), std::move(run),
+           [done](StatusOr<std::vector<Tensor>> out) { done->set_value(std::move(out)); });
+  return result;
+}
+
+void Session::RunAsync(std::map<std::string, Tensor> inputs, RunOptions run,
+                       std::function<void(StatusOr<std::vector<Tensor>>)> done) {
   // Two calls per device keep one call's transfers beside another's compute.
   std::call_once(impl_->workers_once, [&] {
     impl_->workers = std::make_unique<AsyncWorkers>(std::max<size_t>(4, 2 * impl_->num_devices()));
   });
-  auto done = std::make_shared<std::promise<StatusOr<std::vector<Tensor>>>>();
-  std::future<StatusOr<std::vector<Tensor>>> result = done->get_future();
-  impl_->workers->Submit([this, done, in = std::move(inputs), run = std::move(run)] { done->set_value(Run(in, run)); });
-  return result;
+  impl_->workers->Submit([this, done = std::move(done), in = std::move(inputs), run = std::move(run)] {
+    StatusOr<std::vector<Tensor>> out = Run(in, run);
+    try {
+      done(std::move(out));
+    } catch (...) {
+      // The caller's callback threw: nothing above this worker can take it.
+      std::cerr << "xonnx: error: " << StatusOfCurrentException("RunAsync's callback").message() << "\n";
+    }
+  });
 }
 
 Status Session::WriteProfile() const {
-  if (!impl_->trace)
-    return absl::FailedPreconditionError(
-        absl::StrCat(impl_->path(), ": no profile is recorded (set SessionOptions::profile_file)"));
-  return impl_->trace->Write(impl_->options.profile_file);
+  return PublicCall(impl_->path(), [&]() -> absl::Status {
+    if (!impl_->trace)
+      return absl::FailedPreconditionError(
+          absl::StrCat(impl_->path(), ": no profile is recorded (set SessionOptions::profile_file)"));
+    return impl_->trace->Write(impl_->options.profile_file);
+  });
 }
 
 const std::vector<int64_t>& Session::batch_buckets() const { return impl_->buckets.batch(); }

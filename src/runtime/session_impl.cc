@@ -9,13 +9,15 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "runtime/batching.h"
 #include "runtime/dtype.h"
 
 namespace xonnx {
 
-StatusOr<std::vector<Tensor>> Session::Impl::RunRows(const std::map<std::string, Tensor>& all, int64_t begin,
-                                                     int64_t rows, int64_t total, int dev, const CallBounds& bounds) {
+absl::StatusOr<std::vector<Tensor>> Session::Impl::RunRows(const std::map<std::string, Tensor>& all, int64_t begin,
+                                                           int64_t rows, int64_t total, int dev,
+                                                           const CallBounds& bounds) {
   int64_t padded = buckets.PaddedRows(rows);
   bool whole_batch = begin == 0 && rows == total && padded == rows;
   if (whole_batch && !buckets.has_dim_buckets()) return runner->RunExact(all, dev, nullptr, nullptr, &bounds);
@@ -45,7 +47,7 @@ StatusOr<std::vector<Tensor>> Session::Impl::RunRows(const std::map<std::string,
   return outs;
 }
 
-Status Session::Impl::CompileBuckets() {
+absl::Status Session::Impl::CompileBuckets() {
   if (buckets.empty() || !unsupported.empty()) return absl::OkStatus();
   // Shapes only: a bucket is converted and compiled without input values.
   std::optional<std::vector<ShapeMap>> all = buckets.AllShapes();
@@ -65,7 +67,7 @@ Status Session::Impl::CompileBuckets() {
   // A program that depends on input values (FailedPrecondition) stops the
   // eager compile without an error: it compiles on first use, for the
   // values given.
-  Status first_error;
+  absl::Status first_error;
   ParallelFor(total, threads, [&](int k) {
     auto p = runner->Prepare(shapes[k / devices], nullptr, k % devices, /*eager=*/true, nullptr);
     std::lock_guard<std::mutex> l(progress_mu);
@@ -90,7 +92,7 @@ Status Session::Impl::CompileBuckets() {
           if (seen.insert({w, k % devices}).second) wanted.emplace_back(w, k % devices);
   }
   ParallelFor(wanted.size(), threads, [&](int k) {
-    Status st = runner->UploadWeight(wanted[k].first, wanted[k].second);
+    absl::Status st = runner->UploadWeight(wanted[k].first, wanted[k].second);
     std::lock_guard<std::mutex> l(progress_mu);
     if (!st.ok() && first_error.ok()) first_error = st;
     return st.ok();
@@ -102,7 +104,7 @@ Status Session::Impl::CompileBuckets() {
   return absl::OkStatus();
 }
 
-Status Session::Impl::CheckSplitOptions() const {
+absl::Status Session::Impl::CheckSplitOptions() const {
   if (!stages.split()) return absl::OkStatus();
   std::string what, why;
   if (!buckets.empty()) {
@@ -120,7 +122,7 @@ Status Session::Impl::CheckSplitOptions() const {
                          stages.Description(runner->model()), why);
 }
 
-Status Session::Impl::CheckValueOptions() const {
+absl::Status Session::Impl::CheckValueOptions() const {
   if (!value_io) return absl::OkStatus();
   if (!buckets.empty() || num_devices() > 1)
     return InvalidArgument(
@@ -130,6 +132,30 @@ Status Session::Impl::CheckValueOptions() const {
   if (stages.split())
     return Unimplemented("%s: a model with sequence or optional inputs or outputs whose graph %s is not supported",
                          path(), stages.Description(runner->model()));
+  return absl::OkStatus();
+}
+
+absl::Status Session::Impl::CheckInputs(const std::map<std::string, Tensor>& given) const {
+  const std::string& file = path();
+  RETURN_IF_ERROR(CheckInputNames(given));
+  for (const auto& s : inputs) {
+    auto it = given.find(s.name);
+    if (it == given.end()) return InvalidArgument("%s: input '%s' is missing from the call", file, s.name);
+    const Tensor& t = it->second;
+    if (t.dtype() != s.dtype)
+      return InvalidArgument("%s: input '%s' has type %s, the model expects %s", file, s.name, DataTypeName(t.dtype()),
+                             DataTypeName(s.dtype));
+    bool dims_ok = s.dims.empty() || t.dims().size() == s.dims.size();
+    for (size_t d = 0; dims_ok && !s.dims.empty() && d < s.dims.size(); ++d)
+      dims_ok = s.dims[d] < 0 || s.dims[d] == t.dims()[d];
+    if (!dims_ok) {
+      std::vector<std::string> want;
+      for (size_t d = 0; d < s.dims.size(); ++d)
+        want.push_back(s.dims[d] >= 0 ? absl::StrCat(s.dims[d]) : (s.dim_names[d].empty() ? "?" : s.dim_names[d]));
+      return InvalidArgument("%s: input '%s' has shape [%s], the model expects [%s]", file, s.name,
+                             absl::StrJoin(t.dims(), ","), absl::StrJoin(want, ","));
+    }
+  }
   return absl::OkStatus();
 }
 

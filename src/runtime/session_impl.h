@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "onnx/model.h"
 #include "runtime/buckets.h"
 #include "runtime/call_bounds.h"
 #include "runtime/graph_stages.h"
@@ -21,6 +22,11 @@
 namespace xonnx {
 
 struct Session::Impl {
+  // Everything Session::Open does after loading the model (LoadModel or
+  // LoadModelFromBytes; the model's path names it in messages).
+  static absl::StatusOr<std::unique_ptr<Impl>> Open(std::shared_ptr<onnx_import::LoadedModel> model,
+                                                    const SessionOptions& options);
+
   SessionOptions options;
   std::vector<TensorSpec> inputs, outputs;
   std::string unsupported;  // non-empty when allow_unsupported let Open pass
@@ -42,7 +48,7 @@ struct Session::Impl {
 
   // Every name given to a call is one of the model's inputs.
   template <typename V>
-  Status CheckInputNames(const std::map<std::string, V>& given) const {
+  absl::Status CheckInputNames(const std::map<std::string, V>& given) const {
     for (const auto& [name, v] : given) {
       bool known = false;
       for (const auto& s : inputs) known |= s.name == name;
@@ -51,19 +57,22 @@ struct Session::Impl {
     return absl::OkStatus();
   }
 
+  // The call's inputs are the model's, each of its declared type and shape.
+  absl::Status CheckInputs(const std::map<std::string, Tensor>& inputs) const;
+
   // Rows [begin, begin + rows) of the batched inputs, padded to a bucket,
   // run on devices[dev]; the outputs cut back to `rows`.
-  StatusOr<std::vector<Tensor>> RunRows(const std::map<std::string, Tensor>& all, int64_t begin, int64_t rows,
-                                        int64_t total, int dev, const CallBounds& bounds);
+  absl::StatusOr<std::vector<Tensor>> RunRows(const std::map<std::string, Tensor>& all, int64_t begin, int64_t rows,
+                                              int64_t total, int dev, const CallBounds& bounds);
   // With buckets covering every dynamic dimension, compiles (or loads) every
   // bucket on every device now, in parallel.
-  Status CompileBuckets();
+  absl::Status CompileBuckets();
   // Options a split graph cannot honour: padding or splitting the batch
   // would reach the host nodes, or the values computed at run time, and
   // change what they are.
-  Status CheckSplitOptions() const;
+  absl::Status CheckSplitOptions() const;
   // Buckets and device splits work on tensors with a batch dimension.
-  Status CheckValueOptions() const;
+  absl::Status CheckValueOptions() const;
 };
 
 }  // namespace xonnx

@@ -211,7 +211,7 @@ TEST_F(SessionTest, NonOnnxFileIsAClearError) {
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.status().message()), HasSubstr("not a valid ONNX model"));
   auto missing = Session::Open((dir_ / "nope.onnx").string());
-  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(SessionTest, UnknownOpsAreAllListedWithNodes) {
@@ -226,7 +226,7 @@ TEST_F(SessionTest, UnknownOpsAreAllListedWithNodes) {
   SessionOptions o;
   auto s = Session::Open(path);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(s.status().code(), StatusCode::kUnimplemented);
   EXPECT_EQ(std::string(s.status().message()),
             path + ": 2 unsupported ops: FancyActivation (node 'act_1'); Frobnicate (node 'frob_7')");
 }
@@ -262,7 +262,7 @@ TEST_F(SessionTest, ExternalDataMustStayInTheModelFolder) {
   loc->set_value("../secret.bin");
   auto s = Session::Open(Write(m));
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(s.status().code(), StatusCode::kPermissionDenied);
   EXPECT_THAT(std::string(s.status().message()), HasSubstr("outside the model's folder"));
   loc->set_value((dir_ / "secret.bin").string());
   auto abs = Session::Open(Write(m));

@@ -42,12 +42,12 @@ const Row& RowOf(DataType t) {
 
 hlo::PrimitiveType ToHlo(DataType t) { return RowOf(t).hlo; }
 
-StatusOr<PJRT_Buffer_Type> ToPjrt(DataType t) {
+absl::StatusOr<PJRT_Buffer_Type> ToPjrt(DataType t) {
   if (t == DataType::kString) return InvalidArgument("string tensors have no PjRT buffer type");
   return RowOf(t).pjrt;
 }
 
-StatusOr<DataType> FromHlo(hlo::PrimitiveType t) {
+absl::StatusOr<DataType> FromHlo(hlo::PrimitiveType t) {
   for (const Row& r : kRows)
     if (r.hlo == t && t != hlo::PRIMITIVE_TYPE_INVALID) return r.dtype;
   return Unimplemented("element type %s has no public DataType", hlo::PrimitiveTypeName(t));
@@ -59,7 +59,7 @@ hlo::Literal LiteralOf(const Tensor& t) {
   return lit;
 }
 
-StatusOr<Tensor> TensorOf(const hlo::Literal& lit) {
+absl::StatusOr<Tensor> TensorOf(const hlo::Literal& lit) {
   ASSIGN_OR_RETURN(DataType t, FromHlo(lit.shape().element_type));
   return Tensor::FromData(t, lit.shape().dims, lit.untyped_data());
 }

@@ -11,11 +11,12 @@
 #include "base/status.h"
 #include "onnx/tensor_proto.h"
 #include "runtime/dtype.h"
+#include "runtime/public_status.h"
 #include "xonnx/tensor.h"
 
 namespace xonnx {
 
-StatusOr<std::string> ReadAll(const std::string& path) {
+absl::StatusOr<std::string> ReadAll(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return absl::NotFoundError(absl::StrFormat("%s: cannot open the file", path));
   std::stringstream ss;
@@ -25,7 +26,7 @@ StatusOr<std::string> ReadAll(const std::string& path) {
 
 namespace {
 
-StatusOr<DataType> NpyType(absl::string_view descr) {
+absl::StatusOr<DataType> NpyType(absl::string_view descr) {
   struct Row {
     const char* d;
     DataType t;
@@ -59,7 +60,7 @@ std::string HeaderField(const std::string& header, const std::string& key) {
   return header.substr(start, end - start);
 }
 
-StatusOr<Tensor> ReadNpy(const std::string& path, const std::string& bytes) {
+absl::StatusOr<Tensor> ReadNpy(const std::string& path, const std::string& bytes) {
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return InvalidArgument("%s: not a NumPy file", path);
   int major = static_cast<uint8_t>(bytes[6]);
   size_t header_len, offset;
@@ -101,7 +102,7 @@ StatusOr<Tensor> ReadNpy(const std::string& path, const std::string& bytes) {
 
 }  // namespace
 
-StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p) {
+absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p) {
   if (p.data_type() == onnx::TensorProto::STRING)
     return Tensor::FromStrings({p.dims().begin(), p.dims().end()}, {p.string_data().begin(), p.string_data().end()});
   ASSIGN_OR_RETURN(hlo::Literal lit, onnx_import::LiteralFromTensorProto(p));
@@ -109,7 +110,7 @@ StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p) {
 }
 
 StatusOr<Tensor> ReadTensorFile(const std::string& path, std::string* name) {
-  return CatchExceptions(path, [&]() -> StatusOr<Tensor> {
+  return PublicCall(path, [&]() -> absl::StatusOr<Tensor> {
     ASSIGN_OR_RETURN(std::string bytes, ReadAll(path));
     if (absl::EndsWith(path, ".npy")) return ReadNpy(path, bytes);
     onnx::TensorProto proto;
@@ -131,7 +132,7 @@ onnx::TensorProto TensorToProto(const Tensor& t, const std::string& name) {
   return p;
 }
 
-Status WriteFileBytes(const std::string& path, const std::string& bytes) {
+absl::Status WriteFileBytes(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary);
   if (!f) return absl::PermissionDeniedError(absl::StrFormat("%s: cannot write the output file", path));
   f.write(bytes.data(), bytes.size());
@@ -140,8 +141,8 @@ Status WriteFileBytes(const std::string& path, const std::string& bytes) {
 }
 
 Status WriteTensorProto(const std::string& path, const Tensor& t, const std::string& name) {
-  return CatchExceptions(path,
-                         [&]() -> Status { return WriteFileBytes(path, TensorToProto(t, name).SerializeAsString()); });
+  return PublicCall(path,
+                    [&]() -> absl::Status { return WriteFileBytes(path, TensorToProto(t, name).SerializeAsString()); });
 }
 
 }  // namespace xonnx

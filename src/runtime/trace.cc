@@ -38,7 +38,7 @@ PJRT_XonnxKernelTrace_Extension TraceRecorder::KernelExtension() {
   return e;
 }
 
-Status TraceRecorder::Write(const std::string& path) const {
+absl::Status TraceRecorder::Write(const std::string& path) const {
   nlohmann::json events = nlohmann::json::array();
   int64_t pid = ::getpid();
   events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", "xonnx"}}}});

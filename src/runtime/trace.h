@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "pjrt/c_api.h"
-#include "xonnx/status.h"
 
 namespace xonnx {
 
@@ -27,7 +27,7 @@ class TraceRecorder {
   // recorder must outlive the executions it is given to.
   PJRT_XonnxKernelTrace_Extension KernelExtension();
   // Writes every slice so far as a Chrome trace JSON file.
-  Status Write(const std::string& path) const;
+  absl::Status Write(const std::string& path) const;
   size_t size() const;
 
   // The calling thread's id, as the trace names threads.

@@ -8,6 +8,7 @@
 #include "base/exceptions.h"
 #include "base/status.h"
 #include "onnx/onnx_pb.h"
+#include "runtime/public_status.h"
 // After onnx_pb.h, which defines the export macro the generated header uses.
 #include "onnx/onnx-data.pb.h"
 #include "runtime/dtype.h"
@@ -25,12 +26,12 @@ Tensor AsSpecType(Tensor t, const TensorSpec& spec) {
   return t;
 }
 
-StatusOr<Tensor> FromProto(const onnx::TensorProto& p, const TensorSpec& spec) {
+absl::StatusOr<Tensor> FromProto(const onnx::TensorProto& p, const TensorSpec& spec) {
   ASSIGN_OR_RETURN(Tensor t, TensorFromProto(p));
   return AsSpecType(std::move(t), spec);
 }
 
-StatusOr<Value> FromSequence(const onnx::SequenceProto& p, const TensorSpec& spec) {
+absl::StatusOr<Value> FromSequence(const onnx::SequenceProto& p, const TensorSpec& spec) {
   if (p.tensor_values_size() == 0 && (p.sequence_values_size() || p.map_values_size() || p.optional_values_size()))
     return Unimplemented("a sequence of sequences, maps or optionals");
   std::vector<Tensor> elements;
@@ -44,13 +45,13 @@ StatusOr<Value> FromSequence(const onnx::SequenceProto& p, const TensorSpec& spe
 }  // namespace
 
 StatusOr<Value> ReadValueFile(const std::string& path, const TensorSpec& spec) {
-  return CatchExceptions(path, [&]() -> StatusOr<Value> {
+  return PublicCall(path, [&]() -> absl::StatusOr<Value> {
     if (!spec.sequence && !spec.optional) {
-      ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(path));
+      ASSIGN_OR_RETURN(Tensor t, FromPublic(ReadTensorFile(path)));
       return Value::Of(AsSpecType(std::move(t), spec));
     }
     ASSIGN_OR_RETURN(std::string bytes, ReadAll(path));
-    StatusOr<Value> v = absl::UnknownError("");
+    absl::StatusOr<Value> v = absl::UnknownError("");
     if (spec.optional) {
       onnx::OptionalProto p;
       if (!p.ParseFromString(bytes)) return InvalidArgument("%s: not an ONNX OptionalProto file", path);
@@ -58,7 +59,7 @@ StatusOr<Value> ReadValueFile(const std::string& path, const TensorSpec& spec) {
         v = FromSequence(p.sequence_value(), spec);
       } else if (p.has_tensor_value()) {
         auto t = FromProto(p.tensor_value(), spec);
-        v = t.ok() ? StatusOr<Value>(Value::Of(*std::move(t))) : StatusOr<Value>(t.status());
+        v = t.ok() ? absl::StatusOr<Value>(Value::Of(*std::move(t))) : absl::StatusOr<Value>(t.status());
       } else {
         v = Value::None();
       }
@@ -73,7 +74,7 @@ StatusOr<Value> ReadValueFile(const std::string& path, const TensorSpec& spec) {
 }
 
 Status WriteValueFile(const std::string& path, const Value& v, const TensorSpec& spec) {
-  return CatchExceptions(path, [&]() -> Status {
+  return PublicCall(path, [&]() -> absl::Status {
     auto sequence = [&](onnx::SequenceProto* p) {
       p->set_name(spec.name);
       p->set_elem_type(onnx::SequenceProto::TENSOR);
@@ -100,7 +101,7 @@ Status WriteValueFile(const std::string& path, const Value& v, const TensorSpec&
     }
     if (v.kind != Value::Kind::kTensor)
       return InvalidArgument("%s: '%s' is a tensor, the value is not", path, spec.name);
-    return WriteTensorProto(path, v.tensor, spec.name);
+    return FromPublic(WriteTensorProto(path, v.tensor, spec.name));
   });
 }
 

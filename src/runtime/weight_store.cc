@@ -7,7 +7,7 @@
 
 namespace xonnx {
 
-StatusOr<std::shared_ptr<pjrt::Buffer>> WeightStore::Get(const std::string& name, int dev) {
+absl::StatusOr<std::shared_ptr<pjrt::Buffer>> WeightStore::Get(const std::string& name, int dev) {
   std::shared_ptr<Slot> slot;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -24,7 +24,7 @@ StatusOr<std::shared_ptr<pjrt::Buffer>> WeightStore::Get(const std::string& name
   return slot->buffer;
 }
 
-StatusOr<std::shared_ptr<pjrt::Buffer>> WeightStore::Upload(const std::string& name, int dev) {
+absl::StatusOr<std::shared_ptr<pjrt::Buffer>> WeightStore::Upload(const std::string& name, int dev) {
   const onnx::TensorProto* t = onnx_import::FindInitializer(model_->proto.graph(), name);
   if (!t) return Internal("%s: no initializer named '%s'", model_->path, name);
   // Borrowed from the model: raw bytes go to the device with no copy in between.

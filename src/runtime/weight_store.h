@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/status.h"
 #include "onnx/model.h"
 #include "pjrt/client.h"
-#include "xonnx/status.h"
 #include "xonnx/tensor.h"
 
 namespace xonnx {
@@ -29,14 +29,14 @@ class WeightStore {
   // not there yet. Programs compiling in parallel wait only for the weights
   // they need. A failed upload is not kept: a later call tries again (the
   // device may have been short of memory only for a while).
-  StatusOr<std::shared_ptr<pjrt::Buffer>> Get(const std::string& name, int dev);
+  absl::StatusOr<std::shared_ptr<pjrt::Buffer>> Get(const std::string& name, int dev);
 
  private:
-  StatusOr<std::shared_ptr<pjrt::Buffer>> Upload(const std::string& name, int dev);
+  absl::StatusOr<std::shared_ptr<pjrt::Buffer>> Upload(const std::string& name, int dev);
 
   struct Slot {
     std::once_flag once;
-    StatusOr<std::shared_ptr<pjrt::Buffer>> buffer = absl::UnknownError("not uploaded");
+    absl::StatusOr<std::shared_ptr<pjrt::Buffer>> buffer = absl::UnknownError("not uploaded");
   };
   std::shared_ptr<const onnx_import::LoadedModel> model_;
   DataType data_type_;

@@ -2,6 +2,8 @@
 // DumpOptions' terms.
 #include "runtime/xonnx_flags.h"
 
+#include "runtime/public_status.h"
+
 namespace xonnx {
 
 DumpSettings ToDumpSettings(const DumpOptions& o) {
@@ -9,9 +11,10 @@ DumpSettings ToDumpSettings(const DumpOptions& o) {
 }
 
 StatusOr<DumpOptions> ParseXonnxFlags(const std::string& flags, DumpOptions base) {
-  absl::StatusOr<DumpSettings> parsed = ParseDumpFlags(flags, ToDumpSettings(base));
-  if (!parsed.ok()) return parsed.status();
-  return DumpOptions{parsed->dir, parsed->pass_re, parsed->as_text, parsed->as_proto, parsed->as_dot, parsed->onnx};
+  return PublicCall("XONNX_FLAGS", [&]() -> absl::StatusOr<DumpOptions> {
+    ASSIGN_OR_RETURN(DumpSettings parsed, ParseDumpFlags(flags, ToDumpSettings(base)));
+    return DumpOptions{parsed.dir, parsed.pass_re, parsed.as_text, parsed.as_proto, parsed.as_dot, parsed.onnx};
+  });
 }
 
 }  // namespace xonnx

@@ -72,8 +72,8 @@ std::string CompareTensors(const std::string& what, const xonnx::Tensor& got, xo
   return "";
 }
 
-Result Failed(const absl::Status& st) {
-  return {st.code() == absl::StatusCode::kUnimplemented ? "unsupported" : "fail", std::string(st.message())};
+Result Failed(const xonnx::Status& st) {
+  return {st.code() == xonnx::StatusCode::kUnimplemented ? "unsupported" : "fail", std::string(st.message())};
 }
 
 // Empty when the outputs match the expected values, else why not.
@@ -147,7 +147,7 @@ Result RunCaseViaCli(const fs::path& dir) {
 Result RunCase(const fs::path& dir) {
   auto s = xonnx::Session::Open((dir / "model.onnx").string(), g_options);
   if (!s.ok()) {
-    return {s.status().code() == absl::StatusCode::kUnimplemented ? "unsupported" : "fail",
+    return {s.status().code() == xonnx::StatusCode::kUnimplemented ? "unsupported" : "fail",
             std::string(s.status().message())};
   }
   for (const auto* specs : {&(*s)->inputs(), &(*s)->outputs()})
@@ -158,7 +158,7 @@ Result RunCase(const fs::path& dir) {
     if (!inputs.ok()) return {"fail", std::string(inputs.status().message())};
     auto outs = (*s)->Run(*inputs);
     if (!outs.ok())
-      return {outs.status().code() == absl::StatusCode::kUnimplemented ? "unsupported" : "fail",
+      return {outs.status().code() == xonnx::StatusCode::kUnimplemented ? "unsupported" : "fail",
               std::string(outs.status().message())};
     auto wants = xonnx::testing::ReadOutputs(set);
     if (!wants.ok()) return {"fail", std::string(wants.status().message())};

@@ -34,9 +34,11 @@ MAY_INCLUDE = {
     # backends/cpu; optimization happens behind the importer, so no passes.
     "runtime": {"onnx", "pjrt", "pjrt-abi", "hlo", "base", "public", "base-public"},
     "cli": {"public", "base-public"},
+    # The C API is built on the public C++ API alone.
+    "capi": {"public", "base-public"},
     "public": {"public", "base-public"},
 }
-BASE_PUBLIC = {"xonnx/status.h", "xonnx/float16.h", "xonnx/host_memory.h"}
+BASE_PUBLIC = {"xonnx/status.h", "xonnx/export.h", "xonnx/float16.h", "xonnx/host_memory.h"}
 PJRT_ABI = {"pjrt/c_api.h", "pjrt/compile_options.h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
