@@ -22,10 +22,11 @@ build_pkgs=(
   build-essential cmake ninja-build pkg-config ccache
   libonnx-dev libprotobuf-dev protobuf-compiler
   libabsl-dev libdnnl-dev libcli11-dev nlohmann-json3-dev
+  python3-dev pybind11-dev
 )
 test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev clang-format clang-tidy
-  python3-onnx python3-numpy python3-torch python3-torchvision
+  python3-onnx python3-numpy python3-pytest python3-torch python3-torchvision
 )
 
 pkgs=("${build_pkgs[@]}")

@@ -5,10 +5,10 @@ import sys
 
 
 def source_files(root):
-    """The C and C++ files under src/ and include/, tests (*_test.cc) left
+    """The C and C++ files under src/, include/ and python/, tests (*_test.cc) left
     out, as paths relative to `root`, sorted."""
     files = []
-    for top in ("src", "include"):
+    for top in ("src", "include", "python"):
         for d, _, names in os.walk(os.path.join(root, top)):
             for n in names:
                 if n.endswith((".h", ".cc", ".c")) and not n.endswith("_test.cc"):

@@ -48,14 +48,34 @@ export LD_LIBRARY_PATH=$libdir
 "$work/pc_consumer" "$model" | grep -q "^output " || fail "the pkg-config consumer failed"
 "$work/c_consumer" "$model" || fail "the C99 program failed"
 
-# 3. The installed command.
+# 3. The Python package, when it was built (Debian's python3 and numpy).
+pydir=$(dirname "$(dirname "$(find "$prefix" -name '_xonnx*.so' | head -1)")")
+python_check() {
+  PYTHONPATH=$1 /usr/bin/python3 -c '
+import sys, numpy as np, xonnx
+s = xonnx.InferenceSession(sys.argv[1])
+(p,) = s.run(None, {"image": np.zeros((1, 3, 32, 32), np.float32)})
+assert p.shape == (1, 10) and abs(p.sum() - 1) < 1e-5, p
+print("plugin", xonnx._xonnx.default_plugin_path())' "$model"
+}
+if [[ $pydir != . ]]; then
+  out=$(XONNX_CACHE_DIR=$work/cache python_check "$pydir") || fail "the installed Python package failed"
+  grep -q "^plugin $libdir/xonnx/" <<<"$out" || fail "Python's plugin was not the installed one: $out"
+fi
+
+# 4. The installed command.
 XONNX_CACHE_DIR=$work/cache "$prefix/bin/xonnx" run "$model" >/dev/null 2>&1 || fail "the installed xonnx failed"
 
-# 4. The prefix moved elsewhere: everything still finds the plugin beside the library.
+# 5. The prefix moved elsewhere: everything still finds the plugin beside the library.
 mv "$prefix" "$work/moved"
 export LD_LIBRARY_PATH=$work/moved/${libdir#"$prefix"/}
 out=$("$work/pc_consumer" "$model") || fail "the consumer failed after the prefix moved"
 grep -q "^plugin $work/moved/" <<<"$out" || fail "after the move, the plugin came from elsewhere: $out"
 XONNX_CACHE_DIR=$work/cache "$work/moved/bin/xonnx" run "$model" >/dev/null 2>&1 ||
   fail "the installed xonnx failed after the prefix moved"
-echo "install_test: passed (CMake, pkg-config C++ and C99 consumers, command, moved prefix)"
+if [[ $pydir != . ]]; then
+  out=$(XONNX_CACHE_DIR=$work/cache python_check "$work/moved/${pydir#"$prefix"/}") ||
+    fail "the Python package failed after the prefix moved"
+  grep -q "^plugin $work/moved/" <<<"$out" || fail "after the move, Python's plugin came from elsewhere: $out"
+fi
+echo "install_test: passed (CMake, pkg-config C++ and C99 consumers, Python, command, moved prefix)"

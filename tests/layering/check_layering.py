@@ -34,8 +34,9 @@ MAY_INCLUDE = {
     # backends/cpu; optimization happens behind the importer, so no passes.
     "runtime": {"onnx", "pjrt", "pjrt-abi", "hlo", "base", "public", "base-public"},
     "cli": {"public", "base-public"},
-    # The C API is built on the public C++ API alone.
+    # The C API and the Python binding are built on the public C++ API alone.
     "capi": {"public", "base-public"},
+    "python": {"public", "base-public"},
     "public": {"public", "base-public"},
 }
 BASE_PUBLIC = {"xonnx/status.h", "xonnx/export.h", "xonnx/float16.h", "xonnx/host_memory.h"}
@@ -60,6 +61,8 @@ def layer_of_header(root, path):
 def layer_of_file(rel):
     if rel.startswith("include/xonnx/"):
         return "public"
+    if rel.startswith("python/"):
+        return "python"
     rel = rel[len("src/"):]
     for layer in sorted(MAY_INCLUDE, key=len, reverse=True):
         if rel.startswith(layer + "/"):
