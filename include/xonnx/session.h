@@ -59,6 +59,9 @@ XONNX_API StatusOr<Value> ReadValueFile(const std::string& path, const TensorSpe
 // Writes `v` in the same form, named after `spec`.
 XONNX_API Status WriteValueFile(const std::string& path, const Value& v, const TensorSpec& spec);
 
+// The library's version, e.g. "0.1.0".
+XONNX_API std::string Version();
+
 // What `xonnx info` prints.
 struct ModelInfo {
   std::string producer;

@@ -84,6 +84,9 @@ class XONNX_API Tensor {
 XONNX_API StatusOr<Tensor> ReadTensorFile(const std::string& path, std::string* name = nullptr);
 // Writes `t` as a TensorProto named `name`.
 XONNX_API Status WriteTensorProto(const std::string& path, const Tensor& t, const std::string& name);
+// Writes `t` as a NumPy file (.npy, version 1.0, little-endian, C order);
+// bfloat16 and string tensors have no NumPy type and are refused.
+XONNX_API Status WriteNpyFile(const std::string& path, const Tensor& t);
 
 }  // namespace xonnx
 

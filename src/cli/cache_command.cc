@@ -80,7 +80,7 @@ int Cache(std::string dir, const std::string& max_size, bool clear, bool json) {
     }
     return 0;
   }
-  if (!std::filesystem::is_directory(dir, ec)) throw CliError{absl::StrCat(dir, ": not a folder")};
+  if (!std::filesystem::is_directory(dir, ec)) throw CliError{absl::StrCat(dir, ": not a folder"), kExitInput};
   nlohmann::json j{{"dir", dir}};
   if (clear || !max_size.empty()) {
     uint64_t limit = clear ? 0 : ParseByteSize(max_size, "--max-size");

@@ -14,19 +14,47 @@
 
 namespace xonnx::cli {
 
-// Thrown inside the CLI only, turned into a one-line message and exit code 1.
+// The command's exit codes (documented in `xonnx --help` and the user
+// guide, checked by tests/cli).
+enum ExitCode {
+  kExitOk = 0,
+  kExitDiffers = 1,  // --compare or --expect found an output beyond the tolerance
+  kExitUsage = 2,    // the command line is malformed or inconsistent
+  kExitInput = 3,    // the model, an input file or a name in the command is wrong or unsupported
+  kExitRuntime = 4,  // the run, the plugin or writing a result failed
+};
+
+// Thrown inside the CLI only, turned into a one-line message and `code`.
 struct CliError {
   std::string message;
+  int code = kExitUsage;
 };
+
+// The exit code of a failed status: its code says whether the input or the
+// run was at fault.
+inline int ExitCodeOf(const xonnx::Status& s) {
+  switch (s.code()) {
+    case xonnx::StatusCode::kInvalidArgument:
+    case xonnx::StatusCode::kNotFound:
+    case xonnx::StatusCode::kUnimplemented:
+    case xonnx::StatusCode::kDataLoss:
+    case xonnx::StatusCode::kOutOfRange:
+    case xonnx::StatusCode::kFailedPrecondition:
+    case xonnx::StatusCode::kAlreadyExists:
+      return kExitInput;
+    default:
+      return kExitRuntime;
+  }
+}
 
 // The value, or a CliError with the status's message.
 template <typename T>
 T Check(xonnx::StatusOr<T> s) {
-  if (!s.ok()) throw CliError{std::string(s.status().message())};
+  if (!s.ok()) throw CliError{std::string(s.status().message()), ExitCodeOf(s.status())};
   return *std::move(s);
 }
 inline void Check(const xonnx::Status& s) {
-  if (!s.ok()) throw CliError{std::string(s.message())};
+  if (!s.ok()) throw CliError{std::string(s.message()), ExitCodeOf(s)};
 }
 
 // Where DefaultCacheDir looks, for --help.
@@ -84,28 +112,52 @@ bool TakesValues(const xonnx::Session& s);
 std::map<std::string, xonnx::Value> LoadValueInputs(xonnx::Session& s, const InputArgs& a);
 // PrintSummary for any value: a sequence one line per element.
 void PrintValueSummary(const xonnx::TensorSpec& spec, const xonnx::Value& v);
+// Helpers the subcommands share (commands.cc).
+std::string StartupLine(const xonnx::Session& s);
+void WriteProfile(const xonnx::Session& s);
+void PrintCacheMessages(const xonnx::Session& s);
+void RequireTensors(const std::string& model, const xonnx::Session& s);
+double PeakRssMb();
 // Adds the input options (with_files: --input and --input-dir too).
 void AddInputOptions(CLI::App* cmd, InputArgs& a, bool with_files);
 // Adds the plugin, device and (with serving) bucket, type and cache options.
 void AddDeviceOptions(CLI::App* cmd, bool serving);
 
+// What `run` does besides running: where outputs go, which, and what they
+// are compared with.
+struct RunArgs {
+  std::string output_dir;
+  std::string output_format = "pb";  // pb, npy or both
+  std::vector<std::string> outputs;  // names to print or write; empty: all
+  std::string compare;               // "reference" or empty
+  std::string expect_dir;            // output_<i>.pb/.npy to compare with
+  double tolerance = 1e-5;
+};
+// How `bench` times.
+struct BenchArgs {
+  int warmup = 5, iterations = 50;
+  double duration_s = 0;  // > 0: run for this long instead of `iterations`
+  bool json = false;
+  int in_flight = 1;
+  bool every_bucket = false;
+  std::string export_times;  // CSV of every timed call
+};
+
 // The subcommands; each returns the process's exit code.
-// `compare` "reference": also run on the reference device and compare.
-int Run(const std::string& model, const InputArgs& in, const std::string& output_dir, const std::string& compare,
-        double tolerance);
+int Run(const std::string& model, const InputArgs& in, const RunArgs& args);
 // Runs `inputs` on xonnx's CPU plugin as the reference device (every
-// instruction on the reference evaluator) and compares `outs` with its
-// results; prints a line per output and returns how many differ beyond
-// `tolerance` (relative L2 error).
-int CompareWithReference(const std::string& model, const std::map<std::string, xonnx::Tensor>& inputs,
-                         const std::vector<xonnx::Tensor>& outs, const std::vector<xonnx::TensorSpec>& specs,
-                         double tolerance);
-int Bench(const std::string& model, const InputArgs& in, int warmup, int iterations, bool json, int in_flight,
-          bool every_bucket);
+// instruction on the reference evaluator); its outputs.
+std::vector<xonnx::Tensor> RunOnReference(const std::string& model, const std::map<std::string, xonnx::Tensor>& inputs);
+// Compares `outs` with `expected` (by position), prints a line per output
+// naming `against`, and returns how many differ beyond `tolerance`
+// (relative L2 error; shapes, and the bytes of strings, must match).
+int CompareOutputs(const std::vector<xonnx::Tensor>& outs, const std::vector<xonnx::Tensor>& expected,
+                   const std::vector<xonnx::TensorSpec>& specs, double tolerance, const std::string& against);
+int Bench(const std::string& model, const InputArgs& in, const BenchArgs& args);
 int Convert(const std::string& model, const std::vector<std::string>& shape_specs, const std::string& text_out,
             const std::string& proto_out, int64_t batch, bool allow_partial);
-int Info(const std::string& model);
-int Devices();
+int Info(const std::string& model, bool json);
+int Devices(bool json);
 // `xonnx devices --all`: every plugin found by name, and whether it loads.
 int AllPlugins();
 int Cache(std::string dir, const std::string& max_size, bool clear, bool json);

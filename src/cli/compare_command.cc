@@ -1,6 +1,7 @@
-// `xonnx run --compare reference`: the same inputs on the reference device
-// (xonnx's CPU plugin with create option reference=true, every instruction
-// on the reference evaluator), and each output's distance from it.
+// `xonnx run --compare reference` and `--expect DIR`: the outputs against
+// the reference device's (xonnx's CPU plugin with create option
+// reference=true, every instruction on the reference evaluator) or against
+// expected output files, each output's distance from them.
 #include <cmath>
 #include <cstring>
 #include <iostream>
@@ -25,9 +26,8 @@ bool AsDoubles(const xonnx::Tensor& t, std::vector<double>* out) {
 
 }  // namespace
 
-int CompareWithReference(const std::string& model, const std::map<std::string, xonnx::Tensor>& inputs,
-                         const std::vector<xonnx::Tensor>& outs, const std::vector<xonnx::TensorSpec>& specs,
-                         double tolerance) {
+std::vector<xonnx::Tensor> RunOnReference(const std::string& model,
+                                          const std::map<std::string, xonnx::Tensor>& inputs) {
   xonnx::SessionOptions o = BaseOptions();
   o.plugin = "cpu";
   o.device = 0;
@@ -36,18 +36,23 @@ int CompareWithReference(const std::string& model, const std::map<std::string, x
   o.profile_file.clear();
   o.dump = {};
   auto ref_session = Check(xonnx::Session::Open(model, o));
-  std::vector<xonnx::Tensor> ref = Check(ref_session->Run(inputs));
+  return Check(ref_session->Run(inputs));
+}
+
+int CompareOutputs(const std::vector<xonnx::Tensor>& outs, const std::vector<xonnx::Tensor>& ref,
+                   const std::vector<xonnx::TensorSpec>& specs, double tolerance, const std::string& against) {
   int differing = 0;
   for (size_t k = 0; k < outs.size() && k < ref.size(); ++k) {
     std::vector<double> a, b;
     if (outs[k].dims() != ref[k].dims()) {
-      std::cout << absl::StrFormat("compare %s: shape [%s] against the reference's [%s]: DIFFERS\n", specs[k].name,
-                                   absl::StrJoin(outs[k].dims(), ","), absl::StrJoin(ref[k].dims(), ","));
+      std::cout << absl::StrFormat("compare %s: shape [%s] against %s [%s]: DIFFERS\n", specs[k].name,
+                                   absl::StrJoin(outs[k].dims(), ","), against, absl::StrJoin(ref[k].dims(), ","));
       ++differing;
       continue;
     }
     if (!AsDoubles(outs[k], &a) || !AsDoubles(ref[k], &b)) {
-      bool same = outs[k].dtype() == ref[k].dtype() && outs[k].byte_size() == ref[k].byte_size() &&
+      bool same = outs[k].dtype() == ref[k].dtype() && outs[k].strings() == ref[k].strings() &&
+                  outs[k].byte_size() == ref[k].byte_size() &&
                   (outs[k].byte_size() == 0 || std::memcmp(outs[k].data(), ref[k].data(), outs[k].byte_size()) == 0);
       std::cout << absl::StrFormat("compare %s: %s\n", specs[k].name, same ? "identical" : "DIFFERS");
       differing += !same;
@@ -64,8 +69,8 @@ int CompareWithReference(const std::string& model, const std::map<std::string, x
     double rel = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
     bool ok = !(rel > tolerance);  // a NaN is a difference
     differing += !ok;
-    std::cout << absl::StrFormat("compare %s: max |diff| %.3g, relative L2 %.3g against the reference device: %s\n",
-                                 specs[k].name, max_abs, rel, ok ? "ok" : "DIFFERS");
+    std::cout << absl::StrFormat("compare %s: max |diff| %.3g, relative L2 %.3g against %s: %s\n", specs[k].name,
+                                 max_abs, rel, against, ok ? "ok" : "DIFFERS");
   }
   return differing;
 }

@@ -84,7 +84,7 @@ Tensor RandomInput(const xonnx::TensorSpec& sp, const xonnx::ShapeMap& given, ui
   for (auto& d : dims)
     if (d < 0) d = 1;
   if (sp.dtype == DataType::kString)
-    throw CliError{absl::StrCat("string input '", sp.name, "' must be given with --input or --input-dir")};
+    throw CliError{absl::StrCat("string input '", sp.name, "' must be given with --input or --input-dir"), kExitInput};
   Tensor t = RandomTensor(sp.dtype, dims, rng);
   std::cerr << "xonnx: input '" << sp.name << "' not given: using random " << t.ShapeString() << " (seed " << seed
             << ")\n";
@@ -103,7 +103,7 @@ std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a) 
     m[p[0]] = Check(xonnx::ReadTensorFile(p[1]));
   }
   if (!a.input_dir.empty()) {
-    if (!fs::is_directory(a.input_dir)) throw CliError{absl::StrCat(a.input_dir, ": not a directory")};
+    if (!fs::is_directory(a.input_dir)) throw CliError{absl::StrCat(a.input_dir, ": not a directory"), kExitInput};
     for (size_t i = 0;; ++i) {
       fs::path pb = fs::path(a.input_dir) / absl::StrCat("input_", i, ".pb");
       fs::path npy = fs::path(a.input_dir) / absl::StrCat("input_", i, ".npy");
@@ -115,11 +115,20 @@ std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a) 
       for (const auto& sp : specs) named |= sp.name == name;
       if (!named) {  // match by position
         if (i >= specs.size())
-          throw CliError{absl::StrCat(f.string(), ": the model has only ", specs.size(), " inputs")};
+          throw CliError{absl::StrCat(f.string(), ": the model has only ", specs.size(), " inputs"), kExitInput};
         name = specs[i].name;
       }
       if (!m.count(name)) m[name] = std::move(t);
     }
+    // A folder given is the inputs: none of them made up at random.
+    std::vector<std::string> missing;
+    for (const auto& sp : specs)
+      if (!m.count(sp.name)) missing.push_back(absl::StrCat("'", sp.name, "'"));
+    if (!missing.empty())
+      throw CliError{absl::StrCat(a.input_dir, ": no input_<i>.pb or .npy for input", missing.size() > 1 ? "s " : " ",
+                                  absl::StrJoin(missing, ", "), " (the model has ", specs.size(), " input",
+                                  specs.size() > 1 ? "s" : "", ")"),
+                     kExitInput};
   }
   // ONNX 1.12's test data stores bfloat16 tensors as uint16 of the same bits.
   for (const auto& sp : specs) {
@@ -151,7 +160,7 @@ std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a) 
   for (const auto& [name, dims] : given) {
     bool known = false;
     for (const auto& sp : specs) known |= sp.name == name;
-    if (!known) throw CliError{absl::StrCat("--shape: the model has no input named '", name, "'")};
+    if (!known) throw CliError{absl::StrCat("--shape: the model has no input named '", name, "'"), kExitInput};
   }
   std::mt19937_64 rng(a.seed);
   for (const auto& sp : specs)
@@ -172,7 +181,7 @@ std::map<std::string, xonnx::Value> LoadValueInputs(xonnx::Session& s, const Inp
   auto spec_of = [&](const std::string& name) -> const xonnx::TensorSpec& {
     for (const auto& sp : specs)
       if (sp.name == name) return sp;
-    throw CliError{absl::StrCat("--input: the model has no input named '", name, "'")};
+    throw CliError{absl::StrCat("--input: the model has no input named '", name, "'"), kExitInput};
   };
   for (const auto& kv : a.inputs) {
     std::vector<std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
@@ -180,13 +189,14 @@ std::map<std::string, xonnx::Value> LoadValueInputs(xonnx::Session& s, const Inp
     m[p[0]] = Check(xonnx::ReadValueFile(p[1], spec_of(p[0])));
   }
   if (!a.input_dir.empty()) {
-    if (!fs::is_directory(a.input_dir)) throw CliError{absl::StrCat(a.input_dir, ": not a directory")};
+    if (!fs::is_directory(a.input_dir)) throw CliError{absl::StrCat(a.input_dir, ": not a directory"), kExitInput};
     // Files of sequences and optionals carry no reliable name: by position.
     for (size_t i = 0; i < specs.size(); ++i) {
       fs::path pb = fs::path(a.input_dir) / absl::StrCat("input_", i, ".pb");
       if (!fs::exists(pb)) break;
       if (!m.count(specs[i].name)) m[specs[i].name] = Check(xonnx::ReadValueFile(pb.string(), specs[i]));
     }
+    if (m.empty()) throw CliError{absl::StrCat(a.input_dir, ": no input_<i>.pb files"), kExitInput};
   }
   // Tensors not given get random values, as in LoadInputs; an optional not
   // given is empty; a sequence must be given.
@@ -198,7 +208,8 @@ std::map<std::string, xonnx::Value> LoadValueInputs(xonnx::Session& s, const Inp
       std::cerr << "xonnx: optional input '" << sp.name << "' not given: empty\n";
       m[sp.name] = xonnx::Value::None();
     } else if (sp.sequence) {
-      throw CliError{absl::StrCat("sequence input '", sp.name, "' must be given with --input or --input-dir")};
+      throw CliError{absl::StrCat("sequence input '", sp.name, "' must be given with --input or --input-dir"),
+                     kExitInput};
     } else {
       m[sp.name] = xonnx::Value::Of(RandomInput(sp, given, a.seed, rng));
     }

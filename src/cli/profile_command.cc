@@ -15,10 +15,10 @@ namespace xonnx::cli {
 
 int Profile(const std::string& file, int top) {
   std::ifstream in(file, std::ios::binary);
-  if (!in) throw CliError{absl::StrCat(file, ": cannot read the profile")};
+  if (!in) throw CliError{absl::StrCat(file, ": cannot read the profile"), kExitInput};
   nlohmann::json trace = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (trace.is_discarded() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array())
-    throw CliError{absl::StrCat(file, ": not a trace written by --profile (no traceEvents array)")};
+    throw CliError{absl::StrCat(file, ": not a trace written by --profile (no traceEvents array)"), kExitInput};
   struct Sum {
     double ms = 0;
     int64_t count = 0;

@@ -42,6 +42,8 @@
 
 namespace xonnx {
 
+std::string Version() { return XONNX_VERSION; }
+
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() {
   // Calls in flight stop, queued ones fail at once; all of them finish

@@ -145,4 +145,32 @@ Status WriteTensorProto(const std::string& path, const Tensor& t, const std::str
                     [&]() -> absl::Status { return WriteFileBytes(path, TensorToProto(t, name).SerializeAsString()); });
 }
 
+Status WriteNpyFile(const std::string& path, const Tensor& t) {
+  return PublicCall(path, [&]() -> absl::Status {
+    const char* descr = nullptr;
+    for (const char* d : {"<f4", "<f8", "<f2", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8", "|b1"}) {
+      absl::StatusOr<DataType> dt = NpyType(d);
+      if (dt.ok() && *dt == t.dtype()) descr = d;
+    }
+    if (!descr)
+      return absl::UnimplementedError(absl::StrFormat(
+          "%s: %s tensors have no NumPy file type (write a .pb TensorProto instead)", path, DataTypeName(t.dtype())));
+    std::string shape;
+    for (int64_t d : t.dims()) absl::StrAppend(&shape, d, ",");
+    if (t.dims().size() > 1) shape.pop_back();  // (3,) for one dim, (2,3) for more
+    std::string header = absl::StrFormat("{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, shape);
+    // Version 1.0: magic, version, a 2-byte header length; the header is
+    // padded with spaces and ends in a newline so the data is 64-aligned.
+    size_t unpadded = 10 + header.size() + 1;
+    header.append((64 - unpadded % 64) % 64, ' ');
+    header.push_back('\n');
+    std::string bytes("\x93NUMPY\x01\x00", 8);
+    bytes.push_back(static_cast<char>(header.size() & 0xff));
+    bytes.push_back(static_cast<char>(header.size() >> 8));
+    bytes += header;
+    bytes.append(static_cast<const char*>(t.data()), t.byte_size());
+    return WriteFileBytes(path, bytes);
+  });
+}
+
 }  // namespace xonnx

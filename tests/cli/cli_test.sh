@@ -28,18 +28,20 @@ expect() {
   fi
 }
 
-# An error is exactly one line, starting "xonnx: error:".
+# An error is exactly one line, starting "xonnx: error:", with the exit code
+# its kind has: 2 the command line, 3 the model or input, 4 the run.
 expect_error() {
-  local name="$1" pattern="$2"
-  shift 3
+  local name="$1" want_rc="$2" pattern="$3"
+  shift 4
   local out rc
   out=$("$@" 2>&1)
   rc=$?
-  if [[ "$rc" != 0 && $(wc -l <<<"$out") == 1 && "$out" == "xonnx: error: "* ]] && grep -qE -- "$pattern" <<<"$out"; then
+  if [[ "$rc" == "$want_rc" && $(wc -l <<<"$out") == 1 && "$out" == "xonnx: error: "* ]] &&
+    grep -qE -- "$pattern" <<<"$out"; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))
-    echo "FAIL $name: rc=$rc, output:"
+    echo "FAIL $name: rc=$rc (want $want_rc), output:"
     sed 's/^/    /' <<<"$out" | head -20
   fi
 }
@@ -65,24 +67,38 @@ def npy(path, shape):
     open(path, 'wb').write(b'\\x93NUMPY\\x01\\x00' + struct.pack('<H', len(h)) + h.encode() + bytes(8))
 npy('$tmp/wrap.npy', '(6148914691236517206, 3)')
 npy('$tmp/huge.npy', '(1000000000,)')"
-expect npy_shape_wraps 1 "more elements than memory can hold" -- "$xonnx" run "$model" --input image="$tmp/wrap.npy"
-expect npy_claims_more_than_it_holds 1 "8 bytes of data, shape \(1000000000,\) needs 4000000000" -- \
+expect npy_shape_wraps 3 "more elements than memory can hold" -- "$xonnx" run "$model" --input image="$tmp/wrap.npy"
+expect npy_claims_more_than_it_holds 3 "8 bytes of data, shape \(1000000000,\) needs 4000000000" -- \
   "$xonnx" run "$model" --input image="$tmp/huge.npy"
 expect convert_text 0 "^HloModule tiny_cnn" -- "$xonnx" convert "$model" --hlo-text -
 expect convert_proto 0 "" -- "$xonnx" convert "$model" --hlo-proto "$tmp/m.pb" --batch 2
 expect convert_proto_file 0 "" -- test -s "$tmp/m.pb"
-expect bench_json 0 '^\{"buckets_ms":[0-9.e+-]+,"cache_messages":\[[^]]*\],"cache_rejected":[0-9]+,"compile_ms":[0-9.e+-]+,"compiled":[0-9]+,"from_cache":[0-9]+,"items_per_s":[0-9.e+-]+,"iterations":3,"latency_ms":\{"median":[0-9.e+-]+,"min":[0-9.e+-]+,"p90":[0-9.e+-]+\},"load_ms":[0-9.e+-]+,"peak_rss_mb":[0-9.e+-]+,"phases_ms":\{"download":[0-9.e+-]+,"execute":[0-9.e+-]+,"upload":[0-9.e+-]+\},"weights_ms":[0-9.e+-]+\}$' -- "$xonnx" bench "$model" --iterations 3 --warmup 1 --json
+# bench --json: every documented field, as JSON.
+json_has() {
+  /usr/bin/python3 -c '
+import json, sys
+j = json.loads(sys.stdin.read())
+missing = [k for k in sys.argv[1].split(",") if k not in j]
+lat = j.get("latency_ms", {})
+missing += ["latency_ms." + k for k in ("min", "mean", "median", "p50", "p90", "p95", "p99", "max", "stddev") if k not in lat]
+assert not missing, missing
+assert j["iterations"] == int(sys.argv[2]), j["iterations"]
+assert lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p95"] <= lat["p99"] <= lat["max"], lat
+print("ok", j["model"], j["input_shapes"])' "$@"
+}
+export -f json_has
+expect bench_json 0 "^ok .*tiny_cnn.onnx \{'image': \[1, 3, 32, 32\]\}" -- bash -c "'$xonnx' bench '$model' --iterations 3 --warmup 1 --json | json_has model,device,input_shapes,batch,load_ms,buckets_ms,weights_ms,compile_ms,compiled,from_cache,cache_rejected,cache_messages,latency_ms,phases_ms,iterations,in_flight,items_per_s,peak_rss_mb 3"
 expect bench_every_bucket 0 '"bucket_first_call_ms":\{"1":[0-9.e+-]+,"4":[0-9.e+-]+\}' -- "$xonnx" bench "$model" --iterations 1 --warmup 0 --json --no-cache --batch-buckets 1,4 --every-bucket
 expect bench_every_bucket_text 0 "first call per bucket  1: [0-9.]+ ms, 4: [0-9.]+ ms" -- "$xonnx" bench "$model" --iterations 1 --warmup 0 --no-cache --batch-buckets 1,4 --every-bucket
 expect bench_phases_text 0 "batch buckets 1,4; programs [0-9.]+ ms, weights [0-9.]+ ms" -- "$xonnx" bench "$model" --iterations 1 --warmup 0 --no-cache --batch-buckets 1,4
 expect bench_profile 0 "wrote the profile to .*trace.json" -- "$xonnx" bench "$model" --iterations 2 --warmup 0 --profile "$tmp/trace.json"
 expect profile_summary 0 "^Conv +[0-9.]+ +[0-9]+ " -- "$xonnx" profile "$tmp/trace.json"
-expect profile_not_a_trace 1 "not a trace written by --profile" -- "$xonnx" profile "$tmp/m.pb"
+expect profile_not_a_trace 3 "not a trace written by --profile" -- "$xonnx" profile "$tmp/m.pb"
 expect run_compare 0 "compare probs: max \|diff\| [0-9.e+-]+, relative L2 [0-9.e+-]+ against the reference device: ok" -- "$xonnx" run "$model" --compare reference
 expect run_compare_differs 1 "DIFFERS" -- "$xonnx" run "$model" --compare reference --data-type bf16 --tolerance 1e-9
 expect devices_all 0 "^cpu .*libxonnx_pjrt_cpu.so" -- "$xonnx" devices --all
-expect plugin_unknown_name 1 "no PjRT plugin named 'nosuch'" -- "$xonnx" devices --plugin nosuch
-expect bench_every_bucket_needs_buckets 1 "--every-bucket needs batch buckets" -- "$xonnx" bench "$model" --iterations 1 --every-bucket
+expect plugin_unknown_name 3 "no PjRT plugin named 'nosuch'" -- "$xonnx" devices --plugin nosuch
+expect bench_every_bucket_needs_buckets 2 "--every-bucket needs batch buckets" -- "$xonnx" bench "$model" --iterations 1 --every-bucket
 
 # A model whose last node is unknown: the whole conversion fails and names
 # it; --allow-partial writes the part before it.
@@ -95,7 +111,7 @@ node.op_type = "FancySoftmax"
 node.ClearField("attribute")
 onnx.save(m, sys.argv[2])
 PY
-expect_error convert_unsupported "1 unsupported op: FancySoftmax \(node 'softmax'\)" -- "$xonnx" convert "$tmp/partial.onnx" --hlo-text -
+expect_error convert_unsupported 3 "1 unsupported op: FancySoftmax \(node 'softmax'\)" -- "$xonnx" convert "$tmp/partial.onnx" --hlo-text -
 expect convert_partial 0 "partial conversion, stopped at: .*FancySoftmax" -- "$xonnx" convert "$tmp/partial.onnx" --hlo-text - --allow-partial
 expect convert_partial_text 0 "ROOT .* tuple\(" -- "$xonnx" convert "$tmp/partial.onnx" --hlo-text - --allow-partial
 expect info_unsupported 0 "FancySoftmax \(node 'softmax'\)" -- "$xonnx" info "$tmp/partial.onnx"
@@ -106,30 +122,30 @@ if [[ -n "$detection_model" ]]; then
   expect convert_split 0 "node NonMaxSuppression 'selected' runs on the host; this is the program before it" -- \
     "$xonnx" convert "$detection_model" --hlo-text "$tmp/det.txt"
   expect run_split 0 "kept_boxes: float32\[1,[0-9]+,4\]" -- "$xonnx" run "$detection_model" --no-cache
-  expect_error split_buckets "cannot be used with this model: its graph runs partly on the host \(NonMaxSuppression 'selected'\)" -- \
+  expect_error split_buckets 3 "cannot be used with this model: its graph runs partly on the host \(NonMaxSuppression 'selected'\)" -- \
     "$xonnx" run "$detection_model" --io-data-type f16 --no-cache
 fi
 
 printf 'not a model' >"$tmp/bad.onnx"
 head -c 3000 "$model" >"$tmp/truncated.onnx"
-expect_error missing_file "nope.onnx: cannot open" -- "$xonnx" run "$tmp/nope.onnx"
-expect_error not_onnx "bad.onnx: not a valid ONNX model" -- "$xonnx" info "$tmp/bad.onnx"
-expect_error truncated "truncated.onnx" -- "$xonnx" run "$tmp/truncated.onnx"
-expect_error bad_shape_flag "--shape 'image=1xQ': bad dimension" -- "$xonnx" run "$model" --shape image=1xQ
-expect_error wrong_input_shape "input 'image' has shape \[1,10\], the model expects \[batch,3,32,32\]" -- "$xonnx" run "$model" --input image="$tmp/out/output_0.pb"
-expect_error unknown_input "no input named 'nope'" -- "$xonnx" run "$model" --shape nope=1x2
-expect usage_error 106 "required" -- "$xonnx" run
+expect_error missing_file 3 "nope.onnx: cannot open" -- "$xonnx" run "$tmp/nope.onnx"
+expect_error not_onnx 3 "bad.onnx: not a valid ONNX model" -- "$xonnx" info "$tmp/bad.onnx"
+expect_error truncated 3 "truncated.onnx" -- "$xonnx" run "$tmp/truncated.onnx"
+expect_error bad_shape_flag 2 "--shape 'image=1xQ': bad dimension" -- "$xonnx" run "$model" --shape image=1xQ
+expect_error wrong_input_shape 3 "input 'image' has shape \[1,10\], the model expects \[batch,3,32,32\]" -- "$xonnx" run "$model" --input image="$tmp/out/output_0.pb"
+expect_error unknown_input 3 "no input named 'nope'" -- "$xonnx" run "$model" --shape nope=1x2
+expect_error usage_error 2 "MODEL is required.*see xonnx --help" -- "$xonnx" run
 
 # Plugins and devices.
 expect devices 0 "0: CpuDevice\(id=0\)" -- "$xonnx" devices
 expect devices_virtual 0 "2: CpuDevice\(id=2\)" -- "$xonnx" devices --create-option cpu_device_count=3
 expect run_on_device_2 0 "probs: float32\[1,10\]" -- "$xonnx" run "$model" --create-option cpu_device_count=3 --device 2
-expect_error no_such_device "device 4 does not exist" -- "$xonnx" run "$model" --device 4
-expect_error unknown_create_option "unknown create option 'bogus'" -- "$xonnx" devices --create-option bogus=1
-expect_error missing_plugin "no such PjRT plugin file" -- "$xonnx" run "$model" --plugin "$tmp/nope.so"
-expect_error not_a_shared_object "cannot load PjRT plugin .*invalid ELF header" -- "$xonnx" devices --plugin "$tmp/truncated.onnx"
-expect_error not_a_plugin "not a PjRT plugin \\(no GetPjrtApi symbol\\)" -- "$xonnx" devices --plugin libm.so.6
-expect_error not_a_plugin_name "cannot load PjRT plugin 'libxonnx_no_such_plugin.so'" -- "$xonnx" devices --plugin libxonnx_no_such_plugin.so
+expect_error no_such_device 3 "device 4 does not exist" -- "$xonnx" run "$model" --device 4
+expect_error unknown_create_option 3 "unknown create option 'bogus'" -- "$xonnx" devices --create-option bogus=1
+expect_error missing_plugin 3 "no such PjRT plugin file" -- "$xonnx" run "$model" --plugin "$tmp/nope.so"
+expect_error not_a_shared_object 3 "cannot load PjRT plugin .*invalid ELF header" -- "$xonnx" devices --plugin "$tmp/truncated.onnx"
+expect_error not_a_plugin 3 "not a PjRT plugin \\(no GetPjrtApi symbol\\)" -- "$xonnx" devices --plugin libm.so.6
+expect_error not_a_plugin_name 3 "cannot load PjRT plugin 'libxonnx_no_such_plugin.so'" -- "$xonnx" devices --plugin libxonnx_no_such_plugin.so
 
 # Serving: buckets, all devices, the compile cache shared by processes.
 cache="$tmp/cache"
@@ -165,14 +181,75 @@ expect cache_trimmed_rerun 0 "probs: float32\[2,10\]" -- "$xonnx" run "$model" -
 expect cache_clear 0 "entries: 0, 0 B" -- "$xonnx" cache --cache-dir "$shared" --clear
 expect cache_others_kept 0 "^notes.txt$" -- ls "$shared"
 expect cache_missing 0 "does not exist yet" -- "$xonnx" cache --cache-dir "$tmp/no_such_cache"
-expect_error cache_bad_size "--max-size '12Q': expected a size such as 500M, 2G or 0" -- "$xonnx" cache --cache-dir "$shared" --max-size 12Q
-expect_error bad_buckets "--batch-buckets '1,x': expected a comma list of sizes >= 1" -- "$xonnx" run "$model" --batch-buckets 1,x
-expect_error bad_steps "steps must be between 1 and max_batch \(4\)" -- "$xonnx" run "$model" --max-batch 4 --steps 9 --no-cache
-expect_error bad_dim_buckets "no input has a dynamic dimension named 'seq'" -- "$xonnx" run "$model" --dim-buckets seq=8,16 --no-cache
+expect_error cache_bad_size 2 "--max-size '12Q': expected a size such as 500M, 2G or 0" -- "$xonnx" cache --cache-dir "$shared" --max-size 12Q
+expect_error bad_buckets 2 "--batch-buckets '1,x': expected a comma list of sizes >= 1" -- "$xonnx" run "$model" --batch-buckets 1,x
+expect_error bad_steps 3 "steps must be between 1 and max_batch \(4\)" -- "$xonnx" run "$model" --max-batch 4 --steps 9 --no-cache
+expect_error bad_dim_buckets 3 "no input has a dynamic dimension named 'seq'" -- "$xonnx" run "$model" --dim-buckets seq=8,16 --no-cache
 expect run_f16 0 "probs: float16\[2,10\]" -- "$xonnx" run "$model" --input image="$tmp/img.npy" --data-type f16 --io-data-type f16 --no-cache
 expect run_bf16_f32_io 0 "probs: float32\[2,10\]" -- "$xonnx" run "$model" --input image="$tmp/img.npy" --data-type bf16 --no-cache
-expect_error bad_data_type "--data-type 'f8': expected f32, f16 or bf16" -- "$xonnx" run "$model" --data-type f8
-expect_error bad_device "--device 'two': expected a device index" -- "$xonnx" run "$model" --device two
+expect_error bad_data_type 2 "--data-type 'f8': expected f32, f16 or bf16" -- "$xonnx" run "$model" --data-type f8
+expect_error bad_device 2 "--device 'two': expected a device index" -- "$xonnx" run "$model" --device two
+
+# Perf-tool parity: version, percentiles, durations, time exports, input
+# files for bench, output formats and selection, expected outputs, JSON.
+expect version 0 "^xonnx [0-9]+\.[0-9]+\.[0-9]+$" -- "$xonnx" --version
+expect help_exit_codes 0 "Exit codes: 0 success; 1 .*2 the command line.*3 the model.*4 the run" -- "$xonnx" --help
+expect bench_percentiles 0 "mean [0-9.]+ ms  p95 [0-9.]+ ms  p99 [0-9.]+ ms  max [0-9.]+ ms  stddev [0-9.]+ ms" -- \
+  "$xonnx" bench "$model" --iterations 5 --warmup 0 --no-cache
+expect bench_duration 0 "\([0-9]+ runs, 1 in flight\)" -- "$xonnx" bench "$model" --duration 0.3 --warmup 0 --no-cache
+expect bench_export 0 "" -- "$xonnx" bench "$model" --iterations 4 --warmup 0 --no-cache --export-times "$tmp/times.csv"
+expect bench_export_rows 0 "^5 call,latency_ms$" -- bash -c "echo \$(wc -l <'$tmp/times.csv') \$(head -1 '$tmp/times.csv')"
+expect bench_input_file 0 "throughput .*\(batch 2\)" -- "$xonnx" bench "$model" --input image="$tmp/img.npy" --iterations 2 --no-cache
+mkdir -p "$tmp/indir" "$tmp/emptydir"
+cp "$tmp/img.npy" "$tmp/indir/input_0.npy"
+expect bench_input_dir 0 "throughput .*\(batch 2\)" -- "$xonnx" bench "$model" --input-dir "$tmp/indir" --iterations 2 --no-cache
+expect_error input_dir_empty 3 "emptydir: no input_<i>.pb or .npy for input 'image' \(the model has 1 input\)" -- \
+  "$xonnx" run "$model" --input-dir "$tmp/emptydir"
+expect run_both_formats 0 "wrote 1 output\(s\) to .* \(2 file\(s\)\)" -- \
+  "$xonnx" run "$model" --input image="$tmp/img.npy" --output-dir "$tmp/both" --output-format both --no-cache
+expect npy_matches_pb 0 "^same$" -- /usr/bin/python3 -c "
+import numpy as np, onnx
+from onnx import numpy_helper
+a = np.load('$tmp/both/output_0.npy'); b = numpy_helper.to_array(onnx.load_tensor('$tmp/both/output_0.pb'))
+print('same' if a.dtype == b.dtype and a.shape == b.shape and (a == b).all() else 'differ')"
+expect run_select_output 0 "^probs: float32\[2,10\]" -- "$xonnx" run "$model" --input image="$tmp/img.npy" --outputs probs
+expect_error run_unknown_output 3 "--outputs: the model has no output named 'nope' \(its outputs: 'probs'\)" -- \
+  "$xonnx" run "$model" --outputs nope
+expect run_expect_ok 0 "compare probs: max \|diff\| 0, relative L2 0 against .*both: ok" -- \
+  "$xonnx" run "$model" --input image="$tmp/img.npy" --expect "$tmp/both" --no-cache
+expect run_expect_differs 1 "against .*both: DIFFERS" -- "$xonnx" run "$model" --input-dir "$tmp/indir" --expect "$tmp/both" \
+  --data-type bf16 --tolerance 1e-9 --no-cache
+expect_error run_expect_missing 3 "emptydir: no output_0.pb or .npy for output 'probs'" -- \
+  "$xonnx" run "$model" --input image="$tmp/img.npy" --expect "$tmp/emptydir" --no-cache
+expect info_json 0 '"inputs":\[\{"dtype":"float32","name":"image","optional":false,"sequence":false,"shape":\["batch",3,32,32\]\}\]' -- \
+  "$xonnx" info "$model" --json
+expect devices_json 0 '"devices":\[\{"attributes":\{.*\},"description":"CpuDevice\(id=0\)"' -- "$xonnx" devices --json
+expect_error devices_all_json 2 "cannot be used with --all" -- "$xonnx" devices --all --json
+expect_error unknown_flag 2 "--frobnicate.*see xonnx --help" -- "$xonnx" run "$model" --frobnicate
+expect_error bad_iterations 2 "--iterations must be >= 1" -- "$xonnx" bench "$model" --iterations 0
+# Runtime failures: a result that cannot be written, a call past its deadline.
+expect_error output_unwritable 4 "/dev/null/out: cannot create the output folder" -- \
+  "$xonnx" run "$model" --input image="$tmp/img.npy" --output-dir /dev/null/out --no-cache
+/usr/bin/python3 - "$tmp/endless.onnx" <<'PY'
+import sys
+import onnx
+from onnx import TensorProto, helper
+body = helper.make_graph(
+    [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Add", ["x_in", "one"], ["x_out"])],
+    "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+             helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+             helper.make_tensor_value_info("x_in", TensorProto.FLOAT, [1])],
+    [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+     helper.make_tensor_value_info("x_out", TensorProto.FLOAT, [1])],
+    [helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])])
+graph = helper.make_graph(
+    [helper.make_node("Loop", ["", "cond", "x"], ["y"], body=body)], "endless",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    [helper.make_tensor("cond", TensorProto.BOOL, [], [True])])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+PY
+expect deadline 4 "^xonnx: error: .*endless.onnx: the call passed its deadline of 300 ms" -- \
+  "$xonnx" run "$tmp/endless.onnx" --deadline-ms 300 --no-cache
 
 echo "$passed passed, $failed failed"
 [[ $failed == 0 ]]
