@@ -62,7 +62,11 @@ struct SessionOptions {
   // then next to the program and in ../lib and ../lib/xonnx from there, then
   // in the build tree and the configured install directory; the environment
   // variable XONNX_PLUGIN overrides that default.
+  // kNoPlugin ("none"): no plugin at all; the session describes the model
+  // and converts it (Info, DumpHlo, as for xonnx's CPU plugin) but every
+  // call fails with FAILED_PRECONDITION.
   std::string plugin;
+  static constexpr char kNoPlugin[] = "none";
   // Index of the plugin's addressable device to run on, or kAllDevices: a
   // call's batch is then split across all of them and run concurrently.
   static constexpr int kAllDevices = -1;

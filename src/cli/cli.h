@@ -97,8 +97,10 @@ struct InputArgs {
 xonnx::ShapeMap ParseShapes(const std::vector<std::string>& specs);
 // The session options g_device describes.
 xonnx::SessionOptions BaseOptions();
-// Opens a model with BaseOptions().
-std::unique_ptr<xonnx::Session> Open(const std::string& path, bool allow_unsupported = false);
+// Opens a model with BaseOptions(); `plugin_needed` false opens it without
+// a plugin unless --plugin names one (info and convert).
+std::unique_ptr<xonnx::Session> Open(const std::string& path, bool allow_unsupported = false,
+                                     bool plugin_needed = true);
 // Builds the input map: files first, then random values for the rest.
 std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a);
 // One line about an output: shape, min, max, mean, first values.

@@ -157,7 +157,7 @@ double PeakRssMb() {
 
 int Convert(const std::string& model, const std::vector<std::string>& shape_specs, const std::string& text_out,
             const std::string& proto_out, int64_t batch, bool allow_partial) {
-  auto s = Open(model, allow_partial);
+  auto s = Open(model, allow_partial, /*plugin_needed=*/false);
   auto dump = Check(s->DumpHlo(ParseShapes(shape_specs), batch, allow_partial));
   if (!dump.partial_error.empty()) std::cerr << "xonnx: partial conversion, stopped at: " << dump.partial_error << "\n";
   if (text_out == "-") {

@@ -104,7 +104,7 @@ std::string DimsString(const xonnx::TensorSpec& s) {
 }
 
 int Info(const std::string& model, bool json) {
-  auto s = Open(model, /*allow_unsupported=*/true);
+  auto s = Open(model, /*allow_unsupported=*/true, /*plugin_needed=*/false);
   xonnx::ModelInfo info = s->Info();
   if (json) {
     nlohmann::json j;

@@ -127,9 +127,10 @@ xonnx::SessionOptions BaseOptions() {
   return o;
 }
 
-std::unique_ptr<xonnx::Session> Open(const std::string& path, bool allow_unsupported) {
+std::unique_ptr<xonnx::Session> Open(const std::string& path, bool allow_unsupported, bool plugin_needed) {
   xonnx::SessionOptions o = BaseOptions();
   o.allow_unsupported = allow_unsupported;
+  if (!plugin_needed && g_device.plugin.empty()) o.plugin = xonnx::SessionOptions::kNoPlugin;
   return Check(xonnx::Session::Open(path, o));
 }
 

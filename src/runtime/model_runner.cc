@@ -114,9 +114,12 @@ ModelRunner::ModelRunner(std::shared_ptr<onnx_import::LoadedModel> model, const 
   for (const pjrt::Device* d : devices_) compile_options_.push_back(pjrt::CompileOptionsFor(*d));
   // xonnx's CPU plugin says its version; any other plugin is taken to be
   // XLA's or built from it, and gets HLO it accepts.
-  xla_plugin_ = true;
-  for (const auto& [name, value] : client_->plugin()->Attributes())
-    if (name == "xonnx_version") xla_plugin_ = false;
+  // Without a plugin (SessionOptions::kNoPlugin), HLO is converted as for
+  // xonnx's own.
+  xla_plugin_ = client_ != nullptr;
+  if (client_)
+    for (const auto& [name, value] : client_->plugin()->Attributes())
+      if (name == "xonnx_version") xla_plugin_ = false;
   using Staging = SessionOptions::IoStaging;
   if (options_.io_staging == Staging::kMapped || (options_.io_staging == Staging::kAuto && xla_plugin_))
     staging_ = StagingFor(client_);

@@ -106,6 +106,7 @@ std::string Session::DevicesText() const {
 
 std::string Session::DeviceSummary() const {
   const auto& c = impl_->runner->client();
+  if (!c) return "no plugin (the session describes and converts the model; it cannot run it)";
   return absl::StrFormat("%s (PjRT %d.%d), platform %s [%s], %s", c->plugin()->path(), c->plugin()->major_version(),
                          c->plugin()->minor_version(), c->platform_name(), c->platform_version(), DevicesText());
 }
@@ -210,6 +211,7 @@ StatusOr<HloDump> Session::DumpHlo(const ShapeMap& shapes, int64_t batch, bool a
 StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& inputs, const RunOptions& run) {
   return PublicCall(impl_->path(), [&]() -> absl::StatusOr<std::vector<Tensor>> {
     Impl& m = *impl_;
+    RETURN_IF_ERROR(m.CheckRunnable());
     const CallBounds bounds(run, m.options, m.closing);
     if (m.value_io) {
       for (const auto* specs : {&m.inputs, &m.outputs})
@@ -288,6 +290,7 @@ StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& 
 StatusOr<std::vector<Value>> Session::RunValues(const std::map<std::string, Value>& inputs, const RunOptions& run) {
   return PublicCall(impl_->path(), [&]() -> absl::StatusOr<std::vector<Value>> {
     Impl& m = *impl_;
+    RETURN_IF_ERROR(m.CheckRunnable());
     const std::string& file = m.path();
     if (!m.value_io) {
       std::map<std::string, Tensor> tensors;

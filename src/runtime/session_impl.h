@@ -57,6 +57,15 @@ struct Session::Impl {
     return absl::OkStatus();
   }
 
+  // The session has a plugin to run on (not SessionOptions::kNoPlugin).
+  absl::Status CheckRunnable() const {
+    if (runner->client()) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat(path(),
+                     ": the session was opened without a plugin (plugin \"none\"); it describes and converts "
+                     "the model but cannot run it"));
+  }
+
   // The call's inputs are the model's, each of its declared type and shape.
   absl::Status CheckInputs(const std::map<std::string, Tensor>& inputs) const;
 

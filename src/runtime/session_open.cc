@@ -87,9 +87,16 @@ absl::StatusOr<std::unique_ptr<Session::Impl>> Session::Impl::Open(std::shared_p
   for (auto* specs : {&impl->inputs, &impl->outputs})
     for (auto& s : *specs)
       if (s.dtype == DataType::kFloat32) s.dtype = options.io_data_type;
-  ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Client> client, GetClient(options));
+  // Plugin "none": a session that describes and converts but cannot run.
+  const bool no_plugin = options.plugin == SessionOptions::kNoPlugin;
+  std::shared_ptr<pjrt::Client> client;
+  if (!no_plugin) {
+    ASSIGN_OR_RETURN(client, GetClient(options));
+  }
   std::vector<const pjrt::Device*> devices;
-  if (options.device == SessionOptions::kAllDevices) {
+  if (no_plugin) {
+    // No devices, no compile cache: nothing will be compiled.
+  } else if (options.device == SessionOptions::kAllDevices) {
     for (const auto& d : client->devices()) devices.push_back(&d);
     if (devices.empty())
       return absl::NotFoundError(absl::StrCat(client->plugin()->path(), ": the plugin has no addressable devices"));
@@ -108,6 +115,12 @@ absl::StatusOr<std::unique_ptr<Session::Impl>> Session::Impl::Open(std::shared_p
   for (const auto* specs : {&impl->inputs, &impl->outputs})
     for (const auto& s : *specs) impl->value_io |= s.sequence || s.optional;
   RETURN_IF_ERROR(impl->CheckValueOptions());
+  if (no_plugin) {
+    if (!impl->buckets.empty())
+      return absl::FailedPreconditionError(
+          absl::StrCat(model->path, ": batch or dimension buckets are compiled, which needs a plugin (not \"none\")"));
+    return impl;
+  }
   impl->runner->programs().OpenPersistent(options);
   RETURN_IF_ERROR(impl->CompileBuckets());
   return impl;

@@ -109,6 +109,44 @@ TEST_F(SessionTest, RunsAndCachesPerShape) {
   }
 }
 
+// Opened from memory, the model gives the path-opened session's results;
+// with plugin "none" it is described and converted, but not run.
+TEST_F(SessionTest, OpensFromMemoryAndWithoutAPlugin) {
+  std::string bytes = Mlp().SerializeAsString();
+  auto mem = Session::OpenFromMemory(bytes.data(), bytes.size(), "mlp in memory");
+  ASSERT_TRUE(mem.ok()) << mem.status();
+  auto file = Session::Open(Write(Mlp()));
+  ASSERT_TRUE(file.ok()) << file.status();
+  Tensor x(DataType::kFloat32, {2, 4});
+  for (int64_t i = 0; i < x.element_count(); ++i) x.data_as<float>()[i] = 0.25f * i;
+  auto a = (*mem)->Run({{"x", x}});
+  auto b = (*file)->Run({{"x", x}});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(0, std::memcmp((*a)[0].data(), (*b)[0].data(), (*a)[0].byte_size()));
+  auto garbage = Session::OpenFromMemory("xyz", 3, "garbage bytes");
+  ASSERT_FALSE(garbage.ok());
+  EXPECT_THAT(garbage.status().message(), HasSubstr("garbage bytes"));
+
+  SessionOptions none;
+  none.plugin = SessionOptions::kNoPlugin;
+  auto s = Session::Open(Write(Mlp()), none);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->Info().op_counts.at("MatMul"), 1);
+  auto hlo = (*s)->DumpHlo({{"x", {2, 4}}}, 1, false);
+  ASSERT_TRUE(hlo.ok()) << hlo.status();
+  auto with_plugin = (*file)->DumpHlo({{"x", {2, 4}}}, 1, false);
+  ASSERT_TRUE(with_plugin.ok());
+  EXPECT_EQ(hlo->text, with_plugin->text);
+  auto run = (*s)->Run({{"x", x}});
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(run.status().message(), HasSubstr("without a plugin"));
+  none.batch_buckets = {1, 2};
+  auto bucketed = Session::Open(Write(Mlp()), none);
+  ASSERT_FALSE(bucketed.ok());
+  EXPECT_THAT(bucketed.status().message(), HasSubstr("needs a plugin"));
+}
+
 // Every call on the plugin is counted once in the phases, with times that
 // are never negative and add up to no more than the calls took.
 TEST_F(SessionTest, RunPhasesCountEveryCall) {

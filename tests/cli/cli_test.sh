@@ -221,6 +221,9 @@ expect run_expect_differs 1 "against .*both: DIFFERS" -- "$xonnx" run "$model" -
   --data-type bf16 --tolerance 1e-9 --no-cache
 expect_error run_expect_missing 3 "emptydir: no output_0.pb or .npy for output 'probs'" -- \
   "$xonnx" run "$model" --input image="$tmp/img.npy" --expect "$tmp/emptydir" --no-cache
+expect info_without_plugin 0 "^  image: float32\[batch,3,32,32\]" -- env XONNX_PLUGIN=/nonexistent.so "$xonnx" info "$model"
+expect convert_without_plugin 0 "^HloModule tiny_cnn" -- env XONNX_PLUGIN=/nonexistent.so "$xonnx" convert "$model" --hlo-text -
+expect_error run_needs_plugin 3 "nonexistent.so: no such PjRT plugin file" -- env XONNX_PLUGIN=/nonexistent.so "$xonnx" run "$model" --input image="$tmp/img.npy"
 expect info_json 0 '"inputs":\[\{"dtype":"float32","name":"image","optional":false,"sequence":false,"shape":\["batch",3,32,32\]\}\]' -- \
   "$xonnx" info "$model" --json
 expect devices_json 0 '"devices":\[\{"attributes":\{.*\},"description":"CpuDevice\(id=0\)"' -- "$xonnx" devices --json

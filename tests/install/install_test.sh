@@ -3,9 +3,9 @@
 # a CMake project with find_package(xonnx), a C++ program and a C99 program
 # built with pkg-config, the installed command; then moves the prefix and
 # runs them again (the library finds its plugin relative to itself).
-#   install_test.sh BUILD_DIR SOURCE_DIR MODEL.onnx VERSION
+#   install_test.sh BUILD_DIR SOURCE_DIR MODEL.onnx VERSION ONNX_NODE_TESTS_DIR
 set -euo pipefail
-build=$1 src=$2 model=$3 version=$4
+build=$1 src=$2 model=$3 version=$4 node_tests=$5
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 prefix=$work/prefix
@@ -61,6 +61,11 @@ print("plugin", xonnx._xonnx.default_plugin_path())' "$model"
 if [[ $pydir != . ]]; then
   out=$(XONNX_CACHE_DIR=$work/cache python_check "$pydir") || fail "the installed Python package failed"
   grep -q "^plugin $libdir/xonnx/" <<<"$out" || fail "Python's plugin was not the installed one: $out"
+  # The package's whole test suite, on the installed package and command.
+  PYTHONPATH=$pydir XONNX_CACHE_DIR=$work/cache /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+    "$src/python/tests" --installed-package "$pydir" --xonnx-cli "$prefix/bin/xonnx" --onnx-tests "$node_tests" \
+    --example "$model" >"$work/pytest.log" 2>&1 || { cat "$work/pytest.log" >&2; fail "the Python tests failed on the installed package"; }
+  tail -1 "$work/pytest.log"
 fi
 
 # 4. The installed command.
