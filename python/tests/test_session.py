@@ -161,7 +161,7 @@ def test_session_options(example):
     so.use_cache = False
     so.io_data_type = "bf16"
     so.batch_buckets = [1, 4]
-    so.intra_op_num_threads = 1  # ONNX Runtime's: kept, no effect
+    so.intra_op_num_threads = 1  # the CPU plugin's create option threads=1
     so.add_create_option("use_dnnl=true")
     with pytest.raises(xonnx.InvalidArgument):
         so.data_type = "f8"

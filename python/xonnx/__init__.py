@@ -67,10 +67,11 @@ class SessionOptions(_xonnx.SessionOptions):
     profile_file, optimize, allow_unsupported; add_create_option("name=value")
     and set_xonnx_flags("--dump_to=DIR ...").
 
-    data_type and io_data_type also take "f32", "f16" or "bf16". Settings of
-    ONNX Runtime's SessionOptions that have no meaning here
-    (graph_optimization_level, intra_op_num_threads, ...) may be set and are
-    kept, but change nothing.
+    data_type and io_data_type also take "f32", "f16" or "bf16".
+    intra_op_num_threads sets the threads of xonnx's CPU plugin (its create
+    option `threads`). Other settings of ONNX Runtime's SessionOptions
+    (graph_optimization_level, ...) may be set and are kept, but change
+    nothing.
     """
 
     def __setattr__(self, name, value):
@@ -141,6 +142,10 @@ class InferenceSession:
             plugin = _PROVIDERS[names[0]]
         if plugin is not None:
             options.plugin = plugin
+        # ONNX Runtime's intra-op thread count is the CPU plugin's `threads`.
+        threads = options.__dict__.get("intra_op_num_threads", 0)
+        if threads and options.plugin in ("", "cpu"):
+            options.add_create_option(f"threads={int(threads)}")
         self._providers = providers or ["CPUExecutionProvider"]
         self._profile_file = options.profile_file
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):

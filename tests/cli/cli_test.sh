@@ -213,6 +213,9 @@ from onnx import numpy_helper
 a = np.load('$tmp/both/output_0.npy'); b = numpy_helper.to_array(onnx.load_tensor('$tmp/both/output_0.pb'))
 print('same' if a.dtype == b.dtype and a.shape == b.shape and (a == b).all() else 'differ')"
 expect run_select_output 0 "^probs: float32\[2,10\]" -- "$xonnx" run "$model" --input image="$tmp/img.npy" --outputs probs
+expect run_one_thread 0 "against .*both: ok" -- "$xonnx" run "$model" --input image="$tmp/img.npy" --expect "$tmp/both" \
+  --create-option threads=1 --no-cache
+expect_error bad_threads 3 "create option threads=-2 is out of range" -- "$xonnx" devices --create-option threads=-2
 expect_error run_unknown_output 3 "--outputs: the model has no output named 'nope' \(its outputs: 'probs'\)" -- \
   "$xonnx" run "$model" --outputs nope
 expect run_expect_ok 0 "compare probs: max \|diff\| 0, relative L2 0 against .*both: ok" -- \

@@ -58,6 +58,14 @@ absl::Status ApplyCreateOption(const PJRT_NamedValue& v, PluginOptions& o) {
     o.device_count = static_cast<int>(v.int64_value);
     return absl::OkStatus();
   }
+  if (name == "threads") {
+    RETURN_IF_ERROR(want(PJRT_NamedValue_kInt64, "an integer"));
+    if (v.int64_value < 0 || v.int64_value > 4096)
+      return xonnx::InvalidArgument("create option threads=%d is out of range 0..4096 (0: every core)",
+                                    v.int64_value);
+    o.threads = static_cast<int>(v.int64_value);
+    return absl::OkStatus();
+  }
   if (name == "batch_rows") {
     RETURN_IF_ERROR(want(PJRT_NamedValue_kInt64, "an integer"));
     if (v.int64_value < 0)
@@ -66,7 +74,7 @@ absl::Status ApplyCreateOption(const PJRT_NamedValue& v, PluginOptions& o) {
     o.program.compile.batch_rows = v.int64_value;
     return absl::OkStatus();
   }
-  std::vector<std::string> known = {"cpu_device_count", "batch_rows"};
+  std::vector<std::string> known = {"cpu_device_count", "threads", "batch_rows"};
   for (const BoolOption& b : kBoolOptions) {
     if (name == b.name) {
       RETURN_IF_ERROR(want(PJRT_NamedValue_kBool, "a bool"));

@@ -1,5 +1,7 @@
 // The CPU plugin's executables: compile, (de)serialize and execute, each a
 // thin layer over backends/cpu's Program.
+#include <omp.h>
+
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -240,7 +242,14 @@ absl::Status ExecuteOne(PJRT_LoadedExecutable* e, PJRT_Buffer* const* args, size
     results.push_back(std::move(b));
   }
   bool bounded = control.deadline_ns || control.cancelled[0] || control.cancelled[1] || control.on_kernel;
-  RETURN_IF_ERROR(exe->Execute(arg_ptrs, out_ptrs, bounded ? &control : nullptr));
+  // The kernels (ours and oneDNN's) split work over OpenMP on the calling
+  // thread: `threads` sets that thread's team size for this call only.
+  const int threads = e->client ? e->client->options.threads : 0;
+  const int caller_threads = omp_get_max_threads();
+  if (threads > 0) omp_set_num_threads(threads);
+  absl::Status ran = exe->Execute(arg_ptrs, out_ptrs, bounded ? &control : nullptr);
+  if (threads > 0) omp_set_num_threads(caller_threads);
+  RETURN_IF_ERROR(ran);
   for (size_t k = 0; k < results.size(); ++k) outs[k] = results[k].release();
   return absl::OkStatus();
 }

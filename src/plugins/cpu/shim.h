@@ -184,6 +184,9 @@ namespace xonnx::pjrt_cpu {
 // What PJRT_Client_Create's options set.
 struct PluginOptions {
   int device_count = 1;
+  // Threads a call's kernels use (create option `threads`); 0: OpenMP's
+  // default (OMP_NUM_THREADS, else every core).
+  int threads = 0;
   cpu::ProgramOptions program;
 };
 }  // namespace xonnx::pjrt_cpu
