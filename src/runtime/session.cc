@@ -50,7 +50,7 @@ Session::~Session() {
   // while the session is whole.
   if (impl_) {
     impl_->closing.Cancel();
-    impl_->workers.reset();
+    impl_->pool.reset();
     if (impl_->trace)
       if (Status st = WriteProfile(); !st.ok()) std::cerr << "xonnx: warning: " << st.message() << "\n";
   }
@@ -254,11 +254,11 @@ StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& 
       }
       return outs;
     };
-    std::vector<std::future<absl::StatusOr<std::vector<std::vector<Tensor>>>>> others;
-    for (int d = 1; d < devices; ++d) others.push_back(std::async(std::launch::async, run_device, d));
-    std::vector<absl::StatusOr<std::vector<std::vector<Tensor>>>> results;
-    results.push_back(run_device(0));
-    for (auto& f : others) results.push_back(f.get());
+    std::vector<absl::StatusOr<std::vector<std::vector<Tensor>>>> results(devices, absl::UnknownError("not run"));
+    m.pool->ParallelFor(devices, devices, [&](int d) {
+      results[d] = run_device(d);
+      return true;
+    });
     std::vector<std::vector<Tensor>> parts;  // per run, in batch order
     std::vector<int64_t> part_rows;
     for (int d = 0; d < devices; ++d) {
@@ -371,10 +371,7 @@ std::future<StatusOr<std::vector<Tensor>>> Session::RunAsync(std::map<std::strin
 void Session::RunAsync(std::map<std::string, Tensor> inputs, RunOptions run,
                        std::function<void(StatusOr<std::vector<Tensor>>)> done) {
   // Two calls per device keep one call's transfers beside another's compute.
-  std::call_once(impl_->workers_once, [&] {
-    impl_->workers = std::make_unique<AsyncWorkers>(std::max<size_t>(4, 2 * impl_->num_devices()));
-  });
-  impl_->workers->Submit([this, done = std::move(done), in = std::move(inputs), run = std::move(run)] {
+  impl_->async->Submit([this, done = std::move(done), in = std::move(inputs), run = std::move(run)] {
     StatusOr<std::vector<Tensor>> out = Run(in, run);
     try {
       done(std::move(out));

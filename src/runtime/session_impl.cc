@@ -68,7 +68,7 @@ absl::Status Session::Impl::CompileBuckets() {
   // eager compile without an error: it compiles on first use, for the
   // values given.
   absl::Status first_error;
-  ParallelFor(total, threads, [&](int k) {
+  pool->ParallelFor(total, threads, [&](int k) {
     auto p = runner->Prepare(shapes[k / devices], nullptr, k % devices, /*eager=*/true, nullptr);
     std::lock_guard<std::mutex> l(progress_mu);
     if (!p.ok()) {
@@ -91,7 +91,7 @@ absl::Status Session::Impl::CompileBuckets() {
         for (const auto& w : prepared[k]->program.weight_names)
           if (seen.insert({w, k % devices}).second) wanted.emplace_back(w, k % devices);
   }
-  ParallelFor(wanted.size(), threads, [&](int k) {
+  pool->ParallelFor(wanted.size(), threads, [&](int k) {
     absl::Status st = runner->UploadWeight(wanted[k].first, wanted[k].second);
     std::lock_guard<std::mutex> l(progress_mu);
     if (!st.ok() && first_error.ok()) first_error = st;

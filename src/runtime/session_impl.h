@@ -40,8 +40,13 @@ struct Session::Impl {
   std::shared_ptr<TraceRecorder> trace;
   // Raised when the session closes: its calls in flight stop.
   CancelToken closing;
-  std::once_flag workers_once;
-  std::unique_ptr<AsyncWorkers> workers;
+  // All of the session's parallel work runs on `pool` (made at Open,
+  // threads started as work arrives); RunAsync's calls go through `async`,
+  // at most two per device (at least four) at once.
+  // (`async` is declared first so that `pool`, destroyed first, drains
+  // its tasks while `async` is whole.)
+  std::unique_ptr<LimitedQueue> async;
+  std::unique_ptr<ThreadPool> pool;
 
   const std::string& path() const { return runner->path(); }
   int num_devices() const { return runner->devices().size(); }

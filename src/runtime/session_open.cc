@@ -1,7 +1,9 @@
 // Opening a session: checks of the loaded model, its input and output
 // specs, the plugin's client and devices, buckets compiled up front.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -105,6 +107,11 @@ absl::StatusOr<std::unique_ptr<Session::Impl>> Session::Impl::Open(std::shared_p
     devices.push_back(d);
   }
   impl->runner = std::make_unique<ModelRunner>(model, impl->options, client, devices, impl->outputs.size());
+  size_t per_device = std::max<size_t>(4, 2 * devices.size());
+  impl->pool =
+      std::make_unique<ThreadPool>(std::max({per_device, static_cast<size_t>(std::thread::hardware_concurrency()),
+                                             static_cast<size_t>(std::max(0, options.compile_threads))}));
+  impl->async = std::make_unique<LimitedQueue>(impl->pool.get(), per_device);
   if (!options.profile_file.empty()) {
     impl->trace = std::make_shared<TraceRecorder>();
     impl->runner->SetTrace(impl->trace);

@@ -1,56 +1,40 @@
-// The session's threads: RunAsync's workers, and a parallel for over the
-// buckets compiled at Open.
+// The session's threads: one pool for all its parallel work (asynchronous
+// calls, the devices' parts of a split batch, compiling buckets at Open),
+// and a limit on how many asynchronous calls run at once.
 #ifndef XONNX_RUNTIME_THREADS_H_
 #define XONNX_RUNTIME_THREADS_H_
 
-#include <algorithm>
-#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 namespace xonnx {
 
-// RunAsync's workers: started as calls arrive, up to a maximum; more calls
-// wait in the queue instead of each getting a thread. Destroying it drains
-// the queue: every submitted task runs.
-class AsyncWorkers {
+// Workers started as work arrives, up to a maximum; more tasks wait in the
+// queue instead of each getting a thread. Destroying the pool drains the
+// queue: every submitted task runs.
+class ThreadPool {
  public:
-  explicit AsyncWorkers(size_t max_workers) : max_workers_(max_workers) {}
-  ~AsyncWorkers() {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-  void Submit(std::function<void()> task) {
-    std::lock_guard<std::mutex> l(mu_);
-    queue_.push_back(std::move(task));
-    if (idle_ == 0 && threads_.size() < max_workers_) threads_.emplace_back([this] { Work(); });
-    cv_.notify_one();
-  }
+  explicit ThreadPool(size_t max_workers) : max_workers_(max_workers < 1 ? 1 : max_workers) {}
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  void Submit(std::function<void()> task);
+
+  // Runs fn(0..n-1), at most `width` at once, on the pool's workers and the
+  // calling thread, and returns when they have run; fn returns false to
+  // stop the items not started yet. The caller takes items itself, so this
+  // finishes even when every worker is busy (a pool task may call it).
+  void ParallelFor(int n, int width, const std::function<bool(int)>& fn);
 
  private:
-  void Work() {
-    std::unique_lock<std::mutex> l(mu_);
-    for (;;) {
-      ++idle_;
-      cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
-      --idle_;
-      if (queue_.empty()) return;  // stopping, and nothing left
-      std::function<void()> task = std::move(queue_.front());
-      queue_.pop_front();
-      l.unlock();
-      task();
-      l.lock();
-    }
-  }
+  void Work();
   const size_t max_workers_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -60,19 +44,23 @@ class AsyncWorkers {
   bool stop_ = false;
 };
 
-// Runs fn(0..n-1) on up to `threads` threads (the caller's among them);
-// fn returns false to stop the items not started yet.
-inline void ParallelFor(int n, int threads, const std::function<bool(int)>& fn) {
-  std::atomic<int> next{0};
-  auto worker = [&] {
-    for (int k; (k = next++) < n;)
-      if (!fn(k)) next = n;
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::min(threads, n); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-}
+// Runs tasks on a pool, at most `limit` at a time; the others wait their
+// turn in order (Session::RunAsync: calls beyond two per device gain
+// nothing and hold memory). Its tasks refer to it: destroy the pool (which
+// runs them all) before it.
+class LimitedQueue {
+ public:
+  LimitedQueue(ThreadPool* pool, size_t limit) : pool_(pool), limit_(limit < 1 ? 1 : limit) {}
+  void Submit(std::function<void()> task);
+
+ private:
+  void Start(std::function<void()> task);
+  ThreadPool* pool_;
+  const size_t limit_;
+  std::mutex mu_;
+  size_t running_ = 0;
+  std::deque<std::function<void()>> waiting_;
+};
 
 }  // namespace xonnx
 

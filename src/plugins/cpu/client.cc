@@ -61,8 +61,7 @@ absl::Status ApplyCreateOption(const PJRT_NamedValue& v, PluginOptions& o) {
   if (name == "threads") {
     RETURN_IF_ERROR(want(PJRT_NamedValue_kInt64, "an integer"));
     if (v.int64_value < 0 || v.int64_value > 4096)
-      return xonnx::InvalidArgument("create option threads=%d is out of range 0..4096 (0: every core)",
-                                    v.int64_value);
+      return xonnx::InvalidArgument("create option threads=%d is out of range 0..4096 (0: every core)", v.int64_value);
     o.threads = static_cast<int>(v.int64_value);
     return absl::OkStatus();
   }
