@@ -83,7 +83,9 @@ constexpr TypeEntry kTypes[] = {
 // An input array as a Tensor of the type the model declares for it. A
 // float32 array for a bfloat16 input is rounded (numpy has no bfloat16);
 // other types must match, as ONNX Runtime requires.
-Tensor ToTensor(const std::string& name, py::handle value, DataType want) {
+// With `keep`, a numeric array is read in place (Tensor::View) and the
+// array it reads is kept alive in `keep` for the call; without, copied.
+Tensor ToTensor(const std::string& name, py::handle value, DataType want, std::vector<py::object>* keep) {
   py::array a = py::array::ensure(value);
   if (!a) throw StatusError{Status(StatusCode::kInvalidArgument, "input '" + name + "' is not an array")};
   std::vector<int64_t> dims(a.shape(), a.shape() + a.ndim());
@@ -110,7 +112,9 @@ Tensor ToTensor(const std::string& name, py::handle value, DataType want) {
                                                                  std::string(py::str(a.dtype())) +
                                                                  ", the model expects " + xonnx::DataTypeName(want))};
     py::array c = py::array::ensure(a, py::array::c_style);
-    return Tensor::FromData(want, std::move(dims), c.data());
+    if (!keep) return Tensor::FromData(want, std::move(dims), c.data());
+    keep->push_back(c);
+    return Tensor::View(want, std::move(dims), c.data());
   }
   throw StatusError{Status(StatusCode::kUnimplemented,
                            "input '" + name + "': type " + xonnx::DataTypeName(want) + " is not taken from Python")};
@@ -151,8 +155,9 @@ class PySession {
   }
   xonnx::Session& get() { return *session_; }
 
-  // The named inputs as tensors of the model's types.
-  std::map<std::string, Tensor> Inputs(const py::dict& feed) {
+  // The named inputs as tensors of the model's types (read in place when
+  // `keep` holds the arrays for the call; see ToTensor).
+  std::map<std::string, Tensor> Inputs(const py::dict& feed, std::vector<py::object>* keep) {
     std::map<std::string, Tensor> in;
     for (auto [key, value] : feed) {
       std::string name = py::str(key);
@@ -165,7 +170,7 @@ class PySession {
         throw StatusError{Status(StatusCode::kInvalidArgument,
                                  "the model has no input named '" + name + "' (its inputs: " + known + ")")};
       }
-      in[name] = ToTensor(name, value, spec->dtype);
+      in[name] = ToTensor(name, value, spec->dtype, keep);
     }
     return in;
   }
@@ -311,7 +316,8 @@ void BindSession(py::module_& m) {
           [](PySession& s, const py::object& names, const py::dict& feed, int64_t deadline_ms,
              std::shared_ptr<xonnx::CancelToken> cancel) {
             std::vector<size_t> selected = s.Select(names);
-            std::map<std::string, Tensor> in = s.Inputs(feed);
+            std::vector<py::object> keep;  // the arrays the views read
+            std::map<std::string, Tensor> in = s.Inputs(feed, &keep);
             xonnx::StatusOr<std::vector<Tensor>> out = Status(StatusCode::kUnknown, "not run");
             {
               py::gil_scoped_release release;
@@ -325,7 +331,7 @@ void BindSession(py::module_& m) {
           [](PySession& s, const py::object& names, const py::dict& feed, py::function done, int64_t deadline_ms,
              std::shared_ptr<xonnx::CancelToken> cancel) {
             std::vector<size_t> selected = s.Select(names);
-            std::map<std::string, Tensor> in = s.Inputs(feed);
+            std::map<std::string, Tensor> in = s.Inputs(feed, nullptr);  // copies: the call outlives this
             // The callback is called on a worker thread: it takes the GIL,
             // and the Python function it holds is released under it too.
             auto held = std::make_shared<py::function>(std::move(done));

@@ -43,6 +43,14 @@ class XONNX_API Tensor {
   Tensor(DataType dtype, std::vector<int64_t> dims);
   // A tensor holding a copy of `data` (element_count * size bytes).
   static Tensor FromData(DataType dtype, std::vector<int64_t> dims, const void* data);
+  // A tensor over the caller's memory, read in place: nothing is copied when
+  // it goes into Session::Run, whose inputs the plugin then reads directly.
+  // The memory must stay valid and unchanged while this tensor or a copy of
+  // it is in use (for Run, until it returns; RunAsync copies it first).
+  // Writing through data() or data_as() first copies it into memory of its
+  // own, so the caller's memory is never written. Numeric types only (as
+  // with FromData, a string tensor's values are not taken from `data`).
+  static Tensor View(DataType dtype, std::vector<int64_t> dims, const void* data);
   // A string tensor (row-major values).
   static Tensor FromStrings(std::vector<int64_t> dims, std::vector<std::string> values);
   // A 1-element tensor or a vector of values, for tests and tools.
@@ -54,16 +62,27 @@ class XONNX_API Tensor {
   DataType dtype() const { return dtype_; }
   const std::vector<int64_t>& dims() const { return dims_; }
   int64_t element_count() const;
-  size_t byte_size() const { return bytes_.size(); }
-  void* data() { return bytes_.data(); }
-  const void* data() const { return bytes_.data(); }
+  size_t byte_size() const { return view_ ? view_size_ : bytes_.size(); }
+  void* data() {
+    Own();
+    return bytes_.data();
+  }
+  const void* data() const { return view_ ? view_ : bytes_.data(); }
   template <typename T>
   T* data_as() {
-    return reinterpret_cast<T*>(bytes_.data());
+    return reinterpret_cast<T*>(data());
   }
   template <typename T>
   const T* data_as() const {
-    return reinterpret_cast<const T*>(bytes_.data());
+    return reinterpret_cast<const T*>(data());
+  }
+  // Whether this is a View of the caller's memory (not yet written).
+  bool is_view() const { return view_ != nullptr; }
+  // A tensor that owns its bytes: this one, or a copy of a view.
+  Tensor Owned() const {
+    Tensor t = *this;
+    t.Own();
+    return t;
   }
   // Element i converted to double (16-bit floats decoded; strings parsed).
   double GetAsDouble(int64_t i) const;
@@ -77,6 +96,15 @@ class XONNX_API Tensor {
   std::vector<int64_t> dims_;
   std::vector<uint8_t, HostAllocator<uint8_t>> bytes_;  // large ones recycled: see host_memory.h
   std::vector<std::string> strings_;
+  // A View's memory (not owned) and its size; null once written.
+  const void* view_ = nullptr;
+  size_t view_size_ = 0;
+  void Own() {
+    if (!view_) return;
+    const auto* p = static_cast<const uint8_t*>(view_);
+    bytes_.assign(p, p + view_size_);
+    view_ = nullptr;
+  }
 };
 
 // Reads a tensor from an ONNX TensorProto file (.pb) or a NumPy file (.npy);

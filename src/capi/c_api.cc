@@ -217,8 +217,10 @@ XonnxStatus* Opened(xonnx::StatusOr<std::unique_ptr<xonnx::Session>> opened, Xon
   return nullptr;
 }
 
-// The caller's views as the C++ API's inputs (copied), every field checked.
-Status ReadInputs(const XonnxTensorView* views, size_t n, std::map<std::string, xonnx::Tensor>* out) {
+// The caller's views as the C++ API's inputs, every field checked: read in
+// place (Tensor::View) for a call that ends before the function returns,
+// copied for one that outlives it (`copy`).
+Status ReadInputs(const XonnxTensorView* views, size_t n, bool copy, std::map<std::string, xonnx::Tensor>* out) {
   if (n && !views) return Status(StatusCode::kInvalidArgument, "inputs is NULL with num_inputs > 0");
   for (size_t i = 0; i < n; ++i) {
     const XonnxTensorView& v = views[i];
@@ -249,7 +251,8 @@ Status ReadInputs(const XonnxTensorView* views, size_t n, std::map<std::string, 
                                                       ", its shape and type take " + std::to_string(bytes));
     if (bytes && !v.data) return Status(StatusCode::kInvalidArgument, which + ": data is NULL");
     if (out->count(v.name)) return Status(StatusCode::kInvalidArgument, which + ": given twice");
-    (*out)[v.name] = xonnx::Tensor::FromData(dtype, std::move(dims), v.data);
+    (*out)[v.name] = copy ? xonnx::Tensor::FromData(dtype, std::move(dims), v.data)
+                          : xonnx::Tensor::View(dtype, std::move(dims), v.data);
   }
   return Status();
 }
@@ -284,9 +287,9 @@ xonnx::RunOptions RunOf(const XonnxRunOptions* r) { return r ? r->run : xonnx::R
 
 // Checks the arguments common to the run functions and reads the inputs.
 Status Prepare(XonnxSession* session, const XonnxTensorView* inputs, size_t num_inputs, const char* const* output_names,
-               size_t num_outputs, std::map<std::string, xonnx::Tensor>* in, std::vector<size_t>* selected) {
+               size_t num_outputs, bool copy, std::map<std::string, xonnx::Tensor>* in, std::vector<size_t>* selected) {
   if (!session) return Status(StatusCode::kInvalidArgument, "session is NULL");
-  Status st = ReadInputs(inputs, num_inputs, in);
+  Status st = ReadInputs(inputs, num_inputs, copy, in);
   if (!st.ok()) return st;
   return SelectOutputs(*session->session, output_names, num_outputs, selected);
 }
@@ -372,7 +375,8 @@ XonnxStatus* Run(XonnxSession* s, const XonnxRunOptions* r, const XonnxTensorVie
     std::map<std::string, xonnx::Tensor> in;
     std::vector<size_t> selected;
     if (num_outputs && !outputs) return Error(StatusCode::kInvalidArgument, "outputs is NULL");
-    if (Status st = Prepare(s, inputs, num_inputs, names, num_outputs, &in, &selected); !st.ok()) return MakeStatus(st);
+    if (Status st = Prepare(s, inputs, num_inputs, names, num_outputs, /*copy=*/false, &in, &selected); !st.ok())
+      return MakeStatus(st);
     xonnx::StatusOr<std::vector<xonnx::Tensor>> out = s->session->Run(in, RunOf(r));
     if (!out.ok()) return MakeStatus(out.status());
     std::vector<std::unique_ptr<XonnxValue>> values;
@@ -388,7 +392,8 @@ XonnxStatus* RunInto(XonnxSession* s, const XonnxRunOptions* r, const XonnxTenso
     std::map<std::string, xonnx::Tensor> in;
     std::vector<size_t> selected;
     if (num_outputs && !outputs) return Error(StatusCode::kInvalidArgument, "outputs is NULL");
-    if (Status st = Prepare(s, inputs, num_inputs, names, num_outputs, &in, &selected); !st.ok()) return MakeStatus(st);
+    if (Status st = Prepare(s, inputs, num_inputs, names, num_outputs, /*copy=*/false, &in, &selected); !st.ok())
+      return MakeStatus(st);
     for (size_t k = 0; k < num_outputs; ++k)
       if (outputs[k].struct_size < sizeof(XonnxTensorBuffer))
         return Error(StatusCode::kInvalidArgument,
@@ -427,7 +432,8 @@ XonnxStatus* RunAsync(XonnxSession* s, const XonnxRunOptions* r, const XonnxTens
     if (!callback) return Error(StatusCode::kInvalidArgument, "RunAsync: callback is NULL");
     std::map<std::string, xonnx::Tensor> in;
     std::vector<size_t> selected;
-    if (Status st = Prepare(s, inputs, num_inputs, names, num_outputs, &in, &selected); !st.ok()) return MakeStatus(st);
+    if (Status st = Prepare(s, inputs, num_inputs, names, num_outputs, /*copy=*/true, &in, &selected); !st.ok())
+      return MakeStatus(st);
     s->session->RunAsync(
         std::move(in), RunOf(r), [callback, user_data, selected](xonnx::StatusOr<std::vector<xonnx::Tensor>> out) {
           if (!out.ok()) return callback(user_data, MakeStatus(out.status()), nullptr, 0);

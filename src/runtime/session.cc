@@ -370,6 +370,9 @@ std::future<StatusOr<std::vector<Tensor>>> Session::RunAsync(std::map<std::strin
 
 void Session::RunAsync(std::map<std::string, Tensor> inputs, RunOptions run,
                        std::function<void(StatusOr<std::vector<Tensor>>)> done) {
+  // The call outlives the caller's frame: views of its memory become copies.
+  for (auto& [name, t] : inputs)
+    if (t.is_view()) t = t.Owned();
   // Two calls per device keep one call's transfers beside another's compute.
   impl_->async->Submit([this, done = std::move(done), in = std::move(inputs), run = std::move(run)] {
     StatusOr<std::vector<Tensor>> out = Run(in, run);

@@ -147,6 +147,37 @@ TEST_F(SessionTest, OpensFromMemoryAndWithoutAPlugin) {
   EXPECT_THAT(bucketed.status().message(), HasSubstr("needs a plugin"));
 }
 
+// A view of the caller's memory runs as a copy does, is never written, and
+// may be freed once Run (or RunAsync, which copies it) returns.
+TEST_F(SessionTest, ViewsReadTheCallersMemoryInPlace) {
+  auto s = Session::Open(Write(Mlp()));
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::vector<float> mine(3 * 4);
+  for (size_t i = 0; i < mine.size(); ++i) mine[i] = 0.5f * i - 2.0f;
+  std::vector<float> before = mine;
+  Tensor view = Tensor::View(DataType::kFloat32, {3, 4}, mine.data());
+  EXPECT_TRUE(view.is_view());
+  EXPECT_EQ(static_cast<const Tensor&>(view).data(), mine.data());
+  auto a = (*s)->Run({{"x", view}});
+  auto b = (*s)->Run({{"x", Tensor::FromData(DataType::kFloat32, {3, 4}, mine.data())}});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(0, std::memcmp((*a)[0].data(), (*b)[0].data(), (*a)[0].byte_size()));
+  // Writing goes to a copy of its own.
+  Tensor written = view;
+  written.data_as<float>()[0] = 100.0f;
+  EXPECT_FALSE(written.is_view());
+  EXPECT_EQ(mine, before);
+  EXPECT_EQ(written.data_as<float>()[1], mine[1]);
+  // RunAsync copies a view before it returns: the memory may go at once.
+  auto scratch = std::make_unique<std::vector<float>>(mine);
+  auto future = (*s)->RunAsync({{"x", Tensor::View(DataType::kFloat32, {3, 4}, scratch->data())}});
+  std::fill(scratch->begin(), scratch->end(), -1e30f);
+  scratch.reset();
+  auto c = future.get();
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(0, std::memcmp((*c)[0].data(), (*b)[0].data(), (*c)[0].byte_size()));
+}
+
 // Every call on the plugin is counted once in the phases, with times that
 // are never negative and add up to no more than the calls took.
 TEST_F(SessionTest, RunPhasesCountEveryCall) {

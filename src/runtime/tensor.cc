@@ -87,6 +87,19 @@ Tensor Tensor::FromData(DataType dtype, std::vector<int64_t> dims, const void* d
   return t;
 }
 
+Tensor Tensor::View(DataType dtype, std::vector<int64_t> dims, const void* data) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  if (dtype == DataType::kString) {  // strings live in std::string: a copy
+    t.strings_.resize(t.element_count());
+    return t;
+  }
+  t.view_size_ = t.element_count() * DataTypeSize(dtype);
+  t.view_ = t.view_size_ ? data : nullptr;
+  return t;
+}
+
 int64_t Tensor::element_count() const {
   int64_t n = 1;
   for (int64_t d : dims_) n *= d;
