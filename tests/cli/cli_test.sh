@@ -197,6 +197,10 @@ expect help_exit_codes 0 "Exit codes: 0 success; 1 .*2 the command line.*3 the m
 expect bench_percentiles 0 "mean [0-9.]+ ms  p95 [0-9.]+ ms  p99 [0-9.]+ ms  max [0-9.]+ ms  stddev [0-9.]+ ms" -- \
   "$xonnx" bench "$model" --iterations 5 --warmup 0 --no-cache
 expect bench_duration 0 "\([0-9]+ runs, 1 in flight\)" -- "$xonnx" bench "$model" --duration 0.3 --warmup 0 --no-cache
+# On a terminal (here a pseudo-terminal from script(1)) bench shows its progress; in a pipe it does not.
+expect bench_progress_tty 0 "bench: [0-9]+ calls, [0-9.]+ of 1.5 s" -- \
+  script -qec "'$xonnx' bench '$model' --duration 1.5 --warmup 0 --no-cache" /dev/null
+expect bench_no_progress_in_pipes 1 "" -- bash -c "'$xonnx' bench '$model' --duration 0.7 --warmup 0 --no-cache 2>&1 | grep -q 'bench: '"
 expect bench_export 0 "" -- "$xonnx" bench "$model" --iterations 4 --warmup 0 --no-cache --export-times "$tmp/times.csv"
 expect bench_export_rows 0 "^5 call,latency_ms$" -- bash -c "echo \$(wc -l <'$tmp/times.csv') \$(head -1 '$tmp/times.csv')"
 expect bench_input_file 0 "throughput .*\(batch 2\)" -- "$xonnx" bench "$model" --input image="$tmp/img.npy" --iterations 2 --no-cache
