@@ -3,6 +3,7 @@
 // exceptions into statuses, as the C++ API does.
 #include "xonnx/c_api.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <exception>
@@ -369,18 +370,35 @@ void RunOptionsCancel(XonnxRunOptions* r) {
   if (r && r->run.cancel) r->run.cancel->Cancel();
 }
 
+// What Run and RunInto share: the checks, the call, and the outputs asked
+// for, in the order asked, with their names.
+Status RunNow(XonnxSession* s, const XonnxRunOptions* r, const XonnxTensorView* inputs, size_t num_inputs,
+              const char* const* names, size_t num_outputs, const void* outputs,
+              std::vector<std::pair<std::string, xonnx::Tensor>>* picked) {
+  std::map<std::string, xonnx::Tensor> in;
+  std::vector<size_t> selected;
+  if (num_outputs && !outputs) return Status(StatusCode::kInvalidArgument, "outputs is NULL");
+  if (Status st = Prepare(s, inputs, num_inputs, names, num_outputs, /*copy=*/false, &in, &selected); !st.ok())
+    return st;
+  xonnx::StatusOr<std::vector<xonnx::Tensor>> out = s->session->Run(in, RunOf(r));
+  if (!out.ok()) return out.status();
+  for (size_t k = 0; k < selected.size(); ++k) {
+    size_t i = selected[k];
+    // Moved, unless the same output is asked for again later.
+    bool again = std::find(selected.begin() + k + 1, selected.end(), i) != selected.end();
+    picked->emplace_back(s->session->outputs()[i].name, again ? (*out)[i] : std::move((*out)[i]));
+  }
+  return Status();
+}
+
 XonnxStatus* Run(XonnxSession* s, const XonnxRunOptions* r, const XonnxTensorView* inputs, size_t num_inputs,
                  const char* const* names, size_t num_outputs, XonnxValue** outputs) {
   return Guard("Run", [&]() -> XonnxStatus* {
-    std::map<std::string, xonnx::Tensor> in;
-    std::vector<size_t> selected;
-    if (num_outputs && !outputs) return Error(StatusCode::kInvalidArgument, "outputs is NULL");
-    if (Status st = Prepare(s, inputs, num_inputs, names, num_outputs, /*copy=*/false, &in, &selected); !st.ok())
+    std::vector<std::pair<std::string, xonnx::Tensor>> picked;
+    if (Status st = RunNow(s, r, inputs, num_inputs, names, num_outputs, outputs, &picked); !st.ok())
       return MakeStatus(st);
-    xonnx::StatusOr<std::vector<xonnx::Tensor>> out = s->session->Run(in, RunOf(r));
-    if (!out.ok()) return MakeStatus(out.status());
     std::vector<std::unique_ptr<XonnxValue>> values;
-    for (size_t i : selected) values.push_back(std::make_unique<XonnxValue>(XonnxValue{(*out)[i]}));
+    for (auto& [name, t] : picked) values.push_back(std::make_unique<XonnxValue>(XonnxValue{std::move(t)}));
     for (size_t k = 0; k < values.size(); ++k) outputs[k] = values[k].release();
     return nullptr;
   });
@@ -389,39 +407,33 @@ XonnxStatus* Run(XonnxSession* s, const XonnxRunOptions* r, const XonnxTensorVie
 XonnxStatus* RunInto(XonnxSession* s, const XonnxRunOptions* r, const XonnxTensorView* inputs, size_t num_inputs,
                      const char* const* names, size_t num_outputs, XonnxTensorBuffer* outputs) {
   return Guard("RunInto", [&]() -> XonnxStatus* {
-    std::map<std::string, xonnx::Tensor> in;
-    std::vector<size_t> selected;
-    if (num_outputs && !outputs) return Error(StatusCode::kInvalidArgument, "outputs is NULL");
-    if (Status st = Prepare(s, inputs, num_inputs, names, num_outputs, /*copy=*/false, &in, &selected); !st.ok())
-      return MakeStatus(st);
-    for (size_t k = 0; k < num_outputs; ++k)
+    for (size_t k = 0; outputs && k < num_outputs; ++k)
       if (outputs[k].struct_size < sizeof(XonnxTensorBuffer))
         return Error(StatusCode::kInvalidArgument,
                      "output buffer " + std::to_string(k) + ": struct_size must be sizeof(XonnxTensorBuffer)");
-    xonnx::StatusOr<std::vector<xonnx::Tensor>> out = s->session->Run(in, RunOf(r));
-    if (!out.ok()) return MakeStatus(out.status());
+    std::vector<std::pair<std::string, xonnx::Tensor>> picked;
+    if (Status st = RunNow(s, r, inputs, num_inputs, names, num_outputs, outputs, &picked); !st.ok())
+      return MakeStatus(st);
     std::string too_small;
     for (size_t k = 0; k < num_outputs; ++k) {
-      const xonnx::Tensor& t = (*out)[selected[k]];
+      const auto& [name, t] = picked[k];
       XonnxTensorBuffer& b = outputs[k];
       if (t.dtype() == DataType::kString || t.dims().size() > 16)
-        return Error(StatusCode::kUnimplemented, "output '" + s->session->outputs()[selected[k]].name +
-                                                     "': string tensors and more than 16 dims need Run()");
+        return Error(StatusCode::kUnimplemented,
+                     "output '" + name + "': string tensors and more than 16 dims need Run()");
       b.dtype = ToC(t.dtype());
       b.num_dims = t.dims().size();
       for (size_t d = 0; d < b.num_dims; ++d) b.dims[d] = t.dims()[d];
       b.byte_size = t.byte_size();
       if (t.byte_size() > b.capacity && too_small.empty())
-        too_small = "output '" + s->session->outputs()[selected[k]].name + "' takes " + std::to_string(t.byte_size()) +
-                    " bytes, its buffer holds " + std::to_string(b.capacity);
-      if (t.byte_size() && !b.data && too_small.empty())
-        too_small = "output '" + s->session->outputs()[selected[k]].name + "': data is NULL";
+        too_small = "output '" + name + "' takes " + std::to_string(t.byte_size()) + " bytes, its buffer holds " +
+                    std::to_string(b.capacity);
+      if (t.byte_size() && !b.data && too_small.empty()) too_small = "output '" + name + "': data is NULL";
     }
     if (!too_small.empty()) return Error(StatusCode::kOutOfRange, too_small);
-    for (size_t k = 0; k < num_outputs; ++k) {
-      const xonnx::Tensor& t = (*out)[selected[k]];
-      if (t.byte_size()) std::memcpy(outputs[k].data, t.data(), t.byte_size());
-    }
+    for (size_t k = 0; k < num_outputs; ++k)
+      if (picked[k].second.byte_size())
+        std::memcpy(outputs[k].data, picked[k].second.data(), picked[k].second.byte_size());
     return nullptr;
   });
 }
