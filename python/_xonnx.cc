@@ -8,6 +8,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -205,9 +206,15 @@ xonnx::RunOptions MakeRunOptions(int64_t deadline_ms, std::shared_ptr<xonnx::Can
   return run;
 }
 
+// The outputs asked for, in order; each moved into its array, unless the
+// same output is asked for again later.
 py::list Pick(std::vector<Tensor> outs, const std::vector<size_t>& selected) {
   py::list result;
-  for (size_t i : selected) result.append(ToArray(std::move(outs[i])));
+  for (size_t k = 0; k < selected.size(); ++k) {
+    size_t i = selected[k];
+    bool again = std::find(selected.begin() + k + 1, selected.end(), i) != selected.end();
+    result.append(ToArray(again ? outs[i] : std::move(outs[i])));
+  }
   return result;
 }
 

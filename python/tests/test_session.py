@@ -56,6 +56,13 @@ def test_from_bytes_and_output_selection(example):
     np.testing.assert_array_equal(a, b)
 
 
+def test_an_output_asked_for_twice(example):
+    s = xonnx.InferenceSession(example, no_cache())
+    a, b = s.run(["probs", "probs"], {"image": image()})
+    np.testing.assert_array_equal(a, b)
+    assert a.shape == (1, 10)
+
+
 def test_outputs_outlive_the_session(example):
     s = xonnx.InferenceSession(example, no_cache())
     (out,) = s.run(None, {"image": image()})
