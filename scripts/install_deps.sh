@@ -21,7 +21,7 @@ if [[ "$(id -u)" != "0" ]]; then SUDO="sudo"; fi
 build_pkgs=(
   build-essential cmake ninja-build pkg-config ccache
   libonnx-dev libprotobuf-dev protobuf-compiler
-  libabsl-dev libdnnl-dev libcli11-dev nlohmann-json3-dev libxxhash-dev
+  libabsl-dev libdnnl-dev libcli11-dev nlohmann-json3-dev libxxhash-dev libgoogle-glog-dev
   python3-dev pybind11-dev
 )
 test_pkgs=(

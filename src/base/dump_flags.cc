@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/logging.h"
 
 namespace xonnx {
 
@@ -66,7 +67,7 @@ const DumpSettings& DumpSettingsFromEnv() {
     if (!flags || !*flags) return DumpSettings{};
     absl::StatusOr<DumpSettings> parsed = ParseDumpFlags(flags);
     if (parsed.ok()) return *parsed;
-    std::cerr << "xonnx: warning: " << parsed.status().message() << "; nothing is dumped\n";
+    LOG(WARNING) << parsed.status().message() << "; nothing is dumped";
     return DumpSettings{};
   }();
   return settings;

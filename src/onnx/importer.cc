@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/str_join.h"
+#include "base/logging.h"
 #include "base/status.h"
 #include "hlo/builder.h"
 #include "hlo/verifier.h"
@@ -404,7 +405,7 @@ absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOpti
   }
   if (dumper) {
     dumper->Dump(*m, "final", /*always=*/true);
-    if (!dumper->status().ok()) std::cerr << "xonnx: warning: " << dumper->status().message() << "\n";
+    if (!dumper->status().ok()) LOG(WARNING) << dumper->status().message();
   }
   return imported;
 }

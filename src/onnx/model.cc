@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "base/fingerprint.h"
+#include "base/logging.h"
 #include "base/status.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream.h"
@@ -124,8 +125,8 @@ absl::Status FinishLoad(LoadedModel& m, const std::string& base_dir, Fingerprint
   int moved = 0;
   RETURN_IF_ERROR(SortNodes(m.proto.mutable_graph(), m.path, &moved));
   if (moved)
-    std::cerr << "xonnx: warning: " << m.path << ": the nodes of " << moved << " graph"
-              << (moved == 1 ? " were" : "s were") << " stored out of topological order; sorted them\n";
+    LOG(WARNING) << m.path << ": the nodes of " << moved << " graph" << (moved == 1 ? " were" : "s were")
+                 << " stored out of topological order; sorted them";
   m.content_fingerprint = content.Finish().Hex();
   return absl::OkStatus();
 }
@@ -266,9 +267,8 @@ absl::Status CheckModel(const LoadedModel& model) {
   auto onnx_version = model.opsets.find("");
   if (onnx_version != model.opsets.end()) CollectUnknownOnnxOps(model.proto.graph(), onnx_version->second, &foreign);
   if (!foreign.empty()) {
-    std::cerr << "xonnx: warning: " << model.path << ": not checked with the ONNX checker: it uses "
-              << absl::StrJoin(foreign, ", ")
-              << " in the ONNX domain, which ONNX does not define (ONNX Runtime's own ops)\n";
+    LOG(WARNING) << model.path << ": not checked with the ONNX checker: it uses " << absl::StrJoin(foreign, ", ")
+                 << " in the ONNX domain, which ONNX does not define (ONNX Runtime's own ops)";
     return CheckStructure(model.proto.graph(), model.path);
   }
   try {

@@ -102,9 +102,12 @@ ENTRY main {
   std::string text = hlo::ToText(*r.after);
   EXPECT_EQ(Count(*r.after, hlo::Opcode::kDivide, hlo::F64), 1) << text;
   EXPECT_EQ(Count(*r.after, hlo::Opcode::kBroadcast, hlo::F32), 2) << text;
-  for (const auto& i : r.after->entry()->instructions())
-    if (i->opcode() == hlo::Opcode::kClamp)
-      for (const hlo::Instruction* b : i->operands()) EXPECT_EQ(b->shape().rank(), 2) << text;
+  for (const auto& i : r.after->entry()->instructions()) {
+    if (i->opcode() != hlo::Opcode::kClamp) continue;
+    for (const hlo::Instruction* b : i->operands()) {
+      EXPECT_EQ(b->shape().rank(), 2) << text;
+    }
+  }
   // -2.5 / (5 / 255) is -127.49999..., not -127.5: DynamicQuantizeLinear's
   // case where an approximate quotient rounds the other way.
   Literal x(hlo::Shape(hlo::F32, {2, 3})), s(hlo::Shape(hlo::F32, {2, 3}));
@@ -237,10 +240,10 @@ ENTRY main {
 )",
                       true);
   ASSERT_TRUE(r.after);
-  for (const auto& i : r.after->entry()->instructions())
-    if (i->opcode() == hlo::Opcode::kDot)
-      EXPECT_EQ(i->precision,
-                i->shape().element_type == hlo::F32 ? hlo::Precision::kHighest : hlo::Precision::kDefault);
+  for (const auto& i : r.after->entry()->instructions()) {
+    if (i->opcode() != hlo::Opcode::kDot) continue;
+    EXPECT_EQ(i->precision, i->shape().element_type == hlo::F32 ? hlo::Precision::kHighest : hlo::Precision::kDefault);
+  }
   std::string text = hlo::ToText(*r.after);
   EXPECT_NE(text.find("operand_precision={highest,highest}"), std::string::npos) << text;
   // The text reads back with the same precision, and running again changes nothing.

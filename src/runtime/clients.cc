@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/exceptions.h"
+#include "base/logging.h"
 #include "base/status.h"
 #include "runtime/plugin_finder.h"
 #include "runtime/public_status.h"
@@ -90,6 +91,9 @@ absl::StatusOr<std::shared_ptr<pjrt::Client>> GetClient(const SessionOptions& op
   if (auto it = clients.find(key); it != clients.end())
     if (auto c = it->second.lock()) return c;
   ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Client> client, pjrt::Client::Create(plugin, create));
+  VLOG(1) << "plugin " << plugin->path() << " (PjRT C API " << plugin->major_version() << "." << plugin->minor_version()
+          << "): a client of platform " << client->platform_name() << " [" << client->platform_version() << "] with "
+          << client->devices().size() << " device(s), " << create.size() << " create option(s)";
   clients[key] = client;
   return client;
 }
@@ -155,6 +159,7 @@ std::string DefaultPluginPath() {
 
 StatusOr<PluginInfo> DescribePlugin(const SessionOptions& options) {
   return PublicCall("plugin", [&]() -> absl::StatusOr<PluginInfo> {
+    InitLogging();
     ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Client> client, GetClient(options));
     PluginInfo info;
     const auto& plugin = client->plugin();

@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/fingerprint.h"
+#include "base/logging.h"
 #include "base/status.h"
 #include "runtime/clients.h"
 
@@ -210,6 +211,7 @@ void ProgramCache::StoreDescription(const std::string& key, const std::string& e
 }
 
 void ProgramCache::NoteProgram(bool from_cache, double ms, std::string summary) {
+  VLOG(1) << (from_cache ? "loaded from the compile cache" : "compiled") << " in " << ms << " ms: " << summary;
   std::lock_guard<std::mutex> l(mu_);
   ++(from_cache ? stats_.from_cache : stats_.compiled);
   last_compile_ms_ = ms;

@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/exceptions.h"
+#include "base/logging.h"
 #include "base/monotonic_clock.h"
 #include "base/status.h"
 #include "hlo/printer.h"
@@ -52,12 +53,13 @@ Session::~Session() {
     impl_->closing.Cancel();
     impl_->pool.reset();
     if (impl_->trace)
-      if (Status st = WriteProfile(); !st.ok()) std::cerr << "xonnx: warning: " << st.message() << "\n";
+      if (Status st = WriteProfile(); !st.ok()) LOG(WARNING) << st.message();
   }
 }
 
 StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, const SessionOptions& options) {
   return PublicCall(model_path, [&]() -> absl::StatusOr<std::unique_ptr<Session>> {
+    InitLogging();
     auto start = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(std::shared_ptr<onnx_import::LoadedModel> model, onnx_import::LoadModel(model_path));
     ASSIGN_OR_RETURN(std::unique_ptr<Impl> impl, Impl::Open(std::move(model), options));
@@ -70,6 +72,7 @@ StatusOr<std::unique_ptr<Session>> Session::OpenFromMemory(const void* bytes, si
                                                            const SessionOptions& options,
                                                            const std::string& external_data_dir) {
   return PublicCall(name, [&]() -> absl::StatusOr<std::unique_ptr<Session>> {
+    InitLogging();
     auto start = std::chrono::steady_clock::now();
     if (!bytes && size) return InvalidArgument("%s: no model bytes (a null pointer of size %d)", name, size);
     ASSIGN_OR_RETURN(std::shared_ptr<onnx_import::LoadedModel> model,
@@ -380,7 +383,7 @@ void Session::RunAsync(std::map<std::string, Tensor> inputs, RunOptions run,
       done(std::move(out));
     } catch (...) {
       // The caller's callback threw: nothing above this worker can take it.
-      std::cerr << "xonnx: error: " << StatusOfCurrentException("RunAsync's callback").message() << "\n";
+      LOG(ERROR) << StatusOfCurrentException("RunAsync's callback").message();
     }
   });
 }

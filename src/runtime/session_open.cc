@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/logging.h"
 #include "onnx/graph_split.h"
 #include "onnx/importer.h"
 #include "onnx/model.h"
@@ -122,6 +123,10 @@ absl::StatusOr<std::unique_ptr<Session::Impl>> Session::Impl::Open(std::shared_p
   for (const auto* specs : {&impl->inputs, &impl->outputs})
     for (const auto& s : *specs) impl->value_io |= s.sequence || s.optional;
   RETURN_IF_ERROR(impl->CheckValueOptions());
+  VLOG(1) << model->path << ": opened: " << impl->inputs.size() << " input(s), " << impl->outputs.size()
+          << " output(s), " << (impl->stages.split() ? "split around host nodes, " : "")
+          << (no_plugin ? std::string("no plugin")
+                        : absl::StrCat(devices.size(), " device(s) on ", client->plugin()->path()));
   if (no_plugin) {
     if (!impl->buckets.empty())
       return absl::FailedPreconditionError(

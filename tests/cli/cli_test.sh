@@ -231,6 +231,12 @@ expect_error run_expect_missing 3 "emptydir: no output_0.pb or .npy for output '
 expect info_without_plugin 0 "^  image: float32\[batch,3,32,32\]" -- env XONNX_PLUGIN=/nonexistent.so "$xonnx" info "$model"
 expect convert_without_plugin 0 "^HloModule tiny_cnn" -- env XONNX_PLUGIN=/nonexistent.so "$xonnx" convert "$model" --hlo-text -
 expect_error run_needs_plugin 3 "nonexistent.so: no such PjRT plugin file" -- env XONNX_PLUGIN=/nonexistent.so "$xonnx" run "$model" --input image="$tmp/img.npy"
+# Logging: glog's format on stderr, verbose lines by file, nothing by default.
+expect log_vmodule 0 "^I[0-9]{8} [0-9:.]+ +[0-9]+ session_open.cc:[0-9]+\] .*tiny_cnn.onnx: opened: 1 input" -- \
+  env XONNX_VMODULE=session_open=1 "$xonnx" run "$model" --input image="$tmp/img.npy" --no-cache
+expect log_quiet_by_default 1 "" -- bash -c "'$xonnx' run '$model' --input image='$tmp/img.npy' --no-cache 2>&1 | grep -E '^[IWE][0-9]{8} '"
+expect log_bad_level 0 "^W[0-9]{8} .*XONNX_LOG_LEVEL='loud' is not info, warning, error, fatal or 0-3; ignored" -- \
+  env XONNX_LOG_LEVEL=loud "$xonnx" run "$model" --input image="$tmp/img.npy" --no-cache
 expect info_json 0 '"inputs":\[\{"dtype":"float32","name":"image","optional":false,"sequence":false,"shape":\["batch",3,32,32\]\}\]' -- \
   "$xonnx" info "$model" --json
 expect devices_json 0 '"devices":\[\{"attributes":\{.*\},"description":"CpuDevice\(id=0\)"' -- "$xonnx" devices --json

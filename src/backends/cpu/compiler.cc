@@ -23,6 +23,7 @@
 #include "backends/cpu/precision_pass.h"
 #include "backends/cpu/thunk_emitter.h"
 #include "backends/cpu/wide_integer_weights.h"
+#include "base/logging.h"
 #include "base/status.h"
 #include "hlo/printer.h"
 #include "hlo/verifier.h"
@@ -102,7 +103,7 @@ void MaybeDump(const Executable& exe) {
     << " bytes of working memory per call):\n"
     << exe.KernelListing();
   f.close();
-  if (!f) std::cerr << "xonnx: warning: cannot write " << path.string() << " (XONNX_DUMP_TO)\n";
+  if (!f) LOG(WARNING) << "cannot write " << path.string() << " (XONNX_DUMP_TO)";
 }
 
 }  // namespace

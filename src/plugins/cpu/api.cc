@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/cord.h"
+#include "base/logging.h"
 #include "base/status.h"
 #include "plugins/cpu/shim.h"
 
@@ -152,6 +153,7 @@ void SetErrorAndEventSlots(PJRT_Api& api) {
 }  // namespace xonnx::pjrt_cpu
 
 extern "C" __attribute__((visibility("default"))) const PJRT_Api* GetPjrtApi() {
+  xonnx::InitLogging();
   static const PJRT_Api api = xonnx::pjrt_cpu::MakeApi();
   return &api;
 }
