@@ -4,6 +4,7 @@ API where the two overlap."""
 import concurrent.futures
 import os
 import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -196,3 +197,25 @@ def test_an_onnxruntime_script_runs_unchanged(example):
     assert "CPUExecutionProvider" in ort.get_available_providers()
     with pytest.raises(xonnx.InvalidArgument, match="unknown providers"):
         ort.InferenceSession(example, providers=["NoSuchExecutionProvider"])
+
+
+@pytest.mark.parametrize("first", ["xonnx", "torch"])
+def test_shares_glog_with_torch_in_either_order(example, first):
+    # Both set up glog (one process-wide logger): whichever comes first, the
+    # other must not set it up again (glog aborts on a second InitGoogleLogging).
+    code = f"""
+import sys, numpy as np
+order = {["xonnx", "torch"] if first == "xonnx" else ["torch", "xonnx"]!r}
+for name in order:
+    if name == "torch":
+        import torch
+    else:
+        import xonnx
+        s = xonnx.InferenceSession(sys.argv[1])
+        (p,) = s.run(None, {{"image": np.zeros((1, 3, 32, 32), np.float32)}})
+        assert p.shape == (1, 10)
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code, example], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, XONNX_CACHE_DIR=os.environ.get("XONNX_CACHE_DIR", "")))
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
