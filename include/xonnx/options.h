@@ -40,12 +40,14 @@ struct DumpOptions {
   bool as_text = true;    // HLO text
   bool as_proto = false;  // serialized HloModuleProto
   bool as_dot = false;    // Graphviz, one node per instruction with its ONNX node
+  bool as_html = false;   // a self-contained page with each computation's graph drawn
   bool onnx = false;      // the model as imported (nodes sorted), <model>.onnx
 };
 
 // Parses XONNX_FLAGS' syntax into `base`: whitespace-separated
 // --dump_to=DIR, --dump_pass_re=REGEX, --dump_as_text, --dump_as_proto,
-// --dump_as_dot, --dump_onnx (booleans also take =true or =false). An
+// --dump_as_dot, --dump_as_html, --dump_onnx (booleans also take =true or
+// =false). An
 // unknown flag is an error listing the known ones.
 XONNX_API StatusOr<DumpOptions> ParseXonnxFlags(const std::string& flags, DumpOptions base = {});
 

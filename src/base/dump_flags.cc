@@ -21,7 +21,8 @@ absl::StatusOr<DumpSettings> ParseDumpFlags(absl::string_view flags, DumpSetting
   };
   const std::vector<Flag> known = {{"dump_to", &base.dir, nullptr},          {"dump_pass_re", &base.pass_re, nullptr},
                                    {"dump_as_text", nullptr, &base.as_text}, {"dump_as_proto", nullptr, &base.as_proto},
-                                   {"dump_as_dot", nullptr, &base.as_dot},   {"dump_onnx", nullptr, &base.onnx}};
+                                   {"dump_as_dot", nullptr, &base.as_dot},   {"dump_as_html", nullptr, &base.as_html},
+                                   {"dump_onnx", nullptr, &base.onnx}};
   auto usage = [&] {
     std::vector<std::string> names;
     for (const Flag& f : known) names.push_back(absl::StrCat("--", f.name, f.text ? "=..." : ""));

@@ -116,8 +116,10 @@ xonnx::SessionOptions BaseOptions() {
         o.dump.as_proto = true;
       } else if (f == "dot") {
         o.dump.as_dot = true;
+      } else if (f == "html") {
+        o.dump.as_html = true;
       } else {
-        throw CliError{absl::StrCat("--dump-as '", f, "': expected text, proto or dot (comma-separated)")};
+        throw CliError{absl::StrCat("--dump-as '", f, "': expected text, proto, dot or html (comma-separated)")};
       }
     }
   }
@@ -155,7 +157,9 @@ void AddDeviceOptions(CLI::App* cmd, bool serving) {
                   "as it goes to the plugin, numbered in order (XONNX_FLAGS=--dump_to=DIR does the same)");
   cmd->add_option("--dump-pass-re", g_device.dump_pass_re,
                   "Regular expression of the importer's passes after which to dump (e.g. '.*')");
-  cmd->add_option("--dump-as", g_device.dump_as, "Dump formats, comma-separated: text (default), proto, dot");
+  cmd->add_option(
+      "--dump-as", g_device.dump_as,
+      "Dump formats, comma-separated: text (default), proto, dot, html (a self-contained page with each graph drawn)");
   cmd->add_flag("--dump-onnx", g_device.dump_onnx,
                 "Also write the model as imported (nodes sorted) to the dump folder");
   cmd->add_option("--create-option", g_device.create_options,

@@ -83,6 +83,7 @@ void Dumper::Dump(const hlo::Module& module, absl::string_view step, bool always
   if (settings_.as_text) write(base + ".txt", hlo::ToText(module));
   if (settings_.as_proto) write(base + ".pb", hlo::SerializeModule(module));
   if (settings_.as_dot) write(base + ".dot", ToDot(module));
+  if (settings_.as_html) write(base + ".html", ToHtml(module));
 }
 
 }  // namespace xonnx::passes

@@ -1,8 +1,9 @@
 // Modules written between passes, in XLA's --xla_dump_to spirit: the
 // importer's pipeline writes the module before its first pass, after every
 // pass whose name matches a regular expression, and as it leaves, each file
-// numbered in order, as HLO text, as a serialized HloModuleProto and as a
-// Graphviz graph (SessionOptions::dump, XONNX_FLAGS' --dump_*).
+// numbered in order, as HLO text, as a serialized HloModuleProto, as a
+// Graphviz graph and as an HTML page (SessionOptions::dump, XONNX_FLAGS'
+// --dump_*).
 #ifndef XONNX_PASSES_DUMP_H_
 #define XONNX_PASSES_DUMP_H_
 
@@ -23,6 +24,11 @@ using DumpSettings = ::xonnx::DumpSettings;
 // opcode, shape and the ONNX node it came from), an edge per operand, one
 // cluster per computation.
 std::string ToDot(const hlo::Module& module);
+
+// The module as one self-contained HTML page: each computation's graph as
+// inline SVG (a box per instruction with its ONNX node, an edge per
+// operand), then the HLO text.
+std::string ToHtml(const hlo::Module& module);
 
 // Writes one import's modules: <dir>/<label>.<NN>.<step>.<ext>, NN counting
 // the files of this import in order. The label is unique in the process.

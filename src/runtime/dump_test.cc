@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -56,6 +57,7 @@ TEST(Dumps, ASessionWritesItsModulesInOrder) {
   o.dump.to = (dir / "dumps").string();
   o.dump.pass_re = "^cse$";
   o.dump.as_dot = true;
+  o.dump.as_html = true;
   o.dump.onnx = true;
   auto s = Session::Open(path, o);
   ASSERT_TRUE(s.ok()) << s.status();
@@ -63,8 +65,8 @@ TEST(Dumps, ASessionWritesItsModulesInOrder) {
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(o.dump.to)) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  // imported, after each cse round, final; each as text and dot; and the model.
-  ASSERT_GE(files.size(), 7u) << ::testing::PrintToString(files);
+  // imported, after each cse round, final; each as text, dot and html; and the model.
+  ASSERT_GE(files.size(), 10u) << ::testing::PrintToString(files);
   EXPECT_THAT(files.front(), ::testing::MatchesRegex("dumped\\.[0-9]+\\.00\\.imported\\.dot"));
   EXPECT_THAT(files, ::testing::Contains(::testing::MatchesRegex(".*\\.01\\.cse\\.txt")));
   EXPECT_THAT(files, ::testing::Contains(::testing::MatchesRegex(".*\\.final\\.txt")));
@@ -79,6 +81,20 @@ TEST(Dumps, ASessionWritesItsModulesInOrder) {
   std::string dot = read(files.front());
   EXPECT_THAT(dot, HasSubstr("digraph"));
   EXPECT_THAT(dot, HasSubstr("Relu t"));  // instructions carry their ONNX node
+  // The page: self-contained (nothing fetched), a box per instruction with
+  // its ONNX node, the HLO text after the graphs.
+  auto html_file = std::find_if(files.begin(), files.end(), [](const std::string& f) {
+    return f.size() > 5 && f.compare(f.size() - 5, 5, ".html") == 0;
+  });
+  ASSERT_NE(html_file, files.end());
+  std::string html = read(*html_file);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_THAT(html, HasSubstr("<svg"));
+  EXPECT_THAT(html, HasSubstr("Relu t"));
+  EXPECT_THAT(html, HasSubstr("<path d="));  // edges
+  EXPECT_THAT(html, HasSubstr("HloModule"));
+  EXPECT_THAT(html, ::testing::Not(HasSubstr("<script")));
+  EXPECT_THAT(html, ::testing::Not(HasSubstr("src=")));
   onnx::ModelProto dumped;
   ASSERT_TRUE(dumped.ParseFromString(read("m.onnx")));
   EXPECT_EQ(dumped.graph().node_size(), 2);

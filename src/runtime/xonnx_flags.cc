@@ -7,13 +7,14 @@
 namespace xonnx {
 
 DumpSettings ToDumpSettings(const DumpOptions& o) {
-  return DumpSettings{o.to, o.pass_re, o.as_text, o.as_proto, o.as_dot, o.onnx};
+  return DumpSettings{o.to, o.pass_re, o.as_text, o.as_proto, o.as_dot, o.as_html, o.onnx};
 }
 
 StatusOr<DumpOptions> ParseXonnxFlags(const std::string& flags, DumpOptions base) {
   return PublicCall("XONNX_FLAGS", [&]() -> absl::StatusOr<DumpOptions> {
     ASSIGN_OR_RETURN(DumpSettings parsed, ParseDumpFlags(flags, ToDumpSettings(base)));
-    return DumpOptions{parsed.dir, parsed.pass_re, parsed.as_text, parsed.as_proto, parsed.as_dot, parsed.onnx};
+    return DumpOptions{parsed.dir,    parsed.pass_re, parsed.as_text, parsed.as_proto,
+                       parsed.as_dot, parsed.as_html, parsed.onnx};
   });
 }
 
