@@ -162,6 +162,11 @@ struct SessionOptions {
   // Succeed in Open() even when the model uses ops xonnx cannot convert
   // (for `xonnx info` and partial conversion); Run() then fails.
   bool allow_unsupported = false;
+  // Every value the model's main graph computes becomes an output too,
+  // after the model's own, in node order (tensors whose type ONNX shape
+  // inference knows): to find where two devices start to differ (`xonnx
+  // run --compare`). Slower: nothing is fused across them.
+  bool expose_intermediates = false;
   // Run the HLO optimization pipeline (simplify, fold, CSE, DCE).
   bool optimize = true;
   // Verify the module after every pass (slower; for debugging).

@@ -148,8 +148,15 @@ struct BenchArgs {
 // The subcommands; each returns the process's exit code.
 int Run(const std::string& model, const InputArgs& in, const RunArgs& args);
 // Runs `inputs` on xonnx's CPU plugin as the reference device (every
-// instruction on the reference evaluator); its outputs.
-std::vector<xonnx::Tensor> RunOnReference(const std::string& model, const std::map<std::string, xonnx::Tensor>& inputs);
+// instruction on the reference evaluator); its outputs (with every
+// intermediate value after them when `expose_intermediates`).
+std::vector<xonnx::Tensor> RunOnReference(const std::string& model, const std::map<std::string, xonnx::Tensor>& inputs,
+                                          bool expose_intermediates = false);
+// After --compare found a difference: runs the model on both devices with
+// every intermediate value as an output and prints the first value, in
+// node order, that differs beyond `tolerance`.
+void ReportFirstDifference(const std::string& model, const std::map<std::string, xonnx::Tensor>& inputs,
+                           size_t model_outputs, double tolerance);
 // Compares `outs` with `expected` (by position), prints a line per output
 // naming `against`, and returns how many differ beyond `tolerance`
 // (relative L2 error; shapes, and the bytes of strings, must match).

@@ -133,9 +133,11 @@ int Run(const std::string& model, const InputArgs& in, const RunArgs& a) {
   } else {
     std::map<std::string, Tensor> inputs = LoadInputs(*s, in);
     std::vector<Tensor> tensors = Check(s->Run(inputs));
-    if (!a.compare.empty())
-      differing +=
-          CompareOutputs(tensors, RunOnReference(model, inputs), s->outputs(), a.tolerance, "the reference device");
+    if (!a.compare.empty()) {
+      int d = CompareOutputs(tensors, RunOnReference(model, inputs), s->outputs(), a.tolerance, "the reference device");
+      if (d) ReportFirstDifference(model, inputs, s->outputs().size(), a.tolerance);
+      differing += d;
+    }
     if (!a.expect_dir.empty())
       differing += CompareOutputs(tensors, ReadExpected(a.expect_dir, *s), s->outputs(), a.tolerance, a.expect_dir);
     for (Tensor& t : tensors) outs.push_back(xonnx::Value::Of(std::move(t)));

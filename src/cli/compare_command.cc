@@ -24,10 +24,24 @@ bool AsDoubles(const xonnx::Tensor& t, std::vector<double>* out) {
   return true;
 }
 
+// The largest absolute difference of `a` from `b`, and the relative L2
+// error (NaN against NaN counts as equal).
+std::pair<double, double> Distance(const std::vector<double>& a, const std::vector<double>& b) {
+  double diff2 = 0, ref2 = 0, max_abs = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    double d = a[i] - b[i];
+    if (std::isnan(a[i]) && std::isnan(b[i])) d = 0;
+    diff2 += d * d;
+    ref2 += b[i] * b[i];
+    max_abs = std::max(max_abs, std::abs(d));
+  }
+  return {max_abs, ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2)};
+}
+
 }  // namespace
 
-std::vector<xonnx::Tensor> RunOnReference(const std::string& model,
-                                          const std::map<std::string, xonnx::Tensor>& inputs) {
+std::vector<xonnx::Tensor> RunOnReference(const std::string& model, const std::map<std::string, xonnx::Tensor>& inputs,
+                                          bool expose_intermediates) {
   xonnx::SessionOptions o = BaseOptions();
   o.plugin = "cpu";
   o.device = 0;
@@ -35,6 +49,7 @@ std::vector<xonnx::Tensor> RunOnReference(const std::string& model,
   o.use_cache = false;
   o.profile_file.clear();
   o.dump = {};
+  o.expose_intermediates = expose_intermediates;
   auto ref_session = Check(xonnx::Session::Open(model, o));
   return Check(ref_session->Run(inputs));
 }
@@ -58,21 +73,47 @@ int CompareOutputs(const std::vector<xonnx::Tensor>& outs, const std::vector<xon
       differing += !same;
       continue;
     }
-    double diff2 = 0, ref2 = 0, max_abs = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-      double d = a[i] - b[i];
-      if (std::isnan(a[i]) && std::isnan(b[i])) d = 0;
-      diff2 += d * d;
-      ref2 += b[i] * b[i];
-      max_abs = std::max(max_abs, std::abs(d));
-    }
-    double rel = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+    auto [max_abs, rel] = Distance(a, b);
     bool ok = !(rel > tolerance);  // a NaN is a difference
     differing += !ok;
     std::cout << absl::StrFormat("compare %s: max |diff| %.3g, relative L2 %.3g against %s: %s\n", specs[k].name,
                                  max_abs, rel, against, ok ? "ok" : "DIFFERS");
   }
   return differing;
+}
+
+void ReportFirstDifference(const std::string& model, const std::map<std::string, xonnx::Tensor>& inputs,
+                           size_t model_outputs, double tolerance) {
+  xonnx::SessionOptions o = BaseOptions();
+  o.expose_intermediates = true;
+  o.profile_file.clear();
+  o.dump = {};
+  auto session = xonnx::Session::Open(model, o);
+  if (!session.ok()) {
+    std::cout << "first difference: cannot expose the intermediate values: " << session.status().message() << "\n";
+    return;
+  }
+  std::vector<xonnx::Tensor> outs = Check((*session)->Run(inputs));
+  std::vector<xonnx::Tensor> ref = RunOnReference(model, inputs, /*expose_intermediates=*/true);
+  const auto& specs = (*session)->outputs();
+  size_t compared = 0;
+  for (size_t k = model_outputs; k < outs.size() && k < ref.size(); ++k) {
+    std::vector<double> a, b;
+    if (outs[k].dims() != ref[k].dims() || !AsDoubles(outs[k], &a) || !AsDoubles(ref[k], &b)) continue;
+    ++compared;
+    auto [max_abs, rel] = Distance(a, b);
+    if (rel > tolerance || std::isnan(rel)) {
+      std::cout << absl::StrFormat(
+          "first difference: value '%s' (%d of %d in node order): max |diff| %.3g, relative L2 %.3g against the "
+          "reference device\n",
+          specs[k].name, k - model_outputs + 1, outs.size() - model_outputs, max_abs, rel);
+      return;
+    }
+  }
+  std::cout << absl::StrFormat(
+      "first difference: none of the %d intermediate values compared differs beyond %.3g; the outputs' own last "
+      "steps do\n",
+      compared, tolerance);
 }
 
 }  // namespace xonnx::cli

@@ -10,6 +10,7 @@
 #include "base/logging.h"
 #include "onnx/graph_split.h"
 #include "onnx/importer.h"
+#include "onnx/intermediates.h"
 #include "onnx/model.h"
 #include "runtime/clients.h"
 #include "runtime/dtype.h"
@@ -58,6 +59,7 @@ absl::StatusOr<std::unique_ptr<Session::Impl>> Session::Impl::Open(std::shared_p
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   ASSIGN_OR_RETURN(impl->options.dump, ResolveDump(options.dump));
+  if (options.expose_intermediates) RETURN_IF_ERROR(onnx_import::ExposeIntermediates(*model).status());
   if (impl->options.dump.onnx) RETURN_IF_ERROR(DumpOnnx(*model, impl->options.dump.to));
   std::vector<onnx_import::UnsupportedOp> unsupported = onnx_import::FindUnsupportedOps(*model);
   if (!unsupported.empty()) {

@@ -147,6 +147,33 @@ TEST_F(SessionTest, OpensFromMemoryAndWithoutAPlugin) {
   EXPECT_THAT(bucketed.status().message(), HasSubstr("needs a plugin"));
 }
 
+// With every intermediate value exposed, the model's outputs come first,
+// then each node's output in node order, with the values they must have.
+TEST_F(SessionTest, IntermediateValuesBecomeOutputs) {
+  SessionOptions o;
+  o.expose_intermediates = true;
+  o.use_cache = false;
+  auto s = Session::Open(Write(Mlp()), o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::vector<std::string> names;
+  for (const auto& spec : (*s)->outputs()) names.push_back(spec.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"y", "h", "z"}));
+  Tensor x(DataType::kFloat32, {2, 4});
+  for (int64_t i = 0; i < x.element_count(); ++i) x.data_as<float>()[i] = 0.5f * i - 1.5f;
+  auto out = (*s)->Run({{"x", x}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const float* y = (*out)[0].data_as<float>();
+  const float* h = (*out)[1].data_as<float>();
+  const float* z = (*out)[2].data_as<float>();
+  const float b[3] = {0.5f, -1.0f, 2.0f};
+  for (int r = 0; r < 2; ++r) {
+    for (int c = 0; c < 3; ++c) {
+      EXPECT_FLOAT_EQ(z[r * 3 + c], h[r * 3 + c] + b[c]);
+      EXPECT_FLOAT_EQ(y[r * 3 + c], std::max(z[r * 3 + c], 0.0f));
+    }
+  }
+}
+
 // A view of the caller's memory runs as a copy does, is never written, and
 // may be freed once Run (or RunAsync, which copies it) returns.
 TEST_F(SessionTest, ViewsReadTheCallersMemoryInPlace) {

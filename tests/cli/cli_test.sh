@@ -96,6 +96,8 @@ expect profile_summary 0 "^Conv +[0-9.]+ +[0-9]+ " -- "$xonnx" profile "$tmp/tra
 expect profile_not_a_trace 3 "not a trace written by --profile" -- "$xonnx" profile "$tmp/m.pb"
 expect run_compare 0 "compare probs: max \|diff\| [0-9.e+-]+, relative L2 [0-9.e+-]+ against the reference device: ok" -- "$xonnx" run "$model" --compare reference
 expect run_compare_differs 1 "DIFFERS" -- "$xonnx" run "$model" --compare reference --data-type bf16 --tolerance 1e-9
+expect run_compare_first_difference 1 "first difference: value '[^']+' \(1 of [0-9]+ in node order\): max \|diff\|" -- \
+  "$xonnx" run "$model" --compare reference --data-type bf16 --tolerance 1e-9
 expect devices_all 0 "^cpu .*libxonnx_pjrt_cpu.so" -- "$xonnx" devices --all
 expect plugin_unknown_name 3 "no PjRT plugin named 'nosuch'" -- "$xonnx" devices --plugin nosuch
 expect bench_every_bucket_needs_buckets 2 "--every-bucket needs batch buckets" -- "$xonnx" bench "$model" --iterations 1 --every-bucket
