@@ -21,8 +21,10 @@ absl::StatusOr<int> ExposeIntermediates(LoadedModel& model) {
     LOG(WARNING) << model.path << ": shape inference stopped (" << e.what()
                  << "); values without a known type are not compared";
   }
-  std::map<std::string, const onnx::ValueInfoProto*> known;
-  for (const auto& v : inferred.graph().value_info()) known[v.name()] = &v;
+  // Indices into value_info by name (a map of ONNX's own types would be
+  // exported from the library as a template instance).
+  std::map<std::string, int> known;
+  for (int k = 0; k < inferred.graph().value_info_size(); ++k) known[inferred.graph().value_info(k).name()] = k;
   onnx::GraphProto& g = *model.proto.mutable_graph();
   std::set<std::string> taken;
   for (const auto& v : g.input()) taken.insert(v.name());
@@ -33,10 +35,10 @@ absl::StatusOr<int> ExposeIntermediates(LoadedModel& model) {
     for (const std::string& name : node.output()) {
       if (name.empty() || !taken.insert(name).second) continue;
       auto it = known.find(name);
-      if (it == known.end() || !it->second->type().has_tensor_type() ||
-          it->second->type().tensor_type().elem_type() == onnx::TensorProto::UNDEFINED)
-        continue;
-      *g.add_output() = *it->second;
+      if (it == known.end()) continue;
+      const onnx::ValueInfoProto& v = inferred.graph().value_info(it->second);
+      if (!v.type().has_tensor_type() || v.type().tensor_type().elem_type() == onnx::TensorProto::UNDEFINED) continue;
+      *g.add_output() = v;
       ++added;
     }
   }
