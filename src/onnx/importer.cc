@@ -148,7 +148,15 @@ absl::Status ConvertNodes(const onnx::GraphProto& g, const std::map<std::string,
     std::string node_name = n.name().empty() ? (n.output_size() ? n.output(0) : n.op_type()) : n.name();
     hlo::OpMetadata saved = b.metadata();
     b.set_metadata({.op_type = n.op_type(), .op_name = node_name});
-    absl::Status st = fn ? fn(ctx) : ctx.Unsupported("no converter for this op");
+    // Every input is defined before a converter looks at it (the checker
+    // says so for checked models; unchecked ones, with unsupported ops
+    // allowed, come here as they are).
+    absl::Status st;
+    for (const std::string& in : n.input())
+      if (!in.empty() && !values.Defines(in) && st.ok())
+        st = ctx.Error(absl::StrCat("input '", in,
+                                    "' is not defined (no graph input, initializer or earlier node has that name)"));
+    if (st.ok()) st = fn ? fn(ctx) : ctx.Unsupported("no converter for this op");
     b.set_metadata(saved);
     if (st.ok()) st = b.status();
     if (st.ok()) {

@@ -117,6 +117,18 @@ expect_error convert_unsupported 3 "1 unsupported op: FancySoftmax \(node 'softm
 expect convert_partial 0 "partial conversion, stopped at: .*FancySoftmax" -- "$xonnx" convert "$tmp/partial.onnx" --hlo-text - --allow-partial
 expect convert_partial_text 0 "ROOT .* tuple\(" -- "$xonnx" convert "$tmp/partial.onnx" --hlo-text - --allow-partial
 expect info_unsupported 0 "FancySoftmax \(node 'softmax'\)" -- "$xonnx" info "$tmp/partial.onnx"
+# The same model with a node reading a value nothing defines (the checker,
+# skipped for unknown ops, would have said so): an error naming it, not a
+# crash (a fuzzing finding).
+/usr/bin/python3 - "$tmp/partial.onnx" "$tmp/undefined.onnx" <<'PY'
+import sys
+import onnx
+m = onnx.load(sys.argv[1])
+m.graph.node[0].input[0] = "ghost"
+onnx.save(m, sys.argv[2])
+PY
+expect_error convert_undefined_input 3 "node 'conv1' \(Conv, opset 17\): input 'ghost' is not defined" -- \
+  "$xonnx" convert "$tmp/undefined.onnx" --hlo-text /dev/null --allow-partial
 
 if [[ -n "$detection_model" ]]; then
   expect info_host_nodes 0 "runs on the host \(the graph is split into 2 device program" -- "$xonnx" info "$detection_model"

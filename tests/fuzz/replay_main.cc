@@ -5,7 +5,10 @@
 // With clang, the same targets link against libFuzzer instead
 // (tests/fuzz/run_fuzzers.sh).
 //
-//   fuzz_<name> [--mutations N] [--seed S] SEED_FILE...
+//   fuzz_<name> [--mutations N] [--seed S] [--keep-last FILE] SEED_FILE...
+//
+// --keep-last writes each input to FILE before it runs: after a crash, FILE
+// holds the input that caused it.
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -53,11 +56,14 @@ std::string Mutate(std::string s, const std::vector<std::string>& seeds, std::mt
 int main(int argc, char** argv) {
   int mutations = 100;
   uint64_t seed = 1;
+  std::string keep_last;
   std::vector<std::string> seeds;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--mutations" && i + 1 < argc) {
       mutations = std::atoi(argv[++i]);
+    } else if (a == "--keep-last" && i + 1 < argc) {
+      keep_last = argv[++i];
     } else if (a == "--seed" && i + 1 < argc) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else {
@@ -77,13 +83,14 @@ int main(int argc, char** argv) {
   }
   std::mt19937_64 rng(seed);
   size_t runs = 0;
-  for (const std::string& s : seeds) {
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  auto run = [&](const std::string& input) {
+    if (!keep_last.empty()) std::ofstream(keep_last, std::ios::binary | std::ios::trunc) << input;
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(input.data()), input.size());
     ++runs;
-    for (int m = 0; m < mutations; ++m, ++runs) {
-      std::string mutant = Mutate(s, seeds, rng);
-      LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(mutant.data()), mutant.size());
-    }
+  };
+  for (const std::string& s : seeds) {
+    run(s);
+    for (int m = 0; m < mutations; ++m) run(Mutate(s, seeds, rng));
   }
   std::cout << argv[0] << ": " << runs << " inputs, no crash\n";
   return 0;
