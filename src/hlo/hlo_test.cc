@@ -134,6 +134,28 @@ TEST(Printer, PrintsXlaSyntax) {
   EXPECT_NE(text.find("slice={[0:1], [1:3]}"), std::string::npos);
 }
 
+// ONNX names need not be UTF-8; the proto's strings must be (proto3): bytes
+// that start no valid sequence become U+FFFD, valid text is kept.
+TEST(ProtoCodec, NamesBecomeValidUtf8) {
+  auto m = std::make_unique<Module>("bad\xffname");
+  Builder b(m.get(), "main");
+  b.set_metadata({.op_type = "Conv\xc0\x80", .op_name = "caf\xc3\xa9 \xe6\x97\xa5 \xed\xa0\x80 end\xe2\x82"});
+  auto* x = b.Parameter(0, Shape(F32, {2}), "in\xfe");
+  auto* y = b.Unary(Opcode::kNegate, x);
+  auto c = b.Build(y);
+  ASSERT_TRUE(c.ok()) << c.status();
+  m->set_entry(*c);
+  auto back = ParseModule(SerializeModule(*m));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ((*back)->name(), "bad\xef\xbf\xbdname");
+  const Instruction* neg = (*back)->entry()->root();
+  EXPECT_EQ(neg->metadata.op_type, "Conv\xef\xbf\xbd\xef\xbf\xbd");  // an overlong NUL is two bad bytes
+  // é and 日 are kept; a surrogate's three bytes and a cut sequence are not.
+  EXPECT_EQ(neg->metadata.op_name,
+            "caf\xc3\xa9 \xe6\x97\xa5 \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd end\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(neg->operand(0)->name(), "in_");  // the builder keeps instruction names to identifiers
+}
+
 TEST(ProtoCodec, RoundTripsToIdenticalText) {
   auto m = SampleModule();
   std::string bytes = SerializeModule(*m);

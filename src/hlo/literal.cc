@@ -126,7 +126,7 @@ std::string FormatElement(const Literal& l, int64_t i) {
   if (std::isnan(d)) return "nan";
   if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
   // %.9g keeps f32 exact; f64 needs 17 digits.
-  return absl::StrFormat(t == F64 ? "%.17g" : "%.9g", d);
+  return t == F64 ? absl::StrFormat("%.17g", d) : absl::StrFormat("%.9g", d);
 }
 }  // namespace
 

@@ -178,17 +178,44 @@ absl::StatusOr<Literal> LiteralFromProto(const wire::LiteralProto& p) {
 
 namespace {
 
+// The proto's names are proto3 strings, which must be valid UTF-8 (the
+// decoder refuses the whole module otherwise); ONNX names need not be.
+// Each byte that does not start a well-formed sequence becomes U+FFFD.
+std::string Utf8(absl::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = s[i];
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size() && (n != 2 || c >= 0xc2);
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    if (ok && n >= 3) {  // no overlong forms, surrogates or values past U+10FFFF
+      unsigned char c1 = s[i + 1];
+      ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0) && !(c == 0xf0 && c1 < 0x90) &&
+           !(c == 0xf4 && c1 >= 0x90) && c <= 0xf4;
+    }
+    if (ok) {
+      out.append(s.data() + i, n);
+      i += n;
+    } else {
+      out.append("\xEF\xBF\xBD");
+      ++i;
+    }
+  }
+  return out;
+}
+
 wire::HloInstructionProto InstructionToProto(const Instruction& i) {
   wire::HloInstructionProto p;
-  p.set_name(i.name());
+  p.set_name(Utf8(i.name()));
   p.set_opcode(std::string(OpcodeName(i.opcode())));
   *p.mutable_shape() = ShapeToProto(i.shape());
   p.set_id(i.id());
   for (Instruction* op : i.operands()) p.add_operand_ids(op->id());
   for (Computation* c : i.called_computations()) p.add_called_computation_ids(c->id());
   if (!i.metadata.empty()) {
-    p.mutable_metadata()->set_op_type(i.metadata.op_type);
-    p.mutable_metadata()->set_op_name(i.metadata.op_name);
+    p.mutable_metadata()->set_op_type(Utf8(i.metadata.op_type));
+    p.mutable_metadata()->set_op_name(Utf8(i.metadata.op_name));
   }
   if (i.literal) *p.mutable_literal() = LiteralToProto(*i.literal);
   if (i.opcode() == Opcode::kParameter) p.set_parameter_number(i.parameter_number);
@@ -278,7 +305,7 @@ wire::ProgramShapeProto ProgramShape(const Computation& c) {
   wire::ProgramShapeProto p;
   for (Instruction* param : c.parameters()) {
     *p.add_parameters() = ShapeToProto(param->shape());
-    p.add_parameter_names(param->name());
+    p.add_parameter_names(Utf8(param->name()));
   }
   *p.mutable_result() = ShapeToProto(c.root()->shape());
   return p;
@@ -288,17 +315,17 @@ wire::ProgramShapeProto ProgramShape(const Computation& c) {
 
 wire::HloModuleProto ToProto(const Module& m) {
   wire::HloModuleProto p;
-  p.set_name(m.name());
+  p.set_name(Utf8(m.name()));
   p.set_id(1);
   for (const auto& c : m.computations()) {
     auto* cp = p.add_computations();
-    cp->set_name(c->name());
+    cp->set_name(Utf8(c->name()));
     cp->set_id(c->id());
     cp->set_root_id(c->root()->id());
     for (const auto& i : c->instructions()) *cp->add_instructions() = InstructionToProto(*i);
     *cp->mutable_program_shape() = ProgramShape(*c);
   }
-  p.set_entry_computation_name(m.entry()->name());
+  p.set_entry_computation_name(Utf8(m.entry()->name()));
   p.set_entry_computation_id(m.entry()->id());
   *p.mutable_host_program_shape() = ProgramShape(*m.entry());
   return p;
