@@ -8,25 +8,14 @@
 #include <fstream>
 
 #include "base/test_dir.h"
-#include "onnx/defs/parser.h"
 #include "onnx/onnx_pb.h"
+#include "runtime/dump_test_model.h"
 #include "xonnx/session.h"
 
 namespace xonnx {
 namespace {
 
 namespace fs = std::filesystem;
-
-onnx::ModelProto TwoNodes() {
-  onnx::ModelProto m;
-  EXPECT_TRUE(onnx::OnnxParser::Parse(m, R"(<ir_version: 8, opset_import: ["" : 17]>
-dumped (float[2] x) => (float[2] y) {
-  t = Relu(x)
-  y = Neg(t)
-})")
-                  .IsOK());
-  return m;
-}
 
 // A process of its own: xonnx's CPU plugin reads XONNX_FLAGS once, when it
 // first compiles, and keeps dumping where it says for the process's life.

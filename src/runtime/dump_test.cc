@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "base/test_dir.h"
-#include "onnx/defs/parser.h"
 #include "onnx/onnx_pb.h"
+#include "runtime/dump_test_model.h"
 #include "xonnx/session.h"
 
 namespace xonnx {
@@ -18,17 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-
-onnx::ModelProto TwoNodes() {
-  onnx::ModelProto m;
-  EXPECT_TRUE(onnx::OnnxParser::Parse(m, R"(<ir_version: 8, opset_import: ["" : 17]>
-dumped (float[2] x) => (float[2] y) {
-  t = Relu(x)
-  y = Neg(t)
-})")
-                  .IsOK());
-  return m;
-}
 
 TEST(XonnxFlags, ParsesTheDumpFlagsAndRefusesOthers) {
   auto d = ParseXonnxFlags("  --dump_to=/tmp/x --dump_pass_re=cse|dce\n--dump_as_dot --dump_onnx=true ");
