@@ -189,7 +189,10 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
   int64_t ns = d.input_spatial_dimensions.size();
   int64_t rank = ns + 2;
   bool channels_last = d.input_feature_dimension == rank - 1;
-  auto [strides, dil, pad_l, pad_r] = ConvWindowOf(in);
+  // Named copies rather than a structured binding: lambdas below capture
+  // them, which clang 14 does not allow for bindings.
+  const ConvWindow window = ConvWindowOf(in);
+  const memory::dims &strides = window.strides, &dil = window.dilations, &pad_l = window.pad_l, &pad_r = window.pad_r;
   const hlo::Shape& xs = in.operand(0)->shape();
   const hlo::Shape& ws = in.operand(1)->shape();
   int64_t g = in.feature_group_count;
