@@ -189,10 +189,7 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
   int64_t ns = d.input_spatial_dimensions.size();
   int64_t rank = ns + 2;
   bool channels_last = d.input_feature_dimension == rank - 1;
-  // Named copies rather than a structured binding: lambdas below capture
-  // them, which clang 14 does not allow for bindings.
   const ConvWindow window = ConvWindowOf(in);
-  const memory::dims &strides = window.strides, &dil = window.dilations, &pad_l = window.pad_l, &pad_r = window.pad_r;
   const hlo::Shape& xs = in.operand(0)->shape();
   const hlo::Shape& ws = in.operand(1)->shape();
   int64_t g = in.feature_group_count;
@@ -227,10 +224,11 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     bool has_residual = epilogue.residual != nullptr;
     memory::desc bias_md({in.shape().dims[d.output_feature_dimension]}, memory::data_type::f32, Tag::a);
     auto make_pd = [&](dnnl::algorithm alg, const memory::desc& src, const memory::desc& dst) {
-      auto desc = has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, src, any_w,
-                                                             bias_md, dst, strides, dil, pad_l, pad_r)
-                           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, src, any_w, dst,
-                                                             strides, dil, pad_l, pad_r);
+      auto desc =
+          has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, src, any_w, bias_md, dst,
+                                                     window.strides, window.dilations, window.pad_l, window.pad_r)
+                   : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, src, any_w, dst,
+                                                     window.strides, window.dilations, window.pad_l, window.pad_r);
       return dnnl::convolution_forward::primitive_desc(desc, attr, Engine());
     };
     bool winograd = false, runs_blocked = false;

@@ -50,7 +50,7 @@ std::optional<Thunk> MakeDnnlIntegerConvThunk(const hlo::Instruction& in, const 
   const NarrowOperand &x = operands[0], &w = operands[1];
   if (!DnnlIntegerConvEligible(in) || !x.source || !w.constant) return std::nullopt;
   const auto& d = in.conv_dnums;
-  auto [strides, dil, pad_l, pad_r] = ConvWindowOf(in);
+  const ConvWindow window = ConvWindowOf(in);
   auto src_type = x.source->shape().element_type == hlo::U8 ? memory::data_type::u8 : memory::data_type::s8;
   memory::desc src = Logical(x.view.dims, x.view.strides, d.input_batch_dimension, d.input_feature_dimension,
                              d.input_spatial_dimensions, src_type);
@@ -75,7 +75,7 @@ std::optional<Thunk> MakeDnnlIntegerConvThunk(const hlo::Instruction& in, const 
     auto make_pd = [&](const memory::desc& s, const memory::desc& o) {
       return dnnl::convolution_forward::primitive_desc(
           dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, s,
-                                          any_w, o, strides, dil, pad_l, pad_r),
+                                          any_w, o, window.strides, window.dilations, window.pad_l, window.pad_r),
           attr, Engine());
     };
     // The arena's layouts when a fast kernel takes them (channels-last
