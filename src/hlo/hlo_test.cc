@@ -1,3 +1,4 @@
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -154,6 +155,31 @@ TEST(ProtoCodec, NamesBecomeValidUtf8) {
   EXPECT_EQ(neg->metadata.op_name,
             "caf\xc3\xa9 \xe6\x97\xa5 \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd end\xef\xbf\xbd\xef\xbf\xbd");
   EXPECT_EQ(neg->operand(0)->name(), "in_");  // the builder keeps instruction names to identifiers
+}
+
+// Dimension numbers out of range or repeated are an error, not a read out
+// of bounds (a fuzzing finding in the plugin's decoder).
+TEST(ShapeInference, ConvolutionDimensionNumbersMustBePermutations) {
+  auto m = std::make_unique<Module>("conv");
+  Builder b(m.get(), "main");
+  auto* x = b.Parameter(0, Shape(F32, {1, 2, 5, 5}), "x");
+  auto* w = b.Parameter(1, Shape(F32, {3, 2, 3, 3}), "w");
+  Window win;
+  win.dimensions.resize(2, WindowDimension{3, 1, 0, 0, 1, 1, false});
+  ConvolutionDimensionNumbers dn;
+  dn.input_spatial_dimensions = {2, 3};
+  dn.kernel_spatial_dimensions = {2, 3};
+  dn.output_spatial_dimensions = {2, 3};
+  EXPECT_NE(b.Convolution(x, w, win, dn, 1), nullptr);
+  for (auto broken : {std::vector<int64_t>{2, 9}, std::vector<int64_t>{2, 2}, std::vector<int64_t>{-1, 3}}) {
+    ConvolutionDimensionNumbers bad = dn;
+    bad.input_spatial_dimensions = broken;
+    Builder b2(m.get(), "bad");
+    auto* x2 = b2.Parameter(0, Shape(F32, {1, 2, 5, 5}), "x");
+    auto* w2 = b2.Parameter(1, Shape(F32, {3, 2, 3, 3}), "w");
+    EXPECT_EQ(b2.Convolution(x2, w2, win, bad, 1), nullptr);
+    EXPECT_THAT(std::string(b2.status().message()), ::testing::HasSubstr("dimension numbers"));
+  }
 }
 
 TEST(ProtoCodec, RoundTripsToIdenticalText) {

@@ -213,6 +213,21 @@ absl::StatusOr<Shape> InferDot(const Instruction& in, const Operands& ops) {
   return Shape(in.shape().element_type != PRIMITIVE_TYPE_INVALID ? in.shape().element_type : a.element_type, out);
 }
 
+// Whether `a`, `b` and `rest` together name each of 0..rank-1 once (a
+// convolution's dimension numbers for one operand).
+bool IsPermutation(int64_t a, int64_t b, const std::vector<int64_t>& rest, int64_t rank) {
+  std::vector<int64_t> all = rest;
+  all.push_back(a);
+  all.push_back(b);
+  if (static_cast<int64_t>(all.size()) != rank) return false;
+  std::vector<bool> seen(rank, false);
+  for (int64_t d : all) {
+    if (d < 0 || d >= rank || seen[d]) return false;
+    seen[d] = true;
+  }
+  return true;
+}
+
 absl::StatusOr<Shape> InferConvolution(const Instruction& in, const Operands& ops) {
   const Shape& x = *ops[0];
   const Shape& w = *ops[1];
@@ -222,6 +237,11 @@ absl::StatusOr<Shape> InferConvolution(const Instruction& in, const Operands& op
   if (x.rank() != ns + 2 || w.rank() != ns + 2 || static_cast<int64_t>(d.kernel_spatial_dimensions.size()) != ns ||
       static_cast<int64_t>(in.window.dimensions.size()) != ns)
     return Err(absl::StrCat("convolution ranks inconsistent: input ", x.ToString(), ", kernel ", w.ToString()));
+  if (!IsPermutation(d.input_batch_dimension, d.input_feature_dimension, d.input_spatial_dimensions, ns + 2) ||
+      !IsPermutation(d.kernel_input_feature_dimension, d.kernel_output_feature_dimension, d.kernel_spatial_dimensions,
+                     ns + 2) ||
+      !IsPermutation(d.output_batch_dimension, d.output_feature_dimension, d.output_spatial_dimensions, ns + 2))
+    return Err("convolution dimension numbers must name each dimension of their operand once");
   int64_t fgc = in.feature_group_count, bgc = in.batch_group_count;
   if (fgc < 1 || bgc < 1) return Err("group counts must be >= 1");
   if (x.dims[d.input_feature_dimension] != w.dims[d.kernel_input_feature_dimension] * fgc)

@@ -96,7 +96,7 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path, const std::string& bytes
   if (bytes.size() - data_at != static_cast<uint64_t>(*need))
     return InvalidArgument("%s: %d bytes of data, shape %s needs %d", path, bytes.size() - data_at, shape, *need);
   Tensor out(t, dims);
-  std::memcpy(out.data(), bytes.data() + data_at, out.byte_size());
+  if (out.byte_size()) std::memcpy(out.data(), bytes.data() + data_at, out.byte_size());
   return out;
 }
 

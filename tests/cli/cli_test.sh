@@ -127,6 +127,21 @@ m = onnx.load(sys.argv[1])
 m.graph.node[0].input[0] = "ghost"
 onnx.save(m, sys.argv[2])
 PY
+# A GRU whose X is not rank 3: an error, not a read out of bounds (fuzzing).
+/usr/bin/python3 - "$tmp/gru_rank2.onnx" <<'PY'
+import sys
+import onnx
+from onnx import TensorProto, helper
+graph = helper.make_graph(
+    [helper.make_node("GRU", ["X", "W", "R"], ["Y"], hidden_size=4)], "gru",
+    [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 3]),
+     helper.make_tensor_value_info("W", TensorProto.FLOAT, [1, 12, 3]),
+     helper.make_tensor_value_info("R", TensorProto.FLOAT, [1, 12, 4])],
+    [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 1, 3, 4])])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), sys.argv[1])
+PY
+expect_error gru_rank2 3 "GRU.*X, W and R must have rank 3, not 2, 3 and 3" -- \
+  "$xonnx" convert "$tmp/gru_rank2.onnx" --hlo-text /dev/null
 expect_error convert_undefined_input 3 "node 'conv1' \(Conv, opset 17\): input 'ghost' is not defined" -- \
   "$xonnx" convert "$tmp/undefined.onnx" --hlo-text /dev/null --allow-partial
 

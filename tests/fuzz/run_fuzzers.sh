@@ -18,13 +18,18 @@ targets=(fuzz_model fuzz_tensor_file fuzz_hlo_proto fuzz_cache_entry)
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 tests/fuzz/seeds.sh "$build/fuzz_seeds" build/bin/xonnx examples/tiny_cnn.onnx build/onnx_backend_tests/node
 export ASAN_OPTIONS=detect_leaks=0
+running=0
 for t in "${targets[@]}"; do
   corpus=$build/fuzz_corpus/${t#fuzz_}
   mkdir -p "$corpus" "$build/fuzz_findings/$t"
   cp -n "$build/fuzz_seeds/${t#fuzz_}"/* "$corpus/" 2>/dev/null || true
   "$build/tests/$t" "$corpus" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 \
     -artifact_prefix="$build/fuzz_findings/$t/" >"$build/$t.log" 2>&1 &
-  while (($(jobs -r | wc -l) >= $(nproc))); do sleep 5; done
+  # One target per core: wait for one to end before starting another.
+  if ((++running >= $(nproc))); then
+    wait -n || true
+    running=$((running - 1))
+  fi
 done
 wait
 for t in "${targets[@]}"; do

@@ -139,6 +139,9 @@ absl::Status Recurrent(NodeContext& ctx) {
   Instruction* w = ctx.input(1);
   Instruction* r = ctx.input(2);
   if (!x || !w || !r) return ctx.Error("needs X, W and R");
+  if (x->shape().rank() != 3 || w->shape().rank() != 3 || r->shape().rank() != 3)
+    return ctx.Error(absl::StrCat("X, W and R must have rank 3, not ", x->shape().rank(), ", ", w->shape().rank(),
+                                  " and ", r->shape().rank()));
   int64_t layout = ctx.attr_i("layout", 0);
   if (layout) x = b.Transpose(x, {1, 0, 2});
   hlo::PrimitiveType t = x->shape().element_type;
