@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/exceptions.h"
@@ -103,8 +104,21 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path, const std::string& bytes
 }  // namespace
 
 absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p) {
-  if (p.data_type() == onnx::TensorProto::STRING)
+  if (p.data_type() == onnx::TensorProto::STRING) {
+    // The dims must account for the strings the file holds, checked before
+    // anything of their size is allocated (they may claim any count).
+    uint64_t count = 1;
+    for (int64_t d : p.dims()) {
+      if (d < 0 || (d && count > static_cast<uint64_t>(p.string_data_size()) / static_cast<uint64_t>(d)))
+        return InvalidArgument("string tensor '%s': shape [%s] does not match its %d values", p.name(),
+                               absl::StrJoin(p.dims(), ","), p.string_data_size());
+      count *= static_cast<uint64_t>(d);
+    }
+    if (count != static_cast<uint64_t>(p.string_data_size()))
+      return InvalidArgument("string tensor '%s': shape [%s] does not match its %d values", p.name(),
+                             absl::StrJoin(p.dims(), ","), p.string_data_size());
     return Tensor::FromStrings({p.dims().begin(), p.dims().end()}, {p.string_data().begin(), p.string_data().end()});
+  }
   ASSIGN_OR_RETURN(hlo::Literal lit, onnx_import::LiteralFromTensorProto(p));
   return TensorOf(lit);
 }

@@ -142,6 +142,27 @@ onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]),
 PY
 expect_error gru_rank2 3 "GRU.*X, W and R must have rank 3, not 2, 3 and 3" -- \
   "$xonnx" convert "$tmp/gru_rank2.onnx" --hlo-text /dev/null
+# Found by fuzzing: a Conv with too few strides; a string TensorProto whose
+# dims claim far more values than it holds.
+/usr/bin/python3 - "$model" "$tmp/conv_strides.onnx" "$tmp/strings.pb" <<'PY'
+import sys
+import onnx
+from onnx import TensorProto, helper
+m = onnx.load(sys.argv[1])
+conv = next(n for n in m.graph.node if n.op_type == "Conv")
+for a in conv.attribute:
+    if a.name == "strides":
+        conv.attribute.remove(a)
+        break
+conv.attribute.append(helper.make_attribute("strides", [1]))
+onnx.save(m, sys.argv[2])
+t = TensorProto(name="s", data_type=TensorProto.STRING, dims=[10**12], string_data=[b"a"])
+open(sys.argv[3], "wb").write(t.SerializeToString())
+PY
+expect_error conv_short_strides 3 "Conv.*strides and dilations need 2 values each, not 1 and 2" -- \
+  "$xonnx" convert "$tmp/conv_strides.onnx" --hlo-text /dev/null
+expect_error string_dims_overclaim 3 "strings.pb: .*string tensor 's': shape \[1000000000000\] does not match its 1 values" -- \
+  "$xonnx" run "$model" --input image="$tmp/strings.pb"
 expect_error convert_undefined_input 3 "node 'conv1' \(Conv, opset 17\): input 'ghost' is not defined" -- \
   "$xonnx" convert "$tmp/undefined.onnx" --hlo-text /dev/null --allow-partial
 

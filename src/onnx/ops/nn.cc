@@ -173,7 +173,12 @@ absl::StatusOr<Instruction*> ConvWithAttributes(NodeContext& ctx, Instruction* x
   if (kernel_shape != k) return ctx.Error("kernel_shape differs from W's spatial dims");
   std::vector<int64_t> strides = ctx.attr_ints("strides", std::vector<int64_t>(ns, 1));
   std::vector<int64_t> dil = ctx.attr_ints("dilations", std::vector<int64_t>(ns, 1));
+  if (static_cast<int64_t>(strides.size()) != ns || static_cast<int64_t>(dil.size()) != ns)
+    return ctx.Error(
+        absl::StrCat("strides and dilations need ", ns, " values each, not ", strides.size(), " and ", dil.size()));
   ASSIGN_OR_RETURN(SpatialPads p, ComputePads(ctx, in, k, strides, dil));
+  if (static_cast<int64_t>(p.lo.size()) != ns || static_cast<int64_t>(p.hi.size()) != ns)
+    return ctx.Error(absl::StrCat("pads need ", 2 * ns, " values"));
   hlo::Window win;
   for (int64_t i = 0; i < ns; ++i) win.dimensions.push_back({k[i], strides[i], p.lo[i], p.hi[i], dil[i], 1, false});
   int64_t group = ctx.attr_i("group", 1);
