@@ -11,6 +11,7 @@
 #include <functional>
 #include <future>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -124,10 +125,14 @@ ModelInfo Session::Info() const {
   for (const auto& n : p.graph().node())
     ++info.op_counts[n.domain().empty() ? n.op_type() : n.domain() + "." + n.op_type()];
   for (const auto& t : p.graph().initializer()) {
-    int64_t n = 1;
-    for (int64_t d : t.dims()) n *= d;
+    // Checked: an unchecked model's dims may claim any size (a fuzzing
+    // finding); a size that cannot exist counts nothing.
     auto type = onnx_import::HloType(t.data_type());
-    info.initializer_bytes += n * (type.ok() ? hlo::ByteWidth(*type) : 0);
+    std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+    if (!type.ok() || std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; })) continue;
+    std::optional<int64_t> bytes = hlo::Shape(*type, dims).CheckedByteSize();
+    if (bytes && *bytes <= std::numeric_limits<int64_t>::max() - info.initializer_bytes)
+      info.initializer_bytes += *bytes;
   }
   for (const auto& u : onnx_import::FindUnsupportedOps(model))
     info.unsupported.push_back(onnx_import::DescribeUnsupported({u}));

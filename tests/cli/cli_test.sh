@@ -163,6 +163,19 @@ expect_error conv_short_strides 3 "Conv.*strides and dilations need 2 values eac
   "$xonnx" convert "$tmp/conv_strides.onnx" --hlo-text /dev/null
 expect_error string_dims_overclaim 3 "strings.pb: .*string tensor 's': shape \[1000000000000\] does not match its 1 values" -- \
   "$xonnx" run "$model" --input image="$tmp/strings.pb"
+# An initializer whose dims claim a size that cannot exist (the product
+# wraps): info counts it as nothing (a fuzzing finding: signed overflow).
+/usr/bin/python3 - "$tmp/huge_init.onnx" <<'PY'
+import sys
+import onnx
+from onnx import TensorProto, helper
+big = TensorProto(name="big", data_type=TensorProto.FLOAT, dims=[2**62 + 1, 4])
+graph = helper.make_graph([helper.make_node("Frob", ["x", "big"], ["y"])], "huge",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])], [big])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+PY
+expect info_huge_initializer 0 '"initializer_bytes":0,' -- "$xonnx" info "$tmp/huge_init.onnx" --json
 expect_error convert_undefined_input 3 "node 'conv1' \(Conv, opset 17\): input 'ghost' is not defined" -- \
   "$xonnx" convert "$tmp/undefined.onnx" --hlo-text /dev/null --allow-partial
 
