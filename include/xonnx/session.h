@@ -73,7 +73,9 @@ struct ModelInfo {
   // runs (NonZero, Unique, NonMaxSuppression, Compress with a computed
   // condition): the graph is split around them, they run on the host, and
   // the device programs between them compile for the shapes they meet.
-  std::vector<std::string> host_nodes;  // "Op 'node'" each, in execution order
+  // "Op 'node'" each, in execution order; an If, Loop or Scan says which
+  // node inside it needs the host.
+  std::vector<std::string> host_nodes;
   // Nodes with a shape-like input (a Reshape's shape, TopK's k) computed from
   // runtime data: each starts a device program that receives the value and
   // compiles for it.

@@ -101,19 +101,31 @@ absl::StatusOr<hlo::Literal> NodeContext::RequireConstant(const hlo::Instruction
   if (x->opcode() == hlo::Opcode::kConstant) return *x->literal;
   // Which model inputs does the value depend on? Binding them to their
   // values at compile time makes it a constant.
+  // Only the entry's parameters of graph inputs (metadata "Input") can be
+  // bound; a branch's or loop body's parameters hold values computed at run
+  // time, which no binding makes known.
   std::vector<std::string> params;
+  bool computed = false;
   std::vector<const hlo::Instruction*> work = {x};
   absl::flat_hash_set<const hlo::Instruction*> seen;
   while (!work.empty()) {
     const hlo::Instruction* w = work.back();
     work.pop_back();
     if (!seen.insert(w).second) continue;
-    if (w->opcode() == hlo::Opcode::kParameter) params.push_back(w->metadata.op_name);
+    if (w->opcode() == hlo::Opcode::kParameter) {
+      if (w->metadata.op_type == "Input")
+        params.push_back(w->metadata.op_name);
+      else
+        computed = true;
+    }
     for (const hlo::Instruction* op : w->operands()) work.push_back(op);
   }
+  if (computed) params.clear();
   absl::Status st = Unsupported(
       absl::StrCat(what, " must be known at compile time",
-                   params.empty() ? "" : absl::StrCat("; it depends on model input(s) ", absl::StrJoin(params, ", "))));
+                   computed         ? "; it is computed at run time inside control flow"
+                   : params.empty() ? ""
+                                    : absl::StrCat("; it depends on model input(s) ", absl::StrJoin(params, ", "))));
   if (!params.empty()) st.SetPayload(kNeedsInputValuesPayload, absl::Cord(absl::StrJoin(params, ",")));
   return st;
 }

@@ -10,6 +10,7 @@
 #include "hlo/builder.h"
 #include "onnx/context.h"
 #include "onnx/importer.h"
+#include "onnx/nested_graph.h"
 #include "onnx/registry.h"
 #include "onnx/tensor_proto.h"
 #include "passes/constant_folding.h"
@@ -32,11 +33,6 @@ std::vector<std::string> Reads(const onnx::NodeProto& n, const std::set<std::str
   for (const auto& c : captured)
     if (outer.count(c)) names.insert(c);
   return {names.begin(), names.end()};
-}
-
-bool IsRandomOp(const std::string& op) {
-  return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" || op == "RandomUniformLike" ||
-         op == "Bernoulli" || op == "Multinomial" || op == "Dropout";
 }
 
 // Whether a graph input is small enough to be bound by value as it is (a
@@ -93,6 +89,11 @@ void SetBoundaries(const onnx::GraphProto& g, const std::vector<int>& segment_of
 
 }  // namespace
 
+bool IsRandomOp(const std::string& op) {
+  return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" || op == "RandomUniformLike" ||
+         op == "Bernoulli" || op == "Multinomial" || op == "Dropout";
+}
+
 std::string NodeLabel(const onnx::NodeProto& node) {
   return absl::StrCat(node.op_type(), " '",
                       node.name().empty() ? (node.output_size() ? node.output(0) : "?") : node.name(), "'");
@@ -131,6 +132,7 @@ absl::StatusOr<GraphSplit> SplitGraph(const LoadedModel& model) {
   std::vector<bool> on_host(g.node_size());
   std::vector<std::vector<std::string>> reads(g.node_size());
   std::vector<int> value_nodes;
+  GraphSplit split;
   int max_level = 0;
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& n = g.node(i);
@@ -156,6 +158,11 @@ absl::StatusOr<GraphSplit> SplitGraph(const LoadedModel& model) {
         }
       }
     }
+    std::string inside = HostNeedInside(n, runtime, data, model.opsets);
+    if (!inside.empty()) {
+      on_host[i] = true;
+      split.host_control_flow[i] = std::move(inside);
+    }
     if (value_node && !on_host[i]) value_nodes.push_back(i);
     if (n.op_type() == "Shape" || n.op_type() == "Size") any_runtime = any_data = false;
     node_level[i] = lv;
@@ -170,7 +177,6 @@ absl::StatusOr<GraphSplit> SplitGraph(const LoadedModel& model) {
     }
   }
 
-  GraphSplit split;
   std::vector<int> segment_of(g.node_size(), -1);
   for (int lv = 0; lv <= max_level; ++lv) {
     Segment device;

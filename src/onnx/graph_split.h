@@ -46,12 +46,15 @@ struct GraphSplit {
   std::vector<Segment> segments;
   std::vector<int> host_nodes;   // node indices, in execution order
   std::vector<int> value_nodes;  // node indices, in execution order
-  bool split() const { return segments.size() > 1; }
+  // Why each host If, Loop or Scan runs on the host (onnx/nested_graph.h).
+  std::map<int, std::string> host_control_flow;
+  // Whether the graph runs in parts (a lone host node is a part too).
+  bool split() const { return segments.size() > 1 || (segments.size() == 1 && segments[0].on_host); }
 };
 
 // Finds the host and value nodes of `model`'s top-level graph and cuts it
-// around them. Nodes inside subgraph bodies (If, Loop, Scan) are not split
-// out.
+// around them. An If, Loop or Scan whose bodies hold such nodes is a host
+// node itself (onnx/nested_graph.h); its bodies are split when they run.
 [[nodiscard]] absl::StatusOr<GraphSplit> SplitGraph(const LoadedModel& model);
 
 // A model made of one device segment: its nodes and initializers; its inputs
@@ -67,6 +70,9 @@ struct GraphSplit {
 // literal per node output (empty for unnamed outputs).
 [[nodiscard]] absl::StatusOr<std::vector<hlo::Literal>> RunNodeOnHost(
     const LoadedModel& model, int node, const std::map<std::string, hlo::Literal>& inputs);
+
+// Whether an op draws random values (its outputs are runtime values).
+bool IsRandomOp(const std::string& op);
 
 // "Op 'name'" for messages and `xonnx info`.
 std::string NodeLabel(const onnx::NodeProto& node);

@@ -4,6 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "base/monotonic_clock.h"
 #include "base/status.h"
+#include "onnx/nested_graph.h"
 #include "onnx/tensor_proto.h"
 #include "runtime/dtype.h"
 
@@ -41,6 +42,20 @@ absl::StatusOr<std::vector<Tensor>> GraphStages::Run(const ModelRunner& parent, 
   for (size_t k = 0; k < split_.segments.size(); ++k) {
     const onnx_import::Segment& seg = split_.segments[k];
     if (bounds) RETURN_IF_ERROR(bounds->Check(model.path));
+    if (seg.on_host && onnx_import::IsControlFlow(g.node(seg.nodes[0]))) {
+      const onnx::NodeProto& n = g.node(seg.nodes[0]);
+      int64_t host_start = MonotonicNs();
+      ASSIGN_OR_RETURN(std::vector<Tensor> outs, control_flow_.Run(parent, seg.nodes[0], values, bounds));
+      if (TraceRecorder* trace = parent.trace())
+        trace->Slice(absl::StrCat("host ", onnx_import::NodeLabel(n)), "host", host_start, MonotonicNs(),
+                     TraceRecorder::ThreadId(), {{"op_type", n.op_type()}});
+      if (static_cast<int>(outs.size()) != n.output_size())
+        return Internal("%s: node %s gave %d values for %d outputs", model.path, onnx_import::NodeLabel(n), outs.size(),
+                        n.output_size());
+      for (int o = 0; o < n.output_size(); ++o)
+        if (!n.output(o).empty()) values[n.output(o)] = std::move(outs[o]);
+      continue;
+    }
     if (seg.on_host) {
       std::map<std::string, hlo::Literal> args;
       for (const auto& name : seg.inputs) {

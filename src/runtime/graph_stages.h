@@ -14,6 +14,7 @@
 
 #include "onnx/graph_split.h"
 #include "runtime/call_bounds.h"
+#include "runtime/host_control_flow.h"
 #include "runtime/model_runner.h"
 #include "xonnx/session.h"
 
@@ -49,6 +50,7 @@ class GraphStages {
   onnx_import::GraphSplit split_;
   mutable std::mutex mu_;
   std::map<int, std::unique_ptr<ModelRunner>> stages_;  // guarded by mu_
+  HostControlFlow control_flow_;                        // host If, Loop and Scan nodes
 };
 
 }  // namespace xonnx

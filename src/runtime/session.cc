@@ -138,6 +138,9 @@ ModelInfo Session::Info() const {
     info.unsupported.push_back(onnx_import::DescribeUnsupported({u}));
   const onnx_import::GraphSplit& split = impl_->stages.graph_split();
   info.host_nodes = GraphStages::NodeLabels(model, split.host_nodes);
+  for (size_t k = 0; k < split.host_nodes.size(); ++k)
+    if (auto why = split.host_control_flow.find(split.host_nodes[k]); why != split.host_control_flow.end())
+      absl::StrAppend(&info.host_nodes[k], " (for ", why->second, ")");
   info.value_nodes = GraphStages::NodeLabels(model, split.value_nodes);
   if (split.split()) {
     info.device_programs = 0;

@@ -1,0 +1,160 @@
+#include "onnx/nested_graph.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "base/fingerprint.h"
+#include "onnx/context.h"
+#include "onnx/graph_split.h"
+#include "onnx/registry.h"
+#include "onnx/tensor_proto.h"
+
+namespace xonnx::onnx_import {
+
+namespace {
+
+// The names node `n` reads: its inputs and what its bodies capture.
+std::set<std::string> NodeReads(const onnx::NodeProto& n) {
+  std::set<std::string> reads;
+  for (const auto& in : n.input())
+    if (!in.empty()) reads.insert(in);
+  for (const auto& a : n.attribute()) {
+    if (a.has_g()) FreeNames(a.g(), {}, reads);
+    for (const auto& g : a.graphs()) FreeNames(g, {}, reads);
+  }
+  return reads;
+}
+
+// HostNeedInside for one body. In an If branch, a shape-like input computed
+// at run time cannot be compiled either (`value_nodes`); in loop bodies the
+// importer unrolls such bodies when it can, so only host nodes count there.
+std::string NeedInBody(const onnx::GraphProto& g, bool value_nodes, std::map<std::string, bool> runtime,
+                       std::map<std::string, bool> data, const std::map<std::string, int64_t>& opsets) {
+  for (const auto& in : g.input()) runtime[in.name()] = data[in.name()] = true;
+  for (const auto& t : g.initializer()) runtime[t.name()] = data[t.name()] = false;
+  const Registry& registry = Registry::Get();
+  auto is = [](const std::map<std::string, bool>& m, const std::string& name) {
+    auto it = m.find(name);
+    return it != m.end() && it->second;
+  };
+  for (const auto& n : g.node()) {
+    bool any_runtime = IsRandomOp(n.op_type()), any_data = any_runtime;
+    for (const auto& r : NodeReads(n)) {
+      any_runtime |= is(runtime, r);
+      any_data |= is(data, r);
+    }
+    NodeOpset opset = OpsetOf(n, opsets);
+    if (const ConverterEntry* entry = registry.FindEntry(opset.domain, n.op_type(), opset.version)) {
+      for (int k : entry->value_inputs) {
+        if (k >= n.input_size() || n.input(k).empty() || !is(runtime, n.input(k))) continue;
+        if (entry->host_when_runtime) return NodeLabel(n);
+        if (value_nodes) return absl::StrCat(NodeLabel(n), ", whose input '", n.input(k), "' is computed at run time");
+      }
+    }
+    if (IsControlFlow(n)) {
+      std::string inner = HostNeedInside(n, runtime, data, opsets);
+      if (!inner.empty()) return absl::StrCat(inner, " of ", NodeLabel(n));
+    }
+    if (n.op_type() == "Shape" || n.op_type() == "Size") any_runtime = any_data = false;
+    for (const auto& o : n.output()) {
+      runtime[o] = any_runtime;
+      data[o] = any_data;
+    }
+  }
+  return "";
+}
+
+// Whether a Loop's body computes its condition (not `cond_out =
+// Identity(cond_in)` or a constant) while it has scan outputs: their length
+// then depends on data, which one program cannot have.
+bool ScanOutputsOfVaryingLength(const onnx::NodeProto& n, const onnx::GraphProto& body) {
+  int carried = std::max(0, n.input_size() - 2);
+  if (body.output_size() <= 1 + carried || body.input_size() < 2) return false;
+  const std::string& cond_out = body.output(0).name();
+  if (cond_out == body.input(1).name()) return false;
+  for (const auto& nd : body.node())
+    for (const auto& o : nd.output())
+      if (o == cond_out)
+        return !(nd.op_type() == "Constant" ||
+                 (nd.op_type() == "Identity" && nd.input_size() == 1 && nd.input(0) == body.input(1).name()));
+  return false;  // an initializer or an outer value: fixed for the whole loop
+}
+
+}  // namespace
+
+bool IsControlFlow(const onnx::NodeProto& n) {
+  return n.domain().empty() && (n.op_type() == "If" || n.op_type() == "Loop" || n.op_type() == "Scan");
+}
+
+std::string HostNeedInside(const onnx::NodeProto& n, const std::map<std::string, bool>& runtime,
+                           const std::map<std::string, bool>& data, const std::map<std::string, int64_t>& opsets) {
+  if (!IsControlFlow(n)) return "";
+  for (const auto& a : n.attribute()) {
+    if (!a.has_g()) continue;
+    if (n.op_type() == "Loop" && ScanOutputsOfVaryingLength(n, a.g()))
+      return "scan outputs whose length the body's condition decides";
+    std::string inner = NeedInBody(a.g(), n.op_type() == "If", runtime, data, opsets);
+    if (!inner.empty()) return absl::StrCat(inner, " in ", a.name());
+  }
+  return "";
+}
+
+std::vector<std::string> CapturedNames(const onnx::GraphProto& body) {
+  std::set<std::string> free;
+  FreeNames(body, {}, free);
+  return {free.begin(), free.end()};
+}
+
+absl::StatusOr<std::unique_ptr<LoadedModel>> BodyModel(const LoadedModel& model, int node, const std::string& attr,
+                                                       const std::map<std::string, int>& input_types) {
+  const onnx::GraphProto& g = model.proto.graph();
+  const onnx::NodeProto& n = g.node(node);
+  const onnx::GraphProto* body = nullptr;
+  for (const auto& a : n.attribute())
+    if (a.name() == attr && a.has_g()) body = &a.g();
+  if (!body)
+    return absl::InvalidArgumentError(
+        absl::StrCat(model.path, ": node ", NodeLabel(n), " has no graph attribute '", attr, "'"));
+  auto out = std::make_unique<LoadedModel>();
+  out->path = model.path;
+  out->opsets = model.opsets;
+  Fingerprinter f;
+  f.UpdateField(model.content_fingerprint);
+  f.UpdateField(absl::StrCat("node ", node, " ", attr));
+  out->content_fingerprint = f.Finish().Hex();
+  onnx::ModelProto& p = out->proto;
+  p.set_ir_version(model.proto.ir_version());
+  *p.mutable_opset_import() = model.proto.opset_import();
+  onnx::GraphProto& sg = *p.mutable_graph();
+  sg.set_name(
+      absl::StrCat(g.name().empty() ? "model" : g.name(), "_", n.name().empty() ? n.op_type() : n.name(), "_", attr));
+  auto declare = [&](const std::string& name) -> absl::Status {
+    auto t = input_types.find(name);
+    if (t == input_types.end())
+      return absl::InternalError(
+          absl::StrCat(model.path, ": node ", NodeLabel(n), " ", attr, ": no element type for input '", name, "'"));
+    onnx::ValueInfoProto* v = sg.add_input();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(t->second);
+    return absl::OkStatus();
+  };
+  for (const auto& in : body->input()) {
+    absl::Status st = declare(in.name());
+    if (!st.ok()) return st;
+  }
+  for (const std::string& name : CapturedNames(*body)) {
+    if (const onnx::TensorProto* init = FindInitializer(g, name)) {
+      *sg.add_initializer() = *init;
+      continue;
+    }
+    absl::Status st = declare(name);
+    if (!st.ok()) return st;
+  }
+  for (const auto& t : body->initializer()) *sg.add_initializer() = t;
+  for (const auto& nd : body->node()) *sg.add_node() = nd;
+  for (const auto& o : body->output()) sg.add_output()->set_name(o.name());
+  return out;
+}
+
+}  // namespace xonnx::onnx_import
