@@ -142,6 +142,36 @@ onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]),
 PY
 expect_error gru_rank2 3 "GRU.*X, W and R must have rank 3, not 2, 3 and 3" -- \
   "$xonnx" convert "$tmp/gru_rank2.onnx" --hlo-text /dev/null
+# Found by fuzzing: an If or Loop whose condition has two elements (a null
+# instruction was used).
+/usr/bin/python3 - "$tmp/if_cond2.onnx" "$tmp/loop_cond2.onnx" <<'PY'
+import sys
+import onnx
+from onnx import TensorProto, helper
+f = TensorProto.FLOAT
+branch = lambda n: helper.make_graph([helper.make_node("Neg", ["x"], [n])], n, [],
+                                     [helper.make_tensor_value_info(n, f, [2])])
+graph = helper.make_graph(
+    [helper.make_node("If", ["c"], ["y"], then_branch=branch("t"), else_branch=branch("e"))], "if2",
+    [helper.make_tensor_value_info("c", TensorProto.BOOL, [2]), helper.make_tensor_value_info("x", f, [2])],
+    [helper.make_tensor_value_info("y", f, [2])])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+body = helper.make_graph(
+    [helper.make_node("Identity", ["ci"], ["co"]), helper.make_node("Neg", ["v"], ["w"])], "body",
+    [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("ci", TensorProto.BOOL, [2]),
+     helper.make_tensor_value_info("v", f, [2])],
+    [helper.make_tensor_value_info("co", TensorProto.BOOL, [2]), helper.make_tensor_value_info("w", f, [2])])
+graph = helper.make_graph(
+    [helper.make_node("Loop", ["m", "c", "x"], ["y"], body=body)], "loop2",
+    [helper.make_tensor_value_info("m", TensorProto.INT64, []), helper.make_tensor_value_info("c", TensorProto.BOOL, [2]),
+     helper.make_tensor_value_info("x", f, [2])],
+    [helper.make_tensor_value_info("y", f, [2])])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[2])
+PY
+expect_error if_condition_of_two 3 "If.*the condition must have one element, not shape pred\[2\]" -- \
+  "$xonnx" convert "$tmp/if_cond2.onnx" --hlo-text /dev/null
+expect_error loop_condition_of_two 3 "Loop.*the condition must have one element, not shape pred\[2\]" -- \
+  "$xonnx" convert "$tmp/loop_cond2.onnx" --hlo-text /dev/null
 # Found by fuzzing: a Conv with too few strides; a string TensorProto whose
 # dims claim far more values than it holds.
 /usr/bin/python3 - "$model" "$tmp/conv_strides.onnx" "$tmp/strings.pb" <<'PY'

@@ -45,7 +45,16 @@ using hlo::Literal;
 using hlo::Opcode;
 
 // A scalar pred from a bool tensor of one element.
-Instruction* ScalarPred(hlo::Builder& b, Instruction* v) { return b.Convert(b.Reshape(v, {}), hlo::PRED); }
+// A condition as a scalar predicate; `what` names it in the error when it
+// is missing or has more than one element.
+absl::StatusOr<Instruction*> ScalarPred(NodeContext& ctx, hlo::Builder& b, Instruction* v, const char* what) {
+  if (!v) return ctx.Error(absl::StrCat(what, " is missing"));
+  if (v->shape().IsTuple() || v->shape().ElementCount() != 1)
+    return ctx.Error(absl::StrCat(what, " must have one element, not shape ", v->shape().ToString(false)));
+  Instruction* p = b.Convert(b.Reshape(v, {}), hlo::PRED);
+  if (!p) return b.status();
+  return p;
+}
 
 bool IsConst(const Instruction* i, bool value) {
   return i->opcode() == Opcode::kConstant && (i->literal->GetAsDouble(0) != 0) == value;
@@ -143,7 +152,7 @@ absl::Status If(NodeContext& ctx) {
   const onnx::GraphProto* then_g = ctx.attr_g("then_branch");
   const onnx::GraphProto* else_g = ctx.attr_g("else_branch");
   if (!then_g || !else_g) return ctx.Error("needs then_branch and else_branch");
-  Instruction* cond = ScalarPred(b, ctx.input(0));
+  ASSIGN_OR_RETURN(Instruction * cond, ScalarPred(ctx, b, ctx.input(0), "the condition"));
   if (cond->opcode() == Opcode::kConstant) {
     const onnx::GraphProto* g = IsConst(cond, true) ? then_g : else_g;
     GraphValues scope = ctx.values();
@@ -191,7 +200,9 @@ absl::StatusOr<Step> ConvertStep(NodeContext& ctx, const WhileLoop& w, hlo::Buil
   ASSIGN_OR_RETURN(std::vector<Instruction*> outs, Outputs(ctx, body, scope));
   Step step;
   size_t first = 0;
-  if (!w.is_scan) step.cond = ScalarPred(bb, outs[first++]);
+  if (!w.is_scan) {
+    ASSIGN_OR_RETURN(step.cond, ScalarPred(ctx, bb, outs[first++], "the body's condition output"));
+  }
   for (int k = 0; k < n; ++k) {
     Instruction* v = outs[first++];
     if (!v->shape().Compatible(w.carried[k]->shape()))
@@ -328,7 +339,8 @@ absl::Status LoopOverValues(NodeContext& ctx, const onnx::GraphProto& body) {
     trips = m.GetAsInt64(0);
   }
   auto known_pred = [&](Instruction* v, const char* what) -> absl::StatusOr<bool> {
-    ASSIGN_OR_RETURN(Literal l, ctx.RequireConstant(ScalarPred(b, v), what));
+    ASSIGN_OR_RETURN(Instruction * p, ScalarPred(ctx, b, v, what));
+    ASSIGN_OR_RETURN(Literal l, ctx.RequireConstant(p, what));
     return l.GetAsDouble(0) != 0;
   };
   bool go = true;
@@ -371,7 +383,10 @@ absl::Status LoopOverValues(NodeContext& ctx, const onnx::GraphProto& body) {
 // as a mask on the carried state.
 absl::Status LoopUnrolled(NodeContext& ctx, const onnx::GraphProto& body, int64_t trips) {
   hlo::Builder& b = ctx.b();
-  Instruction* active = ctx.has_input(1) ? ScalarPred(b, ctx.input(1)) : b.Constant(Literal::Scalar<bool>(true));
+  Instruction* active = b.Constant(Literal::Scalar<bool>(true));
+  if (ctx.has_input(1)) {
+    ASSIGN_OR_RETURN(active, ScalarPred(ctx, b, ctx.input(1), "the condition"));
+  }
   int n_state = ctx.input_count() - 2;
   std::vector<Instruction*> state;
   for (int k = 0; k < n_state; ++k) state.push_back(ctx.input(2 + k));
@@ -403,7 +418,8 @@ absl::Status LoopUnrolled(NodeContext& ctx, const onnx::GraphProto& body, int64_
       d.insert(d.begin(), 1);
       scans[k].push_back(b.Reshape(outs[1 + n_state + k], d));
     }
-    active = b.Binary(Opcode::kAnd, active, ScalarPred(b, outs[0]));
+    ASSIGN_OR_RETURN(Instruction * go_on, ScalarPred(ctx, b, outs[0], "the body's condition output"));
+    active = b.Binary(Opcode::kAnd, active, go_on);
   }
   for (int k = 0; k < n_state; ++k) ctx.set_output(k, state[k]);
   for (int k = 0; k < n_scan; ++k) {
@@ -423,7 +439,10 @@ absl::Status Loop(NodeContext& ctx) {
   WhileLoop w;
   w.body = body;
   w.trips = ctx.has_input(0) ? ctx.input(0) : nullptr;
-  w.cond = ctx.has_input(1) ? ScalarPred(b, ctx.input(1)) : nullptr;
+  w.cond = nullptr;
+  if (ctx.has_input(1)) {
+    ASSIGN_OR_RETURN(w.cond, ScalarPred(ctx, b, ctx.input(1), "the condition"));
+  }
   for (int k = 0; k < n_state; ++k) w.carried.push_back(ctx.input(2 + k));
   int n_scan = std::max(0, body->output_size() - 1 - n_state);
   w.y_axes.assign(n_scan, 0);
