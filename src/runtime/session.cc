@@ -52,7 +52,8 @@ Session::~Session() {
   // while the session is whole.
   if (impl_) {
     impl_->closing.Cancel();
-    impl_->pool.reset();
+    // The calls still running use the pool until they end.
+    if (impl_->pool) impl_->pool->Shutdown();
     if (impl_->trace)
       if (Status st = WriteProfile(); !st.ok()) LOG(WARNING) << st.message();
   }

@@ -4,12 +4,16 @@
 
 namespace xonnx {
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { Shutdown(); }
+
+void ThreadPool::Shutdown() {
   {
     std::lock_guard<std::mutex> l(mu_);
+    if (stop_) return;
     stop_ = true;
   }
   cv_.notify_all();
+  // threads_ no longer grows (Submit checks stop_).
   for (auto& t : threads_) t.join();
 }
 

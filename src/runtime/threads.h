@@ -26,6 +26,11 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   void Submit(std::function<void()> task);
+  // Runs every task submitted (tasks may still submit and call ParallelFor
+  // meanwhile) and joins the workers. The pool stays usable by the tasks
+  // until this returns, which is why an owner calls it before destroying
+  // the pool: unique_ptr::reset() clears its pointer first.
+  void Shutdown();
 
   // Runs fn(0..n-1), at most `width` at once, on the pool's workers and the
   // calling thread, and returns when they have run; fn returns false to
@@ -52,6 +57,11 @@ class LimitedQueue {
  public:
   LimitedQueue(ThreadPool* pool, size_t limit) : pool_(pool), limit_(limit < 1 ? 1 : limit) {}
   void Submit(std::function<void()> task);
+  // Runs every task submitted (tasks may still submit and call ParallelFor
+  // meanwhile) and joins the workers. The pool stays usable by the tasks
+  // until this returns, which is why an owner calls it before destroying
+  // the pool: unique_ptr::reset() clears its pointer first.
+  void Shutdown();
 
  private:
   void Start(std::function<void()> task);
