@@ -38,7 +38,9 @@ using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
 template <typename T>
 T MulAdd(T a, T b, T c) {
   if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
+    // In unsigned int at least: 16-bit operands would be promoted to
+    // (signed) int, whose product can overflow.
+    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
     return static_cast<T>(static_cast<U>(a) + static_cast<U>(b) * static_cast<U>(c));
   } else {
     return a + b * c;

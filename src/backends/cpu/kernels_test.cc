@@ -426,6 +426,7 @@ TEST_P(KernelTest, EqualsTheEvaluator) {
   ASSERT_EQ(got.size(), wanted.size());
   for (size_t k = 0; k < got.size(); ++k) {
     ASSERT_EQ(got[k].shape().ByteSize(), wanted[k]->shape().ByteSize());
+    if (got[k].shape().ByteSize() == 0) continue;  // memcmp must not see the null data of empty literals
     EXPECT_EQ(0, std::memcmp(got[k].untyped_data(), wanted[k]->untyped_data(), got[k].shape().ByteSize()))
         << c.name << " " << type << (fast ? " (fast)" : "") << " output " << k;
   }
