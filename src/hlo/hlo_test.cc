@@ -259,6 +259,14 @@ TEST(Literal, ConvertsWithHloSemantics) {
   EXPECT_EQ(Literal::Vector<int32_t>({1, 2, 3, 4}).Reshape({2, 2}).ValuesToString(), "{{1, 2}, {3, 4}}");
 }
 
+TEST(Literal, EmptyLiteralsCompareWithoutTouchingTheirData) {
+  // Their data is null, which memcmp must not see (a UBSan finding of the
+  // model fuzz target).
+  Literal a(Shape(F32, {0, 3})), b(Shape(F32, {0, 3}));
+  EXPECT_TRUE(a == b);
+  EXPECT_FALSE(a == Literal(Shape(F32, {1, 3})));
+}
+
 // A borrowed literal reads its owner's bytes in place (copies too) and takes
 // a private copy on its first write, leaving the owner's bytes as they were.
 TEST(Literal, BorrowsUntilWritten) {

@@ -111,7 +111,8 @@ bool Literal::operator==(const Literal& o) const {
       if (!(tuple_[i] == o.tuple_[i])) return false;
     return true;
   }
-  return size_bytes() == o.size_bytes() && std::memcmp(Bytes(), o.Bytes(), size_bytes()) == 0;
+  // Empty literals hold no bytes (their data may be null, which memcmp must not see).
+  return size_bytes() == o.size_bytes() && (size_bytes() == 0 || std::memcmp(Bytes(), o.Bytes(), size_bytes()) == 0);
 }
 
 namespace {
