@@ -22,7 +22,7 @@ namespace xonnx::cpu {
 
 namespace {
 
-constexpr int64_t kLanes = 16;          // columns per panel
+constexpr int64_t kPanelLanes = 16;     // columns per panel
 constexpr int64_t kMaxRows = 4;         // larger products go to oneDNN
 constexpr int64_t kGroup = 4;           // panels computed together (independent sums)
 constexpr int64_t kParallel = 1 << 18;  // multiply-adds from which both threads share a call
@@ -39,12 +39,12 @@ std::shared_ptr<Packed> PackNew(const hlo::Literal& c, int64_t k, int64_t n, boo
   auto p = std::make_shared<Packed>();
   p->k = k;
   p->n = n;
-  p->panels = (n + kLanes - 1) / kLanes;
-  p->w.assign(p->panels * k * kLanes, 0.0f);
+  p->panels = (n + kPanelLanes - 1) / kPanelLanes;
+  p->w.assign(p->panels * k * kPanelLanes, 0.0f);
   const float* src = c.data<float>();
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i < k; ++i)
-      p->w[(j / kLanes * k + i) * kLanes + j % kLanes] = k_major ? src[i * n + j] : src[j * k + i];
+      p->w[(j / kPanelLanes * k + i) * kPanelLanes + j % kPanelLanes] = k_major ? src[i * n + j] : src[j * k + i];
   return p;
 }
 
@@ -77,12 +77,12 @@ std::shared_ptr<Packed> Pack(const hlo::Literal& c, int64_t k, int64_t n, bool k
 // y[panels p0..p1) = x . w for one row x of length K.
 void RowPortable(const Packed& p, const float* x, float* y, int64_t p0, int64_t p1) {
   for (int64_t q = p0; q < p1; ++q) {
-    float acc[kLanes] = {};
-    const float* w = p.w.data() + q * p.k * kLanes;
+    float acc[kPanelLanes] = {};
+    const float* w = p.w.data() + q * p.k * kPanelLanes;
     for (int64_t i = 0; i < p.k; ++i)
-      for (int64_t l = 0; l < kLanes; ++l) acc[l] += x[i] * w[i * kLanes + l];
-    int64_t cols = std::min(kLanes, p.n - q * kLanes);
-    std::memcpy(y + q * kLanes, acc, cols * sizeof(float));
+      for (int64_t l = 0; l < kPanelLanes; ++l) acc[l] += x[i] * w[i * kPanelLanes + l];
+    int64_t cols = std::min(kPanelLanes, p.n - q * kPanelLanes);
+    std::memcpy(y + q * kPanelLanes, acc, cols * sizeof(float));
   }
 }
 
@@ -92,10 +92,10 @@ using RowKernel = void (*)(const Packed& p, const float* x, float* y, int64_t p0
 // Four panels at a time: four independent chains of FMAs hide their
 // latency, and x[k] is broadcast once for the four.
 __attribute__((target("avx512f"))) void RowAvx512(const Packed& p, const float* x, float* y, int64_t p0, int64_t p1) {
-  const int64_t k = p.k, stride = k * kLanes;
+  const int64_t k = p.k, stride = k * kPanelLanes;
   auto store = [&](int64_t q, __m512 v) __attribute__((target("avx512f"))) {
-    int64_t cols = std::min(kLanes, p.n - q * kLanes);
-    _mm512_mask_storeu_ps(y + q * kLanes, static_cast<__mmask16>((1u << cols) - 1), v);
+    int64_t cols = std::min(kPanelLanes, p.n - q * kPanelLanes);
+    _mm512_mask_storeu_ps(y + q * kPanelLanes, static_cast<__mmask16>((1u << cols) - 1), v);
   };
   int64_t q = p0;
   for (; q + kGroup <= p1; q += kGroup) {
@@ -103,10 +103,10 @@ __attribute__((target("avx512f"))) void RowAvx512(const Packed& p, const float* 
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (int64_t i = 0; i < k; ++i) {
       __m512 xi = _mm512_set1_ps(x[i]);
-      a0 = _mm512_fmadd_ps(xi, _mm512_loadu_ps(w + i * kLanes), a0);
-      a1 = _mm512_fmadd_ps(xi, _mm512_loadu_ps(w + stride + i * kLanes), a1);
-      a2 = _mm512_fmadd_ps(xi, _mm512_loadu_ps(w + 2 * stride + i * kLanes), a2);
-      a3 = _mm512_fmadd_ps(xi, _mm512_loadu_ps(w + 3 * stride + i * kLanes), a3);
+      a0 = _mm512_fmadd_ps(xi, _mm512_loadu_ps(w + i * kPanelLanes), a0);
+      a1 = _mm512_fmadd_ps(xi, _mm512_loadu_ps(w + stride + i * kPanelLanes), a1);
+      a2 = _mm512_fmadd_ps(xi, _mm512_loadu_ps(w + 2 * stride + i * kPanelLanes), a2);
+      a3 = _mm512_fmadd_ps(xi, _mm512_loadu_ps(w + 3 * stride + i * kPanelLanes), a3);
     }
     store(q, a0);
     store(q + 1, a1);
@@ -116,7 +116,7 @@ __attribute__((target("avx512f"))) void RowAvx512(const Packed& p, const float* 
   for (; q < p1; ++q) {
     const float* w = p.w.data() + q * stride;
     __m512 a = _mm512_setzero_ps();
-    for (int64_t i = 0; i < k; ++i) a = _mm512_fmadd_ps(_mm512_set1_ps(x[i]), _mm512_loadu_ps(w + i * kLanes), a);
+    for (int64_t i = 0; i < k; ++i) a = _mm512_fmadd_ps(_mm512_set1_ps(x[i]), _mm512_loadu_ps(w + i * kPanelLanes), a);
     store(q, a);
   }
 }

@@ -18,8 +18,8 @@ using hlo::Opcode;
 
 // The activation a fused node names, with its parameters (LeakyRelu: alpha;
 // Clip: min, max; HardSigmoid: alpha, beta; Elu: alpha).
-absl::StatusOr<Instruction*> Activation(NodeContext& ctx, Instruction* x, const std::string& name,
-                                        const std::vector<float>& params) {
+absl::StatusOr<Instruction*> FusedActivation(NodeContext& ctx, Instruction* x, const std::string& name,
+                                             const std::vector<float>& params) {
   hlo::Builder& b = ctx.b();
   auto param = [&](size_t i, float def) { return i < params.size() ? params[i] : def; };
   if (name.empty()) return x;
@@ -39,7 +39,7 @@ absl::Status FusedConv(NodeContext& ctx) {
   if (!y) return absl::OkStatus();  // the builder holds the error
   y = AddChannelBias(b, y, ctx.has_input(2) ? ctx.input(2) : nullptr);
   if (ctx.has_input(3)) y = b.Binary(Opcode::kAdd, y, BroadcastTo(b, ctx.input(3), y->shape().dims));
-  ASSIGN_OR_RETURN(y, Activation(ctx, y, ctx.attr_s("activation", ""), ctx.attr_floats("activation_params")));
+  ASSIGN_OR_RETURN(y, FusedActivation(ctx, y, ctx.attr_s("activation", ""), ctx.attr_floats("activation_params")));
   ctx.set_output(0, y);
   return absl::OkStatus();
 }
@@ -49,7 +49,7 @@ absl::Status FusedGemm(NodeContext& ctx) {
   ASSIGN_OR_RETURN(Instruction * y, GemmWithAttributes(ctx));
   if (!y) return absl::OkStatus();
   std::vector<float> params = {ctx.attr_f("activation_alpha", 0.01f), ctx.attr_f("activation_beta", 0.5f)};
-  ASSIGN_OR_RETURN(y, Activation(ctx, y, ctx.attr_s("activation", ""), params));
+  ASSIGN_OR_RETURN(y, FusedActivation(ctx, y, ctx.attr_s("activation", ""), params));
   ctx.set_output(0, y);
   return absl::OkStatus();
 }
