@@ -14,11 +14,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "test_data.h"
 
 namespace fs = std::filesystem;
@@ -55,6 +57,7 @@ std::vector<std::string> ReferenceKernels(const fs::path& dir) {
 
 int main(int argc, char** argv) {
   std::string dir;
+  std::set<std::string> only;  // model folder names; empty: all
   double tolerance = 1e-4;
   bool native_only = false;
   xonnx::SessionOptions base;
@@ -73,8 +76,10 @@ int main(int argc, char** argv) {
       tolerance = std::atof(argv[++i]);
     else if (a == "--native-only")
       native_only = true;
+    else if (a == "--only" && i + 1 < argc)
+      for (absl::string_view name : absl::StrSplit(argv[++i], ',', absl::SkipEmpty())) only.insert(std::string(name));
     else {
-      std::cerr << "usage: model_runner --models DIR [--tolerance 1e-4] [--native-only] "
+      std::cerr << "usage: model_runner --models DIR [--only NAME,...] [--tolerance 1e-4] [--native-only] "
                 << xonnx::testing::kDeviceFlagsUsage << "\n";
       return 2;
     }
@@ -85,7 +90,8 @@ int main(int argc, char** argv) {
   }
   std::vector<fs::path> models;
   for (const auto& e : fs::directory_iterator(dir))
-    if (fs::exists(e.path() / "model.onnx")) models.push_back(e.path());
+    if (fs::exists(e.path() / "model.onnx") && (only.empty() || only.count(e.path().filename().string())))
+      models.push_back(e.path());
   std::sort(models.begin(), models.end());
   fs::path dumps = fs::temp_directory_path() / ("xonnx_model_runner_" + std::to_string(::getpid()));
   if (native_only) {
