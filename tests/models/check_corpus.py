@@ -28,8 +28,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def corpus_models():
     sys.path.insert(0, HERE)
-    from export_corpus import corpus
-    return corpus().MODELS
+    from export_corpus import MIN_OPSET, corpus
+    return corpus().MODELS, MIN_OPSET
+
+
+def source(make):
+    """Where an architecture comes from: torchvision's constructors (through
+    bench/corpus.py's tv helpers) or a module written in bench/corpus.py."""
+    kind = make.__qualname__.split(".")[0]
+    if kind in ("tv", "tv_seg", "tv_video"):
+        return {"tv": "torchvision", "tv_seg": "torchvision segmentation", "tv_video": "torchvision video"}[kind]
+    return f"bench/corpus.py `{kind}`"
 
 
 def check(name, opset, out_dir, runner):
@@ -60,9 +69,14 @@ def main():
     p.add_argument("--markdown")
     p.add_argument("--jobs", type=int, default=2)
     a = p.parse_args()
-    models = corpus_models()
+    models, min_opset = corpus_models()
     names = a.models.split(",") if a.models else list(models)
-    work = [(n, int(o)) for o in a.opsets.split(",") for n in names]
+    work = []
+    for o in a.opsets.split(","):
+        for n in names:
+            w = (n, max(int(o), min_opset.get(n, 0)))
+            if w not in work:
+                work.append(w)
     start = time.monotonic()
     results, not_started = [], []
     with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
@@ -95,10 +109,12 @@ def main():
     failed = len(results) - passed
     if a.markdown:
         with open(a.markdown, "w") as f:
-            f.write("| model | family | opset | rel. L2 error, batch 1 | batch 2 |\n|---|---|---|---|---|\n")
+            f.write("| model | family | source | opset | rel. L2 error, batch 1 | batch 2 |\n"
+                    "|---|---|---|---|---|---|\n")
             for name, opset, ok, errors, _, _ in results:
                 cells = [f"{errors[b]:.2g}" if b in errors else "fail" for b in (1, 2)]
-                f.write(f"| {name} | {models[name][0]} | {opset} | {cells[0]} | {cells[1]} |\n")
+                f.write(f"| {name} | {models[name][0]} | {source(models[name][1])} | {opset} | {cells[0]} | "
+                        f"{cells[1]} |\n")
     print(f"corpus: {passed} passed, {failed} failed, {len(not_started)} not checked, "
           f"{time.monotonic() - start:.0f} s")
     sys.exit(1 if failed or not results else 0)
