@@ -172,6 +172,24 @@ expect_error if_condition_of_two 3 "If.*the condition must have one element, not
   "$xonnx" convert "$tmp/if_cond2.onnx" --hlo-text /dev/null
 expect_error loop_condition_of_two 3 "Loop.*the condition must have one element, not shape pred\[2\]" -- \
   "$xonnx" convert "$tmp/loop_cond2.onnx" --hlo-text /dev/null
+# Found by fuzzing: a MaxPool with fewer strides than spatial dims (read
+# past them), and one with a stride of 0 (a division by zero).
+/usr/bin/python3 - "$tmp/pool_strides.onnx" "$tmp/pool_stride0.onnx" <<'PY'
+import sys
+import onnx
+from onnx import TensorProto, helper
+for path, strides in ((sys.argv[1], [1]), (sys.argv[2], [0, 1])):
+    graph = helper.make_graph(
+        [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=strides)], "pool",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, None, None])])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+    open(path, "wb").write(m.SerializeToString())  # not onnx.save: the checker is what is under test
+PY
+expect_error pool_short_strides 3 "MaxPool.*kernel_shape, strides and dilations need 2 values each, not 2, 1 and 2" -- \
+  "$xonnx" convert "$tmp/pool_strides.onnx" --hlo-text /dev/null
+expect_error pool_zero_stride 3 "MaxPool.*must be at least 1, not 2, 0 and 1 for spatial dim 0" -- \
+  "$xonnx" convert "$tmp/pool_stride0.onnx" --hlo-text /dev/null
 # Found by fuzzing: a Conv with too few strides; a string TensorProto whose
 # dims claim far more values than it holds.
 /usr/bin/python3 - "$model" "$tmp/conv_strides.onnx" "$tmp/strings.pb" <<'PY'

@@ -117,6 +117,15 @@ struct SpatialPads {
 absl::StatusOr<SpatialPads> ComputePads(NodeContext& ctx, const std::vector<int64_t>& in, const std::vector<int64_t>& k,
                                         const std::vector<int64_t>& strides, const std::vector<int64_t>& dil) {
   size_t n = in.size();
+  // Every window attribute has one value per spatial dim, each at least 1
+  // (models may say otherwise; they are read per dim and divided by below).
+  if (k.size() != n || strides.size() != n || dil.size() != n)
+    return ctx.Error(absl::StrCat("kernel_shape, strides and dilations need ", n, " values each, not ", k.size(), ", ",
+                                  strides.size(), " and ", dil.size()));
+  for (size_t i = 0; i < n; ++i)
+    if (k[i] < 1 || strides[i] < 1 || dil[i] < 1)
+      return ctx.Error(absl::StrCat("kernel_shape, strides and dilations must be at least 1, not ", k[i], ", ",
+                                    strides[i], " and ", dil[i], " for spatial dim ", i));
   SpatialPads p{std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0)};
   std::string auto_pad = ctx.attr_s("auto_pad", "NOTSET");
   if (auto_pad == "NOTSET") {
