@@ -214,6 +214,34 @@ class GptLike(nn.Module):
         return self.ln(self.blocks(x))
 
 
+class GptKvStep(nn.Module):
+    """One generation step of a GPT-2-style decoder with a key/value cache:
+    the new token's embedding attends to the cached keys and values of the
+    64 tokens before it and its own; returns the hidden state and the cache
+    grown by one token (past: [batch, layers * 2, heads, tokens, head dim])."""
+
+    def __init__(self, d=384, heads=6, layers=4):
+        super().__init__()
+        self.heads = heads
+        self.blocks = nn.ModuleList([CausalBlock(d, heads) for _ in range(layers)])
+        self.ln = nn.LayerNorm(d)
+
+    def forward(self, x, past):
+        b, t, d = x.shape
+        h, dh = self.heads, d // self.heads
+        present = []
+        for i, blk in enumerate(self.blocks):
+            q, k, v = blk.qkv(blk.ln1(x)).split(d, dim=2)
+            q, k, v = (z.reshape(b, t, h, dh).transpose(1, 2) for z in (q, k, v))
+            k = torch.cat([past[:, 2 * i], k], dim=2)
+            v = torch.cat([past[:, 2 * i + 1], v], dim=2)
+            present += [k, v]
+            y = ((q @ k.transpose(-1, -2)) / dh ** 0.5).softmax(-1) @ v
+            x = x + blk.proj(y.transpose(1, 2).reshape(b, t, d))
+            x = x + blk.mlp(blk.ln2(x))
+        return self.ln(x), torch.stack(present, dim=1)
+
+
 def tv(name, **kw):
     def make():
         import torchvision
@@ -275,6 +303,7 @@ MODELS = {
     "tcn": ("speech (convolutional)", Tcn, {"input": (40, 400)}),
     "masked_encoder": ("text encoder", MaskedEncoder, {"input": (64, 256), "mask": (64,)}),
     "gpt_like": ("text decoder", GptLike, {"input": (64, 384)}),
+    "gpt_kv_step": ("text decoder (KV cache)", GptKvStep, {"input": (1, 384), "past": (8, 6, 64, 64)}),
 }
 
 
