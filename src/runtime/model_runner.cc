@@ -215,6 +215,7 @@ absl::StatusOr<ModelRunner::Prepared> ModelRunner::Prepare(const ShapeMap& shape
   static const std::map<std::string, Tensor> kNoValues;
   if (!values) values = &kNoValues;
   const int max_rounds = model_->proto.graph().input_size() + model_->proto.graph().initializer_size() + 1;
+  absl::Status last;  // the conversion error that asked for the last binding
   for (int round = 0; round < max_rounds; ++round) {
     Bindings bindings = CurrentBindings();
     std::string key = absl::StrCat(dev, "@", ShapeKey(shapes), structure ? structure->Key() : "");
@@ -256,9 +257,13 @@ absl::StatusOr<ModelRunner::Prepared> ModelRunner::Prepare(const ShapeMap& shape
     }
     auto prepared = Convert(key, shapes, bound, strings, bindings, description_key, dev, structure, start);
     if (prepared.ok() || !BindValuesFor(prepared.status(), *values)) return prepared;
+    last = prepared.status();
   }
-  return Internal("%s: binding the input values that decide shapes did not end after %d rounds (bound: %s)", path(),
-                  max_rounds, absl::StrJoin(CurrentBindings().inputs, ", "));
+  // The last conversion error names the node that still wanted a value.
+  return Internal(
+      "%s: binding the input values that decide shapes did not end after %d rounds (bound: %s); the "
+      "last conversion said: %s",
+      path(), max_rounds, absl::StrJoin(CurrentBindings().inputs, ", "), last.message());
 }
 
 absl::StatusOr<ModelRunner::Prepared> ModelRunner::Convert(
