@@ -75,6 +75,23 @@ std::pair<DataType, std::vector<int64_t>> EmptyStack(const onnx::ValueInfoProto&
   return {type, dims};
 }
 
+// Appends each scan output's per-step values stacked along its axis
+// (`axes[k]`; negative counts from the end of the stacked rank), last step
+// first where `reverse[k]`; `first` is the body output of scan output 0.
+absl::Status AppendStacked(const std::vector<std::vector<Tensor>>& scans, const onnx::GraphProto& body, int first,
+                           const std::vector<int64_t>& axes, const std::vector<int64_t>& reverse,
+                           const std::string& where, std::vector<Tensor>* result) {
+  for (size_t k = 0; k < scans.size(); ++k) {
+    int64_t rank = scans[k].empty() ? 0 : scans[k][0].dims().size();
+    int64_t axis = axes[k] < 0 ? axes[k] + rank + 1 : axes[k];
+    auto [type, dims] = EmptyStack(body.output(first + k));
+    auto stacked = StackTensors(scans[k], scans[k].empty() ? 0 : axis, reverse[k] != 0, type, dims);
+    if (!stacked.ok()) return Annotate(stacked.status(), absl::StrCat(where, ": scan output ", k));
+    result->push_back(*std::move(stacked));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Tensor> StackTensors(const std::vector<Tensor>& parts, int64_t axis, bool reverse, DataType empty_type,
@@ -227,12 +244,8 @@ absl::StatusOr<std::vector<Tensor>> HostControlFlow::RunLoop(const ModelRunner& 
     for (size_t k = 0; k < scans.size(); ++k) scans[k].push_back(std::move(outs[1 + n_carried + k]));
   }
   std::vector<Tensor> result = std::move(carried);
-  for (size_t k = 0; k < scans.size(); ++k) {
-    auto [type, dims] = EmptyStack(body.output(1 + n_carried + k));
-    auto stacked = StackTensors(scans[k], 0, false, type, dims);
-    if (!stacked.ok()) return Annotate(stacked.status(), absl::StrCat(where, ": scan output ", k));
-    result.push_back(*std::move(stacked));
-  }
+  std::vector<int64_t> zeros(scans.size(), 0);
+  RETURN_IF_ERROR(AppendStacked(scans, body, 1 + n_carried, zeros, zeros, where, &result));
   return result;
 }
 
@@ -287,14 +300,7 @@ absl::StatusOr<std::vector<Tensor>> HostControlFlow::RunScan(const ModelRunner& 
     for (int k = 0; k < outs_scan; ++k) scans[k].push_back(std::move(outs[states + k]));
   }
   std::vector<Tensor> result = std::move(state);
-  for (int k = 0; k < outs_scan; ++k) {
-    int64_t rank = scans[k].empty() ? 0 : scans[k][0].dims().size();
-    int64_t axis = out_axes[k] < 0 ? out_axes[k] + rank + 1 : out_axes[k];
-    auto [type, dims] = EmptyStack(body.output(states + k));
-    auto stacked = StackTensors(scans[k], scans[k].empty() ? 0 : axis, out_rev[k] != 0, type, dims);
-    if (!stacked.ok()) return Annotate(stacked.status(), absl::StrCat(where, ": scan output ", k));
-    result.push_back(*std::move(stacked));
-  }
+  RETURN_IF_ERROR(AppendStacked(scans, body, states, out_axes, out_rev, where, &result));
   return result;
 }
 
