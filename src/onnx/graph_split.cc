@@ -158,7 +158,7 @@ absl::StatusOr<GraphSplit> SplitGraph(const LoadedModel& model) {
         }
       }
     }
-    std::string inside = HostNeedInside(n, runtime, data, model.opsets);
+    std::string inside = HostNeedInside(n, runtime, model.opsets);
     if (!inside.empty()) {
       on_host[i] = true;
       split.host_control_flow[i] = std::move(inside);

@@ -26,12 +26,18 @@ std::set<std::string> NodeReads(const onnx::NodeProto& n) {
   return reads;
 }
 
-// HostNeedInside for one body. In an If branch, a shape-like input computed
-// at run time cannot be compiled either (`value_nodes`); in loop bodies the
-// importer unrolls such bodies when it can, so only host nodes count there.
-std::string NeedInBody(const onnx::GraphProto& g, bool value_nodes, std::map<std::string, bool> runtime,
-                       std::map<std::string, bool> data, const std::map<std::string, int64_t>& opsets) {
-  for (const auto& in : g.input()) runtime[in.name()] = data[in.name()] = true;
+// HostNeedInside for one body, whose formal inputs are runtime values and,
+// where `formal_data` says so, data. In an If branch a shape-like input
+// computed at run time cannot be compiled (`branch`); in a loop body one
+// that follows only the iteration number is fine (the importer unrolls such
+// loops), one computed from data is not.
+std::string NeedInBody(const onnx::GraphProto& g, bool branch, const std::vector<bool>& formal_data,
+                       std::map<std::string, bool> runtime, std::map<std::string, bool> data,
+                       const std::map<std::string, int64_t>& opsets) {
+  for (int k = 0; k < g.input_size(); ++k) {
+    runtime[g.input(k).name()] = true;
+    data[g.input(k).name()] = k < static_cast<int>(formal_data.size()) ? formal_data[k] : true;
+  }
   for (const auto& t : g.initializer()) runtime[t.name()] = data[t.name()] = false;
   const Registry& registry = Registry::Get();
   auto is = [](const std::map<std::string, bool>& m, const std::string& name) {
@@ -49,11 +55,12 @@ std::string NeedInBody(const onnx::GraphProto& g, bool value_nodes, std::map<std
       for (int k : entry->value_inputs) {
         if (k >= n.input_size() || n.input(k).empty() || !is(runtime, n.input(k))) continue;
         if (entry->host_when_runtime) return NodeLabel(n);
-        if (value_nodes) return absl::StrCat(NodeLabel(n), ", whose input '", n.input(k), "' is computed at run time");
+        if (branch || is(data, n.input(k)))
+          return absl::StrCat(NodeLabel(n), ", whose input '", n.input(k), "' is computed at run time");
       }
     }
     if (IsControlFlow(n)) {
-      std::string inner = HostNeedInside(n, runtime, data, opsets);
+      std::string inner = HostNeedInside(n, runtime, opsets);
       if (!inner.empty()) return absl::StrCat(inner, " of ", NodeLabel(n));
     }
     if (n.op_type() == "Shape" || n.op_type() == "Size") any_runtime = any_data = false;
@@ -88,13 +95,31 @@ bool IsControlFlow(const onnx::NodeProto& n) {
 }
 
 std::string HostNeedInside(const onnx::NodeProto& n, const std::map<std::string, bool>& runtime,
-                           const std::map<std::string, bool>& data, const std::map<std::string, int64_t>& opsets) {
+                           const std::map<std::string, int64_t>& opsets) {
   if (!IsControlFlow(n)) return "";
   for (const auto& a : n.attribute()) {
     if (!a.has_g()) continue;
     if (n.op_type() == "Loop" && ScanOutputsOfVaryingLength(n, a.g()))
       return "scan outputs whose length the body's condition decides";
-    std::string inner = NeedInBody(a.g(), n.op_type() == "If", runtime, data, opsets);
+    // Which formal inputs hold data: a Loop's iteration number and
+    // condition do not; carried values and scan slices do when the values
+    // they start from do.
+    // Inside a body every runtime value of the enclosing scope counts as
+    // data: the importer binds small graph inputs by value only where they
+    // are read directly, not through a body's parameters.
+    auto data_of = [&](int input) {
+      if (input >= n.input_size() || n.input(input).empty()) return false;
+      auto it = runtime.find(n.input(input));
+      return it != runtime.end() && it->second;
+    };
+    std::vector<bool> formal;
+    if (n.op_type() == "Loop") {
+      formal = {false, false};
+      for (int k = 2; k < n.input_size(); ++k) formal.push_back(data_of(k));
+    } else if (n.op_type() == "Scan") {
+      for (int k = 0; k < n.input_size(); ++k) formal.push_back(data_of(k));
+    }
+    std::string inner = NeedInBody(a.g(), n.op_type() == "If", formal, runtime, runtime, opsets);
     if (!inner.empty()) return absl::StrCat(inner, " in ", a.name());
   }
   return "";

@@ -27,12 +27,10 @@ bool IsControlFlow(const onnx::NodeProto& n);
 // Why control-flow node `n` must run on the host: the label of the first
 // node in its bodies, at any depth, that cannot be compiled inside them
 // ("NonZero 'nz' in then_branch of If 'inner' in else_branch"), or "" when
-// none. `runtime`
-// and `data` say which values of the enclosing scope are known only at run
-// time, and which of those depend on more than small graph inputs (as
-// SplitGraph computes them); names absent from them are known.
+// none. `runtime` says which values of the enclosing scope are known only
+// at run time (as SplitGraph computes them; absent names are known).
 std::string HostNeedInside(const onnx::NodeProto& n, const std::map<std::string, bool>& runtime,
-                           const std::map<std::string, bool>& data, const std::map<std::string, int64_t>& opsets);
+                           const std::map<std::string, int64_t>& opsets);
 
 // The values a body reads from the enclosing scopes (at any depth), in name
 // order.

@@ -2,8 +2,8 @@
 """Builds models whose control flow holds data-dependent ops or reads outer
 scopes at depth, with references computed in numpy (same layout as
 make_graph_models.py): a detector's NonMaxSuppression inside an If whose
-branches differ in shape, NonZero and Compress inside a Loop, Unique inside a
-Scan, NonZero two Ifs deep, and an LSTM two Ifs deep whose weights come from
+branches differ in shape, NonZero and Compress inside a Loop, TopK with a k
+computed from data inside a Loop, Unique inside a Scan, NonZero two Ifs deep, and an LSTM two Ifs deep whose weights come from
 the outer graph (as voice-activity models are exported).
 
 usage: make_nested_models.py OUT_DIR
@@ -103,6 +103,39 @@ def loop_nonzero(out_dir):
                       [("acc", np.array(sum(counts), np.int64)), ("counts", np.array(counts, np.int64)),
                        ("totals", np.array(totals, np.float32))]))
     save_case(out_dir, "loop_nonzero", m, cases)
+
+
+def loop_topk(out_dir):
+    """A Loop on a runtime trip count whose body keeps the k largest values
+    of a captured input, k being the count of values above a threshold that
+    rises each step: TopK's k is computed from data inside the body."""
+    body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=F),
+         helper.make_node("Mul", ["fi", "step"], ["thr"]),
+         helper.make_node("Greater", ["x", "thr"], ["m"]),
+         helper.make_node("Cast", ["m"], ["mf"], to=F),
+         helper.make_node("ReduceSum", ["mf"], ["cnt"], keepdims=1),
+         helper.make_node("Cast", ["cnt"], ["k"], to=I64),
+         helper.make_node("TopK", ["x", "k"], ["top", "idx"]),
+         helper.make_node("ReduceSum", ["top"], ["s"], keepdims=0),
+         helper.make_node("Add", ["acc", "s"], ["acc2"]),
+         helper.make_node("Identity", ["ci"], ["co"])], "body",
+        [helper.make_tensor_value_info("i", I64, []), helper.make_tensor_value_info("ci", B, []),
+         helper.make_tensor_value_info("acc", F, [])],
+        [helper.make_tensor_value_info("co", B, []), helper.make_tensor_value_info("acc2", F, [])])
+    m = model([helper.make_node("Loop", ["n", "true", "a0"], ["y"], body=body)], "loop_topk",
+              [helper.make_tensor_value_info("x", F, [40]), helper.make_tensor_value_info("n", I64, [])],
+              [helper.make_tensor_value_info("y", F, [])],
+              [init("step", 0.25, np.float32), init("true", True, np.bool_), init("a0", 0.0, np.float32)])
+    cases = []
+    for n in (3, 6):
+        x = rng.standard_normal(40).astype(np.float32)
+        acc = np.float32(0)
+        for i in range(n):
+            k = int((x > np.float32(i) * np.float32(0.25)).sum())
+            acc = np.float32(acc + np.sort(x)[::-1][:k].sum(dtype=np.float32))
+        cases.append(([("x", x), ("n", np.array(n, np.int64))], [("y", np.array(acc, np.float32))]))
+    save_case(out_dir, "loop_topk", m, cases)
 
 
 def loop_until(out_dir):
@@ -266,6 +299,7 @@ if __name__ == "__main__":
     if_nms(out)
     loop_nonzero(out)
     loop_until(out)
+    loop_topk(out)
     scan_unique(out)
     nested_if_nonzero(out)
     nested_if_lstm(out)
