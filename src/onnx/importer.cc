@@ -1,6 +1,8 @@
 #include "onnx/importer.h"
 
+#include <algorithm>
 #include <iostream>
+#include <limits>
 #include <set>
 
 #include "absl/strings/str_join.h"
@@ -8,6 +10,7 @@
 #include "base/status.h"
 #include "hlo/builder.h"
 #include "hlo/verifier.h"
+#include "onnx/defs/schema.h"
 #include "onnx/registry.h"
 #include "onnx/tensor_proto.h"
 #include "passes/constant_folding.h"
@@ -127,6 +130,33 @@ std::string DescribeUnsupported(const std::vector<UnsupportedOp>& ops) {
   return absl::StrJoin(parts, "; ");
 }
 
+namespace {
+
+// The inputs ONNX's schema of the op requires (the leading single, not
+// optional, ones; at least the minimum count) must be there and named:
+// converters read them without asking. The checker says so for checked
+// models; unchecked ones (newer opsets, ONNX Runtime's ops, unsupported ops
+// allowed) come here as they are. Ops libonnx has no schema for are left
+// to their converters.
+absl::Status CheckRequiredInputs(const onnx::NodeProto& n, const std::string& domain, int64_t opset,
+                                 const NodeContext& ctx) {
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(
+      n.op_type(), static_cast<int>(std::min<int64_t>(opset, std::numeric_limits<int>::max())),
+      domain == "ai.onnx" ? "" : domain);
+  if (!schema) return absl::OkStatus();
+  if (n.input_size() < schema->min_input())
+    return ctx.Error(absl::StrCat("needs at least ", schema->min_input(), " inputs, not ", n.input_size()));
+  const auto& formal = schema->inputs();
+  for (size_t i = 0; i < formal.size(); ++i) {
+    if (formal[i].GetOption() != onnx::OpSchema::Single) break;  // optional or variadic from here on
+    if (static_cast<int>(i) >= n.input_size() || n.input(i).empty())
+      return ctx.Error(absl::StrCat("input ", i, " ('", formal[i].GetName(), "') is required"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ConvertNodes(const onnx::GraphProto& g, const std::map<std::string, int64_t>& opsets, hlo::Builder& b,
                           GraphValues& values, std::set<std::string>* consumed, std::vector<std::string>* produced) {
   // Initializers are constants (an input of the same name overrides them).
@@ -151,7 +181,7 @@ absl::Status ConvertNodes(const onnx::GraphProto& g, const std::map<std::string,
     // Every input is defined before a converter looks at it (the checker
     // says so for checked models; unchecked ones, with unsupported ops
     // allowed, come here as they are).
-    absl::Status st;
+    absl::Status st = CheckRequiredInputs(n, domain, opset, ctx);
     for (const std::string& in : n.input())
       if (!in.empty() && !values.Defines(in) && st.ok())
         st = ctx.Error(absl::StrCat("input '", in,

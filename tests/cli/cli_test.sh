@@ -172,6 +172,21 @@ expect_error if_condition_of_two 3 "If.*the condition must have one element, not
   "$xonnx" convert "$tmp/if_cond2.onnx" --hlo-text /dev/null
 expect_error loop_condition_of_two 3 "Loop.*the condition must have one element, not shape pred\[2\]" -- \
   "$xonnx" convert "$tmp/loop_cond2.onnx" --hlo-text /dev/null
+# Found by fuzzing: a node without a required input, in a model the ONNX
+# checker cannot check (opset 18): every op's required inputs are checked
+# against its schema before its converter runs.
+/usr/bin/python3 - "$tmp/pool_no_input.onnx" <<'PY'
+import sys
+from onnx import TensorProto, helper
+graph = helper.make_graph(
+    [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("MaxPool", [""], ["y"], kernel_shape=[2, 2])], "pool",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 3, 3])])
+m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+open(sys.argv[1], "wb").write(m.SerializeToString())
+PY
+expect_error required_input_missing 3 "MaxPool.*input 0 \('X'\) is required" -- \
+  "$xonnx" convert "$tmp/pool_no_input.onnx" --hlo-text /dev/null
 # Found by fuzzing: a MaxPool with fewer strides than spatial dims (read
 # past them), and one with a stride of 0 (a division by zero).
 /usr/bin/python3 - "$tmp/pool_strides.onnx" "$tmp/pool_stride0.onnx" <<'PY'
