@@ -1,6 +1,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <set>
 #include <utility>
@@ -257,6 +259,15 @@ TEST(Literal, ConvertsWithHloSemantics) {
   Literal i = f.Convert(S32);
   EXPECT_EQ(i.ToInt64Vector(), (std::vector<int64_t>{-1, 2, 2147483647, 0}));
   EXPECT_EQ(Literal::Vector<int32_t>({1, 2, 3, 4}).Reshape({2, 2}).ValuesToString(), "{{1, 2}, {3, 4}}");
+}
+
+TEST(Literal, FloatsReadAsIntegersSaturate) {
+  // Out-of-range floats read where an integer is wanted (TopK's k, say)
+  // clamp, and NaN is 0, as XLA converts (a UBSan finding of the model fuzz
+  // target: the plain cast is undefined).
+  Literal f = Literal::Vector<float>({3.1e34f, -3.1e34f, std::nanf(""), 7.9f, -2.5f});
+  EXPECT_EQ(f.ToInt64Vector(),
+            (std::vector<int64_t>{std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), 0, 7, -2}));
 }
 
 TEST(Literal, EmptyLiteralsCompareWithoutTouchingTheirData) {

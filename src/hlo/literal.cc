@@ -59,13 +59,20 @@ double Literal::GetAsDouble(int64_t i) const {
   });
 }
 
+int64_t SaturatingInt64(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9223372036854775807.0) return std::numeric_limits<int64_t>::max();
+  if (v <= -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
 int64_t Literal::GetAsInt64(int64_t i) const {
   return TypeSwitch(shape_.element_type, [&](auto tag) -> int64_t {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_integral_v<T>)
       return static_cast<int64_t>(data<T>()[i]);
     else
-      return static_cast<int64_t>(static_cast<double>(static_cast<float>(data<T>()[i])));
+      return SaturatingInt64(static_cast<double>(static_cast<float>(data<T>()[i])));
   });
 }
 

@@ -14,6 +14,11 @@
 
 namespace xonnx::hlo {
 
+// A floating value as an int64 the way XLA converts: NaN is 0, values
+// beyond the range clamp to its ends (a plain cast of those is undefined,
+// and models may hold any float where an integer is read).
+int64_t SaturatingInt64(double v);
+
 class Literal {
  public:
   Literal() = default;

@@ -48,7 +48,7 @@ absl::StatusOr<int64_t> ScalarOf(const Tensor& t, const std::string& what) {
   if (t.element_count() != 1) return InvalidArgument("%s must have one element, not shape %s", what, t.ShapeString());
   if (t.dtype() == DataType::kInt64) return t.data_as<int64_t>()[0];
   if (t.dtype() == DataType::kString) return InvalidArgument("%s must be numeric or bool, not a string", what);
-  return static_cast<int64_t>(t.GetAsDouble(0));
+  return hlo::SaturatingInt64(t.GetAsDouble(0));
 }
 
 // A node input's value: computed so far, or an initializer.

@@ -39,7 +39,7 @@ std::vector<double> AntialiasCoefficients(const ResizeAttrs& a, double ratio, do
   scale = std::min(scale, 1.0);
   std::vector<double> c;
   if (a.mode == "linear") {
-    int64_t start = static_cast<int64_t>(std::floor(-1 / scale)) + 1;
+    int64_t start = hlo::SaturatingInt64(std::floor(-1 / scale)) + 1;
     for (int64_t k = start; k < start + 2 - 2 * start; ++k)
       c.push_back(std::clamp(1 - std::abs((k - ratio) * scale), 0.0, 1.0));
   } else {
@@ -50,7 +50,7 @@ std::vector<double> AntialiasCoefficients(const ResizeAttrs& a, double ratio, do
       if (x < 2) return A * x * x * x - 5 * A * x * x + 8 * A * x - 4 * A;
       return 0.0;
     };
-    int64_t start = static_cast<int64_t>(std::floor(-2 / scale)) + 1;
+    int64_t start = hlo::SaturatingInt64(std::floor(-2 / scale)) + 1;
     for (int64_t k = start; k < 2 - start; ++k) c.push_back(kernel(scale * (k - ratio)));
   }
   double sum = 0;
@@ -210,7 +210,7 @@ absl::Status ResizeImpl(NodeContext& ctx, Instruction* x, const ResizeAttrs& a, 
   Instruction* y = x;
   // Inner axes first: the reference interpolates the outer axis last.
   for (int64_t axis = r - 1; axis >= 0; --axis) {
-    int64_t out = sizes.empty() ? static_cast<int64_t>(std::floor(dims[axis] * scales[axis])) : sizes[axis];
+    int64_t out = sizes.empty() ? hlo::SaturatingInt64(std::floor(dims[axis] * scales[axis])) : sizes[axis];
     double scale = sizes.empty() ? scales[axis] : static_cast<double>(out) / dims[axis];
     if (out == dims[axis] && scale == 1.0 && a.coord != "tf_crop_and_resize") continue;
     if (out <= 0 || dims[axis] == 0) return ctx.Error("empty output or input dimension");

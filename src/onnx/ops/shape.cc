@@ -342,7 +342,7 @@ absl::Status Range(NodeContext& ctx) {
   ASSIGN_OR_RETURN(Literal delta, ctx.ConstInput(2));
   double s = start.GetAsDouble(0), l = limit.GetAsDouble(0), d = delta.GetAsDouble(0);
   if (d == 0) return ctx.Error("delta is 0");
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
+  int64_t n = std::max<int64_t>(0, hlo::SaturatingInt64(std::ceil((l - s) / d)));
   hlo::PrimitiveType t = start.shape().element_type;
   Literal out(hlo::Shape(t, {n}));
   hlo::TypeSwitch(t, [&](auto tag) {
@@ -532,7 +532,7 @@ absl::Status OneHot(NodeContext& ctx) {
   ASSIGN_OR_RETURN(Literal depth_l, ctx.ConstInput(1));
   Instruction* values = ctx.input(2);
   hlo::Builder& b = ctx.b();
-  int64_t depth = static_cast<int64_t>(depth_l.GetAsDouble(0));
+  int64_t depth = hlo::SaturatingInt64(depth_l.GetAsDouble(0));
   int64_t r = idx->shape().rank() + 1;
   ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", -1), r));
   std::vector<int64_t> out = idx->shape().dims;

@@ -167,7 +167,7 @@ absl::Status MelWeightMatrix(NodeContext& ctx) {
   std::vector<int64_t> bin(mel + 2);
   for (int64_t i = 0; i < mel + 2; ++i) {
     double hz = 700 * (std::pow(10.0, (i * step + lo_mel) / 2595) - 1);
-    bin[i] = static_cast<int64_t>(std::floor((dft + 1) * hz / rate));
+    bin[i] = hlo::SaturatingInt64(std::floor((dft + 1) * hz / rate));
   }
   Literal out(hlo::Shape(hlo::F64, {spec, mel}));
   auto at = [&](int64_t j, int64_t i) -> double& { return out.data<double>()[j * mel + i]; };
