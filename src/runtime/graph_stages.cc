@@ -10,6 +10,32 @@
 
 namespace xonnx {
 
+namespace {
+
+// A host segment's node computed from its inputs' values (one tensor per
+// node output; unnamed outputs get empty ones).
+absl::StatusOr<std::vector<Tensor>> RunHostNode(const onnx_import::LoadedModel& model, const onnx_import::Segment& seg,
+                                                const std::map<std::string, Tensor>& values) {
+  const onnx::NodeProto& n = model.proto.graph().node(seg.nodes[0]);
+  std::map<std::string, hlo::Literal> args;
+  for (const auto& name : seg.inputs) {
+    const Tensor& t = values.at(name);
+    if (t.dtype() == DataType::kString)
+      return Unimplemented("%s: node %s on the host: string input '%s' is not supported", model.path,
+                           onnx_import::NodeLabel(n), name);
+    args.emplace(name, LiteralOf(t));
+  }
+  ASSIGN_OR_RETURN(std::vector<hlo::Literal> lits, onnx_import::RunNodeOnHost(model, seg.nodes[0], args));
+  std::vector<Tensor> outs(n.output_size());
+  for (int o = 0; o < n.output_size() && o < static_cast<int>(lits.size()); ++o) {
+    if (n.output(o).empty()) continue;
+    ASSIGN_OR_RETURN(outs[o], TensorOf(lits[o]));
+  }
+  return outs;
+}
+
+}  // namespace
+
 absl::StatusOr<ModelRunner*> GraphStages::Stage(const ModelRunner& parent, int k,
                                                 const std::map<std::string, DataType>& types) {
   std::lock_guard<std::mutex> l(mu_);
@@ -42,10 +68,15 @@ absl::StatusOr<std::vector<Tensor>> GraphStages::Run(const ModelRunner& parent, 
   for (size_t k = 0; k < split_.segments.size(); ++k) {
     const onnx_import::Segment& seg = split_.segments[k];
     if (bounds) RETURN_IF_ERROR(bounds->Check(model.path));
-    if (seg.on_host && onnx_import::IsControlFlow(g.node(seg.nodes[0]))) {
+    if (seg.on_host) {
       const onnx::NodeProto& n = g.node(seg.nodes[0]);
       int64_t host_start = MonotonicNs();
-      ASSIGN_OR_RETURN(std::vector<Tensor> outs, control_flow_.Run(parent, seg.nodes[0], values, bounds));
+      std::vector<Tensor> outs;
+      if (onnx_import::IsControlFlow(n)) {
+        ASSIGN_OR_RETURN(outs, control_flow_.Run(parent, seg.nodes[0], values, bounds));
+      } else {
+        ASSIGN_OR_RETURN(outs, RunHostNode(model, seg, values));
+      }
       if (TraceRecorder* trace = parent.trace())
         trace->Slice(absl::StrCat("host ", onnx_import::NodeLabel(n)), "host", host_start, MonotonicNs(),
                      TraceRecorder::ThreadId(), {{"op_type", n.op_type()}});
@@ -54,27 +85,6 @@ absl::StatusOr<std::vector<Tensor>> GraphStages::Run(const ModelRunner& parent, 
                         n.output_size());
       for (int o = 0; o < n.output_size(); ++o)
         if (!n.output(o).empty()) values[n.output(o)] = std::move(outs[o]);
-      continue;
-    }
-    if (seg.on_host) {
-      std::map<std::string, hlo::Literal> args;
-      for (const auto& name : seg.inputs) {
-        const Tensor& t = values.at(name);
-        if (t.dtype() == DataType::kString)
-          return Unimplemented("%s: node %s on the host: string input '%s' is not supported", model.path,
-                               onnx_import::NodeLabel(g.node(seg.nodes[0])), name);
-        args.emplace(name, LiteralOf(t));
-      }
-      int64_t host_start = MonotonicNs();
-      ASSIGN_OR_RETURN(std::vector<hlo::Literal> outs, onnx_import::RunNodeOnHost(model, seg.nodes[0], args));
-      if (TraceRecorder* trace = parent.trace())
-        trace->Slice(absl::StrCat("host ", onnx_import::NodeLabel(g.node(seg.nodes[0]))), "host", host_start,
-                     MonotonicNs(), TraceRecorder::ThreadId(), {{"op_type", g.node(seg.nodes[0]).op_type()}});
-      const onnx::NodeProto& n = g.node(seg.nodes[0]);
-      for (int o = 0; o < n.output_size(); ++o) {
-        if (n.output(o).empty()) continue;
-        ASSIGN_OR_RETURN(values[n.output(o)], TensorOf(outs[o]));
-      }
       continue;
     }
     std::map<std::string, DataType> types;
