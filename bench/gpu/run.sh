@@ -148,12 +148,27 @@ if [[ ,$parts, == *,models,* ]]; then
       "$py" bench/gpu/tensors.py refs "$work/real_models/$m"
     done <"$work/real_models/stripped"
   fi
+  # Every data type at once, each over MODEL_SHARDS processes (XLA compiles
+  # on the host, one model at a time per process; the GPU is mostly idle).
+  names=() shards=${MODEL_SHARDS:-4}
+  for m in "$work"/real_models/*/; do [[ -f $m/model.onnx ]] && names+=("$(basename "$m")"); done
   for d in "${dtype_list[@]}"; do
     case $d in f16) tol=2e-2 ;; bf16) tol=5e-2 ;; *) tol=1e-3 ;; esac
-    "$kit/bin/model_runner" --models "$work/real_models" --tolerance "$tol" --plugin "$plugin" --data-type "$d" \
-      "${create[@]}" >"$work/models_$d.txt" 2>&1 || true
+    for ((k = 0; k < shards; k++)); do
+      only=$(for ((i = k; i < ${#names[@]}; i += shards)); do echo "${names[i]}"; done | paste -sd,)
+      [[ -n $only ]] || continue
+      timeout "${MODELS_TIMEOUT:-3600}" "$kit/bin/model_runner" --models "$work/real_models" --only "$only" --tolerance "$tol" --plugin "$plugin" \
+        --data-type "$d" "${create[@]}" >"$work/models_${d}_$k.log" 2>&1 &
+    done
+  done
+  wait
+  for d in "${dtype_list[@]}"; do
+    case $d in f16) tol=2e-2 ;; bf16) tol=5e-2 ;; *) tol=1e-3 ;; esac
+    cat "$work"/models_"${d}"_*.log | grep -E '^(PASS|FAIL|     )' >"$work/models_$d.txt" || true
     [[ -z ${OUT:-} ]] || cp "$work/models_$d.txt" "$OUT/models_$d.txt"
-    say "$d (tolerance $tol): $(tail -1 "$work/models_$d.txt")"
+    summary=$(cat "$work"/models_"${d}"_*.log | awk '/^[0-9]+ passed, [0-9]+ failed$/ {p += $1; f += $3; n++}
+      END {printf "%d passed, %d failed (%d of '"$shards"' runners finished)", p, f, n}')
+    say "$d (tolerance $tol): $summary"
     say "$(grep -v '^PASS' "$work/models_$d.txt" | head -20)"
   done
 fi

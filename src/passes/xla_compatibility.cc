@@ -33,25 +33,52 @@ Instruction* WideCopy(hlo::Computation* c, Instruction* op, hlo::PrimitiveType w
   return hlo::AddCopyOf(c, *op, operands, shape);
 }
 
-// a / b for f32 a and b, correctly rounded to f32 wherever XLA puts the
-// rounding. The quotient is rounded once in f64, then to 24 significant
-// bits in f64 arithmetic (Veltkamp's split: with s = q * (2^29 + 1),
-// s - (s - q) is q rounded to 24 bits) before the convert to f32.
-// Converting alone would not do: XLA's GPU compiler, which allows excess
-// precision by default, drops a convert to f32 followed by one back to f64,
-// and a later f64 division would see the unrounded quotient. Infinite
-// quotients (division by zero) skip the split, which would make them NaN.
+// a / b for f32 a and b, correctly rounded to f32 whatever XLA does to
+// the float arithmetic around it. The quotient is taken in f64, then its
+// bits are rounded to f32's 24 significant bits (half to even) with integer
+// operations, and only then converted to f32. Two things of XLA's GPU
+// compiler rule out doing that rounding in float arithmetic:
+//  - with excess precision allowed (its default), it drops a convert to f32
+//    followed by one back to f64, so a later f64 division would see the
+//    unrounded quotient;
+//  - its algebraic simplifier turns a division by a constant into a product
+//    with the reciprocal and folds chains of constant factors, and its code
+//    generator fuses a product and the subtraction after it into one fused
+//    multiply-add. That undid the float splitting trick this pass used
+//    before (s - (s - q) with s = q * (2^29 + 1)): on an H100,
+//    QLinearLeakyRelu's requantization landed on the wrong side of .5 for 3
+//    values in 60 (emulating the fused multiply-add on the grid of
+//    xla_compatibility_test flips 2 of 601).
+// The f64 quotient, even as a product with a rounded reciprocal, is within
+// a relative 2^-52 of a / b, while a / b, with 24-bit significands A and B,
+// is at least 2^-49 (relative) away from any point halfway between two f32
+// values: A * 2^i - M * B * 2^j is a nonzero multiple of 2^j for an odd
+// 25-bit M. So the rounded bits are the correctly rounded f32 quotient
+// (also checked on 6e7 pairs, random and on quantization grids, against
+// numpy's f32 division). Infinite and NaN quotients skip the rounding.
+// Quotients below f32's normal range are rounded twice (to 24 bits, then
+// to the subnormal), which can differ from a direct f32 division in its
+// last place.
 Instruction* CorrectlyRoundedDivide(hlo::Computation* c, Instruction* divide) {
   Instruction* q = WideCopy(c, divide, hlo::F64);
   const std::vector<int64_t>& dims = q->shape().dims;
-  Instruction* k = hlo::AddBroadcast(c, hlo::AddConstant(c, hlo::Literal::ScalarOf(hlo::F64, 536870913.0)), dims, {},
-                                     divide);  // 2^29 + 1
-  Instruction* s = hlo::AddBinary(c, Opcode::kMultiply, q, k, divide);
-  Instruction* high =
-      hlo::AddBinary(c, Opcode::kSubtract, s, hlo::AddBinary(c, Opcode::kSubtract, s, q, divide), divide);
+  const hlo::Shape bits_shape(hlo::S64, dims);
+  auto splat = [&](int64_t v) {
+    return hlo::AddBroadcast(c, hlo::AddConstant(c, hlo::Literal::Scalar<int64_t>(v)), dims, {}, divide);
+  };
+  auto binary = [&](Opcode op, Instruction* x, Instruction* y) { return hlo::AddBinary(c, op, x, y, divide); };
+  // f64 has 52 fraction bits and f32 23: the low 29 go, rounding half to
+  // even (the bias is one less than half, plus the lowest bit kept).
+  constexpr int kDropped = 52 - 23;
+  Instruction* bits = hlo::AddElementwise(c, Opcode::kBitcastConvert, bits_shape, {q}, divide);
+  Instruction* kept_lsb = binary(Opcode::kAnd, binary(Opcode::kShiftRightLogical, bits, splat(kDropped)), splat(1));
+  Instruction* bias = binary(Opcode::kAdd, kept_lsb, splat((int64_t{1} << (kDropped - 1)) - 1));
+  Instruction* rounded_bits =
+      binary(Opcode::kAnd, binary(Opcode::kAdd, bits, bias), splat(~((int64_t{1} << kDropped) - 1)));
+  Instruction* rounded = hlo::AddElementwise(c, Opcode::kBitcastConvert, q->shape(), {rounded_bits}, divide);
   Instruction* finite = hlo::AddElementwise(c, Opcode::kIsFinite, hlo::Shape(hlo::PRED, dims), {q}, divide);
-  Instruction* rounded = hlo::AddElementwise(c, Opcode::kSelect, q->shape(), {finite, high, q}, divide);
-  return hlo::AddConvert(c, rounded, hlo::F32, divide);
+  Instruction* chosen = hlo::AddElementwise(c, Opcode::kSelect, q->shape(), {finite, rounded, q}, divide);
+  return hlo::AddConvert(c, chosen, hlo::F32, divide);
 }
 
 }  // namespace

@@ -8,12 +8,12 @@
 //  - integer convolutions run in float64: XLA's GPU compiler accepts only
 //    cuDNN's int8 idioms. Exact while the sums stay below 2^53, as those
 //    of ONNX's ConvInteger and QLinearConv (8-bit operands) always do.
-//  - float32 division runs in float64, rounded once to float32: XLA's GPU
-//    plugin divides with an approximate reciprocal, so a quotient meant to
-//    sit just below .5 can round up, and QuantizeLinear or
-//    DynamicQuantizeLinear then give a different integer than ONNX's
-//    reference. A float64 quotient rounded to float32 is the correctly
-//    rounded float32 quotient (53 >= 2 * 24 + 2 bits).
+//  - float32 division runs in float64, rounded once to float32 with integer
+//    operations on its bits: XLA's GPU compiler multiplies by the
+//    reciprocal of a constant divisor, folds constant factors and drops
+//    rounding converts, so a quotient meant to sit just below .5 can round
+//    up, and QuantizeLinear or DynamicQuantizeLinear then give a different
+//    integer than ONNX's reference (see CorrectlyRoundedDivide).
 #ifndef XONNX_PASSES_XLA_COMPATIBILITY_H_
 #define XONNX_PASSES_XLA_COMPATIBILITY_H_
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -177,6 +178,80 @@ ENTRY main {
   auto got = eval::EvaluateModule(*r.after, args);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->data<float>()[0], -127.f);
+}
+
+// What XLA's algebraic simplifier does to a division by a constant: a
+// product with the constant's reciprocal.
+void DivideByReciprocal(hlo::Module* m) {
+  hlo::Computation* c = m->entry();
+  std::vector<hlo::Instruction*> divides;
+  for (const auto& i : c->instructions())
+    if (i->opcode() == hlo::Opcode::kDivide && i->shape().element_type == hlo::F64) divides.push_back(i.get());
+  for (hlo::Instruction* d : divides) {
+    hlo::Instruction* divisor = d->operand(1);
+    while (divisor->opcode() == hlo::Opcode::kBroadcast || divisor->opcode() == hlo::Opcode::kConvert)
+      divisor = divisor->operand(0);
+    if (divisor->opcode() != hlo::Opcode::kConstant) continue;
+    double inv = 1.0 / divisor->literal->GetAsDouble(0);
+    hlo::Instruction* k =
+        hlo::AddBroadcast(c, hlo::AddConstant(c, Literal::Scalar<double>(inv)), d->shape().dims, {}, d);
+    c->ReplaceAllUsesWith(d, hlo::AddBinary(c, hlo::Opcode::kMultiply, d->operand(0), k, d));
+  }
+  c->Canonicalize();
+  // And what it does to a product of products with constant factors: one
+  // product with the folded factor, (x * c1) * c2 => x * (c1 * c2).
+  auto factor = [](hlo::Instruction* i) -> std::optional<double> {
+    if (i->opcode() == hlo::Opcode::kBroadcast) i = i->operand(0);
+    if (i->opcode() != hlo::Opcode::kConstant || i->shape().element_type != hlo::F64) return std::nullopt;
+    return i->literal->GetAsDouble(0);
+  };
+  std::vector<hlo::Instruction*> products;
+  for (const auto& i : c->instructions())
+    if (i->opcode() == hlo::Opcode::kMultiply && i->shape().element_type == hlo::F64) products.push_back(i.get());
+  for (hlo::Instruction* p : products) {
+    hlo::Instruction* inner = p->operand(0);
+    std::optional<double> c2 = factor(p->operand(1));
+    if (!c2 || inner->opcode() != hlo::Opcode::kMultiply) continue;
+    std::optional<double> c1 = factor(inner->operand(1));
+    if (!c1) continue;
+    hlo::Instruction* k =
+        hlo::AddBroadcast(c, hlo::AddConstant(c, Literal::Scalar<double>(*c1 * *c2)), p->shape().dims, {}, p);
+    c->ReplaceAllUsesWith(p, hlo::AddBinary(c, hlo::Opcode::kMultiply, inner->operand(0), k, p));
+  }
+  c->Canonicalize();
+}
+
+TEST(XlaCompatibility, QuotientsStayRoundedWhenXlaMultipliesByTheReciprocal) {
+  XlaCompatibility pass;
+  // QLinearLeakyRelu's requantization: values on a grid of the scale, times
+  // alpha, divided by the scale again, land on or next to halves.
+  Rewritten r = Apply(pass, R"(HloModule m
+ENTRY main {
+  x = f32[601] parameter(0)
+  s = f32[] constant(0.04)
+  sb = f32[601] broadcast(s), dimensions={}
+  q = f32[601] divide(x, sb)
+  ROOT r = f32[601] round-nearest-even(q)
+}
+)",
+                      true);
+  ASSERT_TRUE(r.after);
+  DivideByReciprocal(r.after.get());
+  DropRoundTrips(r.after.get());
+  ASSERT_TRUE(hlo::Verify(*r.after).ok()) << hlo::ToText(*r.after);
+  EXPECT_EQ(Count(*r.after, hlo::Opcode::kDivide, hlo::F64), 0) << hlo::ToText(*r.after);
+  Literal x(hlo::Shape(hlo::F32, {601}));
+  int halves = 0;
+  for (int k = 0; k < 601; ++k) {
+    float v = static_cast<float>(k - 300) * 0.04f * 0.1f;
+    x.data<float>()[k] = v;
+    float q = v / 0.04f;
+    halves += q - std::floor(q) == 0.5f;
+  }
+  EXPECT_GT(halves, 10);  // the grid does reach exact halves
+  std::vector<Literal> args;
+  args.push_back(std::move(x));
+  ExpectSameResults(r, args);
 }
 
 TEST(XlaCompatibility, DivisionByZeroStaysInfinite) {
