@@ -142,6 +142,25 @@ onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]),
 PY
 expect_error gru_rank2 3 "GRU.*X, W and R must have rank 3, not 2, 3 and 3" -- \
   "$xonnx" convert "$tmp/gru_rank2.onnx" --hlo-text /dev/null
+# An opset-8 Scan whose scan input is not [batch, sequence, ...]: an error,
+# not a read out of bounds (fuzzing).
+/usr/bin/python3 - "$tmp/scan8_rank1.onnx" <<'PY'
+import sys
+import onnx
+from onnx import TensorProto, helper
+f = TensorProto.FLOAT
+body = helper.make_graph(
+    [helper.make_node("Add", ["s", "x"], ["s2"]), helper.make_node("Identity", ["s2"], ["y"])], "body",
+    [helper.make_tensor_value_info("s", f, [2]), helper.make_tensor_value_info("x", f, [2])],
+    [helper.make_tensor_value_info("s2", f, [2]), helper.make_tensor_value_info("y", f, [2])])
+graph = helper.make_graph(
+    [helper.make_node("Scan", ["", "S", "X"], ["SF", "Y"], body=body, num_scan_inputs=1)], "scan8",
+    [helper.make_tensor_value_info("S", f, [1, 2]), helper.make_tensor_value_info("X", f, [3])],
+    [helper.make_tensor_value_info("SF", f, [1, 2]), helper.make_tensor_value_info("Y", f, [1, 3, 2])])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)]), sys.argv[1])
+PY
+expect_error scan8_rank1 3 "Scan.*scan input 0 must be \[batch, sequence, \.\.\.\], got rank 1" -- \
+  "$xonnx" convert "$tmp/scan8_rank1.onnx" --hlo-text /dev/null
 # Found by fuzzing: an If or Loop whose condition has two elements (a null
 # instruction was used).
 /usr/bin/python3 - "$tmp/if_cond2.onnx" "$tmp/loop_cond2.onnx" <<'PY'

@@ -113,8 +113,22 @@ absl::Status Scan8(NodeContext& ctx) {
   int n_state = ctx.input_count() - 1 - n_in;
   int n_out = body->output_size() - n_state;
   if (n_in < 1 || n_state < 0 || n_out < 0) return ctx.Error("bad num_scan_inputs");
-  int64_t batch = ctx.input(1)->shape().dims[0];
-  int64_t seq = ctx.input(1 + n_state)->shape().dims[1];
+  // States are [batch, ...] and scan inputs [batch, seq, ...], all of one
+  // batch and the scan inputs of one length.
+  for (int k = 1; k < ctx.input_count(); ++k)
+    if (!ctx.input(k)) return ctx.Error(absl::StrCat("input ", k, " is missing or not a tensor"));
+  const hlo::Shape& first_x = ctx.input(1 + n_state)->shape();
+  if (first_x.rank() < 2)
+    return ctx.Error(absl::StrCat("scan input 0 must be [batch, sequence, ...], got rank ", first_x.rank()));
+  int64_t batch = first_x.dims[0], seq = first_x.dims[1];
+  for (int k = 0; k < n_state + n_in; ++k) {
+    const hlo::Shape& s = ctx.input(1 + k)->shape();
+    bool is_x = k >= n_state;
+    if (s.rank() < (is_x ? 2 : 1) || s.dims[0] != batch || (is_x && s.dims[1] != seq))
+      return ctx.Error(absl::StrCat(is_x ? "scan input " : "state ", is_x ? k - n_state : k, " has shape ",
+                                    s.ToString(false), "; expected [", batch,
+                                    is_x ? absl::StrCat(", ", seq) : std::string(), ", ...] as scan input 0 gives"));
+  }
   if (ctx.has_input(0)) {
     ASSIGN_OR_RETURN(Literal lens, ctx.ConstInput(0));
     for (int64_t i = 0; i < lens.element_count(); ++i)
