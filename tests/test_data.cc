@@ -74,11 +74,13 @@ StatusOr<std::vector<Value>> ReadOutputValues(const Session& s, const fs::path& 
   return outs;
 }
 
-const char kDeviceFlagsUsage[] = "[--plugin PATH] [--data-type f32|f16|bf16] [--create-option NAME=VALUE]...";
+const char kDeviceFlagsUsage[] =
+    "[--plugin PATH] [--data-type f32|f16|bf16] [--program-format hlo|stablehlo|auto] [--create-option NAME=VALUE]...";
 
 StatusOr<bool> ParseDeviceFlag(int argc, char** argv, int* i, SessionOptions* options) {
   std::string flag = argv[*i];
-  if (flag != "--plugin" && flag != "--data-type" && flag != "--create-option") return false;
+  if (flag != "--plugin" && flag != "--data-type" && flag != "--create-option" && flag != "--program-format")
+    return false;
   if (*i + 1 >= argc) return ToPublic(InvalidArgument("%s needs a value", flag));
   std::string value = argv[++*i];
   if (flag == "--plugin") {
@@ -93,6 +95,11 @@ StatusOr<bool> ParseDeviceFlag(int argc, char** argv, int* i, SessionOptions* op
     } else {
       return ToPublic(InvalidArgument("--data-type takes f32, f16 or bf16, not '%s'", value));
     }
+  } else if (flag == "--program-format") {
+    using Format = SessionOptions::ProgramFormat;
+    if (value != "hlo" && value != "stablehlo" && value != "auto")
+      return ToPublic(InvalidArgument("--program-format takes hlo, stablehlo or auto, not '%s'", value));
+    options->program_format = value == "hlo" ? Format::kHlo : value == "stablehlo" ? Format::kStableHlo : Format::kAuto;
   } else {
     ASSIGN_OR_RETURN(CreateOption o, ParseCreateOption(value));
     options->create_options.push_back(std::move(o));

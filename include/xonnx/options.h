@@ -125,6 +125,14 @@ struct SessionOptions {
   static constexpr int kGpuSpinUs = 2000;
   int spin_wait_us = kAutoSpin;
 
+  // The form programs go to the plugin in: kHlo a serialized HloModuleProto
+  // (format "hlo"), kStableHlo StableHLO MLIR text (format "mlir"), which
+  // plugins that take only MLIR programs need; XLA's own take both, and so
+  // does xonnx's CPU plugin. kAuto: HLO, and StableHLO when the plugin
+  // refuses the format.
+  enum class ProgramFormat { kAuto, kHlo, kStableHlo };
+  ProgramFormat program_format = ProgramFormat::kAuto;
+
   // Dumps of the programs' modules (see DumpOptions). When `dump.to` is
   // empty, XONNX_FLAGS' --dump_* flags apply, if set.
   DumpOptions dump;

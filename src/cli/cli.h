@@ -76,6 +76,7 @@ struct DeviceArgs {
   bool allow_tf32 = false;
   int compile_threads = 0;
   std::string io_staging = "auto";
+  std::string program_format = "auto";
   int spin_wait_us = -1;
   int64_t deadline_ms = 0;
   std::string profile;

@@ -99,6 +99,15 @@ xonnx::SessionOptions BaseOptions() {
   } else {
     throw CliError{absl::StrCat("--io-staging '", g_device.io_staging, "': expected auto, mapped or plugin")};
   }
+  if (g_device.program_format == "auto") {
+    o.program_format = xonnx::SessionOptions::ProgramFormat::kAuto;
+  } else if (g_device.program_format == "hlo") {
+    o.program_format = xonnx::SessionOptions::ProgramFormat::kHlo;
+  } else if (g_device.program_format == "stablehlo") {
+    o.program_format = xonnx::SessionOptions::ProgramFormat::kStableHlo;
+  } else {
+    throw CliError{absl::StrCat("--program-format '", g_device.program_format, "': expected auto, hlo or stablehlo")};
+  }
   if (g_device.spin_wait_us < -1) throw CliError{"--spin-wait-us must be >= 0 (or -1: automatic)"};
   o.spin_wait_us = g_device.spin_wait_us;
   if (g_device.deadline_ms < 0) throw CliError{"--deadline-ms must be >= 0"};
@@ -206,6 +215,11 @@ void AddDeviceOptions(CLI::App* cmd, bool serving) {
                   "How inputs and outputs cross to the device: 'mapped' through host memory registered for its "
                   "DMA (mapped once, reused), 'plugin' through the plugin's own staging copy, 'auto' mapped "
                   "except on xonnx's CPU plugin")
+      ->capture_default_str();
+  cmd->add_option("--program-format", g_device.program_format,
+                  "How programs go to the plugin: 'hlo' (a serialized HloModuleProto), 'stablehlo' (StableHLO "
+                  "MLIR text, for plugins that take only MLIR), 'auto' HLO, then StableHLO if the plugin refuses "
+                  "the format")
       ->capture_default_str();
   cmd->add_option("--spin-wait-us", g_device.spin_wait_us,
                   "Poll for a call's results up to this many microseconds before sleeping (lower latency on "

@@ -18,13 +18,13 @@ enum OpcodeTraits : uint32_t {
 };
 
 enum class Opcode : int {
-#define V(name, text, arity, traits) name,
+#define V(name, text, arity, traits, stablehlo) name,
 #include "hlo/opcodes.def"
 #undef V
 };
 
 inline constexpr int kOpcodeCount = 0
-#define V(name, text, arity, traits) +1
+#define V(name, text, arity, traits, stablehlo) +1
 #include "hlo/opcodes.def"
 #undef V
     ;
@@ -33,6 +33,11 @@ static_assert(kOpcodeCount == 68, "update kOpcodeCount users when adding opcodes
 // HLO text name, e.g. "add".
 absl::string_view OpcodeName(Opcode op);
 absl::StatusOr<Opcode> OpcodeFromName(absl::string_view name);
+// The StableHLO op name ("stablehlo.add"), or "" for opcodes that have none
+// of their own (see opcodes.def).
+absl::string_view StableHloOpName(Opcode op);
+// The opcode of a StableHLO op name; error for names not in the table.
+absl::StatusOr<Opcode> OpcodeFromStableHloName(absl::string_view name);
 // Fixed operand count, or -1 when variadic.
 int OpcodeArity(Opcode op);
 uint32_t OpcodeTraitsOf(Opcode op);

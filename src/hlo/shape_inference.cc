@@ -328,6 +328,51 @@ absl::StatusOr<Shape> InferElementwise(const Instruction& in, const Operands& op
 
 }  // namespace
 
+// call, while and conditional: each called computation's signature
+// against the operands.
+absl::StatusOr<Shape> InferControlFlow(const Instruction& in, const std::vector<const Shape*>& ops) {
+  switch (in.opcode()) {
+    case Opcode::kCall: {
+      if (!in.to_apply()) return Err("call without computation");
+      std::vector<Instruction*> params = in.to_apply()->parameters();
+      if (params.size() != ops.size()) return Err("call passes a different number of arguments than it takes");
+      for (size_t k = 0; k < ops.size(); ++k)
+        if (!params[k]->shape().Compatible(*ops[k])) return Err("call argument's shape differs from the parameter's");
+      return in.to_apply()->root()->shape();
+    }
+    case Opcode::kWhile: {
+      if (in.called_computations().size() != 2) return Err("while needs condition and body");
+      for (Computation* c : in.called_computations()) {
+        std::vector<Instruction*> params = c->parameters();
+        if (params.size() != 1 || !params[0]->shape().Compatible(*ops[0]))
+          return Err("while condition and body must take one parameter of the init's shape");
+      }
+      if (!in.called_computations()[0]->root()->shape().Compatible(*ops[0]))
+        return Err("while body result must match its init");
+      if (!in.called_computations()[1]->root()->shape().Compatible(Shape(PRED, {})))
+        return Err("while condition must return pred[]");
+      return *ops[0];
+    }
+    case Opcode::kConditional: {
+      const auto& branches = in.called_computations();
+      if (branches.empty() || branches.size() + 1 != ops.size()) return Err("conditional needs one operand per branch");
+      bool by_pred = ops[0]->element_type == PRED;
+      if (ops[0]->rank() != 0 || (!by_pred && ops[0]->element_type != S32) || (by_pred && branches.size() != 2))
+        return Err("conditional selects by a pred[] (two branches) or an s32[] index");
+      for (size_t k = 0; k < branches.size(); ++k) {
+        std::vector<Instruction*> params = branches[k]->parameters();
+        if (params.size() != 1 || !params[0]->shape().Compatible(*ops[k + 1]))
+          return Err("conditional branch must take one parameter of its operand's shape");
+        if (!branches[k]->root()->shape().Compatible(branches[0]->root()->shape()))
+          return Err("conditional branches must return the same shape");
+      }
+      return branches[0]->root()->shape();
+    }
+    default:
+      return Err("not control flow");
+  }
+}
+
 absl::StatusOr<Shape> InferShape(const Instruction& in) {
   std::vector<const Shape*> ops;
   for (Instruction* o : in.operands()) ops.push_back(&o->shape());
@@ -423,18 +468,9 @@ absl::StatusOr<Shape> InferShape(const Instruction& in) {
         return Err("get-tuple-element index out of range");
       return ops[0]->tuple_shapes[in.tuple_index];
     case Opcode::kCall:
-      if (!in.to_apply()) return Err("call without computation");
-      return in.to_apply()->root()->shape();
-    case Opcode::kWhile: {
-      if (in.called_computations().size() != 2) return Err("while needs condition and body");
-      Computation* body = in.called_computations()[0];
-      if (!body->root()->shape().Compatible(*ops[0])) return Err("while body result must match its init");
-      return *ops[0];
-    }
-    case Opcode::kConditional: {
-      if (in.called_computations().empty()) return Err("conditional needs branches");
-      return in.called_computations()[0]->root()->shape();
-    }
+    case Opcode::kWhile:
+    case Opcode::kConditional:
+      return InferControlFlow(in, ops);
     case Opcode::kRngBitGenerator:
       return in.shape();
     default:

@@ -398,16 +398,16 @@ absl::StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHostZeroCopy(const voi
   return BufferFromHost(data, type, dims, device);
 }
 
-absl::StatusOr<std::unique_ptr<LoadedExecutable>> Client::Compile(const std::string& hlo_module_proto,
-                                                                  const std::string& compile_options) {
+absl::StatusOr<std::unique_ptr<LoadedExecutable>> Client::Compile(const std::string& program_bytes,
+                                                                  const std::string& compile_options,
+                                                                  absl::string_view format) {
   PJRT_Program program;
   std::memset(&program, 0, sizeof(program));
   program.struct_size = sizeof(program);
-  program.code = const_cast<char*>(hlo_module_proto.data());
-  program.code_size = hlo_module_proto.size();
-  static const char kFormat[] = "hlo";
-  program.format = kFormat;
-  program.format_size = 3;
+  program.code = const_cast<char*>(program_bytes.data());
+  program.code_size = program_bytes.size();
+  program.format = format.data();
+  program.format_size = format.size();
   auto a = Args<PJRT_Client_Compile_Args>();
   a.client = client_;
   a.program = &program;

@@ -208,9 +208,11 @@ class Client : public std::enable_shared_from_this<Client> {
   // no such call. DmaUnmap undoes it; the memory must outlive the mapping.
   [[nodiscard]] absl::Status DmaMap(void* data, size_t size);
   [[nodiscard]] absl::Status DmaUnmap(void* data);
-  // Compiles a serialized HloModuleProto (format "hlo").
-  [[nodiscard]] absl::StatusOr<std::unique_ptr<LoadedExecutable>> Compile(const std::string& hlo_module_proto,
-                                                                          const std::string& compile_options);
+  // Compiles a program: a serialized HloModuleProto (format "hlo") or
+  // StableHLO MLIR text (format "mlir").
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<LoadedExecutable>> Compile(const std::string& program,
+                                                                          const std::string& compile_options,
+                                                                          absl::string_view format = "hlo");
   // PJRT_Executable_DeserializeAndLoad of LoadedExecutable::Serialize()'s
   // bytes; non-empty compile_options override the serialized ones (the
   // device assignment).

@@ -5,14 +5,18 @@
 #include <chrono>
 #include <cstring>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/fingerprint.h"
+#include "base/logging.h"
 #include "base/monotonic_clock.h"
 #include "base/status.h"
 #include "hlo/proto_codec.h"
+#include "hlo/stablehlo.h"
 #include "onnx/tensor_proto.h"
 #include "runtime/clients.h"
 #include "runtime/dtype.h"
@@ -296,10 +300,9 @@ absl::StatusOr<ModelRunner::Prepared> ModelRunner::Convert(
   }
   for (const auto& n : prog.params) describable &= n.find('\n') == std::string::npos;
   for (const auto& n : prog.weight_names) describable &= n.find('\n') == std::string::npos;
-  std::string bytes = hlo::SerializeModule(*imported.module);
-  std::string exe_key;
+  std::string bytes, exe_key;
   bool loaded = false;
-  ASSIGN_OR_RETURN(prog.exe, programs_.CompileOrLoad(bytes, compile_options_[dev], path(), &exe_key, &loaded));
+  ASSIGN_OR_RETURN(prog.exe, CompileProgram(*imported.module, dev, &bytes, &exe_key, &loaded));
   if (loaded) prog.cache_keys.push_back(exe_key);
   if (prog.exe->num_outputs() != prog.computed.size())
     return Internal("%s: the plugin reports %d outputs, the program has %d", path(), prog.exe->num_outputs(),
@@ -307,12 +310,35 @@ absl::StatusOr<ModelRunner::Prepared> ModelRunner::Convert(
   if (!description_key.empty() && describable) programs_.StoreDescription(description_key, exe_key, prog);
   auto fp = prog.exe->Fingerprint();
   TraceProgram(loaded ? "load program" : "compile", start, shapes);
-  programs_.NoteProgram(
-      loaded, MsSince(start),
-      absl::StrFormat("%d inputs + %d weights -> %d outputs, %d KiB HloModuleProto%s", prog.params.size(),
-                      prog.weight_names.size(), prog.computed.size(), bytes.size() / 1024,
-                      fp.ok() && !fp->empty() ? absl::StrCat(", fingerprint ", *fp) : ""));
+  programs_.NoteProgram(loaded, MsSince(start),
+                        absl::StrFormat("%d inputs + %d weights -> %d outputs, %d KiB program%s", prog.params.size(),
+                                        prog.weight_names.size(), prog.computed.size(), bytes.size() / 1024,
+                                        fp.ok() && !fp->empty() ? absl::StrCat(", fingerprint ", *fp) : ""));
   return Prepared{key, std::move(prog), false};
+}
+
+absl::StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> ModelRunner::CompileProgram(const hlo::Module& module, int dev,
+                                                                                    std::string* bytes,
+                                                                                    std::string* exe_key,
+                                                                                    bool* loaded) {
+  using Format = SessionOptions::ProgramFormat;
+  auto compile = [&](bool stablehlo) -> absl::StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> {
+    if (stablehlo) {
+      ASSIGN_OR_RETURN(*bytes, hlo::ToStableHlo(module));
+    } else {
+      *bytes = hlo::SerializeModule(module);
+    }
+    return programs_.CompileOrLoad(*bytes, compile_options_[dev], path(), exe_key, loaded, stablehlo ? "mlir" : "hlo");
+  };
+  if (options_.program_format != Format::kAuto) return compile(options_.program_format == Format::kStableHlo);
+  // kAuto: HLO, then StableHLO when the plugin refuses HLO as a format.
+  auto exe = compile(false);
+  if (exe.ok() || !(absl::IsInvalidArgument(exe.status()) || absl::IsUnimplemented(exe.status())) ||
+      !absl::StrContains(absl::AsciiStrToLower(exe.status().message()), "format"))
+    return exe;
+  LOG(WARNING) << path() << ": the plugin refused the program as HLO (" << exe.status().message()
+               << "); sending StableHLO";
+  return compile(true);
 }
 
 absl::StatusOr<Program> ModelRunner::Get(const std::map<std::string, Tensor>& values, int dev,

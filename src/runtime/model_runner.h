@@ -153,6 +153,12 @@ class ModelRunner {
   // call of a shape compiles while concurrent ones wait and then find its
   // program, instead of each compiling it too.
   std::shared_ptr<std::mutex> ShapeLock(const std::string& key);
+  // Compiles (or loads from the cache) `module` for device `dev` in the
+  // program format SessionOptions::program_format asks for; `bytes`
+  // receives the program as sent.
+  absl::StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> CompileProgram(const hlo::Module& module, int dev,
+                                                                         std::string* bytes, std::string* exe_key,
+                                                                         bool* loaded);
   std::mutex shape_locks_mu_;
   std::map<std::string, std::shared_ptr<std::mutex>> shape_locks_;  // guarded by shape_locks_mu_
   mutable std::mutex phases_mu_;

@@ -150,10 +150,11 @@ absl::StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> ProgramCache::LoadExecut
 absl::StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> ProgramCache::CompileOrLoad(const std::string& module_bytes,
                                                                                     const std::string& compile_options,
                                                                                     const std::string& model_path,
-                                                                                    std::string* exe_key,
-                                                                                    bool* loaded) {
+                                                                                    std::string* exe_key, bool* loaded,
+                                                                                    absl::string_view format) {
   Fingerprinter f;
   f.UpdateField(module_bytes);
+  if (format != "hlo") f.UpdateField(format);  // keys of HLO programs stay as they were
   f.UpdateField(compile_options);
   f.UpdateField(plugin_identity_);
   *exe_key = absl::StrCat("executable ", f.Finish().Hex());
@@ -166,7 +167,7 @@ absl::StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> ProgramCache::CompileOrL
     }
     if (!absl::IsNotFound(exe.status())) NoteProblem(exe.status());
   }
-  auto exe = client_->Compile(module_bytes, compile_options);
+  auto exe = client_->Compile(module_bytes, compile_options, format);
   if (!exe.ok()) return Annotate(exe.status(), absl::StrCat(model_path, ": compiling on ", client_->platform_name()));
   std::shared_ptr<pjrt::LoadedExecutable> shared = *std::move(exe);
   if (disk_) {

@@ -66,13 +66,15 @@ class ProgramCache {
   // kept first wins).
   Program Keep(const std::string& key, Program p);
 
-  // The executable for a serialized module: from the persistent cache when
-  // it holds one for the same module, options and plugin; else compiled
-  // (and stored). `exe_key` receives its key, `loaded` which it was.
+  // The executable for a program (bytes in the PjRT program `format`,
+  // "hlo" or "mlir"): from the persistent cache when it holds one for the
+  // same program, options and plugin; else compiled (and stored). `exe_key`
+  // receives its key, `loaded` which it was.
   absl::StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> CompileOrLoad(const std::string& module_bytes,
                                                                         const std::string& compile_options,
                                                                         const std::string& model_path,
-                                                                        std::string* exe_key, bool* loaded);
+                                                                        std::string* exe_key, bool* loaded,
+                                                                        absl::string_view format = "hlo");
   // The program described under `key`, with its executable loaded but
   // without its weight buffers: NotFound when there is none; DataLoss when
   // the entry is damaged or does not have `num_outputs` outputs.

@@ -88,7 +88,7 @@ PJRT_NamedValue StringValue(const char* name, const char* value) {
 PJRT_Error* Plugin_Attributes(PJRT_Plugin_Attributes_Args* a) {
   CHECK_ARGS(PJRT_Plugin_Attributes_Args, a, num_attributes);
   static const PJRT_NamedValue attrs[] = {StringValue("xonnx_version", XONNX_VERSION),
-                                          StringValue("program_formats", "hlo")};
+                                          StringValue("program_formats", "hlo,mlir")};
   a->attributes = attrs;
   a->num_attributes = 2;
   return nullptr;

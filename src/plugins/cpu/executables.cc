@@ -10,6 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
+#include "hlo/proto_codec.h"
+#include "hlo/stablehlo.h"
 #include "pjrt/compile_options.h"
 #include "plugins/cpu/element_types.h"
 #include "plugins/cpu/shim.h"
@@ -37,10 +39,11 @@ PJRT_Error* Client_Compile(PJRT_Client_Compile_Args* a) {
   CHECK_ARGS(PJRT_Client_Compile_Args, a, executable);
   if (!a->program || !a->program->code) return MakeError(absl::InvalidArgumentError("PJRT_Client_Compile: no program"));
   std::string format(a->program->format ? a->program->format : "", a->program->format ? a->program->format_size : 0);
-  if (format != "hlo")
+  if (format != "hlo" && format != "mlir")
     return MakeError(absl::InvalidArgumentError(
         absl::StrCat("PJRT_Client_Compile: program format '", format,
-                     "' is not supported; the xonnx CPU plugin takes \"hlo\" (a serialized HloModuleProto)")));
+                     "' is not supported; the xonnx CPU plugin takes \"hlo\" (a serialized HloModuleProto) and "
+                     "\"mlir\" (StableHLO text in MLIR's generic op form, as xonnx writes it)")));
   int device_id = 0;
   if (a->compile_options_size) {
     auto id = xonnx::pjrt::DeviceIdFromCompileOptions(absl::string_view(a->compile_options, a->compile_options_size));
@@ -50,7 +53,16 @@ PJRT_Error* Client_Compile(PJRT_Client_Compile_Args* a) {
   if (device_id < 0 || device_id >= static_cast<int>(a->client->device_ptrs.size()))
     return MakeError(xonnx::InvalidArgument("PJRT_Client_Compile: device %d does not exist (the client has %d)",
                                             device_id, a->client->device_ptrs.size()));
-  auto p = cpu::Program::Build(absl::string_view(a->program->code, a->program->code_size), a->client->options.program);
+  absl::string_view code(a->program->code, a->program->code_size);
+  std::string from_mlir;
+  if (format == "mlir") {
+    // StableHLO is read into the same module an HloModuleProto gives.
+    auto m = xonnx::hlo::ParseStableHlo(code);
+    if (!m.ok()) return MakeError(xonnx::Annotate(m.status(), "PJRT_Client_Compile"));
+    from_mlir = xonnx::hlo::SerializeModule(**m);
+    code = from_mlir;
+  }
+  auto p = cpu::Program::Build(code, a->client->options.program);
   if (!p.ok()) return MakeError(xonnx::Annotate(p.status(), "PJRT_Client_Compile"));
   auto h = MakeHandle(*std::move(p), device_id);
   if (!h.ok()) return MakeError(xonnx::Annotate(h.status(), "PJRT_Client_Compile"));
