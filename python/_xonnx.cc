@@ -244,6 +244,21 @@ void BindOptions(py::module_& m) {
       .def_readwrite("profile_file", &xonnx::SessionOptions::profile_file)
       .def_readwrite("optimize", &xonnx::SessionOptions::optimize)
       .def_readwrite("allow_unsupported", &xonnx::SessionOptions::allow_unsupported)
+      .def_property(
+          "program_format",
+          [](const xonnx::SessionOptions& o) {
+            using F = xonnx::SessionOptions::ProgramFormat;
+            return std::string(o.program_format == F::kHlo         ? "hlo"
+                               : o.program_format == F::kStableHlo ? "stablehlo"
+                                                                   : "auto");
+          },
+          [](xonnx::SessionOptions& o, const std::string& v) {
+            using F = xonnx::SessionOptions::ProgramFormat;
+            if (v != "auto" && v != "hlo" && v != "stablehlo")
+              throw py::value_error("program_format must be 'auto', 'hlo' or 'stablehlo', not '" + v + "'");
+            o.program_format = v == "hlo" ? F::kHlo : v == "stablehlo" ? F::kStableHlo : F::kAuto;
+          },
+          "How programs go to the plugin: 'hlo', 'stablehlo' (MLIR text) or 'auto'.")
       .def(
           "add_create_option",
           [](xonnx::SessionOptions& o, const std::string& text) {

@@ -170,7 +170,8 @@ typedef struct XonnxApi {
    *   create_option     "name=value" for the plugin's client (repeatable)
    *   optimize          "on" or "off": the importer's optimization passes
    *   profile_file      a Chrome/Perfetto trace written when the session closes
-   *   xonnx_flags       dump flags, as XONNX_FLAGS takes them */
+   *   xonnx_flags       dump flags, as XONNX_FLAGS takes them
+   *   program_format    "auto", "hlo" or "stablehlo": how programs go to the plugin */
   XonnxStatus* (*SetSessionOption)(XonnxSessionOptions* options, const char* name, const char* value);
 
   /* --- sessions --- */

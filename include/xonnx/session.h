@@ -89,6 +89,7 @@ struct HloDump {
   std::string text;           // XLA HLO text
   std::string proto;          // serialized HloModuleProto
   std::string partial_error;  // set when only a prefix of the graph converted
+  std::string stablehlo;      // the same program as StableHLO (MLIR text)
 };
 
 // A PjRT plugin and its addressable devices (`xonnx devices`).

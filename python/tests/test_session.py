@@ -184,6 +184,18 @@ def test_session_options(example):
     np.testing.assert_allclose(out, ref, atol=2e-2)
 
 
+def test_program_format(example):
+    so = no_cache()
+    so.program_format = "stablehlo"
+    assert so.program_format == "stablehlo"
+    with pytest.raises(xonnx.InvalidArgument):
+        so.program_format = "mlir"
+    x = image(batch=2)
+    (got,) = xonnx.InferenceSession(example, so).run(None, {"image": x})
+    (want,) = xonnx.InferenceSession(example, no_cache()).run(None, {"image": x})
+    np.testing.assert_array_equal(got, want)
+
+
 def test_an_onnxruntime_script_runs_unchanged(example):
     # As ONNX Runtime's documentation writes it, with `import xonnx as ort`.
     sess_options = ort.SessionOptions()

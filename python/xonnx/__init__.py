@@ -64,7 +64,8 @@ class SessionOptions(_xonnx.SessionOptions):
     """The C++ SessionOptions (xonnx/options.h), field for field: plugin,
     device, max_batch, batch_buckets, dim_buckets, data_type, io_data_type,
     allow_tf32, deadline_ms, use_cache, cache_dir, compile_threads,
-    profile_file, optimize, allow_unsupported; add_create_option("name=value")
+    profile_file, optimize, allow_unsupported, program_format ("auto", "hlo"
+    or "stablehlo"); add_create_option("name=value")
     and set_xonnx_flags("--dump_to=DIR ...").
 
     data_type and io_data_type also take "f32", "f16" or "bf16".
@@ -79,6 +80,8 @@ class SessionOptions(_xonnx.SessionOptions):
             if value not in _DATA_TYPES:
                 raise InvalidArgument(f"{name} takes f32, f16 or bf16, not '{value}'")
             value = _DATA_TYPES[value]
+        if name == "program_format" and value not in ("auto", "hlo", "stablehlo"):
+            raise InvalidArgument(f"program_format takes auto, hlo or stablehlo, not '{value}'")
         if hasattr(_xonnx.SessionOptions, name):
             super().__setattr__(name, value)
         else:

@@ -140,7 +140,7 @@ bool ParseIntList(const std::string& text, std::vector<int64_t>* out) {
 
 constexpr char kOptionNames[] =
     "plugin, device, batch_buckets, max_batch, data_type, io_data_type, cache, cache_dir, compile_threads, "
-    "deadline_ms, create_option, optimize, profile_file, xonnx_flags";
+    "deadline_ms, create_option, optimize, profile_file, xonnx_flags, program_format";
 
 Status SetOption(xonnx::SessionOptions& o, const std::string& name, const std::string& value) {
   auto bad = [&](const char* expected) {
@@ -185,6 +185,17 @@ Status SetOption(xonnx::SessionOptions& o, const std::string& name, const std::s
     o.optimize = b;
   } else if (name == "profile_file") {
     o.profile_file = value;
+  } else if (name == "program_format") {
+    using Format = xonnx::SessionOptions::ProgramFormat;
+    if (value == "auto") {
+      o.program_format = Format::kAuto;
+    } else if (value == "hlo") {
+      o.program_format = Format::kHlo;
+    } else if (value == "stablehlo") {
+      o.program_format = Format::kStableHlo;
+    } else {
+      return bad("auto, hlo or stablehlo");
+    }
   } else if (name == "xonnx_flags") {
     xonnx::StatusOr<xonnx::DumpOptions> d = xonnx::ParseXonnxFlags(value, o.dump);
     if (!d.ok()) return d.status();

@@ -165,7 +165,7 @@ int CompareOutputs(const std::vector<xonnx::Tensor>& outs, const std::vector<xon
                    const std::vector<xonnx::TensorSpec>& specs, double tolerance, const std::string& against);
 int Bench(const std::string& model, const InputArgs& in, const BenchArgs& args);
 int Convert(const std::string& model, const std::vector<std::string>& shape_specs, const std::string& text_out,
-            const std::string& proto_out, int64_t batch, bool allow_partial);
+            const std::string& proto_out, const std::string& stablehlo_out, int64_t batch, bool allow_partial);
 int Info(const std::string& model, bool json);
 int Devices(bool json);
 // `xonnx devices --all`: every plugin found by name, and whether it loads.

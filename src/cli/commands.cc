@@ -158,24 +158,25 @@ double PeakRssMb() {
 }
 
 int Convert(const std::string& model, const std::vector<std::string>& shape_specs, const std::string& text_out,
-            const std::string& proto_out, int64_t batch, bool allow_partial) {
+            const std::string& proto_out, const std::string& stablehlo_out, int64_t batch, bool allow_partial) {
   auto s = Open(model, allow_partial, /*plugin_needed=*/false);
   auto dump = Check(s->DumpHlo(ParseShapes(shape_specs), batch, allow_partial));
   if (!dump.partial_error.empty()) std::cerr << "xonnx: partial conversion, stopped at: " << dump.partial_error << "\n";
-  if (text_out == "-") {
-    std::cout << dump.text;
-  } else if (!text_out.empty()) {
-    std::ofstream f(text_out);
-    f << dump.text;
-    if (!f) throw CliError{absl::StrCat(text_out, ": cannot write"), kExitRuntime};
-  }
-  if (!proto_out.empty()) {
-    std::ofstream f(proto_out, std::ios::binary);
-    f.write(dump.proto.data(), dump.proto.size());
-    if (!f) throw CliError{absl::StrCat(proto_out, ": cannot write"), kExitRuntime};
-  }
-  if (text_out.empty() && proto_out.empty())
-    std::cerr << "xonnx: converted; give --hlo-text FILE|- or --hlo-proto FILE to write the HLO\n";
+  auto write = [](const std::string& path, const std::string& bytes) {
+    if (path == "-") {
+      std::cout << bytes;
+      return;
+    }
+    std::ofstream f(path, std::ios::binary);
+    f.write(bytes.data(), bytes.size());
+    if (!f) throw CliError{absl::StrCat(path, ": cannot write"), kExitRuntime};
+  };
+  if (!text_out.empty()) write(text_out, dump.text);
+  if (!proto_out.empty()) write(proto_out, dump.proto);
+  if (!stablehlo_out.empty()) write(stablehlo_out, dump.stablehlo);
+  if (text_out.empty() && proto_out.empty() && stablehlo_out.empty())
+    std::cerr << "xonnx: converted; give --hlo-text FILE|-, --hlo-proto FILE or --stablehlo FILE|- to write the "
+                 "program\n";
   return 0;
 }
 

@@ -21,7 +21,7 @@ struct Args {
   InputArgs in;
   RunArgs run;
   BenchArgs bench;
-  std::string text_out, proto_out;
+  std::string text_out, proto_out, stablehlo_out;
   std::vector<std::string> shapes;
   int64_t batch = 1;
   bool allow_partial = false, all_plugins = false, json = false, clear = false;
@@ -77,10 +77,13 @@ CLI::App* AddBench(CLI::App& app, Args& a) {
 }
 
 CLI::App* AddConvert(CLI::App& app, Args& a) {
-  auto* convert = app.add_subcommand("convert", "Convert a model to XLA HLO (text and/or HloModuleProto)");
+  auto* convert =
+      app.add_subcommand("convert", "Convert a model to XLA HLO (text and/or HloModuleProto) or StableHLO (MLIR text)");
   convert->add_option("MODEL", a.model, "ONNX model file")->required();
   convert->add_option("--hlo-text", a.text_out, "Write HLO text to FILE, or '-' for stdout");
   convert->add_option("--hlo-proto", a.proto_out, "Write the serialized HloModuleProto to FILE");
+  convert->add_option("--stablehlo", a.stablehlo_out,
+                      "Write the program as StableHLO (MLIR text, MLIR's generic op form) to FILE, or '-' for stdout");
   convert->add_option("--shape", a.shapes, "Shape of an input, NAME=1x3x224x224; repeatable");
   convert->add_option("--batch", a.batch, "Value for dynamic dimensions of inputs without --shape")
       ->capture_default_str();
@@ -141,7 +144,7 @@ int Main(int argc, char** argv) {
     Validate(a, *bench);
     if (*run) return Run(a.model, a.in, a.run);
     if (*bench) return Bench(a.model, a.in, a.bench);
-    if (*convert) return Convert(a.model, a.shapes, a.text_out, a.proto_out, a.batch, a.allow_partial);
+    if (*convert) return Convert(a.model, a.shapes, a.text_out, a.proto_out, a.stablehlo_out, a.batch, a.allow_partial);
     if (*info) return Info(a.model, a.json);
     if (*devices) {
       if (a.all_plugins && a.json) throw CliError{"--json lists one plugin's devices; it cannot be used with --all"};

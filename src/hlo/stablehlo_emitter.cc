@@ -59,8 +59,10 @@ std::string DenseValue(const Literal& l) {
   static const char kHex[] = "0123456789ABCDEF";
   std::string hex = "\"0x";
   const auto* bytes = static_cast<const uint8_t*>(l.untyped_data());
-  hex.reserve(3 + 2 * l.size_bytes() + 1);
-  for (size_t i = 0; i < l.size_bytes(); ++i) {
+  // A tensor of one repeated value is written as that value (a splat).
+  const size_t n = l.IsUniform() ? ByteWidth(l.shape().element_type) : l.size_bytes();
+  hex.reserve(3 + 2 * n + 1);
+  for (size_t i = 0; i < n; ++i) {
     hex += kHex[bytes[i] >> 4];
     hex += kHex[bytes[i] & 15];
   }

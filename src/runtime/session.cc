@@ -27,6 +27,7 @@
 #include "base/status.h"
 #include "hlo/printer.h"
 #include "hlo/proto_codec.h"
+#include "hlo/stablehlo.h"
 #include "onnx/graph_split.h"
 #include "onnx/importer.h"
 #include "onnx/model.h"
@@ -216,6 +217,7 @@ StatusOr<HloDump> Session::DumpHlo(const ShapeMap& shapes, int64_t batch, bool a
     po.max_constant_elements = 16;
     dump.text = hlo::ToText(*m, po);
     dump.proto = hlo::SerializeModule(*m);
+    ASSIGN_OR_RETURN(dump.stablehlo, hlo::ToStableHlo(*m));
     return dump;
   });
 }

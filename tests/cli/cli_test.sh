@@ -73,6 +73,17 @@ expect npy_claims_more_than_it_holds 3 "8 bytes of data, shape \(1000000000,\) n
 expect convert_text 0 "^HloModule tiny_cnn" -- "$xonnx" convert "$model" --hlo-text -
 expect convert_proto 0 "" -- "$xonnx" convert "$model" --hlo-proto "$tmp/m.pb" --batch 2
 expect convert_proto_file 0 "" -- test -s "$tmp/m.pb"
+# StableHLO: written by convert, and the program format of a run; the same
+# outputs as through HLO.
+expect convert_stablehlo 0 'func.func public @main\(%arg0: tensor<2x3x32x32xf32> loc\("Input:image"\)\)' -- \
+  "$xonnx" convert "$model" --stablehlo - --batch 2
+expect run_stablehlo 0 "wrote 1 output" -- "$xonnx" run "$model" --input image="$tmp/img.npy" --output-dir "$tmp/sh" \
+  --program-format stablehlo --no-cache
+expect run_hlo 0 "wrote 1 output" -- "$xonnx" run "$model" --input image="$tmp/img.npy" --output-dir "$tmp/hl" \
+  --program-format hlo --no-cache
+expect stablehlo_same_outputs 0 "" -- cmp "$tmp/sh/output_0.pb" "$tmp/hl/output_0.pb"
+expect_error program_format_unknown 2 "--program-format 'mlir': expected auto, hlo or stablehlo" -- \
+  "$xonnx" run "$model" --program-format mlir
 # bench --json: every documented field, as JSON.
 json_has() {
   /usr/bin/python3 -c '
