@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -122,8 +123,15 @@ ModelRunner::ModelRunner(std::shared_ptr<onnx_import::LoadedModel> model, const 
   // xonnx's own.
   xla_plugin_ = client_ != nullptr;
   if (client_)
-    for (const auto& [name, value] : client_->plugin()->Attributes())
+    for (const auto& [name, value] : client_->plugin()->Attributes()) {
       if (name == "xonnx_version") xla_plugin_ = false;
+      // A plugin that lists the formats it takes, without "hlo" but with
+      // "mlir", gets StableHLO from the start under kAuto.
+      if (name == "program_formats") {
+        std::vector<std::string> formats = absl::StrSplit(value, ',');
+        mlir_only_ = absl::c_linear_search(formats, "mlir") && !absl::c_linear_search(formats, "hlo");
+      }
+    }
   using Staging = SessionOptions::IoStaging;
   if (options_.io_staging == Staging::kMapped || (options_.io_staging == Staging::kAuto && xla_plugin_))
     staging_ = StagingFor(client_);
@@ -137,6 +145,7 @@ std::unique_ptr<ModelRunner> ModelRunner::ForSegment(std::shared_ptr<onnx_import
   child->programs_.SharePersistent(programs_);
   child->staging_ = staging_;
   child->spin_wait_us_ = spin_wait_us_;
+  child->mlir_only_ = mlir_only_;
   child->trace_ = trace_;
   return child;
 }
@@ -331,6 +340,7 @@ absl::StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> ModelRunner::CompileProg
     return programs_.CompileOrLoad(*bytes, compile_options_[dev], path(), exe_key, loaded, stablehlo ? "mlir" : "hlo");
   };
   if (options_.program_format != Format::kAuto) return compile(options_.program_format == Format::kStableHlo);
+  if (mlir_only_) return compile(true);
   // kAuto: HLO, then StableHLO when the plugin refuses HLO as a format.
   auto exe = compile(false);
   if (exe.ok() || !(absl::IsInvalidArgument(exe.status()) || absl::IsUnimplemented(exe.status())) ||

@@ -148,6 +148,7 @@ class ModelRunner {
   MappedStaging::Lease Stage(size_t bytes);
   std::shared_ptr<MappedStaging> staging_;  // the client's
   int spin_wait_us_ = 0;                    // SessionOptions::spin_wait_us resolved
+  bool mlir_only_ = false;                  // the plugin lists its program formats: "mlir", not "hlo"
   std::shared_ptr<TraceRecorder> trace_;    // null: no profile
   // One lock per shape key (device, shapes, sequence structure): the first
   // call of a shape compiles while concurrent ones wait and then find its

@@ -14,7 +14,7 @@ command -v clang++-14 >/dev/null || { echo "run_fuzzers: needs clang-14 and libc
 [[ -d build/onnx_backend_tests/node ]] || { echo "run_fuzzers: run ctest in ./build first (the node tests seed it)" >&2; exit 2; }
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXONNX_LIBFUZZER=ON \
   -DXONNX_ENABLE_ASAN=ON -DXONNX_ENABLE_UBSAN=ON -DXONNX_BUILD_PYTHON=OFF >/dev/null
-targets=(fuzz_model fuzz_tensor_file fuzz_hlo_proto fuzz_cache_entry)
+targets=(fuzz_model fuzz_tensor_file fuzz_hlo_proto fuzz_stablehlo fuzz_cache_entry)
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 tests/fuzz/seeds.sh "$build/fuzz_seeds" build/bin/xonnx examples/tiny_cnn.onnx build/onnx_backend_tests/node
 export ASAN_OPTIONS=detect_leaks=0
