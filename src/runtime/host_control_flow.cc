@@ -153,8 +153,16 @@ absl::StatusOr<std::vector<Tensor>> HostControlFlow::RunBody(const ModelRunner& 
   // The body's inputs by name: its formal inputs, then what it captures.
   std::map<std::string, Tensor> inputs;
   for (int k = 0; k < g.input_size(); ++k) inputs[g.input(k).name()] = formal[k];
-  for (const std::string& name : onnx_import::CapturedNames(g)) {
-    if (inputs.count(name) || onnx_import::FindInitializer(model.proto.graph(), name)) continue;
+  std::vector<std::string> captured;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto [it, fresh] = captures_.try_emplace({node, attr});
+    if (fresh)
+      for (const std::string& name : onnx_import::CapturedNames(g))
+        if (!inputs.count(name) && !onnx_import::FindInitializer(model.proto.graph(), name)) it->second.push_back(name);
+    captured = it->second;
+  }
+  for (const std::string& name : captured) {
     auto v = values.find(name);
     if (v == values.end())
       return Internal("%s: node %s: %s reads '%s', which has no value", model.path, onnx_import::NodeLabel(n), attr,

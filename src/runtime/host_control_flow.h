@@ -51,6 +51,9 @@ class HostControlFlow {
   std::mutex mu_;
   // By node, attribute and input types; a body's runner is thread-safe.
   std::map<std::string, std::unique_ptr<Body>> bodies_;  // guarded by mu_
+  // By node and attribute: the outer values a body reads (not its formal
+  // inputs, not initializers), found once rather than at every iteration.
+  std::map<std::pair<int, std::string>, std::vector<std::string>> captures_;  // guarded by mu_
 };
 
 // Tensors of equal shape and type stacked along a new axis `axis` (0 to
