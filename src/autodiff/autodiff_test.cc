@@ -1,0 +1,238 @@
+// Every differentiation rule against central finite differences in f64 on
+// the reference evaluator (one test per rule of the table, from the rule's
+// own example), compositions of rules, a second derivative, and errors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "autodiff/vjp.h"
+#include "evaluator/evaluator.h"
+#include "hlo/parser.h"
+#include "hlo/printer.h"
+
+namespace xonnx::autodiff {
+namespace {
+
+using hlo::Literal;
+
+// Values of magnitude 0.5 to 1.5 and either sign: away from zero, where
+// abs, sign and the positive-domain examples have their kinks.
+Literal Random(const hlo::Shape& s, std::mt19937* rng) {
+  Literal l(s);
+  std::uniform_real_distribution<double> mag(0.5, 1.5);
+  for (int64_t k = 0; k < s.ElementCount(); ++k) l.data<double>()[k] = ((*rng)() & 1 ? 1 : -1) * mag(*rng);
+  return l;
+}
+
+double Dot(const Literal& a, const Literal& b) {
+  double s = 0;
+  for (int64_t k = 0; k < a.shape().ElementCount(); ++k) s += a.GetAsDouble(k) * b.GetAsDouble(k);
+  return s;
+}
+
+// <cotangent, f(args)> (f's root, or its tuple's elements).
+double Pairing(const hlo::Module& f, const std::vector<Literal>& args, const std::vector<Literal>& cts) {
+  auto out = eval::EvaluateModule(f, args);
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (!out.ok()) return NAN;
+  if (!out->shape().IsTuple()) return Dot(*out, cts[0]);
+  double s = 0;
+  for (size_t k = 0; k < cts.size(); ++k) s += Dot(out->tuple_elements()[k], cts[k]);
+  return s;
+}
+
+// Checks Vjp(f, every f64 parameter) against central differences. A module
+// that rounds to f32 somewhere (convert) gets a step and a tolerance that
+// f32's rounding does not swamp.
+void ExpectMatchesFiniteDifferences(const hlo::Module& f, uint32_t seed = 1) {
+  bool f32 = false;
+  for (const auto& c : f.computations())
+    for (const auto& i : c->instructions()) f32 |= i->shape().element_type == hlo::F32;
+  const double step = f32 ? 1e-2 : 1e-6, tolerance = f32 ? 1e-4 : 1e-6;
+  std::mt19937 rng(seed);
+  std::vector<hlo::Instruction*> params = f.entry()->parameters();
+  std::vector<Literal> args;
+  std::vector<int64_t> wrt;
+  for (size_t k = 0; k < params.size(); ++k) {
+    args.push_back(Random(params[k]->shape(), &rng));
+    if (params[k]->shape().element_type == hlo::F64) wrt.push_back(k);
+  }
+  const hlo::Shape& root = f.entry()->root()->shape();
+  std::vector<Literal> cts;
+  if (root.IsTuple()) {
+    for (const hlo::Shape& s : root.tuple_shapes) cts.push_back(Random(s, &rng));
+  } else {
+    cts.push_back(Random(root, &rng));
+  }
+  auto vjp = Vjp(f, wrt);
+  ASSERT_TRUE(vjp.ok()) << vjp.status() << "\n" << hlo::ToText(f);
+  std::vector<Literal> vjp_args;
+  for (const Literal& a : args) vjp_args.push_back(Literal(a));
+  for (const Literal& c : cts) vjp_args.push_back(Literal(c));
+  auto got = eval::EvaluateModule(**vjp, vjp_args);
+  ASSERT_TRUE(got.ok()) << got.status() << "\n" << hlo::ToText(**vjp);
+  const size_t first_grad = root.IsTuple() ? root.tuple_shapes.size() : 1;
+  for (size_t w = 0; w < wrt.size(); ++w) {
+    const Literal& grad = got->tuple_elements()[first_grad + w];
+    for (int64_t e = 0; e < grad.shape().ElementCount(); ++e) {
+      std::vector<Literal> plus, minus;
+      for (const Literal& a : args) {
+        plus.push_back(Literal(a));
+        minus.push_back(Literal(a));
+      }
+      double x = args[wrt[w]].data<double>()[e], h = step * std::max(1.0, std::abs(x));
+      plus[wrt[w]].data<double>()[e] = x + h;
+      minus[wrt[w]].data<double>()[e] = x - h;
+      double fd = (Pairing(f, plus, cts) - Pairing(f, minus, cts)) / (2 * h);
+      double ad = grad.data<double>()[e];
+      EXPECT_NEAR(ad, fd, tolerance * std::max(1.0, std::abs(fd))) << "parameter " << wrt[w] << " element " << e << "\n"
+                                                                   << hlo::ToText(**vjp);
+    }
+  }
+}
+
+class RuleTest : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(RuleTest, MatchesCentralDifferences) {
+  const Rule& r = Rules()[GetParam()];
+  SCOPED_TRACE(std::string(hlo::OpcodeName(r.opcode)));
+  auto f = hlo::ParseText(r.example);
+  ASSERT_TRUE(f.ok()) << f.status() << "\n" << r.example;
+  ExpectMatchesFiniteDifferences(**f);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryRule, RuleTest, ::testing::Range<size_t>(0, Rules().size()),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           std::string n(hlo::OpcodeName(Rules()[info.param].opcode));
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
+
+TEST(Autodiff, EveryRuleIsForADistinctOpcode) {
+  std::set<hlo::Opcode> seen;
+  for (const Rule& r : Rules()) EXPECT_TRUE(seen.insert(r.opcode).second) << hlo::OpcodeName(r.opcode);
+  EXPECT_GE(Rules().size(), 35u);
+}
+
+TEST(Autodiff, ALayerWithALossAndTwoOutputs) {
+  auto f = hlo::ParseText(R"(HloModule mlp
+add {
+  p = f64[] parameter(0)
+  q = f64[] parameter(1)
+  ROOT s = f64[] add(p, q)
+}
+ENTRY main {
+  x = f64[4,3] parameter(0)
+  w = f64[3,2] parameter(1)
+  b = f64[2] parameter(2)
+  xw = f64[4,2] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f64[4,2] broadcast(b), dimensions={1}
+  pre = f64[4,2] add(xw, bb)
+  h = f64[4,2] tanh(pre)
+  sq = f64[4,2] multiply(h, h)
+  z = f64[] constant(0)
+  loss = f64[] reduce(sq, z), dimensions={0,1}, to_apply=add
+  ROOT out = (f64[], f64[4,2]) tuple(loss, h)
+}
+)");
+  ASSERT_TRUE(f.ok()) << f.status();
+  ExpectMatchesFiniteDifferences(**f, 7);
+}
+
+TEST(Autodiff, SecondDerivativeIsTheVjpOfTheVjp) {
+  // f(x) = sum(sin(x) * x); the VJP module (x, ct) -> (f, ct * f'(x)) is
+  // itself differentiated, giving ct * f''(x) against differences of f'.
+  auto f = hlo::ParseText(R"(HloModule f
+add {
+  p = f64[] parameter(0)
+  q = f64[] parameter(1)
+  ROOT s = f64[] add(p, q)
+}
+ENTRY main {
+  x = f64[3] parameter(0)
+  sn = f64[3] sine(x)
+  m = f64[3] multiply(sn, x)
+  z = f64[] constant(0)
+  ROOT r = f64[] reduce(m, z), dimensions={0}, to_apply=add
+}
+)");
+  ASSERT_TRUE(f.ok());
+  auto first = Vjp(**f, {0});
+  ASSERT_TRUE(first.ok()) << first.status();
+  ExpectMatchesFiniteDifferences(**first, 3);
+}
+
+TEST(Autodiff, TheSeedsExample) {
+  // f(x) = -2 sin(x) + x, whose derivative is -2 cos(x) + 1.
+  auto f = hlo::ParseText(R"(HloModule f
+ENTRY main {
+  x = f64[5] parameter(0)
+  two = f64[] constant(-2)
+  t = f64[5] broadcast(two), dimensions={}
+  sn = f64[5] sine(x)
+  m = f64[5] multiply(t, sn)
+  ROOT y = f64[5] add(m, x)
+}
+)");
+  ASSERT_TRUE(f.ok()) << f.status();
+  auto df = Vjp(**f, {0});
+  ASSERT_TRUE(df.ok()) << df.status();
+  std::vector<Literal> args;
+  args.push_back(Literal::Vector<double>({-2, -0.5, 0, 1, 3}));
+  args.push_back(Literal::Vector<double>({1, 1, 1, 1, 1}));  // the cotangent: each element's own derivative
+  auto out = eval::EvaluateModule(**df, args);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Literal& grad = out->tuple_elements()[1];
+  for (int k = 0; k < 5; ++k) {
+    double x = args[0].data<double>()[k];
+    EXPECT_NEAR(grad.data<double>()[k], -2 * std::cos(x) + 1, 1e-15) << x;
+  }
+}
+
+TEST(Autodiff, AnOpWithoutARuleIsNamed) {
+  auto f = hlo::ParseText(R"(HloModule f
+less {
+  a = f64[] parameter(0)
+  b = f64[] parameter(1)
+  ROOT l = pred[] compare(a, b), direction=LT
+}
+ENTRY main {
+  x = f64[4] parameter(0), metadata={op_type="Input" op_name="x"}
+  ROOT s = f64[4] sort(x), dimensions={0}, to_apply=less, metadata={op_type="Sort" op_name="my_sort"}
+}
+)");
+  ASSERT_TRUE(f.ok()) << f.status();
+  auto v = Vjp(**f, {0});
+  ASSERT_FALSE(v.ok());
+  EXPECT_THAT(std::string(v.status().message()), ::testing::HasSubstr("no differentiation rule for"));
+  EXPECT_THAT(std::string(v.status().message()), ::testing::HasSubstr("(sort) from ONNX node 'my_sort' (Sort)"));
+  EXPECT_FALSE(Vjp(**f, {3}).ok());
+}
+
+TEST(Autodiff, ValuesThatDoNotReachTheParameterNeedNoRule) {
+  // The sort sees only a constant: no cotangent flows through it.
+  auto f = hlo::ParseText(R"(HloModule f
+less {
+  a = f64[] parameter(0)
+  b = f64[] parameter(1)
+  ROOT l = pred[] compare(a, b), direction=LT
+}
+ENTRY main {
+  x = f64[4] parameter(0)
+  c = f64[4] constant({3, 1, 2, 0})
+  s = f64[4] sort(c), dimensions={0}, to_apply=less
+  ROOT y = f64[4] multiply(x, s)
+}
+)");
+  ASSERT_TRUE(f.ok());
+  ExpectMatchesFiniteDifferences(**f);
+}
+
+}  // namespace
+}  // namespace xonnx::autodiff

@@ -1,0 +1,182 @@
+#include "autodiff/vjp.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status.h"
+#include "hlo/rewrite.h"
+#include "hlo/shape_inference.h"
+#include "hlo/verifier.h"
+
+namespace xonnx::autodiff {
+
+using hlo::Instruction;
+using hlo::Opcode;
+using hlo::Shape;
+
+Instruction* Graph::Op(Opcode op, const std::vector<Instruction*>& operands,
+                       const std::function<void(Instruction*)>& attrs, const Shape* shape) {
+  for (Instruction* o : operands)
+    if (!o) return nullptr;  // an earlier error
+  auto i = std::make_unique<Instruction>(op, shape ? *shape : Shape());
+  for (Instruction* o : operands) i->AppendOperand(o);
+  if (attrs) attrs(i.get());
+  if (!shape) {
+    absl::StatusOr<Shape> s = hlo::InferShape(*i);
+    if (!s.ok()) {
+      if (status_.ok()) status_ = Annotate(s.status(), absl::StrCat("autodiff: ", hlo::OpcodeName(op)));
+      return nullptr;
+    }
+    i->set_shape(*s);
+  }
+  return c_->AddInstruction(std::move(i));
+}
+
+Instruction* Graph::Full(double value, const Shape& shape) {
+  Instruction* scalar = hlo::AddConstant(c_, hlo::Literal::ScalarOf(shape.element_type, value));
+  return shape.rank() == 0 ? scalar : Broadcast(scalar, shape.dims, {});
+}
+
+Instruction* Graph::Broadcast(Instruction* x, const std::vector<int64_t>& dims, const std::vector<int64_t>& map) {
+  if (!x) return nullptr;
+  Shape s(x->shape().element_type, dims);
+  return Op(
+      Opcode::kBroadcast, {x}, [&](Instruction* i) { i->dimensions = map; }, &s);
+}
+
+Instruction* Graph::Reshape(Instruction* x, const std::vector<int64_t>& dims) {
+  if (!x) return nullptr;
+  if (x->shape().dims == dims) return x;
+  Shape s(x->shape().element_type, dims);
+  return Op(Opcode::kReshape, {x}, nullptr, &s);
+}
+
+Instruction* Graph::Transpose(Instruction* x, const std::vector<int64_t>& perm) {
+  bool identity = true;
+  for (size_t k = 0; k < perm.size(); ++k) identity &= perm[k] == static_cast<int64_t>(k);
+  if (!x || identity) return x;
+  return Op(Opcode::kTranspose, {x}, [&](Instruction* i) { i->dimensions = perm; });
+}
+
+Instruction* Graph::ReduceSum(Instruction* x, const std::vector<int64_t>& dims) {
+  if (!x || dims.empty()) return x;
+  hlo::PrimitiveType t = x->shape().element_type;
+  // A two-parameter adder, put in front of the module's computations (it
+  // calls nothing, and the entry that uses it comes later).
+  auto adder = std::make_unique<hlo::Computation>("autodiff_add");
+  hlo::Computation* a = module_->AddComputation(std::move(adder));
+  Instruction* p0 = a->AddInstruction(std::make_unique<Instruction>(Opcode::kParameter, Shape(t, {})));
+  Instruction* p1 = a->AddInstruction(std::make_unique<Instruction>(Opcode::kParameter, Shape(t, {})));
+  p0->parameter_number = 0;
+  p1->parameter_number = 1;
+  auto sum = std::make_unique<Instruction>(Opcode::kAdd, Shape(t, {}));
+  sum->AppendOperand(p0);
+  sum->AppendOperand(p1);
+  a->set_root(a->AddInstruction(std::move(sum)));
+  module_->MoveLeafToFront(a);
+  Instruction* zero = hlo::AddConstant(c_, hlo::Literal::ScalarOf(t, 0));
+  return Op(Opcode::kReduce, {x, zero}, [&](Instruction* i) {
+    i->dimensions = dims;
+    i->AppendCalledComputation(a);
+  });
+}
+
+Instruction* Graph::KeepWhere(Instruction* pred, Instruction* x) {
+  if (!x) return nullptr;
+  return Op(Opcode::kSelect, {pred, x, Full(0, x->shape())});
+}
+
+const Rule* FindRule(Opcode op) {
+  for (const Rule& r : Rules())
+    if (r.opcode == op) return &r;
+  return nullptr;
+}
+
+namespace {
+
+bool Differentiable(const Shape& s) { return s.IsArray() && hlo::IsFloatingPoint(s.element_type); }
+
+std::string Where(const Instruction& i) {
+  std::string s = absl::StrCat("'", i.name(), "' (", hlo::OpcodeName(i.opcode()), ")");
+  if (!i.metadata.op_name.empty())
+    absl::StrAppend(&s, " from ONNX node '", i.metadata.op_name, "' (", i.metadata.op_type, ")");
+  return s;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<hlo::Module>> Vjp(const hlo::Module& f, const std::vector<int64_t>& wrt) {
+  std::unique_ptr<hlo::Module> m = f.Clone();
+  hlo::Computation* c = m->entry();
+  c->Canonicalize();
+  std::vector<Instruction*> params = c->parameters();
+  std::set<const Instruction*> active;
+  for (int64_t k : wrt) {
+    if (k < 0 || k >= static_cast<int64_t>(params.size()))
+      return InvalidArgument("autodiff: the computation has no parameter %d", k);
+    if (!Differentiable(params[k]->shape()))
+      return InvalidArgument("autodiff: parameter %d is %s, not a floating-point array", k,
+                             params[k]->shape().ToString());
+    active.insert(params[k]);
+  }
+  std::vector<Instruction*> order;
+  for (const auto& i : c->instructions()) order.push_back(i.get());
+  for (Instruction* i : order)
+    for (const Instruction* o : i->operands())
+      if (active.count(o) && Differentiable(i->shape())) active.insert(i);
+
+  // Outputs and their cotangents, which are new parameters after f's.
+  Instruction* root = c->root();
+  std::vector<Instruction*> outputs;
+  if (root->shape().IsTuple()) {
+    if (root->opcode() != Opcode::kTuple) return Unimplemented("autodiff: a tuple root must be a tuple instruction");
+    outputs = root->operands();
+  } else {
+    outputs = {root};
+  }
+  std::map<const Instruction*, Instruction*> ct;
+  Graph g(m.get(), c);
+  auto accumulate = [&](const Instruction* at, Instruction* v) {
+    auto [it, fresh] = ct.try_emplace(at, v);
+    if (!fresh) it->second = g.Binary(Opcode::kAdd, it->second, v);
+  };
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    auto p = std::make_unique<Instruction>(Opcode::kParameter, outputs[k]->shape());
+    p->parameter_number = params.size() + k;
+    p->set_name(absl::StrCat("cotangent_", k));
+    Instruction* seed = c->AddInstruction(std::move(p));
+    if (active.count(outputs[k])) accumulate(outputs[k], seed);
+  }
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Instruction* y = *it;
+    auto found = ct.find(y);
+    if (found == ct.end() || y->opcode() == Opcode::kParameter) continue;
+    const Rule* rule = FindRule(y->opcode());
+    if (!rule) return Unimplemented("autodiff: no differentiation rule for %s", Where(*y));
+    std::vector<Instruction*> contributions = rule->vjp(g, *y, found->second);
+    RETURN_IF_ERROR(Annotate(g.status(), Where(*y)));
+    for (size_t k = 0; k < contributions.size() && k < static_cast<size_t>(y->operand_count()); ++k)
+      if (contributions[k] && active.count(y->operand(k))) accumulate(y->operand(k), contributions[k]);
+  }
+  std::vector<Instruction*> results = outputs;
+  for (int64_t k : wrt) {
+    auto it = ct.find(params[k]);
+    results.push_back(it != ct.end() ? it->second : g.Full(0, params[k]->shape()));
+  }
+  RETURN_IF_ERROR(g.status());
+  std::vector<Shape> shapes;
+  for (const Instruction* r : results) shapes.push_back(r->shape());
+  auto tuple = std::make_unique<Instruction>(Opcode::kTuple, Shape::Tuple(std::move(shapes)));
+  for (Instruction* r : results) tuple->AppendOperand(r);
+  c->set_root(c->AddInstruction(std::move(tuple)));
+  c->Canonicalize();
+  RETURN_IF_ERROR(hlo::Verify(*m));
+  return m;
+}
+
+}  // namespace xonnx::autodiff

@@ -1,0 +1,89 @@
+// Reverse-mode automatic differentiation of HLO: the vector-Jacobian
+// product of a module's entry computation, built as HLO beside the forward
+// computation, the way JAX transposes its linearized programs.
+//
+// Vjp(f, wrt) returns a module whose entry takes f's parameters, then one
+// cotangent per output of f (the root, or each element of a tuple root), and
+// returns a tuple of f's outputs followed by, for each parameter number in
+// `wrt`, the sum over outputs of cotangent · ∂output/∂parameter. For a
+// scalar f and a cotangent of 1 that is the gradient.
+//
+// Every instruction on a path from a `wrt` parameter to an output needs a
+// rule in the table of rules.cc (one per opcode, like the opcode table);
+// one without is an error naming the instruction, its opcode and its ONNX
+// node. Instructions that only feed comparisons, indices or shapes need
+// none. Control flow (while, conditional, call) and reductions other than
+// sums are not differentiated yet.
+#ifndef XONNX_AUTODIFF_VJP_H_
+#define XONNX_AUTODIFF_VJP_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hlo/ir.h"
+
+namespace xonnx::autodiff {
+
+absl::StatusOr<std::unique_ptr<hlo::Module>> Vjp(const hlo::Module& f, const std::vector<int64_t>& wrt);
+
+// Adds instructions to one computation, inferring their shapes (helpers for
+// the rules).
+class Graph {
+ public:
+  Graph(hlo::Module* module, hlo::Computation* c) : module_(module), c_(c) {}
+
+  // op(operands) with attributes set by `attrs`; `shape` is given for ops
+  // whose shape cannot be inferred (broadcast, reshape).
+  hlo::Instruction* Op(hlo::Opcode op, const std::vector<hlo::Instruction*>& operands,
+                       const std::function<void(hlo::Instruction*)>& attrs = nullptr,
+                       const hlo::Shape* shape = nullptr);
+  hlo::Instruction* Unary(hlo::Opcode op, hlo::Instruction* x) { return Op(op, {x}); }
+  hlo::Instruction* Binary(hlo::Opcode op, hlo::Instruction* a, hlo::Instruction* b) { return Op(op, {a, b}); }
+  // A tensor of `shape`'s dims and type `like`'s holding `value`.
+  hlo::Instruction* Full(double value, const hlo::Shape& shape);
+  hlo::Instruction* Broadcast(hlo::Instruction* x, const std::vector<int64_t>& dims, const std::vector<int64_t>& map);
+  hlo::Instruction* Reshape(hlo::Instruction* x, const std::vector<int64_t>& dims);
+  hlo::Instruction* Transpose(hlo::Instruction* x, const std::vector<int64_t>& perm);
+  // The sum of `x` over `dims`.
+  hlo::Instruction* ReduceSum(hlo::Instruction* x, const std::vector<int64_t>& dims);
+  // select(pred, x, 0).
+  hlo::Instruction* KeepWhere(hlo::Instruction* pred, hlo::Instruction* x);
+  // The first error met (shape inference of a rule's instruction, or one
+  // a rule reports with Fail).
+  const absl::Status& status() const { return status_; }
+  // Records an error (the first one wins) and returns null.
+  hlo::Instruction* Fail(absl::Status st) {
+    if (status_.ok()) status_ = std::move(st);
+    return nullptr;
+  }
+
+ private:
+  hlo::Module* module_;
+  hlo::Computation* c_;
+  absl::Status status_;
+};
+
+// The cotangents of `y`'s operands given `ct`, the cotangent of `y`; null
+// for operands that get none (indices, predicates).
+using VjpRule = std::function<std::vector<hlo::Instruction*>(Graph& g, hlo::Instruction& y, hlo::Instruction* ct)>;
+
+struct Rule {
+  hlo::Opcode opcode;
+  VjpRule vjp;
+  // An HLO module (text) applying the op to f64 parameters, from which a
+  // test checks the rule against central finite differences.
+  std::string example;
+};
+
+// The rules, one per differentiable opcode.
+const std::vector<Rule>& Rules();
+// The rules of data movement and products (rules_structural.cc).
+std::vector<Rule> StructuralRules();
+const Rule* FindRule(hlo::Opcode op);
+
+}  // namespace xonnx::autodiff
+
+#endif  // XONNX_AUTODIFF_VJP_H_
