@@ -191,8 +191,10 @@ absl::StatusOr<Shape> InferDot(const Instruction& in, const Operands& ops) {
       d.lhs_contracting_dimensions.size() != d.rhs_contracting_dimensions.size())
     return Err("dot dimension numbers mismatch");
   std::set<int64_t> la, rb;
+  if (!a.IsArray() || !b.IsArray()) return Err("dot operands must be arrays");
   for (size_t i = 0; i < d.lhs_batch_dimensions.size(); ++i) {
-    if (a.dims.at(d.lhs_batch_dimensions[i]) != b.dims.at(d.rhs_batch_dimensions[i]))
+    int64_t l = d.lhs_batch_dimensions[i], r = d.rhs_batch_dimensions[i];
+    if (l < 0 || l >= a.rank() || r < 0 || r >= b.rank() || a.dims[l] != b.dims[r])
       return Err(absl::StrCat("dot batch dimensions differ: ", a.ToString(), " . ", b.ToString()));
     la.insert(d.lhs_batch_dimensions[i]);
     rb.insert(d.rhs_batch_dimensions[i]);
@@ -204,6 +206,9 @@ absl::StatusOr<Shape> InferDot(const Instruction& in, const Operands& ops) {
     la.insert(l);
     rb.insert(r);
   }
+  if (la.size() != d.lhs_batch_dimensions.size() + d.lhs_contracting_dimensions.size() ||
+      rb.size() != d.rhs_batch_dimensions.size() + d.rhs_contracting_dimensions.size())
+    return Err("dot names a dimension twice");
   std::vector<int64_t> out;
   for (int64_t x : d.lhs_batch_dimensions) out.push_back(a.dims[x]);
   for (int64_t i = 0; i < a.rank(); ++i)

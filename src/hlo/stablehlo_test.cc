@@ -204,6 +204,16 @@ TEST(StableHlo, ErrorsNameTheLine) {
   ASSERT_FALSE(undefined.ok());
   EXPECT_NE(undefined.status().message().find("%7 is not defined"), std::string::npos) << undefined.status();
   EXPECT_FALSE(ParseStableHlo("module @m {").ok());
+  // A dot naming a batch dimension its operands do not have: an error, not
+  // an exception from the shape inference (a fuzzing finding).
+  auto dot = ParseStableHlo(
+      "module @m {\n  func.func public @main(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>) -> (tensor<2x2xf32>) {\n"
+      "    %0 = \"stablehlo.dot_general\"(%a, %b) {dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = "
+      "[5], rhs_batching_dimensions = [0], lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>} : "
+      "(tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>\n    \"func.return\"(%0) : (tensor<2x2xf32>) -> ()\n"
+      "  }\n}\n");
+  ASSERT_FALSE(dot.ok());
+  EXPECT_NE(dot.status().message().find("dot batch dimensions"), std::string::npos) << dot.status();
   EXPECT_EQ(QuoteMlirString("a\"b\\c\n\xff"), "\"a\\22b\\5Cc\\0A\\FF\"");
 }
 
