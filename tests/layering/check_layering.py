@@ -24,6 +24,8 @@ MAY_INCLUDE = {
     "hlo": {"base", "base-public"},
     "evaluator": {"hlo", "base", "base-public"},
     "passes": {"evaluator", "hlo", "base", "base-public"},
+    # Differentiation builds HLO from HLO; the evaluator is for its tests.
+    "autodiff": {"hlo", "base", "base-public"},
     "onnx": {"passes", "evaluator", "hlo", "base", "base-public"},
     # The PjRT ABI and its client: no HLO types (element types are the ABI's).
     "pjrt": {"base", "base-public"},
