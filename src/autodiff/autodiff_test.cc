@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "autodiff/vjp.h"
 #include "evaluator/evaluator.h"
 #include "hlo/parser.h"
@@ -166,6 +167,22 @@ ENTRY main {
   auto first = Vjp(**f, {0});
   ASSERT_TRUE(first.ok()) << first.status();
   ExpectMatchesFiniteDifferences(**first, 3);
+}
+
+TEST(Autodiff, ConvolutionsOfOtherLayoutsAndInputDilation) {
+  // Channels-last with a transposed convolution's input dilation, and a
+  // 1-D one with a 1x1 kernel: the rule's paddings and dimension swaps in
+  // cases the table's example does not reach.
+  for (const char* conv :
+       {"  x = f64[1,4,3,2] parameter(0)\n  w = f64[2,2,2,3] parameter(1)\n"
+        "  ROOT y = f64[1,9,5,3] convolution(x, w), window={size=2x2 pad=1_2x0_1 lhs_dilate=2x2}, "
+        "dim_labels=b01f_01io->b01f\n",
+        "  x = f64[3,2,7] parameter(0)\n  w = f64[4,2,1] parameter(1)\n"
+        "  ROOT y = f64[3,4,3] convolution(x, w), window={size=1 stride=3}, dim_labels=bf0_oi0->bf0\n"}) {
+    auto f = hlo::ParseText(absl::StrCat("HloModule c\nENTRY main {\n", conv, "}\n"));
+    ASSERT_TRUE(f.ok()) << f.status() << conv;
+    ExpectMatchesFiniteDifferences(**f, 5);
+  }
 }
 
 TEST(Autodiff, TheSeedsExample) {

@@ -186,6 +186,78 @@ Ops ClampRule(Graph& g, Instruction& y, Instruction* ct) {
   return {bound(lo, below), g.KeepWhere(inside, ct), bound(hi, above)};
 }
 
+// Dilated size: where n elements land with d - 1 holes between them.
+int64_t Dilate(int64_t n, int64_t d) { return n == 0 ? 0 : 1 + d * (n - 1); }
+
+// The cotangents of a convolution (without feature or batch groups), as
+// JAX transposes conv_general_dilated: the input's is a convolution of the
+// cotangent with the spatially reversed kernel, its features swapped, the
+// forward strides becoming input dilation; the kernel's a convolution of
+// the input with the cotangent, batch and feature swapped on both.
+Ops ConvolutionRule(Graph& g, Instruction& y, Instruction* ct) {
+  if (y.feature_group_count != 1 || y.batch_group_count != 1)
+    return {g.Fail(Unimplemented("autodiff: grouped convolutions are not differentiated yet"))};
+  Instruction *x = y.operand(0), *w = y.operand(1);
+  const hlo::ConvolutionDimensionNumbers& d = y.conv_dnums;
+  const size_t n = d.input_spatial_dimensions.size();
+  hlo::Window dx_window, dw_window;
+  for (size_t k = 0; k < n; ++k) {
+    const hlo::WindowDimension& f = y.window.dimensions[k];
+    int64_t in = Dilate(x->shape().dims[d.input_spatial_dimensions[k]], f.base_dilation);
+    int64_t kernel = Dilate(w->shape().dims[d.kernel_spatial_dimensions[k]], f.window_dilation);
+    int64_t out = Dilate(y.shape().dims[d.output_spatial_dimensions[k]], f.stride);
+    hlo::WindowDimension a;  // for the input's cotangent
+    a.size = f.size;
+    a.stride = f.base_dilation;
+    a.base_dilation = f.stride;
+    a.window_dilation = f.window_dilation;
+    a.padding_low = kernel - f.padding_low - 1;
+    a.padding_high = in + kernel - 1 - out - a.padding_low;
+    dx_window.dimensions.push_back(a);
+    hlo::WindowDimension b;  // for the kernel's: the cotangent is the window
+    b.size = y.shape().dims[d.output_spatial_dimensions[k]];
+    b.stride = f.window_dilation;
+    b.base_dilation = f.base_dilation;
+    b.window_dilation = f.stride;
+    b.padding_low = f.padding_low;
+    b.padding_high = (out - in) + (kernel - f.padding_low - 1);
+    dw_window.dimensions.push_back(b);
+  }
+  Instruction* reversed =
+      g.Op(Opcode::kReverse, {w}, [&](Instruction* i) { i->dimensions = d.kernel_spatial_dimensions; });
+  hlo::ConvolutionDimensionNumbers a;
+  a.input_batch_dimension = d.output_batch_dimension;
+  a.input_feature_dimension = d.output_feature_dimension;
+  a.input_spatial_dimensions = d.output_spatial_dimensions;
+  a.kernel_input_feature_dimension = d.kernel_output_feature_dimension;
+  a.kernel_output_feature_dimension = d.kernel_input_feature_dimension;
+  a.kernel_spatial_dimensions = d.kernel_spatial_dimensions;
+  a.output_batch_dimension = d.input_batch_dimension;
+  a.output_feature_dimension = d.input_feature_dimension;
+  a.output_spatial_dimensions = d.input_spatial_dimensions;
+  Instruction* dx = g.Op(Opcode::kConvolution, {ct, reversed}, [&](Instruction* i) {
+    i->window = dx_window;
+    i->conv_dnums = a;
+    i->precision = y.precision;
+  });
+  hlo::ConvolutionDimensionNumbers b;
+  b.input_batch_dimension = d.input_feature_dimension;
+  b.input_feature_dimension = d.input_batch_dimension;
+  b.input_spatial_dimensions = d.input_spatial_dimensions;
+  b.kernel_input_feature_dimension = d.output_batch_dimension;
+  b.kernel_output_feature_dimension = d.output_feature_dimension;
+  b.kernel_spatial_dimensions = d.output_spatial_dimensions;
+  b.output_batch_dimension = d.kernel_input_feature_dimension;
+  b.output_feature_dimension = d.kernel_output_feature_dimension;
+  b.output_spatial_dimensions = d.kernel_spatial_dimensions;
+  Instruction* dw = g.Op(Opcode::kConvolution, {x, ct}, [&](Instruction* i) {
+    i->window = dw_window;
+    i->conv_dnums = b;
+    i->precision = y.precision;
+  });
+  return {dx, dw};
+}
+
 }  // namespace
 
 std::vector<Rule> StructuralRules() {
@@ -226,6 +298,11 @@ std::vector<Rule> StructuralRules() {
               "  a = f64[2,3,4] parameter(0)\n  b = f64[2,5,3] parameter(1)\n"
               "  ROOT y = f64[2,4,5] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={1}, "
               "rhs_batch_dims={0}, rhs_contracting_dims={2}\n")},
+      {Opcode::kConvolution, ConvolutionRule,
+       Module("",
+              "  x = f64[2,2,6,5] parameter(0)\n  w = f64[3,2,3,2] parameter(1)\n"
+              "  ROOT y = f64[2,3,3,4] convolution(x, w), window={size=3x2 stride=2x1 pad=1_0x0_1 rhs_dilate=1x2}, "
+              "dim_labels=bf01_oi01->bf01\n")},
       {Opcode::kSelect,
        [](Graph& g, Instruction& y, Instruction* ct) {
          Instruction* p = y.operand(0);
