@@ -14,7 +14,8 @@
 
 namespace xonnx::hlo {
 
-namespace {
+// Named, not anonymous: unity builds compile this file with printer.cc.
+namespace stablehlo_writer {
 
 std::string I64Array(const std::vector<int64_t>& v) {
   return v.empty() ? "array<i64>" : absl::StrCat("array<i64: ", absl::StrJoin(v, ", "), ">");
@@ -459,8 +460,8 @@ absl::StatusOr<std::string> Emitter::Run(const Module& m) {
   return absl::StrCat("module @", QuoteMlirString(m.name()), " {\n", text, "}\n");
 }
 
-}  // namespace
+}  // namespace stablehlo_writer
 
-absl::StatusOr<std::string> ToStableHlo(const Module& m) { return Emitter().Run(m); }
+absl::StatusOr<std::string> ToStableHlo(const Module& m) { return stablehlo_writer::Emitter().Run(m); }
 
 }  // namespace xonnx::hlo

@@ -20,7 +20,9 @@
 
 namespace xonnx::hlo {
 
-namespace {
+// A named namespace rather than an anonymous one: unity builds compile this
+// file with parser.cc, whose Parser and Cursor are other classes.
+namespace stablehlo_reader {
 
 using mlir_text::Attr;
 using mlir_text::Cursor;
@@ -577,8 +579,10 @@ absl::StatusOr<std::unique_ptr<Module>> Parser::Run() {
   return module;
 }
 
-}  // namespace
+}  // namespace stablehlo_reader
 
-absl::StatusOr<std::unique_ptr<Module>> ParseStableHlo(absl::string_view text) { return Parser(text).Run(); }
+absl::StatusOr<std::unique_ptr<Module>> ParseStableHlo(absl::string_view text) {
+  return stablehlo_reader::Parser(text).Run();
+}
 
 }  // namespace xonnx::hlo
