@@ -27,6 +27,8 @@
 #               throughput. --variants 'NAME:FLAGS;...' times xonnx with more
 #               flags as engine xonnx-NAME in the same rounds (a flag
 #               XLA_FLAGS+=F adds F to the plugin's XLA_FLAGS for that run).
+# --program-format hlo|stablehlo|auto is how every program goes to the
+# plugin (conformance, models, throughput; XONNX_ARGS for the others).
 # XONNX_ARGS adds flags to every xonnx command of validate and dump.
 # Everything printed is also written to $OUT/gpu_results.txt when OUT is set.
 #
@@ -35,13 +37,13 @@
 #          [--iterations 50] [--models resnet50,transformer_encoder]
 #          [--dtypes f32,f16,bf16] [--batches 1,8,64] [--peers eager,graphs,compile]
 #          [--compile-mode default|max-autotune|...] [--baseline OTHER_XONNX] [--in-flight N]
-#          [--variants 'NAME:FLAGS;NAME:FLAGS']
+#          [--variants 'NAME:FLAGS;NAME:FLAGS'] [--program-format hlo|stablehlo|auto]
 # --dtypes may name tf32 for the throughput part: float32 with TF32 products
 # allowed on both sides (xonnx --allow-tf32, PyTorch's allow_tf32 flags).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 kit=build/gpu_kit plugin="" parts=devices,conformance,models,validate,startup,dump,throughput rounds=3 iterations=50
-peers=eager,graphs,compile compile_mode=default baseline="" in_flight=1 variants=""
+peers=eager,graphs,compile compile_mode=default baseline="" in_flight=1 variants="" program_format=auto
 models=resnet50,transformer_encoder dtypes=f32,f16,bf16 batches=1,8,64
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -57,6 +59,7 @@ while [[ $# -gt 0 ]]; do
     --in-flight) in_flight="$2"; shift 2 ;;
     --variants) variants="$2"; shift 2 ;;
     --compile-mode) compile_mode="$2"; shift 2 ;;
+    --program-format) program_format="$2"; shift 2 ;;
     --baseline) baseline="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
@@ -114,6 +117,7 @@ conformance_shard() {
     rc=0
     "$kit/bin/conformance_runner" --data "$work/node_tests/node" --expected-failures "$kit/expected_failures.txt" \
       --in-process --shard "$shard" ${after:+--after "$after"} --timeout 60 --plugin "$plugin" --data-type "$d" \
+      --program-format "$program_format" \
       "${create[@]}" $(tolerances "$d") >>"$log" 2>"$log.err" || rc=$?
     ((rc > 1)) || break
     after=$(grep '^running ' "$log.err" | tail -1 | cut -d' ' -f2)
@@ -158,6 +162,7 @@ if [[ ,$parts, == *,models,* ]]; then
       only=$(for ((i = k; i < ${#names[@]}; i += shards)); do echo "${names[i]}"; done | paste -sd,)
       [[ -n $only ]] || continue
       timeout "${MODELS_TIMEOUT:-3600}" "$kit/bin/model_runner" --models "$work/real_models" --only "$only" --tolerance "$tol" --plugin "$plugin" \
+        --program-format "$program_format" \
         --data-type "$d" "${create[@]}" >"$work/models_${d}_$k.log" 2>&1 &
     done
   done
@@ -230,7 +235,7 @@ if [[ ,$parts, == *,throughput,* ]]; then
     for f in "${@:6}"; do
       if [[ $f == XLA_FLAGS+=* ]]; then xla="$xla ${f#XLA_FLAGS+=}"; else extra+=("$f"); fi
     done
-    local xflags=(--data-type "$d" --io-data-type "$d")
+    local xflags=(--data-type "$d" --io-data-type "$d" --program-format "$program_format")
     [[ $d != tf32 ]] || xflags=(--data-type f32 --allow-tf32)
     j=$(XLA_FLAGS="$xla" "$bin" bench "$work/$m.onnx" --shape "$(shape_of "$m" "$b")" --plugin "$plugin" "${xflags[@]}" "${extra[@]}" \
       --iterations "$iterations" --warmup 10 --json --cache-dir "$work/cache_$engine" 2>"$work/bench.log") ||

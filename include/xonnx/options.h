@@ -36,18 +36,19 @@ struct DumpOptions {
   // whose name matches pass_re, and as it goes to the plugin, numbered in
   // order: <module>.<import>.<NN>.<step>.txt (.pb, .dot).
   std::string to;
-  std::string pass_re;    // ECMAScript regular expression; empty: no per-pass dumps
-  bool as_text = true;    // HLO text
-  bool as_proto = false;  // serialized HloModuleProto
-  bool as_dot = false;    // Graphviz, one node per instruction with its ONNX node
-  bool as_html = false;   // a self-contained page with each computation's graph drawn
-  bool onnx = false;      // the model as imported (nodes sorted), <model>.onnx
+  std::string pass_re;        // ECMAScript regular expression; empty: no per-pass dumps
+  bool as_text = true;        // HLO text
+  bool as_proto = false;      // serialized HloModuleProto
+  bool as_dot = false;        // Graphviz, one node per instruction with its ONNX node
+  bool as_html = false;       // a self-contained page with each computation's graph drawn
+  bool onnx = false;          // the model as imported (nodes sorted), <model>.onnx
+  bool as_stablehlo = false;  // StableHLO MLIR text, as --program-format stablehlo sends it (.mlir)
 };
 
 // Parses XONNX_FLAGS' syntax into `base`: whitespace-separated
 // --dump_to=DIR, --dump_pass_re=REGEX, --dump_as_text, --dump_as_proto,
-// --dump_as_dot, --dump_as_html, --dump_onnx (booleans also take =true or
-// =false). An
+// --dump_as_dot, --dump_as_html, --dump_as_stablehlo, --dump_onnx (booleans
+// also take =true or =false). An
 // unknown flag is an error listing the known ones.
 XONNX_API StatusOr<DumpOptions> ParseXonnxFlags(const std::string& flags, DumpOptions base = {});
 

@@ -19,9 +19,13 @@ absl::StatusOr<DumpSettings> ParseDumpFlags(absl::string_view flags, DumpSetting
     std::string* text;  // a flag with a value
     bool* on;           // a boolean flag
   };
-  const std::vector<Flag> known = {{"dump_to", &base.dir, nullptr},          {"dump_pass_re", &base.pass_re, nullptr},
-                                   {"dump_as_text", nullptr, &base.as_text}, {"dump_as_proto", nullptr, &base.as_proto},
-                                   {"dump_as_dot", nullptr, &base.as_dot},   {"dump_as_html", nullptr, &base.as_html},
+  const std::vector<Flag> known = {{"dump_to", &base.dir, nullptr},
+                                   {"dump_pass_re", &base.pass_re, nullptr},
+                                   {"dump_as_text", nullptr, &base.as_text},
+                                   {"dump_as_proto", nullptr, &base.as_proto},
+                                   {"dump_as_dot", nullptr, &base.as_dot},
+                                   {"dump_as_html", nullptr, &base.as_html},
+                                   {"dump_as_stablehlo", nullptr, &base.as_stablehlo},
                                    {"dump_onnx", nullptr, &base.onnx}};
   auto usage = [&] {
     std::vector<std::string> names;

@@ -14,13 +14,14 @@ struct DumpSettings {
   std::string dir;      // empty: no dumps
   std::string pass_re;  // passes after which to write (ECMAScript regex); empty: none
   bool as_text = true, as_proto = false, as_dot = false, as_html = false;
-  bool onnx = false;  // the model as imported, beside the modules
+  bool onnx = false;          // the model as imported, beside the modules
+  bool as_stablehlo = false;  // StableHLO MLIR text (.mlir)
   bool enabled() const { return !dir.empty(); }
 };
 
 // Parses XONNX_FLAGS' syntax into `base`: whitespace-separated
 // --dump_to=DIR, --dump_pass_re=REGEX, --dump_as_text, --dump_as_proto,
-// --dump_as_dot, --dump_as_html, --dump_onnx (booleans also take =true or =false; choosing
+// --dump_as_dot, --dump_as_html, --dump_as_stablehlo, --dump_onnx (booleans also take =true or =false; choosing
 // a format replaces the default, text). An unknown flag is an error listing
 // the known ones.
 absl::StatusOr<DumpSettings> ParseDumpFlags(absl::string_view flags, DumpSettings base = {});

@@ -127,8 +127,11 @@ xonnx::SessionOptions BaseOptions() {
         o.dump.as_dot = true;
       } else if (f == "html") {
         o.dump.as_html = true;
+      } else if (f == "stablehlo") {
+        o.dump.as_stablehlo = true;
       } else {
-        throw CliError{absl::StrCat("--dump-as '", f, "': expected text, proto, dot or html (comma-separated)")};
+        throw CliError{
+            absl::StrCat("--dump-as '", f, "': expected text, proto, dot, html or stablehlo (comma-separated)")};
       }
     }
   }
@@ -168,7 +171,8 @@ void AddDeviceOptions(CLI::App* cmd, bool serving) {
                   "Regular expression of the importer's passes after which to dump (e.g. '.*')");
   cmd->add_option(
       "--dump-as", g_device.dump_as,
-      "Dump formats, comma-separated: text (default), proto, dot, html (a self-contained page with each graph drawn)");
+      "Dump formats, comma-separated: text (default), proto, dot, html (a self-contained page with each graph drawn), "
+      "stablehlo (MLIR text)");
   cmd->add_flag("--dump-onnx", g_device.dump_onnx,
                 "Also write the model as imported (nodes sorted) to the dump folder");
   cmd->add_option("--create-option", g_device.create_options,

@@ -13,6 +13,7 @@
 #include "absl/strings/str_replace.h"
 #include "hlo/printer.h"
 #include "hlo/proto_codec.h"
+#include "hlo/stablehlo.h"
 
 namespace xonnx::passes {
 
@@ -84,6 +85,14 @@ void Dumper::Dump(const hlo::Module& module, absl::string_view step, bool always
   if (settings_.as_proto) write(base + ".pb", hlo::SerializeModule(module));
   if (settings_.as_dot) write(base + ".dot", ToDot(module));
   if (settings_.as_html) write(base + ".html", ToHtml(module));
+  if (settings_.as_stablehlo) {
+    absl::StatusOr<std::string> mlir = hlo::ToStableHlo(module);
+    if (mlir.ok()) {
+      write(base + ".mlir", *mlir);
+    } else if (status_.ok()) {
+      status_ = mlir.status();
+    }
+  }
 }
 
 }  // namespace xonnx::passes

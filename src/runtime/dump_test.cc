@@ -28,6 +28,7 @@ TEST(XonnxFlags, ParsesTheDumpFlagsAndRefusesOthers) {
   EXPECT_FALSE(d->as_text);  // choosing a format replaces the default
   EXPECT_TRUE(d->onnx);
   EXPECT_TRUE(ParseXonnxFlags("")->as_text);
+  EXPECT_TRUE(ParseXonnxFlags("--dump_as_stablehlo")->as_stablehlo);
   auto unknown = ParseXonnxFlags("--dump_to=/x --xla_dump_to=/y");
   ASSERT_FALSE(unknown.ok());
   EXPECT_THAT(std::string(unknown.status().message()),
@@ -47,6 +48,7 @@ TEST(Dumps, ASessionWritesItsModulesInOrder) {
   o.dump.pass_re = "^cse$";
   o.dump.as_dot = true;
   o.dump.as_html = true;
+  o.dump.as_stablehlo = true;
   o.dump.onnx = true;
   auto s = Session::Open(path, o);
   ASSERT_TRUE(s.ok()) << s.status();
@@ -67,6 +69,11 @@ TEST(Dumps, ASessionWritesItsModulesInOrder) {
     ss << in.rdbuf();
     return ss.str();
   };
+  auto mlir_file = std::find_if(files.begin(), files.end(), [](const std::string& f) {
+    return f.size() > 5 && f.compare(f.size() - 5, 5, ".mlir") == 0;
+  });
+  ASSERT_NE(mlir_file, files.end());
+  EXPECT_THAT(read(*mlir_file), HasSubstr("func.func public @main"));
   std::string dot = read(files.front());
   EXPECT_THAT(dot, HasSubstr("digraph"));
   EXPECT_THAT(dot, HasSubstr("Relu t"));  // instructions carry their ONNX node
