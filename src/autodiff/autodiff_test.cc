@@ -185,6 +185,51 @@ TEST(Autodiff, ConvolutionsOfOtherLayoutsAndInputDilation) {
   }
 }
 
+TEST(Autodiff, MaximaAndMinimaSendTheCotangentToTheChosenElements) {
+  for (const char* op : {"maximum", "minimum"}) {
+    auto f = hlo::ParseText(absl::StrCat(R"(HloModule r
+pick {
+  p = f64[] parameter(0)
+  q = f64[] parameter(1)
+  ROOT s = f64[] )",
+                                         op, R"((p, q)
+}
+ENTRY main {
+  x = f64[3,4] parameter(0)
+  z = f64[] constant(0)
+  ROOT y = f64[3] reduce(x, z), dimensions={1}, to_apply=pick
+}
+)"));
+    ASSERT_TRUE(f.ok()) << f.status();
+    ExpectMatchesFiniteDifferences(**f, 9);
+  }
+  // A tie splits the cotangent: max(2, 2, 1) sends half to each 2.
+  auto f = hlo::ParseText(R"(HloModule t
+pick {
+  p = f64[] parameter(0)
+  q = f64[] parameter(1)
+  ROOT s = f64[] maximum(p, q)
+}
+ENTRY main {
+  x = f64[3] parameter(0)
+  z = f64[] constant(-inf)
+  ROOT y = f64[] reduce(x, z), dimensions={0}, to_apply=pick
+}
+)");
+  ASSERT_TRUE(f.ok()) << f.status();
+  auto v = Vjp(**f, {0});
+  ASSERT_TRUE(v.ok()) << v.status();
+  std::vector<Literal> args;
+  args.push_back(Literal::Vector<double>({2, 2, 1}));
+  args.push_back(Literal::Scalar<double>(1));
+  auto out = eval::EvaluateModule(**v, args);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Literal& grad = out->tuple_elements()[1];
+  EXPECT_EQ(grad.data<double>()[0], 0.5);
+  EXPECT_EQ(grad.data<double>()[1], 0.5);
+  EXPECT_EQ(grad.data<double>()[2], 0);
+}
+
 TEST(Autodiff, TheSeedsExample) {
   // f(x) = -2 sin(x) + x, whose derivative is -2 cos(x) + 1.
   auto f = hlo::ParseText(R"(HloModule f

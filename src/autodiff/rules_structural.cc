@@ -92,14 +92,32 @@ Instruction* Unbroadcast(Graph& g, Instruction& y, Instruction* ct) {
   return g.Reshape(g.Transpose(sum, perm), y.operand(0)->shape().dims);
 }
 
+// The cotangent of a maximum or minimum: the cotangent goes to the elements
+// equal to the result, split evenly among ties (as JAX does); where the
+// init value won (no element equals it), to none.
+Ops ChooserRule(Graph& g, Instruction& y, Instruction* ct) {
+  Instruction* x = y.operand(0);
+  std::vector<int64_t> kept = Kept(x->shape().rank(), y.dimensions);
+  Instruction* chosen = g.Op(Opcode::kCompare, {x, g.Broadcast(&y, x->shape().dims, kept)},
+                             [](Instruction* i) { i->comparison_direction = hlo::ComparisonDirection::kEq; });
+  Instruction* ones = g.KeepWhere(chosen, g.Full(1, x->shape()));
+  Instruction* count = g.ReduceSum(ones, y.dimensions);
+  Instruction* share = g.Binary(Opcode::kDivide, ct, g.Binary(Opcode::kMaximum, count, g.Full(1, count->shape())));
+  return {g.Binary(Opcode::kMultiply, ones, g.Broadcast(share, x->shape().dims, kept)), nullptr};
+}
+
 // The cotangent of a sum: broadcast back over the reduced dimensions; the
 // init value gets the sum of the cotangent (it is added once per result).
+// Reductions by maximum or minimum go to ChooserRule.
 Ops ReduceRule(Graph& g, Instruction& y, Instruction* ct) {
   const hlo::Computation* r = y.to_apply();
   const Instruction* root = r ? r->root() : nullptr;
-  if (y.operand_count() != 2 || !root || root->opcode() != Opcode::kAdd ||
+  if (y.operand_count() != 2 || !root || root->operand_count() != 2 ||
       root->operand(0)->opcode() != Opcode::kParameter || root->operand(1)->opcode() != Opcode::kParameter)
-    return {g.Fail(Unimplemented("autodiff: only sums (reduce with add) are differentiated"))};
+    return {g.Fail(Unimplemented("autodiff: only sums, maxima and minima (reduce) are differentiated"))};
+  if (root->opcode() == Opcode::kMaximum || root->opcode() == Opcode::kMinimum) return ChooserRule(g, y, ct);
+  if (root->opcode() != Opcode::kAdd)
+    return {g.Fail(Unimplemented("autodiff: only sums, maxima and minima (reduce) are differentiated"))};
   const Instruction* x = y.operand(0);
   Instruction* back = g.Broadcast(ct, x->shape().dims, Kept(x->shape().rank(), y.dimensions));
   std::vector<int64_t> all(ct->shape().rank());
@@ -258,6 +276,46 @@ Ops ConvolutionRule(Graph& g, Instruction& y, Instruction* ct) {
   return {dx, dw};
 }
 
+// A dynamic slice's cotangent is written into zeros where the slice was
+// read (dynamic-update-slice clamps the starts as dynamic-slice did).
+Ops DynamicSliceRule(Graph& g, Instruction& y, Instruction* ct) {
+  std::vector<Instruction*> operands = {g.Full(0, y.operand(0)->shape()), ct};
+  for (int64_t k = 1; k < y.operand_count(); ++k) operands.push_back(y.operand(k));
+  return {g.Op(Opcode::kDynamicUpdateSlice, operands)};
+}
+
+// The operand's cotangent is the cotangent with the update's region zeroed;
+// the update's is that region of the cotangent.
+Ops DynamicUpdateSliceRule(Graph& g, Instruction& y, Instruction* ct) {
+  const Instruction* u = y.operand(1);
+  std::vector<Instruction*> starts(y.operands().begin() + 2, y.operands().end());
+  std::vector<Instruction*> zeroed = {ct, g.Full(0, u->shape())};
+  zeroed.insert(zeroed.end(), starts.begin(), starts.end());
+  std::vector<Instruction*> read = {ct};
+  read.insert(read.end(), starts.begin(), starts.end());
+  return {g.Op(Opcode::kDynamicUpdateSlice, zeroed),
+          g.Op(Opcode::kDynamicSlice, read, [&](Instruction* i) { i->dynamic_slice_sizes = u->shape().dims; })};
+}
+
+// A gather's cotangent is scattered back, added where indices repeat.
+Ops GatherRule(Graph& g, Instruction& y, Instruction* ct) {
+  Instruction* x = y.operand(0);
+  const hlo::GatherDimensionNumbers& d = y.gather_dnums;
+  hlo::ScatterDimensionNumbers s;
+  s.update_window_dims = d.offset_dims;
+  s.inserted_window_dims = d.collapsed_slice_dims;
+  s.scatter_dims_to_operand_dims = d.start_index_map;
+  s.index_vector_dim = d.index_vector_dim;
+  hlo::Computation* add = g.Adder(x->shape().element_type);
+  return {g.Op(Opcode::kScatter, {g.Full(0, x->shape()), y.operand(1), ct},
+               [&](Instruction* i) {
+                 i->scatter_dnums = s;
+                 i->indices_are_sorted = y.indices_are_sorted;
+                 i->AppendCalledComputation(add);
+               }),
+          nullptr};
+}
+
 }  // namespace
 
 std::vector<Rule> StructuralRules() {
@@ -317,6 +375,19 @@ std::vector<Rule> StructuralRules() {
        Module("", "  x = f64[5,4] parameter(0)\n  ROOT y = f64[2,3] slice(x), slice={[0:4:2], [1:4]}\n")},
       {Opcode::kPad, PadRule,
        Module("", x23 + "  v = f64[] parameter(1)\n  ROOT y = f64[4,4] pad(x, v), padding=1_0_1x0_1\n")},
+      {Opcode::kDynamicSlice, DynamicSliceRule,
+       Module("",
+              "  x = f64[5,4] parameter(0)\n  i = s32[] constant(1)\n  j = s32[] constant(2)\n"
+              "  ROOT y = f64[2,2] dynamic-slice(x, i, j), dynamic_slice_sizes={2,2}\n")},
+      {Opcode::kDynamicUpdateSlice, DynamicUpdateSliceRule,
+       Module("",
+              "  x = f64[4,4] parameter(0)\n  u = f64[2,3] parameter(1)\n  i = s32[] constant(1)\n"
+              "  j = s32[] constant(0)\n  ROOT y = f64[4,4] dynamic-update-slice(x, u, i, j)\n")},
+      {Opcode::kGather, GatherRule,
+       Module("",
+              "  x = f64[4,3] parameter(0)\n  idx = s32[3,1] constant({{2}, {0}, {2}})\n"
+              "  ROOT y = f64[3,3] gather(x, idx), offset_dims={1}, collapsed_slice_dims={0}, "
+              "start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}\n")},
       {Opcode::kConcatenate, ConcatenateRule,
        Module("", x23 + "  w = f64[2,2] parameter(1)\n  ROOT y = f64[2,5] concatenate(x, w), dimensions={1}\n")},
   };

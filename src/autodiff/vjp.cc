@@ -63,9 +63,9 @@ Instruction* Graph::Transpose(Instruction* x, const std::vector<int64_t>& perm) 
   return Op(Opcode::kTranspose, {x}, [&](Instruction* i) { i->dimensions = perm; });
 }
 
-Instruction* Graph::ReduceSum(Instruction* x, const std::vector<int64_t>& dims) {
-  if (!x || dims.empty()) return x;
-  hlo::PrimitiveType t = x->shape().element_type;
+hlo::Computation* Graph::Adder(hlo::PrimitiveType t) {
+  hlo::Computation*& cached = adders_[t];
+  if (cached) return cached;
   // A two-parameter adder, put in front of the module's computations (it
   // calls nothing, and the entry that uses it comes later).
   auto adder = std::make_unique<hlo::Computation>("autodiff_add");
@@ -79,6 +79,13 @@ Instruction* Graph::ReduceSum(Instruction* x, const std::vector<int64_t>& dims) 
   sum->AppendOperand(p1);
   a->set_root(a->AddInstruction(std::move(sum)));
   module_->MoveLeafToFront(a);
+  return cached = a;
+}
+
+Instruction* Graph::ReduceSum(Instruction* x, const std::vector<int64_t>& dims) {
+  if (!x || dims.empty()) return x;
+  hlo::PrimitiveType t = x->shape().element_type;
+  hlo::Computation* a = Adder(t);
   Instruction* zero = hlo::AddConstant(c_, hlo::Literal::ScalarOf(t, 0));
   return Op(Opcode::kReduce, {x, zero}, [&](Instruction* i) {
     i->dimensions = dims;

@@ -18,6 +18,7 @@
 #define XONNX_AUTODIFF_VJP_H_
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +50,9 @@ class Graph {
   hlo::Instruction* Transpose(hlo::Instruction* x, const std::vector<int64_t>& perm);
   // The sum of `x` over `dims`.
   hlo::Instruction* ReduceSum(hlo::Instruction* x, const std::vector<int64_t>& dims);
+  // A computation adding two scalars of type `t` (for reduce and scatter),
+  // one per type.
+  hlo::Computation* Adder(hlo::PrimitiveType t);
   // select(pred, x, 0).
   hlo::Instruction* KeepWhere(hlo::Instruction* pred, hlo::Instruction* x);
   // The first error met (shape inference of a rule's instruction, or one
@@ -64,6 +68,7 @@ class Graph {
   hlo::Module* module_;
   hlo::Computation* c_;
   absl::Status status_;
+  std::map<hlo::PrimitiveType, hlo::Computation*> adders_;
 };
 
 // The cotangents of `y`'s operands given `ct`, the cotangent of `y`; null
