@@ -230,6 +230,24 @@ ENTRY main {
   EXPECT_EQ(grad.data<double>()[2], 0);
 }
 
+TEST(Autodiff, AWindowedSumOverADilatedInput) {
+  // Dilation holes and padding read the init value: its cotangent counts them.
+  auto f = hlo::ParseText(R"(HloModule w
+add {
+  p = f64[] parameter(0)
+  q = f64[] parameter(1)
+  ROOT s = f64[] add(p, q)
+}
+ENTRY main {
+  x = f64[4,3] parameter(0)
+  z = f64[] parameter(1)
+  ROOT y = f64[4,3] reduce-window(x, z), window={size=2x2 stride=2x1 pad=1_0x0_1 lhs_dilate=2x1}, to_apply=add
+}
+)");
+  ASSERT_TRUE(f.ok()) << f.status();
+  ExpectMatchesFiniteDifferences(**f, 13);
+}
+
 TEST(Autodiff, TheSeedsExample) {
   // f(x) = -2 sin(x) + x, whose derivative is -2 cos(x) + 1.
   auto f = hlo::ParseText(R"(HloModule f
