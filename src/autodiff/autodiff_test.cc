@@ -178,7 +178,14 @@ TEST(Autodiff, ConvolutionsOfOtherLayoutsAndInputDilation) {
         "  ROOT y = f64[1,9,5,3] convolution(x, w), window={size=2x2 pad=1_2x0_1 lhs_dilate=2x2}, "
         "dim_labels=b01f_01io->b01f\n",
         "  x = f64[3,2,7] parameter(0)\n  w = f64[4,2,1] parameter(1)\n"
-        "  ROOT y = f64[3,4,3] convolution(x, w), window={size=1 stride=3}, dim_labels=bf0_oi0->bf0\n"}) {
+        "  ROOT y = f64[3,4,3] convolution(x, w), window={size=1 stride=3}, dim_labels=bf0_oi0->bf0\n",
+        // Two groups of 2 input and 3 output features, and a depthwise one.
+        "  x = f64[2,4,5,4] parameter(0)\n  w = f64[6,2,3,2] parameter(1)\n"
+        "  ROOT y = f64[2,6,3,3] convolution(x, w), window={size=3x2 stride=2x1 pad=1_1x0_0}, "
+        "dim_labels=bf01_oi01->bf01, feature_group_count=2\n",
+        "  x = f64[1,5,4,3] parameter(0)\n  w = f64[3,3,1,3] parameter(1)\n"
+        "  ROOT y = f64[1,5,4,3] convolution(x, w), window={size=3x3 pad=1_1x1_1}, "
+        "dim_labels=b01f_01io->b01f, feature_group_count=3\n"}) {
     auto f = hlo::ParseText(absl::StrCat("HloModule c\nENTRY main {\n", conv, "}\n"));
     ASSERT_TRUE(f.ok()) << f.status() << conv;
     ExpectMatchesFiniteDifferences(**f, 5);

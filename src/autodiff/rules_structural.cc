@@ -207,14 +207,39 @@ Ops ClampRule(Graph& g, Instruction& y, Instruction* ct) {
 // Dilated size: where n elements land with d - 1 holes between them.
 int64_t Dilate(int64_t n, int64_t d) { return n == 0 ? 0 : 1 + d * (n - 1); }
 
-// The cotangents of a convolution (without feature or batch groups), as
-// JAX transposes conv_general_dilated: the input's is a convolution of the
-// cotangent with the spatially reversed kernel, its features swapped, the
-// forward strides becoming input dilation; the kernel's a convolution of
-// the input with the cotangent, batch and feature swapped on both.
+// A grouped convolution's kernel [.., O, .., I/G, ..] regrouped for its
+// transpose: O split into (G, O/G) and G moved in front of I/G, giving
+// O/G output and I input features (JAX's _reshape_axis_out_of, then
+// _reshape_axis_into).
+Instruction* Regroup(Graph& g, Instruction* w, int64_t out_dim, int64_t in_dim, int64_t groups) {
+  std::vector<int64_t> dims = w->shape().dims;
+  std::vector<int64_t> split = dims;
+  split[out_dim] = dims[out_dim] / groups;
+  split.insert(split.begin() + out_dim, groups);  // G at out_dim, O/G after it
+  Instruction* s = g.Reshape(w, split);
+  // Move the G axis right before the input-feature axis, then merge them.
+  int64_t in_after = in_dim + (in_dim > out_dim ? 1 : 0);
+  std::vector<int64_t> perm;
+  for (int64_t k = 0; k < static_cast<int64_t>(split.size()); ++k)
+    if (k != out_dim) perm.push_back(k);
+  int64_t at = std::find(perm.begin(), perm.end(), in_after) - perm.begin();
+  perm.insert(perm.begin() + at, out_dim);
+  std::vector<int64_t> merged = dims;
+  merged[out_dim] = dims[out_dim] / groups;
+  merged[in_dim] = dims[in_dim] * groups;
+  return g.Reshape(g.Transpose(s, perm), merged);
+}
+
+// The cotangents of a convolution (with feature groups, not batch groups),
+// as JAX transposes conv_general_dilated: the input's is a convolution of
+// the cotangent with the spatially reversed kernel, its features swapped
+// (and regrouped), the forward strides becoming input dilation; the
+// kernel's a convolution of the input with the cotangent, batch and feature
+// swapped on both, the feature groups becoming batch groups.
 Ops ConvolutionRule(Graph& g, Instruction& y, Instruction* ct) {
-  if (y.feature_group_count != 1 || y.batch_group_count != 1)
-    return {g.Fail(Unimplemented("autodiff: grouped convolutions are not differentiated yet"))};
+  if (y.batch_group_count != 1)
+    return {g.Fail(Unimplemented("autodiff: convolutions with batch groups are not differentiated yet"))};
+  const int64_t groups = y.feature_group_count;
   Instruction *x = y.operand(0), *w = y.operand(1);
   const hlo::ConvolutionDimensionNumbers& d = y.conv_dnums;
   const size_t n = d.input_spatial_dimensions.size();
@@ -241,8 +266,10 @@ Ops ConvolutionRule(Graph& g, Instruction& y, Instruction* ct) {
     b.padding_high = (out - in) + (kernel - f.padding_low - 1);
     dw_window.dimensions.push_back(b);
   }
+  Instruction* kernel =
+      groups == 1 ? w : Regroup(g, w, d.kernel_output_feature_dimension, d.kernel_input_feature_dimension, groups);
   Instruction* reversed =
-      g.Op(Opcode::kReverse, {w}, [&](Instruction* i) { i->dimensions = d.kernel_spatial_dimensions; });
+      g.Op(Opcode::kReverse, {kernel}, [&](Instruction* i) { i->dimensions = d.kernel_spatial_dimensions; });
   hlo::ConvolutionDimensionNumbers a;
   a.input_batch_dimension = d.output_batch_dimension;
   a.input_feature_dimension = d.output_feature_dimension;
@@ -256,6 +283,7 @@ Ops ConvolutionRule(Graph& g, Instruction& y, Instruction* ct) {
   Instruction* dx = g.Op(Opcode::kConvolution, {ct, reversed}, [&](Instruction* i) {
     i->window = dx_window;
     i->conv_dnums = a;
+    i->feature_group_count = groups;
     i->precision = y.precision;
   });
   hlo::ConvolutionDimensionNumbers b;
@@ -271,6 +299,7 @@ Ops ConvolutionRule(Graph& g, Instruction& y, Instruction* ct) {
   Instruction* dw = g.Op(Opcode::kConvolution, {x, ct}, [&](Instruction* i) {
     i->window = dw_window;
     i->conv_dnums = b;
+    i->batch_group_count = groups;
     i->precision = y.precision;
   });
   return {dx, dw};
