@@ -117,26 +117,63 @@ std::string Where(const Instruction& i) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<hlo::Module>> Vjp(const hlo::Module& f, const std::vector<int64_t>& wrt) {
-  std::unique_ptr<hlo::Module> m = f.Clone();
-  hlo::Computation* c = m->entry();
-  c->Canonicalize();
-  std::vector<Instruction*> params = c->parameters();
+absl::StatusOr<std::vector<Instruction*>> Backward(hlo::Module* module, hlo::Computation* c,
+                                                   const std::vector<Instruction*>& outputs,
+                                                   const std::vector<Instruction*>& seeds,
+                                                   const std::vector<Instruction*>& wrt) {
   std::set<const Instruction*> active;
-  for (int64_t k : wrt) {
-    if (k < 0 || k >= static_cast<int64_t>(params.size()))
-      return InvalidArgument("autodiff: the computation has no parameter %d", k);
-    if (!Differentiable(params[k]->shape()))
-      return InvalidArgument("autodiff: parameter %d is %s, not a floating-point array", k,
-                             params[k]->shape().ToString());
-    active.insert(params[k]);
+  for (const Instruction* w : wrt) {
+    if (!Differentiable(w->shape()))
+      return InvalidArgument("autodiff: %s is %s, not a floating-point array", Where(*w), w->shape().ToString());
+    active.insert(w);
   }
   std::vector<Instruction*> order;
   for (const auto& i : c->instructions()) order.push_back(i.get());
   for (Instruction* i : order)
     for (const Instruction* o : i->operands())
       if (active.count(o) && Differentiable(i->shape())) active.insert(i);
+  std::map<const Instruction*, Instruction*> ct;
+  Graph g(module, c);
+  auto accumulate = [&](const Instruction* at, Instruction* v) {
+    auto [it, fresh] = ct.try_emplace(at, v);
+    if (!fresh) it->second = g.Binary(Opcode::kAdd, it->second, v);
+  };
+  for (size_t k = 0; k < outputs.size(); ++k)
+    if (active.count(outputs[k])) accumulate(outputs[k], seeds[k]);
+  std::set<const Instruction*> targets(wrt.begin(), wrt.end());
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Instruction* y = *it;
+    auto found = ct.find(y);
+    // A cotangent stops at the values differentiated for, and at parameters.
+    if (found == ct.end() || targets.count(y) || y->opcode() == Opcode::kParameter) continue;
+    const Rule* rule = FindRule(y->opcode());
+    if (!rule) return Unimplemented("autodiff: no differentiation rule for %s", Where(*y));
+    std::vector<Instruction*> contributions = rule->vjp(g, *y, found->second);
+    RETURN_IF_ERROR(Annotate(g.status(), Where(*y)));
+    for (size_t k = 0; k < contributions.size() && k < static_cast<size_t>(y->operand_count()); ++k)
+      if (contributions[k] && active.count(y->operand(k))) accumulate(y->operand(k), contributions[k]);
+  }
+  std::vector<Instruction*> grads;
+  for (const Instruction* w : wrt) {
+    auto it = ct.find(w);
+    grads.push_back(it != ct.end() ? it->second : g.Full(0, w->shape()));
+  }
+  RETURN_IF_ERROR(g.status());
+  return grads;
+}
 
+absl::StatusOr<std::unique_ptr<hlo::Module>> Vjp(const hlo::Module& f, const std::vector<int64_t>& wrt) {
+  std::unique_ptr<hlo::Module> m = f.Clone();
+  hlo::Computation* c = m->entry();
+  c->Canonicalize();
+  std::vector<Instruction*> params = c->parameters();
+  for (int64_t k : wrt) {
+    if (k < 0 || k >= static_cast<int64_t>(params.size()))
+      return InvalidArgument("autodiff: the computation has no parameter %d", k);
+    if (!Differentiable(params[k]->shape()))
+      return InvalidArgument("autodiff: parameter %d is %s, not a floating-point array", k,
+                             params[k]->shape().ToString());
+  }
   // Outputs and their cotangents, which are new parameters after f's.
   Instruction* root = c->root();
   std::vector<Instruction*> outputs;
@@ -146,36 +183,17 @@ absl::StatusOr<std::unique_ptr<hlo::Module>> Vjp(const hlo::Module& f, const std
   } else {
     outputs = {root};
   }
-  std::map<const Instruction*, Instruction*> ct;
-  Graph g(m.get(), c);
-  auto accumulate = [&](const Instruction* at, Instruction* v) {
-    auto [it, fresh] = ct.try_emplace(at, v);
-    if (!fresh) it->second = g.Binary(Opcode::kAdd, it->second, v);
-  };
+  std::vector<Instruction*> seeds, targets;
   for (size_t k = 0; k < outputs.size(); ++k) {
     auto p = std::make_unique<Instruction>(Opcode::kParameter, outputs[k]->shape());
     p->parameter_number = params.size() + k;
     p->set_name(absl::StrCat("cotangent_", k));
-    Instruction* seed = c->AddInstruction(std::move(p));
-    if (active.count(outputs[k])) accumulate(outputs[k], seed);
+    seeds.push_back(c->AddInstruction(std::move(p)));
   }
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    Instruction* y = *it;
-    auto found = ct.find(y);
-    if (found == ct.end() || y->opcode() == Opcode::kParameter) continue;
-    const Rule* rule = FindRule(y->opcode());
-    if (!rule) return Unimplemented("autodiff: no differentiation rule for %s", Where(*y));
-    std::vector<Instruction*> contributions = rule->vjp(g, *y, found->second);
-    RETURN_IF_ERROR(Annotate(g.status(), Where(*y)));
-    for (size_t k = 0; k < contributions.size() && k < static_cast<size_t>(y->operand_count()); ++k)
-      if (contributions[k] && active.count(y->operand(k))) accumulate(y->operand(k), contributions[k]);
-  }
+  for (int64_t k : wrt) targets.push_back(params[k]);
+  ASSIGN_OR_RETURN(std::vector<Instruction*> grads, Backward(m.get(), c, outputs, seeds, targets));
   std::vector<Instruction*> results = outputs;
-  for (int64_t k : wrt) {
-    auto it = ct.find(params[k]);
-    results.push_back(it != ct.end() ? it->second : g.Full(0, params[k]->shape()));
-  }
-  RETURN_IF_ERROR(g.status());
+  results.insert(results.end(), grads.begin(), grads.end());
   std::vector<Shape> shapes;
   for (const Instruction* r : results) shapes.push_back(r->shape());
   auto tuple = std::make_unique<Instruction>(Opcode::kTuple, Shape::Tuple(std::move(shapes)));

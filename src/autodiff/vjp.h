@@ -30,6 +30,16 @@ namespace xonnx::autodiff {
 
 absl::StatusOr<std::unique_ptr<hlo::Module>> Vjp(const hlo::Module& f, const std::vector<int64_t>& wrt);
 
+// The reverse pass itself, in place: adds to `c` (a computation of `module`,
+// possibly one a Builder is still building) the instructions computing,
+// for each of `wrt`, the sum over `outputs` of seed · ∂output/∂wrt, and
+// returns them (zeros for one no output depends on). `c`'s instructions
+// must be in an order where operands come first.
+absl::StatusOr<std::vector<hlo::Instruction*>> Backward(hlo::Module* module, hlo::Computation* c,
+                                                        const std::vector<hlo::Instruction*>& outputs,
+                                                        const std::vector<hlo::Instruction*>& seeds,
+                                                        const std::vector<hlo::Instruction*>& wrt);
+
 // Adds instructions to one computation, inferring their shapes (helpers for
 // the rules).
 class Graph {

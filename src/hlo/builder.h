@@ -88,6 +88,10 @@ class Builder {
   // A two-parameter scalar computation applying `op` (for reduce and scatter).
   Computation* ScalarReducer(Opcode op, PrimitiveType type);
 
+  // The computation being built, for code that adds instructions to it
+  // directly (automatic differentiation builds a node's gradient there).
+  Computation* computation() const { return computation_.get(); }
+
   // Finishes the computation with `root` and adds it to the module.
   absl::StatusOr<Computation*> Build(Instruction* root);
 

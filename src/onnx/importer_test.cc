@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 
 #include "evaluator/evaluator.h"
@@ -421,6 +422,77 @@ TEST(Importer, SequenceOpsSplitEraseAndConcat) {
   auto bad = Import(m, {});
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("position -4 is out of range for a sequence of length 3"));
+}
+
+}  // namespace
+}  // namespace xonnx::onnx_import
+
+namespace xonnx::onnx_import {
+namespace {
+
+// loss = ReduceSum(Sin(a * b)) and Gradient(xs = [a, b], y = loss).
+LoadedModel GradientModel() {
+  LoadedModel m = NewModel("gradient.onnx", 13);
+  m.opsets["ai.onnx.preview.training"] = 1;
+  auto* g = m.proto.mutable_graph();
+  AddInput(g, "a", {3});
+  AddInput(g, "b", {3});
+  AddNode(g, "Mul", "mul", {"a", "b"}, {"c"});
+  AddNode(g, "Sin", "sin", {"c"}, {"d"});
+  auto* sum = AddNode(g, "ReduceSum", "sum", {"d"}, {"loss"});
+  auto* keep = sum->add_attribute();
+  keep->set_name("keepdims");
+  keep->set_type(onnx::AttributeProto::INT);
+  keep->set_i(0);
+  auto* grad = AddNode(g, "Gradient", "grad", {"a", "b"}, {"da", "db"});
+  grad->set_domain("ai.onnx.preview.training");
+  auto* xs = grad->add_attribute();
+  xs->set_name("xs");
+  xs->set_type(onnx::AttributeProto::STRINGS);
+  xs->add_strings("a");
+  xs->add_strings("b");
+  auto* y = grad->add_attribute();
+  y->set_name("y");
+  y->set_type(onnx::AttributeProto::STRING);
+  y->set_s("loss");
+  for (const char* out : {"loss", "da", "db"}) g->add_output()->set_name(out);
+  return m;
+}
+
+TEST(Importer, GradientDifferentiatesTheGraph) {
+  LoadedModel m = GradientModel();
+  auto r = Import(m, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  hlo::Literal a = hlo::Literal::Vector<float>({0.5f, -1.f, 2.f}),
+               b = hlo::Literal::Vector<float>({1.5f, 0.25f, -0.75f});
+  auto out = eval::EvaluateModule(*r->module, {a, b});
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (int k = 0; k < 3; ++k) {
+    float av = a.data<float>()[k], bv = b.data<float>()[k];
+    EXPECT_NEAR(out->tuple_elements()[1].data<float>()[k], std::cos(av * bv) * bv, 1e-6) << k;
+    EXPECT_NEAR(out->tuple_elements()[2].data<float>()[k], std::cos(av * bv) * av, 1e-6) << k;
+  }
+}
+
+TEST(Importer, GradientRefusesWhatItCannotDifferentiate) {
+  // Fed with other values than the tensors xs names.
+  LoadedModel m = GradientModel();
+  m.proto.mutable_graph()->mutable_node(3)->set_input(1, "c");
+  auto fed = Import(m, {});
+  ASSERT_FALSE(fed.ok());
+  EXPECT_THAT(std::string(fed.status().message()), HasSubstr("input 1 is 'c', not 'b'"));
+  // With respect to a constant folded into what it feeds.
+  LoadedModel folded = GradientModel();
+  auto* g = folded.proto.mutable_graph();
+  g->mutable_input()->RemoveLast();
+  auto* b = g->add_initializer();
+  b->set_name("b");
+  b->set_data_type(onnx::TensorProto::FLOAT);
+  b->add_dims(3);
+  for (float v : {1.f, 2.f, 3.f}) b->add_float_data(v);
+  auto constant = Import(folded, {});
+  ASSERT_FALSE(constant.ok());
+  EXPECT_THAT(std::string(constant.status().message()), HasSubstr("xs 'b' is a constant"));
 }
 
 }  // namespace

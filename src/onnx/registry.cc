@@ -14,6 +14,7 @@ const Registry& Registry::Get() {
     RegisterResizeOps(*reg);
     RegisterLossOps(*reg);
     RegisterMiscOps(*reg);
+    RegisterGradientOps(*reg);
     RegisterQuantOps(*reg);
     RegisterRnnOps(*reg);
     RegisterDataDependentOps(*reg);

@@ -80,6 +80,7 @@ void RegisterNormalizationOps(Registry& r);
 void RegisterResizeOps(Registry& r);
 void RegisterLossOps(Registry& r);
 void RegisterMiscOps(Registry& r);
+void RegisterGradientOps(Registry& r);
 void RegisterMicrosoftOps(Registry& r);
 void RegisterMicrosoftAttentionOps(Registry& r);
 void RegisterRotaryOps(Registry& r);

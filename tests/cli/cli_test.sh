@@ -172,6 +172,34 @@ onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)]), 
 PY
 expect_error scan8_rank1 3 "Scan.*scan input 0 must be \[batch, sequence, \.\.\.\], got rank 1" -- \
   "$xonnx" convert "$tmp/scan8_rank1.onnx" --hlo-text /dev/null
+# ONNX's Gradient operator: a linear model's loss and its gradient, as numpy
+# computes them.
+/usr/bin/python3 - "$tmp" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+d, f = sys.argv[1], TensorProto.FLOAT
+nodes = [helper.make_node("MatMul", ["x", "W"], ["h"]), helper.make_node("Sub", ["h", "t"], ["e"]),
+         helper.make_node("Mul", ["e", "e"], ["sq"]), helper.make_node("ReduceMean", ["sq"], ["loss"], keepdims=0),
+         helper.make_node("Gradient", ["W"], ["dW"], domain="ai.onnx.preview.training", xs=["W"], y="loss")]
+g = helper.make_graph(nodes, "linear", [helper.make_tensor_value_info(n, f, s) for n, s in
+                                        (("x", [4, 3]), ("W", [3, 2]), ("t", [4, 2]))],
+                      [helper.make_tensor_value_info("loss", f, []), helper.make_tensor_value_info("dW", f, [3, 2])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                              helper.make_opsetid("ai.onnx.preview.training", 1)]), f"{d}/grad.onnx")
+rng = np.random.default_rng(0)
+v = {n: rng.standard_normal(s).astype(np.float32) for n, s in (("x", (4, 3)), ("W", (3, 2)), ("t", (4, 2)))}
+for n, a in v.items():
+    np.save(f"{d}/grad_{n}.npy", a)
+e = v["x"] @ v["W"] - v["t"]
+np.save(f"{d}/grad_want_0.npy", np.float32((e * e).mean()))
+np.save(f"{d}/grad_want_1.npy", (v["x"].T @ (2 * e / e.size)).astype(np.float32))
+PY
+mkdir -p "$tmp/grad_want" && mv "$tmp/grad_want_0.npy" "$tmp/grad_want/output_0.npy" &&
+  mv "$tmp/grad_want_1.npy" "$tmp/grad_want/output_1.npy"
+expect gradient_op 0 "dW: float32\[3,2\]" -- "$xonnx" run "$tmp/grad.onnx" --input x="$tmp/grad_x.npy" \
+  --input W="$tmp/grad_W.npy" --input t="$tmp/grad_t.npy" --expect "$tmp/grad_want" --tolerance 1e-5
 # Found by fuzzing: an If or Loop whose condition has two elements (a null
 # instruction was used).
 /usr/bin/python3 - "$tmp/if_cond2.onnx" "$tmp/loop_cond2.onnx" <<'PY'

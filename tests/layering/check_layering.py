@@ -26,7 +26,7 @@ MAY_INCLUDE = {
     "passes": {"evaluator", "hlo", "base", "base-public"},
     # Differentiation builds HLO from HLO; the evaluator is for its tests.
     "autodiff": {"hlo", "base", "base-public"},
-    "onnx": {"passes", "evaluator", "hlo", "base", "base-public"},
+    "onnx": {"passes", "autodiff", "evaluator", "hlo", "base", "base-public"},
     # The PjRT ABI and its client: no HLO types (element types are the ABI's).
     "pjrt": {"base", "base-public"},
     "backends/cpu": {"passes", "evaluator", "hlo", "base", "base-public"},
