@@ -115,6 +115,49 @@ INSTANTIATE_TEST_SUITE_P(EveryRule, RuleTest, ::testing::Range<size_t>(0, Rules(
                            return n;
                          });
 
+// Jvp(f) against central differences along a random direction, for the
+// same examples: J v ≈ (f(x + h v) - f(x - h v)) / 2h.
+TEST_P(RuleTest, ForwardModeMatchesDirectionalDifferences) {
+  const Rule& r = Rules()[GetParam()];
+  SCOPED_TRACE(std::string(hlo::OpcodeName(r.opcode)));
+  auto f = hlo::ParseText(r.example);
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::mt19937 rng(21);
+  std::vector<hlo::Instruction*> params = (*f)->entry()->parameters();
+  std::vector<Literal> args, tangents;
+  std::vector<int64_t> wrt;
+  for (size_t k = 0; k < params.size(); ++k) {
+    args.push_back(Random(params[k]->shape(), &rng));
+    if (params[k]->shape().element_type == hlo::F64) wrt.push_back(k);
+  }
+  for (int64_t k : wrt) tangents.push_back(Random(params[k]->shape(), &rng));
+  auto jvp = Jvp(**f, wrt);
+  ASSERT_TRUE(jvp.ok()) << jvp.status();
+  std::vector<Literal> jvp_args;
+  for (const Literal& a : args) jvp_args.push_back(Literal(a));
+  for (const Literal& t : tangents) jvp_args.push_back(Literal(t));
+  auto got = eval::EvaluateModule(**jvp, jvp_args);
+  ASSERT_TRUE(got.ok()) << got.status() << "\n" << hlo::ToText(**jvp);
+  bool f32 = r.example.find("f32") != std::string::npos;
+  const double h = f32 ? 1e-2 : 1e-6, tolerance = f32 ? 1e-4 : 1e-6;
+  auto shifted = [&](double sign) {
+    std::vector<Literal> a;
+    for (size_t k = 0; k < args.size(); ++k) a.push_back(Literal(args[k]));
+    for (size_t w = 0; w < wrt.size(); ++w)
+      for (int64_t e = 0; e < a[wrt[w]].shape().ElementCount(); ++e)
+        a[wrt[w]].data<double>()[e] += sign * h * tangents[w].data<double>()[e];
+    auto out = eval::EvaluateModule(**f, a);
+    EXPECT_TRUE(out.ok());
+    return out.ok() ? *std::move(out) : Literal();
+  };
+  Literal plus = shifted(1), minus = shifted(-1);
+  const Literal& jv = got->tuple_elements()[1];
+  for (int64_t e = 0; e < jv.shape().ElementCount(); ++e) {
+    double fd = (plus.GetAsDouble(e) - minus.GetAsDouble(e)) / (2 * h);
+    EXPECT_NEAR(jv.GetAsDouble(e), fd, tolerance * std::max(1.0, std::abs(fd))) << "element " << e;
+  }
+}
+
 TEST(Autodiff, EveryRuleIsForADistinctOpcode) {
   std::set<hlo::Opcode> seen;
   for (const Rule& r : Rules()) EXPECT_TRUE(seen.insert(r.opcode).second) << hlo::OpcodeName(r.opcode);

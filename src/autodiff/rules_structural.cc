@@ -389,6 +389,34 @@ Ops GatherRule(Graph& g, Instruction& y, Instruction* ct) {
           nullptr};
 }
 
+// A scatter that adds: the operand's cotangent is the cotangent itself, the
+// updates' the cotangent gathered where they were added.
+Ops ScatterRule(Graph& g, Instruction& y, Instruction* ct) {
+  const hlo::Computation* r = y.to_apply();
+  const Instruction* root = r ? r->root() : nullptr;
+  if (!root || root->opcode() != Opcode::kAdd)
+    return {g.Fail(Unimplemented("autodiff: only scatters that add are differentiated"))};
+  const hlo::ScatterDimensionNumbers& s = y.scatter_dnums;
+  const Instruction* updates = y.operand(2);
+  hlo::GatherDimensionNumbers d;
+  d.offset_dims = s.update_window_dims;
+  d.collapsed_slice_dims = s.inserted_window_dims;
+  d.start_index_map = s.scatter_dims_to_operand_dims;
+  d.index_vector_dim = s.index_vector_dim;
+  std::vector<int64_t> sizes;
+  size_t window = 0;
+  for (int64_t k = 0; k < y.shape().rank(); ++k) {
+    bool inserted =
+        std::find(s.inserted_window_dims.begin(), s.inserted_window_dims.end(), k) != s.inserted_window_dims.end();
+    sizes.push_back(inserted ? 1 : updates->shape().dims[s.update_window_dims.at(window++)]);
+  }
+  Instruction* du = g.Op(Opcode::kGather, {ct, y.operand(1)}, [&](Instruction* i) {
+    i->gather_dnums = d;
+    i->gather_slice_sizes = sizes;
+  });
+  return {ct, nullptr, du};
+}
+
 }  // namespace
 
 std::vector<Rule> StructuralRules() {
@@ -466,6 +494,12 @@ std::vector<Rule> StructuralRules() {
               "  x = f64[4,3] parameter(0)\n  idx = s32[3,1] constant({{2}, {0}, {2}})\n"
               "  ROOT y = f64[3,3] gather(x, idx), offset_dims={1}, collapsed_slice_dims={0}, "
               "start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}\n")},
+      {Opcode::kScatter, ScatterRule,
+       Module(kAdder,
+              "  x = f64[4,3] parameter(0)\n  idx = s32[3,1] constant({{2}, {0}, {2}})\n"
+              "  u = f64[3,3] parameter(1)\n"
+              "  ROOT y = f64[4,3] scatter(x, idx, u), update_window_dims={1}, inserted_window_dims={0}, "
+              "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add\n")},
       {Opcode::kConcatenate, ConcatenateRule,
        Module("", x23 + "  w = f64[2,2] parameter(1)\n  ROOT y = f64[2,5] concatenate(x, w), dimensions={1}\n")},
   };

@@ -204,4 +204,37 @@ absl::StatusOr<std::unique_ptr<hlo::Module>> Vjp(const hlo::Module& f, const std
   return m;
 }
 
+absl::StatusOr<std::unique_ptr<hlo::Module>> Jvp(const hlo::Module& f, const std::vector<int64_t>& wrt) {
+  const int64_t n = f.entry()->num_parameters();
+  const hlo::Shape& root = f.entry()->root()->shape();
+  const int64_t outs = root.IsTuple() ? root.tuple_shapes.size() : 1, m = wrt.size();
+  // vjp(x, u) = (f(x), Jᵀu); its VJP with respect to u, seeded with
+  // (0, v), is J v.
+  ASSIGN_OR_RETURN(std::unique_ptr<hlo::Module> vjp, Vjp(f, wrt));
+  std::vector<int64_t> cotangents;
+  for (int64_t k = 0; k < outs; ++k) cotangents.push_back(n + k);
+  ASSIGN_OR_RETURN(std::unique_ptr<hlo::Module> jvp, Vjp(*vjp, cotangents));
+  // Parameters: x (n), u (outs), then seeds for vjp's outputs f(x) (outs)
+  // and Jᵀu (m). u and the seeds of f(x) are zeros (the result is linear in
+  // u and f(x) does not depend on it); the seeds of Jᵀu are the tangents.
+  std::vector<hlo::Instruction*> params = jvp->entry()->parameters();
+  std::vector<std::pair<int64_t, hlo::Literal>> zeros;
+  for (int64_t k = n; k < n + 2 * outs; ++k) zeros.emplace_back(k, hlo::Literal(params[k]->shape()));
+  RETURN_IF_ERROR(jvp->BindParameters(std::move(zeros)));
+  // Its root: f(x) (outs), Jᵀu (m), then J v per output (outs).
+  hlo::Computation* c = jvp->entry();
+  const hlo::Instruction* old_root = c->root();
+  std::vector<Instruction*> results;
+  for (int64_t k = 0; k < outs; ++k) results.push_back(old_root->operand(k));
+  for (int64_t k = 0; k < outs; ++k) results.push_back(old_root->operand(outs + m + k));
+  std::vector<Shape> shapes;
+  for (const Instruction* r : results) shapes.push_back(r->shape());
+  auto tuple = std::make_unique<Instruction>(Opcode::kTuple, Shape::Tuple(std::move(shapes)));
+  for (Instruction* r : results) tuple->AppendOperand(r);
+  c->set_root(c->AddInstruction(std::move(tuple)));
+  c->Canonicalize();
+  RETURN_IF_ERROR(hlo::Verify(*jvp));
+  return jvp;
+}
+
 }  // namespace xonnx::autodiff

@@ -30,6 +30,14 @@ namespace xonnx::autodiff {
 
 absl::StatusOr<std::unique_ptr<hlo::Module>> Vjp(const hlo::Module& f, const std::vector<int64_t>& wrt);
 
+// Forward mode: a module taking f's parameters, then one tangent per `wrt`
+// parameter (its shape), and returning f's outputs followed by, per output,
+// its directional derivative Σ_k ∂output/∂wrt_k · tangent_k. Built from the
+// same rules as the transpose of the VJP: the VJP is linear in its
+// cotangents, so differentiating it with respect to them, seeded with the
+// tangents, gives the JVP.
+absl::StatusOr<std::unique_ptr<hlo::Module>> Jvp(const hlo::Module& f, const std::vector<int64_t>& wrt);
+
 // The reverse pass itself, in place: adds to `c` (a computation of `module`,
 // possibly one a Builder is still building) the instructions computing,
 // for each of `wrt`, the sum over `outputs` of seed · ∂output/∂wrt, and
