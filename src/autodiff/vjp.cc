@@ -108,6 +108,17 @@ namespace {
 
 bool Differentiable(const Shape& s) { return s.IsArray() && hlo::IsFloatingPoint(s.element_type); }
 
+// Makes a tuple of `results` the root of `c` and drops what it no longer
+// reaches.
+void SetTupleRoot(hlo::Computation* c, const std::vector<Instruction*>& results) {
+  std::vector<Shape> shapes;
+  for (const Instruction* r : results) shapes.push_back(r->shape());
+  auto tuple = std::make_unique<Instruction>(Opcode::kTuple, Shape::Tuple(std::move(shapes)));
+  for (Instruction* r : results) tuple->AppendOperand(r);
+  c->set_root(c->AddInstruction(std::move(tuple)));
+  c->Canonicalize();
+}
+
 std::string Where(const Instruction& i) {
   std::string s = absl::StrCat("'", i.name(), "' (", hlo::OpcodeName(i.opcode()), ")");
   if (!i.metadata.op_name.empty())
@@ -194,12 +205,7 @@ absl::StatusOr<std::unique_ptr<hlo::Module>> Vjp(const hlo::Module& f, const std
   ASSIGN_OR_RETURN(std::vector<Instruction*> grads, Backward(m.get(), c, outputs, seeds, targets));
   std::vector<Instruction*> results = outputs;
   results.insert(results.end(), grads.begin(), grads.end());
-  std::vector<Shape> shapes;
-  for (const Instruction* r : results) shapes.push_back(r->shape());
-  auto tuple = std::make_unique<Instruction>(Opcode::kTuple, Shape::Tuple(std::move(shapes)));
-  for (Instruction* r : results) tuple->AppendOperand(r);
-  c->set_root(c->AddInstruction(std::move(tuple)));
-  c->Canonicalize();
+  SetTupleRoot(c, results);
   RETURN_IF_ERROR(hlo::Verify(*m));
   return m;
 }
@@ -227,12 +233,7 @@ absl::StatusOr<std::unique_ptr<hlo::Module>> Jvp(const hlo::Module& f, const std
   std::vector<Instruction*> results;
   for (int64_t k = 0; k < outs; ++k) results.push_back(old_root->operand(k));
   for (int64_t k = 0; k < outs; ++k) results.push_back(old_root->operand(outs + m + k));
-  std::vector<Shape> shapes;
-  for (const Instruction* r : results) shapes.push_back(r->shape());
-  auto tuple = std::make_unique<Instruction>(Opcode::kTuple, Shape::Tuple(std::move(shapes)));
-  for (Instruction* r : results) tuple->AppendOperand(r);
-  c->set_root(c->AddInstruction(std::move(tuple)));
-  c->Canonicalize();
+  SetTupleRoot(c, results);
   RETURN_IF_ERROR(hlo::Verify(*jvp));
   return jvp;
 }
