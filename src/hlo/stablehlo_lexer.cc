@@ -85,6 +85,23 @@ absl::Status Cursor::Error(absl::string_view what) const {
   return InvalidArgument("StableHLO line %d: %s at '%s'", line, what, rest);
 }
 
+absl::Status Cursor::Enter() {
+  if (++depth_ > kMaxDepth) {
+    --depth_;
+    return Error(absl::StrCat("nested more than ", kMaxDepth, " levels deep"));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+// Leaves a level of nesting when it goes out of scope.
+struct Level {
+  explicit Level(Cursor* c) : c(c) {}
+  ~Level() { c->Leave(); }
+  Cursor* c;
+};
+}  // namespace
+
 absl::StatusOr<std::string> Cursor::Identifier() {
   Skip();
   size_t n = pos_;
@@ -156,6 +173,8 @@ absl::StatusOr<std::string> Cursor::Symbol() {
 }
 
 absl::StatusOr<Shape> Cursor::Type() {
+  RETURN_IF_ERROR(Enter());
+  Level level(this);
   if (Consume("!stablehlo.token")) return Shape(TOKEN, {});
   if (Consume("tuple<")) {
     std::vector<Shape> parts;
@@ -198,6 +217,8 @@ absl::StatusOr<std::vector<Shape>> Cursor::TypeList() {
 }
 
 absl::Status Cursor::Scalars(std::vector<std::string>* out) {
+  RETURN_IF_ERROR(Enter());
+  Level level(this);
   if (Consume("[")) {
     bool first = true;
     while (!Consume("]")) {
@@ -284,6 +305,8 @@ absl::StatusOr<Attr> Cursor::Fields(bool raw) {
 }
 
 absl::StatusOr<Attr> Cursor::Attribute() {
+  RETURN_IF_ERROR(Enter());
+  Level level(this);
   Attr a;
   if (Consume("dense<")) return Dense();
   if (Consume("array<")) {

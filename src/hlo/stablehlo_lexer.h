@@ -63,6 +63,14 @@ class Cursor {
   // An optional loc("...") after an op or argument: the string, or "".
   absl::StatusOr<std::string> Location();
 
+  // Nesting (regions, tuple types, lists) deeper than this is an error, so
+  // that a hostile program cannot exhaust the stack of the recursive reader.
+  static constexpr int kMaxDepth = 200;
+  // Enters one more level of nesting; an error past kMaxDepth. Leave()
+  // undoes it.
+  absl::Status Enter();
+  void Leave() { --depth_; }
+
  private:
   absl::StatusOr<Attr> Dense();
   absl::StatusOr<Attr> Fields(bool raw);
@@ -71,6 +79,7 @@ class Cursor {
 
   absl::string_view text_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace xonnx::hlo::mlir_text

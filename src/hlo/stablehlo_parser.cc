@@ -124,6 +124,11 @@ absl::StatusOr<Instruction*> Parser::Lookup(Scope& s, const std::string& name, i
 }
 
 absl::StatusOr<Computation*> Parser::Region(Scope& parent, RegionKind kind, std::vector<Instruction*>* captured) {
+  RETURN_IF_ERROR(in_.Enter());
+  struct Leave {
+    Cursor& c;
+    ~Leave() { c.Leave(); }
+  } leave{in_};
   RETURN_IF_ERROR(in_.Expect("{"));
   Scope s;
   s.computation = NewComputation("region");

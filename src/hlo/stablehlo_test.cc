@@ -215,6 +215,12 @@ TEST(StableHlo, ErrorsNameTheLine) {
   ASSERT_FALSE(dot.ok());
   EXPECT_NE(dot.status().message().find("dot batch dimensions"), std::string::npos) << dot.status();
   EXPECT_EQ(QuoteMlirString("a\"b\\c\n\xff"), "\"a\\22b\\5Cc\\0A\\FF\"");
+  // Nesting a hostile program could use to exhaust the stack is refused.
+  std::string tuples;
+  for (int k = 0; k < 1000; ++k) tuples += "tuple<";
+  auto nested = ParseStableHlo("module @m {\n  func.func public @main(%a: " + tuples);
+  ASSERT_FALSE(nested.ok());
+  EXPECT_NE(nested.status().message().find("nested more than 200 levels"), std::string::npos) << nested.status();
 }
 
 }  // namespace
