@@ -146,6 +146,7 @@ std::unique_ptr<ModelRunner> ModelRunner::ForSegment(std::shared_ptr<onnx_import
   child->staging_ = staging_;
   child->spin_wait_us_ = spin_wait_us_;
   child->mlir_only_ = mlir_only_;
+  child->hlo_refused_ = hlo_refused_.load();
   child->trace_ = trace_;
   return child;
 }
@@ -340,14 +341,16 @@ absl::StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> ModelRunner::CompileProg
     return programs_.CompileOrLoad(*bytes, compile_options_[dev], path(), exe_key, loaded, stablehlo ? "mlir" : "hlo");
   };
   if (options_.program_format != Format::kAuto) return compile(options_.program_format == Format::kStableHlo);
-  if (mlir_only_) return compile(true);
-  // kAuto: HLO, then StableHLO when the plugin refuses HLO as a format.
+  if (mlir_only_ || hlo_refused_) return compile(true);
+  // kAuto: HLO, then StableHLO when the plugin refuses HLO as a format (and
+  // from then on, without asking again).
   auto exe = compile(false);
   if (exe.ok() || !(absl::IsInvalidArgument(exe.status()) || absl::IsUnimplemented(exe.status())) ||
       !absl::StrContains(absl::AsciiStrToLower(exe.status().message()), "format"))
     return exe;
   LOG(WARNING) << path() << ": the plugin refused the program as HLO (" << exe.status().message()
                << "); sending StableHLO";
+  hlo_refused_ = true;
   return compile(true);
 }
 

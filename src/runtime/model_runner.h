@@ -6,6 +6,7 @@
 #ifndef XONNX_RUNTIME_MODEL_RUNNER_H_
 #define XONNX_RUNTIME_MODEL_RUNNER_H_
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -149,6 +150,7 @@ class ModelRunner {
   std::shared_ptr<MappedStaging> staging_;  // the client's
   int spin_wait_us_ = 0;                    // SessionOptions::spin_wait_us resolved
   bool mlir_only_ = false;                  // the plugin lists its program formats: "mlir", not "hlo"
+  std::atomic<bool> hlo_refused_{false};    // the plugin refused an HLO program as a format (kAuto)
   std::shared_ptr<TraceRecorder> trace_;    // null: no profile
   // One lock per shape key (device, shapes, sequence structure): the first
   // call of a shape compiles while concurrent ones wait and then find its
