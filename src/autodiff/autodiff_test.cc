@@ -21,6 +21,9 @@ namespace {
 
 using hlo::Literal;
 
+// The scalar adder the tests' reductions apply.
+const char kAdder[] = "add {\n  p = f64[] parameter(0)\n  q = f64[] parameter(1)\n  ROOT s = f64[] add(p, q)\n}\n";
+
 // Values of magnitude 0.5 to 1.5 and either sign: away from zero, where
 // abs, sign and the positive-domain examples have their kinks.
 Literal Random(const hlo::Shape& s, std::mt19937* rng) {
@@ -47,22 +50,38 @@ double Pairing(const hlo::Module& f, const std::vector<Literal>& args, const std
   return s;
 }
 
-// Checks Vjp(f, every f64 parameter) against central differences. A module
-// that rounds to f32 somewhere (convert) gets a step and a tolerance that
-// f32's rounding does not swamp.
-void ExpectMatchesFiniteDifferences(const hlo::Module& f, uint32_t seed = 1) {
+// The step and tolerance of central differences for `f`: a module that
+// rounds to f32 somewhere (convert) gets ones f32's rounding does not swamp.
+struct Differences {
+  double step, tolerance;
+};
+Differences DifferencesFor(const hlo::Module& f) {
   bool f32 = false;
   for (const auto& c : f.computations())
     for (const auto& i : c->instructions()) f32 |= i->shape().element_type == hlo::F32;
-  const double step = f32 ? 1e-2 : 1e-6, tolerance = f32 ? 1e-4 : 1e-6;
-  std::mt19937 rng(seed);
-  std::vector<hlo::Instruction*> params = f.entry()->parameters();
+  return f32 ? Differences{1e-2, 1e-4} : Differences{1e-6, 1e-6};
+}
+
+// Random arguments for f's parameters, and the f64 ones to differentiate.
+struct Point {
   std::vector<Literal> args;
   std::vector<int64_t> wrt;
+};
+Point RandomPoint(const hlo::Module& f, std::mt19937* rng) {
+  Point p;
+  std::vector<hlo::Instruction*> params = f.entry()->parameters();
   for (size_t k = 0; k < params.size(); ++k) {
-    args.push_back(Random(params[k]->shape(), &rng));
-    if (params[k]->shape().element_type == hlo::F64) wrt.push_back(k);
+    p.args.push_back(Random(params[k]->shape(), rng));
+    if (params[k]->shape().element_type == hlo::F64) p.wrt.push_back(k);
   }
+  return p;
+}
+
+// Checks Vjp(f, every f64 parameter) against central differences.
+void ExpectMatchesFiniteDifferences(const hlo::Module& f, uint32_t seed = 1) {
+  const auto [step, tolerance] = DifferencesFor(f);
+  std::mt19937 rng(seed);
+  auto [args, wrt] = RandomPoint(f, &rng);
   const hlo::Shape& root = f.entry()->root()->shape();
   std::vector<Literal> cts;
   if (root.IsTuple()) {
@@ -123,14 +142,9 @@ TEST_P(RuleTest, ForwardModeMatchesDirectionalDifferences) {
   auto f = hlo::ParseText(r.example);
   ASSERT_TRUE(f.ok()) << f.status();
   std::mt19937 rng(21);
-  std::vector<hlo::Instruction*> params = (*f)->entry()->parameters();
-  std::vector<Literal> args, tangents;
-  std::vector<int64_t> wrt;
-  for (size_t k = 0; k < params.size(); ++k) {
-    args.push_back(Random(params[k]->shape(), &rng));
-    if (params[k]->shape().element_type == hlo::F64) wrt.push_back(k);
-  }
-  for (int64_t k : wrt) tangents.push_back(Random(params[k]->shape(), &rng));
+  auto [args, wrt] = RandomPoint(**f, &rng);
+  std::vector<Literal> tangents;
+  for (int64_t k : wrt) tangents.push_back(Random(args[k].shape(), &rng));
   auto jvp = Jvp(**f, wrt);
   ASSERT_TRUE(jvp.ok()) << jvp.status();
   std::vector<Literal> jvp_args;
@@ -138,8 +152,7 @@ TEST_P(RuleTest, ForwardModeMatchesDirectionalDifferences) {
   for (const Literal& t : tangents) jvp_args.push_back(Literal(t));
   auto got = eval::EvaluateModule(**jvp, jvp_args);
   ASSERT_TRUE(got.ok()) << got.status() << "\n" << hlo::ToText(**jvp);
-  bool f32 = r.example.find("f32") != std::string::npos;
-  const double h = f32 ? 1e-2 : 1e-6, tolerance = f32 ? 1e-4 : 1e-6;
+  const auto [h, tolerance] = DifferencesFor(**f);
   auto shifted = [&](double sign) {
     std::vector<Literal> a;
     for (size_t k = 0; k < args.size(); ++k) a.push_back(Literal(args[k]));
@@ -165,13 +178,9 @@ TEST(Autodiff, EveryRuleIsForADistinctOpcode) {
 }
 
 TEST(Autodiff, ALayerWithALossAndTwoOutputs) {
-  auto f = hlo::ParseText(R"(HloModule mlp
-add {
-  p = f64[] parameter(0)
-  q = f64[] parameter(1)
-  ROOT s = f64[] add(p, q)
-}
-ENTRY main {
+  auto f = hlo::ParseText(absl::StrCat(R"(HloModule mlp
+)",
+                                       kAdder, R"(ENTRY main {
   x = f64[4,3] parameter(0)
   w = f64[3,2] parameter(1)
   b = f64[2] parameter(2)
@@ -184,7 +193,7 @@ ENTRY main {
   loss = f64[] reduce(sq, z), dimensions={0,1}, to_apply=add
   ROOT out = (f64[], f64[4,2]) tuple(loss, h)
 }
-)");
+)"));
   ASSERT_TRUE(f.ok()) << f.status();
   ExpectMatchesFiniteDifferences(**f, 7);
 }
@@ -192,20 +201,16 @@ ENTRY main {
 TEST(Autodiff, SecondDerivativeIsTheVjpOfTheVjp) {
   // f(x) = sum(sin(x) * x); the VJP module (x, ct) -> (f, ct * f'(x)) is
   // itself differentiated, giving ct * f''(x) against differences of f'.
-  auto f = hlo::ParseText(R"(HloModule f
-add {
-  p = f64[] parameter(0)
-  q = f64[] parameter(1)
-  ROOT s = f64[] add(p, q)
-}
-ENTRY main {
+  auto f = hlo::ParseText(absl::StrCat(R"(HloModule f
+)",
+                                       kAdder, R"(ENTRY main {
   x = f64[3] parameter(0)
   sn = f64[3] sine(x)
   m = f64[3] multiply(sn, x)
   z = f64[] constant(0)
   ROOT r = f64[] reduce(m, z), dimensions={0}, to_apply=add
 }
-)");
+)"));
   ASSERT_TRUE(f.ok());
   auto first = Vjp(**f, {0});
   ASSERT_TRUE(first.ok()) << first.status();
@@ -282,18 +287,14 @@ ENTRY main {
 
 TEST(Autodiff, AWindowedSumOverADilatedInput) {
   // Dilation holes and padding read the init value: its cotangent counts them.
-  auto f = hlo::ParseText(R"(HloModule w
-add {
-  p = f64[] parameter(0)
-  q = f64[] parameter(1)
-  ROOT s = f64[] add(p, q)
-}
-ENTRY main {
+  auto f = hlo::ParseText(absl::StrCat(R"(HloModule w
+)",
+                                       kAdder, R"(ENTRY main {
   x = f64[4,3] parameter(0)
   z = f64[] parameter(1)
   ROOT y = f64[4,3] reduce-window(x, z), window={size=2x2 stride=2x1 pad=1_0x0_1 lhs_dilate=2x1}, to_apply=add
 }
-)");
+)"));
   ASSERT_TRUE(f.ok()) << f.status();
   ExpectMatchesFiniteDifferences(**f, 13);
 }
