@@ -43,12 +43,14 @@ Instruction* WideCopy(hlo::Computation* c, Instruction* op, hlo::PrimitiveType w
 //    unrounded quotient;
 //  - its algebraic simplifier turns a division by a constant into a product
 //    with the reciprocal and folds chains of constant factors, and its code
-//    generator fuses a product and the subtraction after it into one fused
-//    multiply-add. That undid the float splitting trick this pass used
-//    before (s - (s - q) with s = q * (2^29 + 1)): on an H100,
-//    QLinearLeakyRelu's requantization landed on the wrong side of .5 for 3
-//    values in 60 (emulating the fused multiply-add on the grid of
-//    xla_compatibility_test flips 2 of 601).
+//    generator may fuse a product and the subtraction after it into one
+//    fused multiply-add, which undoes a float splitting trick such as
+//    s - (s - q) with s = q * (2^29 + 1) (emulated on the grid of
+//    xla_compatibility_test, it flips 2 values of 601).
+// (The same folding of constant factors also changes products before a
+// division: (q * scale) * alpha becomes q * (scale * alpha). No rewrite of
+// the division can undo that; microsoft_quant.cc's table lookups avoid it
+// for QLinear activations.)
 // The f64 quotient, even as a product with a rounded reciprocal, is within
 // a relative 2^-52 of a / b, while a / b, with 24-bit significands A and B,
 // is at least 2^-49 (relative) away from any point halfway between two f32

@@ -610,17 +610,22 @@ def embeddings(out_dir):
 
 def qoperator_ops(out_dir):
     """The QOperator-format ops ONNX Runtime's quantizer writes around
-    convolutions: QLinearSigmoid, QLinearLeakyRelu, QLinearConcat and
-    QLinearGlobalAveragePool, between QuantizeLinear and DequantizeLinear."""
+    convolutions: QLinearSigmoid, QLinearLeakyRelu (on uint8 and int8),
+    QLinearConcat and QLinearGlobalAveragePool, between QuantizeLinear and
+    DequantizeLinear."""
     from onnx import numpy_helper
     arr = numpy_helper.from_array
     sx, zx, sy, zy, sz, zz = (np.float32(0.04), np.uint8(128), np.float32(1 / 255), np.uint8(0), np.float32(0.03),
                               np.uint8(100))
+    zs = np.int8(-3)  # int8 values at scale sx
     ms = "com.microsoft"
     q = ["sx", "zx"]
     nodes = [
         helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"]),
         helper.make_node("QuantizeLinear", ["x2", "sz", "zz"], ["x2q"]),
+        helper.make_node("QuantizeLinear", ["x", "sx", "zs"], ["xs"]),
+        helper.make_node("QLinearLeakyRelu", ["xs", "sx", "zs", "sx", "zs"], ["leaky_sq"], domain=ms, alpha=0.1),
+        helper.make_node("DequantizeLinear", ["leaky_sq", "sx", "zs"], ["leaky_s"]),
         helper.make_node("QLinearSigmoid", ["xq"] + q + ["sy", "zy"], ["sig_q"], domain=ms),
         helper.make_node("QLinearLeakyRelu", ["xq"] + q + ["sx", "zx"], ["leaky_q"], domain=ms, alpha=0.1),
         helper.make_node("QLinearConcat", ["sz", "zz", "xq", "sx", "zx", "x2q", "sz", "zz"], ["cat_q"], domain=ms,
@@ -631,14 +636,15 @@ def qoperator_ops(out_dir):
         helper.make_node("DequantizeLinear", ["cat_q", "sz", "zz"], ["cat"]),
         helper.make_node("DequantizeLinear", ["gap_q", "sz", "zz"], ["gap"]),
     ]
-    inits = [arr(np.array(v), n) for n, v in [("sx", sx), ("zx", zx), ("sy", sy), ("zy", zy), ("sz", sz), ("zz", zz)]]
+    inits = [arr(np.array(v), n) for n, v in [("sx", sx), ("zx", zx), ("sy", sy), ("zy", zy), ("sz", sz), ("zz", zz),
+                                                               ("zs", zs)]]
     vi = helper.make_tensor_value_info
     b = "batch"
     m = contrib_model(nodes, "ms_qoperator", [vi("x", F, [b, 3, 4, 5]), vi("x2", F, [b, 2, 4, 5])],
                       [vi("sig", F, [b, 3, 4, 5]), vi("leaky", F, [b, 3, 4, 5]), vi("cat", F, [b, 5, 4, 5]),
-                       vi("gap", F, [b, 3, 1, 1])], inits)
+                       vi("gap", F, [b, 3, 1, 1]), vi("leaky_s", F, [b, 3, 4, 5])], inits)
     f32 = np.float32
-    quant = lambda v, s_, z: np.clip(np.round(v / s_) + f32(z), 0, 255)  # noqa: E731
+    quant = lambda v, s_, z: np.clip(np.round(v / s_) + f32(z), *((-128, 127) if z.dtype == np.int8 else (0, 255)))  # noqa: E731,E501
     cases = []
     for batch in (1, 2):
         x = (rng.standard_normal((batch, 3, 4, 5)) * 2).astype(np.float32)
@@ -649,8 +655,10 @@ def qoperator_ops(out_dir):
         leaky_q = quant(np.where(dx >= 0, dx, dx * f32(0.1)), sx, zx)
         cat_q = quant(np.concatenate([dx, dx2], 1), sz, zz)
         gap_q = quant(dx.mean(axis=(2, 3), keepdims=True), sz, zz)
+        ds = (quant(x, sx, zs) - f32(zs)).astype(f32) * sx
+        leaky_sq = quant(np.where(ds >= 0, ds, ds * f32(0.1)), sx, zs)
         outs = [("sig", (sig_q - f32(zy)) * sy), ("leaky", (leaky_q - f32(zx)) * sx), ("cat", (cat_q - f32(zz)) * sz),
-                ("gap", (gap_q - f32(zz)) * sz)]
+                ("gap", (gap_q - f32(zz)) * sz), ("leaky_s", (leaky_sq - f32(zs)) * sx)]
         cases.append(([("x", x), ("x2", x2)], [(n, v.astype(np.float32)) for n, v in outs]))
     save_case(out_dir, "ms_qoperator", m, cases, check=False)
     return [("ms_qoperator", m, cases)]

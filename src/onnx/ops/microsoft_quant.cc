@@ -3,6 +3,7 @@
 // int8 weights), QGemm, and the element-wise QLinearAdd and QLinearMul.
 // Integer products accumulate in int32; results are rescaled in f32 and,
 // where quantized, rounded half to even and saturated, as in quant.cc.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -132,41 +133,89 @@ absl::Status QLinearBinary(NodeContext& ctx, Opcode op) {
 absl::Status QLinearAdd(NodeContext& ctx) { return QLinearBinary(ctx, Opcode::kAdd); }
 absl::Status QLinearMul(NodeContext& ctx) { return QLinearBinary(ctx, Opcode::kMultiply); }
 
+// x (8-bit) mapped element by element through `fn`, as ONNX Runtime maps
+// it: a table of fn over every value of x's type, then a lookup. fn is
+// ONNX's f32 arithmetic (dequantize, the function, requantize); with the
+// scales constant the constant folder computes the table here, exactly, so
+// no compiler's float rewrites can move a value across a rounding boundary:
+// XLA folds the chain (q * scale) * alpha into q * (scale * alpha), whose
+// product rounds differently, and QLinearLeakyRelu's requantized values
+// then land on the other side of a half.
+Instruction* ThroughTable(hlo::Builder& b, Instruction* x, const std::function<Instruction*(Instruction*)>& fn) {
+  hlo::PrimitiveType t = x->shape().element_type;
+  bool is_signed = t == hlo::S8;
+  std::vector<int32_t> keys(256);
+  for (int k = 0; k < 256; ++k) keys[k] = is_signed ? k - 128 : k;
+  Instruction* table = fn(b.Convert(b.Constant(hlo::Literal::Vector<int32_t>(keys)), t));
+  std::vector<int64_t> dims = x->shape().dims;
+  Instruction* index = b.Convert(x, hlo::S32);
+  if (is_signed) index = b.Binary(Opcode::kAdd, index, SplatLike(b, index, 128));
+  dims.push_back(1);
+  index = b.Reshape(index, dims);
+  hlo::GatherDimensionNumbers d;
+  d.collapsed_slice_dims = {0};
+  d.start_index_map = {0};
+  d.index_vector_dim = static_cast<int64_t>(dims.size()) - 1;
+  return b.Gather(table, index, d, {1});
+}
+
+// An 8-bit input of QLinear ops: the table's keys must cover its values.
+absl::Status CheckEightBit(NodeContext& ctx, int i) {
+  hlo::PrimitiveType t = ctx.input(i)->shape().element_type;
+  if (t != hlo::U8 && t != hlo::S8)
+    return ctx.Error(absl::StrCat("input ", i, " must be uint8 or int8, not ", hlo::PrimitiveTypeName(t)));
+  return absl::OkStatus();
+}
+
+// q (of input i's type) dequantized at input i's scale (i + 1) and zero
+// point (i + 2), in f32.
+Instruction* DequantizedF32(NodeContext& ctx, Instruction* q, int i) {
+  hlo::Builder& b = ctx.b();
+  const auto& dims = q->shape().dims;
+  Instruction* v = b.Convert(q, hlo::F32);
+  if (ctx.has_input(i + 2)) v = b.Binary(Opcode::kSubtract, v, b.Broadcast(ScalarF32(ctx, i + 2), dims, {}));
+  return b.Binary(Opcode::kMultiply, v, b.Broadcast(ScalarF32(ctx, i + 1), dims, {}));
+}
+
 // QLinearSigmoid and QLinearLeakyRelu (X, X_scale, X_zp, Y_scale, Y_zp):
 // the activation of the dequantized value, quantized at Y's parameters.
 absl::Status QLinearActivation(NodeContext& ctx, bool leaky) {
+  RETURN_IF_ERROR(CheckEightBit(ctx, 0));
   hlo::Builder& b = ctx.b();
-  Instruction* x =
-      b.Binary(Opcode::kMultiply, CenteredF32(ctx, 0), b.Broadcast(ScalarF32(ctx, 1), ctx.input(0)->shape().dims, {}));
-  Instruction* y;
-  if (leaky) {
-    Instruction* zero = SplatLike(b, x, 0);
-    y = b.Select(b.Compare(x, zero, hlo::ComparisonDirection::kGe), x,
-                 b.Binary(Opcode::kMultiply, x, SplatLike(b, x, ctx.attr_f("alpha", 0.01f))));
-  } else {
-    y = b.Unary(Opcode::kLogistic, x);
-  }
-  ctx.set_output(0, QuantizeAt(ctx, y, 3, 4, ctx.input(0)->shape().element_type));
+  float alpha = ctx.attr_f("alpha", 0.01f);
+  hlo::PrimitiveType t = ctx.input(0)->shape().element_type;
+  ctx.set_output(0, ThroughTable(b, ctx.input(0), [&](Instruction* q) {
+                   Instruction* x = DequantizedF32(ctx, q, 0);
+                   Instruction* y;
+                   if (leaky) {
+                     y = b.Select(b.Compare(x, SplatLike(b, x, 0), hlo::ComparisonDirection::kGe), x,
+                                  b.Binary(Opcode::kMultiply, x, SplatLike(b, x, alpha)));
+                   } else {
+                     y = b.Unary(Opcode::kLogistic, x);
+                   }
+                   return QuantizeAt(ctx, y, 3, 4, t);
+                 }));
   return absl::OkStatus();
 }
 absl::Status QLinearSigmoid(NodeContext& ctx) { return QLinearActivation(ctx, false); }
 absl::Status QLinearLeakyRelu(NodeContext& ctx) { return QLinearActivation(ctx, true); }
 
 // QLinearConcat (Y_scale, Y_zp, then X, X_scale, X_zp per input): each input
-// requantized to Y's parameters, concatenated along `axis`.
+// requantized to Y's parameters (through a table, as the activations),
+// concatenated along `axis`.
 absl::Status QLinearConcat(NodeContext& ctx) {
   hlo::Builder& b = ctx.b();
   if (ctx.input_count() < 5 || (ctx.input_count() - 2) % 3)
     return ctx.Error("inputs must be Y_scale, Y_zp, then triples");
+  hlo::PrimitiveType t = ctx.input(2)->shape().element_type;
   std::vector<Instruction*> parts;
   for (int i = 2; i + 2 < ctx.input_count(); i += 3) {
-    Instruction* x = b.Binary(Opcode::kMultiply, CenteredF32(ctx, i),
-                              b.Broadcast(ScalarF32(ctx, i + 1), ctx.input(i)->shape().dims, {}));
-    parts.push_back(x);
+    RETURN_IF_ERROR(CheckEightBit(ctx, i));
+    parts.push_back(ThroughTable(b, ctx.input(i),
+                                 [&](Instruction* q) { return QuantizeAt(ctx, DequantizedF32(ctx, q, i), 0, 1, t); }));
   }
   ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", 0), parts[0]->shape().rank()));
-  Instruction* joined = b.Concatenate(parts, axis);
-  ctx.set_output(0, QuantizeAt(ctx, joined, 0, 1, ctx.input(2)->shape().element_type));
+  ctx.set_output(0, b.Concatenate(parts, axis));
   return absl::OkStatus();
 }
 
