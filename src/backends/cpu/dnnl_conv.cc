@@ -38,6 +38,12 @@ struct ConvState {
   size_t run_src_at = 0, run_dst_at = 0;
   std::optional<PrimitiveRunner> conv;                          // ProductArgs
   std::optional<PrimitiveRunner> src_in, residual_in, dst_out;  // from, to; set where the layouts differ
+  // Weights that are not constants, in the primitive's preferred layout:
+  // reordered at each call into the scratch region at run_w_at (oneDNN's
+  // fast kernels for channels-last activations take only blocked weights;
+  // with plain ones it falls back to its reference kernel, 20-50x slower).
+  std::optional<PrimitiveRunner> weights_in;
+  size_t run_w_at = 0;
 };
 
 // Plans the layout changes between the arena's activations and the
@@ -94,7 +100,12 @@ Thunk ConvThunk(std::shared_ptr<ConvState> st, const hlo::Instruction& in, const
     } else if (has_residual) {
       PrefillResidual(f, rref, dst, st->dst.get_size());
     }
-    RETURN_IF_ERROR(RunProduct(*st->conv, f, x, f.Ptr(wref), st->has_bias ? f.Ptr(bref) : nullptr, y));
+    void* w = f.Ptr(wref);
+    if (st->weights_in) {
+      w = f.Scratch() + st->run_w_at;
+      RETURN_IF_ERROR(st->weights_in->Run({f.Ptr(wref), w}));
+    }
+    RETURN_IF_ERROR(RunProduct(*st->conv, f, x, w, st->has_bias ? f.Ptr(bref) : nullptr, y));
     if (st->dst_out) RETURN_IF_ERROR(st->dst_out->Run({y, f.Ptr(dst)}));
     if (swish_after) SwishInPlace(f.Ptr(dst), st->dst.get_size());
     return absl::OkStatus();
@@ -217,8 +228,9 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     st->src = activations(xs.dims, layouts.src_blocked);
     st->dst = activations(in.shape().dims, layouts.dst_blocked);
     memory::desc user_w(wdims, memory::data_type::f32, wtag);
-    // Constant weights may take oneDNN's preferred (blocked) layout, reordered once here.
-    memory::desc any_w(wdims, memory::data_type::f32, constant_weights ? Tag::any : wtag);
+    // The weights take oneDNN's preferred (blocked) layout: constants
+    // reordered once here, others at each call.
+    memory::desc any_w(wdims, memory::data_type::f32, Tag::any);
     dnnl::primitive_attr attr = EpilogueAttr(epilogue);
     bool has_bias = epilogue.bias != nullptr;
     bool has_residual = epilogue.residual != nullptr;
@@ -267,7 +279,15 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     st->has_bias = has_bias;
     st->scratchpad = pd->scratchpad_desc();
     st->weights = pd->weights_desc();
-    if (constant_weights) st->reordered_weights = PackWeights(user_w, pd->weights_desc(), *constant_weights);
+    if (constant_weights) {
+      st->reordered_weights = PackWeights(user_w, pd->weights_desc(), *constant_weights);
+    } else if (st->weights != user_w) {
+      dnnl::reorder::primitive_desc w_pd(Engine(), user_w, Engine(), st->weights);
+      if (w_pd.scratchpad_desc().get_size() != 0) return std::nullopt;
+      st->run_w_at = RoundUp64(scratch_bytes);
+      scratch_bytes = st->run_w_at + st->weights.get_size();
+      MakeReorder(st->weights_in, w_pd);
+    }
     st->conv.emplace(dnnl::convolution_forward(*pd),
                      ProductArgs(st->run_src, st->weights, st->reordered_weights, has_bias ? &st->bias : nullptr,
                                  st->run_dst, st->scratchpad));
