@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -272,13 +273,14 @@ std::optional<Thunk> MakeFastReduceWindowThunk(const Instruction& in, const Thun
   }
   if (!identity || xs.rank() > 8) return std::nullopt;
   for (const auto& w : in.window.dimensions)
-    if (w.base_dilation != 1 || w.window_reversal) return std::nullopt;
+    if (w.window_reversal) return std::nullopt;
   const hlo::Shape& os = in.shape();
   if (os.ElementCount() == 0) return std::nullopt;
   int64_t r = xs.rank();
   // The last dim is vectorized when its window is trivial (channels-last pooling).
   bool vec = in.window.dimensions.back().size == 1 && in.window.dimensions.back().stride == 1 &&
-             in.window.dimensions.back().padding_low == 0 && in.window.dimensions.back().padding_high == 0;
+             in.window.dimensions.back().padding_low == 0 && in.window.dimensions.back().padding_high == 0 &&
+             in.window.dimensions.back().base_dilation == 1;
   int64_t lanes = vec ? xs.dims.back() : 1;
   int64_t outer_rank = vec ? r - 1 : r;
   std::vector<int64_t> xst = xs.Strides(), ost = os.Strides();
@@ -310,15 +312,21 @@ std::optional<Thunk> MakeFastReduceWindowThunk(const Instruction& in, const Thun
           int64_t lo[8], cnt[8], step[8];
           int64_t total = 1;
           for (int64_t d = 0; d < outer_rank; ++d) {
+            // Window element j reads position q = start + j * wd of the
+            // padded, base-dilated input: an element where q >= 0, q is a
+            // multiple of bd and q / bd < in_dims. Those j step by
+            // bd / gcd(wd, bd), from the first.
             const auto& w = win.dimensions[d];
+            const int64_t wd = w.window_dilation, bd = w.base_dilation;
             int64_t start = idx[d] * w.stride - w.padding_low;
             int64_t first = 0;
-            while (first < w.size && start + first * w.window_dilation < 0) ++first;
-            int64_t last = w.size;
-            while (last > first && start + (last - 1) * w.window_dilation >= in_dims[d]) --last;
-            lo[d] = (start + first * w.window_dilation) * xst[d];
-            cnt[d] = last - first;
-            step[d] = w.window_dilation * xst[d];
+            while (first < w.size && (start + first * wd < 0 || (start + first * wd) % bd != 0)) ++first;
+            const int64_t jstep = bd / std::gcd(wd, bd), q0 = start + first * wd, qmax = (in_dims[d] - 1) * bd;
+            cnt[d] = first < w.size && q0 <= qmax
+                         ? std::min((w.size - 1 - first) / jstep, (qmax - q0) / (jstep * wd)) + 1
+                         : 0;
+            lo[d] = q0 / bd * xst[d];
+            step[d] = jstep * wd / bd * xst[d];
             total *= cnt[d];
           }
           T* dst = O + p * lanes;

@@ -312,6 +312,22 @@ ENTRY e {
 })",
        {"s32", "f64"},
        "convolution"},
+      // A windowed sum's cotangent (autodiff's reduce-window rule): the
+      // base dilated, padded and read through a dilated window.
+      {"reduce_window_dilated_base",
+       R"(HloModule m
+add {
+  a = T[] parameter(0)
+  b = T[] parameter(1)
+  ROOT s = T[] add(a, b)
+}
+ENTRY e {
+  x = T[2,5,6,3] parameter(0)
+  z = T[] constant(0)
+  ROOT r = T[2,5,16,3] reduce-window(x, z), window={size=1x3x2x1 stride=1x2x1x1 pad=0_0x2_1x1_1x0_0 lhs_dilate=1x2x3x1 rhs_dilate=1x1x2x1}, to_apply=add
+})",
+       {"f32", "s32", "f64"},
+       "reduce-window"},
       {"reduce_separate_dims",
        R"(HloModule m
 add {
