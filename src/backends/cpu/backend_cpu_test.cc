@@ -1254,5 +1254,43 @@ TEST(RowFusions, ValuesReadThroughAComputedBroadcastStayUntilTheyRun) {
     EXPECT_LT(MaxRelativeError(outs[k], expected->tuple_elements()[k]), 1e-4) << "output " << k;
 }
 
+// Convolutions oneDNN does not take as written: a strided convolution's
+// weight gradient (batch and features swapped, fb01_io01->fb01) and input
+// gradient (a dilated base, a reversed window, io01 weights), and negative
+// padding. ConvCanonicalization rewrites them for oneDNN.
+TEST(ConvCanonicalization, EveryFormRunsOnOneDnnAndEqualsTheEvaluator) {
+  constexpr char kForms[] = R"(HloModule forms
+ENTRY main {
+  x = f32[64,1,16,16] parameter(0)
+  g = f32[64,8,16,16] parameter(1)
+  a = f32[64,16,4,4] parameter(2)
+  w = f32[16,8,3,3] parameter(3)
+  y = f32[2,5,9,7] parameter(4)
+  k = f32[4,5,3,3] parameter(5)
+  dw = f32[8,1,3,3] convolution(x, g), window={size=16x16 pad=1_1x1_1}, dim_labels=fb01_io01->fb01
+  dx = f32[64,8,8,8] convolution(a, w), window={size=3x3 pad=1_2x1_2 lhs_dilate=2x2 rhs_reversal=1x1}, dim_labels=bf01_io01->bf01
+  crop = f32[2,4,6,4] convolution(y, k), window={size=3x3 pad=-1_0x0_-1}, dim_labels=bf01_oi01->bf01
+  ROOT t = (f32[8,1,3,3], f32[64,8,8,8], f32[2,4,6,4]) tuple(dw, dx, crop)
+})";
+  auto m = hlo::ParseText(kForms);
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<Literal> args;
+  for (const Instruction* p : (*m)->entry()->parameters()) args.push_back(Random(p->shape(), 5 + args.size()));
+  auto want = eval::EvaluateModule(**m, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  auto exe = Executable::Compile(*std::move(m), CompileOptions());
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  int dnnl = 0;
+  for (const auto& [kind, n] : (*exe)->ThunkSummary()) {
+    EXPECT_NE(kind, "convolution") << "a convolution ran on the native kernel";
+    if (kind == "dnnl-conv") dnnl += n;
+  }
+  EXPECT_EQ(dnnl, 3);
+  std::vector<Literal> outs = RunAll(**exe, args);
+  ASSERT_EQ(outs.size(), 3u);
+  for (size_t k = 0; k < outs.size(); ++k)
+    EXPECT_LT(MaxRelativeError(outs[k], want->tuple_elements()[k]), 1e-4) << "output " << k;
+}
+
 }  // namespace
 }  // namespace xonnx::cpu

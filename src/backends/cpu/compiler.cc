@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/batch_split.h"
 #include "backends/cpu/buffer_assignment.h"
+#include "backends/cpu/conv_canonicalization.h"
 #include "backends/cpu/dot_canonicalization.h"
 #include "backends/cpu/layout_pass.h"
 #include "backends/cpu/plan.h"
@@ -134,6 +135,9 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(std::unique_ptr<
   RETURN_IF_ERROR(upcast.Run(module.get()).status());
   dump(upcast.name());
   if (options.use_dnnl) {
+    ConvCanonicalization convs;
+    RETURN_IF_ERROR(convs.Run(module.get()).status());
+    dump(convs.name());
     DotCanonicalization dots;
     RETURN_IF_ERROR(dots.Run(module.get()).status());
     dump(dots.name());
