@@ -177,6 +177,22 @@ TEST(Autodiff, EveryRuleIsForADistinctOpcode) {
   EXPECT_GE(Rules().size(), 35u);
 }
 
+// Average pooling's windowed sum, whose windows tile the input: the rule's
+// broadcast form (the table's example covers the general one).
+TEST(Autodiff, WindowedSumsThatTileTheInput) {
+  auto f = hlo::ParseText(absl::StrCat("HloModule pool\n", kAdder, R"(ENTRY main {
+  x = f64[2,3,4,6] parameter(0)
+  z = f64[] parameter(1)
+  ROOT y = f64[2,3,2,2] reduce-window(x, z), window={size=1x1x2x3 stride=1x1x2x3}, to_apply=add
+}
+)"));
+  ASSERT_TRUE(f.ok()) << f.status();
+  auto vjp = Vjp(**f, {0, 1});
+  ASSERT_TRUE(vjp.ok()) << vjp.status();
+  EXPECT_EQ(hlo::ToText(**vjp).find("reduce-window(cotangent"), std::string::npos) << hlo::ToText(**vjp);
+  ExpectMatchesFiniteDifferences(**f, 3);
+}
+
 TEST(Autodiff, ALayerWithALossAndTwoOutputs) {
   auto f = hlo::ParseText(absl::StrCat(R"(HloModule mlp
 )",

@@ -315,6 +315,21 @@ Ops ReduceWindowRule(Graph& g, Instruction& y, Instruction* ct) {
   if (!root || root->opcode() != Opcode::kAdd)
     return {g.Fail(Unimplemented("autodiff: only windowed sums (reduce-window with add) are differentiated"))};
   const Instruction* x = y.operand(0);
+  std::vector<int64_t> all(ct->shape().rank());
+  for (size_t k = 0; k < all.size(); ++k) all[k] = k;
+  // Windows that tile the input (stride = size, no padding or dilation:
+  // average pooling): each element is read by one window and gets its
+  // cotangent, a broadcast over [out0, size0, out1, size1, ...].
+  bool tiles = true;
+  std::vector<int64_t> split, map;
+  for (int64_t k = 0; k < x->shape().rank(); ++k) {
+    const hlo::WindowDimension& f = y.window.dimensions[k];
+    tiles = tiles && f.stride == f.size && f.padding_low == 0 && f.padding_high == 0 && f.window_dilation == 1 &&
+            f.base_dilation == 1 && x->shape().dims[k] == y.shape().dims[k] * f.size;
+    map.push_back(split.size());
+    split.insert(split.end(), {y.shape().dims[k], f.size});
+  }
+  if (tiles) return {g.Reshape(g.Broadcast(ct, split, map), x->shape().dims), g.ReduceSum(ct, all)};
   hlo::Window w;
   for (int64_t k = 0; k < x->shape().rank(); ++k) {
     const hlo::WindowDimension& f = y.window.dimensions[k];
@@ -344,8 +359,6 @@ Ops ReduceWindowRule(Graph& g, Instruction& y, Instruction* ct) {
         i->window = y.window;
         i->AppendCalledComputation(add);
       });
-  std::vector<int64_t> all(ct->shape().rank());
-  for (size_t k = 0; k < all.size(); ++k) all[k] = k;
   return {dx, g.ReduceSum(g.Binary(Opcode::kMultiply, ct, uses), all)};
 }
 

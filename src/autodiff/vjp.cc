@@ -140,9 +140,11 @@ absl::StatusOr<std::vector<Instruction*>> Backward(hlo::Module* module, hlo::Com
   }
   std::vector<Instruction*> order;
   for (const auto& i : c->instructions()) order.push_back(i.get());
-  for (Instruction* i : order)
+  for (Instruction* i : order) {
+    if (i->opcode() == Opcode::kCopy && i->metadata.op_type == kStopGradient) continue;
     for (const Instruction* o : i->operands())
       if (active.count(o) && Differentiable(i->shape())) active.insert(i);
+  }
   std::map<const Instruction*, Instruction*> ct;
   Graph g(module, c);
   auto accumulate = [&](const Instruction* at, Instruction* v) {
@@ -208,6 +210,35 @@ absl::StatusOr<std::unique_ptr<hlo::Module>> Vjp(const hlo::Module& f, const std
   SetTupleRoot(c, results);
   RETURN_IF_ERROR(hlo::Verify(*m));
   return m;
+}
+
+absl::StatusOr<std::unique_ptr<hlo::Module>> Grad(const hlo::Module& f, const std::vector<int64_t>& wrt,
+                                                  bool with_value) {
+  const hlo::Shape& out = f.entry()->root()->shape();
+  if (!out.IsArray() || out.ElementCount() != 1 || !hlo::IsFloatingPoint(out.element_type))
+    return InvalidArgument("autodiff: a gradient needs one floating-point output of one element, not %s",
+                           out.ToString());
+  const int64_t n = f.entry()->num_parameters();
+  ASSIGN_OR_RETURN(std::unique_ptr<hlo::Module> vjp, Vjp(f, wrt));
+  // The cotangent of the one output is 1.
+  hlo::Literal one = hlo::Literal::ScalarOf(out.element_type, 1);
+  if (out.rank() > 0) one = one.Reshape(out.dims);
+  std::vector<std::pair<int64_t, hlo::Literal>> seed;
+  seed.emplace_back(n, std::move(one));
+  RETURN_IF_ERROR(vjp->BindParameters(std::move(seed)));
+  hlo::Computation* c = vjp->entry();
+  std::vector<Instruction*> results = c->root()->operands();
+  if (!with_value) results.erase(results.begin());
+  if (results.size() == 1) {
+    // One gradient is the root itself, so that it can be differentiated
+    // again.
+    c->set_root(results[0]);
+    c->Canonicalize();
+  } else {
+    SetTupleRoot(c, results);
+  }
+  RETURN_IF_ERROR(hlo::Verify(*vjp));
+  return vjp;
 }
 
 absl::StatusOr<std::unique_ptr<hlo::Module>> Jvp(const hlo::Module& f, const std::vector<int64_t>& wrt) {

@@ -30,6 +30,18 @@ namespace xonnx::autodiff {
 
 absl::StatusOr<std::unique_ptr<hlo::Module>> Vjp(const hlo::Module& f, const std::vector<int64_t>& wrt);
 
+// For f whose output is one floating-point value of one element: a module
+// taking f's parameters and returning, per `wrt` parameter, the gradient of
+// that output, preceded by the output itself when `with_value` (a tuple,
+// except for one gradient alone, which is the root itself so that it can be
+// differentiated again).
+absl::StatusOr<std::unique_ptr<hlo::Module>> Grad(const hlo::Module& f, const std::vector<int64_t>& wrt,
+                                                  bool with_value);
+
+// A copy whose metadata has this op_type passes no derivative: everything
+// after it treats its value as a constant (the program API's StopGradient).
+inline constexpr char kStopGradient[] = "StopGradient";
+
 // Forward mode: a module taking f's parameters, then one tangent per `wrt`
 // parameter (its shape), and returning f's outputs followed by, per output,
 // its directional derivative Σ_k ∂output/∂wrt_k · tangent_k. Built from the
