@@ -35,6 +35,10 @@ MAY_INCLUDE = {
     # The runtime reaches a plugin through the ABI like any client: never
     # backends/cpu; optimization happens behind the importer, so no passes.
     "runtime": {"onnx", "pjrt", "pjrt-abi", "hlo", "base", "public", "base-public"},
+    # Programs traced from C++: HLO built and differentiated, then compiled
+    # and run through the runtime's clients and compile cache (Jit), with
+    # the passes XLA's plugins need.
+    "program": {"runtime", "autodiff", "passes", "pjrt", "hlo", "base", "public", "base-public"},
     "cli": {"public", "base-public"},
     # The C API and the Python binding are built on the public C++ API alone.
     "capi": {"public", "base-public"},

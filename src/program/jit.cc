@@ -1,0 +1,180 @@
+// Jit: programs compiled once per set of input specs, through the session
+// options' plugin, with the compile cache sessions use.
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "hlo/proto_codec.h"
+#include "hlo/stablehlo.h"
+#include "passes/exact_products.h"
+#include "passes/xla_compatibility.h"
+#include "pjrt/client.h"
+#include "program/trace_state.h"
+#include "runtime/clients.h"
+#include "runtime/dtype.h"
+#include "runtime/program_cache.h"
+#include "runtime/public_status.h"
+
+namespace xonnx::program {
+namespace internal {
+
+struct Compiled {
+  std::shared_ptr<pjrt::LoadedExecutable> exe;
+  std::vector<Spec> outputs;
+};
+
+struct JitState {
+  Jit::Maker make;
+  SessionOptions options;
+  std::shared_ptr<pjrt::Client> client;
+  const pjrt::Device* device = nullptr;
+  std::string compile_options;
+  // Not xonnx's CPU plugin: programs get the rewrites XLA's plugins need,
+  // as models do (onnx/importer.h, ImportOptions::xla_compatible).
+  bool xla_plugin = true;
+  bool mlir_only = false;
+  std::unique_ptr<ProgramCache> cache;
+
+  std::mutex mu;  // guards what follows
+  std::map<std::string, Compiled> programs;
+  int64_t compiled = 0, loaded = 0;
+
+  absl::StatusOr<Compiled> Compile(const std::vector<Spec>& specs);
+};
+
+absl::StatusOr<Compiled> JitState::Compile(const std::vector<Spec>& specs) {
+  ASSIGN_OR_RETURN(Program p, FromPublic(make(specs)));
+  const auto& d = Access::data(p);
+  if (!d) return absl::FailedPreconditionError("jit: the program maker returned an empty program");
+  if (d->inputs != specs) {
+    std::vector<std::string> want, got;
+    for (const Spec& s : specs) want.push_back(s.ToString());
+    for (const Spec& s : d->inputs) got.push_back(s.ToString());
+    return InvalidArgument("jit: the program made for inputs (%s) takes (%s)", absl::StrJoin(want, ", "),
+                           absl::StrJoin(got, ", "));
+  }
+  std::unique_ptr<hlo::Module> m = d->module->Clone();
+  if (xla_plugin) {
+    if (!options.allow_tf32) RETURN_IF_ERROR(passes::ExactProducts().Run(m.get()).status());
+    RETURN_IF_ERROR(passes::XlaCompatibility().Run(m.get()).status());
+  }
+  using Format = SessionOptions::ProgramFormat;
+  bool mlir = options.program_format == Format::kStableHlo || (options.program_format == Format::kAuto && mlir_only);
+  std::string bytes;
+  if (mlir) {
+    ASSIGN_OR_RETURN(bytes, hlo::ToStableHlo(*m));
+  } else {
+    bytes = hlo::SerializeModule(*m);
+  }
+  std::string exe_key;
+  bool from_cache = false;
+  ASSIGN_OR_RETURN(std::shared_ptr<pjrt::LoadedExecutable> exe,
+                   cache->CompileOrLoad(bytes, compile_options, absl::StrCat("program '", m->name(), "'"), &exe_key,
+                                        &from_cache, mlir ? "mlir" : "hlo"));
+  std::lock_guard<std::mutex> l(mu);
+  ++compiled;
+  loaded += from_cache;
+  return Compiled{std::move(exe), d->outputs};
+}
+
+namespace {
+
+std::string KeyOf(const std::vector<Spec>& specs) {
+  std::vector<std::string> parts;
+  for (const Spec& s : specs) parts.push_back(s.ToString());
+  return absl::StrJoin(parts, ";");
+}
+
+absl::StatusOr<std::vector<Tensor>> RunImpl(JitState& st, const std::vector<Tensor>& inputs) {
+  std::vector<Spec> specs;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (inputs[k].dtype() == DataType::kString) return InvalidArgument("jit: input %d is a string tensor", k);
+    specs.push_back(SpecOf(inputs[k]));
+  }
+  const std::string key = KeyOf(specs);
+  Compiled c;
+  {
+    std::lock_guard<std::mutex> l(st.mu);
+    auto it = st.programs.find(key);
+    if (it != st.programs.end()) c = it->second;
+  }
+  if (!c.exe) {
+    ASSIGN_OR_RETURN(c, st.Compile(specs));
+    std::lock_guard<std::mutex> l(st.mu);
+    c = st.programs.emplace(key, c).first->second;  // a twin compiled meanwhile wins
+  }
+  std::vector<std::unique_ptr<pjrt::Buffer>> args;
+  std::vector<pjrt::Buffer*> raw;
+  for (const Tensor& t : inputs) {
+    ASSIGN_OR_RETURN(PJRT_Buffer_Type type, ToPjrt(t.dtype()));
+    ASSIGN_OR_RETURN(auto buffer, st.client->BufferFromHost(t.data(), type, t.dims(), *st.device));
+    raw.push_back(buffer.get());
+    args.push_back(std::move(buffer));
+  }
+  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<pjrt::Buffer>> outs, c.exe->Execute(raw));
+  if (outs.size() != c.outputs.size())
+    return Internal("jit: the program returned %d outputs, not %d", outs.size(), c.outputs.size());
+  std::vector<Tensor> results;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    Tensor t(c.outputs[k].dtype, c.outputs[k].dims);
+    if (t.byte_size() > 0) RETURN_IF_ERROR(outs[k]->ToHost(t.data(), t.byte_size()));
+    results.push_back(std::move(t));
+  }
+  return results;
+}
+
+}  // namespace
+}  // namespace internal
+
+StatusOr<Jit> Jit::Of(Maker make, const SessionOptions& options) {
+  return PublicCall("Jit::Of", [&]() -> absl::StatusOr<Jit> {
+    if (!make) return InvalidArgument("jit: no program maker");
+    if (options.plugin == SessionOptions::kNoPlugin) return InvalidArgument("jit: programs need a plugin to run on");
+    auto st = std::make_shared<internal::JitState>();
+    st->make = std::move(make);
+    st->options = options;
+    ASSIGN_OR_RETURN(st->client, GetClient(options));
+    if (options.device < 0) return InvalidArgument("jit: programs run on one device, not %d", options.device);
+    ASSIGN_OR_RETURN(st->device, st->client->device(options.device));
+    st->compile_options = pjrt::CompileOptionsFor(*st->device);
+    for (const auto& [name, value] : st->client->plugin()->Attributes()) {
+      if (name == "xonnx_version") st->xla_plugin = false;
+      if (name == "program_formats") st->mlir_only = value.find("hlo") == std::string::npos;
+    }
+    st->cache = std::make_unique<ProgramCache>(st->client);
+    st->cache->OpenPersistent(options);
+    Jit j;
+    j.state_ = std::move(st);
+    return j;
+  });
+}
+
+StatusOr<Jit> Jit::OfFunction(Program::Fn fn, const SessionOptions& options, const std::string& name) {
+  return Of([fn = std::move(fn), name](const std::vector<Spec>& specs) { return Program::Trace(fn, specs, name); },
+            options);
+}
+
+StatusOr<std::vector<Tensor>> Jit::Run(const std::vector<Tensor>& inputs) const {
+  return PublicCall("Jit::Run", [&]() -> absl::StatusOr<std::vector<Tensor>> {
+    if (!state_) return absl::FailedPreconditionError("jit: not made by Jit::Of");
+    return internal::RunImpl(*state_, inputs);
+  });
+}
+
+int64_t Jit::compiled() const {
+  if (!state_) return 0;
+  std::lock_guard<std::mutex> l(state_->mu);
+  return state_->compiled;
+}
+
+int64_t Jit::loaded_from_cache() const {
+  if (!state_) return 0;
+  std::lock_guard<std::mutex> l(state_->mu);
+  return state_->loaded;
+}
+
+}  // namespace xonnx::program
