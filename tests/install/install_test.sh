@@ -34,6 +34,7 @@ cmake -S "$src/tests/install/consumer" -B "$work/cmake_build" -DCMAKE_PREFIX_PAT
 cmake --build "$work/cmake_build" >/dev/null
 out=$("$work/cmake_build/consumer" "$model") || fail "the CMake consumer failed"
 grep -q "^output " <<<"$out" || fail "the CMake consumer printed no output: $out"
+grep -q "^derivative 1$" <<<"$out" || fail "the CMake consumer's program API derivative is wrong: $out"
 grep -q "^plugin $libdir/xonnx/libxonnx_pjrt_cpu.so" <<<"$out" || fail "the plugin was not the installed one: $out"
 
 # 2. pkg-config: a C++ program and the C99 test of the C API.
