@@ -2,7 +2,10 @@
 """The network, data and SGD step of examples/train_cnn.cc in PyTorch, for
 timing the two on the same machine.
 
-usage: train_cnn_torch.py [--steps 400] [--batch 64] [--lr 0.1] [--threads N]
+usage: train_cnn_torch.py [--steps 400] [--batch 64] [--lr 0.1] [--threads N] [--device cpu|cuda]
+
+On a GPU the batch is copied to the device each step and the loss read
+back, as xonnx's Jit does with its inputs and outputs.
 """
 import argparse
 import time
@@ -44,17 +47,20 @@ def main():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--device", default="cpu")
     a = p.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
     torch.manual_seed(42)
     rng = np.random.default_rng(42)
-    net = Net()
+    dev = torch.device(a.device)
+    net = Net().to(dev)
     opt = torch.optim.SGD(net.parameters(), lr=a.lr)
     ms, first, last = [], None, None
     for s in range(a.steps):
         images, labels = make_data(a.batch, rng)
         t0 = time.perf_counter()
+        images, labels = images.to(dev), labels.to(dev)
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(net(images), labels)
         loss.backward()
@@ -65,6 +71,7 @@ def main():
         if s % 50 == 0 or s == a.steps - 1:
             print(f"step {s:4d}  loss {last:.4f}")
     images, labels = make_data(1024, rng)
+    images, labels = images.to(dev), labels.to(dev)
     with torch.no_grad():
         acc = (net(images).argmax(1) == labels).float().mean().item()
     print(f"loss {first:.4f} -> {last:.4f}; accuracy {acc:.3f} on 1024 new images; "

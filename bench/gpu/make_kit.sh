@@ -26,6 +26,8 @@ cp "$xonnx" "$kit/bin/xonnx"
 # Another xonnx build to time alongside (run.sh --baseline KIT/bin/xonnx-base),
 # e.g. the commit before a change; it must link the same libraries.
 [[ -z ${BASELINE:-} ]] || cp "$BASELINE" "$kit/bin/xonnx-base"
+# The program API's training example (docs/programs.md), when built.
+[[ ! -x "$(dirname "$xonnx")/train_cnn" ]] || cp "$(dirname "$xonnx")/train_cnn" "$kit/bin/"
 runners="$(dirname "$xonnx")/../tests"
 for r in conformance_runner model_runner; do
   [[ -x $runners/$r ]] || { echo "build the test runners first ($runners/$r)" >&2; exit 1; }
