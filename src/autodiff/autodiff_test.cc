@@ -193,6 +193,46 @@ TEST(Autodiff, WindowedSumsThatTileTheInput) {
   ExpectMatchesFiniteDifferences(**f, 3);
 }
 
+// A derivative's path through a tuple (what loops, branches and calls pass
+// on) is an error until there are rules for them, never silently zero.
+TEST(Autodiff, PathsThroughTuplesAreRefusedNotCut) {
+  auto f = hlo::ParseText(R"(HloModule t
+ENTRY main {
+  x = f64[2] parameter(0)
+  t = (f64[2]) tuple(x)
+  g = f64[2] get-tuple-element(t), index=0
+  ROOT y = f64[2] multiply(g, g)
+}
+)");
+  ASSERT_TRUE(f.ok()) << f.status();
+  auto vjp = Vjp(**f, {0});
+  ASSERT_FALSE(vjp.ok());
+  EXPECT_NE(vjp.status().message().find("no differentiation rule"), std::string::npos) << vjp.status();
+}
+
+// Max and min pooling: overlapping windows, padding and a dilated window;
+// the chosen element of each window gets its cotangent.
+TEST(Autodiff, WindowedMaximaAndMinima) {
+  for (const char* op : {"maximum", "minimum"}) {
+    auto f = hlo::ParseText(absl::StrCat(R"(HloModule pool
+red {
+  p = f64[] parameter(0)
+  q = f64[] parameter(1)
+  ROOT s = f64[] )",
+                                         op, R"((p, q)
+}
+ENTRY main {
+  x = f64[2,7,6] parameter(0)
+  z = f64[] constant()",
+                                         std::string(op) == "maximum" ? "-inf" : "inf", R"()
+  ROOT y = f64[2,4,2] reduce-window(x, z), window={size=1x3x2 stride=1x2x2 pad=0_0x1_1x0_0 rhs_dilate=1x1x2}, to_apply=red
+}
+)"));
+    ASSERT_TRUE(f.ok()) << f.status();
+    ExpectMatchesFiniteDifferences(**f, 11);
+  }
+}
+
 TEST(Autodiff, ALayerWithALossAndTwoOutputs) {
   auto f = hlo::ParseText(absl::StrCat(R"(HloModule mlp
 )",

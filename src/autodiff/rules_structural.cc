@@ -305,63 +305,6 @@ Ops ConvolutionRule(Graph& g, Instruction& y, Instruction* ct) {
   return {dx, dw};
 }
 
-// A windowed sum's cotangent: each input element gets the sum of the
-// cotangents of the windows that read it, which is a windowed sum over the
-// cotangent padded and dilated as a convolution's input cotangent is (the
-// window of ones needs no reversal).
-Ops ReduceWindowRule(Graph& g, Instruction& y, Instruction* ct) {
-  const hlo::Computation* r = y.to_apply();
-  const Instruction* root = r ? r->root() : nullptr;
-  if (!root || root->opcode() != Opcode::kAdd)
-    return {g.Fail(Unimplemented("autodiff: only windowed sums (reduce-window with add) are differentiated"))};
-  const Instruction* x = y.operand(0);
-  std::vector<int64_t> all(ct->shape().rank());
-  for (size_t k = 0; k < all.size(); ++k) all[k] = k;
-  // Windows that tile the input (stride = size, no padding or dilation:
-  // average pooling): each element is read by one window and gets its
-  // cotangent, a broadcast over [out0, size0, out1, size1, ...].
-  bool tiles = true;
-  std::vector<int64_t> split, map;
-  for (int64_t k = 0; k < x->shape().rank(); ++k) {
-    const hlo::WindowDimension& f = y.window.dimensions[k];
-    tiles = tiles && f.stride == f.size && f.padding_low == 0 && f.padding_high == 0 && f.window_dilation == 1 &&
-            f.base_dilation == 1 && x->shape().dims[k] == y.shape().dims[k] * f.size;
-    map.push_back(split.size());
-    split.insert(split.end(), {y.shape().dims[k], f.size});
-  }
-  if (tiles) return {g.Reshape(g.Broadcast(ct, split, map), x->shape().dims), g.ReduceSum(ct, all)};
-  hlo::Window w;
-  for (int64_t k = 0; k < x->shape().rank(); ++k) {
-    const hlo::WindowDimension& f = y.window.dimensions[k];
-    int64_t in = Dilate(x->shape().dims[k], f.base_dilation);
-    int64_t kernel = Dilate(f.size, f.window_dilation);
-    int64_t out = Dilate(y.shape().dims[k], f.stride);
-    hlo::WindowDimension a;
-    a.size = f.size;
-    a.stride = f.base_dilation;
-    a.base_dilation = f.stride;
-    a.window_dilation = f.window_dilation;
-    a.padding_low = kernel - f.padding_low - 1;
-    a.padding_high = in + kernel - 1 - out - a.padding_low;
-    w.dimensions.push_back(a);
-  }
-  hlo::Computation* add = g.Adder(ct->shape().element_type);
-  Instruction* zero = g.Full(0, hlo::Shape(ct->shape().element_type, {}));
-  Instruction* dx = g.Op(Opcode::kReduceWindow, {ct, zero}, [&](Instruction* i) {
-    i->window = w;
-    i->AppendCalledComputation(add);
-  });
-  // The init value is added once per output element and stands in for
-  // every padding element and dilation hole a window reads: the same
-  // windowed sum over zeros, with 1 as its init, counts those per window.
-  Instruction* uses =
-      g.Op(Opcode::kReduceWindow, {g.Full(0, x->shape()), g.Full(1, zero->shape())}, [&](Instruction* i) {
-        i->window = y.window;
-        i->AppendCalledComputation(add);
-      });
-  return {dx, g.ReduceSum(g.Binary(Opcode::kMultiply, ct, uses), all)};
-}
-
 // A dynamic slice's cotangent is written into zeros where the slice was
 // read (dynamic-update-slice clamps the starts as dynamic-slice did).
 Ops DynamicSliceRule(Graph& g, Instruction& y, Instruction* ct) {
@@ -489,7 +432,7 @@ std::vector<Rule> StructuralRules() {
        Module("", "  x = f64[5,4] parameter(0)\n  ROOT y = f64[2,3] slice(x), slice={[0:4:2], [1:4]}\n")},
       {Opcode::kPad, PadRule,
        Module("", x23 + "  v = f64[] parameter(1)\n  ROOT y = f64[4,4] pad(x, v), padding=1_0_1x0_1\n")},
-      {Opcode::kReduceWindow, ReduceWindowRule,
+      {Opcode::kReduceWindow, ReduceWindowVjp,
        Module(kAdder,
               "  x = f64[2,7,6] parameter(0)\n  z = f64[] parameter(1)\n"
               "  ROOT y = f64[2,3,5] reduce-window(x, z), window={size=1x3x2 stride=1x2x1 pad=0_0x1_0x1_0 "

@@ -108,6 +108,16 @@ namespace {
 
 bool Differentiable(const Shape& s) { return s.IsArray() && hlo::IsFloatingPoint(s.element_type); }
 
+// Whether a value of shape `s` can carry a derivative: a floating-point
+// array, or a tuple holding one (what a while, conditional or call passes
+// on, which must not silently cut the derivative's path).
+bool Carries(const Shape& s) {
+  if (!s.IsTuple()) return Differentiable(s);
+  for (const Shape& e : s.tuple_shapes)
+    if (Carries(e)) return true;
+  return false;
+}
+
 // Makes a tuple of `results` the root of `c` and drops what it no longer
 // reaches.
 void SetTupleRoot(hlo::Computation* c, const std::vector<Instruction*>& results) {
@@ -143,7 +153,7 @@ absl::StatusOr<std::vector<Instruction*>> Backward(hlo::Module* module, hlo::Com
   for (Instruction* i : order) {
     if (i->opcode() == Opcode::kCopy && i->metadata.op_type == kStopGradient) continue;
     for (const Instruction* o : i->operands())
-      if (active.count(o) && Differentiable(i->shape())) active.insert(i);
+      if (active.count(o) && Carries(i->shape())) active.insert(i);
   }
   std::map<const Instruction*, Instruction*> ct;
   Graph g(module, c);

@@ -113,6 +113,9 @@ struct Rule {
   std::string example;
 };
 
+// reduce-window's rule: windowed sums, maxima and minima (rules_windows.cc).
+std::vector<hlo::Instruction*> ReduceWindowVjp(Graph& g, hlo::Instruction& y, hlo::Instruction* ct);
+
 // The rules, one per differentiable opcode.
 const std::vector<Rule>& Rules();
 // The rules of data movement and products (rules_structural.cc).
