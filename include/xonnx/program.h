@@ -154,6 +154,10 @@ struct XONNX_API Conv2DOptions {
 XONNX_API Value Conv2D(const Value& x, const Value& w, const Conv2DOptions& options = {});
 // The mean over k x k windows moved by `stride`, of x [N, C, H, W].
 XONNX_API Value AvgPool2D(const Value& x, int64_t k, int64_t stride);
+// The maximum over k x k windows moved by `stride`, with `pad` elements of
+// -inf added on each side of H and W (ONNX's MaxPool). Its derivative goes
+// to the first maximum of each window.
+XONNX_API Value MaxPool2D(const Value& x, int64_t k, int64_t stride, int64_t pad = 0);
 
 // Shapes and indexing.
 XONNX_API Value Reshape(const Value& x, const std::vector<int64_t>& dims);  // one dim may be -1
@@ -168,6 +172,23 @@ XONNX_API Value Concat(const std::vector<Value>& xs, int64_t axis);
 XONNX_API Value Take(const Value& x, const Value& indices, int64_t axis = 0);
 // indices (integer) as one-hot vectors of `depth` along a new last axis.
 XONNX_API Value OneHot(const Value& indices, int64_t depth, DataType dtype = DataType::kFloat32);
+
+// Control flow. A plain C++ loop or `if` in a traced function is unrolled
+// or decided at trace time; these record a loop and a branch that run on
+// the device. Their bodies are traced once, into computations of their
+// own, and see only their arguments and constants: a value from outside is
+// an error of the trace (pass it in). Programs using them run and compile
+// like others; Grad, Vjp and Jvp do not differentiate through them yet
+// (an error naming the loop or branch).
+using LoopBody = std::function<std::vector<Value>(const Value& i, const std::vector<Value>& values)>;
+using Branch = std::function<std::vector<Value>(const std::vector<Value>& operands)>;
+// `n` iterations of values = body(i, values), i an int32 scalar counting
+// from 0; body returns values of the same specs. The final values.
+XONNX_API std::vector<Value> ForLoop(int64_t n, const LoopBody& body, const std::vector<Value>& init);
+// pred (a boolean scalar) ? then_branch(operands) : else_branch(operands);
+// both return values of the same specs.
+XONNX_API std::vector<Value> Cond(const Value& pred, const Branch& then_branch, const Branch& else_branch,
+                                  const std::vector<Value>& operands);
 
 // A traced program: its inputs and outputs, and its XLA program.
 class XONNX_API Program {

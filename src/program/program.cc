@@ -23,25 +23,9 @@ using internal::Access;
 using internal::ProgramData;
 using internal::TraceState;
 
-namespace internal {
-void SetCurrentTrace(std::weak_ptr<TraceState> t);
-std::weak_ptr<TraceState> CurrentTraceWeak();
-}  // namespace internal
-
 namespace {
 
-// Makes `t` the thread's current trace for its lifetime (traces nest: a
-// function traced inside another's tracing).
-class CurrentTraceScope {
- public:
-  explicit CurrentTraceScope(const std::shared_ptr<TraceState>& t) : previous_(internal::CurrentTraceWeak()) {
-    internal::SetCurrentTrace(t);
-  }
-  ~CurrentTraceScope() { internal::SetCurrentTrace(previous_); }
-
- private:
-  std::weak_ptr<TraceState> previous_;
-};
+using internal::CurrentTraceScope;
 
 absl::StatusOr<Spec> SpecOfShape(const hlo::Shape& s) {
   ASSIGN_OR_RETURN(DataType t, FromHlo(s.element_type));

@@ -187,7 +187,7 @@ TEST(Program, GradOfAConvNetMatchesFiniteDifferences) {
     Conv2DOptions o;
     o.padding = {1, 1, 1, 1};
     Value h = Relu(Conv2D(img, w1, o) + Reshape(bias, {1, 2, 1, 1}));
-    h = AvgPool2D(h, 2, 2);                         // [2, 2, 2, 2]
+    h = AvgPool2D(MaxPool2D(h, 3, 1, 1), 2, 2);     // [2, 2, 2, 2]
     Value logits = MatMul(Reshape(h, {2, 8}), w2);  // [2, 3]
     Value nll = -Sum(LogSoftmax(logits, 1) * OneHot(labels, 3, DataType::kFloat64), {1});
     return {Mean(nll)};
@@ -285,6 +285,59 @@ TEST(Program, ShapeOperations) {
   EXPECT_FLOAT_EQ(r[4].data_as<float>()[2], 0);  // 3 is not > 3
   EXPECT_FLOAT_EQ(r[4].data_as<float>()[3], 4);
   EXPECT_EQ(r[5].data_as<int32_t>()[4], 1);
+}
+
+TEST(Program, LoopsAndBranchesRunOnTheDevice) {
+  // x -> x * 0.5 + i, five times; then the larger of two sums chosen by a
+  // branch on the device.
+  Program p = MustTrace(
+      [](const Values& x) -> Values {
+        Values r = ForLoop(5,
+                           [](const Value& i, const Values& v) -> Values {
+                             return {v[0] * 0.5 + Cast(i, DataType::kFloat64), v[1]};
+                           },
+                           {x[0], x[1]});
+        Values c = Cond(
+            Greater(Sum(r[0]), Sum(r[1])), [](const Values& o) -> Values { return {o[0] * 2.0}; },
+            [](const Values& o) -> Values { return {o[1] - 1.0}; }, {r[0], r[1]});
+        return {r[0], c[0]};
+      },
+      {{DataType::kFloat64, {2}}, {DataType::kFloat64, {2}}});
+  EXPECT_NE(p.HloText().find("while("), std::string::npos);
+  EXPECT_NE(p.HloText().find("conditional("), std::string::npos);
+  for (double big : {0.0, 100.0}) {
+    std::vector<Tensor> r = RunOnce(p, {F64({2}, {16, -8}), F64({2}, {big, big})});
+    ASSERT_EQ(r.size(), 2u);
+    double x = 16;
+    for (int i = 0; i < 5; ++i) x = x * 0.5 + i;
+    EXPECT_DOUBLE_EQ(r[0].data_as<double>()[0], x);
+    EXPECT_DOUBLE_EQ(r[1].data_as<double>()[0], big == 0 ? 2 * x : big - 1);
+  }
+  // Bodies see only their arguments; a body must keep the values' specs.
+  StatusOr<Program> bad = Program::Trace(
+      [](const Values& x) -> Values {
+        return ForLoop(2, [&](const Value&, const Values& v) -> Values { return {v[0] + x[0]}; }, {x[0]});
+      },
+      {{DataType::kFloat64, {2}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("another trace"), std::string::npos) << bad.status().message();
+  bad = Program::Trace(
+      [](const Values& x) -> Values {
+        return ForLoop(2, [](const Value&, const Values& v) -> Values { return {Sum(v[0])}; }, {x[0]});
+      },
+      {{DataType::kFloat64, {2}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("the body returns (float64[]) for values (float64[2])"), std::string::npos)
+      << bad.status().message();
+  // Not differentiated through yet: the error names the loop.
+  Program loop = MustTrace(
+      [](const Values& x) -> Values {
+        return {Sum(ForLoop(3, [](const Value&, const Values& v) -> Values { return {v[0] * v[0]}; }, {x[0]})[0])};
+      },
+      {{DataType::kFloat64, {2}}});
+  StatusOr<Program> g = Grad(loop);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("ForLoop"), std::string::npos) << g.status().message();
 }
 
 }  // namespace

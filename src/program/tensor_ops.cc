@@ -164,6 +164,26 @@ Value AvgPool2D(const Value& x, int64_t k, int64_t stride) {
   return sum / static_cast<double>(k * k);
 }
 
+Value MaxPool2D(const Value& x, int64_t k, int64_t stride, int64_t pad) {
+  return Record("MaxPool2D", {x}, [&](hlo::Builder& b, const std::vector<Instruction*>& ops) -> Instruction* {
+    if (ops[0]->shape().rank() != 4) return b.ReportError(Invalid("x must be [N, C, H, W]"));
+    if (k < 1 || stride < 1 || pad < 0 || pad >= k)
+      return b.ReportError(Invalid("the window and stride must be positive, the padding below the window"));
+    hlo::PrimitiveType t = ops[0]->shape().element_type;
+    if (!hlo::IsFloatingPoint(t)) return b.ReportError(Invalid("needs a floating-point value"));
+    hlo::Window window;
+    for (int i = 0; i < 4; ++i) {
+      hlo::WindowDimension wd;
+      wd.size = i < 2 ? 1 : k;
+      wd.stride = i < 2 ? 1 : stride;
+      wd.padding_low = wd.padding_high = i < 2 ? 0 : pad;
+      window.dimensions.push_back(wd);
+    }
+    return b.ReduceWindow(ops[0], b.ScalarConstant(t, -std::numeric_limits<double>::infinity()), window,
+                          b.ScalarReducer(Opcode::kMaximum, t));
+  });
+}
+
 Value Reshape(const Value& x, const std::vector<int64_t>& dims) {
   return Record("Reshape", {x}, [&](hlo::Builder& b, const std::vector<Instruction*>& ops) -> Instruction* {
     std::vector<int64_t> out = dims;

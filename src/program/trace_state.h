@@ -59,6 +59,24 @@ struct Access {
 // The trace being made on this thread (null outside Program::Trace).
 TraceState* CurrentTrace();
 std::shared_ptr<TraceState> CurrentTraceShared();
+void SetCurrentTrace(std::weak_ptr<TraceState> t);
+std::weak_ptr<TraceState> CurrentTraceWeak();
+
+// Makes `t` the thread's current trace for its lifetime (traces nest: a
+// loop body traced inside a program's trace, a program traced inside
+// another's tracing).
+class CurrentTraceScope {
+ public:
+  explicit CurrentTraceScope(const std::shared_ptr<TraceState>& t) : previous_(CurrentTraceWeak()) {
+    SetCurrentTrace(t);
+  }
+  ~CurrentTraceScope() { SetCurrentTrace(previous_); }
+  CurrentTraceScope(const CurrentTraceScope&) = delete;
+  CurrentTraceScope& operator=(const CurrentTraceScope&) = delete;
+
+ private:
+  std::weak_ptr<TraceState> previous_;
+};
 
 // The instruction of `v` (null when invalid).
 hlo::Instruction* InstructionOf(const Value& v);
