@@ -22,6 +22,12 @@ namespace {
 using hlo::Literal;
 
 // The scalar adder the tests' reductions apply.
+// A computation `name` combining two f64 scalars by `op` (maximum, minimum).
+std::string Reducer(const std::string& name, const std::string& op) {
+  return absl::StrCat(name, " {\n  p = f64[] parameter(0)\n  q = f64[] parameter(1)\n  ROOT s = f64[] ", op,
+                      "(p, q)\n}\n");
+}
+
 const char kAdder[] = "add {\n  p = f64[] parameter(0)\n  q = f64[] parameter(1)\n  ROOT s = f64[] add(p, q)\n}\n";
 
 // Values of magnitude 0.5 to 1.5 and either sign: away from zero, where
@@ -214,18 +220,11 @@ ENTRY main {
 // the chosen element of each window gets its cotangent.
 TEST(Autodiff, WindowedMaximaAndMinima) {
   for (const char* op : {"maximum", "minimum"}) {
-    auto f = hlo::ParseText(absl::StrCat(R"(HloModule pool
-red {
-  p = f64[] parameter(0)
-  q = f64[] parameter(1)
-  ROOT s = f64[] )",
-                                         op, R"((p, q)
-}
-ENTRY main {
+    auto f = hlo::ParseText(absl::StrCat("HloModule pool\n", Reducer("pick", op), R"(ENTRY main {
   x = f64[2,7,6] parameter(0)
   z = f64[] constant()",
                                          std::string(op) == "maximum" ? "-inf" : "inf", R"()
-  ROOT y = f64[2,4,2] reduce-window(x, z), window={size=1x3x2 stride=1x2x2 pad=0_0x1_1x0_0 rhs_dilate=1x1x2}, to_apply=red
+  ROOT y = f64[2,4,2] reduce-window(x, z), window={size=1x3x2 stride=1x2x2 pad=0_0x1_1x0_0 rhs_dilate=1x1x2}, to_apply=pick
 }
 )"));
     ASSERT_TRUE(f.ok()) << f.status();
@@ -298,14 +297,7 @@ TEST(Autodiff, ConvolutionsOfOtherLayoutsAndInputDilation) {
 
 TEST(Autodiff, MaximaAndMinimaSendTheCotangentToTheChosenElements) {
   for (const char* op : {"maximum", "minimum"}) {
-    auto f = hlo::ParseText(absl::StrCat(R"(HloModule r
-pick {
-  p = f64[] parameter(0)
-  q = f64[] parameter(1)
-  ROOT s = f64[] )",
-                                         op, R"((p, q)
-}
-ENTRY main {
+    auto f = hlo::ParseText(absl::StrCat("HloModule r\n", Reducer("pick", op), R"(ENTRY main {
   x = f64[3,4] parameter(0)
   z = f64[] constant(0)
   ROOT y = f64[3] reduce(x, z), dimensions={1}, to_apply=pick
@@ -315,18 +307,12 @@ ENTRY main {
     ExpectMatchesFiniteDifferences(**f, 9);
   }
   // A tie splits the cotangent: max(2, 2, 1) sends half to each 2.
-  auto f = hlo::ParseText(R"(HloModule t
-pick {
-  p = f64[] parameter(0)
-  q = f64[] parameter(1)
-  ROOT s = f64[] maximum(p, q)
-}
-ENTRY main {
+  auto f = hlo::ParseText(absl::StrCat("HloModule t\n", Reducer("pick", "maximum"), R"(ENTRY main {
   x = f64[3] parameter(0)
   z = f64[] constant(-inf)
   ROOT y = f64[] reduce(x, z), dimensions={0}, to_apply=pick
 }
-)");
+)"));
   ASSERT_TRUE(f.ok()) << f.status();
   auto v = Vjp(**f, {0});
   ASSERT_TRUE(v.ok()) << v.status();

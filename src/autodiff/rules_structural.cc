@@ -204,9 +204,6 @@ Ops ClampRule(Graph& g, Instruction& y, Instruction* ct) {
   return {bound(lo, below), g.KeepWhere(inside, ct), bound(hi, above)};
 }
 
-// Dilated size: where n elements land with d - 1 holes between them.
-int64_t Dilate(int64_t n, int64_t d) { return n == 0 ? 0 : 1 + d * (n - 1); }
-
 // A grouped convolution's kernel [.., O, .., I/G, ..] regrouped for its
 // transpose: O split into (G, O/G) and G moved in front of I/G, giving
 // O/G output and I input features (JAX's _reshape_axis_out_of, then
@@ -249,14 +246,8 @@ Ops ConvolutionRule(Graph& g, Instruction& y, Instruction* ct) {
     int64_t in = Dilate(x->shape().dims[d.input_spatial_dimensions[k]], f.base_dilation);
     int64_t kernel = Dilate(w->shape().dims[d.kernel_spatial_dimensions[k]], f.window_dilation);
     int64_t out = Dilate(y.shape().dims[d.output_spatial_dimensions[k]], f.stride);
-    hlo::WindowDimension a;  // for the input's cotangent
-    a.size = f.size;
-    a.stride = f.base_dilation;
-    a.base_dilation = f.stride;
-    a.window_dilation = f.window_dilation;
-    a.padding_low = kernel - f.padding_low - 1;
-    a.padding_high = in + kernel - 1 - out - a.padding_low;
-    dx_window.dimensions.push_back(a);
+    dx_window.dimensions.push_back(TransposedWindow(f, x->shape().dims[d.input_spatial_dimensions[k]],
+                                                    y.shape().dims[d.output_spatial_dimensions[k]]));
     hlo::WindowDimension b;  // for the kernel's: the cotangent is the window
     b.size = y.shape().dims[d.output_spatial_dimensions[k]];
     b.stride = f.window_dilation;

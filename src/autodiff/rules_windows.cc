@@ -13,9 +13,6 @@ using hlo::Instruction;
 using hlo::Opcode;
 using Ops = std::vector<Instruction*>;
 
-// Dilated size: where n elements land with d - 1 holes between them.
-int64_t Dilate(int64_t n, int64_t d) { return n == 0 ? 0 : 1 + d * (n - 1); }
-
 // A windowed sum's cotangent: each input element gets the sum of the
 // cotangents of the windows that read it, which is a windowed sum over the
 // cotangent padded and dilated as a convolution's input cotangent is (the
@@ -38,20 +35,8 @@ Ops WindowedSum(Graph& g, Instruction& y, Instruction* ct) {
   }
   if (tiles) return {g.Reshape(g.Broadcast(ct, split, map), x->shape().dims), g.ReduceSum(ct, all)};
   hlo::Window w;
-  for (int64_t k = 0; k < x->shape().rank(); ++k) {
-    const hlo::WindowDimension& f = y.window.dimensions[k];
-    int64_t in = Dilate(x->shape().dims[k], f.base_dilation);
-    int64_t kernel = Dilate(f.size, f.window_dilation);
-    int64_t out = Dilate(y.shape().dims[k], f.stride);
-    hlo::WindowDimension a;
-    a.size = f.size;
-    a.stride = f.base_dilation;
-    a.base_dilation = f.stride;
-    a.window_dilation = f.window_dilation;
-    a.padding_low = kernel - f.padding_low - 1;
-    a.padding_high = in + kernel - 1 - out - a.padding_low;
-    w.dimensions.push_back(a);
-  }
+  for (int64_t k = 0; k < x->shape().rank(); ++k)
+    w.dimensions.push_back(TransposedWindow(y.window.dimensions[k], x->shape().dims[k], y.shape().dims[k]));
   hlo::Computation* add = g.Adder(ct->shape().element_type);
   Instruction* zero = g.Full(0, hlo::Shape(ct->shape().element_type, {}));
   Instruction* dx = g.Op(Opcode::kReduceWindow, {ct, zero}, [&](Instruction* i) {
@@ -138,6 +123,18 @@ Ops WindowedExtreme(Graph& g, Instruction& y, Instruction* ct) {
 }
 
 }  // namespace windows
+
+hlo::WindowDimension TransposedWindow(const hlo::WindowDimension& f, int64_t in, int64_t out) {
+  const int64_t dilated_in = Dilate(in, f.base_dilation), kernel = Dilate(f.size, f.window_dilation);
+  hlo::WindowDimension a;
+  a.size = f.size;
+  a.stride = f.base_dilation;
+  a.base_dilation = f.stride;
+  a.window_dilation = f.window_dilation;
+  a.padding_low = kernel - f.padding_low - 1;
+  a.padding_high = dilated_in + kernel - 1 - Dilate(out, f.stride) - a.padding_low;
+  return a;
+}
 
 std::vector<hlo::Instruction*> ReduceWindowVjp(Graph& g, hlo::Instruction& y, hlo::Instruction* ct) {
   const hlo::Computation* r = y.to_apply();

@@ -113,6 +113,14 @@ struct Rule {
   std::string example;
 };
 
+// Dilated size: where n elements land with d - 1 holes between them.
+inline int64_t Dilate(int64_t n, int64_t d) { return n == 0 ? 0 : 1 + d * (n - 1); }
+// The window dimension of a windowed operation's input cotangent (a
+// convolution's or a windowed sum's): over the cotangent, the forward
+// strides become base dilation and the padding what the window's extent
+// leaves, for an input of `in` elements and an output of `out`.
+hlo::WindowDimension TransposedWindow(const hlo::WindowDimension& f, int64_t in, int64_t out);
+
 // reduce-window's rule: windowed sums, maxima and minima (rules_windows.cc).
 std::vector<hlo::Instruction*> ReduceWindowVjp(Graph& g, hlo::Instruction& y, hlo::Instruction* ct);
 
