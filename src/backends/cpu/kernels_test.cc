@@ -42,6 +42,9 @@ Literal Random(const Shape& s, uint32_t seed) {
   return l;
 }
 
+// A computation adding two scalars of the type under test.
+const char kAddT[] = "add {\n  a = T[] parameter(0)\n  b = T[] parameter(1)\n  ROOT s = T[] add(a, b)\n}\n";
+
 struct OpCase {
   std::string name;
   // An HLO module; T stands for the element type under test.
@@ -248,18 +251,12 @@ ENTRY e {
 })",
        kMoveTypes, "scatter"},
       {"scatter_add_elements",
-       R"(HloModule m
-add {
-  a = T[] parameter(0)
-  b = T[] parameter(1)
-  ROOT s = T[] add(a, b)
-}
-ENTRY e {
+       absl::StrCat("HloModule m\n", kAddT, R"(ENTRY e {
   x = T[12,13] parameter(0)
   i = s64[30,2] parameter(1)
   u = T[30] parameter(2)
   ROOT r = T[12,13] scatter(x, i, u), update_window_dims={}, inserted_window_dims={0,1}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, to_apply=add
-})",
+})"),
        {"f32", "s32", "s64", "f64"},
        "scatter"},
       // Dots oneDNN does not take: two contracting dims, batch dims in the
@@ -315,31 +312,19 @@ ENTRY e {
       // A windowed sum's cotangent (autodiff's reduce-window rule): the
       // base dilated, padded and read through a dilated window.
       {"reduce_window_dilated_base",
-       R"(HloModule m
-add {
-  a = T[] parameter(0)
-  b = T[] parameter(1)
-  ROOT s = T[] add(a, b)
-}
-ENTRY e {
+       absl::StrCat("HloModule m\n", kAddT, R"(ENTRY e {
   x = T[2,5,6,3] parameter(0)
   z = T[] constant(0)
   ROOT r = T[2,5,16,3] reduce-window(x, z), window={size=1x3x2x1 stride=1x2x1x1 pad=0_0x2_1x1_1x0_0 lhs_dilate=1x2x3x1 rhs_dilate=1x1x2x1}, to_apply=add
-})",
+})"),
        {"f32", "s32", "f64"},
        "reduce-window"},
       {"reduce_separate_dims",
-       R"(HloModule m
-add {
-  a = T[] parameter(0)
-  b = T[] parameter(1)
-  ROOT s = T[] add(a, b)
-}
-ENTRY e {
+       absl::StrCat("HloModule m\n", kAddT, R"(ENTRY e {
   x = T[5,30,7,9] parameter(0)
   z = T[] parameter(1)
   ROOT r = T[30,9] reduce(x, z), dimensions={0,2}, to_apply=add
-})",
+})"),
        {"f32", "s32", "s64", "u8", "f64"},
        "reduce"},
       // A whole value to one element, split across threads (a dynamic
