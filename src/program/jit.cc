@@ -33,10 +33,9 @@ struct JitState {
   std::shared_ptr<pjrt::Client> client;
   const pjrt::Device* device = nullptr;
   std::string compile_options;
-  // Not xonnx's CPU plugin: programs get the rewrites XLA's plugins need,
-  // as models do (onnx/importer.h, ImportOptions::xla_compatible).
-  bool xla_plugin = true;
-  bool mlir_only = false;
+  // Whether programs get the rewrites XLA's plugins need, as models do,
+  // and go as StableHLO.
+  PluginTraits plugin;
   std::unique_ptr<ProgramCache> cache;
 
   std::mutex mu;  // guards what follows
@@ -58,12 +57,13 @@ absl::StatusOr<Compiled> JitState::Compile(const std::vector<Spec>& specs) {
                            absl::StrJoin(got, ", "));
   }
   std::unique_ptr<hlo::Module> m = d->module->Clone();
-  if (xla_plugin) {
+  if (plugin.xla) {
     if (!options.allow_tf32) RETURN_IF_ERROR(passes::ExactProducts().Run(m.get()).status());
     RETURN_IF_ERROR(passes::XlaCompatibility().Run(m.get()).status());
   }
   using Format = SessionOptions::ProgramFormat;
-  bool mlir = options.program_format == Format::kStableHlo || (options.program_format == Format::kAuto && mlir_only);
+  bool mlir =
+      options.program_format == Format::kStableHlo || (options.program_format == Format::kAuto && plugin.mlir_only);
   std::string bytes;
   if (mlir) {
     ASSIGN_OR_RETURN(bytes, hlo::ToStableHlo(*m));
@@ -141,10 +141,7 @@ StatusOr<Jit> Jit::Of(Maker make, const SessionOptions& options) {
     if (options.device < 0) return InvalidArgument("jit: programs run on one device, not %d", options.device);
     ASSIGN_OR_RETURN(st->device, st->client->device(options.device));
     st->compile_options = pjrt::CompileOptionsFor(*st->device);
-    for (const auto& [name, value] : st->client->plugin()->Attributes()) {
-      if (name == "xonnx_version") st->xla_plugin = false;
-      if (name == "program_formats") st->mlir_only = value.find("hlo") == std::string::npos;
-    }
+    st->plugin = TraitsOf(*st->client->plugin());
     st->cache = std::make_unique<ProgramCache>(st->client);
     st->cache->OpenPersistent(options);
     Jit j;

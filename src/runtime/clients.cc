@@ -5,10 +5,14 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <string>
 #include <variant>
+#include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/exceptions.h"
 #include "base/logging.h"
 #include "base/status.h"
@@ -203,6 +207,18 @@ StatusOr<CreateOption> ParseCreateOption(const std::string& text) {
     std::visit([&](const auto& v) { c.value = v; }, nv.value);
     return c;
   });
+}
+
+PluginTraits TraitsOf(const pjrt::Plugin& plugin) {
+  PluginTraits t;
+  for (const auto& [name, value] : plugin.Attributes()) {
+    if (name == "xonnx_version") t.xla = false;
+    if (name == "program_formats") {
+      std::vector<std::string> formats = absl::StrSplit(value, ',');
+      t.mlir_only = absl::c_linear_search(formats, "mlir") && !absl::c_linear_search(formats, "hlo");
+    }
+  }
+  return t;
 }
 
 }  // namespace xonnx

@@ -31,6 +31,18 @@ absl::StatusOr<std::shared_ptr<pjrt::Client>> GetClient(const SessionOptions& op
 // by its sessions (mapped host memory is pinned: one cap for all of them).
 std::shared_ptr<MappedStaging> StagingFor(const std::shared_ptr<pjrt::Client>& client);
 
+// What a plugin says about itself that decides what it is sent.
+struct PluginTraits {
+  // Not xonnx's CPU plugin (which says its version): taken to be XLA's or
+  // built from it, so programs get the rewrites XLA's plugins need
+  // (onnx/importer.h, ImportOptions::xla_compatible).
+  bool xla = true;
+  // It lists the program formats it takes, with "mlir" and without "hlo":
+  // programs go as StableHLO from the start.
+  bool mlir_only = false;
+};
+PluginTraits TraitsOf(const pjrt::Plugin& plugin);
+
 // A file's canonical path, size and modification time: what changes when it
 // is rebuilt.
 std::string FileIdentity(const std::string& path);

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstring>
 
-#include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -117,21 +116,14 @@ ModelRunner::ModelRunner(std::shared_ptr<onnx_import::LoadedModel> model, const 
       weights_(model_, options.data_type, client_, devices_),
       programs_(client_) {
   for (const pjrt::Device* d : devices_) compile_options_.push_back(pjrt::CompileOptionsFor(*d));
-  // xonnx's CPU plugin says its version; any other plugin is taken to be
-  // XLA's or built from it, and gets HLO it accepts.
   // Without a plugin (SessionOptions::kNoPlugin), HLO is converted as for
   // xonnx's own.
   xla_plugin_ = client_ != nullptr;
-  if (client_)
-    for (const auto& [name, value] : client_->plugin()->Attributes()) {
-      if (name == "xonnx_version") xla_plugin_ = false;
-      // A plugin that lists the formats it takes, without "hlo" but with
-      // "mlir", gets StableHLO from the start under kAuto.
-      if (name == "program_formats") {
-        std::vector<std::string> formats = absl::StrSplit(value, ',');
-        mlir_only_ = absl::c_linear_search(formats, "mlir") && !absl::c_linear_search(formats, "hlo");
-      }
-    }
+  if (client_) {
+    PluginTraits traits = TraitsOf(*client_->plugin());
+    xla_plugin_ = traits.xla;
+    mlir_only_ = traits.mlir_only;
+  }
   using Staging = SessionOptions::IoStaging;
   if (options_.io_staging == Staging::kMapped || (options_.io_staging == Staging::kAuto && xla_plugin_))
     staging_ = StagingFor(client_);
