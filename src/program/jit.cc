@@ -107,23 +107,40 @@ absl::StatusOr<std::vector<Tensor>> RunImpl(JitState& st, const std::vector<Tens
     std::lock_guard<std::mutex> l(st.mu);
     c = st.programs.emplace(key, c).first->second;  // a twin compiled meanwhile wins
   }
+  // The whole call is started before anything is waited for (uploads, the
+  // run, the copies back), then waited for once: each wait through a GPU
+  // plugin costs a thread hand-off, as a session's calls found
+  // (ModelRunner::RunExact).
+  const int spin = st.plugin.xla ? SessionOptions::kGpuSpinUs : 0;
   std::vector<std::unique_ptr<pjrt::Buffer>> args;
   std::vector<pjrt::Buffer*> raw;
+  std::vector<pjrt::Event> released;
   for (const Tensor& t : inputs) {
     ASSIGN_OR_RETURN(PJRT_Buffer_Type type, ToPjrt(t.dtype()));
-    ASSIGN_OR_RETURN(auto buffer, st.client->BufferFromHost(t.data(), type, t.dims(), *st.device));
-    raw.push_back(buffer.get());
-    args.push_back(std::move(buffer));
+    ASSIGN_OR_RETURN(pjrt::Client::Upload up, st.client->StartBufferFromHost(t.data(), type, t.dims(), *st.device));
+    raw.push_back(up.buffer.get());
+    args.push_back(std::move(up.buffer));
+    released.push_back(std::move(up.host_released));
   }
-  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<pjrt::Buffer>> outs, c.exe->Execute(raw));
-  if (outs.size() != c.outputs.size())
-    return Internal("jit: the program returned %d outputs, not %d", outs.size(), c.outputs.size());
+  ASSIGN_OR_RETURN(pjrt::LoadedExecutable::Launch run, c.exe->Start(raw));
+  if (run.outputs.size() != c.outputs.size())
+    return Internal("jit: the program returned %d outputs, not %d", run.outputs.size(), c.outputs.size());
   std::vector<Tensor> results;
-  for (size_t k = 0; k < outs.size(); ++k) {
-    Tensor t(c.outputs[k].dtype, c.outputs[k].dims);
-    if (t.byte_size() > 0) RETURN_IF_ERROR(outs[k]->ToHost(t.data(), t.byte_size()));
-    results.push_back(std::move(t));
+  results.reserve(run.outputs.size());  // their memory must not move while copies run into it
+  std::vector<pjrt::Event> copied;
+  for (size_t k = 0; k < run.outputs.size(); ++k) {
+    results.emplace_back(c.outputs[k].dtype, c.outputs[k].dims);
+    Tensor& t = results.back();
+    if (t.byte_size() == 0) continue;
+    ASSIGN_OR_RETURN(pjrt::Event e, run.outputs[k]->StartToHost(t.data(), t.byte_size()));
+    copied.push_back(std::move(e));
   }
+  // Every event is waited for, so that no copy outlives the memory it uses
+  // even when one failed; the run's own error comes first.
+  absl::Status st_run = run.done.Await(spin);
+  for (pjrt::Event& e : copied) st_run.Update(e.Await(spin));
+  for (pjrt::Event& e : released) st_run.Update(e.Await(spin));
+  RETURN_IF_ERROR(st_run);
   return results;
 }
 
