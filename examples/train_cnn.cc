@@ -150,21 +150,39 @@ int main(int argc, char** argv) {
     for (int64_t k = 0; k < t.element_count(); ++k) t.data_as<float>()[k] = init(rng);
     weights.push_back(t);
   }
+  // The weights stay on the device from one step to the next; each step
+  // uploads its batch and reads its loss back.
+  std::vector<DeviceValue> on_device;
+  for (const Tensor& w : weights) {
+    auto d = step->Upload(w);
+    if (!d.ok()) return Fail(d.status());
+    on_device.push_back(*d);
+  }
   std::vector<double> ms;
   float first = 0, last = 0;
   for (int s = 0; s < steps; ++s) {
     Tensor images, labels;
     MakeData(batch, rng, &images, &labels);
-    std::vector<Tensor> in = {images, labels};
-    in.insert(in.end(), weights.begin(), weights.end());
     auto t0 = std::chrono::steady_clock::now();
-    auto out = step->Run(in);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    auto x = step->Upload(images);
+    auto y = step->Upload(labels);
+    if (!x.ok() || !y.ok()) return Fail(x.ok() ? y.status() : x.status());
+    std::vector<DeviceValue> in = {*x, *y};
+    in.insert(in.end(), on_device.begin(), on_device.end());
+    auto out = step->RunOnDevice(in);
     if (!out.ok()) return Fail(out.status());
-    last = (*out)[0].data_as<float>()[0];
+    auto loss = (*out)[0].ToHost();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (!loss.ok()) return Fail(loss.status());
+    last = loss->data_as<float>()[0];
     if (s == 0) first = last;
     if (s % 50 == 0 || s == steps - 1) std::printf("step %4d  loss %.4f\n", s, last);
-    weights.assign(out->begin() + 1, out->end());
+    on_device.assign(out->begin() + 1, out->end());
+  }
+  for (size_t k = 0; k < weights.size(); ++k) {
+    auto w = on_device[k].ToHost();
+    if (!w.ok()) return Fail(w.status());
+    weights[k] = *w;
   }
   Tensor images, labels;
   MakeData(1024, rng, &images, &labels);

@@ -39,6 +39,7 @@ namespace internal {
 struct TraceState;
 struct ProgramData;
 struct JitState;
+struct DeviceData;
 struct Access;
 }  // namespace internal
 
@@ -234,6 +235,23 @@ XONNX_API StatusOr<Program> Jvp(const Program& f, const std::vector<int64_t>& wr
 XONNX_API StatusOr<Program> Grad(const Program& f, const std::vector<int64_t>& wrt = {0});
 XONNX_API StatusOr<Program> ValueAndGrad(const Program& f, const std::vector<int64_t>& wrt = {0});
 
+// A value held on a Jit's device: an upload or a result of
+// Jit::RunOnDevice, passed to later runs without a copy (a training loop's
+// weights stay on the device from one step to the next). Cheap to copy;
+// the device memory goes with the last copy.
+class XONNX_API DeviceValue {
+ public:
+  DeviceValue() = default;
+  const Spec& spec() const;
+  // Copies the value to host memory, waiting for the run that computes it;
+  // that run's error, if it failed.
+  StatusOr<Tensor> ToHost() const;
+
+ private:
+  friend struct internal::Access;
+  std::shared_ptr<const internal::DeviceData> data_;
+};
+
 // A program compiled once per set of input specs, for a plugin (the
 // session options: plugin, device, create options, compile cache, program
 // format), and run on host tensors.
@@ -249,6 +267,11 @@ class XONNX_API Jit {
 
   // Runs on `inputs` (compiling first for new specs); the outputs in order.
   StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) const;
+  // The same with values on the device: no copies in or out, and no wait
+  // (the run is started; ToHost of a result waits for it). Values from
+  // another Jit must be of the same plugin, options and device.
+  StatusOr<DeviceValue> Upload(const Tensor& t) const;
+  StatusOr<std::vector<DeviceValue>> RunOnDevice(const std::vector<DeviceValue>& inputs) const;
   // How many programs were compiled, and how many of those the
   // persistent cache supplied.
   int64_t compiled() const;

@@ -2,6 +2,7 @@
 // options' plugin, with the compile cache sessions use.
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,37 @@ absl::StatusOr<Compiled> JitState::Compile(const std::vector<Spec>& specs) {
   return Compiled{std::move(exe), d->outputs};
 }
 
+// A run started by RunOnDevice, shared by its results: awaited once, by
+// the first ToHost or when the last result goes. Its inputs' buffers are
+// kept until then, so that no plugin is asked to free memory a run may
+// still read (the buffers only: values keep no chain of earlier runs).
+struct RunDone {
+  explicit RunDone(pjrt::Event e, int spin_us) : event(std::move(e)), spin(spin_us) {}
+  ~RunDone() { (void)Wait(); }
+  absl::Status Wait() {
+    std::lock_guard<std::mutex> l(mu);
+    if (event) {
+      status = event->Await(spin);
+      event.reset();
+      inputs.clear();
+    }
+    return status;
+  }
+  std::mutex mu;
+  std::optional<pjrt::Event> event;
+  int spin;
+  absl::Status status;
+  std::vector<std::shared_ptr<pjrt::Buffer>> inputs;
+};
+
+struct DeviceData {
+  Spec spec;
+  std::shared_ptr<pjrt::Buffer> buffer;
+  std::shared_ptr<pjrt::Client> client;  // whose device holds it
+  const pjrt::Device* device = nullptr;
+  std::shared_ptr<RunDone> done;  // null for an upload
+};
+
 namespace {
 
 std::string KeyOf(const std::vector<Spec>& specs) {
@@ -89,24 +121,26 @@ std::string KeyOf(const std::vector<Spec>& specs) {
   return absl::StrJoin(parts, ";");
 }
 
+// The program for `specs`: kept, or made and compiled now.
+absl::StatusOr<Compiled> ProgramFor(JitState& st, const std::vector<Spec>& specs) {
+  const std::string key = KeyOf(specs);
+  {
+    std::lock_guard<std::mutex> l(st.mu);
+    auto it = st.programs.find(key);
+    if (it != st.programs.end()) return it->second;
+  }
+  ASSIGN_OR_RETURN(Compiled c, st.Compile(specs));
+  std::lock_guard<std::mutex> l(st.mu);
+  return st.programs.emplace(key, c).first->second;  // a twin compiled meanwhile wins
+}
+
 absl::StatusOr<std::vector<Tensor>> RunImpl(JitState& st, const std::vector<Tensor>& inputs) {
   std::vector<Spec> specs;
   for (size_t k = 0; k < inputs.size(); ++k) {
     if (inputs[k].dtype() == DataType::kString) return InvalidArgument("jit: input %d is a string tensor", k);
     specs.push_back(SpecOf(inputs[k]));
   }
-  const std::string key = KeyOf(specs);
-  Compiled c;
-  {
-    std::lock_guard<std::mutex> l(st.mu);
-    auto it = st.programs.find(key);
-    if (it != st.programs.end()) c = it->second;
-  }
-  if (!c.exe) {
-    ASSIGN_OR_RETURN(c, st.Compile(specs));
-    std::lock_guard<std::mutex> l(st.mu);
-    c = st.programs.emplace(key, c).first->second;  // a twin compiled meanwhile wins
-  }
+  ASSIGN_OR_RETURN(Compiled c, ProgramFor(st, specs));
   // The whole call is started before anything is waited for (uploads, the
   // run, the copies back), then waited for once: each wait through a GPU
   // plugin costs a thread hand-off, as a session's calls found
@@ -146,6 +180,71 @@ absl::StatusOr<std::vector<Tensor>> RunImpl(JitState& st, const std::vector<Tens
 
 }  // namespace
 }  // namespace internal
+
+const Spec& DeviceValue::spec() const {
+  static const Spec kNone;
+  return data_ ? data_->spec : kNone;
+}
+
+StatusOr<Tensor> DeviceValue::ToHost() const {
+  return PublicCall("DeviceValue::ToHost", [&]() -> absl::StatusOr<Tensor> {
+    if (!data_) return absl::FailedPreconditionError("an empty device value");
+    if (data_->done) RETURN_IF_ERROR(data_->done->Wait());
+    Tensor t(data_->spec.dtype, data_->spec.dims);
+    if (t.byte_size() > 0) RETURN_IF_ERROR(data_->buffer->ToHost(t.data(), t.byte_size()));
+    return t;
+  });
+}
+
+StatusOr<DeviceValue> Jit::Upload(const Tensor& t) const {
+  return PublicCall("Jit::Upload", [&]() -> absl::StatusOr<DeviceValue> {
+    if (!state_) return absl::FailedPreconditionError("jit: not made by Jit::Of");
+    if (t.dtype() == DataType::kString) return InvalidArgument("jit: a string tensor cannot go to a device");
+    ASSIGN_OR_RETURN(PJRT_Buffer_Type type, ToPjrt(t.dtype()));
+    ASSIGN_OR_RETURN(auto buffer, state_->client->BufferFromHost(t.data(), type, t.dims(), *state_->device));
+    auto d = std::make_shared<internal::DeviceData>();
+    d->spec = SpecOf(t);
+    d->buffer = std::move(buffer);
+    d->client = state_->client;
+    d->device = state_->device;
+    return internal::Access::MakeDeviceValue(std::move(d));
+  });
+}
+
+StatusOr<std::vector<DeviceValue>> Jit::RunOnDevice(const std::vector<DeviceValue>& inputs) const {
+  return PublicCall("Jit::RunOnDevice", [&]() -> absl::StatusOr<std::vector<DeviceValue>> {
+    if (!state_) return absl::FailedPreconditionError("jit: not made by Jit::Of");
+    internal::JitState& st = *state_;
+    std::vector<Spec> specs;
+    std::vector<pjrt::Buffer*> raw;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const auto& d = internal::Access::data(inputs[k]);
+      if (!d) return InvalidArgument("jit: input %d is an empty device value", k);
+      if (d->client != st.client || d->device != st.device)
+        return InvalidArgument("jit: input %d is on another plugin client or device", k);
+      specs.push_back(d->spec);
+      raw.push_back(d->buffer.get());
+    }
+    ASSIGN_OR_RETURN(internal::Compiled c, internal::ProgramFor(st, specs));
+    ASSIGN_OR_RETURN(pjrt::LoadedExecutable::Launch run, c.exe->Start(raw));
+    if (run.outputs.size() != c.outputs.size())
+      return Internal("jit: the program returned %d outputs, not %d", run.outputs.size(), c.outputs.size());
+    auto done =
+        std::make_shared<internal::RunDone>(std::move(run.done), st.plugin.xla ? SessionOptions::kGpuSpinUs : 0);
+    for (const DeviceValue& v : inputs) done->inputs.push_back(internal::Access::data(v)->buffer);
+    std::vector<DeviceValue> results;
+    for (size_t k = 0; k < run.outputs.size(); ++k) {
+      auto d = std::make_shared<internal::DeviceData>();
+      d->spec = c.outputs[k];
+      d->buffer = std::move(run.outputs[k]);
+      d->client = st.client;
+      d->device = st.device;
+      d->done = done;
+      results.push_back(internal::Access::MakeDeviceValue(std::move(d)));
+    }
+    return results;
+  });
+}
 
 StatusOr<Jit> Jit::Of(Maker make, const SessionOptions& options) {
   return PublicCall("Jit::Of", [&]() -> absl::StatusOr<Jit> {

@@ -129,6 +129,30 @@ TEST(Program, JitUsesThePersistentCache) {
   std::filesystem::remove_all(o.cache_dir);
 }
 
+// Values kept on the device between runs give what host runs give.
+TEST(Program, DeviceValuesChainRunsWithoutCopies) {
+  StatusOr<Jit> jit = Jit::OfFunction([](const Values& x) -> Values { return {x[0] * x[1], Sum(x[0])}; });
+  ASSERT_TRUE(jit.ok());
+  auto a = jit->Upload(F32({3}, {1, 2, 3}));
+  auto b = jit->Upload(F32({3}, {2, 2, 2}));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->spec().ToString(), "float32[3]");
+  DeviceValue v = *a;
+  for (int k = 0; k < 3; ++k) {  // v = v * b, three times
+    auto out = jit->RunOnDevice({v, *b});
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    ASSERT_EQ(out->size(), 2u);
+    v = (*out)[0];
+  }
+  auto host = v.ToHost();
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  EXPECT_FLOAT_EQ(host->data_as<float>()[2], 24.f);
+  EXPECT_EQ(jit->compiled(), 1);
+  // Wrong inputs are refused by name.
+  EXPECT_FALSE(jit->RunOnDevice({v, DeviceValue()}).ok());
+  EXPECT_FALSE(DeviceValue().ToHost().ok());
+}
+
 // The seeds' example: f(x) = -2·sin(x) + x, its derivative and the second.
 TEST(Program, GradOfTheSeedsExampleAndOfItsGradient) {
   Program f =

@@ -37,6 +37,10 @@ struct ProgramData {
   std::vector<Spec> inputs, outputs;
 };
 
+// A value on a Jit's device: its buffer, and the run computing it (null
+// for an upload that has completed).
+struct DeviceData;
+
 // Access to Value's and Program's insides for the implementation.
 struct Access {
   static std::shared_ptr<TraceState>& trace(Value& v) { return v.trace_; }
@@ -53,6 +57,12 @@ struct Access {
     Program p;
     p.data_ = std::move(d);
     return p;
+  }
+  static const std::shared_ptr<const DeviceData>& data(const DeviceValue& v) { return v.data_; }
+  static DeviceValue MakeDeviceValue(std::shared_ptr<const DeviceData> d) {
+    DeviceValue v;
+    v.data_ = std::move(d);
+    return v;
   }
 };
 
