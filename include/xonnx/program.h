@@ -12,7 +12,7 @@
 //     if (!p.ok()) return p.status();
 //     return Grad(*p, {0});
 //   });
-//   auto g = df->Run({xonnx::Tensor::FromVector<float>(kFloat32, {3}, {0.f, 1.f, 2.f})});
+//   auto g = df->Run({xonnx::Tensor::FromVector<float>(xonnx::DataType::kFloat32, {3}, {0.f, 1.f, 2.f})});
 //
 // Operations record into the trace their operands belong to. An operation
 // that cannot apply (shapes that do not broadcast, types that differ, an
