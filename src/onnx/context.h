@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "hlo/broadcast.h"
 #include "hlo/builder.h"
 #include "onnx/onnx_pb.h"
 
@@ -131,10 +132,9 @@ class NodeContext {
 // captures.
 void FreeNames(const onnx::GraphProto& g, const std::set<std::string>& defined, std::set<std::string>& free);
 
-// Numpy-style broadcast of two dimension lists.
-absl::StatusOr<std::vector<int64_t>> BroadcastDims(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
-// Broadcasts x (numpy rules, right-aligned) to `dims`.
-hlo::Instruction* BroadcastTo(hlo::Builder& b, hlo::Instruction* x, const std::vector<int64_t>& dims);
+// Numpy-style broadcasting (hlo/broadcast.h).
+using hlo::BroadcastDims;
+using hlo::BroadcastTo;
 // Broadcasts every operand to their common shape (error on mismatch).
 absl::StatusOr<std::vector<hlo::Instruction*>> BroadcastAll(NodeContext& ctx, std::vector<hlo::Instruction*> xs);
 // A constant of `type` filled with `value`, shaped `dims`.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "hlo/broadcast.h"
 #include "program/trace_state.h"
 #include "runtime/dtype.h"
 
@@ -100,16 +101,16 @@ Value MatMul(const Value& a, const Value& b) {
     if (x_vector) xd.insert(xd.begin(), 1);
     if (y_vector) yd.push_back(1);
     if (xd.back() != yd[yd.size() - 2]) return bl.ReportError(Invalid("the contracted dimensions differ"));
-    bool ok;
-    std::vector<int64_t> batch = internal::BroadcastDims(std::vector<int64_t>(xd.begin(), xd.end() - 2),
-                                                         std::vector<int64_t>(yd.begin(), yd.end() - 2), &ok);
-    if (!ok) return bl.ReportError(Invalid("the leading dimensions do not broadcast"));
+    absl::StatusOr<std::vector<int64_t>> leading = hlo::BroadcastDims(std::vector<int64_t>(xd.begin(), xd.end() - 2),
+                                                                      std::vector<int64_t>(yd.begin(), yd.end() - 2));
+    if (!leading.ok()) return bl.ReportError(Invalid("the leading dimensions do not broadcast"));
+    const std::vector<int64_t>& batch = *leading;
     const int64_t nb = batch.size(), m = xd[xd.size() - 2], k = xd.back(), n = yd.back();
     std::vector<int64_t> xs = batch, ys = batch;
     xs.insert(xs.end(), {m, k});
     ys.insert(ys.end(), {k, n});
-    x = internal::BroadcastInstr(bl, x_vector ? bl.Reshape(x, xd) : x, xs);
-    y = internal::BroadcastInstr(bl, y_vector ? bl.Reshape(y, yd) : y, ys);
+    x = hlo::BroadcastTo(bl, x_vector ? bl.Reshape(x, xd) : x, xs);
+    y = hlo::BroadcastTo(bl, y_vector ? bl.Reshape(y, yd) : y, ys);
     hlo::DotDimensionNumbers d;
     for (int64_t i = 0; i < nb; ++i) {
       d.lhs_batch_dimensions.push_back(i);
@@ -215,10 +216,10 @@ Value Transpose(const Value& x, const std::vector<int64_t>& perm) {
 
 Value BroadcastTo(const Value& x, const std::vector<int64_t>& dims) {
   return Record("BroadcastTo", {x}, [&](hlo::Builder& b, const std::vector<Instruction*>& ops) -> Instruction* {
-    bool ok;
-    if (internal::BroadcastDims(ops[0]->shape().dims, dims, &ok) != dims || !ok)
+    absl::StatusOr<std::vector<int64_t>> both = hlo::BroadcastDims(ops[0]->shape().dims, dims);
+    if (!both.ok() || *both != dims)
       return b.ReportError(Invalid("the shape does not broadcast to the dimensions asked for"));
-    return internal::BroadcastInstr(b, ops[0], dims);
+    return hlo::BroadcastTo(b, ops[0], dims);
   });
 }
 

@@ -100,13 +100,12 @@ Value ValueOf(const std::shared_ptr<TraceState>& t, hlo::Instruction* i);
 // specs.
 using BuildFn = std::function<hlo::Instruction*(hlo::Builder& b, const std::vector<hlo::Instruction*>& ops)>;
 Value Record(const char* api, const std::vector<Value>& operands, const BuildFn& build);
+// The `count` values of an operation with several results, recorded as
+// `first` with the others in `outs` (after the first); all invalid when it
+// failed, so that callers may index the results they expect.
+std::vector<Value> Results(const Value& first, const std::vector<hlo::Instruction*>& outs, size_t count);
 // Records an error of `api` (the first one wins) into `t`.
 void Fail(TraceState& t, const char* api, const std::string& message);
-
-// numpy's broadcast of two shapes; empty with `ok` false when they do not.
-std::vector<int64_t> BroadcastDims(const std::vector<int64_t>& a, const std::vector<int64_t>& b, bool* ok);
-// x broadcast to `dims` by numpy's rules (trailing dims aligned).
-hlo::Instruction* BroadcastInstr(hlo::Builder& b, hlo::Instruction* x, const std::vector<int64_t>& dims);
 
 }  // namespace xonnx::program::internal
 

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
+#include "hlo/broadcast.h"
 #include "program/trace_state.h"
 #include "runtime/dtype.h"
 
@@ -42,6 +43,13 @@ Value ValueOf(const std::shared_ptr<TraceState>& t, Instruction* i) {
   t->instructions.push_back(i);
   t->specs.push_back(std::move(s));
   return Access::Make(t, static_cast<int64_t>(t->instructions.size()) - 1);
+}
+
+std::vector<Value> Results(const Value& first, const std::vector<Instruction*>& outs, size_t count) {
+  std::vector<Value> r{first};
+  for (size_t k = 1; k < count; ++k)
+    r.push_back(first.valid() && k < outs.size() ? ValueOf(Access::trace(first), outs[k]) : first);
+  return r;
 }
 
 void Fail(TraceState& t, const char* api, const std::string& message) {
@@ -99,37 +107,6 @@ Value Record(const char* api, const std::vector<Value>& operands, const BuildFn&
   return ValueOf(t, r);
 }
 
-std::vector<int64_t> BroadcastDims(const std::vector<int64_t>& a, const std::vector<int64_t>& b, bool* ok) {
-  *ok = true;
-  size_t n = std::max(a.size(), b.size());
-  std::vector<int64_t> out(n);
-  for (size_t k = 0; k < n; ++k) {
-    int64_t x = k + a.size() >= n ? a[k + a.size() - n] : 1;
-    int64_t y = k + b.size() >= n ? b[k + b.size() - n] : 1;
-    if (x != y && x != 1 && y != 1) {
-      *ok = false;
-      return {};
-    }
-    out[k] = x == 1 ? y : x;
-  }
-  return out;
-}
-
-Instruction* BroadcastInstr(hlo::Builder& b, Instruction* x, const std::vector<int64_t>& dims) {
-  const std::vector<int64_t>& have = x->shape().dims;
-  if (have == dims) return x;
-  // Drop the unit dims that grow, then broadcast the rest into place.
-  const size_t lead = dims.size() - have.size();
-  std::vector<int64_t> kept_dims, map;
-  for (size_t k = 0; k < have.size(); ++k)
-    if (have[k] == dims[lead + k]) {
-      kept_dims.push_back(have[k]);
-      map.push_back(static_cast<int64_t>(lead + k));
-    }
-  if (kept_dims.size() != have.size()) x = b.Reshape(x, kept_dims);
-  return b.Broadcast(x, dims, map);
-}
-
 }  // namespace internal
 
 std::string Spec::ToString() const { return absl::StrCat(DataTypeName(dtype), "[", absl::StrJoin(dims, ","), "]"); }
@@ -177,10 +154,9 @@ Instruction* Broadcasting(hlo::Builder& b, const std::vector<Instruction*>& ops,
                           const std::function<Instruction*(Instruction*, Instruction*)>& op) {
   if (ops[0]->shape().element_type != ops[1]->shape().element_type)
     return b.ReportError(absl::InvalidArgumentError("the operands' types differ (Cast one of them)"));
-  bool ok;
-  std::vector<int64_t> dims = internal::BroadcastDims(ops[0]->shape().dims, ops[1]->shape().dims, &ok);
-  if (!ok) return b.ReportError(absl::InvalidArgumentError("the shapes do not broadcast"));
-  return op(internal::BroadcastInstr(b, ops[0], dims), internal::BroadcastInstr(b, ops[1], dims));
+  absl::StatusOr<std::vector<int64_t>> dims = hlo::BroadcastDims(ops[0]->shape().dims, ops[1]->shape().dims);
+  if (!dims.ok()) return b.ReportError(absl::InvalidArgumentError("the shapes do not broadcast"));
+  return op(hlo::BroadcastTo(b, ops[0], *dims), hlo::BroadcastTo(b, ops[1], *dims));
 }
 
 Value Binary(const char* api, Opcode op, const Value& a, const Value& b) {
@@ -257,12 +233,11 @@ Value Where(const Value& cond, const Value& a, const Value& b) {
       return bl.ReportError(absl::InvalidArgumentError("the condition must be boolean"));
     if (ops[1]->shape().element_type != ops[2]->shape().element_type)
       return bl.ReportError(absl::InvalidArgumentError("the operands' types differ (Cast one of them)"));
-    bool ok1, ok2;
-    std::vector<int64_t> d = internal::BroadcastDims(ops[1]->shape().dims, ops[2]->shape().dims, &ok1);
-    d = internal::BroadcastDims(ops[0]->shape().dims, d, &ok2);
-    if (!ok1 || !ok2) return bl.ReportError(absl::InvalidArgumentError("the shapes do not broadcast"));
-    return bl.Select(internal::BroadcastInstr(bl, ops[0], d), internal::BroadcastInstr(bl, ops[1], d),
-                     internal::BroadcastInstr(bl, ops[2], d));
+    absl::StatusOr<std::vector<int64_t>> d = hlo::BroadcastDims(ops[1]->shape().dims, ops[2]->shape().dims);
+    if (d.ok()) d = hlo::BroadcastDims(ops[0]->shape().dims, *d);
+    if (!d.ok()) return bl.ReportError(absl::InvalidArgumentError("the shapes do not broadcast"));
+    return bl.Select(hlo::BroadcastTo(bl, ops[0], *d), hlo::BroadcastTo(bl, ops[1], *d),
+                     hlo::BroadcastTo(bl, ops[2], *d));
   });
 }
 
