@@ -180,7 +180,9 @@ XONNX_API Value OneHot(const Value& indices, int64_t depth, DataType dtype = Dat
 // own, and see only their arguments and constants: a value from outside is
 // an error of the trace (pass it in). Programs using them run and compile
 // like others; Grad, Vjp and Jvp do not differentiate through them yet
-// (an error naming the loop or branch).
+// (an error naming the loop or branch). When one fails, its results are
+// invalid values: as many as `init` for ForLoop; for Cond as many as the
+// branches return, or one per operand when the branches failed.
 using LoopBody = std::function<std::vector<Value>(const Value& i, const std::vector<Value>& values)>;
 using Branch = std::function<std::vector<Value>(const std::vector<Value>& operands)>;
 // `n` iterations of values = body(i, values), i an int32 scalar counting

@@ -1,5 +1,6 @@
 // Loops and branches of traced programs: their bodies traced into
 // computations of their own, then a while or conditional instruction.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -52,14 +53,6 @@ std::string SpecsOf(const std::vector<hlo::Shape>& shapes) {
   return s;
 }
 
-// The other results of a multi-result operation recorded as its first.
-std::vector<Value> Rest(const Value& first, const std::vector<Instruction*>& outs) {
-  std::vector<Value> r{first};
-  for (size_t k = 1; k < outs.size(); ++k)
-    r.push_back(first.valid() ? internal::ValueOf(Access::trace(first), outs[k]) : first);
-  return r;
-}
-
 }  // namespace
 
 std::vector<Value> ForLoop(int64_t n, const LoopBody& body, const std::vector<Value>& init) {
@@ -103,7 +96,7 @@ std::vector<Value> ForLoop(int64_t n, const LoopBody& body, const std::vector<Va
         for (size_t k = 0; k < ops.size(); ++k) outs.push_back(b.GetTupleElement(w, k + 1));
         return outs[0];
       });
-  return Rest(first, outs);
+  return internal::Results(first, outs, init.size());
 }
 
 std::vector<Value> Cond(const Value& pred, const Branch& then_branch, const Branch& else_branch,
@@ -132,7 +125,8 @@ std::vector<Value> Cond(const Value& pred, const Branch& then_branch, const Bran
         for (size_t k = 0; k < ts.tuple_shapes.size(); ++k) outs.push_back(b.GetTupleElement(c, k));
         return outs[0];
       });
-  return Rest(first, outs);
+  // Unknown when the branches could not be traced: one per operand.
+  return internal::Results(first, outs, outs.empty() ? std::max<size_t>(1, operands.size()) : outs.size());
 }
 
 }  // namespace xonnx::program

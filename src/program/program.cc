@@ -168,11 +168,7 @@ std::vector<Value> Program::operator()(const std::vector<Value>& args) const {
         outs = Inline(b, *data_->module, ops);
         return outs[0];
       });
-  std::vector<Value> result{first};
-  const auto& t = Access::trace(first);
-  for (size_t k = 1; k < (data_ ? data_->outputs.size() : 1); ++k)
-    result.push_back(first.valid() ? internal::ValueOf(t, outs[k]) : first);
-  return result;
+  return internal::Results(first, outs, data_ ? data_->outputs.size() : 1);
 }
 
 namespace {

@@ -353,6 +353,16 @@ TEST(Program, LoopsAndBranchesRunOnTheDevice) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("the body returns (float64[]) for values (float64[2])"), std::string::npos)
       << bad.status().message();
+  // A loop that fails still gives one (invalid) result per value it carries.
+  bad = Program::Trace(
+      [](const Values& x) -> Values {
+        Values r = ForLoop(2, [](const Value&, const Values& v) -> Values { return {v[1], v[0]}; }, {x[0], x[1]});
+        EXPECT_EQ(r.size(), 2u);
+        EXPECT_FALSE(r[1].valid());
+        return r;
+      },
+      {{DataType::kFloat64, {2}}, {DataType::kFloat64, {3}}});
+  EXPECT_FALSE(bad.ok());
   // Not differentiated through yet: the error names the loop.
   Program loop = MustTrace(
       [](const Values& x) -> Values {
