@@ -297,6 +297,33 @@ std::vector<Case> Cases() {
          return b.Tuple({narrow, wide, g});
        },
        {{"dnnl-conv", 2}, {"dnnl-conv-blocked", 6}, {"dnnl-conv-wino", 3}, {"transpose", 5}}},
+      // Inverted residual blocks (MobileNetV2's form) on activations
+      // larger than the caches: every 1x1 and depthwise convolution runs
+      // blocked (only the 3x3 stem runs plain), in blocks of 8 channels
+      // where a count (24, 72) is not a multiple of 16 and in the chains
+      // linked to one. The first block's residual is the stem's plain
+      // result, so its projection writes plain too (a residual shares its
+      // result's bytes); when the planner left such a residual out of its
+      // group, the projection wrote blocked over plain bytes (error 2.8).
+      {"blocked_inverted_residuals",
+       {Shape(F32, {2, 8, 128, 128})},
+       [](Builder& b, auto p) {
+         uint32_t seed = 40;
+         auto conv = [&](Instruction* x, int64_t oc, int64_t k, bool depthwise, Instruction* residual = nullptr) {
+           int64_t ic = x->shape().dims[1];
+           auto* w = b.Constant(Weights(Shape(F32, {oc, depthwise ? 1 : ic, k, k}), seed++));
+           auto* c = b.Convolution(x, w, Win2d(k, 1, k / 2), Nchw(), depthwise ? ic : 1);
+           auto* y = b.Binary(Opcode::kAdd, c,
+                              b.Broadcast(b.Constant(Random(Shape(F32, {oc}), seed++)), c->shape().dims, {1}));
+           if (residual) return b.Binary(Opcode::kAdd, y, residual);
+           return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
+         };
+         auto* stem = conv(p[0], 16, 3, false);
+         auto* x1 = conv(conv(conv(stem, 48, 1, false), 48, 3, true), 16, 1, false, stem);
+         auto* x2 = conv(conv(conv(x1, 72, 1, false), 72, 3, true), 24, 1, false);
+         return conv(conv(conv(x2, 72, 1, false), 72, 3, true), 24, 1, false, x2);
+       },
+       {{"dnnl-conv", 1}, {"dnnl-conv-blocked", 9}, {"fusion", 1}, {"transpose", 3}}},
       {"while_with_tuple_state",
        {Shape(F32, {5})},
        [](Builder& b, auto p) {

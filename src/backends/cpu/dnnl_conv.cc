@@ -179,12 +179,27 @@ bool DnnlConvRunsWinograd(const hlo::Instruction& in, bool constant_weights, boo
          WinogradPays(in, in.conv_dnums.input_feature_dimension == in.shape().rank() - 1);
 }
 
+int DnnlChannelBlock(int64_t channels) { return channels % 16 == 0 ? 16 : channels % 8 == 0 ? 8 : 0; }
+
 bool DnnlConvRunsBlocked(const hlo::Instruction& in, bool constant_weights, bool allow_winograd) {
-  if (!DnnlConvEligible(in) || in.feature_group_count != 1 || in.window.dimensions.size() != 2) return false;
+  if (!DnnlConvEligible(in) || in.window.dimensions.size() != 2) return false;
   bool channels_last = in.conv_dnums.input_feature_dimension == 3;
   if (!channels_last) return false;
   const hlo::Shape& ws = in.operand(1)->shape();  // OIHW
-  if (ws.dims[0] % 16 != 0 || ws.dims[1] % 16 != 0) return false;
+  int64_t in_channels = in.operand(0)->shape().dims[3];
+  if (DnnlChannelBlock(ws.dims[0]) == 0 || DnnlChannelBlock(in_channels) == 0) return false;
+  // Blocks of 8 channels and depthwise convolutions pay only where the
+  // activations outgrow the caches: at batch 1, where they stay in the
+  // caches, oneDNN's channels-last kernels are as fast or faster
+  // (EfficientNet-B0 7% slower with every such convolution blocked,
+  // MobileNetV2 3%); at batch 16, MNASNet and MobileNetV2 run 10-18% faster
+  // with them.
+  constexpr int64_t kLargeBytes = int64_t{4} << 20;
+  bool large = (in.operand(0)->shape().ElementCount() + in.shape().ElementCount()) * 4 >= kLargeBytes;
+  bool wide = ws.dims[0] % 16 == 0 && in_channels % 16 == 0;
+  if (in.feature_group_count != 1)  // depthwise: one filter per channel
+    return large && in.feature_group_count == in_channels && ws.dims[0] == in_channels && ws.dims[1] == 1;
+  if (!wide && !large) return false;
   if (DnnlConvRunsWinograd(in, constant_weights, allow_winograd)) return true;
   for (const auto& w : in.window.dimensions)
     if (w.size != 1) return false;
@@ -221,12 +236,12 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
       return l;
     };
     Tag act = channels_last ? ChannelsLastTag(rank) : PlainTag(rank);
-    if ((layouts.src_blocked || layouts.dst_blocked) && (!channels_last || rank != 4)) return std::nullopt;
-    auto activations = [&](const std::vector<int64_t>& dims, bool blocked) {
-      return memory::desc(logical(dims), memory::data_type::f32, blocked ? kBlocked : act);
+    if ((layouts.src_block || layouts.dst_block) && (!channels_last || rank != 4)) return std::nullopt;
+    auto activations = [&](const std::vector<int64_t>& dims, int block) {
+      return memory::desc(logical(dims), memory::data_type::f32, block ? BlockedTag(block) : act);
     };
-    st->src = activations(xs.dims, layouts.src_blocked);
-    st->dst = activations(in.shape().dims, layouts.dst_blocked);
+    st->src = activations(xs.dims, layouts.src_block);
+    st->dst = activations(in.shape().dims, layouts.dst_block);
     memory::desc user_w(wdims, memory::data_type::f32, wtag);
     // The weights take oneDNN's preferred (blocked) layout: constants
     // reordered once here, others at each call.
@@ -243,7 +258,8 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
                                                      window.strides, window.dilations, window.pad_l, window.pad_r);
       return dnnl::convolution_forward::primitive_desc(desc, attr, Engine());
     };
-    bool winograd = false, runs_blocked = false;
+    bool winograd = false;
+    int run_block = 0;
     size_t scratch_bytes = 0;  // the call's scratch region: scratchpad, then the layout copies
     auto plan_copies = [&](const dnnl::convolution_forward::primitive_desc& pd) {
       return PlanLayoutCopies(st.get(), pd, has_residual, &scratch_bytes);
@@ -264,15 +280,18 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     }
     if (!pd) {
       // oneDNN has fast kernels for one layout on both sides, not for mixed
-      // ones: with one side blocked, the smaller side changes layout.
-      runs_blocked = layouts.src_blocked && layouts.dst_blocked;
-      if (layouts.src_blocked != layouts.dst_blocked) {
-        size_t plain_side = layouts.src_blocked ? st->dst.get_size() : st->src.get_size();
-        size_t blocked_side = layouts.src_blocked ? st->src.get_size() : st->dst.get_size();
-        runs_blocked = plain_side <= blocked_side;
+      // ones: where the sides differ, the smaller side changes layout (on a
+      // tie, a plain side).
+      run_block = layouts.src_block;
+      if (layouts.src_block != layouts.dst_block) {
+        size_t src_bytes = st->src.get_size(), dst_bytes = st->dst.get_size();
+        bool keep_src = layouts.dst_block == 0   ? src_bytes >= dst_bytes
+                        : layouts.src_block == 0 ? src_bytes > dst_bytes
+                                                 : src_bytes >= dst_bytes;
+        run_block = keep_src ? layouts.src_block : layouts.dst_block;
       }
-      pd = make_pd(dnnl::algorithm::convolution_direct, activations(xs.dims, runs_blocked),
-                   activations(in.shape().dims, runs_blocked));
+      pd = make_pd(dnnl::algorithm::convolution_direct, activations(xs.dims, run_block),
+                   activations(in.shape().dims, run_block));
       if (!plan_copies(*pd)) return std::nullopt;
     }
     st->bias = bias_md;
@@ -293,9 +312,9 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
                                  st->run_dst, st->scratchpad));
     keep_alive->push_back(st);
     return ConvThunk(std::move(st), in, io, epilogue,
-                     winograd       ? "dnnl-conv-wino"
-                     : runs_blocked ? "dnnl-conv-blocked"
-                                    : "",
+                     winograd    ? "dnnl-conv-wino"
+                     : run_block ? "dnnl-conv-blocked"
+                                 : "",
                      scratch_bytes);
   } catch (const dnnl::error&) {
     return std::nullopt;  // an unsupported configuration: use the reference kernel

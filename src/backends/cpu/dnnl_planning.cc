@@ -292,24 +292,29 @@ void PlanBlockedLayouts(const CompileOptions& options, Plan* plan) {
       v = p->second;
     }
   };
+  absl::flat_hash_set<const Instruction*> linked;  // every value a residual links
   for (Instruction* c : plan->order()) {
     const Epilogue* e = plan->EpilogueOf(c);
     if (!e || !e->residual || !runs_blocked.contains(c)) continue;
+    linked.insert(plan->ResultOf(c));
+    linked.insert(e->residual);
     const Instruction *x = find(plan->ResultOf(c)), *y = find(e->residual);
     if (x != y) parent[x] = y;
   }
+  // Members include values that are only residuals (a pool's result read
+  // by the first block of a stage): a group with one stays plain.
   absl::flat_hash_map<const Instruction*, std::vector<const Instruction*>> groups;  // root -> members
   for (Instruction* i : plan->order())
-    if (producer.contains(i) || parent.contains(i)) groups[find(i)].push_back(i);
+    if (producer.contains(i) || linked.contains(i)) groups[find(i)].push_back(i);
   for (const auto& [g, members] : groups)
     if (std::all_of(members.begin(), members.end(), [&](const Instruction* v) { return producer.contains(v); }))
-      blocked.insert(members.begin(), members.end());
+      for (const Instruction* v : members) blocked[v] = DnnlChannelBlock(v->shape().dims[3]);
   // Only the layout of a group blocked for nothing would change twice:
   // where no convolution producing or reading a member as its source runs
   // blocked on both sides, or runs Winograd's algorithm (which changes
-  // layouts anyway), the group stays plain. (MobileNet's 1x1
-  // convolutions each sit between a depthwise one, which runs plain, and a
-  // value they would block.)
+  // layouts anyway), the group stays plain. (At batch 1, MobileNet's 1x1
+  // convolutions each sit between a depthwise one, which runs plain there,
+  // and a value they would block.)
   for (bool changed = true; changed;) {
     changed = false;
     for (const auto& [g, members] : groups) {
@@ -325,6 +330,25 @@ void PlanBlockedLayouts(const CompileOptions& options, Plan* plan) {
         for (const Instruction* v : members) blocked.erase(v);
         changed = true;
       }
+    }
+  }
+  // Values take blocks of 16 channels where their count allows, else 8.
+  // A convolution runs on one block size, and a residual shares its
+  // result's bytes: where the two sides of either differ, both take 8
+  // (every blocked count is a multiple of 8), until none differ.
+  auto same_block = [&](const Instruction* a, const Instruction* b) {
+    auto x = blocked.find(a), y = blocked.find(b);
+    if (x == blocked.end() || y == blocked.end() || x->second == y->second) return false;
+    x->second = y->second = 8;
+    return true;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Instruction* c : plan->order()) {
+      if (!runs_blocked.contains(c)) continue;
+      if (same_block(c->operand(0), plan->ResultOf(c))) changed = true;
+      const Epilogue* e = plan->EpilogueOf(c);
+      if (e && e->residual && same_block(e->residual, plan->ResultOf(c))) changed = true;
     }
   }
 }

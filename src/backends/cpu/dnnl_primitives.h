@@ -28,10 +28,11 @@ dnnl::engine& Engine();
 // Activation layouts of rank 3-5: plain (NC...), channels-last (N...C).
 Tag PlainTag(int rank);
 Tag ChannelsLastTag(int rank);
-// oneDNN's blocked activation layout for 2-D convolutions: channels in
-// blocks of 16, each block stored whole per pixel ([N][C/16][H][W][16]).
-// With a channel count divisible by 16 it has the plain layout's size.
-inline constexpr Tag kBlocked = Tag::aBcd16b;
+// oneDNN's blocked activation layouts for 2-D convolutions: channels in
+// blocks of 8 or 16, each block stored whole per pixel
+// ([N][C/block][H][W][block]). With a channel count divisible by the block
+// it has the plain layout's size.
+inline Tag BlockedTag(int block) { return block == 8 ? Tag::aBcd8b : Tag::aBcd16b; }
 // Weight layouts (OI..., and grouped GOI... for `rank` ungrouped dims).
 Tag GroupedWeightsTag(int rank);
 Tag WeightsTag(int rank);

@@ -56,7 +56,11 @@ const Instruction* Plan::ResultOf(const Instruction* op) const {
 }
 
 ConvLayouts Plan::LayoutsOf(const Instruction* conv) const {
-  return {blocked.contains(conv->operand(0)), blocked.contains(ResultOf(conv))};
+  auto block = [&](const Instruction* v) {
+    auto b = blocked.find(v);
+    return b == blocked.end() ? 0 : b->second;
+  };
+  return {block(conv->operand(0)), block(ResultOf(conv))};
 }
 
 DotViews Plan::ViewsOf(const Instruction* dot) const {

@@ -57,8 +57,9 @@ class Plan {
     // never computed.
     absl::flat_hash_set<const hlo::Instruction*> unused;
   } epilogues;
-  // Convolution results kept in oneDNN's blocked layout (PlanBlockedLayouts).
-  absl::flat_hash_set<const hlo::Instruction*> blocked;
+  // Convolution results kept in oneDNN's blocked layout, with their channel
+  // block (PlanBlockedLayouts).
+  absl::flat_hash_map<const hlo::Instruction*, int> blocked;
   // Dot operands read through views (PlanDotViews), and the ops those views
   // replace, which are never computed.
   struct DotViewPlan {
