@@ -324,6 +324,27 @@ std::vector<Case> Cases() {
          return conv(conv(conv(x2, 72, 1, false), 72, 3, true), 24, 1, false, x2);
        },
        {{"dnnl-conv", 1}, {"dnnl-conv-blocked", 9}, {"fusion", 1}, {"transpose", 3}}},
+      // A stem (3 channels in) on activations larger than the caches reads
+      // the NCHW input as it is and writes its result blocked for the
+      // depthwise convolution after it: the layout pass's transpose of the
+      // input is never made (one transpose left, the result's; two
+      // without). The last 1x1 writes the plain result, larger than its
+      // blocked source, so it runs plain.
+      {"blocked_stem_reads_channels_first",
+       {Shape(F32, {4, 3, 128, 128})},
+       [](Builder& b, auto p) {
+         uint32_t seed = 60;
+         auto conv = [&](Instruction* x, int64_t oc, int64_t k, bool depthwise) {
+           int64_t ic = x->shape().dims[1];
+           auto* w = b.Constant(Weights(Shape(F32, {oc, depthwise ? 1 : ic, k, k}), seed++));
+           auto* c = b.Convolution(x, w, Win2d(k, 1, k / 2), Nchw(), depthwise ? ic : 1);
+           auto* y = b.Binary(Opcode::kAdd, c,
+                              b.Broadcast(b.Constant(Random(Shape(F32, {oc}), seed++)), c->shape().dims, {1}));
+           return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
+         };
+         return conv(conv(conv(p[0], 16, 3, false), 16, 3, true), 24, 1, false);
+       },
+       {{"dnnl-conv", 1}, {"dnnl-conv-blocked", 2}, {"fusion", 1}, {"transpose", 1}}},
       {"while_with_tuple_state",
        {Shape(F32, {5})},
        [](Builder& b, auto p) {

@@ -74,6 +74,15 @@ bool PlanLayoutCopies(ConvState* st, const dnnl::convolution_forward::primitive_
   return true;
 }
 
+// The block size a convolution runs on (0: plain). oneDNN has fast
+// kernels for one layout on both sides, not for mixed ones: where the
+// sides differ, the smaller side changes layout (on a tie, a plain side).
+int RunBlock(const ConvLayouts& layouts, size_t src_bytes, size_t dst_bytes) {
+  if (layouts.src_block == layouts.dst_block) return layouts.src_block;
+  bool keep_src = layouts.src_block == 0 ? src_bytes > dst_bytes : src_bytes >= dst_bytes;
+  return keep_src ? layouts.src_block : layouts.dst_block;
+}
+
 // The thunk of a convolution whose primitive and layout copies `st` holds:
 // copies in, the primitive with its epilogue, copies out.
 Thunk ConvThunk(std::shared_ptr<ConvState> st, const hlo::Instruction& in, const ThunkIo& io, const Epilogue& epilogue,
@@ -179,6 +188,10 @@ bool DnnlConvRunsWinograd(const hlo::Instruction& in, bool constant_weights, boo
          WinogradPays(in, in.conv_dnums.input_feature_dimension == in.shape().rank() - 1);
 }
 
+// A convolution whose source and result take this many bytes or more
+// works outside the caches (see DnnlConvRunsBlocked).
+constexpr int64_t kLargeConvBytes = int64_t{4} << 20;
+
 int DnnlChannelBlock(int64_t channels) { return channels % 16 == 0 ? 16 : channels % 8 == 0 ? 8 : 0; }
 
 bool DnnlConvRunsBlocked(const hlo::Instruction& in, bool constant_weights, bool allow_winograd) {
@@ -194,8 +207,7 @@ bool DnnlConvRunsBlocked(const hlo::Instruction& in, bool constant_weights, bool
   // (EfficientNet-B0 7% slower with every such convolution blocked,
   // MobileNetV2 3%); at batch 16, MNASNet and MobileNetV2 run 10-18% faster
   // with them.
-  constexpr int64_t kLargeBytes = int64_t{4} << 20;
-  bool large = (in.operand(0)->shape().ElementCount() + in.shape().ElementCount()) * 4 >= kLargeBytes;
+  bool large = (in.operand(0)->shape().ElementCount() + in.shape().ElementCount()) * 4 >= kLargeConvBytes;
   bool wide = ws.dims[0] % 16 == 0 && in_channels % 16 == 0;
   if (in.feature_group_count != 1)  // depthwise: one filter per channel
     return large && in.feature_group_count == in_channels && ws.dims[0] == in_channels && ws.dims[1] == 1;
@@ -204,6 +216,16 @@ bool DnnlConvRunsBlocked(const hlo::Instruction& in, bool constant_weights, bool
   for (const auto& w : in.window.dimensions)
     if (w.size != 1) return false;
   return true;
+}
+
+bool DnnlConvReadsChannelsFirst(const hlo::Instruction& in) {
+  if (!DnnlConvEligible(in) || in.feature_group_count != 1 || in.window.dimensions.size() != 2) return false;
+  if (in.conv_dnums.input_feature_dimension != 3) return false;
+  const hlo::Instruction* t = in.operand(0);
+  if (t->opcode() != hlo::Opcode::kTranspose || t->dimensions != std::vector<int64_t>{0, 2, 3, 1}) return false;
+  int64_t in_channels = t->shape().dims[3];
+  if (in_channels > 4 || DnnlChannelBlock(in.operand(1)->shape().dims[0]) == 0) return false;
+  return (t->shape().ElementCount() + in.shape().ElementCount()) * 4 >= kLargeConvBytes;
 }
 
 std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo& io,
@@ -240,7 +262,8 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
     auto activations = [&](const std::vector<int64_t>& dims, int block) {
       return memory::desc(logical(dims), memory::data_type::f32, block ? BlockedTag(block) : act);
     };
-    st->src = activations(xs.dims, layouts.src_block);
+    st->src = layouts.src_channels_first ? memory::desc(logical(xs.dims), memory::data_type::f32, PlainTag(rank))
+                                         : activations(xs.dims, layouts.src_block);
     st->dst = activations(in.shape().dims, layouts.dst_block);
     memory::desc user_w(wdims, memory::data_type::f32, wtag);
     // The weights take oneDNN's preferred (blocked) layout: constants
@@ -279,19 +302,16 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
       }
     }
     if (!pd) {
-      // oneDNN has fast kernels for one layout on both sides, not for mixed
-      // ones: where the sides differ, the smaller side changes layout (on a
-      // tie, a plain side).
-      run_block = layouts.src_block;
-      if (layouts.src_block != layouts.dst_block) {
-        size_t src_bytes = st->src.get_size(), dst_bytes = st->dst.get_size();
-        bool keep_src = layouts.dst_block == 0   ? src_bytes >= dst_bytes
-                        : layouts.src_block == 0 ? src_bytes > dst_bytes
-                                                 : src_bytes >= dst_bytes;
-        run_block = keep_src ? layouts.src_block : layouts.dst_block;
+      run_block = RunBlock(layouts, st->src.get_size(), st->dst.get_size());
+      if (layouts.src_channels_first) {
+        // oneDNN's first-layer kernels read the channels-first source as it
+        // is and write the blocked result.
+        run_block = layouts.dst_block;
+        pd = make_pd(dnnl::algorithm::convolution_direct, st->src, st->dst);
+      } else {
+        pd = make_pd(dnnl::algorithm::convolution_direct, activations(xs.dims, run_block),
+                     activations(in.shape().dims, run_block));
       }
-      pd = make_pd(dnnl::algorithm::convolution_direct, activations(xs.dims, run_block),
-                   activations(in.shape().dims, run_block));
       if (!plan_copies(*pd)) return std::nullopt;
     }
     st->bias = bias_md;

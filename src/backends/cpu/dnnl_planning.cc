@@ -239,6 +239,46 @@ void PlanEpilogues(Plan* plan) {
   MarkUnused(plan);
 }
 
+namespace {
+
+// The channel block of each blocked value, and the channels-first sources
+// of stems whose results stay blocked (PlanBlockedLayouts' last steps).
+void AssignChannelBlocks(const absl::flat_hash_set<const Instruction*>& runs_blocked, Plan* plan) {
+  auto& blocked = plan->blocked;
+  // Values take blocks of 16 channels where their count allows, else 8.
+  // A convolution runs on one block size, and a residual shares its
+  // result's bytes: where the two sides of either differ, both take 8
+  // (every blocked count is a multiple of 8), until none differ.
+  auto same_block = [&](const Instruction* a, const Instruction* b) {
+    auto x = blocked.find(a), y = blocked.find(b);
+    if (x == blocked.end() || y == blocked.end() || x->second == y->second) return false;
+    x->second = y->second = 8;
+    return true;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Instruction* c : plan->order()) {
+      if (!runs_blocked.contains(c)) continue;
+      if (same_block(c->operand(0), plan->ResultOf(c))) changed = true;
+      const Epilogue* e = plan->EpilogueOf(c);
+      if (e && e->residual && same_block(e->residual, plan->ResultOf(c))) changed = true;
+    }
+  }
+  // A stem whose result stays blocked reads the value its source
+  // transposes, channels-first, and the transpose is never made; one
+  // whose result stays plain reads the transpose.
+  for (Instruction* c : plan->order()) {
+    if (!runs_blocked.contains(c) || !DnnlConvReadsChannelsFirst(*c) || !blocked.contains(plan->ResultOf(c))) continue;
+    Instruction* t = c->operand(0);
+    std::optional<StridedView> v = Apply(*t, StridedView::RowMajor(t->operand(0)->shape().dims));
+    if (!v) continue;
+    plan->dot_views.of[c][0] = PlannedView{t->operand(0), *v};
+    plan->dot_views.replaced.insert(t);
+  }
+}
+
+}  // namespace
+
 // Results of convolutions that run faster on oneDNN's blocked layout
 // (DnnlConvRunsBlocked) stay in it when every reader is such a
 // convolution, reading it as its source or as the residual its epilogue
@@ -256,6 +296,10 @@ void PlanBlockedLayouts(const CompileOptions& options, Plan* plan) {
     if (c->opcode() != Opcode::kConvolution) continue;
     bool constant_weights = c->operand(1)->opcode() == Opcode::kConstant;
     if (DnnlConvRunsBlocked(*c, constant_weights, options.winograd)) runs_blocked.insert(c);
+    // A stem writes blocked results from its channels-first source.
+    if (DnnlConvReadsChannelsFirst(*c) && plan->users(c->operand(0)).size() == 1 &&
+        plan->Materialized(c->operand(0)->operand(0)))
+      runs_blocked.insert(c);
   }
   auto winograd = [&](const Instruction* c) {
     return DnnlConvRunsWinograd(*c, c->operand(1)->opcode() == Opcode::kConstant, options.winograd);
@@ -322,7 +366,8 @@ void PlanBlockedLayouts(const CompileOptions& options, Plan* plan) {
       bool pays = false;
       for (const Instruction* v : members) {
         const Instruction* c = producer.at(v);
-        if (winograd(c) || blocked.contains(c->operand(0))) pays = true;
+        // A stem pays by itself: its source's transpose is never made.
+        if (winograd(c) || blocked.contains(c->operand(0)) || DnnlConvReadsChannelsFirst(*c)) pays = true;
         for (Instruction* u : plan->users(v))
           if (source_of_blocked(u, v) && (winograd(u) || blocked.contains(plan->ResultOf(u)))) pays = true;
       }
@@ -332,25 +377,7 @@ void PlanBlockedLayouts(const CompileOptions& options, Plan* plan) {
       }
     }
   }
-  // Values take blocks of 16 channels where their count allows, else 8.
-  // A convolution runs on one block size, and a residual shares its
-  // result's bytes: where the two sides of either differ, both take 8
-  // (every blocked count is a multiple of 8), until none differ.
-  auto same_block = [&](const Instruction* a, const Instruction* b) {
-    auto x = blocked.find(a), y = blocked.find(b);
-    if (x == blocked.end() || y == blocked.end() || x->second == y->second) return false;
-    x->second = y->second = 8;
-    return true;
-  };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (Instruction* c : plan->order()) {
-      if (!runs_blocked.contains(c)) continue;
-      if (same_block(c->operand(0), plan->ResultOf(c))) changed = true;
-      const Epilogue* e = plan->EpilogueOf(c);
-      if (e && e->residual && same_block(e->residual, plan->ResultOf(c))) changed = true;
-    }
-  }
+  AssignChannelBlocks(runs_blocked, plan);
 }
 
 // A dot operand made by slices, transposes and reshapes (attention's head

@@ -55,7 +55,7 @@ MakerResult DnnlConv(const EmitContext& ctx, const Instruction& i, const ThunkIo
   if (auto t =
           MakeDnnlConvThunk(i, io, ConstantOperand(i, 1), Epilogue{}, ctx.options.winograd, layouts, ctx.keep_alive))
     return t;
-  if (layouts.src_block || layouts.dst_block)
+  if (layouts.src_block || layouts.dst_block || layouts.src_channels_first)
     return Unimplemented("%s: oneDNN rejected a convolution planned on blocked activations", i.name());
   return std::nullopt;
 }

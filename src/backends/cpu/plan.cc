@@ -60,7 +60,10 @@ ConvLayouts Plan::LayoutsOf(const Instruction* conv) const {
     auto b = blocked.find(v);
     return b == blocked.end() ? 0 : b->second;
   };
-  return {block(conv->operand(0)), block(ResultOf(conv))};
+  // A convolution that reads through a view reads its channels-first
+  // source (PlanBlockedLayouts).
+  bool channels_first = dot_views.of.contains(conv);
+  return {channels_first ? 0 : block(conv->operand(0)), block(ResultOf(conv)), channels_first};
 }
 
 DotViews Plan::ViewsOf(const Instruction* dot) const {

@@ -122,6 +122,9 @@ std::optional<int64_t> DnnlDotColumns(const hlo::Instruction& instr);
 struct ConvLayouts {
   int src_block = 0;
   int dst_block = 0;  // the result, and the residual it adds
+  // The source is read channels-first (NCHW), from the value the layout
+  // pass transposed for it (see DnnlConvReadsChannelsFirst).
+  bool src_channels_first = false;
 };
 
 // The channel block a value of `channels` channels takes when kept
@@ -139,6 +142,18 @@ int DnnlChannelBlock(int64_t channels);
 // AVX-512, batch 16 at 112x112 (MNASNet's first layers): 1x1 and
 // depthwise convolutions 1.3-2x faster blocked.
 bool DnnlConvRunsBlocked(const hlo::Instruction& instr, bool constant_weights, bool allow_winograd);
+
+// Whether a convolution is a network's first (a stem: at most 4 input
+// channels, a count of output channels a block takes, 2-D, ungrouped)
+// whose source is the layout pass's channels-last transpose of an NCHW
+// value, on activations of 4 MB or more. oneDNN reads such a source
+// channels-first and writes a blocked result directly (its first-layer
+// kernels; with a channels-last result it has only its reference kernel),
+// so when the result stays blocked the transpose is never made. MNASNet's
+// stem at batch 16: 1.0-1.7 instead of 1.5-2.0 ms standalone, plus the
+// transpose (0.8 ms) and the following depthwise convolution's copy of
+// its source into blocks (25 MB).
+bool DnnlConvReadsChannelsFirst(const hlo::Instruction& instr);
 
 // Whether MakeDnnlConvThunk will try Winograd's algorithm for it (it falls
 // back to the direct one where oneDNN has no Winograd kernel for the form).
