@@ -60,8 +60,9 @@ class Plan {
   // Convolution results kept in oneDNN's blocked layout, with their channel
   // block (PlanBlockedLayouts).
   absl::flat_hash_map<const hlo::Instruction*, int> blocked;
-  // Dot operands read through views (PlanDotViews), and the ops those views
-  // replace, which are never computed.
+  // Dot operands read through views (PlanDotViews), a stem's source read
+  // channels-first under the layout pass's transpose (PlanBlockedLayouts),
+  // and the ops those views replace, which are never computed.
   struct DotViewPlan {
     absl::flat_hash_map<const hlo::Instruction*, std::array<std::optional<PlannedView>, 2>> of;
     absl::flat_hash_set<const hlo::Instruction*> replaced;
