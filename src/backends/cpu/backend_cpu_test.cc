@@ -108,6 +108,20 @@ DotDimensionNumbers DotDims(int64_t lc, int64_t rc, int64_t batch = 0) {
   return d;
 }
 
+// An NCHW convolution of x (k x k, stride 1, same padding; depthwise: one
+// filter per channel) with constant weights (seed `*seed`, then advanced)
+// and a bias, then a residual sum if one is given, else a ReLU.
+Instruction* ConvBias(Builder& b, Instruction* x, int64_t oc, int64_t k, bool depthwise, uint32_t* seed,
+                      Instruction* residual = nullptr) {
+  int64_t ic = x->shape().dims[1];
+  auto* w = b.Constant(Weights(Shape(F32, {oc, depthwise ? 1 : ic, k, k}), (*seed)++));
+  auto* c = b.Convolution(x, w, Win2d(k, 1, k / 2), Nchw(), depthwise ? ic : 1);
+  auto* y =
+      b.Binary(Opcode::kAdd, c, b.Broadcast(b.Constant(Random(Shape(F32, {oc}), (*seed)++)), c->shape().dims, {1}));
+  if (residual) return b.Binary(Opcode::kAdd, y, residual);
+  return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
+}
+
 std::string BranchPrefix(ComparisonDirection dir) { return dir == ComparisonDirection::kEq ? "index" : "pred"; }
 
 // A conditional over the tuple (a, b) whose results are the operands' last
@@ -310,13 +324,7 @@ std::vector<Case> Cases() {
        [](Builder& b, auto p) {
          uint32_t seed = 40;
          auto conv = [&](Instruction* x, int64_t oc, int64_t k, bool depthwise, Instruction* residual = nullptr) {
-           int64_t ic = x->shape().dims[1];
-           auto* w = b.Constant(Weights(Shape(F32, {oc, depthwise ? 1 : ic, k, k}), seed++));
-           auto* c = b.Convolution(x, w, Win2d(k, 1, k / 2), Nchw(), depthwise ? ic : 1);
-           auto* y = b.Binary(Opcode::kAdd, c,
-                              b.Broadcast(b.Constant(Random(Shape(F32, {oc}), seed++)), c->shape().dims, {1}));
-           if (residual) return b.Binary(Opcode::kAdd, y, residual);
-           return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
+           return ConvBias(b, x, oc, k, depthwise, &seed, residual);
          };
          auto* stem = conv(p[0], 16, 3, false);
          auto* x1 = conv(conv(conv(stem, 48, 1, false), 48, 3, true), 16, 1, false, stem);
@@ -334,15 +342,8 @@ std::vector<Case> Cases() {
        {Shape(F32, {4, 3, 128, 128})},
        [](Builder& b, auto p) {
          uint32_t seed = 60;
-         auto conv = [&](Instruction* x, int64_t oc, int64_t k, bool depthwise) {
-           int64_t ic = x->shape().dims[1];
-           auto* w = b.Constant(Weights(Shape(F32, {oc, depthwise ? 1 : ic, k, k}), seed++));
-           auto* c = b.Convolution(x, w, Win2d(k, 1, k / 2), Nchw(), depthwise ? ic : 1);
-           auto* y = b.Binary(Opcode::kAdd, c,
-                              b.Broadcast(b.Constant(Random(Shape(F32, {oc}), seed++)), c->shape().dims, {1}));
-           return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
-         };
-         return conv(conv(conv(p[0], 16, 3, false), 16, 3, true), 24, 1, false);
+         auto* stem = ConvBias(b, p[0], 16, 3, false, &seed);
+         return ConvBias(b, ConvBias(b, stem, 16, 3, true, &seed), 24, 1, false, &seed);
        },
        {{"dnnl-conv", 1}, {"dnnl-conv-blocked", 2}, {"fusion", 1}, {"transpose", 1}}},
       {"while_with_tuple_state",

@@ -188,9 +188,12 @@ bool DnnlConvRunsWinograd(const hlo::Instruction& in, bool constant_weights, boo
          WinogradPays(in, in.conv_dnums.input_feature_dimension == in.shape().rank() - 1);
 }
 
-// A convolution whose source and result take this many bytes or more
-// works outside the caches (see DnnlConvRunsBlocked).
-constexpr int64_t kLargeConvBytes = int64_t{4} << 20;
+// Whether a convolution's source and result take 4 MB or more, so that
+// it works outside the caches (see DnnlConvRunsBlocked).
+bool OutgrowsCaches(const hlo::Instruction& conv) {
+  constexpr int64_t kLargeConvBytes = int64_t{4} << 20;
+  return (conv.operand(0)->shape().ElementCount() + conv.shape().ElementCount()) * 4 >= kLargeConvBytes;
+}
 
 int DnnlChannelBlock(int64_t channels) { return channels % 16 == 0 ? 16 : channels % 8 == 0 ? 8 : 0; }
 
@@ -207,7 +210,7 @@ bool DnnlConvRunsBlocked(const hlo::Instruction& in, bool constant_weights, bool
   // (EfficientNet-B0 7% slower with every such convolution blocked,
   // MobileNetV2 3%); at batch 16, MNASNet and MobileNetV2 run 10-18% faster
   // with them.
-  bool large = (in.operand(0)->shape().ElementCount() + in.shape().ElementCount()) * 4 >= kLargeConvBytes;
+  bool large = OutgrowsCaches(in);
   bool wide = ws.dims[0] % 16 == 0 && in_channels % 16 == 0;
   if (in.feature_group_count != 1)  // depthwise: one filter per channel
     return large && in.feature_group_count == in_channels && ws.dims[0] == in_channels && ws.dims[1] == 1;
@@ -225,7 +228,7 @@ bool DnnlConvReadsChannelsFirst(const hlo::Instruction& in) {
   if (t->opcode() != hlo::Opcode::kTranspose || t->dimensions != std::vector<int64_t>{0, 2, 3, 1}) return false;
   int64_t in_channels = t->shape().dims[3];
   if (in_channels > 4 || DnnlChannelBlock(in.operand(1)->shape().dims[0]) == 0) return false;
-  return (t->shape().ElementCount() + in.shape().ElementCount()) * 4 >= kLargeConvBytes;
+  return OutgrowsCaches(in);
 }
 
 std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo& io,
@@ -302,13 +305,13 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
       }
     }
     if (!pd) {
-      run_block = RunBlock(layouts, st->src.get_size(), st->dst.get_size());
       if (layouts.src_channels_first) {
         // oneDNN's first-layer kernels read the channels-first source as it
         // is and write the blocked result.
         run_block = layouts.dst_block;
         pd = make_pd(dnnl::algorithm::convolution_direct, st->src, st->dst);
       } else {
+        run_block = RunBlock(layouts, st->src.get_size(), st->dst.get_size());
         pd = make_pd(dnnl::algorithm::convolution_direct, activations(xs.dims, run_block),
                      activations(in.shape().dims, run_block));
       }

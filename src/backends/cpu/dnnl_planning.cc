@@ -242,8 +242,9 @@ void PlanEpilogues(Plan* plan) {
 namespace {
 
 // The channel block of each blocked value, and the channels-first sources
-// of stems whose results stay blocked (PlanBlockedLayouts' last steps).
-void AssignChannelBlocks(const absl::flat_hash_set<const Instruction*>& runs_blocked, Plan* plan) {
+// of `stems` whose results stay blocked (PlanBlockedLayouts' last steps).
+void AssignChannelBlocks(const absl::flat_hash_set<const Instruction*>& runs_blocked,
+                         const absl::flat_hash_set<const Instruction*>& stems, Plan* plan) {
   auto& blocked = plan->blocked;
   // Values take blocks of 16 channels where their count allows, else 8.
   // A convolution runs on one block size, and a residual shares its
@@ -268,7 +269,7 @@ void AssignChannelBlocks(const absl::flat_hash_set<const Instruction*>& runs_blo
   // transposes, channels-first, and the transpose is never made; one
   // whose result stays plain reads the transpose.
   for (Instruction* c : plan->order()) {
-    if (!runs_blocked.contains(c) || !DnnlConvReadsChannelsFirst(*c) || !blocked.contains(plan->ResultOf(c))) continue;
+    if (!stems.contains(c) || !blocked.contains(plan->ResultOf(c))) continue;
     Instruction* t = c->operand(0);
     std::optional<StridedView> v = Apply(*t, StridedView::RowMajor(t->operand(0)->shape().dims));
     if (!v) continue;
@@ -292,14 +293,17 @@ void PlanBlockedLayouts(const CompileOptions& options, Plan* plan) {
   Instruction* root = plan->root();
   auto& blocked = plan->blocked;
   absl::flat_hash_set<const Instruction*> runs_blocked;
+  absl::flat_hash_set<const Instruction*> stems;  // of them, those that can read channels-first
   for (Instruction* c : plan->order()) {
     if (c->opcode() != Opcode::kConvolution) continue;
     bool constant_weights = c->operand(1)->opcode() == Opcode::kConstant;
     if (DnnlConvRunsBlocked(*c, constant_weights, options.winograd)) runs_blocked.insert(c);
     // A stem writes blocked results from its channels-first source.
     if (DnnlConvReadsChannelsFirst(*c) && plan->users(c->operand(0)).size() == 1 &&
-        plan->Materialized(c->operand(0)->operand(0)))
+        plan->Materialized(c->operand(0)->operand(0))) {
       runs_blocked.insert(c);
+      stems.insert(c);
+    }
   }
   auto winograd = [&](const Instruction* c) {
     return DnnlConvRunsWinograd(*c, c->operand(1)->opcode() == Opcode::kConstant, options.winograd);
@@ -367,7 +371,7 @@ void PlanBlockedLayouts(const CompileOptions& options, Plan* plan) {
       for (const Instruction* v : members) {
         const Instruction* c = producer.at(v);
         // A stem pays by itself: its source's transpose is never made.
-        if (winograd(c) || blocked.contains(c->operand(0)) || DnnlConvReadsChannelsFirst(*c)) pays = true;
+        if (winograd(c) || blocked.contains(c->operand(0)) || stems.contains(c)) pays = true;
         for (Instruction* u : plan->users(v))
           if (source_of_blocked(u, v) && (winograd(u) || blocked.contains(plan->ResultOf(u)))) pays = true;
       }
@@ -377,7 +381,7 @@ void PlanBlockedLayouts(const CompileOptions& options, Plan* plan) {
       }
     }
   }
-  AssignChannelBlocks(runs_blocked, plan);
+  AssignChannelBlocks(runs_blocked, stems, plan);
 }
 
 // A dot operand made by slices, transposes and reshapes (attention's head
