@@ -334,12 +334,14 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
     std::vector<std::vector<uint8_t>> tables = ComputeTables(*p, in_ptrs, status);
     if (!status.ok()) return status;
     int64_t blocks = (p->count + kBlock - 1) / kBlock;
-    // The blocks of the calling thread, or of each thread of a team: the
-    // `omp for` shares them out inside a parallel region and runs them all
-    // outside one. A fusion of a few blocks (a recurrent cell's 128
-    // elements) runs without a parallel region, whose start took longer
-    // than its work.
-    auto run_blocks = [&] {
+    // The blocks of the calling thread, or of each thread of a team. A
+    // fusion of a few blocks (a recurrent cell's 128 elements) runs without
+    // a parallel region, whose start took longer than its work, and then
+    // without an `omp for` too: an orphaned one would bind to a team the
+    // caller runs it in (a concurrent run's two parts, a caller's own
+    // parallel region) and share the blocks with threads running other
+    // work.
+    auto run_blocks = [&](bool team) {
       // Each thread's block buffers, kept from call to call: most fusions
       // are small (a squeeze-and-excitation gate is 32 to 1152 elements),
       // and allocating these was a good part of their time.
@@ -349,13 +351,18 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
       if (vals.size() < p->nodes.size()) vals.resize(p->nodes.size());
       absl::Status local;
       FillScalars(*p, scratch.data(), in_ptrs);
-#pragma omp for schedule(static)
-      for (int64_t bi = 0; bi < blocks; ++bi) {
+      auto block = [&](int64_t bi) {
         int64_t start = bi * kBlock;
         int64_t len = std::min(kBlock, p->count - start);
         for (size_t n = 0; n < p->nodes.size(); ++n)
           if (p->nodes[n].needed)
             vals[n] = Eval(*p, n, start, len, vals, scratch.data(), in_ptrs, patterns, tables, final_out, local);
+      };
+      if (team) {
+#pragma omp for schedule(static)
+        for (int64_t bi = 0; bi < blocks; ++bi) block(bi);
+      } else {
+        for (int64_t bi = 0; bi < blocks; ++bi) block(bi);
       }
       if (!local.ok()) {
 #pragma omp critical
@@ -364,9 +371,9 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
     };
     if (blocks > 4) {
 #pragma omp parallel
-      run_blocks();
+      run_blocks(true);
     } else {
-      run_blocks();
+      run_blocks(false);
     }
     return status;
   };
