@@ -56,6 +56,7 @@ class BufferAssigner {
   absl::StatusOr<BufferAssignment> Run() {
     RETURN_IF_ERROR(MakeSlots());
     ComputeLiveness();
+    KeepBranchesApart();
     ShareInPlace();
     Place();
     return std::move(out_);
@@ -68,6 +69,10 @@ class BufferAssigner {
   // A use of any alias extends the backing slot's life to the point where
   // its reader runs.
   void ComputeLiveness();
+  // Values live during a run of concurrent branches (Plan::concurrent)
+  // live through all of it: the two parts run at once, so neither may
+  // reuse bytes the other has freed, nor write a result over an input.
+  void KeepBranchesApart();
   // Slots a result may overwrite in place.
   void ShareInPlace();
   void Share(int r, int o) {
@@ -166,6 +171,15 @@ void BufferAssigner::ComputeLiveness() {
   }
   for (int s : backing_.at(plan_.root()))
     if (s >= 0) slots_[s].last_use = INT64_MAX;
+}
+
+void BufferAssigner::KeepBranchesApart() {
+  for (const Plan::Branches& b : plan_.concurrent)
+    for (Slot& s : slots_)
+      if (s.def <= b.last && s.last_use >= b.first) {
+        s.def = std::min(s.def, b.first);
+        s.last_use = std::max(s.last_use, b.last);
+      }
 }
 
 // An epilogue that reads its residual last writes its result over it:

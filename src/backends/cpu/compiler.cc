@@ -40,6 +40,27 @@ class Compiler {
     exe_->module_ = std::move(module);
   }
 
+  // The thunks of each of the plan's concurrent runs, by the positions of
+  // their steps; a run whose parts did not both get thunks runs in turn.
+  static std::vector<Executable::ConcurrentRun> ConcurrentRuns(const Plan& plan,
+                                                               const std::vector<int64_t>& positions) {
+    std::vector<Executable::ConcurrentRun> runs;
+    for (const Plan::Branches& b : plan.concurrent) {
+      Executable::ConcurrentRun run;
+      run.begin = positions.size();
+      for (size_t k = 0; k < positions.size(); ++k) {
+        if (positions[k] < b.first || positions[k] > b.last) continue;
+        run.begin = std::min(run.begin, k);
+        run.end = k + 1;
+        run.part.push_back(positions[k] >= b.split);
+      }
+      bool both =
+          std::count(run.part.begin(), run.part.end(), 1) > 0 && std::count(run.part.begin(), run.part.end(), 0) > 0;
+      if (both && run.part.size() == run.end - run.begin) runs.push_back(std::move(run));
+    }
+    return runs;
+  }
+
   absl::StatusOr<std::unique_ptr<Executable>> Run() {
     RETURN_IF_ERROR(hlo::Verify(*exe_->module_));
     hlo::Computation* entry = exe_->module_->entry();
@@ -55,16 +76,23 @@ class Compiler {
     if (native && options_.fuse_elementwise) PlanRowFusions(&plan);
     if (native && options_.fuse_elementwise) PlanFusions(&plan);
     if (native && options_.use_dnnl) PlanDotViews(&plan);
+    if (native && options_.concurrent_branches) PlanConcurrentBranches(&plan);
     ASSIGN_OR_RETURN(BufferAssignment buffers, AssignBuffers(plan));
     EmitContext ctx{plan, buffers, options_, *exe_->module_, &exe_->keep_alive_};
     ASSIGN_OR_RETURN(EmittedThunks emitted, EmitThunks(ctx));
     exe_->thunks_ = std::move(emitted.thunks);
     exe_->thunk_kinds_ = std::move(emitted.kinds);
     exe_->constants_ = std::move(buffers.constants);
-    int64_t scratch = 0;
+    int64_t scratch = 0, second = 0;
     for (const Thunk& t : exe_->thunks_) scratch = std::max(scratch, t.scratch_bytes);
+    exe_->concurrent_ = ConcurrentRuns(plan, emitted.positions);
+    for (const Executable::ConcurrentRun& run : exe_->concurrent_)
+      for (size_t k = run.begin; k < run.end; ++k)
+        if (run.part[k - run.begin]) second = std::max(second, exe_->thunks_[k].scratch_bytes);
     exe_->scratch_offset_ = AlignUp(buffers.arena_bytes);
-    exe_->arena_bytes_ = scratch > 0 ? exe_->scratch_offset_ + AlignUp(scratch) : buffers.arena_bytes;
+    exe_->second_scratch_offset_ = exe_->scratch_offset_ + AlignUp(scratch);
+    exe_->arena_bytes_ =
+        scratch > 0 || second > 0 ? exe_->second_scratch_offset_ + AlignUp(second) : buffers.arena_bytes;
     exe_->output_refs_ = buffers.leaves.at(entry->root());
     if (entry->root()->shape().IsTuple())
       exe_->output_shapes_ = entry->root()->shape().tuple_shapes;

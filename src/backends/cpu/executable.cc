@@ -1,5 +1,7 @@
 #include "backends/cpu/executable.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -103,23 +105,17 @@ absl::Status Executable::ExecutePart(absl::Span<const void* const> args, absl::S
       profile_->ns.assign(thunks_.size(), 0);
     }
   }
-  for (size_t i = 0; i < thunks_.size(); ++i) {
-    const Thunk& t = thunks_[i];
-    // One clock times the kernel for the profile and for the caller's trace.
-    const bool traced = control && control->on_kernel;
-    const int64_t begin = profile_ || traced ? MonotonicNs() : 0;
-    st = control ? control->Check() : absl::OkStatus();
-    const bool ran = st.ok();
-    if (ran) st = t.run(frame);
-    if (profile_ || traced) {
-      const int64_t end = MonotonicNs();
-      if (profile_) profile_->ns[i] += static_cast<double>(end - begin);
-      if (traced && ran) control->on_kernel(control->trace_context, t, thunk_kinds_[i], begin, end);
+  Frame second(args, arena.data.get(), second_scratch_offset_, &constants_, control);
+  size_t next_run = 0;
+  for (size_t i = 0; i < thunks_.size();) {
+    if (next_run < concurrent_.size() && concurrent_[next_run].begin == i) {
+      const ConcurrentRun& run = concurrent_[next_run++];
+      st = RunConcurrently(run, frame, second, control);
+      i = run.end;
+    } else {
+      st = RunThunk(i++, frame, control);
     }
-    if (!st.ok()) {
-      st = Annotate(st, t.name);
-      break;
-    }
+    if (!st.ok()) break;
   }
   if (profile_) ++profile_->calls;
   if (st.ok())
@@ -130,6 +126,44 @@ absl::Status Executable::ExecutePart(absl::Span<const void* const> args, absl::S
   return st;
 }
 
+absl::Status Executable::RunThunk(size_t i, Frame& frame, const RunControl* control) const {
+  const Thunk& t = thunks_[i];
+  // One clock times the kernel for the profile and for the caller's trace.
+  const bool traced = control && control->on_kernel;
+  const int64_t begin = profile_ || traced ? MonotonicNs() : 0;
+  absl::Status st = control ? control->Check() : absl::OkStatus();
+  const bool ran = st.ok();
+  if (ran) st = t.run(frame);
+  if (profile_ || traced) {
+    const int64_t end = MonotonicNs();
+    if (profile_) profile_->ns[i] += static_cast<double>(end - begin);
+    if (traced && ran) control->on_kernel(control->trace_context, t, thunk_kinds_[i], begin, end);
+  }
+  return st.ok() ? st : Annotate(st, t.name);
+}
+
+absl::Status Executable::RunConcurrently(const ConcurrentRun& run, Frame& frame, Frame& second,
+                                         const RunControl* control) const {
+  absl::Status st[2];
+  // Not from inside a parallel region of the caller's, where a team of two
+  // would be one thread (or two more).
+  const bool team = omp_get_max_threads() > 1 && !omp_in_parallel();
+#pragma omp parallel num_threads(2) if (team)
+  {
+    const int threads = omp_get_num_threads(), t = omp_get_thread_num();
+    // Each step on its thread alone: the kernels' own parallel loops and
+    // oneDNN's see one thread.
+    if (threads > 1) omp_set_num_threads(1);
+    for (size_t i = run.begin; i < run.end; ++i) {
+      const int part = run.part[i - run.begin];
+      if (threads > 1 && part != t) continue;
+      absl::Status& s = st[threads > 1 ? part : 0];
+      if (s.ok()) s = RunThunk(i, part == 0 ? frame : second, control);
+    }
+  }
+  return st[0].ok() ? st[1] : st[0];
+}
+
 std::vector<std::pair<std::string, int64_t>> Executable::ThunkSummary() const {
   std::map<std::string, int64_t> counts;
   for (const auto& k : thunk_kinds_) ++counts[k];
@@ -138,8 +172,14 @@ std::vector<std::pair<std::string, int64_t>> Executable::ThunkSummary() const {
 
 std::string Executable::KernelListing() const {
   std::string out;
-  for (size_t i = 0; i < thunks_.size(); ++i)
-    absl::StrAppendFormat(&out, "%5d  %-14s %s\n", i, thunk_kinds_[i], thunks_[i].name);
+  size_t r = 0;
+  for (size_t i = 0; i < thunks_.size(); ++i) {
+    while (r < concurrent_.size() && concurrent_[r].end <= i) ++r;
+    std::string part;
+    if (r < concurrent_.size() && concurrent_[r].begin <= i)
+      part = absl::StrFormat("  [concurrent run %d, part %d]", r, concurrent_[r].part[i - concurrent_[r].begin]);
+    absl::StrAppendFormat(&out, "%5d  %-14s %s%s\n", i, thunk_kinds_[i], thunks_[i].name, part);
+  }
   return out;
 }
 

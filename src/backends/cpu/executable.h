@@ -35,6 +35,11 @@ struct CompileOptions {
   // Keep the activations between convolutions that run faster on oneDNN's
   // blocked layout in it (with use_dnnl; see DnnlConvRunsBlocked).
   bool blocked_layouts = true;
+  // Run independent parts of the program made of small steps (a
+  // bidirectional recurrent layer's two directions) at once, one part per
+  // thread, each step on one thread (PlanConcurrentBranches). Results are
+  // the same.
+  bool concurrent_branches = true;
   // Rows of the batch per call for a program that treats the rows of its
   // batch independently (batch_split.h): 0 never splits; n > 0 runs n rows
   // at a time where n divides the batch and the program is separable (else
@@ -80,7 +85,8 @@ struct Thunk {
   std::string op_type, op_name;
   std::function<absl::Status(Frame&)> run;
   // Working memory it needs while it runs (Frame::Scratch): one region at
-  // the end of the call's arena serves every thunk, since they run in turn.
+  // the end of the call's arena serves every thunk, since they run in turn
+  // (a second one the thunks of a concurrent run's second part).
   int64_t scratch_bytes = 0;
 };
 
@@ -113,8 +119,9 @@ class Executable {
   int64_t batch_parts() const { return parts_; }
   // Counts of thunk kinds, e.g. {"dnnl-conv": 20, "fusion": 31, "kernel": 12}.
   std::vector<std::pair<std::string, int64_t>> ThunkSummary() const;
-  // The kernels in run order, one line each: index, kind, and the name of
-  // the instruction it computes (a fusion's last one).
+  // The kernels in run order, one line each: index, kind, the name of the
+  // instruction it computes (a fusion's last one), and for a kernel of a
+  // concurrent run, the run and the part (the thread) it belongs to.
   std::string KernelListing() const;
 
  private:
@@ -134,6 +141,17 @@ class Executable {
   // One call of the compiled program on part of the batch, or on all of it.
   absl::Status ExecutePart(absl::Span<const void* const> args, absl::Span<void* const> outputs,
                            const RunControl* control) const;
+  // Thunks [begin, end) whose two parts run at once, one per thread
+  // (Plan::concurrent): part[k - begin] says which part thunk k is in.
+  struct ConcurrentRun {
+    size_t begin = 0, end = 0;
+    std::vector<uint8_t> part;
+  };
+  // Runs thunk i, timed for the profile and the caller's trace.
+  absl::Status RunThunk(size_t i, Frame& frame, const RunControl* control) const;
+  // Runs `run`'s parts on two threads, the second with `second`'s scratch
+  // (or both in order on this thread when no second one is free).
+  absl::Status RunConcurrently(const ConcurrentRun& run, Frame& frame, Frame& second, const RunControl* control) const;
 
   std::unique_ptr<hlo::Module> module_;
   std::vector<hlo::Shape> parameter_shapes_, output_shapes_;
@@ -147,6 +165,10 @@ class Executable {
   std::vector<std::string> thunk_kinds_;
   int64_t arena_bytes_ = 0;
   int64_t scratch_offset_ = 0;  // where the thunks' scratch region starts in the arena
+  std::vector<ConcurrentRun> concurrent_;
+  // Where the scratch of a concurrent run's second part starts (after the
+  // first's), when there are any.
+  int64_t second_scratch_offset_ = 0;
   // State owned by thunks (oneDNN primitives, reordered weights).
   std::vector<std::shared_ptr<void>> keep_alive_;
   // Per-thunk time when XONNX_PROFILE is set (approximate under concurrency).

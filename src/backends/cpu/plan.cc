@@ -5,6 +5,7 @@
 namespace xonnx::cpu {
 
 using hlo::Instruction;
+using hlo::Opcode;
 
 Plan::Plan(hlo::Computation* entry) : root_(entry->root()) {
   for (const auto& i : entry->instructions()) order_.push_back(i.get());
@@ -32,6 +33,26 @@ bool Plan::Materialized(const Instruction* i) const {
   if (const Instruction* a = AbsorbedInto(i)) return epilogues.last.at(a) == i;
   auto g = fusions.group_of.find(i);
   return g == fusions.group_of.end() || fusions.groups[g->second].back() == i;
+}
+
+bool Plan::RunsStep(const Instruction* i) const {
+  switch (i->opcode()) {
+    case Opcode::kParameter:
+    case Opcode::kConstant:
+    case Opcode::kGetTupleElement:
+    case Opcode::kTuple:
+      return false;  // buffers of their own or aliases
+    case Opcode::kReshape:
+    case Opcode::kBitcastConvert:
+      if (Materialized(i->operand(0))) return false;  // an alias
+      break;
+    default:
+      break;
+  }
+  if (int rg = RowGroupOf(i); rg >= 0) return row_fusions.groups[rg].members.back() == i;
+  if (row_fusions.internal.contains(i)) return false;
+  if (const Instruction* op = AbsorbedInto(i)) return ResultOf(op) == i;
+  return Materialized(i);
 }
 
 bool Plan::KeptByEpilogues(const Instruction* i) const {

@@ -95,10 +95,22 @@ class Plan {
     absl::flat_hash_map<const hlo::Instruction*, int64_t> internal;  // view only row fusions read -> that position
   } row_fusions;
 
+  // Runs of the program whose two parts run at once, one per thread
+  // (PlanConcurrentBranches): the steps at positions [first, split) read
+  // nothing the steps at [split, last] write, and the other way round.
+  struct Branches {
+    int64_t first, split, last;
+  };
+  std::vector<Branches> concurrent;
+
   // --- queries ---
   // Whether i's value is written to a buffer of its own (or aliases one):
   // not folded into a fusion, an epilogue or a view.
   bool Materialized(const hlo::Instruction* i) const;
+  // Whether a step of the program (one thunk, or a few for one oneDNN
+  // primitive) runs at i: i's own kernel, or the fusion, row fusion or
+  // epilogue i ends.
+  bool RunsStep(const hlo::Instruction* i) const;
   // Whether i is the last member (the result) of an elementwise fusion.
   bool IsGroupRoot(const hlo::Instruction* i) const;
   // Whether the epilogues planned so far leave i's value in a buffer: not

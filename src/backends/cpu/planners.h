@@ -41,6 +41,12 @@ void PlanRowFusions(Plan* plan);
 // Groups elementwise chains into fused loops (Plan::fusions).
 void PlanFusions(Plan* plan);
 
+// Concurrency planning (concurrency_planning.cc).
+// Finds runs of independent small steps (a bidirectional recurrent
+// layer's two directions) that run at once, one part per thread
+// (Plan::concurrent).
+void PlanConcurrentBranches(Plan* plan);
+
 }  // namespace xonnx::cpu
 
 #endif  // XONNX_BACKENDS_CPU_PLANNERS_H_

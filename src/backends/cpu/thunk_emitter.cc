@@ -56,35 +56,16 @@ class Emitter {
       t.op_name = current_->metadata.op_name;
     }
     out_.kinds.push_back(t.kind.empty() ? std::move(kind) : t.kind);
+    out_.positions.push_back(current_ ? plan_.pos(current_) : -1);
     out_.thunks.push_back(std::move(t));
   }
 
   // The thunk that computes i, if i is where a step of the plan runs.
   absl::Status Emit(Instruction* i) {
     current_ = i;
-    switch (i->opcode()) {
-      case Opcode::kParameter:
-      case Opcode::kConstant:
-      case Opcode::kGetTupleElement:
-      case Opcode::kTuple:
-        return absl::OkStatus();  // buffers of their own or aliases
-      case Opcode::kReshape:
-      case Opcode::kBitcastConvert:
-        if (plan_.Materialized(i->operand(0))) return absl::OkStatus();  // an alias
-        break;
-      default:
-        break;
-    }
-    if (int rg = plan_.RowGroupOf(i); rg >= 0) {
-      if (plan_.row_fusions.groups[rg].members.back() != i) return absl::OkStatus();
-      return EmitRowFusion(plan_.row_fusions.groups[rg]);
-    }
-    if (plan_.row_fusions.internal.contains(i)) return absl::OkStatus();
-    if (const Instruction* op = plan_.AbsorbedInto(i)) {
-      if (plan_.ResultOf(op) != i) return absl::OkStatus();
-      return EmitWithEpilogue(op, i);
-    }
-    if (!plan_.Materialized(i)) return absl::OkStatus();
+    if (!plan_.RunsStep(i)) return absl::OkStatus();
+    if (int rg = plan_.RowGroupOf(i); rg >= 0) return EmitRowFusion(plan_.row_fusions.groups[rg]);
+    if (const Instruction* op = plan_.AbsorbedInto(i)) return EmitWithEpilogue(op, i);
     if (plan_.IsGroupRoot(i)) return EmitFusion(i);
     return EmitFromTable(i);
   }

@@ -35,11 +35,12 @@ struct EmitContext {
   const std::vector<BufferRef>& LeavesOf(const hlo::Instruction* i) const { return buffers.leaves.at(i); }
 };
 
-// The program's thunks in run order, and the kind each counts as in
-// profiles and summaries.
+// The program's thunks in run order, the kind each counts as in profiles
+// and summaries, and the position of the step each runs.
 struct EmittedThunks {
   std::vector<Thunk> thunks;
   std::vector<std::string> kinds;
+  std::vector<int64_t> positions;  // where in the program each thunk's step runs
 };
 
 [[nodiscard]] absl::StatusOr<EmittedThunks> EmitThunks(const EmitContext& ctx);

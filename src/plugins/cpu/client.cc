@@ -42,6 +42,7 @@ constexpr BoolOption kBoolOptions[] = {
     {"fuse_elementwise", [](PluginOptions& o) -> bool& { return o.program.compile.fuse_elementwise; }},
     {"winograd", [](PluginOptions& o) -> bool& { return o.program.compile.winograd; }},
     {"blocked_layouts", [](PluginOptions& o) -> bool& { return o.program.compile.blocked_layouts; }},
+    {"concurrent_branches", [](PluginOptions& o) -> bool& { return o.program.compile.concurrent_branches; }},
     {"reference", [](PluginOptions& o) -> bool& { return o.program.compile.reference; }},
 };
 

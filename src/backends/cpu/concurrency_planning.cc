@@ -1,0 +1,151 @@
+// Concurrent branches: runs of the program made of two parts that read
+// nothing of each other, each run on a thread of its own (Plan::concurrent).
+//
+// A bidirectional recurrent layer is two chains of small steps, the forward
+// direction's and then the backward one's: a step is a matrix-vector
+// product of a few hundred thousand multiply-adds and a fused loop over a
+// few hundred gate values, too small to share between threads without the
+// team's start costing as much as the work. Run side by side, one chain per
+// thread, each step runs alone on its core with its weights in that core's
+// cache. Importers write such independent parts one after the other, so a
+// run [first, last] of the program is split at one position: nothing in
+// [split, last] reads a value of [first, split).
+#include <algorithm>
+#include <vector>
+
+#include "backends/cpu/planners.h"
+
+namespace xonnx::cpu {
+
+using hlo::Instruction;
+using hlo::Opcode;
+
+namespace {
+
+// Rough single-core costs of a step, in microseconds: a thunk's fixed cost,
+// multiply-adds of a small product, elements of other kernels.
+constexpr double kStepUs = 2;
+constexpr double kMacsPerUs = 25000;
+constexpr double kElementsPerUs = 1000;
+// Branches whose steps average more than this are left to share each step
+// between the threads: a large product or convolution keeps both busy.
+constexpr double kMaxMeanStepUs = 25;
+// Less overlap than this does not pay for the team's start.
+constexpr double kMinOverlapUs = 50;
+// How far past a split the search looks for the second part's end.
+constexpr int64_t kMaxScan = 4096;
+
+double Elements(const hlo::Shape& s) {
+  if (!s.IsArray()) {
+    double n = 0;
+    for (const hlo::Shape& t : s.tuple_shapes) n += Elements(t);
+    return n;
+  }
+  return static_cast<double>(s.ElementCount());
+}
+
+// The work of the step that runs at i (Plan::RunsStep), in microseconds.
+double StepUs(const Plan& plan, const Instruction* i) {
+  const Instruction* op = plan.AbsorbedInto(i) ? plan.AbsorbedInto(i) : i;
+  const double out = Elements(op->shape());
+  if (op->opcode() == Opcode::kDot) {
+    double k = 1;
+    for (int64_t d : op->dot_dnums.lhs_contracting_dimensions) k *= op->operand(0)->shape().dims[d];
+    return kStepUs + out * k / kMacsPerUs;
+  }
+  if (op->opcode() == Opcode::kConvolution) {
+    const hlo::Shape& w = op->operand(1)->shape();
+    double k = w.dims[op->conv_dnums.kernel_input_feature_dimension];
+    for (int64_t d : op->conv_dnums.kernel_spatial_dimensions) k *= w.dims[d];
+    return kStepUs + out * k / kMacsPerUs;
+  }
+  return kStepUs + out / kElementsPerUs;
+}
+
+// Steps whose kernels must not run beside another: control flow runs
+// programs of its own, on the backend's threads.
+bool RunsAlone(const Instruction* i) {
+  switch (i->opcode()) {
+    case Opcode::kWhile:
+    case Opcode::kConditional:
+    case Opcode::kCall:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The best split at position m: the first part [first, m) as long as the
+// second [m, last] reads none of it, the second grown while the overlap
+// (the lesser part's work) grows.
+struct Candidate {
+  int64_t first = 0, split = 0, last = 0;
+  double overlap = 0;
+};
+
+}  // namespace
+
+void PlanConcurrentBranches(Plan* plan) {
+  const auto& order = plan->order();
+  const int64_t n = order.size();
+  // Per position: the step's work (0: no step), and the latest position of
+  // a value it reads (operands and hidden reads; constants and parameters
+  // are never written, so they tie nothing together).
+  std::vector<double> us(n, 0);
+  std::vector<bool> alone(n, false);
+  std::vector<std::vector<int64_t>> reads(n);
+  for (int64_t p = 0; p < n; ++p) {
+    const Instruction* i = order[p];
+    if (plan->RunsStep(i)) us[p] = StepUs(*plan, i);
+    alone[p] = RunsAlone(i);
+    auto add = [&](const Instruction* x) {
+      if (x->opcode() != Opcode::kConstant && x->opcode() != Opcode::kParameter) reads[p].push_back(plan->pos(x));
+    };
+    for (const Instruction* x : i->operands()) add(x);
+    for (const Instruction* x : plan->HiddenReads(i)) add(x);
+  }
+  std::vector<double> prefix(n + 1, 0);  // work of positions [0, p)
+  std::vector<int64_t> steps(n + 1, 0);  // steps at positions [0, p)
+  for (int64_t p = 0; p < n; ++p) {
+    prefix[p + 1] = prefix[p] + us[p];
+    steps[p + 1] = steps[p] + (us[p] > 0);
+  }
+  auto work = [&](int64_t a, int64_t b) { return prefix[b] - prefix[a]; };  // [a, b)
+  auto mean = [&](int64_t a, int64_t b) { return work(a, b) / std::max<int64_t>(1, steps[b] - steps[a]); };
+  std::vector<Candidate> found;
+  for (int64_t m = 1; m < n; ++m) {
+    // a: where the first part may start; it moves right as the second part
+    // reads later values below m.
+    int64_t a = 0, stop = std::min(n, m + kMaxScan);
+    Candidate best;
+    for (int64_t b = m; b < stop; ++b) {
+      for (int64_t r : reads[b])
+        if (r < m) a = std::max(a, r + 1);
+      if (alone[b] || a >= m) break;
+      const double left = work(a, m), right = work(m, b + 1);
+      const double overlap = std::min(left, right);
+      if (overlap > best.overlap) best = {a, m, b, overlap};
+      if (right >= left) break;  // the overlap can only shrink from here
+    }
+    if (best.overlap < kMinOverlapUs) continue;
+    // The first part's own start: no step of it may run alone either.
+    bool ok = true;
+    for (int64_t p = best.first; p < best.split && ok; ++p) ok = !alone[p];
+    if (!ok || mean(best.first, best.split) > kMaxMeanStepUs || mean(best.split, best.last + 1) > kMaxMeanStepUs)
+      continue;
+    found.push_back(best);
+  }
+  // The largest overlaps first, each run apart from those taken.
+  std::sort(found.begin(), found.end(), [](const Candidate& x, const Candidate& y) { return x.overlap > y.overlap; });
+  std::vector<Plan::Branches> taken;
+  for (const Candidate& c : found) {
+    bool apart = std::all_of(taken.begin(), taken.end(),
+                             [&](const Plan::Branches& t) { return c.last < t.first || c.first > t.last; });
+    if (apart) taken.push_back({c.first, c.split, c.last});
+  }
+  std::sort(taken.begin(), taken.end(),
+            [](const Plan::Branches& x, const Plan::Branches& y) { return x.first < y.first; });
+  plan->concurrent = std::move(taken);
+}
+
+}  // namespace xonnx::cpu

@@ -1,0 +1,169 @@
+// Concurrent branches (concurrency_planning.cc): independent runs of small
+// steps run one part per thread, with the results of running them in turn.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "backends/cpu/executable.h"
+#include "evaluator/evaluator.h"
+#include "hlo/parser.h"
+
+namespace xonnx::cpu {
+namespace {
+
+using hlo::Literal;
+using hlo::Shape;
+
+// Two recurrences over one input, as a bidirectional recurrent layer
+// imports: h_t = tanh(h_{t-1} . w + x_t) for `steps` steps in each
+// direction, each with its own weights, then both last states side by
+// side. With `cross`, the second chain's first step also reads the first
+// chain's last state, so the two cannot run at once.
+std::string TwoChains(int steps, bool cross) {
+  std::string body;
+  auto chain = [&](const std::string& d, const std::string& w, const std::string& h0) {
+    std::string h = h0;
+    for (int t = 0; t < steps; ++t) {
+      const std::string p = absl::StrCat(d, "p", t), s = absl::StrCat(d, "s", t), x = absl::StrCat(d, "x", t);
+      const int row = d == "f" ? t : steps - 1 - t;
+      absl::StrAppend(&body, "  ", x, " = f32[1,192]{1,0} slice(xs), slice={[", row, ":", row + 1, "], [0:192]}\n");
+      absl::StrAppend(&body, "  ", p, " = f32[1,192]{1,0} dot(", h, ", ", w,
+                      "), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n");
+      absl::StrAppend(&body, "  ", s, " = f32[1,192]{1,0} add(", p, ", ", x, ")\n");
+      h = absl::StrCat(d, "h", t);
+      absl::StrAppend(&body, "  ", h, " = f32[1,192]{1,0} tanh(", s, ")\n");
+    }
+    return h;
+  };
+  const std::string last_f = chain("f", "wf", "h0");
+  const std::string last_b = chain("b", "wb", cross ? last_f : "h0");
+  return absl::StrCat(R"(HloModule two_chains
+
+ENTRY main {
+  xs = f32[)",
+                      steps, R"(,192]{1,0} parameter(0)
+  h0 = f32[1,192]{1,0} parameter(1)
+  wf = f32[192,192]{1,0} parameter(2)
+  wb = f32[192,192]{1,0} parameter(3)
+)",
+                      body, "  ROOT out = f32[2,192]{1,0} concatenate(", last_f, ", ", last_b,
+                      "), dimensions={0}\n}\n");
+}
+
+Literal Random(const Shape& s, uint32_t seed, float scale) {
+  Literal l(s);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  for (int64_t i = 0; i < l.element_count(); ++i) l.data<float>()[i] = dist(rng);
+  return l;
+}
+
+Literal RunOnce(const Executable& exe, const std::vector<Literal>& args) {
+  std::vector<const void*> in;
+  for (const Literal& a : args) in.push_back(a.untyped_data());
+  Literal out(exe.output_shapes()[0]);
+  void* out_ptr = out.untyped_data();
+  EXPECT_TRUE(exe.Execute(in, {&out_ptr, 1}).ok());
+  return out;
+}
+
+struct Compiled {
+  std::unique_ptr<Executable> exe;
+  std::vector<Literal> args;
+  Literal expected;
+};
+
+Compiled CompileChains(int steps, bool cross, bool concurrent) {
+  auto m = hlo::ParseText(TwoChains(steps, cross));
+  EXPECT_TRUE(m.ok()) << m.status();
+  Compiled c;
+  const hlo::Computation& entry = *(*m)->entry();
+  c.args.push_back(Random(entry.parameter(0)->shape(), 1, 1.0f));
+  c.args.push_back(Random(entry.parameter(1)->shape(), 2, 1.0f));
+  c.args.push_back(Random(entry.parameter(2)->shape(), 3, 0.1f));
+  c.args.push_back(Random(entry.parameter(3)->shape(), 4, 0.1f));
+  auto expected = eval::EvaluateModule(**m, c.args);
+  EXPECT_TRUE(expected.ok()) << expected.status();
+  c.expected = std::move(*expected);
+  CompileOptions options;
+  options.concurrent_branches = concurrent;
+  auto exe = Executable::Compile(std::move(*m), options);
+  EXPECT_TRUE(exe.ok()) << exe.status();
+  c.exe = std::move(*exe);
+  return c;
+}
+
+double MaxError(const Literal& got, const Literal& want) {
+  double err = 0;
+  for (int64_t i = 0; i < got.element_count(); ++i)
+    err = std::max(err, static_cast<double>(std::abs(got.data<float>()[i] - want.data<float>()[i])));
+  return err;
+}
+
+// The two directions run at once, each chain's steps in one part, and
+// give the evaluator's results and, bit for bit, those of running in turn.
+TEST(ConcurrentBranches, TwoRecurrencesRunAtOnceWithTheSameResults) {
+  Compiled on = CompileChains(40, /*cross=*/false, /*concurrent=*/true);
+  Compiled off = CompileChains(40, /*cross=*/false, /*concurrent=*/false);
+  const std::string listing = on.exe->KernelListing();
+  EXPECT_TRUE(absl::StrContains(listing, "[concurrent run 0, part 0]")) << listing;
+  EXPECT_TRUE(absl::StrContains(listing, "[concurrent run 0, part 1]")) << listing;
+  EXPECT_FALSE(absl::StrContains(off.exe->KernelListing(), "concurrent run"));
+  // Every product of the forward chain in part 0, of the backward one in part 1.
+  for (absl::string_view line : absl::StrSplit(listing, '\n')) {
+    if (absl::StrContains(line, " fp") || absl::StrContains(line, " fh"))
+      EXPECT_TRUE(absl::StrContains(line, "part 0")) << line;
+    if (absl::StrContains(line, " bp") || absl::StrContains(line, " bh"))
+      EXPECT_TRUE(absl::StrContains(line, "part 1")) << line;
+  }
+  // Neither part may take the other's bytes: the arena holds every step
+  // value of the run at once.
+  EXPECT_GT(on.exe->arena_bytes(), off.exe->arena_bytes());
+  for (int call = 0; call < 20; ++call) {
+    Literal a = RunOnce(*on.exe, on.args), b = RunOnce(*off.exe, off.args);
+    EXPECT_LT(MaxError(a, on.expected), 1e-4) << "call " << call;
+    ASSERT_EQ(std::memcmp(a.untyped_data(), b.untyped_data(), a.size_bytes()), 0) << "call " << call;
+  }
+}
+
+// When the second chain starts from the first one's result, nothing runs
+// at once.
+TEST(ConcurrentBranches, DependentChainsRunInTurn) {
+  Compiled c = CompileChains(40, /*cross=*/true, /*concurrent=*/true);
+  EXPECT_FALSE(absl::StrContains(c.exe->KernelListing(), "concurrent run")) << c.exe->KernelListing();
+  EXPECT_LT(MaxError(RunOnce(*c.exe, c.args), c.expected), 1e-4);
+}
+
+// Too little work to pay for a team's start: a few steps run in turn.
+TEST(ConcurrentBranches, ShortChainsRunInTurn) {
+  Compiled c = CompileChains(2, /*cross=*/false, /*concurrent=*/true);
+  EXPECT_FALSE(absl::StrContains(c.exe->KernelListing(), "concurrent run")) << c.exe->KernelListing();
+  EXPECT_LT(MaxError(RunOnce(*c.exe, c.args), c.expected), 1e-4);
+}
+
+// Calls from the threads of a caller's own parallel region (each thread
+// its own call) run the program as they would alone: no kernel's loop may
+// share its work with the caller's team.
+TEST(ConcurrentBranches, CallsFromACallersParallelRegionGetWholeResults) {
+  for (bool concurrent : {false, true}) {
+    Compiled c = CompileChains(40, /*cross=*/false, concurrent);
+    double err[2] = {1, 1};
+#pragma omp parallel num_threads(2)
+    {
+      const int t = omp_get_thread_num();
+      if (t < 2) err[t] = MaxError(RunOnce(*c.exe, c.args), c.expected);
+    }
+    EXPECT_LT(err[0], 1e-4) << "concurrent_branches=" << concurrent;
+    EXPECT_LT(err[1], 1e-4) << "concurrent_branches=" << concurrent;
+  }
+}
+
+}  // namespace
+}  // namespace xonnx::cpu
