@@ -27,11 +27,21 @@ namespace {
 constexpr double kStepUs = 2;
 constexpr double kMacsPerUs = 25000;
 constexpr double kElementsPerUs = 1000;
-// Branches whose steps average more than this are left to share each step
-// between the threads: a large product or convolution keeps both busy.
-constexpr double kMaxMeanStepUs = 25;
-// Less overlap than this does not pay for the team's start.
-constexpr double kMinOverlapUs = 50;
+// Steps up to this run on one thread even when two are free (a product of
+// up to 2^18 multiply-adds, a fused loop of a few blocks, stay on one); a
+// larger step run in turn shares its work between the threads and takes
+// about half its time plus kSyncUs.
+constexpr double kSmallStepUs = 12;
+constexpr double kSyncUs = 2;
+// Each part may hold at most this many large steps (a direction's input
+// projection before its recurrence): runs of large steps side by side,
+// each on one core, ran slower than in turn, each on both (a GRU's and an
+// LSTM's steps at batch 4 and up: 2-34% slower), though the estimate gave
+// them a gain.
+constexpr int kMaxLargeSteps = 2;
+// A smaller estimated gain is not worth the team's start (a decoder step's
+// key and value paths, 27 us estimated, saved about that much).
+constexpr double kMinGainUs = 15;
 // How far past a split the search looks for the second part's end.
 constexpr int64_t kMaxScan = 4096;
 
@@ -75,12 +85,12 @@ bool RunsAlone(const Instruction* i) {
   }
 }
 
-// The best split at position m: the first part [first, m) as long as the
-// second [m, last] reads none of it, the second grown while the overlap
-// (the lesser part's work) grows.
+// A run [first, last] split at `split`, and the time running the parts at
+// once saves over running them in turn: each step in turn on both threads
+// (halved if large) against the longer part on one.
 struct Candidate {
   int64_t first = 0, split = 0, last = 0;
-  double overlap = 0;
+  double gain = 0;
 };
 
 }  // namespace
@@ -104,39 +114,41 @@ void PlanConcurrentBranches(Plan* plan) {
     for (const Instruction* x : i->operands()) add(x);
     for (const Instruction* x : plan->HiddenReads(i)) add(x);
   }
-  std::vector<double> prefix(n + 1, 0);  // work of positions [0, p)
-  std::vector<int64_t> steps(n + 1, 0);  // steps at positions [0, p)
+  // Prefix sums over positions [0, p): the steps' work on one thread, in
+  // turn on two, and the count of large steps.
+  std::vector<double> one(n + 1, 0), shared(n + 1, 0);
+  std::vector<int64_t> large(n + 1, 0);
   for (int64_t p = 0; p < n; ++p) {
-    prefix[p + 1] = prefix[p] + us[p];
-    steps[p + 1] = steps[p] + (us[p] > 0);
+    const bool big = us[p] > kSmallStepUs;
+    one[p + 1] = one[p] + us[p];
+    shared[p + 1] = shared[p] + (big ? us[p] / 2 + kSyncUs : us[p]);
+    large[p + 1] = large[p] + big;
   }
-  auto work = [&](int64_t a, int64_t b) { return prefix[b] - prefix[a]; };  // [a, b)
-  auto mean = [&](int64_t a, int64_t b) { return work(a, b) / std::max<int64_t>(1, steps[b] - steps[a]); };
+  auto work = [&](int64_t a, int64_t b) { return one[b] - one[a]; };  // [a, b)
   std::vector<Candidate> found;
   for (int64_t m = 1; m < n; ++m) {
-    // a: where the first part may start; it moves right as the second part
-    // reads later values below m.
-    int64_t a = 0, stop = std::min(n, m + kMaxScan);
+    // The second part [m, b] grows while it reads nothing of the first part
+    // [a, m); `a` moves right past every value below m it reads.
+    int64_t a = 0;
+    const int64_t stop = std::min(n, m + kMaxScan);
     Candidate best;
     for (int64_t b = m; b < stop; ++b) {
       for (int64_t r : reads[b])
         if (r < m) a = std::max(a, r + 1);
       if (alone[b] || a >= m) break;
-      const double left = work(a, m), right = work(m, b + 1);
-      const double overlap = std::min(left, right);
-      if (overlap > best.overlap) best = {a, m, b, overlap};
-      if (right >= left) break;  // the overlap can only shrink from here
+      const double gain = shared[b + 1] - shared[a] - std::max(work(a, m), work(m, b + 1));
+      if (gain > best.gain) best = {a, m, b, gain};
     }
-    if (best.overlap < kMinOverlapUs) continue;
-    // The first part's own start: no step of it may run alone either.
+    if (best.gain < kMinGainUs) continue;
     bool ok = true;
     for (int64_t p = best.first; p < best.split && ok; ++p) ok = !alone[p];
-    if (!ok || mean(best.first, best.split) > kMaxMeanStepUs || mean(best.split, best.last + 1) > kMaxMeanStepUs)
+    if (!ok || large[best.split] - large[best.first] > kMaxLargeSteps ||
+        large[best.last + 1] - large[best.split] > kMaxLargeSteps)
       continue;
     found.push_back(best);
   }
-  // The largest overlaps first, each run apart from those taken.
-  std::sort(found.begin(), found.end(), [](const Candidate& x, const Candidate& y) { return x.overlap > y.overlap; });
+  // The largest gains first, each run apart from those taken.
+  std::sort(found.begin(), found.end(), [](const Candidate& x, const Candidate& y) { return x.gain > y.gain; });
   std::vector<Plan::Branches> taken;
   for (const Candidate& c : found) {
     bool apart = std::all_of(taken.begin(), taken.end(),

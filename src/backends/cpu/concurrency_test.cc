@@ -23,22 +23,24 @@ using hlo::Shape;
 
 // Two recurrences over one input, as a bidirectional recurrent layer
 // imports: h_t = tanh(h_{t-1} . w + x_t) for `steps` steps in each
-// direction, each with its own weights, then both last states side by
-// side. With `cross`, the second chain's first step also reads the first
-// chain's last state, so the two cannot run at once.
-std::string TwoChains(int steps, bool cross) {
+// direction, each with its own weights, over `rows` rows (the batch), then
+// both last states side by side. With `cross`, the second chain's first
+// step also reads the first chain's last state, so the two cannot run at
+// once.
+std::string TwoChains(int steps, bool cross, int rows = 1) {
   std::string body;
   auto chain = [&](const std::string& d, const std::string& w, const std::string& h0) {
     std::string h = h0;
     for (int t = 0; t < steps; ++t) {
       const std::string p = absl::StrCat(d, "p", t), s = absl::StrCat(d, "s", t), x = absl::StrCat(d, "x", t);
-      const int row = d == "f" ? t : steps - 1 - t;
-      absl::StrAppend(&body, "  ", x, " = f32[1,192]{1,0} slice(xs), slice={[", row, ":", row + 1, "], [0:192]}\n");
-      absl::StrAppend(&body, "  ", p, " = f32[1,192]{1,0} dot(", h, ", ", w,
+      const int row = (d == "f" ? t : steps - 1 - t) * rows;
+      const std::string v = absl::StrCat("f32[", rows, ",192]{1,0}");
+      absl::StrAppend(&body, "  ", x, " = ", v, " slice(xs), slice={[", row, ":", row + rows, "], [0:192]}\n");
+      absl::StrAppend(&body, "  ", p, " = ", v, " dot(", h, ", ", w,
                       "), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n");
-      absl::StrAppend(&body, "  ", s, " = f32[1,192]{1,0} add(", p, ", ", x, ")\n");
+      absl::StrAppend(&body, "  ", s, " = ", v, " add(", p, ", ", x, ")\n");
       h = absl::StrCat(d, "h", t);
-      absl::StrAppend(&body, "  ", h, " = f32[1,192]{1,0} tanh(", s, ")\n");
+      absl::StrAppend(&body, "  ", h, " = ", v, " tanh(", s, ")\n");
     }
     return h;
   };
@@ -48,12 +50,13 @@ std::string TwoChains(int steps, bool cross) {
 
 ENTRY main {
   xs = f32[)",
-                      steps, R"(,192]{1,0} parameter(0)
-  h0 = f32[1,192]{1,0} parameter(1)
+                      steps * rows, R"(,192]{1,0} parameter(0)
+  h0 = f32[)",
+                      rows, R"(,192]{1,0} parameter(1)
   wf = f32[192,192]{1,0} parameter(2)
   wb = f32[192,192]{1,0} parameter(3)
 )",
-                      body, "  ROOT out = f32[2,192]{1,0} concatenate(", last_f, ", ", last_b,
+                      body, "  ROOT out = f32[", 2 * rows, ",192]{1,0} concatenate(", last_f, ", ", last_b,
                       "), dimensions={0}\n}\n");
 }
 
@@ -80,8 +83,8 @@ struct Compiled {
   Literal expected;
 };
 
-Compiled CompileChains(int steps, bool cross, bool concurrent) {
-  auto m = hlo::ParseText(TwoChains(steps, cross));
+Compiled CompileChains(int steps, bool cross, bool concurrent, int rows = 1) {
+  auto m = hlo::ParseText(TwoChains(steps, cross, rows));
   EXPECT_TRUE(m.ok()) << m.status();
   Compiled c;
   const hlo::Computation& entry = *(*m)->entry();
@@ -141,9 +144,17 @@ TEST(ConcurrentBranches, DependentChainsRunInTurn) {
   EXPECT_LT(MaxError(RunOnce(*c.exe, c.args), c.expected), 1e-4);
 }
 
-// Too little work to pay for a team's start: a few steps run in turn.
+// Too little work to pay for a team's start: one step each runs in turn.
 TEST(ConcurrentBranches, ShortChainsRunInTurn) {
-  Compiled c = CompileChains(2, /*cross=*/false, /*concurrent=*/true);
+  Compiled c = CompileChains(1, /*cross=*/false, /*concurrent=*/true);
+  EXPECT_FALSE(absl::StrContains(c.exe->KernelListing(), "concurrent run")) << c.exe->KernelListing();
+  EXPECT_LT(MaxError(RunOnce(*c.exe, c.args), c.expected), 1e-4);
+}
+
+// Steps large enough to share between the threads (a recurrence over a
+// batch of 64) run in turn, each on both.
+TEST(ConcurrentBranches, LargeStepsRunInTurn) {
+  Compiled c = CompileChains(40, /*cross=*/false, /*concurrent=*/true, /*rows=*/64);
   EXPECT_FALSE(absl::StrContains(c.exe->KernelListing(), "concurrent run")) << c.exe->KernelListing();
   EXPECT_LT(MaxError(RunOnce(*c.exe, c.args), c.expected), 1e-4);
 }
