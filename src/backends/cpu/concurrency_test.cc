@@ -129,8 +129,11 @@ TEST(ConcurrentBranches, TwoRecurrencesRunAtOnceWithTheSameResults) {
   // Neither part may take the other's bytes: the arena holds every step
   // value of the run at once.
   EXPECT_GT(on.exe->arena_bytes(), off.exe->arena_bytes());
+  const int threads = omp_get_max_threads();
   for (int call = 0; call < 20; ++call) {
     Literal a = RunOnce(*on.exe, on.args), b = RunOnce(*off.exe, off.args);
+    // The parts' one-thread setting stays inside the run.
+    EXPECT_EQ(omp_get_max_threads(), threads);
     EXPECT_LT(MaxError(a, on.expected), 1e-4) << "call " << call;
     ASSERT_EQ(std::memcmp(a.untyped_data(), b.untyped_data(), a.size_bytes()), 0) << "call " << call;
   }
