@@ -10,6 +10,8 @@
 // cache. Importers write such independent parts one after the other, so a
 // run [first, last] of the program is split at one position: nothing in
 // [split, last] reads a value of [first, split).
+#include <omp.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -27,10 +29,11 @@ namespace {
 constexpr double kStepUs = 2;
 constexpr double kMacsPerUs = 25000;
 constexpr double kElementsPerUs = 1000;
-// Steps up to this run on one thread even when two are free (a product of
+// Steps up to this run on one thread even when more are free (a product of
 // up to 2^18 multiply-adds, a fused loop of a few blocks, stay on one); a
-// larger step run in turn shares its work between the threads and takes
-// about half its time plus kSyncUs.
+// larger step run in turn shares its work between the threads (as many as
+// the compiling thread's OpenMP team has) and takes its share plus
+// kSyncUs.
 constexpr double kSmallStepUs = 12;
 constexpr double kSyncUs = 2;
 // Each part may hold at most this many large steps (a direction's input
@@ -86,8 +89,8 @@ bool RunsAlone(const Instruction* i) {
 }
 
 // A run [first, last] split at `split`, and the time running the parts at
-// once saves over running them in turn: each step in turn on both threads
-// (halved if large) against the longer part on one.
+// once saves over running them in turn: each step in turn on all threads
+// (shared if large) against the longer part on one.
 struct Candidate {
   int64_t first = 0, split = 0, last = 0;
   double gain = 0;
@@ -96,6 +99,8 @@ struct Candidate {
 }  // namespace
 
 void PlanConcurrentBranches(Plan* plan) {
+  const int threads = omp_get_max_threads();
+  if (threads < 2) return;  // the parts would run in turn
   const auto& order = plan->order();
   const int64_t n = order.size();
   // Per position: the step's work (0: no step), and the latest position of
@@ -121,7 +126,7 @@ void PlanConcurrentBranches(Plan* plan) {
   for (int64_t p = 0; p < n; ++p) {
     const bool big = us[p] > kSmallStepUs;
     one[p + 1] = one[p] + us[p];
-    shared[p + 1] = shared[p] + (big ? us[p] / 2 + kSyncUs : us[p]);
+    shared[p + 1] = shared[p] + (big ? us[p] / threads + kSyncUs : us[p]);
     large[p + 1] = large[p] + big;
   }
   auto work = [&](int64_t a, int64_t b) { return one[b] - one[a]; };  // [a, b)

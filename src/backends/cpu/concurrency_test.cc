@@ -77,6 +77,18 @@ Literal RunOnce(const Executable& exe, const std::vector<Literal>& args) {
   return out;
 }
 
+// Two OpenMP threads for the test's compilations and calls, whatever the
+// machine or OMP_NUM_THREADS says: the planner plans for the compiling
+// thread's team, and a run needs two.
+class TwoThreads {
+ public:
+  TwoThreads() : before_(omp_get_max_threads()) { omp_set_num_threads(2); }
+  ~TwoThreads() { omp_set_num_threads(before_); }
+
+ private:
+  int before_;
+};
+
 struct Compiled {
   std::unique_ptr<Executable> exe;
   std::vector<Literal> args;
@@ -113,6 +125,7 @@ double MaxError(const Literal& got, const Literal& want) {
 // The two directions run at once, each chain's steps in one part, and
 // give the evaluator's results and, bit for bit, those of running in turn.
 TEST(ConcurrentBranches, TwoRecurrencesRunAtOnceWithTheSameResults) {
+  TwoThreads two;
   Compiled on = CompileChains(40, /*cross=*/false, /*concurrent=*/true);
   Compiled off = CompileChains(40, /*cross=*/false, /*concurrent=*/false);
   const std::string listing = on.exe->KernelListing();
@@ -142,6 +155,7 @@ TEST(ConcurrentBranches, TwoRecurrencesRunAtOnceWithTheSameResults) {
 // When the second chain starts from the first one's result, nothing runs
 // at once.
 TEST(ConcurrentBranches, DependentChainsRunInTurn) {
+  TwoThreads two;
   Compiled c = CompileChains(40, /*cross=*/true, /*concurrent=*/true);
   EXPECT_FALSE(absl::StrContains(c.exe->KernelListing(), "concurrent run")) << c.exe->KernelListing();
   EXPECT_LT(MaxError(RunOnce(*c.exe, c.args), c.expected), 1e-4);
@@ -149,6 +163,7 @@ TEST(ConcurrentBranches, DependentChainsRunInTurn) {
 
 // Too little work to pay for a team's start: one step each runs in turn.
 TEST(ConcurrentBranches, ShortChainsRunInTurn) {
+  TwoThreads two;
   Compiled c = CompileChains(1, /*cross=*/false, /*concurrent=*/true);
   EXPECT_FALSE(absl::StrContains(c.exe->KernelListing(), "concurrent run")) << c.exe->KernelListing();
   EXPECT_LT(MaxError(RunOnce(*c.exe, c.args), c.expected), 1e-4);
@@ -157,6 +172,7 @@ TEST(ConcurrentBranches, ShortChainsRunInTurn) {
 // Steps large enough to share between the threads (a recurrence over a
 // batch of 64) run in turn, each on both.
 TEST(ConcurrentBranches, LargeStepsRunInTurn) {
+  TwoThreads two;
   Compiled c = CompileChains(40, /*cross=*/false, /*concurrent=*/true, /*rows=*/64);
   EXPECT_FALSE(absl::StrContains(c.exe->KernelListing(), "concurrent run")) << c.exe->KernelListing();
   EXPECT_LT(MaxError(RunOnce(*c.exe, c.args), c.expected), 1e-4);
@@ -166,6 +182,7 @@ TEST(ConcurrentBranches, LargeStepsRunInTurn) {
 // its own call) run the program as they would alone: no kernel's loop may
 // share its work with the caller's team.
 TEST(ConcurrentBranches, CallsFromACallersParallelRegionGetWholeResults) {
+  TwoThreads two;
   for (bool concurrent : {false, true}) {
     Compiled c = CompileChains(40, /*cross=*/false, concurrent);
     double err[2] = {1, 1};
