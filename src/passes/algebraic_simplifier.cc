@@ -68,6 +68,36 @@ bool IntegralValued(const Instruction* i, int depth = 0) {
   }
 }
 
+// convolution(pad(x, 0), w) -> convolution(x, w) with the pad's edges
+// added to the window's padding, which pads with zeros too: explicit Pad
+// nodes before a Conv (causal and "same" padding written out, models
+// converted from frameworks that pad separately) then cost no pass over the
+// input. Only edges on spatial dims fold, and only where the window has no
+// base dilation (there its padding applies to the dilated input).
+bool FoldPadIntoConvolution(Instruction* conv) {
+  const Instruction* pad = conv->operand(0);
+  if (pad->opcode() != Opcode::kPad || !IsValue(pad->operand(1), 0)) return false;
+  const auto& dn = conv->conv_dnums;
+  const auto& config = pad->padding_config;
+  for (size_t d = 0; d < config.size(); ++d) {
+    if (config[d].interior_padding != 0 || config[d].edge_padding_low < 0 || config[d].edge_padding_high < 0)
+      return false;
+    bool spatial = std::find(dn.input_spatial_dimensions.begin(), dn.input_spatial_dimensions.end(),
+                             static_cast<int64_t>(d)) != dn.input_spatial_dimensions.end();
+    if (!spatial && (config[d].edge_padding_low != 0 || config[d].edge_padding_high != 0)) return false;
+  }
+  if (conv->window.dimensions.size() != dn.input_spatial_dimensions.size()) return false;
+  for (const auto& w : conv->window.dimensions)
+    if (w.base_dilation != 1) return false;
+  for (size_t k = 0; k < dn.input_spatial_dimensions.size(); ++k) {
+    const auto& p = config[dn.input_spatial_dimensions[k]];
+    conv->window.dimensions[k].padding_low += p.edge_padding_low;
+    conv->window.dimensions[k].padding_high += p.edge_padding_high;
+  }
+  conv->ReplaceOperand(0, pad->operand(0));
+  return true;
+}
+
 // Returns the replacement for `i`, or null to keep it. May add instructions to `c`.
 Instruction* Simplify(hlo::Computation* c, Instruction* i) {
   const auto& ops = i->operands();
@@ -150,6 +180,9 @@ Instruction* Simplify(hlo::Computation* c, Instruction* i) {
       break;
     case Opcode::kConcatenate:
       if (ops.size() == 1) return ops[0];  // concatenate(x) -> x
+      break;
+    case Opcode::kConvolution:
+      if (FoldPadIntoConvolution(i)) return i;
       break;
     default:
       break;

@@ -211,6 +211,49 @@ ENTRY main {
 )");
 }
 
+TEST(AlgebraicSimplifier, ZeroPadOfSpatialDimsFoldsIntoConvolution) {
+  // A causal pad (zeros before the time axis) becomes the window's padding;
+  // a pad of the feature dim, a pad by a non-zero value and a pad before a
+  // base-dilated (transposed) window stay.
+  AlgebraicSimplifier s;
+  EXPECT_EQ(Apply(s, R"(HloModule m
+
+ENTRY main {
+  x = f32[2,8,3]{2,1,0} parameter(0)
+  w = f32[4,3,3]{2,1,0} parameter(1)
+  z = f32[] constant(0)
+  one = f32[] constant(1)
+  p = f32[2,12,3]{2,1,0} pad(x, z), padding=0_0x4_0x0_0
+  a = f32[2,9,4]{2,1,0} convolution(p, w), window={size=3 pad=0_1 rhs_dilate=2}, dim_labels=b0f_oi0->b0f
+  pf = f32[2,8,4]{2,1,0} pad(x, z), padding=0_0x0_0x0_1
+  w4 = f32[4,4,3]{2,1,0} parameter(2)
+  b = f32[2,6,4]{2,1,0} convolution(pf, w4), window={size=3}, dim_labels=b0f_oi0->b0f
+  p1 = f32[2,12,3]{2,1,0} pad(x, one), padding=0_0x4_0x0_0
+  c = f32[2,10,4]{2,1,0} convolution(p1, w), window={size=3}, dim_labels=b0f_oi0->b0f
+  d = f32[2,21,4]{2,1,0} convolution(p, w), window={size=3 lhs_dilate=2}, dim_labels=b0f_oi0->b0f
+  ROOT t = (f32[2,9,4]{2,1,0}, f32[2,6,4]{2,1,0}, f32[2,10,4]{2,1,0}, f32[2,21,4]{2,1,0}) tuple(a, b, c, d)
+}
+)"),
+            R"(HloModule m
+
+ENTRY main {
+  x = f32[2,8,3]{2,1,0} parameter(0)
+  w = f32[4,3,3]{2,1,0} parameter(1)
+  w4 = f32[4,4,3]{2,1,0} parameter(2)
+  a = f32[2,9,4]{2,1,0} convolution(x, w), window={size=3 pad=4_1 rhs_dilate=2}, dim_labels=b0f_oi0->b0f
+  z = f32[] constant(0)
+  pf = f32[2,8,4]{2,1,0} pad(x, z), padding=0_0x0_0x0_1
+  b = f32[2,6,4]{2,1,0} convolution(pf, w4), window={size=3}, dim_labels=b0f_oi0->b0f
+  one = f32[] constant(1)
+  p1 = f32[2,12,3]{2,1,0} pad(x, one), padding=0_0x4_0x0_0
+  c = f32[2,10,4]{2,1,0} convolution(p1, w), window={size=3}, dim_labels=b0f_oi0->b0f
+  p = f32[2,12,3]{2,1,0} pad(x, z), padding=0_0x4_0x0_0
+  d = f32[2,21,4]{2,1,0} convolution(p, w), window={size=3 lhs_dilate=2}, dim_labels=b0f_oi0->b0f
+  ROOT t = (f32[2,9,4]{2,1,0}, f32[2,6,4]{2,1,0}, f32[2,10,4]{2,1,0}, f32[2,21,4]{2,1,0}) tuple(a, b, c, d)
+}
+)");
+}
+
 TEST(AlgebraicSimplifier, KeepsFloatAddOfZero) {
   // x + 0 is not x for x = -0.0, so floats keep the add.
   AlgebraicSimplifier s;
