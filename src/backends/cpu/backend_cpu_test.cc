@@ -189,6 +189,38 @@ std::vector<Case> Cases() {
          y = b.Binary(Opcode::kAdd, y, b.Unary(Opcode::kTanh, p[3]));
          return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
        }},
+      // A residual joined after the activation (a block ending in its own
+      // ReLU or swish before the skip add) is a sum post-op after the
+      // eltwise one: each product is one kernel, the adds included.
+      {"nhwc_conv_activation_then_residual",
+       {Shape(F32, {1, 7, 7, 8}), Shape(F32, {8, 8, 3, 3}), Shape(F32, {8}), Shape(F32, {1, 7, 7, 8})},
+       [](Builder& b, auto p) {
+         ConvolutionDimensionNumbers d;
+         d.input_feature_dimension = d.output_feature_dimension = 3;
+         d.input_spatial_dimensions = d.output_spatial_dimensions = {1, 2};
+         d.kernel_spatial_dimensions = {2, 3};
+         auto* c = b.Convolution(p[0], p[1], Win2d(3, 1, 1), d, 1);
+         auto* y = b.Binary(Opcode::kAdd, c, b.Broadcast(p[2], c->shape().dims, {3}));
+         y = b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
+         auto* r = b.Binary(Opcode::kAdd, p[3], y);
+         auto* c2 = b.Convolution(r, p[1], Win2d(3, 1, 1), d, 1);
+         auto* z = b.Binary(Opcode::kAdd, c2, b.Broadcast(p[2], c2->shape().dims, {3}));
+         z = b.Binary(Opcode::kMultiply, z, b.Unary(Opcode::kLogistic, z));
+         return b.Binary(Opcode::kAdd, z, r);
+       },
+       {{"dnnl-conv", 2}}},
+      // A tanh after a convolution's bias is a post-op too.
+      {"nhwc_conv_bias_tanh",
+       {Shape(F32, {1, 7, 7, 8}), Shape(F32, {8, 8, 3, 3}), Shape(F32, {8})},
+       [](Builder& b, auto p) {
+         ConvolutionDimensionNumbers d;
+         d.input_feature_dimension = d.output_feature_dimension = 3;
+         d.input_spatial_dimensions = d.output_spatial_dimensions = {1, 2};
+         d.kernel_spatial_dimensions = {2, 3};
+         auto* c = b.Convolution(p[0], p[1], Win2d(3, 1, 1), d, 1);
+         return b.Unary(Opcode::kTanh, b.Binary(Opcode::kAdd, c, b.Broadcast(p[2], c->shape().dims, {3})));
+       },
+       {{"dnnl-conv", 1}}},
       // 3x3 convolutions with constant weights: 64 channels each way run
       // Winograd's algorithm on blocked copies of the activations (with the
       // bias, the residual and the ReLU as post-ops); 32 channels stay direct.
@@ -405,6 +437,37 @@ std::vector<Case> Cases() {
          return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
        },
        {{"dnnl-matmul", 1}}},
+      // GELU as exporters write it, recognized by what it computes
+      // (ProbeActivation) and folded into each product as a post-op: the
+      // erf form with the 0.5 last or first and 1/sqrt(2) as a divisor or a
+      // factor, and the tanh form with x * x * x. A tanh form with 0.05 for
+      // 0.044715 is another function and stays a fused loop.
+      {"dot_bias_gelu_forms",
+       {Shape(F32, {6, 7}), Shape(F32, {7, 5}), Shape(F32, {5})},
+       [](Builder& b, auto p) {
+         auto k = [&](double v) { return b.Broadcast(b.ScalarConstant(F32, v), {6, 5}, {}); };
+         auto product = [&]() {
+           auto* y = b.Dot(p[0], p[1], DotDims(1, 0));
+           return b.Binary(Opcode::kAdd, y, b.Broadcast(p[2], y->shape().dims, {1}));
+         };
+         auto* x = product();
+         auto* e = b.Unary(Opcode::kErf, b.Binary(Opcode::kDivide, x, k(1.4142135)));
+         auto* torch_form =
+             b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, x, b.Binary(Opcode::kAdd, e, k(1))), k(0.5));
+         x = product();
+         e = b.Unary(Opcode::kErf, b.Binary(Opcode::kMultiply, k(0.70710678), x));
+         auto* half_first =
+             b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, k(0.5), x), b.Binary(Opcode::kAdd, k(1), e));
+         auto tanh_form = [&](double c) {
+           auto* y = product();
+           auto* cube = b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, y, y), y);
+           auto* inner = b.Binary(Opcode::kAdd, y, b.Binary(Opcode::kMultiply, k(c), cube));
+           auto* t = b.Unary(Opcode::kTanh, b.Binary(Opcode::kMultiply, k(0.7978845608), inner));
+           return b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, k(0.5), y), b.Binary(Opcode::kAdd, k(1), t));
+         };
+         return b.Tuple({torch_form, half_first, tanh_form(0.044715), tanh_form(0.05)});
+       },
+       {{"dnnl-matmul", 4}, {"fusion", 1}}},
       // Matrix-vector products with constant weights (a recurrent step, a
       // classifier head): both weight layouts, rank-1 and rank-2 rows,
       // column counts that leave a partial panel and groups of panels, and
@@ -432,9 +495,10 @@ std::vector<Case> Cases() {
          hr = b.Binary(Opcode::kAdd, hr, b.Broadcast(b.Slice(p[4], {5}, {10}, {1}), {3, 5}, {1}));
          return b.Unary(Opcode::kTanh, b.Binary(Opcode::kAdd, xw, hr));
        },
-       // The second product takes the first as its residual; the biases are
-       // computed slices the arena must keep until the products run.
-       {{"dnnl-matmul", 2}, {"fusion", 1}, {"slice", 2}}},
+       // The second product takes the first as its residual and the tanh as
+       // a post-op; the biases are computed slices the arena must keep
+       // until the products run.
+       {{"dnnl-matmul", 2}, {"slice", 2}}},
       {"attention_heads_read_in_place",
        {Shape(F32, {8, 1, 48})},
        [](Builder& b, auto p) {

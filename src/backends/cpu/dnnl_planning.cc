@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "backends/cpu/activation_probe.h"
 #include "backends/cpu/planners.h"
 #include "backends/cpu/thunks.h"
 
@@ -63,7 +64,8 @@ std::optional<std::pair<std::vector<Instruction*>, std::pair<float, float>>> Mat
 }
 
 // Matches the activation after `last` (relu, clip, sigmoid, swish, hard
-// sigmoid or hard swish) into e; returns the op that ends the epilogue
+// sigmoid or hard swish by their forms; tanh and GELU by what they
+// compute, ProbeActivation) into e; returns the op that ends the epilogue
 // then, `last` when none matches.
 template <typename SingleUser>
 Instruction* MatchActivation(const Plan& plan, Instruction* last, const SingleUser& single_user, Epilogue* e,
@@ -131,6 +133,14 @@ Instruction* MatchActivation(const Plan& plan, Instruction* last, const SingleUs
       last = mul;
     }
   }
+  if (e->activation == Epilogue::kNone) {
+    auto taken = [&](const Instruction* i) { return plan.epilogues.absorbed.contains(i); };
+    if (auto probed = ProbeActivation(plan, last, taken)) {
+      e->activation = probed->activation;
+      absorbed->insert(absorbed->end(), probed->region.begin(), probed->region.end());
+      last = probed->region.back();
+    }
+  }
   return last;
 }
 
@@ -158,7 +168,7 @@ void MarkUnused(Plan* plan) {
 }  // namespace
 
 // conv -> add(per-channel bias) -> add(residual) -> relu | clamp | swish | sigmoid
-// becomes one oneDNN convolution with bias and post-ops, and likewise a
+// (or the residual added after the activation) becomes one oneDNN convolution with bias and post-ops, and likewise a
 // dot with a per-column bias (ONNX MatMul + Add, Gemm) becomes one oneDNN
 // matmul. A dot's result may be reshaped on the way to its epilogue (the
 // importer flattens MatMul's leading dims): a row-major reshape that keeps
@@ -219,17 +229,23 @@ void PlanEpilogues(Plan* plan) {
         absorbed.push_back(add);
       }
     }
-    // A residual connection: add(op + bias, r) with r of the same shape.
-    if (Instruction* add = single_user(last); add && add->opcode() == Opcode::kAdd) {
+    // A residual connection: add(op + bias, r) with r of the same shape,
+    // before the activation or, where none was before it, after it.
+    auto match_residual = [&]() {
+      Instruction* add = single_user(last);
+      if (!add || add->opcode() != Opcode::kAdd) return false;
       Instruction* other = add->operand(0) == last ? add->operand(1) : add->operand(0);
-      if (other != last && other->opcode() != Opcode::kBroadcast && other->shape().Compatible(last->shape()) &&
-          plan->KeptByEpilogues(other) && other->opcode() != Opcode::kConvolution) {
-        e.residual = other;
-        last = add;
-        absorbed.push_back(add);
-      }
-    }
+      if (other == last || other->opcode() == Opcode::kBroadcast || !other->shape().Compatible(last->shape()) ||
+          !plan->KeptByEpilogues(other) || other->opcode() == Opcode::kConvolution)
+        return false;
+      e.residual = other;
+      last = add;
+      absorbed.push_back(add);
+      return true;
+    };
+    match_residual();
     last = MatchActivation(*plan, last, single_user, &e, &absorbed);
+    if (!e.residual && e.activation != Epilogue::kNone && match_residual()) e.residual_after_activation = true;
     // Reshapes alone are free already; they join only with real work.
     if (last == value) continue;
     epilogues.of[c] = e;

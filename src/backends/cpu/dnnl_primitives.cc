@@ -271,7 +271,9 @@ void MakeReorder(std::optional<PrimitiveRunner>& r, const dnnl::reorder::primiti
 // the time of oneDNN 2.6's swish post-op, more than paying for reading the
 // result once more while it is in cache; at batch 64, where it no longer
 // is, the two measured the same. Narrower builds keep the post-op.
-bool SwishAfter(const Epilogue& epilogue) { return epilogue.activation == Epilogue::kSwish && VectorMathIs16Wide(); }
+bool SwishAfter(const Epilogue& epilogue) {
+  return epilogue.activation == Epilogue::kSwish && !epilogue.residual_after_activation && VectorMathIs16Wide();
+}
 
 // y = swish(y) over a primitive's result, split across the threads.
 void SwishInPlace(void* data, size_t bytes) {
@@ -286,12 +288,13 @@ void SwishInPlace(void* data, size_t bytes) {
 // The epilogue as oneDNN post-ops, with the user-provided scratchpad. The
 // residual is a sum post-op: the output buffer is filled with it first and
 // the primitive accumulates into it (oneDNN keeps its fast kernels for sum,
-// unlike a full-tensor binary post-op). A swish that SwishAfter runs
-// afterwards is left out.
+// unlike a full-tensor binary post-op); post-ops apply in order, so a sum
+// after the activation adds the residual to the activation's result. A
+// swish that SwishAfter runs afterwards is left out.
 dnnl::primitive_attr EpilogueAttr(const Epilogue& epilogue) {
   dnnl::primitive_attr attr = UserScratchpad();
   dnnl::post_ops po;
-  if (epilogue.residual) po.append_sum(1.0f);
+  if (epilogue.residual && !epilogue.residual_after_activation) po.append_sum(1.0f);
   if (SwishAfter(epilogue)) {
     attr.set_post_ops(po);
     return attr;
@@ -318,7 +321,17 @@ dnnl::primitive_attr EpilogueAttr(const Epilogue& epilogue) {
     case Epilogue::kHardSwish:  // x * relu6(x + 3) / 6
       po.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f);
       break;
+    case Epilogue::kTanh:
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_tanh, 0.f, 0.f);
+      break;
+    case Epilogue::kGeluErf:
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f);
+      break;
+    case Epilogue::kGeluTanh:
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
+      break;
   }
+  if (epilogue.residual && epilogue.residual_after_activation) po.append_sum(1.0f);
   attr.set_post_ops(po);
   return attr;
 }

@@ -88,11 +88,25 @@ float ReduceContiguousF32(hlo::Opcode op, float init, const float* x, int64_t n)
 bool ElementwiseF32(const hlo::Instruction& in, const float* a, const float* b, float* y, int64_t n);
 
 // Work folded into a convolution or a matrix product as oneDNN bias and
-// post-ops: y = act(op + bias + residual).
+// post-ops: y = act(op + bias + residual), or act(op + bias) + residual
+// where the residual connection joins after the activation (a block that
+// ends in its own ReLU before the skip add).
 struct Epilogue {
   const hlo::Instruction* bias = nullptr;      // the output features' (conv) or columns' (dot) values in order, or null
   const hlo::Instruction* residual = nullptr;  // a tensor of the output's shape added after the bias, or null
-  enum Activation { kNone, kRelu, kClip, kSwish, kSigmoid, kHardSigmoid, kHardSwish } activation = kNone;
+  bool residual_after_activation = false;      // the residual is added last, to the activation's result
+  enum Activation {
+    kNone,
+    kRelu,
+    kClip,
+    kSwish,
+    kSigmoid,
+    kHardSigmoid,
+    kHardSwish,
+    kTanh,
+    kGeluErf,   // x/2 (1 + erf(x / sqrt 2))
+    kGeluTanh,  // x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  } activation = kNone;
   // kClip: the bounds; kHardSigmoid: clamp(a x + b, 0, 1) with a = lo, b = hi.
   float lo = 0, hi = 0;
 };
