@@ -313,6 +313,57 @@ std::vector<Case> Cases() {
          return b.Tuple({b.Dot(p[0], p[1], DotDims(3, 1)), b.Dot(p[2], p[3], two), b.Dot(p[4], p[5], DotDims(1, 0))});
        },
        {{"dnnl-matmul", 3}, {"transpose", 1}}},
+      // Two fire modules (SqueezeNet's form) with a max pool between them:
+      // the squeeze convolution's result, both expand branches (the 3x3 one
+      // too), their concatenation and the pool stay blocked, the
+      // concatenation copying each branch's blocks per image and the pool
+      // running on oneDNN's blocked kernel; the squeeze convolution after
+      // the pool reads it blocked. The second module's branches are
+      // transposed back to channels-first for the result, so they and its
+      // concatenation are plain.
+      {"blocked_fire_modules",
+       {Shape(F32, {2, 32, 13, 13})},
+       [](Builder& b, auto p) {
+         uint32_t seed = 40;
+         auto conv = [&](Instruction* x, int64_t oc, int64_t k) {
+           int64_t ic = x->shape().dims[1];
+           auto* c =
+               b.Convolution(x, b.Constant(Weights(Shape(F32, {oc, ic, k, k}), seed++)), Win2d(k, 1, k / 2), Nchw(), 1);
+           auto* y = b.Binary(Opcode::kAdd, c,
+                              b.Broadcast(b.Constant(Random(Shape(F32, {oc}), seed++)), c->shape().dims, {1}));
+           return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
+         };
+         auto fire = [&](Instruction* x) {
+           auto* s = conv(x, 16, 1);
+           return b.Concatenate({conv(s, 32, 1), conv(s, 32, 3)}, 1);
+         };
+         Window w;
+         w.dimensions.resize(4, WindowDimension{1, 1, 0, 0, 1, 1, false});
+         for (int d = 2; d < 4; ++d) w.dimensions[d] = WindowDimension{3, 2, 0, 0, 1, 1, false};
+         auto* pool =
+             b.ReduceWindow(fire(p[0]), b.ScalarConstant(F32, -INFINITY), w, b.ScalarReducer(Opcode::kMaximum, F32));
+         return fire(pool);
+       },
+       {{"concatenate", 1},
+        {"concatenate-blocked", 1},
+        {"dnnl-conv", 3},
+        {"dnnl-conv-blocked", 3},
+        {"dnnl-pool-blocked", 1},
+        {"transpose", 3}}},
+      // A concatenation of 24 and 32 channels on activations outgrowing the
+      // caches: both parts and the result take blocks of 8, and the 1x1
+      // convolutions after it read and write them so.
+      {"blocked_concatenation_in_blocks_of_8",
+       {Shape(F32, {1, 32, 160, 160})},
+       [](Builder& b, auto p) {
+         uint32_t seed = 60;
+         auto conv = [&](Instruction* x, int64_t oc) {
+           int64_t ic = x->shape().dims[1];
+           return b.Convolution(x, b.Constant(Weights(Shape(F32, {oc, ic, 1, 1}), seed++)), Win2d(1, 1, 0), Nchw(), 1);
+         };
+         return conv(conv(b.Concatenate({conv(p[0], 24), conv(p[0], 32)}, 1), 32), 16);
+       },
+       {{"concatenate-blocked", 1}, {"dnnl-conv", 1}, {"dnnl-conv-blocked", 3}, {"transpose", 2}}},
       // Two bottleneck blocks of 64 and 128 channels (ResNet's form): the
       // values between their 1x1 and Winograd convolutions, and the
       // residual chain d -> y1 -> y2, stay in oneDNN's blocked layout. At

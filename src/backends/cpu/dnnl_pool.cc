@@ -1,6 +1,7 @@
 // Max pooling on oneDNN's pooling primitive: a reduce-window by maximum from
 // -inf (or the lowest float) over the spatial dims of channels-last (or channels-first) f32
-// activations, as the importer writes MaxPool and the layout pass leaves it.
+// activations, as the importer writes MaxPool and the layout pass leaves it,
+// or of blocked ones where the blocked-layout planner keeps them so.
 // oneDNN's kernel reads each input row once per window row with the
 // channels vectorized; the generic reduce-window kernel walked every window
 // position per output.
@@ -38,9 +39,9 @@ std::optional<bool> PoolChannelsLast(const hlo::Window& w) {
   return std::nullopt;
 }
 
-}  // namespace
-
-std::optional<Thunk> MakeDnnlPoolThunk(const hlo::Instruction& in, const ThunkIo& io) {
+// Whether the reduce-window is a max pool of f32 values from -inf (or the
+// lowest float) over spatial dims, and their layout when it is.
+std::optional<bool> MaxPoolLayout(const hlo::Instruction& in) {
   const hlo::Shape& xs = in.operand(0)->shape();
   const hlo::Shape& os = in.shape();
   if (in.operand_count() != 2 || xs.element_type != hlo::F32 || !os.IsArray() || os.ElementCount() == 0) return {};
@@ -52,10 +53,30 @@ std::optional<Thunk> MakeDnnlPoolThunk(const hlo::Instruction& in, const ThunkIo
   std::optional<bool> channels_last = PoolChannelsLast(in.window);
   if (!channels_last) return std::nullopt;
   int64_t r = xs.rank(), first = *channels_last ? 1 : 2;
-  memory::dims strides, kernel, dilation, pad_l, pad_r;
   for (int64_t d = first; d < first + r - 2; ++d) {
     const hlo::WindowDimension& w = in.window.dimensions[d];
     if (w.base_dilation != 1 || w.window_reversal || w.padding_low < 0 || w.padding_high < 0) return std::nullopt;
+  }
+  return channels_last;
+}
+
+}  // namespace
+
+bool DnnlChannelsLastMaxPool(const hlo::Instruction& in) {
+  if (in.opcode() != hlo::Opcode::kReduceWindow) return false;
+  std::optional<bool> channels_last = MaxPoolLayout(in);
+  return channels_last && *channels_last;
+}
+
+std::optional<Thunk> MakeDnnlPoolThunk(const hlo::Instruction& in, const ThunkIo& io, int block) {
+  std::optional<bool> channels_last = MaxPoolLayout(in);
+  if (!channels_last || (block && (!*channels_last || in.shape().rank() != 4))) return std::nullopt;
+  const hlo::Shape& xs = in.operand(0)->shape();
+  const hlo::Shape& os = in.shape();
+  int64_t r = xs.rank(), first = *channels_last ? 1 : 2;
+  memory::dims strides, kernel, dilation, pad_l, pad_r;
+  for (int64_t d = first; d < first + r - 2; ++d) {
+    const hlo::WindowDimension& w = in.window.dimensions[d];
     strides.push_back(w.stride);
     kernel.push_back(w.size);
     dilation.push_back(w.window_dilation - 1);
@@ -68,7 +89,7 @@ std::optional<Thunk> MakeDnnlPoolThunk(const hlo::Instruction& in, const ThunkIo
     l.insert(l.end(), dims.begin() + 1, dims.end() - 1);
     return l;
   };
-  Tag tag = *channels_last ? ChannelsLastTag(r) : PlainTag(r);
+  Tag tag = block ? BlockedTag(block) : *channels_last ? ChannelsLastTag(r) : PlainTag(r);
   try {
     auto st = std::make_shared<PoolState>();
     memory::desc src(logical(xs.dims), memory::data_type::f32, tag), dst(logical(os.dims), memory::data_type::f32, tag);
@@ -85,7 +106,7 @@ std::optional<Thunk> MakeDnnlPoolThunk(const hlo::Instruction& in, const ThunkIo
                                                        {DNNL_ARG_SCRATCHPAD, st->scratchpad, nullptr}});
     Thunk t;
     t.name = in.name();
-    t.kind = "dnnl-pool";
+    t.kind = block ? "dnnl-pool-blocked" : "dnnl-pool";
     t.scratch_bytes = st->scratchpad.get_size();
     BufferRef x = io.inputs[0], y = io.outputs[0];
     t.run = [st, x, y](Frame& f) -> absl::Status {

@@ -18,7 +18,8 @@ namespace xonnx::cpu {
 // its primitive (Plan::epilogues).
 void PlanEpilogues(Plan* plan);
 // Keeps the values between convolutions that run faster on blocked
-// activations in oneDNN's blocked layout (Plan::blocked).
+// activations, and the concatenations and max pools between them, in
+// oneDNN's blocked layout (Plan::blocked; blocked_layout_planning.cc).
 void PlanBlockedLayouts(const CompileOptions& options, Plan* plan);
 // Runs s32 convolutions and dots of widened 8-bit values on oneDNN's
 // 8-bit primitives (Plan::integer_products; integer_planning.cc).

@@ -241,7 +241,18 @@ std::optional<Thunk> MakeDnnlDeconvThunk(const hlo::Instruction& instr, const Th
 // A max pooling (reduce-window by maximum from -inf over the spatial dims
 // of f32 activations) on oneDNN's pooling primitive (dnnl_pool.cc); kind
 // "dnnl-pool".
-std::optional<Thunk> MakeDnnlPoolThunk(const hlo::Instruction& instr, const ThunkIo& io);
+// `block`: the activations are in oneDNN's blocked layout with that many
+// channels innermost (rank 4, channels-last logical dims), 0: as the
+// window says.
+std::optional<Thunk> MakeDnnlPoolThunk(const hlo::Instruction& instr, const ThunkIo& io, int block = 0);
+// Whether a reduce-window is a max pool of channels-last f32 activations
+// that MakeDnnlPoolThunk takes, and so may take blocked.
+bool DnnlChannelsLastMaxPool(const hlo::Instruction& instr);
+// A concatenation of channels (dim 3 of rank-4 values) whose parts and
+// result are in oneDNN's blocked layout with `block` channels innermost,
+// every part a whole number of blocks: per image, each part's blocks are
+// one contiguous run of the result.
+std::optional<Thunk> MakeBlockedConcatThunk(const hlo::Instruction& instr, const ThunkIo& io, int block);
 
 // Packed constant weights alive in the process, and packings done so far
 // (a reused packing does not count): for tests and profiles.
