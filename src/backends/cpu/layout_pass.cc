@@ -11,6 +11,7 @@
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/pipeline.h"
+#include "passes/scale_folding.h"
 
 namespace xonnx::cpu {
 
@@ -301,6 +302,8 @@ class LayoutRound : public passes::Pipeline {
   LayoutRound() : Pipeline("layout") {
     AddPass<TransposeSinking>();
     AddPass<passes::AlgebraicSimplifier>();
+    // After the transposes sink, a layer scale meets its product.
+    AddPass<passes::ScaleFolding>();
     AddPass<passes::Cse>();
     AddPass<passes::Dce>();
   }
