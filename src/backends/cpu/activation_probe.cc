@@ -13,6 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "backends/cpu/planners.h"
 
 namespace xonnx::cpu {
 
@@ -41,14 +42,6 @@ bool ProbeableOp(Opcode op) {
     default:
       return false;
   }
-}
-
-// The value of a scalar constant or a broadcast of one.
-std::optional<float> ScalarOperand(const Instruction* i) {
-  if (i->opcode() == Opcode::kBroadcast) i = i->operand(0);
-  if (i->opcode() != Opcode::kConstant || i->literal->element_count() != 1 || i->shape().element_type != hlo::F32)
-    return std::nullopt;
-  return static_cast<float>(i->literal->GetAsDouble(0));
 }
 
 struct KnownActivation {
@@ -87,7 +80,7 @@ bool EvaluateRegion(const std::vector<Instruction*>& region, const Instruction* 
       if (auto v = values.find(op); v != values.end()) {
         args.push_back(v->second.data());
       } else {
-        filled.emplace_back(n, *ScalarOperand(op));
+        filled.emplace_back(n, static_cast<float>(*ScalarValue(op)));
         args.push_back(filled.back().data());
       }
     }
@@ -125,7 +118,7 @@ std::optional<ProbedActivation> ProbeActivation(const Plan& plan, Instruction* x
     for (auto it = in.begin(); it != in.end();) {
       bool closed = true;
       for (const Instruction* op : (*it)->operands())
-        closed &= op == x || in.contains(op) || ScalarOperand(op).has_value();
+        closed &= op == x || in.contains(op) || ScalarValue(op).has_value();
       if (closed) {
         ++it;
       } else {

@@ -54,6 +54,13 @@ bool BranchOfBlockedJoin(const Plan& plan, const Instruction* c) {
   return false;
 }
 
+// Whether u is a convolution that runs blocked with v as its source (and
+// not also its weights).
+bool SourceOfBlocked(const absl::flat_hash_set<const Instruction*>& runs_blocked, const Instruction* u,
+                     const Instruction* v) {
+  return runs_blocked.contains(u) && u->operand(0) == v && u->operand(1) != v;
+}
+
 // The channel block of each blocked value, and the channels-first sources
 // of `stems` whose results stay blocked (PlanBlockedLayouts' last steps).
 void AssignChannelBlocks(const absl::flat_hash_set<const Instruction*>& runs_blocked,
@@ -112,9 +119,6 @@ void DropGroupsBlockedForNothing(const absl::flat_hash_map<const Instruction*, s
   auto winograd = [&](const Instruction* c) {
     return DnnlConvRunsWinograd(*c, c->operand(1)->opcode() == Opcode::kConstant, allow_winograd);
   };
-  auto source_of_blocked = [&](const Instruction* u, const Instruction* v) {
-    return runs_blocked.contains(u) && u->operand(0) == v && u->operand(1) != v;
-  };
   for (bool changed = true; changed;) {
     changed = false;
     for (const auto& [g, members] : groups) {
@@ -127,7 +131,7 @@ void DropGroupsBlockedForNothing(const absl::flat_hash_map<const Instruction*, s
             (winograd(c) || blocked.contains(c->operand(0)) || stems.contains(c)))
           pays = true;
         for (Instruction* u : plan->users(v))
-          if (source_of_blocked(u, v) && (winograd(u) || blocked.contains(plan->ResultOf(u)))) pays = true;
+          if (SourceOfBlocked(runs_blocked, u, v) && (winograd(u) || blocked.contains(plan->ResultOf(u)))) pays = true;
       }
       if (!pays) {
         for (const Instruction* v : members) blocked.erase(v);
@@ -169,16 +173,12 @@ void PlanBlockedLayouts(const CompileOptions& options, Plan* plan) {
       stems.insert(c);
     }
   }
-  // Whether u is such a convolution with v as its source (and not also its weights).
-  auto source_of_blocked = [&](const Instruction* u, const Instruction* v) {
-    return runs_blocked.contains(u) && u->operand(0) == v && u->operand(1) != v;
-  };
   // The candidates: results of such convolutions and of movers that only
   // such convolutions (as their source or their residual) and movers read.
   absl::flat_hash_map<const Instruction*, const Instruction*> producer;  // candidate -> its convolution or mover
   auto readers_take_blocks = [&](const Instruction* v) {
     for (Instruction* u : plan->users(v)) {
-      if (source_of_blocked(u, v) || movers.contains(u)) continue;
+      if (SourceOfBlocked(runs_blocked, u, v) || movers.contains(u)) continue;
       const Instruction* a = plan->AbsorbedInto(u);
       if (a && runs_blocked.contains(a) && plan->EpilogueOf(a)->residual == v) continue;
       return false;

@@ -20,13 +20,6 @@ using hlo::Opcode;
 
 namespace {
 
-// The scalar value of a constant or of a broadcast of one.
-std::optional<double> ScalarValue(const Instruction* i) {
-  if (i->opcode() == Opcode::kBroadcast) i = i->operand(0);
-  if (i->opcode() != Opcode::kConstant || i->literal->element_count() != 1) return std::nullopt;
-  return i->literal->GetAsDouble(0);
-}
-
 // Whether the matrices of a view's batch dims lie inside each other's
 // span (a head split of K or V: each row of the projection holds a row of
 // every head). oneDNN runs a product over such a view on its generic gemm
@@ -166,6 +159,12 @@ void MarkUnused(Plan* plan) {
 }
 
 }  // namespace
+
+std::optional<double> ScalarValue(const Instruction* i) {
+  if (i->opcode() == Opcode::kBroadcast) i = i->operand(0);
+  if (i->opcode() != Opcode::kConstant || i->literal->element_count() != 1) return std::nullopt;
+  return i->literal->GetAsDouble(0);
+}
 
 // conv -> add(per-channel bias) -> add(residual) -> relu | clamp | swish | sigmoid
 // (or the residual added after the activation) becomes one oneDNN convolution with bias and post-ops, and likewise a

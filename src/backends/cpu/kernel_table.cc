@@ -65,15 +65,9 @@ MakerResult DnnlDeconv(const EmitContext& ctx, const Instruction& i, const Thunk
   return MakeDnnlDeconvThunk(i, io, ConstantOperand(i, 1), ctx.keep_alive);
 }
 
-// The channel block of a value the blocked-layout planner keeps blocked, or 0.
-int BlockOf(const EmitContext& ctx, const Instruction& i) {
-  auto b = ctx.plan.blocked.find(&i);
-  return b == ctx.plan.blocked.end() ? 0 : b->second;
-}
-
 MakerResult DnnlPool(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
   if (!ctx.options.use_dnnl) return std::nullopt;
-  int block = BlockOf(ctx, i);
+  int block = ctx.plan.BlockOf(&i);
   if (auto t = MakeDnnlPoolThunk(i, io, block)) return t;
   if (block) return Unimplemented("%s: oneDNN rejected a max pool planned on blocked activations", i.name());
   return std::nullopt;
@@ -81,7 +75,7 @@ MakerResult DnnlPool(const EmitContext& ctx, const Instruction& i, const ThunkIo
 
 // A concatenation of blocked channels (blocked-layout planning).
 MakerResult BlockedConcat(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
-  int block = BlockOf(ctx, i);
+  int block = ctx.plan.BlockOf(&i);
   if (!block) return std::nullopt;
   if (auto t = MakeBlockedConcatThunk(i, io, block)) return t;
   return Unimplemented("%s: a concatenation planned on blocked activations has parts of partial blocks", i.name());

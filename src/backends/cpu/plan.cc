@@ -76,15 +76,16 @@ const Instruction* Plan::ResultOf(const Instruction* op) const {
   return e == epilogues.last.end() ? op : e->second;
 }
 
+int Plan::BlockOf(const Instruction* v) const {
+  auto b = blocked.find(v);
+  return b == blocked.end() ? 0 : b->second;
+}
+
 ConvLayouts Plan::LayoutsOf(const Instruction* conv) const {
-  auto block = [&](const Instruction* v) {
-    auto b = blocked.find(v);
-    return b == blocked.end() ? 0 : b->second;
-  };
   // A convolution that reads through a view reads its channels-first
   // source (PlanBlockedLayouts).
   bool channels_first = dot_views.of.contains(conv);
-  return {channels_first ? 0 : block(conv->operand(0)), block(ResultOf(conv)), channels_first};
+  return {channels_first ? 0 : BlockOf(conv->operand(0)), BlockOf(ResultOf(conv)), channels_first};
 }
 
 DotViews Plan::ViewsOf(const Instruction* dot) const {

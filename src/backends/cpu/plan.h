@@ -123,6 +123,8 @@ class Plan {
   const hlo::Instruction* AbsorbedInto(const hlo::Instruction* i) const;
   // The value a convolution or dot writes: its epilogue's last op, or itself.
   const hlo::Instruction* ResultOf(const hlo::Instruction* op) const;
+  // The channel block of a value kept in oneDNN's blocked layout, or 0.
+  int BlockOf(const hlo::Instruction* v) const;
   // Where a convolution keeps its source and result.
   ConvLayouts LayoutsOf(const hlo::Instruction* conv) const;
   // The views a dot reads its operands through.

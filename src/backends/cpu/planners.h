@@ -14,6 +14,9 @@
 namespace xonnx::cpu {
 
 // oneDNN planning (dnnl_planning.cc).
+// The value of a constant of one element or of a broadcast of one, or
+// nullopt (the constants of an activation's pattern).
+std::optional<double> ScalarValue(const hlo::Instruction* i);
 // Folds a convolution's or dot's bias, residual add and activation into
 // its primitive (Plan::epilogues).
 void PlanEpilogues(Plan* plan);
