@@ -353,6 +353,26 @@ std::vector<Case> Cases() {
       // A concatenation of 24 and 32 channels on activations outgrowing the
       // caches: both parts and the result take blocks of 8, and the 1x1
       // convolutions after it read and write them so.
+      // Fusions read concatenations part by part from the parts' buffers
+      // (a dense block's batch norm over its features): along the last
+      // dim, a block of the loop takes runs of each part; along the first,
+      // a block inside one part reads it in place and one across two
+      // copies both runs. No concatenation is written.
+      {"fusions_read_concatenations_in_place",
+       {Shape(F32, {2, 5, 7, 3}), Shape(F32, {2, 5, 7, 1}), Shape(F32, {2, 5, 7, 4}), Shape(F32, {3, 40, 30}),
+        Shape(F32, {1, 40, 30})},
+       [](Builder& b, auto p) {
+         auto* c = b.Concatenate({p[0], p[1], p[2]}, 3);
+         auto* scale = b.Broadcast(b.Constant(Random(Shape(F32, {8}), 5)), c->shape().dims, {3});
+         auto* y = b.Binary(Opcode::kAdd, b.Binary(Opcode::kMultiply, c, scale),
+                            b.Broadcast(b.ScalarConstant(F32, 0.25f), c->shape().dims, {}));
+         y = b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
+         auto* o = b.Concatenate({p[3], p[4]}, 0);
+         auto* z = b.Binary(Opcode::kMultiply, b.Unary(Opcode::kTanh, o),
+                            b.Broadcast(b.ScalarConstant(F32, 2), o->shape().dims, {}));
+         return b.Tuple({y, z});
+       },
+       {{"fusion", 2}}},
       {"blocked_concatenation_in_blocks_of_8",
        {Shape(F32, {1, 32, 160, 160})},
        [](Builder& b, auto p) {

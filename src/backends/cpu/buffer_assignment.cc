@@ -240,14 +240,23 @@ int BufferAssigner::InPlaceFusionInput(const Instruction* root) const {
     for (Instruction* op : m->operands()) {
       if (auto mg = fusions.group_of.find(op); mg != fusions.group_of.end() && mg->second == g) continue;
       if (!seen.insert(op).second) continue;  // one input, however many members read it
-      const Instruction* buffer = fusions.absorbed_reads.contains(op) ? op->operand(0) : op;
-      auto bk = backing_.find(buffer);
-      if (bk == backing_.end() || bk->second.size() != 1 || bk->second[0] < 0) continue;
-      int r = bk->second[0];
-      ++reads[r];
-      if (buffer == op && op->shape().ElementCount() == root->shape().ElementCount() &&
-          hlo::ByteWidth(op->shape().element_type) == hlo::ByteWidth(root->shape().element_type))
-        candidates.push_back(r);
+      // An absorbed read's buffers are its operands' (a concatenation's
+      // parts, read in turn); they are never candidates.
+      bool absorbed = fusions.absorbed_reads.contains(op);
+      std::vector<const Instruction*> buffers;
+      if (absorbed)
+        buffers.assign(op->operands().begin(), op->operands().end());
+      else
+        buffers = {op};
+      for (const Instruction* buffer : buffers) {
+        auto bk = backing_.find(buffer);
+        if (bk == backing_.end() || bk->second.size() != 1 || bk->second[0] < 0) continue;
+        int r = bk->second[0];
+        ++reads[r];
+        if (!absorbed && op->shape().ElementCount() == root->shape().ElementCount() &&
+            hlo::ByteWidth(op->shape().element_type) == hlo::ByteWidth(root->shape().element_type))
+          candidates.push_back(r);
+      }
     }
   }
   for (int r : candidates)

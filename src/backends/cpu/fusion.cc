@@ -85,6 +85,35 @@ void Gather(const Program& p, const Node& node, const void* input, int64_t start
   }
 }
 
+// Elements [start, start + len) of concatenation node `node`: a pointer
+// into its part's buffer when they lie in one run of one part (a
+// concatenation of outer dims, mostly), else copied to `dst` run by run.
+const void* GatherConcat(const Node& node, absl::Span<void* const> in_ptrs, int64_t start, int64_t len, uint8_t* dst) {
+  const int w = hlo::ByteWidth(node.type);
+  const auto& ends = node.part_ends;
+  int64_t row = start / node.row, at = start % node.row;  // the result's row, and where in it
+  size_t k = std::upper_bound(ends.begin(), ends.end(), at) - ends.begin();
+  auto source = [&]() {
+    int64_t begin = k ? ends[k - 1] : 0;
+    return static_cast<const uint8_t*>(in_ptrs[node.input + k]) + (row * (ends[k] - begin) + at - begin) * w;
+  };
+  if (at + len <= ends[k]) return source();
+  for (int64_t i = 0; i < len;) {
+    int64_t run = std::min(len - i, ends[k] - at);
+    std::memcpy(dst + i * w, source(), run * w);
+    i += run;
+    at += run;
+    while (i < len && at == ends[k]) {  // the next part with elements, on this row or the next
+      if (++k == ends.size()) {
+        k = 0;
+        at = 0;
+        ++row;
+      }
+    }
+  }
+  return dst;
+}
+
 // Lays out each scalar input's value over its block buffer in `scratch`,
 // once per call and thread: every block reads the same values (a quantizer
 // reads four scalars, and filling them per block took longer than its
@@ -120,6 +149,8 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
       if (node.period) return patterns[n].data() + (start % node.period) * w;
       Gather(p, node, in_ptrs[node.input], start, len, dst);
       return dst;
+    case Node::kInputConcat:
+      return GatherConcat(node, in_ptrs, start, len, dst);
     case Node::kOp:
       break;
   }

@@ -194,14 +194,24 @@ absl::StatusOr<std::shared_ptr<Program>> BuildProgram(const FusionSpec& spec) {
   p->out_dims = root->shape().dims;
   p->count = root->shape().ElementCount();
   absl::flat_hash_map<const hlo::Instruction*, int> index;
+  int buffers = 0;  // io.inputs taken by the inputs before
   for (size_t k = 0; k < spec.inputs.size(); ++k) {
     const hlo::Instruction* in = spec.inputs[k];
     Node n;
-    n.input = k;
+    n.input = buffers++;
     n.instr = in;
     n.type = in->shape().element_type;
     bool strided = k < spec.strided.size() && spec.strided[k];
-    if (strided && in->opcode() == Opcode::kSlice) {
+    if (strided && in->opcode() == Opcode::kConcatenate) {
+      n.kind = Node::kInputConcat;
+      int64_t dim = in->dimensions.at(0), inner = 1;
+      for (int64_t d = dim + 1; d < in->shape().rank(); ++d) inner *= in->shape().dims[d];
+      for (const hlo::Instruction* part : in->operands()) {
+        n.row += part->shape().dims[dim] * inner;
+        n.part_ends.push_back(n.row);
+      }
+      buffers += in->operand_count() - 1;
+    } else if (strided && in->opcode() == Opcode::kSlice) {
       // The input buffer is the slice's operand; read it through strides.
       n.kind = Node::kInputBroadcast;
       std::vector<int64_t> st = in->operand(0)->shape().Strides();

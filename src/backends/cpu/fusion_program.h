@@ -25,11 +25,11 @@ constexpr int64_t kMaxPeriod = 1 << 16;
 
 // One node of the fused program.
 struct Node {
-  enum Kind { kInputFull, kInputScalar, kInputBroadcast, kOp } kind;
+  enum Kind { kInputFull, kInputScalar, kInputBroadcast, kInputConcat, kOp } kind;
   const hlo::Instruction* instr = nullptr;
   hlo::PrimitiveType type;           // result element type
   std::vector<int> operands;         // node indices
-  int input = -1;                    // for inputs: index into io.inputs
+  int input = -1;                    // for inputs: index into io.inputs (a concatenation's first part)
   std::vector<int64_t> src_strides;  // broadcast or slice: operand stride per output dim
   int64_t src_base = 0;              // slice: where it starts in its operand
   // Broadcast whose values repeat every `period` elements of the output (a
@@ -37,6 +37,12 @@ struct Node {
   // each call lays out period + kBlock of them once, and a block reads them
   // at its offset instead of gathering its own copy. 0: not periodic.
   int64_t period = 0;
+  // Concatenation: each row of the result (the elements of one index of
+  // the dims before the joined one) is `row` elements, the parts' rows
+  // end to end; part k's ends at part_ends[k] and is read from input
+  // `input + k`.
+  int64_t row = 0;
+  std::vector<int64_t> part_ends;
   // An op node computed by looking up its value in a table indexed by the
   // 8-bit value of node `table_source` (see Table); -1: computed itself.
   int table_source = -1;

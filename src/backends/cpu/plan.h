@@ -83,8 +83,9 @@ class Plan {
   struct Fusions {
     std::vector<std::vector<hlo::Instruction*>> groups;
     absl::flat_hash_map<const hlo::Instruction*, int> group_of;
-    // Broadcasts and slices only fusions read: each fusion reads their
-    // operand's buffer through strides instead, and they are never stored.
+    // Broadcasts, slices and concatenations only fusions read: each fusion
+    // reads their operands' buffers instead (through strides, or part by
+    // part), and they are never stored.
     absl::flat_hash_set<const hlo::Instruction*> absorbed_reads;
   } fusions;
   // Row fusions (PlanRowFusions).

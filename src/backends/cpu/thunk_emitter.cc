@@ -129,8 +129,8 @@ class Emitter {
     return absl::OkStatus();
   }
 
-  // A fused elementwise loop, emitted at its root; a broadcast or slice
-  // absorbed into it is read from its operand's buffer.
+  // A fused elementwise loop, emitted at its root; a broadcast, slice or
+  // concatenation absorbed into it is read from its operands' buffers.
   absl::Status EmitFusion(const Instruction* root) {
     const auto& fusions = plan_.fusions;
     int g = fusions.group_of.at(root);
@@ -147,9 +147,14 @@ class Emitter {
         if (seen[op]) continue;
         seen[op] = true;
         spec.inputs.push_back(op);
-        spec.strided.push_back(fusions.absorbed_reads.contains(op));
-        const Instruction* buffer = spec.strided.back() ? op->operand(0) : op;
-        io.inputs.push_back(ctx_.LeavesOf(buffer).at(0));
+        bool absorbed = fusions.absorbed_reads.contains(op);
+        spec.strided.push_back(absorbed);
+        if (!absorbed)
+          io.inputs.push_back(ctx_.LeavesOf(op).at(0));
+        else if (op->opcode() == Opcode::kConcatenate)
+          for (const Instruction* part : op->operands()) io.inputs.push_back(ctx_.LeavesOf(part).at(0));
+        else
+          io.inputs.push_back(ctx_.LeavesOf(op->operand(0)).at(0));
       }
     }
     io.outputs = ctx_.LeavesOf(root);

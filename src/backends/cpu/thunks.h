@@ -21,7 +21,10 @@ struct ThunkIo {
 // A fused elementwise loop: `members` in operand-first order, the last one
 // being the fusion's result; `inputs` the values it reads from outside.
 // `strided[k]`: input k is a broadcast or slice the fusion reads through
-// strides from its operand's buffer (which io.inputs[k] then is).
+// strides from its operand's buffer, or a concatenation it reads from its
+// operands' buffers part by part. io.inputs holds each input's buffers in
+// input order: one per input, an operand's for a strided broadcast or
+// slice, and one per operand for a strided concatenation.
 struct FusionSpec {
   std::vector<const hlo::Instruction*> members;
   std::vector<const hlo::Instruction*> inputs;
