@@ -223,7 +223,8 @@ std::vector<Case> Cases() {
        {{"dnnl-conv", 1}}},
       // 3x3 convolutions with constant weights: 64 channels each way run
       // Winograd's algorithm on blocked copies of the activations (with the
-      // bias, the residual and the ReLU as post-ops); 32 channels stay direct.
+      // bias, the residual and the ReLU as post-ops); 32 channels on 72
+      // output pixels stay direct.
       // Weights of a trained network's scale: Winograd's transforms add
       // rounding error in proportion to the partial sums' magnitude.
       {"winograd_conv_bias_residual_relu",
@@ -239,6 +240,20 @@ std::vector<Case> Cases() {
          return b.Tuple({y, narrow});
        },
        {{"dnnl-conv", 1}, {"dnnl-conv-wino", 1}, {"fusion", 1}, {"transpose", 4}}},
+      // oneDNN's Winograd kernels take no tanh: a narrow 3x3 convolution
+      // worth running on them (ESPCN's, 32 to 16 channels on 144 pixels)
+      // leaves its tanh to a fused loop after it instead of running direct.
+      {"winograd_conv_then_tanh_loop",
+       {Shape(F32, {1, 12, 12, 32}), Shape(F32, {16})},
+       [](Builder& b, auto p) {
+         ConvolutionDimensionNumbers d;
+         d.input_feature_dimension = d.output_feature_dimension = 3;
+         d.input_spatial_dimensions = d.output_spatial_dimensions = {1, 2};
+         d.kernel_spatial_dimensions = {2, 3};
+         auto* c = b.Convolution(p[0], b.Constant(Weights(Shape(F32, {16, 32, 3, 3}), 7)), Win2d(3, 1, 1), d, 1);
+         return b.Unary(Opcode::kTanh, b.Binary(Opcode::kAdd, c, b.Broadcast(p[1], c->shape().dims, {3})));
+       },
+       {{"dnnl-conv-wino", 1}, {"fusion", 1}}},
       // MobileNetV3's activations as the importer writes them, folded into
       // their convolutions as post-ops: hard swish, y * clamp(y / 6 + 1/2,
       // 0, 1), and hard sigmoid, clamp(0.2 y + 0.5, 0, 1).

@@ -70,7 +70,7 @@ class Compiler {
     }
     Plan plan(entry);
     const bool native = !options_.reference;
-    if (native && options_.use_dnnl) PlanEpilogues(&plan);
+    if (native && options_.use_dnnl) PlanEpilogues(options_, &plan);
     if (native && options_.use_dnnl) PlanIntegerProducts(&plan);
     if (native && options_.use_dnnl && options_.blocked_layouts) PlanBlockedLayouts(options_, &plan);
     if (native && options_.fuse_elementwise) PlanRowFusions(&plan);

@@ -19,7 +19,7 @@ namespace xonnx::cpu {
 std::optional<double> ScalarValue(const hlo::Instruction* i);
 // Folds a convolution's or dot's bias, residual add and activation into
 // its primitive (Plan::epilogues).
-void PlanEpilogues(Plan* plan);
+void PlanEpilogues(const CompileOptions& options, Plan* plan);
 // Keeps the values between convolutions that run faster on blocked
 // activations, and the concatenations and max pools between them, in
 // oneDNN's blocked layout (Plan::blocked; blocked_layout_planning.cc).
