@@ -367,9 +367,6 @@ std::vector<Case> Cases() {
         {"dnnl-conv-wino", 1},
         {"dnnl-pool-blocked", 1},
         {"transpose", 3}}},
-      // A concatenation of 24 and 32 channels on activations outgrowing the
-      // caches: both parts and the result take blocks of 8, and the 1x1
-      // convolutions after it read and write them so.
       // Fusions read concatenations part by part from the parts' buffers
       // (a dense block's batch norm over its features): along the last
       // dim, a block of the loop takes runs of each part; along the first,
@@ -390,6 +387,9 @@ std::vector<Case> Cases() {
          return b.Tuple({y, z});
        },
        {{"fusion", 2}}},
+      // A concatenation of 24 and 32 channels on activations outgrowing the
+      // caches: both parts and the result take blocks of 8, and the 1x1
+      // convolutions after it read and write them so.
       {"blocked_concatenation_in_blocks_of_8",
        {Shape(F32, {1, 32, 160, 160})},
        [](Builder& b, auto p) {
