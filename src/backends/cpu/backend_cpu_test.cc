@@ -387,6 +387,15 @@ std::vector<Case> Cases() {
          return b.Tuple({y, z});
        },
        {{"fusion", 2}}},
+      // A part read twice and a constant part, in integers: each part is a
+      // buffer of its own to the loop, whatever it holds.
+      {"fusions_read_concatenations_of_repeated_and_constant_parts",
+       {Shape(S32, {4, 6})},
+       [](Builder& b, auto p) {
+         auto* c = b.Concatenate({p[0], b.Constant(Random(Shape(S32, {4, 2}), 9)), p[0]}, 1);
+         return b.Binary(Opcode::kMultiply, c, b.Broadcast(b.ScalarConstant(S32, 3), c->shape().dims, {}));
+       },
+       {{"fusion", 1}}},
       // A concatenation of 24 and 32 channels on activations outgrowing the
       // caches: both parts and the result take blocks of 8, and the 1x1
       // convolutions after it read and write them so.
