@@ -149,12 +149,12 @@ class Emitter {
         spec.inputs.push_back(op);
         bool absorbed = fusions.absorbed_reads.contains(op);
         spec.strided.push_back(absorbed);
+        // An absorbed read's buffers are its operands' (a broadcast's or
+        // slice's one, a concatenation's parts).
         if (!absorbed)
           io.inputs.push_back(ctx_.LeavesOf(op).at(0));
-        else if (op->opcode() == Opcode::kConcatenate)
-          for (const Instruction* part : op->operands()) io.inputs.push_back(ctx_.LeavesOf(part).at(0));
         else
-          io.inputs.push_back(ctx_.LeavesOf(op->operand(0)).at(0));
+          for (const Instruction* buffer : op->operands()) io.inputs.push_back(ctx_.LeavesOf(buffer).at(0));
       }
     }
     io.outputs = ctx_.LeavesOf(root);
