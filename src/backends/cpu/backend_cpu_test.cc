@@ -367,6 +367,58 @@ std::vector<Case> Cases() {
         {"dnnl-conv-wino", 1},
         {"dnnl-pool-blocked", 1},
         {"transpose", 3}}},
+      // A squeeze-excitation block between blocked convolutions: the
+      // depthwise convolution's blocked result is read, blocked, by the
+      // global pool (each image's blocks of channels summed over their
+      // pixels) and by the loop that scales it per image and channel,
+      // which writes its result blocked for the projection. Nothing
+      // changes layout between the first convolution and the last.
+      {"squeeze_excitation_on_blocked_activations",
+       {Shape(F32, {8, 32, 36, 36})},
+       [](Builder& b, auto p) {
+         uint32_t seed = 60;
+         auto bias_relu = [&](Instruction* c, bool relu) {
+           int64_t oc = c->shape().dims[1];
+           Instruction* y = b.Binary(Opcode::kAdd, c,
+                                     b.Broadcast(b.Constant(Random(Shape(F32, {oc}), seed++)), c->shape().dims, {1}));
+           if (!relu) return y;
+           return b.Binary(Opcode::kMaximum, y, b.Broadcast(b.ScalarConstant(F32, 0), y->shape().dims, {}));
+         };
+         auto conv = [&](Instruction* x, int64_t oc, int64_t k, int64_t groups, bool relu) {
+           int64_t ic = x->shape().dims[1];
+           auto* w = b.Constant(Weights(Shape(F32, {oc, ic / groups, k, k}), seed++));
+           return bias_relu(b.Convolution(x, w, Win2d(k, 1, k / 2), Nchw(), groups), relu);
+         };
+         auto* x = conv(conv(p[0], 64, 1, 1, true), 64, 1, 1, true);
+         auto* d = conv(x, 64, 3, 64, true);
+         auto* pooled = b.Reduce({d}, {b.ScalarConstant(F32, 0)}, {2, 3}, b.ScalarReducer(Opcode::kAdd, F32));
+         auto* mean = b.Binary(Opcode::kMultiply, pooled,
+                               b.Broadcast(b.ScalarConstant(F32, 1.0f / (36 * 36)), pooled->shape().dims, {}));
+         auto* squeezed = b.Dot(mean, b.Constant(Weights(Shape(F32, {64, 16}), seed++)), DotDims(1, 0));
+         squeezed = b.Binary(Opcode::kMaximum, squeezed, b.Broadcast(b.ScalarConstant(F32, 0), {8, 16}, {}));
+         auto* gate = b.Unary(Opcode::kLogistic,
+                              b.Dot(squeezed, b.Constant(Weights(Shape(F32, {16, 64}), seed++)), DotDims(1, 0)));
+         auto* scaled = b.Binary(Opcode::kMultiply, d, b.Broadcast(gate, d->shape().dims, {0, 1}));
+         return conv(scaled, 32, 1, 1, false);
+       },
+       {{"dnnl-conv-blocked", 4},
+        {"dnnl-matmul", 2},
+        {"fusion", 2},
+        {"fusion-blocked", 1},
+        {"reduce-blocked", 1},
+        {"transpose", 2}}},
+      // Broadcasts whose runs along the last dim repeat along the dims
+      // just outside it (a per-image scale, a per-row one) are copied once
+      // per stretch of equal runs and doubled; blocks of the loop start in
+      // the middle of runs (40 does not divide 1024).
+      {"fusions_repeat_runs_of_broadcasts",
+       {Shape(F32, {2, 9, 11, 40}), Shape(F32, {2, 40}), Shape(F32, {2, 9, 40})},
+       [](Builder& b, auto p) {
+         const std::vector<int64_t>& dims = p[0]->shape().dims;
+         auto* y = b.Binary(Opcode::kMultiply, p[0], b.Broadcast(p[1], dims, {0, 3}));
+         return b.Binary(Opcode::kAdd, y, b.Broadcast(p[2], dims, {0, 1, 3}));
+       },
+       {{"fusion", 1}}},
       // Fusions read concatenations part by part from the parts' buffers
       // (a dense block's batch norm over its features): along the last
       // dim, a block of the loop takes runs of each part; along the first,

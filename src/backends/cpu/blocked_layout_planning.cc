@@ -253,3 +253,114 @@ void PlanBlockedLayouts(const CompileOptions& options, Plan* plan) {
 }
 
 }  // namespace xonnx::cpu
+
+namespace xonnx::cpu {
+
+namespace {
+
+// Whether v's shape can be kept blocked: a rank-4 channels-last f32 value
+// of whole blocks, not the program's result.
+bool BlockableShape(const Plan& plan, const Instruction* v) {
+  const hlo::Shape& s = v->shape();
+  return v != plan.root() && s.IsArray() && s.rank() == 4 && s.element_type == hlo::F32 &&
+         DnnlChannelBlock(s.dims[3]) != 0;
+}
+
+// The inputs of elementwise fusion `g` (values its members read from
+// outside it), each once.
+std::vector<Instruction*> FusionInputs(const Plan& plan, int g) {
+  std::vector<Instruction*> inputs;
+  absl::flat_hash_set<const Instruction*> seen;
+  for (const Instruction* m : plan.fusions.groups[g])
+    for (Instruction* op : m->operands()) {
+      auto og = plan.fusions.group_of.find(op);
+      if ((og == plan.fusions.group_of.end() || og->second != g) && seen.insert(op).second) inputs.push_back(op);
+    }
+  return inputs;
+}
+
+}  // namespace
+
+// Values stay blocked through elementwise loops and global pools too: a
+// depthwise convolution's blocked result read by a squeeze-excitation
+// block's pool and by the loop that scales it, whose result the
+// projection after it reads, never changes layout on the way. A
+// candidate is the result of a convolution running on a blocked source
+// (with no residual, whose layout its result shares) or of a fusion; it
+// stays one while every reader takes it blocked with its block: a fusion
+// whose result is blocked alike (its loop then runs in blocked order,
+// reading its broadcasts through strides), a global pool
+// (FastReduceTakesBlocked), or a convolution that runs faster blocked
+// reading it as its source. A fusion's result stays one only while its
+// other inputs of its shape are blocked alike.
+void PlanBlockedLoops(const CompileOptions& options, Plan* plan) {
+  auto& blocked = plan->blocked;
+  const auto& fusions = plan->fusions;
+  absl::flat_hash_map<const Instruction*, int> candidates;              // value -> its block
+  absl::flat_hash_map<const Instruction*, const Instruction*> conv_of;  // candidate -> the convolution writing it
+  absl::flat_hash_map<const Instruction*, int> fusion_of;               // candidate -> the fusion writing it
+  auto block_of = [&](const Instruction* v) {
+    if (int b = plan->BlockOf(v)) return b;
+    auto c = candidates.find(v);
+    return c == candidates.end() ? 0 : c->second;
+  };
+  for (Instruction* i : plan->order()) {
+    if (i->opcode() == Opcode::kConvolution && !plan->integer_products.of.contains(i)) {
+      const Instruction* v = plan->ResultOf(i);
+      int b = plan->BlockOf(i->operand(0));
+      const Epilogue* e = plan->EpilogueOf(i);
+      if (b && !blocked.contains(v) && BlockableShape(*plan, v) && v->shape().dims[3] % b == 0 && !(e && e->residual)) {
+        candidates[v] = b;
+        conv_of[v] = i;
+      }
+    }
+    if (!plan->IsGroupRoot(i) || blocked.contains(i) || !BlockableShape(*plan, i)) continue;
+    // The block of its inputs of its shape, where one has one.
+    int g = fusions.group_of.at(i), b = DnnlChannelBlock(i->shape().dims[3]);
+    for (const Instruction* in : FusionInputs(*plan, g))
+      if (in->shape().dims == i->shape().dims && block_of(in)) b = block_of(in);
+    candidates[i] = b;
+    fusion_of[i] = g;
+  }
+  auto reader_takes = [&](const Instruction* v, int b, const Instruction* u) {
+    if (auto g = fusions.group_of.find(u); g != fusions.group_of.end())
+      return u->shape().dims == v->shape().dims && block_of(fusions.groups[g->second].back()) == b;
+    if (u->opcode() == Opcode::kReduce)
+      return u->operand(0) == v && FastReduceTakesBlocked(*u) && plan->RowGroupOf(u) < 0 && !plan->AbsorbedInto(u);
+    if (u->opcode() != Opcode::kConvolution || u->operand(0) != v || u->operand(1) == v) return false;
+    if (plan->integer_products.of.contains(u) || !DnnlConvEligible(*u) || u->window.dimensions.size() != 2 ||
+        u->conv_dnums.input_feature_dimension != 3)
+      return false;
+    int result_block = block_of(plan->ResultOf(u));
+    if (result_block) return result_block == b;
+    return DnnlConvRunsBlocked(*u, u->operand(1)->opcode() == Opcode::kConstant, options.winograd);
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto it = candidates.begin(); it != candidates.end();) {
+      const Instruction* v = it->first;
+      const int b = it->second;
+      bool keeps = true;
+      for (const Instruction* u : plan->users(v)) keeps = keeps && reader_takes(v, b, u);
+      if (auto f = fusion_of.find(v); keeps && f != fusion_of.end()) {
+        for (const Instruction* in : FusionInputs(*plan, f->second)) {
+          if (fusions.absorbed_reads.contains(in)) {
+            keeps = keeps && in->opcode() == Opcode::kBroadcast;
+          } else if (in->shape().ElementCount() != 1) {
+            keeps = keeps && in->shape().dims == v->shape().dims && block_of(in) == b;
+          }
+        }
+      }
+      if (auto c = conv_of.find(v); keeps && c != conv_of.end()) keeps = block_of(c->second->operand(0)) == b;
+      if (keeps) {
+        ++it;
+      } else {
+        candidates.erase(it++);
+        changed = true;
+      }
+    }
+  }
+  for (const auto& [v, b] : candidates) blocked[v] = b;
+}
+
+}  // namespace xonnx::cpu

@@ -254,6 +254,7 @@ int BufferAssigner::InPlaceFusionInput(const Instruction* root) const {
         int r = bk->second[0];
         ++reads[r];
         if (!absorbed && op->shape().ElementCount() == root->shape().ElementCount() &&
+            plan_.BlockOf(op) == plan_.BlockOf(root) &&
             hlo::ByteWidth(op->shape().element_type) == hlo::ByteWidth(root->shape().element_type))
           candidates.push_back(r);
       }

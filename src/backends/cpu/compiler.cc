@@ -75,6 +75,8 @@ class Compiler {
     if (native && options_.use_dnnl && options_.blocked_layouts) PlanBlockedLayouts(options_, &plan);
     if (native && options_.fuse_elementwise) PlanRowFusions(&plan);
     if (native && options_.fuse_elementwise) PlanFusions(&plan);
+    if (native && options_.use_dnnl && options_.blocked_layouts && options_.fuse_elementwise)
+      PlanBlockedLoops(options_, &plan);
     if (native && options_.use_dnnl) PlanDotViews(&plan);
     if (native && options_.concurrent_branches) PlanConcurrentBranches(&plan);
     ASSIGN_OR_RETURN(BufferAssignment buffers, AssignBuffers(plan));

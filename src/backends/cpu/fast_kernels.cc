@@ -151,7 +151,17 @@ float ReduceContiguousF32(Opcode op, float init, const float* x, int64_t n) {
   return result;
 }
 
-std::optional<Thunk> MakeFastReduceThunk(const Instruction& in, const ThunkIo& io) {
+bool FastReduceTakesBlocked(const Instruction& in) {
+  if (in.opcode() != Opcode::kReduce || in.operand_count() != 2 || !in.shape().IsArray()) return false;
+  const hlo::Shape& xs = in.operand(0)->shape();
+  if (xs.element_type != hlo::F32 || xs.rank() != 4 || in.dimensions != std::vector<int64_t>{1, 2}) return false;
+  if (DnnlChannelBlock(xs.dims[3]) == 0) return false;
+  std::optional<Opcode> op = eval::MatchScalarBinary(*in.to_apply());
+  return op && (*op == Opcode::kAdd || *op == Opcode::kMultiply || *op == Opcode::kMaximum || *op == Opcode::kMinimum);
+}
+
+std::optional<Thunk> MakeFastReduceThunk(const Instruction& in, const ThunkIo& io, int block) {
+  if (block && (!FastReduceTakesBlocked(in) || in.operand(0)->shape().dims[3] % block != 0)) return std::nullopt;
   if (in.operand_count() != 2 || !in.shape().IsArray()) return std::nullopt;
   const hlo::Shape& xs = in.operand(0)->shape();
   if (!ReducibleType(xs.element_type) || xs.ElementCount() == 0) return std::nullopt;
@@ -164,10 +174,19 @@ std::optional<Thunk> MakeFastReduceThunk(const Instruction& in, const ThunkIo& i
   if (d.empty()) return std::nullopt;
   int64_t outer, mid, inner;
   Collapse(xs.dims, d.front(), d.back() + 1, &outer, &mid, &inner);
+  if (block) {
+    // Blocked [N, C / block, H, W, block]: the spatial dims are a
+    // contiguous run of rows of `block` channels, and the rows' sums,
+    // [N, C / block, block], are the plain [N, C] result.
+    outer = xs.dims[0] * (xs.dims[3] / block);
+    mid = xs.dims[1] * xs.dims[2];
+    inner = block;
+  }
   BufferRef x = io.inputs[0], init = io.inputs[1], out = io.outputs[0];
   Opcode rop = *op;
   Thunk t;
   t.name = in.name();
+  if (block) t.kind = "reduce-blocked";
   DispatchReducible(xs.element_type, [&](auto tag) {
     DispatchReducer(rop, [&](auto r) {
       using T = typename decltype(tag)::type;

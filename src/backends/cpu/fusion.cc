@@ -85,6 +85,44 @@ void Gather(const Program& p, const Node& node, const void* input, int64_t start
   }
 }
 
+// Gather for a broadcast node with repeats_over: the runs of its innermost
+// dim repeat along the `repeats_over` dims outside it, so each stretch of
+// equal runs (a "tile") is one run copied and then doubled in place.
+void GatherRepeated(const Program& p, const Node& node, const void* input, int64_t start, int64_t len, uint8_t* dst) {
+  const int w = hlo::ByteWidth(node.type);
+  const int64_t r = p.out_dims.size(), outer_rank = r - 1 - node.repeats_over;
+  const int64_t inner = p.out_dims[r - 1];
+  int64_t tile = inner;
+  for (int64_t d = outer_rank; d < r - 1; ++d) tile *= p.out_dims[d];
+  const uint8_t* base = static_cast<const uint8_t*>(input);
+  for (int64_t i = 0; i < len;) {
+    int64_t e = start + i, q = e / tile, o = e % tile;
+    int64_t src = node.src_base;
+    for (int64_t d = outer_rank - 1; d >= 0; --d) {
+      src += q % p.out_dims[d] * node.src_strides[d];
+      q /= p.out_dims[d];
+    }
+    const uint8_t* run = base + src * w;
+    uint8_t* out = dst + i * w;
+    const int64_t n = std::min(len - i, tile - o);
+    // Up to the start of a run, then one whole run, then doublings of
+    // the whole runs written so far.
+    int64_t head = std::min(n, inner - o % inner);
+    std::memcpy(out, run + (o % inner) * w, head * w);
+    if (head < n) {
+      uint8_t* aligned = out + head * w;
+      int64_t have = std::min(n - head, inner);
+      std::memcpy(aligned, run, have * w);
+      while (head + have < n) {
+        int64_t more = std::min(have, n - head - have);
+        std::memcpy(aligned + have * w, aligned, more * w);
+        have += more;
+      }
+    }
+    i += n;
+  }
+}
+
 // Elements [start, start + len) of concatenation node `node`: a pointer
 // into its part's buffer when they lie in one run of one part (a
 // concatenation of outer dims, mostly), else copied to `dst` run by run.
@@ -147,7 +185,10 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
       return dst;  // filled once per call and thread (FillScalars)
     case Node::kInputBroadcast:
       if (node.period) return patterns[n].data() + (start % node.period) * w;
-      Gather(p, node, in_ptrs[node.input], start, len, dst);
+      if (node.repeats_over)
+        GatherRepeated(p, node, in_ptrs[node.input], start, len, dst);
+      else
+        Gather(p, node, in_ptrs[node.input], start, len, dst);
       return dst;
     case Node::kInputConcat:
       return GatherConcat(node, in_ptrs, start, len, dst);
@@ -348,6 +389,7 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
   BufferRef out = io.outputs.at(0);
   Thunk t;
   t.name = root->name();
+  if (spec.block) t.kind = "fusion-blocked";
   t.run = [p, ins, out](Frame& f) -> absl::Status {
     absl::InlinedVector<void*, 16> in_ptrs;
     for (const BufferRef& r : ins) in_ptrs.push_back(f.Ptr(r));

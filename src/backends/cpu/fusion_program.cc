@@ -185,13 +185,49 @@ void PlanTables(Program* p) {
   }
 }
 
+// How a broadcast node reads its operand's buffer, from its strides per
+// dim of the result (`src_strides`, already set): periodically, through
+// repeated runs, or element by element (see Node::period, repeats_over).
+void PlanBroadcastReads(const Program& p, Node* n) {
+  const std::vector<int64_t>& dims = p.out_dims;
+  const int64_t r = dims.size();
+  // The values depend only on the index within the trailing dims that
+  // follow the last leading dim the broadcast repeats along.
+  int64_t lead = 0;
+  while (lead < r && n->src_strides[lead] == 0) ++lead;
+  int64_t period = 1;
+  for (int64_t d = lead; d < r; ++d) period *= dims[d];
+  if (lead > 0 && period <= kMaxPeriod && period + kBlock <= p.count) {
+    n->period = period;
+    return;
+  }
+  if (r < 2 || n->src_strides[r - 1] != 1) return;
+  int over = 0;
+  for (int64_t d = r - 2; d >= 0 && n->src_strides[d] == 0; --d) ++over;
+  if (over > 0) n->repeats_over = over;
+}
+
+// The fused loop of a blocked fusion runs over [N, C / b, H, W, b]: the
+// strides per dim of that order of a value read through strides `s` per
+// dim of its logical [N, H, W, C].
+std::vector<int64_t> BlockedOrder(const std::vector<int64_t>& s, int64_t b) {
+  return {s[0], s[3] * b, s[1], s[2], s[3]};
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<Program>> BuildProgram(const FusionSpec& spec) {
   auto p = std::make_shared<Program>();
   const hlo::Instruction* root = spec.members.back();
   if (root->shape().rank() > 16) return Unimplemented("fusions of rank above 16");
+  const int64_t b = spec.block;
+  if (b && (root->shape().rank() != 4 || root->shape().dims[3] % b != 0))
+    return Internal("fusion at %s is planned on blocks of %d channels its shape does not take", root->name(), b);
   p->out_dims = root->shape().dims;
+  if (b) {
+    const std::vector<int64_t>& d = root->shape().dims;
+    p->out_dims = {d[0], d[3] / b, d[1], d[2], b};
+  }
   p->count = root->shape().ElementCount();
   absl::flat_hash_map<const hlo::Instruction*, int> index;
   int buffers = 0;  // io.inputs taken by the inputs before
@@ -202,6 +238,9 @@ absl::StatusOr<std::shared_ptr<Program>> BuildProgram(const FusionSpec& spec) {
     n.instr = in;
     n.type = in->shape().element_type;
     bool strided = k < spec.strided.size() && spec.strided[k];
+    if (b && strided && in->opcode() != Opcode::kBroadcast)
+      return Internal("blocked fusion at %s reads %s through a %s", root->name(), in->name(),
+                      hlo::OpcodeName(in->opcode()));
     if (strided && in->opcode() == Opcode::kConcatenate) {
       n.kind = Node::kInputConcat;
       int64_t dim = in->dimensions.at(0), inner = 1;
@@ -224,16 +263,11 @@ absl::StatusOr<std::shared_ptr<Program>> BuildProgram(const FusionSpec& spec) {
     } else if (strided && in->opcode() == Opcode::kBroadcast) {
       // The input buffer is the broadcast's operand; read it through strides.
       n.kind = Node::kInputBroadcast;
-      n.src_strides.assign(p->out_dims.size(), 0);
+      n.src_strides.assign(in->shape().rank(), 0);
       std::vector<int64_t> st = in->operand(0)->shape().Strides();
       for (size_t i = 0; i < in->dimensions.size(); ++i) n.src_strides[in->dimensions[i]] = st[i];
-      // The values depend only on the index within the trailing dims that
-      // follow the last leading dim the broadcast repeats along.
-      size_t lead = 0;
-      while (lead < p->out_dims.size() && n.src_strides[lead] == 0) ++lead;
-      int64_t period = 1;
-      for (size_t d = lead; d < p->out_dims.size(); ++d) period *= p->out_dims[d];
-      if (lead > 0 && period <= kMaxPeriod && period + kBlock <= p->count) n.period = period;
+      if (b) n.src_strides = BlockedOrder(n.src_strides, b);
+      PlanBroadcastReads(*p, &n);
     } else if (in->shape().ElementCount() == 1 && p->count != 1) {
       n.kind = Node::kInputScalar;
     } else {

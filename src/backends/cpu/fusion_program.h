@@ -37,6 +37,12 @@ struct Node {
   // each call lays out period + kBlock of them once, and a block reads them
   // at its offset instead of gathering its own copy. 0: not periodic.
   int64_t period = 0;
+  // Broadcast, not periodic, whose innermost dim is read contiguously and
+  // whose next `repeats_over` dims out have stride 0 (a per-channel or
+  // per-image value over blocked activations: a block of channels repeated
+  // over the pixels): those runs are equal, and a block copies one run and
+  // then doubles what it has written. 0: none.
+  int repeats_over = 0;
   // Concatenation: each row of the result (the elements of one index of
   // the dims before the joined one) is `row` elements, the parts' rows
   // end to end; part k's ends at part_ends[k] and is read from input

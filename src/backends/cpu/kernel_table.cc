@@ -81,8 +81,11 @@ MakerResult BlockedConcat(const EmitContext& ctx, const Instruction& i, const Th
   return Unimplemented("%s: a concatenation planned on blocked activations has parts of partial blocks", i.name());
 }
 
-MakerResult FastReduce(const EmitContext&, const Instruction& i, const ThunkIo& io) {
-  return MakeFastReduceThunk(i, io);
+MakerResult FastReduce(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
+  int block = ctx.plan.BlockOf(i.operand(0));
+  if (auto t = MakeFastReduceThunk(i, io, block)) return t;
+  if (block) return Unimplemented("%s: a reduce planned on blocked activations is not a pool over them", i.name());
+  return std::nullopt;
 }
 MakerResult FastReduceWindow(const EmitContext&, const Instruction& i, const ThunkIo& io) {
   return MakeFastReduceWindowThunk(i, io);

@@ -24,6 +24,9 @@ void PlanEpilogues(const CompileOptions& options, Plan* plan);
 // activations, and the concatenations and max pools between them, in
 // oneDNN's blocked layout (Plan::blocked; blocked_layout_planning.cc).
 void PlanBlockedLayouts(const CompileOptions& options, Plan* plan);
+// Extends the blocked values through elementwise fusions and global pools
+// between such convolutions (Plan::blocked; after PlanFusions).
+void PlanBlockedLoops(const CompileOptions& options, Plan* plan);
 // Runs s32 convolutions and dots of widened 8-bit values on oneDNN's
 // 8-bit primitives (Plan::integer_products; integer_planning.cc).
 void PlanIntegerProducts(Plan* plan);

@@ -158,6 +158,15 @@ class Emitter {
       }
     }
     io.outputs = ctx_.LeavesOf(root);
+    // A blocked loop reads its inputs of its shape in its own order: the
+    // planner blocks them all alike, or none.
+    spec.block = plan_.BlockOf(root);
+    for (size_t k = 0; k < spec.inputs.size(); ++k) {
+      const Instruction* in = spec.inputs[k];
+      if (!spec.strided[k] && in->shape().ElementCount() != 1 && plan_.BlockOf(in) != spec.block)
+        return Internal("fusion at %s is planned on blocks of %d channels but reads %s in blocks of %d", root->name(),
+                        spec.block, in->name(), plan_.BlockOf(in));
+    }
     ASSIGN_OR_RETURN(Thunk t, MakeFusionThunk(spec, io));
     Add(std::move(t), "fusion");
     return absl::OkStatus();

@@ -25,10 +25,17 @@ struct ThunkIo {
 // operands' buffers part by part. io.inputs holds each input's buffers in
 // input order: one per input, an operand's for a strided broadcast or
 // slice, and one per operand for a strided concatenation.
+//
+// `block` (8 or 16; 0: none): the result and every input of the result's
+// shape are rank-4 channels-last values kept in oneDNN's blocked layout
+// with that channel block (blocked-layout planning), and the loop runs
+// over the elements in that order; broadcast inputs are read through
+// strides of their own (plain) buffers, a scalar as always.
 struct FusionSpec {
   std::vector<const hlo::Instruction*> members;
   std::vector<const hlo::Instruction*> inputs;
   std::vector<bool> strided;
+  int block = 0;
 };
 
 // Builds the fused loop thunk; input i of the spec reads buffer io.inputs[i].
@@ -266,7 +273,12 @@ PackedWeightStats PackedWeightCount();
 
 // Native kernels (fast_kernels.cc): reduce over a contiguous block of dims,
 // reduce-window with an identity init, and transpose/slice/broadcast.
-std::optional<Thunk> MakeFastReduceThunk(const hlo::Instruction& instr, const ThunkIo& io);
+// `block` (0: plain): the reduce's operand is a rank-4 channels-last value
+// in oneDNN's blocked layout with that channel block; only a reduce over
+// its two spatial dims takes one (a global pool: FastReduceTakesBlocked),
+// whose result, [N, C], is plain as always.
+bool FastReduceTakesBlocked(const hlo::Instruction& instr);
+std::optional<Thunk> MakeFastReduceThunk(const hlo::Instruction& instr, const ThunkIo& io, int block = 0);
 std::optional<Thunk> MakeFastReduceWindowThunk(const hlo::Instruction& instr, const ThunkIo& io);
 std::optional<Thunk> MakeFastMoveThunk(const hlo::Instruction& instr, const ThunkIo& io);
 
