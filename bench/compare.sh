@@ -9,7 +9,7 @@
 #                         [--xonnx-args "--batch-buckets 1,8,64"]
 # With several batch sizes, each model is measured at each; items/s = batch /
 # latency, so the latency ratio is also the inverse throughput ratio.
-# --corpus measures every model of bench/corpus.py (22 architectures of many
+# --corpus measures every model of bench/corpus.py (23 architectures of many
 # families; `bench/corpus.py --list` names them); --models may also name them,
 # NAME_dynq names NAME's dynamically quantized variant (bench/quantize.py:
 # DynamicQuantizeLinear + ConvInteger/MatMulInteger, as ONNX Runtime's
@@ -31,6 +31,7 @@ while [[ $# -gt 0 ]]; do
     --xonnx-args) xonnx_args="$2"; shift 2 ;;
     --models) models="$2"; shift 2 ;;
     --corpus) models=$(/usr/bin/python3 bench/corpus.py --list | awk '{print $1}' | paste -sd,); shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
