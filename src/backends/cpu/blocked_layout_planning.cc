@@ -1,6 +1,7 @@
 // Blocked-layout planning: which activations stay in oneDNN's blocked
 // layout between the convolutions, concatenations and max pools that read
-// and write them.
+// and write them, and then through the fused loops and global pools
+// between such convolutions.
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -251,10 +252,6 @@ void PlanBlockedLayouts(const CompileOptions& options, Plan* plan) {
   DropGroupsBlockedForNothing(groups, producer, runs_blocked, stems, options.winograd, plan);
   AssignChannelBlocks(runs_blocked, movers, stems, plan);
 }
-
-}  // namespace xonnx::cpu
-
-namespace xonnx::cpu {
 
 namespace {
 
