@@ -407,6 +407,25 @@ std::vector<Case> Cases() {
         {"fusion-blocked", 1},
         {"reduce-blocked", 1},
         {"transpose", 2}}},
+      // Convolutions over 1x1 images with a 1x1 window (a
+      // squeeze-excitation block's layers) are the products they are: at
+      // batch 1 the gemv kernel runs them, their bias and activations a
+      // fused loop after it; at batch 16 a matmul with its epilogue.
+      {"convolutions_over_points_are_products",
+       {Shape(F32, {1, 96, 1, 1}), Shape(F32, {16, 96, 1, 1})},
+       [](Builder& b, auto p) {
+         auto* w1 = b.Constant(Weights(Shape(F32, {24, 96, 1, 1}), 70));
+         auto* w2 = b.Constant(Weights(Shape(F32, {96, 24, 1, 1}), 71));
+         auto* b1 = b.Constant(Random(Shape(F32, {24}), 72));
+         auto layers = [&](Instruction* x) {
+           auto* h = b.Convolution(x, w1, Win2d(1, 1, 0), Nchw(), 1);
+           h = b.Binary(Opcode::kAdd, h, b.Broadcast(b1, h->shape().dims, {1}));
+           h = b.Binary(Opcode::kMaximum, h, b.Broadcast(b.ScalarConstant(F32, 0), h->shape().dims, {}));
+           return b.Unary(Opcode::kLogistic, b.Convolution(h, w2, Win2d(1, 1, 0), Nchw(), 1));
+         };
+         return b.Tuple({layers(p[0]), layers(p[1])});
+       },
+       {{"dnnl-matmul", 2}, {"fusion", 4}, {"gemv", 2}}},
       // Broadcasts whose runs along the last dim repeat along the dims
       // just outside it (a per-image scale, a per-row one) are copied once
       // per stretch of equal runs and doubled; blocks of the loop start in
@@ -787,9 +806,10 @@ std::vector<Case> Cases() {
        },
        {{"dnnl-matmul", 1}, {"row-fusion", 2}}},
       // A squeeze-and-excitation block: 1x1 convolutions of a pooled
-      // vector, one element per feature, so the reshapes after them and
-      // biases of the output's shape (computed, or reshaped from a vector)
-      // join their epilogues, with swish and sigmoid.
+      // vector, which run as the products they are (on the matmul: their
+      // weights are parameters), one element per feature, so the reshapes
+      // after them and biases of the output's shape (computed, or reshaped
+      // from a vector) join their epilogues, with swish and sigmoid.
       {"squeeze_excitation",
        {Shape(F32, {1, 16, 5, 5}), Shape(F32, {4, 16, 1, 1}), Shape(F32, {1, 4, 1, 1}), Shape(F32, {16, 4, 1, 1}),
         Shape(F32, {16})},
@@ -803,7 +823,7 @@ std::vector<Case> Cases() {
          auto* s = b.Unary(Opcode::kLogistic, b.Binary(Opcode::kAdd, c2, p[4]));
          return b.Binary(Opcode::kMultiply, p[0], b.Broadcast(s, {1, 16, 5, 5}, {1}));
        },
-       {{"dnnl-conv", 2}, {"fusion", 2}, {"reduce", 1}}},
+       {{"dnnl-matmul", 2}, {"fusion", 2}, {"reduce", 1}}},
       // Leading dims reduced (a global pool in channels-last order): column
       // blocks with a narrow tail, and rows split into parts of odd length.
       {"reduce_leading_dims",

@@ -134,12 +134,58 @@ Instruction* Canonical(hlo::Computation* c, Instruction* conv) {
   return TransposeUnlessIdentity(c, y, back, conv);
 }
 
+// Whether `conv` is a product in disguise: f32, ungrouped, over inputs
+// whose spatial dims are all 1, with a window of 1 everywhere, the batch
+// before the features in its input and result (a squeeze-excitation
+// block's two layers, ONNX Conv over [N, C, 1, 1]).
+bool OnPoints(const Instruction& conv) {
+  const auto& d = conv.conv_dnums;
+  const hlo::Shape& xs = conv.operand(0)->shape();
+  if (conv.shape().element_type != hlo::F32 || xs.element_type != hlo::F32 ||
+      conv.operand(1)->shape().element_type != hlo::F32 || conv.feature_group_count != 1 ||
+      conv.batch_group_count != 1 || d.input_batch_dimension > d.input_feature_dimension ||
+      d.output_batch_dimension > d.output_feature_dimension)
+    return false;
+  for (int64_t s : d.input_spatial_dimensions)
+    if (xs.dims[s] != 1) return false;
+  for (const auto& w : conv.window.dimensions)
+    if (w.size != 1 || w.padding_low != 0 || w.padding_high != 0 || w.base_dilation != 1) return false;
+  return true;
+}
+
+// The dot computing `conv` (OnPoints): its input as [N, C], its weights
+// as [O, I] or [I, O] in their own order (a constant stays one, for the
+// gemv kernel), reshaped back to the result's shape. At batch 1 the
+// product then runs on the gemv kernel (MobileNetV3-Large's 960 -> 240
+// layer: 0.03 ms as a convolution), at any batch on a matmul.
+Instruction* AsDot(hlo::Computation* c, Instruction* conv) {
+  const auto& d = conv->conv_dnums;
+  Instruction* x = conv->operand(0);
+  Instruction* w = conv->operand(1);
+  const int64_t n = x->shape().dims[d.input_batch_dimension], ic = x->shape().dims[d.input_feature_dimension];
+  const int64_t oc = w->shape().dims[d.kernel_output_feature_dimension];
+  const bool out_first = d.kernel_output_feature_dimension < d.kernel_input_feature_dimension;
+  std::vector<int64_t> wdims = out_first ? std::vector<int64_t>{oc, ic} : std::vector<int64_t>{ic, oc};
+  Instruction* lhs = hlo::AddReshape(c, x, {n, ic}, conv);
+  Instruction* rhs = w->opcode() == Opcode::kConstant ? hlo::AddConstant(c, w->literal->Reshape(wdims))
+                                                      : hlo::AddReshape(c, w, wdims, conv);
+  auto dot = std::make_unique<Instruction>(Opcode::kDot, hlo::Shape(hlo::F32, {n, oc}));
+  dot->AppendOperand(lhs);
+  dot->AppendOperand(rhs);
+  dot->dot_dnums.lhs_contracting_dimensions = {1};
+  dot->dot_dnums.rhs_contracting_dimensions = {out_first ? 1 : 0};
+  dot->precision = conv->precision;
+  dot->metadata = conv->metadata;
+  return hlo::AddReshape(c, c->AddInstruction(std::move(dot)), conv->shape().dims, conv);
+}
+
 }  // namespace conv_canonical
 
 absl::StatusOr<bool> ConvCanonicalization::Run(hlo::Module* module) {
   bool changed = false;
   for (const auto& c : module->computations())
     changed |= hlo::ReplaceEach(c.get(), {Opcode::kConvolution}, [&](Instruction* conv) -> Instruction* {
+      if (conv_canonical::OnPoints(*conv)) return conv_canonical::AsDot(c.get(), conv);
       return conv_canonical::Needs(*conv) ? conv_canonical::Canonical(c.get(), conv) : nullptr;
     });
   return changed;

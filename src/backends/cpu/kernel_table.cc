@@ -32,8 +32,16 @@ MakerResult DnnlMatmul(const EmitContext& ctx, const Instruction& i, const Thunk
 
 // A product of a few rows by constant weights, unless the planner chose
 // oneDNN to read its operands through views.
+// The gemv kernel reads its operand's buffer row-major: a planned view
+// qualifies only where it is that (a reshape of the pooled features
+// before a classifier).
 MakerResult Gemv(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
-  if (ctx.plan.dot_views.of.contains(&i)) return std::nullopt;
+  if (auto v = ctx.plan.dot_views.of.find(&i); v != ctx.plan.dot_views.of.end()) {
+    const std::optional<PlannedView>& lhs = v->second[0];
+    if (v->second[1]) return std::nullopt;
+    if (lhs && (lhs->view.offset != 0 || lhs->view.strides != StridedView::RowMajor(lhs->view.dims).strides))
+      return std::nullopt;
+  }
   return MakeGemvThunk(i, io);
 }
 
