@@ -30,11 +30,10 @@ MakerResult DnnlMatmul(const EmitContext& ctx, const Instruction& i, const Thunk
   return std::nullopt;
 }
 
-// A product of a few rows by constant weights, unless the planner chose
-// oneDNN to read its operands through views.
-// The gemv kernel reads its operand's buffer row-major: a planned view
-// qualifies only where it is that (a reshape of the pooled features
-// before a classifier).
+// A product of a few rows by constant weights. The gemv kernel reads its
+// operand's buffer row-major, so where the planner chose to read the
+// operand through a view, only a view that is that layout qualifies (a
+// reshape of the pooled features before a classifier).
 MakerResult Gemv(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
   if (auto v = ctx.plan.dot_views.of.find(&i); v != ctx.plan.dot_views.of.end()) {
     const std::optional<PlannedView>& lhs = v->second[0];
