@@ -10,9 +10,9 @@
 //    constant weights, rearranged once): the input dilated and padded by
 //    a pad, then an undilated convolution;
 //  - negative padding: cropped by the same pad.
-// And a convolution over 1x1 images with a 1x1 window (a
-// squeeze-excitation block's layers) becomes the dot it is, which runs on
-// the gemv kernel at batch 1 and on a matmul otherwise.
+// And a convolution over at most 4 images of 1x1 with a 1x1 window (a
+// squeeze-excitation block's layers at batch 1) becomes the dot it is,
+// which runs on the gemv kernel.
 // Without it each of these ran on the native reference-order kernel, one
 // thread, 10-40x slower than oneDNN (a small CNN's training step).
 #ifndef XONNX_BACKENDS_CPU_CONV_CANONICALIZATION_H_

@@ -23,7 +23,6 @@ namespace xonnx::cpu {
 namespace {
 
 constexpr int64_t kPanelLanes = 16;  // columns per panel
-constexpr int64_t kMaxRows = 4;      // larger products go to oneDNN
 constexpr int64_t kGroup = 4;        // panels computed together (independent sums)
 // Multiply-adds from which both threads share a call: 128K (512 KB of
 // weights), above a recurrent step's (a GRU's 192 x 576, whose weights
@@ -146,7 +145,7 @@ bool GemvTakes(const hlo::Instruction& dot) {
   if ((lrank != 1 && lrank != 2) || d.lhs_contracting_dimensions[0] != lrank - 1) return false;
   const int64_t rc = d.rhs_contracting_dimensions[0];
   const int64_t rows = lrank == 2 ? lhs->shape().dims[0] : 1;
-  return rows <= kMaxRows && rhs->shape().dims[rc] != 0 && rhs->shape().dims[1 - rc] != 0;
+  return rows <= kGemvMaxRows && rhs->shape().dims[rc] != 0 && rhs->shape().dims[1 - rc] != 0;
 }
 
 std::optional<Thunk> MakeGemvThunk(const hlo::Instruction& dot, const ThunkIo& io) {

@@ -289,7 +289,9 @@ std::optional<Thunk> MakeDataMoveThunk(const hlo::Instruction& instr, const Thun
 
 // A matrix-vector product (gemv.cc): an f32 dot of at most 4 rows by
 // constant [K, N] or [N, K] weights, packed at compile time; kind "gemv".
-// GemvTakes: whether MakeGemvThunk takes the dot's form.
+// GemvTakes: whether MakeGemvThunk takes the dot's form (at most
+// kGemvMaxRows rows; larger products go to oneDNN).
+constexpr int64_t kGemvMaxRows = 4;
 bool GemvTakes(const hlo::Instruction& dot);
 std::optional<Thunk> MakeGemvThunk(const hlo::Instruction& instr, const ThunkIo& io);
 
