@@ -263,19 +263,6 @@ bool BlockableShape(const Plan& plan, const Instruction* v) {
          DnnlChannelBlock(s.dims[3]) != 0;
 }
 
-// The inputs of elementwise fusion `g` (values its members read from
-// outside it), each once.
-std::vector<Instruction*> FusionInputs(const Plan& plan, int g) {
-  std::vector<Instruction*> inputs;
-  absl::flat_hash_set<const Instruction*> seen;
-  for (const Instruction* m : plan.fusions.groups[g])
-    for (Instruction* op : m->operands()) {
-      auto og = plan.fusions.group_of.find(op);
-      if ((og == plan.fusions.group_of.end() || og->second != g) && seen.insert(op).second) inputs.push_back(op);
-    }
-  return inputs;
-}
-
 }  // namespace
 
 // Values stay blocked through elementwise loops and global pools too: a
@@ -295,7 +282,7 @@ void PlanBlockedLoops(const CompileOptions& options, Plan* plan) {
   const auto& fusions = plan->fusions;
   absl::flat_hash_map<const Instruction*, int> candidates;              // value -> its block
   absl::flat_hash_map<const Instruction*, const Instruction*> conv_of;  // candidate -> the convolution writing it
-  absl::flat_hash_map<const Instruction*, int> fusion_of;               // candidate -> the fusion writing it
+  absl::flat_hash_map<const Instruction*, std::vector<Instruction*>> inputs_of;  // candidate fusion -> its inputs
   auto block_of = [&](const Instruction* v) {
     if (int b = plan->BlockOf(v)) return b;
     auto c = candidates.find(v);
@@ -313,11 +300,12 @@ void PlanBlockedLoops(const CompileOptions& options, Plan* plan) {
     }
     if (!plan->IsGroupRoot(i) || blocked.contains(i) || !BlockableShape(*plan, i)) continue;
     // The block of its inputs of its shape, where one has one.
-    int g = fusions.group_of.at(i), b = DnnlChannelBlock(i->shape().dims[3]);
-    for (const Instruction* in : FusionInputs(*plan, g))
-      if (in->shape().dims == i->shape().dims && block_of(in)) b = block_of(in);
+    std::vector<Instruction*> inputs = plan->FusionInputs(fusions.group_of.at(i));
+    int b = DnnlChannelBlock(i->shape().dims[3]);
+    for (const Instruction* in : inputs)
+      if (int ib = in->shape().dims == i->shape().dims ? block_of(in) : 0) b = ib;
     candidates[i] = b;
-    fusion_of[i] = g;
+    inputs_of[i] = std::move(inputs);
   }
   auto reader_takes = [&](const Instruction* v, int b, const Instruction* u) {
     if (auto g = fusions.group_of.find(u); g != fusions.group_of.end())
@@ -339,8 +327,8 @@ void PlanBlockedLoops(const CompileOptions& options, Plan* plan) {
       const int b = it->second;
       bool keeps = true;
       for (const Instruction* u : plan->users(v)) keeps = keeps && reader_takes(v, b, u);
-      if (auto f = fusion_of.find(v); keeps && f != fusion_of.end()) {
-        for (const Instruction* in : FusionInputs(*plan, f->second)) {
+      if (auto f = inputs_of.find(v); keeps && f != inputs_of.end()) {
+        for (const Instruction* in : f->second) {
           if (fusions.absorbed_reads.contains(in)) {
             keeps = keeps && in->opcode() == Opcode::kBroadcast;
           } else if (in->shape().ElementCount() != 1) {

@@ -231,33 +231,27 @@ int BufferAssigner::InPlaceFusionInput(const Instruction* root) const {
   if (ob == backing_.end() || ob->second.size() != 1 || ob->second[0] < 0) return -1;
   const Slot& out = slots_[ob->second[0]];
   if (out.owner != root) return -1;
-  const auto& fusions = plan_.fusions;
-  int g = fusions.group_of.at(root);
   absl::flat_hash_map<int, int> reads;  // slot -> inputs backed by it
-  absl::flat_hash_set<const Instruction*> seen;
   std::vector<int> candidates;
-  for (const Instruction* m : fusions.groups[g]) {
-    for (Instruction* op : m->operands()) {
-      if (auto mg = fusions.group_of.find(op); mg != fusions.group_of.end() && mg->second == g) continue;
-      if (!seen.insert(op).second) continue;  // one input, however many members read it
-      // An absorbed read's buffers are its operands' (a concatenation's
-      // parts, read in turn); they are never candidates.
-      bool absorbed = fusions.absorbed_reads.contains(op);
-      std::vector<const Instruction*> buffers;
-      if (absorbed)
-        buffers.assign(op->operands().begin(), op->operands().end());
-      else
-        buffers = {op};
-      for (const Instruction* buffer : buffers) {
-        auto bk = backing_.find(buffer);
-        if (bk == backing_.end() || bk->second.size() != 1 || bk->second[0] < 0) continue;
-        int r = bk->second[0];
-        ++reads[r];
-        if (!absorbed && op->shape().ElementCount() == root->shape().ElementCount() &&
-            plan_.BlockOf(op) == plan_.BlockOf(root) &&
-            hlo::ByteWidth(op->shape().element_type) == hlo::ByteWidth(root->shape().element_type))
-          candidates.push_back(r);
-      }
+  // Each input once, however many members read it.
+  for (const Instruction* op : plan_.FusionInputs(plan_.fusions.group_of.at(root))) {
+    // An absorbed read's buffers are its operands' (a concatenation's
+    // parts, read in turn); they are never candidates.
+    bool absorbed = plan_.fusions.absorbed_reads.contains(op);
+    std::vector<const Instruction*> buffers;
+    if (absorbed)
+      buffers.assign(op->operands().begin(), op->operands().end());
+    else
+      buffers = {op};
+    for (const Instruction* buffer : buffers) {
+      auto bk = backing_.find(buffer);
+      if (bk == backing_.end() || bk->second.size() != 1 || bk->second[0] < 0) continue;
+      int r = bk->second[0];
+      ++reads[r];
+      if (!absorbed && op->shape().ElementCount() == root->shape().ElementCount() &&
+          plan_.BlockOf(op) == plan_.BlockOf(root) &&
+          hlo::ByteWidth(op->shape().element_type) == hlo::ByteWidth(root->shape().element_type))
+        candidates.push_back(r);
     }
   }
   for (int r : candidates)

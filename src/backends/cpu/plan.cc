@@ -19,6 +19,24 @@ bool Plan::IsGroupRoot(const Instruction* i) const {
   return g != fusions.group_of.end() && fusions.groups[g->second].back() == i;
 }
 
+std::vector<Instruction*> Plan::FusionMembers(int group) const {
+  std::vector<Instruction*> members = fusions.groups[group];
+  std::sort(members.begin(), members.end(),
+            [&](const Instruction* a, const Instruction* b) { return pos(a) < pos(b); });
+  return members;
+}
+
+std::vector<Instruction*> Plan::FusionInputs(int group) const {
+  std::vector<Instruction*> inputs;
+  absl::flat_hash_set<const Instruction*> seen;
+  for (const Instruction* m : FusionMembers(group))
+    for (Instruction* op : m->operands()) {
+      auto g = fusions.group_of.find(op);
+      if ((g == fusions.group_of.end() || g->second != group) && seen.insert(op).second) inputs.push_back(op);
+    }
+  return inputs;
+}
+
 bool Plan::Materialized(const Instruction* i) const {
   if (fusions.absorbed_reads.contains(i) || epilogues.unused.contains(i) || dot_views.replaced.contains(i) ||
       integer_products.replaced.contains(i))

@@ -114,6 +114,11 @@ class Plan {
   bool RunsStep(const hlo::Instruction* i) const;
   // Whether i is the last member (the result) of an elementwise fusion.
   bool IsGroupRoot(const hlo::Instruction* i) const;
+  // The members of elementwise fusion `group` in program order, and the
+  // values they read from outside it (its inputs), each once, in the order
+  // those members first read them.
+  std::vector<hlo::Instruction*> FusionMembers(int group) const;
+  std::vector<hlo::Instruction*> FusionInputs(int group) const;
   // Whether the epilogues planned so far leave i's value in a buffer: not
   // a conv or dot whose epilogue writes its result, nor an op folded into
   // one before its last.

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/kernel_table.h"
 #include "base/status.h"
@@ -132,30 +131,20 @@ class Emitter {
   // A fused elementwise loop, emitted at its root; a broadcast, slice or
   // concatenation absorbed into it is read from its operands' buffers.
   absl::Status EmitFusion(const Instruction* root) {
-    const auto& fusions = plan_.fusions;
-    int g = fusions.group_of.at(root);
+    int g = plan_.fusions.group_of.at(root);
     FusionSpec spec;
-    spec.members.assign(fusions.groups[g].begin(), fusions.groups[g].end());
-    std::sort(spec.members.begin(), spec.members.end(),
-              [&](const Instruction* a, const Instruction* b) { return plan_.pos(a) < plan_.pos(b); });
+    for (const Instruction* m : plan_.FusionMembers(g)) spec.members.push_back(m);
     ThunkIo io;
-    absl::flat_hash_map<const Instruction*, bool> seen;
-    for (const Instruction* m : spec.members) {
-      for (Instruction* op : m->operands()) {
-        auto mg = fusions.group_of.find(op);
-        if (mg != fusions.group_of.end() && mg->second == g) continue;
-        if (seen[op]) continue;
-        seen[op] = true;
-        spec.inputs.push_back(op);
-        bool absorbed = fusions.absorbed_reads.contains(op);
-        spec.strided.push_back(absorbed);
-        // An absorbed read's buffers are its operands' (a broadcast's or
-        // slice's one, a concatenation's parts).
-        if (!absorbed)
-          io.inputs.push_back(ctx_.LeavesOf(op).at(0));
-        else
-          for (const Instruction* buffer : op->operands()) io.inputs.push_back(ctx_.LeavesOf(buffer).at(0));
-      }
+    for (const Instruction* op : plan_.FusionInputs(g)) {
+      spec.inputs.push_back(op);
+      bool absorbed = plan_.fusions.absorbed_reads.contains(op);
+      spec.strided.push_back(absorbed);
+      // An absorbed read's buffers are its operands' (a broadcast's or
+      // slice's one, a concatenation's parts).
+      if (!absorbed)
+        io.inputs.push_back(ctx_.LeavesOf(op).at(0));
+      else
+        for (const Instruction* buffer : op->operands()) io.inputs.push_back(ctx_.LeavesOf(buffer).at(0));
     }
     io.outputs = ctx_.LeavesOf(root);
     // A blocked loop reads its inputs of its shape in its own order: the
