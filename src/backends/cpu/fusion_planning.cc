@@ -32,8 +32,7 @@ bool RowReduce(const Plan& plan, const Instruction* i, const std::vector<int64_t
     return false;
   if (full && xs.dims != *full) return false;
   if (i->operand(1)->shape().ElementCount() != 1 || plan.AbsorbedInto(i)) return false;
-  std::optional<Opcode> op = eval::MatchScalarBinary(*i->to_apply());
-  return op && (*op == Opcode::kAdd || *op == Opcode::kMultiply || *op == Opcode::kMaximum || *op == Opcode::kMinimum);
+  return ArithmeticReducer(*i->to_apply()).has_value();
 }
 
 // Whether i can be a member: a reduce as above, or an f32 elementwise op

@@ -174,9 +174,8 @@ std::optional<Thunk> Scatter(const Instruction& in, const ThunkIo& io) {
   std::optional<Opcode> op;
   bool replace = comp.root()->opcode() == Opcode::kParameter && comp.root()->parameter_number == 1;
   if (!replace) {
-    op = eval::MatchScalarBinary(comp);
-    if (!op || (*op != Opcode::kAdd && *op != Opcode::kMultiply && *op != Opcode::kMaximum && *op != Opcode::kMinimum))
-      return std::nullopt;
+    op = ArithmeticReducer(comp);
+    if (!op) return std::nullopt;
     if (os.element_type == hlo::PRED) return std::nullopt;
   }
   std::vector<int64_t> ost = os.Strides(), no_limits(os.rank(), INT64_MAX / 4);

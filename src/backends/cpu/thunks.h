@@ -271,8 +271,14 @@ struct PackedWeightStats {
 };
 PackedWeightStats PackedWeightCount();
 
-// Native kernels (fast_kernels.cc): reduce over a contiguous block of dims,
-// reduce-window with an identity init, and transpose/slice/broadcast.
+// The reducer's opcode when `reducer` is a scalar add, multiply, maximum or
+// minimum: the reductions the native kernels (reduce, scatter, row fusions)
+// compute.
+std::optional<hlo::Opcode> ArithmeticReducer(const hlo::Computation& reducer);
+
+// Native kernels: reduce over a contiguous block of dims and reduce-window
+// with an identity init (reduce_kernels.cc), transpose/slice/broadcast
+// (move_kernels.cc).
 // `block` (0: plain): the reduce's operand is a rank-4 channels-last value
 // in oneDNN's blocked layout with that channel block; only a reduce over
 // its two spatial dims takes one (a global pool: FastReduceTakesBlocked),
