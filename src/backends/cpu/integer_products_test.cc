@@ -133,6 +133,15 @@ std::vector<IntCase> Cases() {
          return b.Dot(b.Transpose(x, {1, 0}), k, mk_kn);
        },
        "dnnl-int8-matmul"},
+      // Rows merged across a transpose ([time, batch] -> [batch * time]),
+      // which no strided view of the 8-bit source gives: the transpose moves
+      // to the 8-bit value (a recurrent net's output after quantization).
+      {"dot_of_rows_merged_across_a_transpose", hlo::U8, Shape(S32, {12, 5, 48}), Shape(S32, {48, 20}), -128, 127,
+       false,
+       [mk_kn](Builder& b, Instruction* x, Instruction* k) {
+         return b.Dot(b.Reshape(b.Transpose(x, {1, 0, 2}), {60, 48}), k, mk_kn);
+       },
+       "dnnl-int8-matmul"},
       {"dot_batched", hlo::U8, Shape(S32, {4, 9, 32}), Shape(S32, {4, 32, 24}), -128, 127, false,
        [batched](Builder& b, Instruction* x, Instruction* k) { return b.Dot(x, k, batched); }, "dnnl-int8-matmul"},
   };

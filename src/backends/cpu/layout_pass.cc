@@ -4,6 +4,7 @@
 #include <numeric>
 #include <optional>
 
+#include "absl/container/flat_hash_map.h"
 #include "base/status.h"
 #include "hlo/builder.h"
 #include "hlo/rewrite.h"
@@ -297,6 +298,73 @@ absl::StatusOr<bool> TransposeSinking::Run(hlo::Module* module) {
 }
 
 namespace {
+
+// Whether `op` is a scalar or a broadcast scalar: an operand with no layout.
+bool LayoutFree(const Instruction* op) {
+  return op->shape().rank() == 0 || (op->opcode() == Opcode::kBroadcast && op->operand(0)->shape().rank() == 0);
+}
+
+// The index of y's one operand that is not layout-free, or -1.
+int DataOperand(const Instruction* y) {
+  int data = -1;
+  for (int k = 0; k < y->operand_count(); ++k) {
+    if (LayoutFree(y->operand(k))) continue;
+    if (data >= 0) return -1;
+    data = k;
+  }
+  return data;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> TransposeNarrowing::Run(hlo::Module* module) {
+  bool changed = false;
+  for (const auto& c : module->computations()) {
+    std::vector<std::vector<Instruction*>> users = c->ComputeUsers();
+    absl::flat_hash_map<const Instruction*, size_t> user_count;
+    for (size_t k = 0; k < users.size(); ++k) user_count[c->instructions()[k].get()] = users[k].size();
+    std::vector<Instruction*> transposes;
+    for (const auto& i : c->instructions())
+      if (i->opcode() == Opcode::kTranspose) transposes.push_back(i.get());
+    bool local = false;
+    for (Instruction* t : transposes) {
+      // Walk from the transpose to its sources along the chain's data operands.
+      std::vector<std::pair<Instruction*, int>> chain;  // op, its data operand; transpose side first
+      size_t keep = 0;                                  // ops of the chain above the narrowest value
+      int narrowest = hlo::ByteWidth(t->shape().element_type);
+      for (Instruction* y = t->operand(0);
+           y != c->root() && user_count[y] == 1 && hlo::IsElementwise(y->opcode()) && y->shape().IsArray();) {
+        int data = DataOperand(y);
+        if (data < 0) break;
+        chain.emplace_back(y, data);
+        y = y->operand(data);
+        if (hlo::ByteWidth(y->shape().element_type) < narrowest) {
+          narrowest = hlo::ByteWidth(y->shape().element_type);
+          keep = chain.size();
+        }
+      }
+      if (keep == 0) continue;
+      Instruction* x =
+          hlo::AddTranspose(c.get(), chain[keep - 1].first->operand(chain[keep - 1].second), t->dimensions, t);
+      for (size_t k = keep; k-- > 0;) {
+        auto [y, data] = chain[k];
+        std::vector<Instruction*> ops(y->operand_count(), nullptr);
+        ops[data] = x;
+        for (int j = 0; j < y->operand_count(); ++j)
+          if (j != data && y->operand(j)->shape().rank() > 0)
+            ops[j] = hlo::AddBroadcast(c.get(), y->operand(j)->operand(0), t->shape().dims, {}, y->operand(j));
+        x = hlo::AddCopyOf(c.get(), *y, ops, hlo::Shape(y->shape().element_type, t->shape().dims));
+      }
+      c->ReplaceAllUsesWith(t, x);
+      local = true;
+    }
+    if (local) c->Canonicalize();
+    changed |= local;
+  }
+  return changed;
+}
+
+namespace {
 class LayoutRound : public passes::Pipeline {
  public:
   LayoutRound() : Pipeline("layout") {
@@ -313,9 +381,12 @@ class LayoutRound : public passes::Pipeline {
 absl::Status RunLayoutPasses(hlo::Module* module) {
   ChannelsLastConvolutions cl;
   ASSIGN_OR_RETURN(bool any, cl.Run(module));
-  if (!any) return absl::OkStatus();
-  passes::FixedPoint<LayoutRound> round;
-  return round.Run(module).status();
+  if (any) {
+    passes::FixedPoint<LayoutRound> round;
+    RETURN_IF_ERROR(round.Run(module).status());
+  }
+  TransposeNarrowing narrowing;
+  return narrowing.Run(module).status();
 }
 
 }  // namespace xonnx::cpu

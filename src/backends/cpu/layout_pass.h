@@ -27,7 +27,19 @@ class TransposeSinking : public passes::Pass {
   absl::StatusOr<bool> Run(hlo::Module* module) override;
 };
 
-// Both passes followed by cleanup, as the CPU compiler runs them.
+// transpose(f(x)) -> f'(transpose(x)) where f is a chain of elementwise ops
+// that only the transpose reads, whose other operands are scalars, and x is
+// the narrowest value along it (quantized activations before they are
+// widened to s32): the transpose then moves bytes instead of words, and an
+// integer product reads the 8-bit value in an order it can view. Sinking
+// leaves such transposes below quantization when they cannot cancel.
+class TransposeNarrowing : public passes::Pass {
+ public:
+  absl::string_view name() const override { return "transpose-narrowing"; }
+  absl::StatusOr<bool> Run(hlo::Module* module) override;
+};
+
+// The passes above followed by cleanup, as the CPU compiler runs them.
 [[nodiscard]] absl::Status RunLayoutPasses(hlo::Module* module);
 
 }  // namespace xonnx::cpu
