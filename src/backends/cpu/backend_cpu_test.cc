@@ -790,6 +790,20 @@ std::vector<Case> Cases() {
          return b.Tuple({y, mean});
        },
        {{"row-fusion", 1}}},
+      // One splat (CSE merges a quantizer's scale across layers) read by a
+      // row fusion and by a loop: each reads it in place, and it is never
+      // written out.
+      {"splat_shared_by_a_row_fusion_and_a_loop",
+       {Shape(F32, {9, 40}), Shape(F32, {9, 40})},
+       [](Builder& b, auto p) {
+         auto* c = b.Broadcast(b.ScalarConstant(F32, 0.75f), {9, 40}, {});
+         auto* x = b.Binary(Opcode::kMultiply, p[0], c);
+         auto* s = b.Reduce({x}, {b.ScalarConstant(F32, 0)}, {1}, b.ScalarReducer(Opcode::kAdd, F32));
+         auto* rows = b.Binary(Opcode::kSubtract, x, b.Broadcast(s, {9, 40}, {0}));
+         auto* loop = b.Binary(Opcode::kAdd, b.Unary(Opcode::kTanh, p[1]), c);
+         return b.Tuple({rows, loop});
+       },
+       {{"fusion", 1}, {"row-fusion", 1}}},
       // Two row reductions with a matrix product between that reads the
       // first one's result: the second group must not take in the first
       // (the product depends on it), so they stay two steps with the

@@ -353,6 +353,9 @@ void PlanFusions(Plan* plan) {
                !rows.internal.contains(i) && AbsorbableRead(*plan, i) &&
                std::all_of(us.begin(), us.end(), [&](Instruction* u) {
                  if (epilogues.absorbed.contains(u)) return i->opcode() == Opcode::kBroadcast;
+                 // Row fusions read through the broadcasts they take (a
+                 // quantizer's splat shared with a layer norm's).
+                 if (plan->RowGroupOf(u) >= 0 || rows.internal.contains(u)) return rows.views.contains(i);
                  auto g = f.group_of.find(u);
                  return g != f.group_of.end() && f.groups[g->second].back()->shape().dims == i->shape().dims;
                })) {

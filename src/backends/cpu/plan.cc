@@ -157,6 +157,8 @@ int64_t Plan::DirectUsePoint(const Instruction* user) const {
     for (Instruction* u : users(user))
       if (auto ug = fusions.group_of.find(u); ug != fusions.group_of.end())
         last = std::max(last, pos(fusions.groups[ug->second].back()));
+    // Row fusions that read through it read its operand when they run.
+    if (auto v = row_fusions.views.find(user); v != row_fusions.views.end()) last = std::max(last, v->second);
     return last;
   }
   return pos(user);
