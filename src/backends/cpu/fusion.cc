@@ -217,6 +217,15 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
       QuantizeF32(a, reinterpret_cast<int8_t*>(dst), len);
     return dst;
   }
+  if (!node.gelu.empty()) {
+    GeluErfForm form;
+    form.c = *static_cast<const float*>(vals[node.gelu[1]]);
+    form.h = *static_cast<const float*>(vals[node.gelu[2]]);
+    form.divide = node.gelu_divide;
+    form.half_first = node.gelu_half_first;
+    GeluErfF32(form, static_cast<const float*>(vals[node.gelu[0]]), reinterpret_cast<float*>(dst), len);
+    return dst;
+  }
   EvalOp(p, node, vals, dst, len, st);
   return dst;
 }

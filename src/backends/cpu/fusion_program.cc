@@ -22,6 +22,7 @@ bool EightBit(hlo::PrimitiveType t) { return t == hlo::U8 || t == hlo::S8; }
 
 std::vector<int> BlockOperands(const Node& node) {
   if (node.table_source >= 0) return {node.table_source};
+  if (!node.gelu.empty()) return node.gelu;
   std::vector<int> q;
   for (int k : node.quantize)
     if (k >= 0) q.push_back(k);
@@ -99,6 +100,75 @@ void PlanQuantizers(Program* p) {
     for (int k = 1; k < 7; ++k)
       if (q[k] >= 0 && p->nodes[q[k]].kind == Node::kInputScalar) node.quantize_scalar |= 1u << (k - 1);
     node.quantize = std::move(q);
+  }
+}
+
+// Finds GELU's exact form among the op nodes not computed from a table:
+// (x * u) * h or (x * h) * u with u = erf(s) + 1 and s = x / c or x * c,
+// h and c scalar inputs and the 1 a constant (either operand order of each
+// add and multiply: they commute exactly). Five passes over a block become
+// one; the inner nodes are computed only if something else reads them.
+// Quantized transformers run it in a loop between a product's rescaling
+// and the next quantizer, where it cannot be the product's post-op.
+void PlanGelus(Program* p) {
+  auto op_node = [&](int k, Opcode op) -> const Node* {
+    const Node& n = p->nodes[k];
+    return n.kind == Node::kOp && n.table_source < 0 && n.quantize.empty() && n.instr->opcode() == op &&
+                   n.type == hlo::F32
+               ? &n
+               : nullptr;
+  };
+  auto scalar = [&](int k) { return p->nodes[k].kind == Node::kInputScalar && p->nodes[k].type == hlo::F32; };
+  auto is_one = [&](int k) {
+    if (!scalar(k)) return false;
+    const hlo::Instruction* v = p->nodes[k].instr->operand(0);
+    return v->opcode() == Opcode::kConstant && v->literal->GetAsDouble(0) == 1.0;
+  };
+  // Whether u is erf(x / c or x * c) + 1 for this x; sets c and divide.
+  auto erf_plus_one = [&](int u, int x, int* c, bool* divide) {
+    const Node* add = op_node(u, Opcode::kAdd);
+    for (int side = 0; add && side < 2; ++side) {
+      const Node* erf = op_node(add->operands[side], Opcode::kErf);
+      if (!erf || !is_one(add->operands[1 - side])) continue;
+      int s = erf->operands[0];
+      if (const Node* d = op_node(s, Opcode::kDivide); d && d->operands[0] == x && scalar(d->operands[1])) {
+        *c = d->operands[1];
+        *divide = true;
+        return true;
+      }
+      const Node* m = op_node(s, Opcode::kMultiply);
+      for (int k = 0; m && k < 2; ++k)
+        if (m->operands[k] == x && scalar(m->operands[1 - k])) {
+          *c = m->operands[1 - k];
+          *divide = false;
+          return true;
+        }
+    }
+    return false;
+  };
+  for (size_t r = 0; r < p->nodes.size(); ++r) {
+    const Node* root = op_node(r, Opcode::kMultiply);
+    if (!root || root->operands[0] == root->operands[1]) continue;
+    for (int side = 0; side < 2 && p->nodes[r].gelu.empty(); ++side) {
+      const Node* inner = op_node(root->operands[side], Opcode::kMultiply);
+      const int other = root->operands[1 - side];
+      for (int k = 0; inner && k < 2; ++k) {
+        const int x = inner->operands[k], y = inner->operands[1 - k];
+        int c = -1;
+        bool divide = false;
+        if (scalar(other) && erf_plus_one(y, x, &c, &divide)) {  // (x * u) * h
+          p->nodes[r].gelu = {x, c, other};
+          p->nodes[r].gelu_half_first = false;
+        } else if (scalar(y) && erf_plus_one(other, x, &c, &divide)) {  // (x * h) * u
+          p->nodes[r].gelu = {x, c, y};
+          p->nodes[r].gelu_half_first = true;
+        } else {
+          continue;
+        }
+        p->nodes[r].gelu_divide = divide;
+        break;
+      }
+    }
   }
 }
 
@@ -292,6 +362,7 @@ absl::StatusOr<std::shared_ptr<Program>> BuildProgram(const FusionSpec& spec) {
   }
   PlanTables(p.get());
   PlanQuantizers(p.get());
+  PlanGelus(p.get());
   MarkNeeded(p.get());
   AssignSlots(p.get());
   return p;
@@ -307,6 +378,7 @@ absl::StatusOr<FusionSummary> SummarizeFusion(const FusionSpec& spec) {
   sum.tables = p->tables.size();
   for (const Node& node : p->nodes) {
     sum.quantizers += node.needed && !node.quantize.empty();
+    sum.gelus += node.needed && !node.gelu.empty();
     sum.computed_ops += node.needed && node.kind == Node::kOp;
   }
   return sum;

@@ -63,6 +63,11 @@ struct Node {
   // Bit k: quantize operand k + 1 (scale, zero point, lo, hi, mul, add)
   // is a scalar input (QuantizeArgs::scalar).
   unsigned quantize_scalar = 0;
+  // GELU's exact form ending at this node, computed in one pass
+  // (GeluErfF32) from the nodes x, c and h (c and h scalar inputs); empty:
+  // computed itself. See PlanGelus.
+  std::vector<int> gelu;
+  bool gelu_divide = false, gelu_half_first = false;
   // Whether the block loop computes this node: not when only tables read it.
   bool needed = true;
 };
@@ -96,7 +101,7 @@ struct Program {
 
 // The nodes whose values `node` reads in the block loop: its table's
 // source in place of its operands when it is looked up, a quantizer's
-// five operands in place of its own.
+// five operands or a GELU's three in place of its own.
 std::vector<int> BlockOperands(const Node& node);
 
 // The fused program of `spec`: its nodes, tables, quantizers and slots.

@@ -47,6 +47,7 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
 struct FusionSummary {
   int tables = 0;
   int quantizers = 0;
+  int gelus = 0;
   int computed_ops = 0;
 };
 absl::StatusOr<FusionSummary> SummarizeFusion(const FusionSpec& spec);

@@ -82,6 +82,17 @@ struct QuantizeArgs {
 void QuantizeF32(const QuantizeArgs& a, uint8_t* y, int64_t n);
 void QuantizeF32(const QuantizeArgs& a, int8_t* y, int64_t n);
 
+// GELU's exact form as exporters write it, in one pass over registers:
+// s = x / c (`divide`) or x * c, u = erf(s) + 1, then (x * u) * h, or
+// (x * h) * u with `half_first`. Each step is the operation ArithF32 and
+// ErfF32 compute, in the same order, so the result equals running the
+// steps one after another bit for bit (the fused loops' GELU node).
+struct GeluErfForm {
+  float c = 0, h = 0;
+  bool divide = false, half_first = false;
+};
+void GeluErfF32(const GeluErfForm& f, const float* x, float* y, int64_t n);
+
 namespace internal {
 using Kernel = void (*)(const float* x, float* y, int64_t n);
 using ArithKernel = void (*)(Arith op, const float* a, const float* b, float* y, int64_t n);
