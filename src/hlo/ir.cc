@@ -85,6 +85,14 @@ std::vector<std::vector<Instruction*>> Computation::ComputeUsers() const {
   return users;
 }
 
+absl::flat_hash_set<const Instruction*> Computation::SingleUseValues() const {
+  std::vector<std::vector<Instruction*>> users = ComputeUsers();
+  absl::flat_hash_set<const Instruction*> single;
+  for (size_t k = 0; k < users.size(); ++k)
+    if (users[k].size() == 1 && instructions_[k].get() != root_) single.insert(instructions_[k].get());
+  return single;
+}
+
 int64_t Computation::Canonicalize() {
   absl::flat_hash_map<const Instruction*, int> state;  // 1 visiting, 2 done
   std::vector<Instruction*> order;

@@ -174,6 +174,10 @@ class Computation {
   void ReplaceAllUsesWith(Instruction* old_instr, Instruction* new_instr);
   // The users of each instruction, in instruction order.
   std::vector<std::vector<Instruction*>> ComputeUsers() const;
+  // The instructions other than the root that exactly one instruction
+  // reads, as of now: values a pass may fold into their one user. A value a
+  // later rewrite makes is not among them.
+  absl::flat_hash_set<const Instruction*> SingleUseValues() const;
   // Drops instructions the root does not reach (parameters are kept) and
   // reorders the rest so every operand precedes its users. Returns how many
   // instructions were removed.

@@ -3,7 +3,7 @@
 #include <optional>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "hlo/rewrite.h"
 
 namespace xonnx::passes {
@@ -62,14 +62,9 @@ hlo::Literal ScaledWeights(const hlo::Literal& w, int64_t dim, const std::vector
 absl::StatusOr<bool> ScaleFolding::Run(hlo::Module* module) {
   bool changed = false;
   for (const auto& c : module->computations()) {
-    std::vector<std::vector<Instruction*>> users = c->ComputeUsers();
-    absl::flat_hash_map<const Instruction*, const std::vector<Instruction*>*> users_of;
-    for (size_t k = 0; k < users.size(); ++k) users_of[c->instructions()[k].get()] = &users[k];
     // Users as the pass began: a value a rewrite made has none recorded.
-    auto single_use = [&](const Instruction* i) {
-      auto u = users_of.find(i);
-      return i != c->root() && u != users_of.end() && u->second->size() == 1;
-    };
+    const absl::flat_hash_set<const Instruction*> single = c->SingleUseValues();
+    auto single_use = [&](const Instruction* i) { return single.contains(i); };
     bool local = false;
     std::vector<Instruction*> multiplies;
     for (const auto& i : c->instructions())

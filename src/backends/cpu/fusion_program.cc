@@ -41,6 +41,15 @@ void MarkNeeded(Program* p) {
       for (int op : BlockOperands(p->nodes[k])) p->nodes[op].needed = true;
 }
 
+// Node k when it is an op node of opcode `op` and element type `type` not
+// computed from a table (k < 0: none), else null: what the one-pass
+// matchers below build on.
+const Node* OpNode(const Program& p, int k, Opcode op, hlo::PrimitiveType type) {
+  if (k < 0) return nullptr;
+  const Node& n = p.nodes[k];
+  return n.kind == Node::kOp && n.table_source < 0 && n.instr->opcode() == op && n.type == type ? &n : nullptr;
+}
+
 // Finds the quantizers (QuantizeLinear as imported) among the op nodes
 // not computed from a table: a convert of f32 to u8 or s8 of
 // clamp(lo, add(round-nearest-even(divide(x, scale)), zero point), hi),
@@ -49,11 +58,7 @@ void MarkNeeded(Program* p) {
 // keeps the values in registers; the chain's inner nodes are then computed
 // only if something else reads them.
 void PlanQuantizers(Program* p) {
-  auto op_node = [&](int k, Opcode op, hlo::PrimitiveType type = hlo::F32) -> const Node* {
-    if (k < 0) return nullptr;
-    const Node& n = p->nodes[k];
-    return n.kind == Node::kOp && n.table_source < 0 && n.instr->opcode() == op && n.type == type ? &n : nullptr;
-  };
+  auto op_node = [&](int k, Opcode op, hlo::PrimitiveType type = hlo::F32) { return OpNode(*p, k, op, type); };
   auto f32 = [&](int k) { return p->nodes[k].type == hlo::F32; };
   // The integer sum under x, with the multiplier and bias nodes (-1: none).
   auto rescaling = [&](int x, std::vector<int>* q) {
@@ -111,13 +116,8 @@ void PlanQuantizers(Program* p) {
 // Quantized transformers run it in a loop between a product's rescaling
 // and the next quantizer, where it cannot be the product's post-op.
 void PlanGelus(Program* p) {
-  auto op_node = [&](int k, Opcode op) -> const Node* {
-    const Node& n = p->nodes[k];
-    return n.kind == Node::kOp && n.table_source < 0 && n.quantize.empty() && n.instr->opcode() == op &&
-                   n.type == hlo::F32
-               ? &n
-               : nullptr;
-  };
+  // (A quantizer is a convert: never one of the ops matched here.)
+  auto op_node = [&](int k, Opcode op) { return OpNode(*p, k, op, hlo::F32); };
   auto scalar = [&](int k) { return p->nodes[k].kind == Node::kInputScalar && p->nodes[k].type == hlo::F32; };
   auto is_one = [&](int k) {
     if (!scalar(k)) return false;

@@ -4,7 +4,7 @@
 #include <numeric>
 #include <optional>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "base/status.h"
 #include "hlo/builder.h"
 #include "hlo/rewrite.h"
@@ -320,9 +320,7 @@ int DataOperand(const Instruction* y) {
 absl::StatusOr<bool> TransposeNarrowing::Run(hlo::Module* module) {
   bool changed = false;
   for (const auto& c : module->computations()) {
-    std::vector<std::vector<Instruction*>> users = c->ComputeUsers();
-    absl::flat_hash_map<const Instruction*, size_t> user_count;
-    for (size_t k = 0; k < users.size(); ++k) user_count[c->instructions()[k].get()] = users[k].size();
+    const absl::flat_hash_set<const Instruction*> single = c->SingleUseValues();
     std::vector<Instruction*> transposes;
     for (const auto& i : c->instructions())
       if (i->opcode() == Opcode::kTranspose) transposes.push_back(i.get());
@@ -333,7 +331,7 @@ absl::StatusOr<bool> TransposeNarrowing::Run(hlo::Module* module) {
       size_t keep = 0;                                  // ops of the chain above the narrowest value
       int narrowest = hlo::ByteWidth(t->shape().element_type);
       for (Instruction* y = t->operand(0);
-           y != c->root() && user_count[y] == 1 && hlo::IsElementwise(y->opcode()) && y->shape().IsArray();) {
+           single.contains(y) && hlo::IsElementwise(y->opcode()) && y->shape().IsArray();) {
         int data = DataOperand(y);
         if (data < 0) break;
         chain.emplace_back(y, data);
