@@ -172,7 +172,7 @@ void EvalOp(const Program& p, const Node& node, const std::vector<const void*>& 
 // can read directly). `tables` holds each table node's values.
 const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vector<const void*>& vals, uint8_t* scratch,
                  absl::Span<void* const> in_ptrs, const std::vector<std::vector<uint8_t>>& patterns,
-                 const std::vector<std::vector<uint8_t>>& tables, void* final_out, absl::Status& st) {
+                 const std::vector<const uint8_t*>& tables, void* final_out, absl::Status& st) {
   const Node& node = p.nodes[n];
   int w = hlo::ByteWidth(node.type);
   uint8_t* dst = n == static_cast<int>(p.nodes.size()) - 1 ? static_cast<uint8_t*>(final_out) + start * w
@@ -196,7 +196,11 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
       break;
   }
   if (node.table_source >= 0) {
-    LookupTable(tables[n].data(), w, static_cast<const uint8_t*>(vals[node.table_source]), dst, len);
+    const uint8_t* index = static_cast<const uint8_t*>(vals[node.table_source]);
+    if (node.table_period)
+      LookupPeriodic(tables[n], w, node.table_period, start % node.table_period, index, dst, len);
+    else
+      LookupTable(tables[n], w, index, dst, len);
     return dst;
   }
   if (!node.quantize.empty()) {
@@ -230,28 +234,48 @@ const void* Eval(const Program& p, int n, int64_t start, int64_t len, std::vecto
   return dst;
 }
 
-// Each table node's 256 values for this call (indexed by node; empty for
-// other nodes): its chain's nodes computed over the source's bit patterns.
-std::vector<std::vector<uint8_t>> ComputeTables(const Program& p, absl::Span<void* const> in_ptrs, absl::Status& st) {
-  std::vector<std::vector<uint8_t>> tables;
-  if (p.tables.empty()) return tables;
-  tables.resize(p.nodes.size());
+// Computes the values of table `t` into `table` (see fused::Table): its
+// chain's nodes over the source's 256 bit patterns, in each of the
+// period's rows for a periodic table, each row's broadcast values the
+// ones at that position.
+void ComputeTable(const Program& p, const Table& t, absl::Span<void* const> in_ptrs, std::vector<uint8_t>& table,
+                  absl::Status& st) {
+  const int64_t rows = std::max<int64_t>(t.period, 1), len = 256 * rows;
   std::vector<const void*> vals(p.nodes.size());
   std::vector<std::vector<uint8_t>> bufs(p.nodes.size());
-  std::vector<uint8_t> patterns(256);
-  for (int k = 0; k < 256; ++k) patterns[k] = k;
-  for (const Table& t : p.tables) {
-    vals[t.source] = patterns.data();
-    for (int j : t.members) {
-      const Node& node = p.nodes[j];
-      std::vector<uint8_t>& buf = j == t.root ? tables[j] : bufs[j];
-      buf.resize(256 * hlo::ByteWidth(node.type));
-      if (node.kind == Node::kInputScalar)
-        Fill(buf.data(), in_ptrs[node.input], hlo::ByteWidth(node.type), 256);
-      else
-        EvalOp(p, node, vals, buf.data(), 256, st);
-      vals[j] = buf.data();
+  std::vector<uint8_t> patterns(len);
+  for (int64_t i = 0; i < len; ++i) patterns[i] = i & 255;
+  vals[t.source] = patterns.data();
+  for (int j : t.members) {
+    const Node& node = p.nodes[j];
+    const int w = hlo::ByteWidth(node.type);
+    std::vector<uint8_t>& buf = j == t.root ? table : bufs[j];
+    buf.resize(len * w);
+    if (node.kind == Node::kInputScalar) {
+      Fill(buf.data(), in_ptrs[node.input], w, len);
+    } else if (node.kind == Node::kInputBroadcast) {  // periodic: one value per row
+      std::vector<uint8_t> row_values(rows * w);
+      Gather(p, node, in_ptrs[node.input], 0, rows, row_values.data());
+      for (int64_t r = 0; r < rows; ++r) Fill(buf.data() + r * 256 * w, row_values.data() + r * w, w, 256);
+    } else {
+      EvalOp(p, node, vals, buf.data(), len, st);
     }
+    vals[j] = buf.data();
+  }
+}
+
+// The tables whose inputs are all constants, computed from the constants'
+// literals (indexed by node; empty for other nodes): built with the thunk
+// instead of on every call.
+std::vector<std::vector<uint8_t>> ConstantTables(const Program& p, size_t input_buffers, absl::Status& st) {
+  std::vector<std::vector<uint8_t>> tables;
+  std::vector<void*> in_ptrs(input_buffers, nullptr);
+  for (const Node& node : p.nodes)
+    if (node.constant) in_ptrs[node.input] = const_cast<void*>(node.constant->literal->untyped_data());
+  for (const Table& t : p.tables) {
+    if (!t.constant) continue;
+    tables.resize(p.nodes.size());
+    ComputeTable(p, t, in_ptrs, tables[t.root], st);
   }
   return tables;
 }
@@ -399,7 +423,10 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
   Thunk t;
   t.name = root->name();
   if (spec.block) t.kind = "fusion-blocked";
-  t.run = [p, ins, out](Frame& f) -> absl::Status {
+  absl::Status built;
+  auto fixed = std::make_shared<const std::vector<std::vector<uint8_t>>>(ConstantTables(*p, ins.size(), built));
+  RETURN_IF_ERROR(built);
+  t.run = [p, ins, out, fixed](Frame& f) -> absl::Status {
     absl::InlinedVector<void*, 16> in_ptrs;
     for (const BufferRef& r : ins) in_ptrs.push_back(f.Ptr(r));
     void* final_out = f.Ptr(out);
@@ -413,7 +440,19 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
       Gather(*p, node, in_ptrs[node.input], 0, node.period + kBlock, patterns[n].data());
     }
     absl::Status status;
-    std::vector<std::vector<uint8_t>> tables = ComputeTables(*p, in_ptrs, status);
+    // Each table node's values: built with the thunk, or for this call.
+    std::vector<std::vector<uint8_t>> computed;
+    std::vector<const uint8_t*> tables;
+    for (const Table& tab : p->tables) {
+      tables.resize(p->nodes.size());
+      if (tab.constant) {
+        tables[tab.root] = (*fixed)[tab.root].data();
+        continue;
+      }
+      computed.resize(p->nodes.size());
+      ComputeTable(*p, tab, in_ptrs, computed[tab.root], status);
+      tables[tab.root] = computed[tab.root].data();
+    }
     if (!status.ok()) return status;
     int64_t blocks = (p->count + kBlock - 1) / kBlock;
     // The blocks of the calling thread, or of each thread of a team. A

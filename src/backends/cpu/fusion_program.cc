@@ -208,26 +208,40 @@ void AssignSlots(Program* p) {
 
 // Finds the chains worth a table (see Table): for each node, the one
 // 8-bit node its value varies with, if any (scalar inputs are the same
-// for every element of a call); a table holds the last node of such a
-// chain when the chain has at least two ops and the fusion at least a
-// block of elements.
+// for every element of a call, periodic broadcasts the same at every
+// position modulo their period), and the period it varies with; a table
+// holds the last node of such a chain when the chain has at least two
+// ops and the table pays for itself.
 void PlanTables(Program* p) {
   constexpr int kInvariant = -2, kMixed = -1;
+  constexpr int64_t kConflict = -1;
+  // A periodic table of more bytes than this would be looked up from
+  // beyond the L2 cache.
+  constexpr int64_t kMaxTableBytes = 512 << 10;
   const int n = p->nodes.size();
   if (p->count < kBlock) return;
   std::vector<int> var(n, kMixed);
+  std::vector<int64_t> period(n, 0);
   for (int k = 0; k < n; ++k) {
     Node& node = p->nodes[k];
     if (node.kind == Node::kInputScalar) {
       var[k] = kInvariant;
+    } else if (node.kind == Node::kInputBroadcast && node.period > 0) {
+      var[k] = kInvariant;
+      period[k] = node.period;
     } else if (node.kind == Node::kOp) {
       var[k] = kInvariant;
       for (int op : node.operands) {
+        if (period[op] != 0 && period[k] != period[op]) period[k] = period[k] == 0 ? period[op] : kConflict;
         if (var[op] == kInvariant || var[op] == var[k]) continue;
         var[k] = var[k] == kInvariant ? var[op] : kMixed;
       }
+      if (period[k] == kConflict) var[k] = kMixed;
     }
-    if (var[k] == kMixed && EightBit(node.type)) var[k] = k;
+    if (var[k] == kMixed && EightBit(node.type)) {
+      var[k] = k;
+      period[k] = 0;  // what varies with it is indexed by its value
+    }
   }
   auto chained = [&](int k) { return p->nodes[k].kind == Node::kOp && var[k] >= 0 && var[k] != k; };
   std::vector<bool> read_elsewhere(n, false);  // by a node outside its chain
@@ -240,17 +254,25 @@ void PlanTables(Program* p) {
     std::vector<bool> in_chain(n, false);
     in_chain[k] = true;
     int ops = 0;
+    bool constant = true;
     for (int j = k; j >= 0; --j) {
       if (!in_chain[j]) continue;
-      ops += p->nodes[j].kind == Node::kOp;
-      for (int op : p->nodes[j].operands)
+      const Node& m = p->nodes[j];
+      ops += m.kind == Node::kOp;
+      if (m.kind != Node::kOp) constant = constant && m.constant != nullptr;
+      for (int op : m.operands)
         if (op != var[k]) in_chain[op] = true;
     }
     if (ops < 2) continue;
-    Table t{k, var[k], {}};
+    const int64_t entries = 256 * std::max<int64_t>(period[k], 1);
+    if (period[k] > 0 &&
+        (entries * hlo::ByteWidth(p->nodes[k].type) > kMaxTableBytes || (!constant && p->count < 4 * entries)))
+      continue;
+    Table t{k, var[k], {}, period[k], constant};
     for (int j = 0; j <= k; ++j)
       if (in_chain[j]) t.members.push_back(j);
     p->nodes[k].table_source = var[k];
+    p->nodes[k].table_period = period[k];
     p->tables.push_back(std::move(t));
   }
 }
@@ -343,6 +365,11 @@ absl::StatusOr<std::shared_ptr<Program>> BuildProgram(const FusionSpec& spec) {
     } else {
       n.kind = Node::kInputFull;
     }
+    // Scalars and broadcasts read their operand's buffer, the rest their own.
+    const hlo::Instruction* source = n.kind == Node::kInputScalar && in->opcode() == Opcode::kBroadcast ? in->operand(0)
+                                     : n.kind == Node::kInputBroadcast                                  ? in->operand(0)
+                                                                                                        : in;
+    if (n.kind != Node::kInputConcat && source->opcode() == Opcode::kConstant && source->literal) n.constant = source;
     index[in] = p->nodes.size();
     p->nodes.push_back(std::move(n));
   }

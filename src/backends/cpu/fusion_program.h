@@ -52,6 +52,12 @@ struct Node {
   // An op node computed by looking up its value in a table indexed by the
   // 8-bit value of node `table_source` (see Table); -1: computed itself.
   int table_source = -1;
+  // The table's period (see Table::period); 0: a table of 256.
+  int64_t table_period = 0;
+  // For an input whose buffer is an HLO constant's (a scalar, a
+  // broadcast's operand): that constant, whose literal holds the values
+  // when the thunk is built. Null otherwise.
+  const hlo::Instruction* constant = nullptr;
   // A quantizer's last node, convert(clamp(lo, round(x / scale) + zero
   // point, hi)) to u8 or s8, computed in one pass (QuantizeF32) from the
   // nodes x, scale, zero point, lo, hi, mul, add; empty: computed itself.
@@ -78,10 +84,21 @@ struct Node {
 // call computes them once, by running the chain's own kernels over the
 // 256 bit patterns, and the block loop looks them up. Exact by
 // construction, and one pass instead of the chain's ten (MobileNetV3 QDQ).
+//
+// A chain that also reads periodic broadcasts of one period P (a product's
+// bias and a layer scale per channel, channels last) has at most 256
+// results per position modulo P: a table of P rows of 256, looked up by
+// position and value. Its work is 256 * P elements, so it is built when
+// its inputs are constants (once, with the thunk) or when the fusion has
+// at least four times as many elements. That is the dequantize, bias,
+// GELU and requantize between the two quantized products of a
+// transformer's MLP.
 struct Table {
   int root = 0;              // the node whose values the table holds
   int source = 0;            // the 8-bit node that indexes it
   std::vector<int> members;  // the nodes computed to fill it, in order (not the source)
+  int64_t period = 0;        // P; 0: a table of 256 indexed by value only
+  bool constant = false;     // every input it reads is an HLO constant
 };
 
 struct Program {

@@ -126,6 +126,62 @@ std::vector<TableCase> Cases() {
        0,
        4,
        {{{1, 0.1}, {2, 100}}}},
+      // A transformer MLP's middle, channels last: dequantize, a bias per
+      // channel (a parameter here), GELU's exact form, requantize. One
+      // table of 8 rows of 256, built on each call: the fusion has more
+      // than four times its 2048 elements.
+      {"dequantize_bias_gelu_requantize_per_channel",
+       {Shape(hlo::U8, {1, 40, 40, 8}), f, zu, Shape(hlo::F32, {8}), f, zu},
+       [](Builder& b, auto p) {
+         const std::vector<int64_t>& dims = p[0]->shape().dims;
+         auto scalar = [&](double v) { return b.Broadcast(b.ScalarConstant(hlo::F32, v), dims, {}); };
+         Instruction* x = b.Binary(Opcode::kAdd, Dequantize(b, p[0], p[1], p[2]), b.Broadcast(p[3], dims, {3}));
+         Instruction* u = b.Binary(
+             Opcode::kAdd, b.Unary(Opcode::kErf, b.Binary(Opcode::kDivide, x, scalar(1.4142135381698608))), scalar(1));
+         Instruction* g = b.Binary(Opcode::kMultiply, b.Binary(Opcode::kMultiply, x, u), scalar(0.5));
+         return Quantize(b, g, p[4], p[5], hlo::U8);
+       },
+       1,
+       0,
+       1,
+       {{{1, 0.0213}, {2, 131}, {4, 0.0087}, {5, 2}}, {{1, 0.5}, {2, 0}, {4, 0.0}, {5, 255}}}},
+      // A dequantize (constant scale and zero point), a layer scale and a
+      // bias per channel that are constants, then the residual: the table
+      // (32 rows, more elements than the fusion has) is built once, with
+      // the thunk; the add reads it.
+      {"dequantize_constant_bias_and_layer_scale_per_channel",
+       {Shape(hlo::S8, {2, 9, 9, 32}), Shape(hlo::F32, {2, 9, 9, 32})},
+       [](Builder& b, auto p) {
+         const std::vector<int64_t>& dims = p[0]->shape().dims;
+         std::vector<float> bias(32), gamma(32);
+         for (int k = 0; k < 32; ++k) {
+           bias[k] = 0.25f * (k % 7) - 0.75f;
+           gamma[k] = k % 5 == 0 ? 0.0f : 1e-2f * (k + 1);
+         }
+         auto scalar = [&](double v) { return b.Broadcast(b.ScalarConstant(hlo::F32, v), dims, {}); };
+         Instruction* d = b.Binary(Opcode::kSubtract, b.Convert(p[0], hlo::F32), scalar(-3));
+         d = b.Binary(Opcode::kMultiply, d, scalar(0.031));
+         Instruction* x = b.Binary(Opcode::kAdd, d, b.Broadcast(b.Constant(Literal::Vector(bias)), dims, {3}));
+         x = b.Binary(Opcode::kMultiply, b.Broadcast(b.Constant(Literal::Vector(gamma)), dims, {3}), x);
+         return b.Binary(Opcode::kAdd, x, p[1]);
+       },
+       1,
+       0,
+       2,
+       {{}}},
+      // The same per-channel chain over fewer than four times its table's
+      // elements, with a parameter for a bias: no table.
+      {"per_channel_chain_too_small_for_its_table",
+       {Shape(hlo::U8, {1, 10, 10, 64}), f, zu, Shape(hlo::F32, {64}), f, zu},
+       [](Builder& b, auto p) {
+         const std::vector<int64_t>& dims = p[0]->shape().dims;
+         Instruction* x = b.Binary(Opcode::kAdd, Dequantize(b, p[0], p[1], p[2]), b.Broadcast(p[3], dims, {3}));
+         return Quantize(b, b.Unary(Opcode::kTanh, x), p[4], p[5], hlo::U8);
+       },
+       0,
+       1,
+       6,
+       {{{1, 0.02}, {2, 100}, {4, 0.008}, {5, 128}}}},
       // Fewer elements than a block: no table (filling one would cost as
       // much as the chain).
       {"small_fusion_keeps_its_chain",
@@ -232,8 +288,8 @@ TEST_P(FusionTableTest, EqualsTheEvaluatorBitForBit) {
       if (first < 0) first = i;
       ++differ;
     }
-    EXPECT_EQ(differ, 0) << c.name << " with scale " << call[0].second << ": first at " << first << ", "
-                         << got.GetAsDouble(first) << " instead of " << want->GetAsDouble(first);
+    EXPECT_EQ(differ, 0) << c.name << " with scale " << (call.empty() ? 1.0 : call[0].second) << ": first at " << first
+                         << ", " << got.GetAsDouble(first) << " instead of " << want->GetAsDouble(first);
   }
 }
 
@@ -259,6 +315,29 @@ TEST(TableLookup, BytesMatchTheScalarLoop) {
   LookupTable(reinterpret_cast<const uint8_t*>(ftable.data()), 4, index.data(), reinterpret_cast<uint8_t*>(f.data()),
               300);
   for (int i = 0; i < 300; ++i) EXPECT_EQ(f[i], ftable[index[i]]);
+}
+
+// The periodic lookup against its definition, for each element width,
+// starting phases at and off a row's start, and runs across the period's
+// end.
+TEST(TableLookup, PeriodicRowsByPosition) {
+  constexpr int64_t kPeriod = 7;
+  std::mt19937 rng(9);
+  std::vector<uint8_t> index(100);
+  for (auto& i : index) i = rng();
+  for (int width : {1, 2, 4, 8}) {
+    std::vector<uint8_t> table(kPeriod * 256 * width);
+    for (auto& t : table) t = rng();
+    for (int64_t phase : {int64_t{0}, int64_t{3}, kPeriod - 1}) {
+      std::vector<uint8_t> got(index.size() * width);
+      LookupPeriodic(table.data(), width, kPeriod, phase, index.data(), got.data(), index.size());
+      for (size_t i = 0; i < index.size(); ++i) {
+        const uint8_t* want = table.data() + (((phase + i) % kPeriod) * 256 + index[i]) * width;
+        ASSERT_EQ(0, std::memcmp(got.data() + i * width, want, width))
+            << "width " << width << " phase " << phase << " element " << i;
+      }
+    }
+  }
 }
 
 }  // namespace

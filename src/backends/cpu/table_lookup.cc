@@ -1,5 +1,7 @@
 #include "backends/cpu/table_lookup.h"
 
+#include <algorithm>
+
 #include "backends/cpu/cpu_features.h"
 #include "backends/cpu/strided_loops.h"
 
@@ -16,6 +18,19 @@ void LookupLoop(const uint8_t* table, const uint8_t* index, uint8_t* y, int64_t 
   const U* t = reinterpret_cast<const U*>(table);
   U* d = reinterpret_cast<U*>(y);
   for (int64_t k = 0; k < n; ++k) d[k] = t[index[k]];
+}
+
+template <typename U>
+void PeriodicLoop(const uint8_t* table, int64_t period, int64_t phase, const uint8_t* index, uint8_t* y, int64_t n) {
+  const U* t = reinterpret_cast<const U*>(table);
+  U* d = reinterpret_cast<U*>(y);
+  for (int64_t i = 0; i < n;) {  // runs of rows up to the period's end
+    const int64_t run = std::min(n - i, period - phase);
+    const U* row = t + phase * 256;
+    for (int64_t k = 0; k < run; ++k, row += 256) d[i + k] = row[index[i + k]];
+    i += run;
+    phase = 0;
+  }
 }
 
 using ByteKernel = void (*)(const uint8_t* table, const uint8_t* index, uint8_t* y, int64_t n);
@@ -64,6 +79,14 @@ bool LookupBytesIsVector() { return Bytes() != LookupBytesPortable; }
 void LookupTable(const uint8_t* table, int width, const uint8_t* index, uint8_t* y, int64_t n) {
   if (width == 1) return Bytes()(table, index, y, n);
   DispatchWidth(width, [&](auto tag) { LookupLoop<typename decltype(tag)::type>(table, index, y, n); });
+}
+
+void LookupPeriodic(const uint8_t* table, int width, int64_t period, int64_t phase, const uint8_t* index, uint8_t* y,
+                    int64_t n) {
+  // One element at a time: AVX-512 gathers measured no faster here (about
+  // two cycles an element either way, the table being in L2 at P = 384).
+  DispatchWidth(width,
+                [&](auto tag) { PeriodicLoop<typename decltype(tag)::type>(table, period, phase, index, y, n); });
 }
 
 }  // namespace xonnx::cpu

@@ -14,6 +14,12 @@ namespace xonnx::cpu {
 // time.
 void LookupTable(const uint8_t* table, int width, const uint8_t* index, uint8_t* y, int64_t n);
 
+// y[i] = table[((phase + i) % period) * 256 + index[i]]: a periodic table
+// (fused::Table) of `period` rows of 256 elements of `width` bytes, the
+// row chosen by the element's position, the entry by its 8-bit value.
+void LookupPeriodic(const uint8_t* table, int width, int64_t period, int64_t phase, const uint8_t* index, uint8_t* y,
+                    int64_t n);
+
 namespace internal {
 // The byte lookup one element at a time, for tests of the vector one.
 void LookupBytesPortable(const uint8_t* table, const uint8_t* index, uint8_t* y, int64_t n);
