@@ -207,6 +207,42 @@ bool BuildRowGroup(const Plan& plan, const std::vector<int64_t>& full, int64_t r
 
 }  // namespace
 
+// Leaves out of a row group its tail: full-shape elementwise members that
+// read no row value, whose readers are all elementwise ops of that shape
+// that no row group or oneDNN epilogue takes, repeatedly from the end.
+// Those readers run as a fused loop anyway, and the tail's work is
+// cheaper there: a layer norm's
+// beta and the first steps of the quantizer after it (divide, round, add
+// zero point; the clamp and convert cannot join) were four more passes
+// and two scalars spread per block of rows, where the loop's one-pass
+// quantizer does them in registers.
+void DropLoopTail(const Plan& plan, const std::vector<int64_t>& full, int64_t rows, std::vector<Instruction*>* members,
+                  absl::flat_hash_set<Instruction*>* in_group) {
+  auto reads_rows = [&](Instruction* m) {
+    for (Instruction* op : m->operands()) {
+      Instruction* v = ThroughRowViews(op, full, rows).value;
+      if (in_group->contains(v) && v->shape().dims != full) return true;
+    }
+    return false;
+  };
+  auto loop_reader = [&](Instruction* u) {
+    return !in_group->contains(u) && Fusible(u) && u->shape().dims == full && !RowView(u, full, rows) &&
+           plan.RowGroupOf(u) < 0 && !plan.AbsorbedInto(u) && !plan.EpilogueOf(u);
+  };
+  for (bool dropped = true; dropped;) {
+    dropped = false;
+    for (size_t k = members->size(); k-- > 0;) {
+      Instruction* m = (*members)[k];
+      if (m->opcode() == Opcode::kReduce || m->shape().dims != full || reads_rows(m)) continue;
+      const std::vector<Instruction*>& users = plan.users(m);
+      if (users.empty() || !std::all_of(users.begin(), users.end(), loop_reader)) continue;
+      in_group->erase(m);
+      members->erase(members->begin() + k);
+      dropped = true;
+    }
+  }
+}
+
 // Row fusions: a reduce along the last dim of an f32 value of shape
 // [..., C] starts a group; it grows through operands and users that are
 // f32 elementwise ops of that shape or with one element per row, and
@@ -264,6 +300,7 @@ void PlanRowFusions(Plan* plan) {
           consider(u);
       }
     }
+    DropLoopTail(*plan, full, rows, &members, &in_group);
     std::sort(members.begin(), members.end(),
               [&](Instruction* a, Instruction* b) { return plan->pos(a) < plan->pos(b); });
     RowGroup group;
