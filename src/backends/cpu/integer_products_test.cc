@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -251,6 +252,52 @@ TEST(IntegerProducts, ConcurrentCallsGetTheirOwnResults) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(wrong, 0);
   EXPECT_FALSE(alone[0][0] == alone[1][0]);  // different inputs, different results: a mix-up would show
+}
+
+// A dot's rescaling written between the 2-D product and the reshape back to
+// the activation's shape (as DequantizedProducts leaves a MatMul of a
+// [batch, seq, k] activation), then a quantizer: the reshape moves to the
+// sums, and the rescaling and the quantizer run as one loop, in one pass
+// from the s32 sums, with the evaluator's results bit for bit.
+TEST(IntegerProducts, RescalingAcrossTheReshapeBackJoinsTheQuantizer) {
+  auto m = std::make_unique<hlo::Module>("rescale_reshape_quantize");
+  Builder b(m.get(), "main");
+  Shape xs(hlo::U8, {3, 20, 64});
+  Instruction* x = b.Parameter(0, xs, "x");
+  Instruction* centered =
+      b.Binary(Opcode::kSubtract, b.Convert(x, hlo::S32), b.Broadcast(b.ScalarConstant(hlo::S32, 128), xs.dims, {}));
+  hlo::DotDimensionNumbers dn;
+  dn.lhs_contracting_dimensions = {1};
+  dn.rhs_contracting_dimensions = {0};
+  Instruction* sums =
+      b.Dot(b.Reshape(centered, {60, 64}), b.Constant(RandomInts(Shape(hlo::S32, {64, 48}), -128, 127, 6)), dn);
+  std::vector<float> scales(48);
+  for (int k = 0; k < 48; ++k) scales[k] = 1e-3f * (k + 1);
+  Instruction* y = b.Binary(Opcode::kMultiply, b.Convert(sums, hlo::F32),
+                            b.Broadcast(b.Constant(Literal::Vector(scales)), {60, 48}, {1}));
+  y = b.Reshape(y, {3, 20, 48});
+  const std::vector<int64_t> dims = {3, 20, 48};
+  auto splat = [&](double v) { return b.Broadcast(b.ScalarConstant(hlo::F32, v), dims, {}); };
+  Instruction* q = b.Unary(Opcode::kRoundNearestEven, b.Binary(Opcode::kDivide, y, splat(0.37)));
+  q = b.Clamp(splat(0), b.Binary(Opcode::kAdd, q, splat(120)), splat(255));
+  auto comp = b.Build(b.Convert(q, hlo::U8));
+  ASSERT_TRUE(comp.ok()) << comp.status();
+  m->set_entry(*comp);
+  std::vector<Literal> args;
+  args.push_back(RandomInts(xs, 0, 255, 3));
+  auto want = eval::EvaluateModule(*m, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  auto exe = Executable::Compile(std::move(m), CompileOptions{});
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  std::map<std::string, int> kinds;
+  for (const auto& [kind, n] : (*exe)->ThunkSummary()) kinds[kind] += n;
+  EXPECT_EQ(kinds["dnnl-int8-matmul"], 1) << (*exe)->KernelListing();
+  EXPECT_EQ(kinds["fusion"], 1) << (*exe)->KernelListing();
+  std::vector<const void*> in = {args[0].untyped_data()};
+  Literal got((*exe)->output_shapes().at(0));
+  std::vector<void*> outs = {got.untyped_data()};
+  ASSERT_TRUE((*exe)->Execute(in, outs).ok());
+  EXPECT_TRUE(got == *want);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, IntegerProductTest, ::testing::Range(0, static_cast<int>(Cases().size())),

@@ -363,6 +363,71 @@ absl::StatusOr<bool> TransposeNarrowing::Run(hlo::Module* module) {
 }
 
 namespace {
+
+// Whether `op` is a broadcast of a vector along its last dim (a bias or a
+// scale per output feature of a product).
+bool LastDimVector(const Instruction* op) {
+  return op->opcode() == Opcode::kBroadcast && op->operand(0)->shape().rank() == 1 && op->shape().rank() > 0 &&
+         op->dimensions == std::vector<int64_t>{op->shape().rank() - 1};
+}
+
+}  // namespace
+
+absl::StatusOr<bool> ReshapeHoisting::Run(hlo::Module* module) {
+  bool changed = false;
+  for (const auto& c : module->computations()) {
+    const absl::flat_hash_set<const Instruction*> single = c->SingleUseValues();
+    std::vector<Instruction*> reshapes;
+    for (const auto& i : c->instructions())
+      if (i->opcode() == Opcode::kReshape && i->shape().IsArray() && i->shape().rank() > 0) reshapes.push_back(i.get());
+    bool local = false;
+    for (Instruction* r : reshapes) {
+      const std::vector<int64_t>& dims = r->shape().dims;
+      const hlo::Shape& from = r->operand(0)->shape();
+      if (from.rank() == 0 || from.dims.back() != dims.back()) continue;
+      // From the reshape up along the data operands; the others must be
+      // scalars or last-dim vectors.
+      std::vector<std::pair<Instruction*, int>> chain;  // op, its data operand; reshape side first
+      for (Instruction* y = r->operand(0); single.contains(y) && hlo::IsElementwise(y->opcode()) &&
+                                           y->shape().IsArray() && y->shape().dims == from.dims;) {
+        int data = -1;
+        for (int k = 0; k < y->operand_count() && data != -2; ++k)
+          if (!LayoutFree(y->operand(k)) && !LastDimVector(y->operand(k))) data = data == -1 ? k : -2;
+        if (data < 0) break;
+        chain.emplace_back(y, data);
+        y = y->operand(data);
+      }
+      if (chain.empty()) continue;
+      auto [top, top_data] = chain.back();
+      const hlo::PrimitiveType source = top->operand(top_data)->shape().element_type;
+      if (top->opcode() != Opcode::kConvert || !hlo::IsInteger(source)) continue;
+      Instruction* x = hlo::AddCopyOf(c.get(), *r, {top->operand(top_data)}, hlo::Shape(source, dims));
+      for (size_t k = chain.size(); k-- > 0;) {
+        auto [y, data] = chain[k];
+        std::vector<Instruction*> ops(y->operand_count(), nullptr);
+        ops[data] = x;
+        for (int j = 0; j < y->operand_count(); ++j) {
+          const Instruction* op = y->operand(j);
+          if (j == data) continue;
+          if (op->shape().rank() == 0)
+            ops[j] = y->operand(j);
+          else if (LastDimVector(op))
+            ops[j] = hlo::AddBroadcast(c.get(), op->operand(0), dims, {static_cast<int64_t>(dims.size()) - 1}, op);
+          else
+            ops[j] = hlo::AddBroadcast(c.get(), op->operand(0), dims, {}, op);
+        }
+        x = hlo::AddCopyOf(c.get(), *y, ops, hlo::Shape(y->shape().element_type, dims));
+      }
+      c->ReplaceAllUsesWith(r, x);
+      local = true;
+    }
+    if (local) c->Canonicalize();
+    changed |= local;
+  }
+  return changed;
+}
+
+namespace {
 class LayoutRound : public passes::Pipeline {
  public:
   LayoutRound() : Pipeline("layout") {
@@ -384,7 +449,9 @@ absl::Status RunLayoutPasses(hlo::Module* module) {
     RETURN_IF_ERROR(round.Run(module).status());
   }
   TransposeNarrowing narrowing;
-  return narrowing.Run(module).status();
+  RETURN_IF_ERROR(narrowing.Run(module).status());
+  ReshapeHoisting hoisting;
+  return hoisting.Run(module).status();
 }
 
 }  // namespace xonnx::cpu

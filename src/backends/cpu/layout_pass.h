@@ -39,6 +39,20 @@ class TransposeNarrowing : public passes::Pass {
   absl::StatusOr<bool> Run(hlo::Module* module) override;
 };
 
+// reshape(f(x)) -> f'(reshape(x)) where f is a chain of elementwise ops
+// that only the reshape reads, starting at a convert of an integer value
+// (an integer product's rescaling, which DequantizedProducts puts between
+// a 2-D product and the reshape back to the activation's shape), whose
+// other operands are scalars or vectors along the last dim, which the
+// reshape keeps. The reshape of x is then a view of the product's result,
+// and the rescaling joins the loop of its readers, a quantizer first,
+// which runs it in one pass from the sums.
+class ReshapeHoisting : public passes::Pass {
+ public:
+  absl::string_view name() const override { return "reshape-hoisting"; }
+  absl::StatusOr<bool> Run(hlo::Module* module) override;
+};
+
 // The passes above followed by cleanup, as the CPU compiler runs them.
 [[nodiscard]] absl::Status RunLayoutPasses(hlo::Module* module);
 
