@@ -360,6 +360,25 @@ void EvalOp(const Program& p, const Node& node, const std::vector<const void*>& 
 
 }  // namespace
 
+std::optional<Arith> ArithOf(hlo::Opcode op) {
+  switch (op) {
+    case Opcode::kAdd:
+      return Arith::kAdd;
+    case Opcode::kSubtract:
+      return Arith::kSubtract;
+    case Opcode::kMultiply:
+      return Arith::kMultiply;
+    case Opcode::kDivide:
+      return Arith::kDivide;
+    case Opcode::kMaximum:
+      return Arith::kMaximum;
+    case Opcode::kMinimum:
+      return Arith::kMinimum;
+    default:
+      return std::nullopt;
+  }
+}
+
 bool ElementwiseF32(const hlo::Instruction& in, const float* a, const float* b, float* y, int64_t n) {
   // Softmax's exp, sigmoid, tanh (GELU's tanh form, recurrent cells), erf
   // (GELU's exact form) and the arithmetic: vectorized instead of a call per element.
@@ -383,30 +402,7 @@ bool ElementwiseF32(const hlo::Instruction& in, const float* a, const float* b, 
       break;
   }
   if (b) {
-    std::optional<Arith> op;
-    switch (in.opcode()) {
-      case Opcode::kAdd:
-        op = Arith::kAdd;
-        break;
-      case Opcode::kSubtract:
-        op = Arith::kSubtract;
-        break;
-      case Opcode::kMultiply:
-        op = Arith::kMultiply;
-        break;
-      case Opcode::kDivide:
-        op = Arith::kDivide;
-        break;
-      case Opcode::kMaximum:
-        op = Arith::kMaximum;
-        break;
-      case Opcode::kMinimum:
-        op = Arith::kMinimum;
-        break;
-      default:
-        break;
-    }
-    if (op) {
+    if (std::optional<Arith> op = ArithOf(in.opcode())) {
       ArithF32(*op, a, b, y, n);
       return true;
     }

@@ -5,6 +5,7 @@
 // The kernels are the fused loops' and the reduce thunk's.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
@@ -54,24 +55,27 @@ const float* ReadOperand(const BlockBuffers& b, const RowFusionSpec::Operand& o,
   return nullptr;
 }
 
-}  // namespace
+struct RowPlan {
+  RowFusionSpec spec;
+  // Rows per block: short rows (a softmax over 64 keys) go several at a
+  // time, so that each node's kernel call covers about kBlock elements;
+  // consecutive rows of a full value are contiguous.
+  int64_t block_rows = 1;
+  std::vector<int64_t> full_slot, output_of;
+  int64_t full_slots = 0;
+  std::vector<int> column_inputs;  // inputs read as kColumns
+  // Per node: the arithmetic op of a full node whose second operand is
+  // a row value or a scalar, computed a row (or block) at a time with
+  // that one value instead of over a copy spread along the rows; a
+  // layer norm's centering and scaling, a dequantize's zero point and
+  // scale.
+  std::vector<std::optional<Arith>> by_value;
+};
 
-absl::StatusOr<Thunk> MakeRowFusionThunk(const RowFusionSpec& spec, const ThunkIo& io) {
-  if (io.inputs.size() != spec.inputs || io.outputs.size() != spec.outputs.size())
-    return Internal("row fusion: %d inputs and %d outputs planned, %d and %d buffers", spec.inputs, spec.outputs.size(),
-                    io.inputs.size(), io.outputs.size());
-  struct Plan {
-    RowFusionSpec spec;
-    // Rows per block: short rows (a softmax over 64 keys) go several at a
-    // time, so that each node's kernel call covers about kBlock elements;
-    // consecutive rows of a full value are contiguous.
-    int64_t block_rows = 1;
-    std::vector<int64_t> full_slot, output_of;
-    int64_t full_slots = 0;
-    std::vector<int> column_inputs;  // inputs read as kColumns
-  };
+// The thunk's plan for `spec`.
+std::shared_ptr<const RowPlan> MakePlan(const RowFusionSpec& spec) {
   constexpr int64_t kBlock = 512;
-  auto plan = std::make_shared<Plan>();
+  auto plan = std::make_shared<RowPlan>();
   plan->spec = spec;
   const int64_t rows = spec.rows, cols = spec.cols;
   plan->block_rows = std::clamp<int64_t>(kBlock / cols, 1, rows);
@@ -80,6 +84,14 @@ absl::StatusOr<Thunk> MakeRowFusionThunk(const RowFusionSpec& spec, const ThunkI
   for (size_t n = 0; n < spec.nodes.size(); ++n)
     if (spec.nodes[n].full) plan->full_slot[n] = plan->full_slots++;
   for (size_t k = 0; k < spec.outputs.size(); ++k) plan->output_of[spec.outputs[k]] = k;
+  plan->by_value.resize(spec.nodes.size());
+  for (size_t n = 0; n < spec.nodes.size(); ++n) {
+    const RowFusionSpec::Node& node = spec.nodes[n];
+    if (!node.full || node.reduce || node.operands.size() != 2) continue;
+    Read first = node.operands[0].read, second = node.operands[1].read;
+    if ((first == Read::kFull || first == Read::kColumns) && (second == Read::kRow || second == Read::kScalar))
+      plan->by_value[n] = ArithOf(node.instr->opcode());
+  }
   std::vector<bool> is_column(spec.inputs, false);
   for (const auto& node : spec.nodes)
     for (const auto& o : node.operands)
@@ -87,11 +99,21 @@ absl::StatusOr<Thunk> MakeRowFusionThunk(const RowFusionSpec& spec, const ThunkI
         is_column[o.index] = true;
         plan->column_inputs.push_back(o.index);
       }
+  return plan;
+}
+
+}  // namespace
+
+absl::StatusOr<Thunk> MakeRowFusionThunk(const RowFusionSpec& spec, const ThunkIo& io) {
+  if (io.inputs.size() != spec.inputs || io.outputs.size() != spec.outputs.size())
+    return Internal("row fusion: %d inputs and %d outputs planned, %d and %d buffers", spec.inputs, spec.outputs.size(),
+                    io.inputs.size(), io.outputs.size());
+  std::shared_ptr<const RowPlan> plan = MakePlan(spec);
   std::vector<BufferRef> ins = io.inputs, outs = io.outputs;
   Thunk t;
   t.name = spec.nodes.back().instr->name();
   t.run = [plan, ins, outs](Frame& f) -> absl::Status {
-    const Plan& pl = *plan;
+    const RowPlan& pl = *plan;
     const RowFusionSpec& p = pl.spec;
     const int64_t rows = p.rows, cols = p.cols, kb = pl.block_rows, span = kb * cols;
     const int64_t blocks = (rows + kb - 1) / kb;
@@ -137,6 +159,19 @@ absl::StatusOr<Thunk> MakeRowFusionThunk(const RowFusionSpec& spec, const ThunkI
         const int64_t i0 = b * kb, nk = std::min(kb, rows - i0), len = nk * cols;
         for (size_t n = 0; n < nodes && ok; ++n) {
           const RowFusionSpec::Node& node = p.nodes[n];
+          if (pl.by_value[n]) {
+            const RowFusionSpec::Operand& o = node.operands[1];
+            const float* a = ReadOperand(buf, node.operands[0], 0, true, i0, nk);
+            float* y = pl.output_of[n] >= 0 ? out_ptr[pl.output_of[n]] + i0 * cols : slot_base + pl.full_slot[n] * span;
+            if (o.read == Read::kScalar) {
+              ArithScalarF32(*pl.by_value[n], a, in_ptr[o.index][0], y, len);
+            } else {
+              const float* v = o.member ? rv + o.index * kb : in_ptr[o.index] + i0;
+              for (int64_t r = 0; r < nk; ++r) ArithScalarF32(*pl.by_value[n], a + r * cols, v[r], y + r * cols, cols);
+            }
+            fp[n] = y;
+            continue;
+          }
           const bool wide = node.full || node.reduce;  // reads full operands
           const float* arg[2] = {nullptr, nullptr};
           const size_t operand_count = node.reduce ? 1 : node.operands.size();

@@ -9,6 +9,7 @@
 
 #include "backends/cpu/executable.h"
 #include "backends/cpu/strided_view.h"
+#include "backends/cpu/vector_math.h"
 
 namespace xonnx::cpu {
 
@@ -97,6 +98,10 @@ float ReduceContiguousF32(hlo::Opcode op, float init, const float* x, int64_t n)
 // two operands, the fused loops' kernels (vectorized exp, logistic and
 // arithmetic); false where the op is not defined on floats. y may be a or b.
 bool ElementwiseF32(const hlo::Instruction& in, const float* a, const float* b, float* y, int64_t n);
+
+// The arithmetic kernel op of an f32 binary opcode (add, subtract,
+// multiply, divide, maximum, minimum), if it is one.
+std::optional<Arith> ArithOf(hlo::Opcode op);
 
 // Work folded into a convolution or a matrix product as oneDNN bias and
 // post-ops: y = act(op + bias + residual), or act(op + bias) + residual

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/cpu_features.h"
@@ -202,12 +203,18 @@ template <Arith kOp>
   return Select(a != a, a, Select(b != b, b, r));
 }
 
-template <Arith kOp>
-[[gnu::always_inline]] inline void ArithLoop(const float* a, const float* b, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = ArithOp<kOp>(a[i], b[i]);
+// B is const float* (one value per element) or float (one for all).
+template <Arith kOp, typename B>
+[[gnu::always_inline]] inline void ArithLoop(const float* a, B b, float* y, int64_t n) {
+  if constexpr (std::is_same_v<B, float>) {
+    for (int64_t i = 0; i < n; ++i) y[i] = ArithOp<kOp>(a[i], b);
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = ArithOp<kOp>(a[i], b[i]);
+  }
 }
 
-[[gnu::always_inline]] inline void ArithAll(Arith op, const float* a, const float* b, float* y, int64_t n) {
+template <typename B>
+[[gnu::always_inline]] inline void ArithAll(Arith op, const float* a, B b, float* y, int64_t n) {
   switch (op) {
     case Arith::kAdd:
       return ArithLoop<Arith::kAdd>(a, b, y, n);
@@ -338,6 +345,9 @@ __attribute__((target("avx2,fma"))) void ApplyAvx2(const float* x, float* y, int
 __attribute__((target("avx2"))) void ArithAvx2(Arith op, const float* a, const float* b, float* y, int64_t n) {
   ArithAll(op, a, b, y, n);
 }
+__attribute__((target("avx2"))) void ArithScalarAvx2(Arith op, const float* a, float b, float* y, int64_t n) {
+  ArithAll(op, a, b, y, n);
+}
 
 XONNX_QUANTIZER_KERNELS(Avx2, __attribute__((target("avx2"))))
 XONNX_QUANTIZE_LOOPS(Avx2, __attribute__((target("avx2"))))
@@ -416,23 +426,24 @@ void Portable(const float* x, float* y, int64_t n) {
   Apply<kFn>(x, y, n);
 }
 void PortableArith(Arith op, const float* a, const float* b, float* y, int64_t n) { ArithAll(op, a, b, y, n); }
+void PortableArithScalar(Arith op, const float* a, float b, float* y, int64_t n) { ArithAll(op, a, b, y, n); }
 XONNX_QUANTIZER_KERNELS(Portable, )
 XONNX_QUANTIZE_LOOPS(Portable, )
 
 std::vector<Build> Builds() {
   std::vector<Build> builds = {{"Portable", Portable<Fn::kExp>, Portable<Fn::kLogistic>, Portable<Fn::kSwish>,
-                                Portable<Fn::kTanh>, Portable<Fn::kErf>, PortableArith, RoundEvenPortable, ToU8Portable,
-                                ToS8Portable, QuantizeU8Portable, QuantizeS8Portable}};
+                                Portable<Fn::kTanh>, Portable<Fn::kErf>, PortableArith, PortableArithScalar,
+                                RoundEvenPortable, ToU8Portable, ToS8Portable, QuantizeU8Portable, QuantizeS8Portable}};
 #if defined(__x86_64__) && defined(__GNUC__)
   if (CpuHasAvx2Fma())
     builds.push_back({"Avx2", ApplyAvx2<Fn::kExp>, ApplyAvx2<Fn::kLogistic>, ApplyAvx2<Fn::kSwish>,
-                      ApplyAvx2<Fn::kTanh>, ApplyAvx2<Fn::kErf>, ArithAvx2, RoundEvenAvx2, ToU8Avx2, ToS8Avx2,
-                      QuantizeU8Avx2, QuantizeS8Avx2});
+                      ApplyAvx2<Fn::kTanh>, ApplyAvx2<Fn::kErf>, ArithAvx2, ArithScalarAvx2, RoundEvenAvx2, ToU8Avx2,
+                      ToS8Avx2, QuantizeU8Avx2, QuantizeS8Avx2});
   // + - * / are memory-bound: the AVX2 loop keeps up.
   if (CpuHasAvx512() && CpuHasAvx2Fma())
     builds.push_back({"Avx512", ApplyAvx512<Fn::kExp>, ApplyAvx512<Fn::kLogistic>, ApplyAvx512<Fn::kSwish>,
-                      ApplyAvx512<Fn::kTanh>, ApplyAvx512<Fn::kErf>, ArithAvx2, RoundEvenAvx512, ToU8Avx512, ToS8Avx512,
-                      QuantizeWide<uint8_t>, QuantizeWide<int8_t>});
+                      ApplyAvx512<Fn::kTanh>, ApplyAvx512<Fn::kErf>, ArithAvx2, ArithScalarAvx2, RoundEvenAvx512,
+                      ToU8Avx512, ToS8Avx512, QuantizeWide<uint8_t>, QuantizeWide<int8_t>});
 #endif
   return builds;
 }
@@ -495,6 +506,11 @@ bool VectorMathIs16Wide() {
 
 void ArithF32(Arith op, const float* a, const float* b, float* y, int64_t n) {
   static const ArithKernel k = internal::Builds().back().arith;
+  k(op, a, b, y, n);
+}
+
+void ArithScalarF32(Arith op, const float* a, float b, float* y, int64_t n) {
+  static const internal::ArithScalarKernel k = internal::Builds().back().arith_scalar;
   k(op, a, b, y, n);
 }
 

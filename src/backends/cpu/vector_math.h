@@ -48,6 +48,9 @@ enum class Arith { kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum };
 // one correctly rounded; maximum and minimum return a NaN operand, the
 // first one if both are), on AVX2 when the CPU has it. `y` may be `a` or `b`.
 void ArithF32(Arith op, const float* a, const float* b, float* y, int64_t n);
+// y[i] = op(a[i], b): ArithF32 with one value for the second operand (a
+// row kernel's mean or scale along a row), the same results.
+void ArithScalarF32(Arith op, const float* a, float b, float* y, int64_t n);
 
 // y[i] = x[i] rounded to the nearest integer, ties to even (std::nearbyint
 // in the default rounding mode): -0 for negative values that round to 0;
@@ -96,6 +99,7 @@ void GeluErfF32(const GeluErfForm& f, const float* x, float* y, int64_t n);
 namespace internal {
 using Kernel = void (*)(const float* x, float* y, int64_t n);
 using ArithKernel = void (*)(Arith op, const float* a, const float* b, float* y, int64_t n);
+using ArithScalarKernel = void (*)(Arith op, const float* a, float b, float* y, int64_t n);
 
 // One build of the kernels above: the baseline x86-64 (or other target)
 // one, the AVX2 + FMA one, the AVX-512 one.
@@ -103,6 +107,7 @@ struct Build {
   const char* name;
   Kernel exp, logistic, swish, tanh, erf;
   ArithKernel arith;
+  ArithScalarKernel arith_scalar;
   Kernel round_even;
   void (*to_u8)(const float* x, uint8_t* y, int64_t n);
   void (*to_s8)(const float* x, int8_t* y, int64_t n);

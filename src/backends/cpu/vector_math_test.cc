@@ -326,6 +326,20 @@ TEST_P(VectorMath, ArithMatchesScalarOperatorsBitForBit) {
       ASSERT_EQ(std::bit_cast<uint32_t>(y[i]), want) << "op " << static_cast<int>(op) << " " << a[i] << ", " << b[i];
       ASSERT_EQ(std::bit_cast<uint32_t>(in_place[i]), want) << "in place, op " << static_cast<int>(op);
     }
+    // One value for the second operand, each of the first few of b in turn.
+    for (int64_t j = 0; j < std::min<int64_t>(n, 24); ++j) {
+      std::vector<float> ys(n);
+      GetParam().arith_scalar(op, a.data(), b[j], ys.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        float expected = scalar(op, a[i], b[j]);
+        if (std::isnan(expected) && op != Arith::kMaximum && op != Arith::kMinimum) {
+          EXPECT_TRUE(std::isnan(ys[i])) << "scalar operand, op " << static_cast<int>(op);
+          continue;
+        }
+        ASSERT_EQ(std::bit_cast<uint32_t>(ys[i]), std::bit_cast<uint32_t>(expected))
+            << "scalar operand, op " << static_cast<int>(op) << " " << a[i] << ", " << b[j];
+      }
+    }
   }
 }
 
@@ -341,8 +355,8 @@ TEST(QuantizerMath, RoundEvenAndNarrowingMatchTheScalarDefinitions) {
   const int64_t n = x.size();
   // Every build this CPU runs, and the entry points.
   std::vector<internal::Build> builds = internal::Builds();
-  builds.push_back({"entry points", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, RoundEvenF32, ConvertF32ToU8,
-                    ConvertF32ToS8});
+  builds.push_back({"entry points", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, RoundEvenF32,
+                    ConvertF32ToU8, ConvertF32ToS8});
   for (const internal::Build& b : builds) {
     SCOPED_TRACE(b.name);
     std::vector<float> r(n);
