@@ -304,15 +304,55 @@ bool LayoutFree(const Instruction* op) {
   return op->shape().rank() == 0 || (op->opcode() == Opcode::kBroadcast && op->operand(0)->shape().rank() == 0);
 }
 
-// The index of y's one operand that is not layout-free, or -1.
-int DataOperand(const Instruction* y) {
-  int data = -1;
-  for (int k = 0; k < y->operand_count(); ++k) {
-    if (LayoutFree(y->operand(k))) continue;
-    if (data >= 0) return -1;
-    data = k;
+// Whether `op` is a broadcast of a vector along its last dim (a bias or a
+// scale per output feature of a product).
+bool LastDimVector(const Instruction* op) {
+  return op->opcode() == Opcode::kBroadcast && op->operand(0)->shape().rank() == 1 && op->shape().rank() > 0 &&
+         op->dimensions == std::vector<int64_t>{op->shape().rank() - 1};
+}
+
+// An elementwise chain above a transpose or reshape: each op with the index
+// of its one data operand, the view's side first.
+using Chain = std::vector<std::pair<Instruction*, int>>;
+
+// The chain above `view`: ops each read only by the next (the first by the
+// view), walked along the one operand that is not layout-free (nor, with
+// `last_dim_vectors`, a vector along the last dim).
+Chain ChainAbove(const Instruction* view, const absl::flat_hash_set<const Instruction*>& single,
+                 bool last_dim_vectors) {
+  Chain chain;
+  for (Instruction* y = view->operand(0);
+       single.contains(y) && hlo::IsElementwise(y->opcode()) && y->shape().IsArray();) {
+    int data = -1;
+    for (int k = 0; k < y->operand_count() && data != -2; ++k) {
+      const Instruction* op = y->operand(k);
+      if (!LayoutFree(op) && !(last_dim_vectors && LastDimVector(op))) data = data == -1 ? k : -2;
+    }
+    if (data < 0) break;
+    chain.emplace_back(y, data);
+    y = y->operand(data);
   }
-  return data;
+  return chain;
+}
+
+// Rebuilds chain[0, count) over `x`, a value of `dims`, from the top down:
+// scalar operands kept, splats and last-dim vectors broadcast to `dims`.
+Instruction* RebuildChain(hlo::Computation* c, const Chain& chain, size_t count, Instruction* x,
+                          const std::vector<int64_t>& dims) {
+  for (size_t k = count; k-- > 0;) {
+    auto [y, data] = chain[k];
+    std::vector<Instruction*> ops(y->operand_count(), nullptr);  // null: kept
+    ops[data] = x;
+    for (int j = 0; j < y->operand_count(); ++j) {
+      const Instruction* op = y->operand(j);
+      if (j == data || op->shape().rank() == 0) continue;
+      std::vector<int64_t> along;
+      if (LastDimVector(op)) along = {static_cast<int64_t>(dims.size()) - 1};
+      ops[j] = hlo::AddBroadcast(c, op->operand(0), dims, along, op);
+    }
+    x = hlo::AddCopyOf(c, *y, ops, hlo::Shape(y->shape().element_type, dims));
+  }
+  return x;
 }
 
 }  // namespace
@@ -326,34 +366,20 @@ absl::StatusOr<bool> TransposeNarrowing::Run(hlo::Module* module) {
       if (i->opcode() == Opcode::kTranspose) transposes.push_back(i.get());
     bool local = false;
     for (Instruction* t : transposes) {
-      // Walk from the transpose to its sources along the chain's data operands.
-      std::vector<std::pair<Instruction*, int>> chain;  // op, its data operand; transpose side first
-      size_t keep = 0;                                  // ops of the chain above the narrowest value
+      const Chain chain = ChainAbove(t, single, /*last_dim_vectors=*/false);
+      size_t keep = 0;  // ops of the chain above the narrowest value
       int narrowest = hlo::ByteWidth(t->shape().element_type);
-      for (Instruction* y = t->operand(0);
-           single.contains(y) && hlo::IsElementwise(y->opcode()) && y->shape().IsArray();) {
-        int data = DataOperand(y);
-        if (data < 0) break;
-        chain.emplace_back(y, data);
-        y = y->operand(data);
-        if (hlo::ByteWidth(y->shape().element_type) < narrowest) {
-          narrowest = hlo::ByteWidth(y->shape().element_type);
-          keep = chain.size();
+      for (size_t k = 0; k < chain.size(); ++k) {
+        const int width = hlo::ByteWidth(chain[k].first->operand(chain[k].second)->shape().element_type);
+        if (width < narrowest) {
+          narrowest = width;
+          keep = k + 1;
         }
       }
       if (keep == 0) continue;
-      Instruction* x =
-          hlo::AddTranspose(c.get(), chain[keep - 1].first->operand(chain[keep - 1].second), t->dimensions, t);
-      for (size_t k = keep; k-- > 0;) {
-        auto [y, data] = chain[k];
-        std::vector<Instruction*> ops(y->operand_count(), nullptr);
-        ops[data] = x;
-        for (int j = 0; j < y->operand_count(); ++j)
-          if (j != data && y->operand(j)->shape().rank() > 0)
-            ops[j] = hlo::AddBroadcast(c.get(), y->operand(j)->operand(0), t->shape().dims, {}, y->operand(j));
-        x = hlo::AddCopyOf(c.get(), *y, ops, hlo::Shape(y->shape().element_type, t->shape().dims));
-      }
-      c->ReplaceAllUsesWith(t, x);
+      auto [top, top_data] = chain[keep - 1];
+      Instruction* x = hlo::AddTranspose(c.get(), top->operand(top_data), t->dimensions, t);
+      c->ReplaceAllUsesWith(t, RebuildChain(c.get(), chain, keep, x, t->shape().dims));
       local = true;
     }
     if (local) c->Canonicalize();
@@ -361,17 +387,6 @@ absl::StatusOr<bool> TransposeNarrowing::Run(hlo::Module* module) {
   }
   return changed;
 }
-
-namespace {
-
-// Whether `op` is a broadcast of a vector along its last dim (a bias or a
-// scale per output feature of a product).
-bool LastDimVector(const Instruction* op) {
-  return op->opcode() == Opcode::kBroadcast && op->operand(0)->shape().rank() == 1 && op->shape().rank() > 0 &&
-         op->dimensions == std::vector<int64_t>{op->shape().rank() - 1};
-}
-
-}  // namespace
 
 absl::StatusOr<bool> ReshapeHoisting::Run(hlo::Module* module) {
   bool changed = false;
@@ -384,41 +399,15 @@ absl::StatusOr<bool> ReshapeHoisting::Run(hlo::Module* module) {
     for (Instruction* r : reshapes) {
       const std::vector<int64_t>& dims = r->shape().dims;
       const hlo::Shape& from = r->operand(0)->shape();
+      // The last dim stays, so a vector along it stays one.
       if (from.rank() == 0 || from.dims.back() != dims.back()) continue;
-      // From the reshape up along the data operands; the others must be
-      // scalars or last-dim vectors.
-      std::vector<std::pair<Instruction*, int>> chain;  // op, its data operand; reshape side first
-      for (Instruction* y = r->operand(0); single.contains(y) && hlo::IsElementwise(y->opcode()) &&
-                                           y->shape().IsArray() && y->shape().dims == from.dims;) {
-        int data = -1;
-        for (int k = 0; k < y->operand_count() && data != -2; ++k)
-          if (!LayoutFree(y->operand(k)) && !LastDimVector(y->operand(k))) data = data == -1 ? k : -2;
-        if (data < 0) break;
-        chain.emplace_back(y, data);
-        y = y->operand(data);
-      }
+      const Chain chain = ChainAbove(r, single, /*last_dim_vectors=*/true);
       if (chain.empty()) continue;
       auto [top, top_data] = chain.back();
       const hlo::PrimitiveType source = top->operand(top_data)->shape().element_type;
       if (top->opcode() != Opcode::kConvert || !hlo::IsInteger(source)) continue;
       Instruction* x = hlo::AddCopyOf(c.get(), *r, {top->operand(top_data)}, hlo::Shape(source, dims));
-      for (size_t k = chain.size(); k-- > 0;) {
-        auto [y, data] = chain[k];
-        std::vector<Instruction*> ops(y->operand_count(), nullptr);
-        ops[data] = x;
-        for (int j = 0; j < y->operand_count(); ++j) {
-          const Instruction* op = y->operand(j);
-          if (j == data) continue;
-          if (op->shape().rank() == 0)
-            ops[j] = y->operand(j);
-          else if (LastDimVector(op))
-            ops[j] = hlo::AddBroadcast(c.get(), op->operand(0), dims, {static_cast<int64_t>(dims.size()) - 1}, op);
-          else
-            ops[j] = hlo::AddBroadcast(c.get(), op->operand(0), dims, {}, op);
-        }
-        x = hlo::AddCopyOf(c.get(), *y, ops, hlo::Shape(y->shape().element_type, dims));
-      }
-      c->ReplaceAllUsesWith(r, x);
+      c->ReplaceAllUsesWith(r, RebuildChain(c.get(), chain, chain.size(), x, dims));
       local = true;
     }
     if (local) c->Canonicalize();
