@@ -265,19 +265,30 @@ void ComputeTable(const Program& p, const Table& t, absl::Span<void* const> in_p
 }
 
 // The tables whose inputs are all constants, computed from the constants'
-// literals (indexed by node; empty for other nodes): built with the thunk
-// instead of on every call.
-std::vector<std::vector<uint8_t>> ConstantTables(const Program& p, size_t input_buffers, absl::Status& st) {
-  std::vector<std::vector<uint8_t>> tables;
+// literals when the thunk is built instead of on every call, and each
+// table node's values by node (null for the rest, and for tables made per
+// call until the call fills them in a copy).
+struct ConstantTables {
+  std::vector<std::vector<uint8_t>> values;
+  std::vector<const uint8_t*> by_node;
+  bool all = true;  // every table is here: a call uses by_node as it is
+};
+
+ConstantTables MakeConstantTables(const Program& p, size_t input_buffers, absl::Status& st) {
+  ConstantTables ct;
   std::vector<void*> in_ptrs(input_buffers, nullptr);
   for (const Node& node : p.nodes)
     if (node.constant) in_ptrs[node.input] = const_cast<void*>(node.constant->literal->untyped_data());
-  for (const Table& t : p.tables) {
+  ct.values.resize(p.tables.size());
+  ct.by_node.assign(p.tables.empty() ? 0 : p.nodes.size(), nullptr);
+  for (size_t k = 0; k < p.tables.size(); ++k) {
+    const Table& t = p.tables[k];
+    ct.all = ct.all && t.constant;
     if (!t.constant) continue;
-    tables.resize(p.nodes.size());
-    ComputeTable(p, t, in_ptrs, tables[t.root], st);
+    ComputeTable(p, t, in_ptrs, ct.values[k], st);
+    ct.by_node[t.root] = ct.values[k].data();
   }
-  return tables;
+  return ct;
 }
 
 // Computes `len` elements of op node `node` into `dst` from its operands'
@@ -420,7 +431,7 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
   t.name = root->name();
   if (spec.block) t.kind = "fusion-blocked";
   absl::Status built;
-  auto fixed = std::make_shared<const std::vector<std::vector<uint8_t>>>(ConstantTables(*p, ins.size(), built));
+  auto fixed = std::make_shared<const ConstantTables>(MakeConstantTables(*p, ins.size(), built));
   RETURN_IF_ERROR(built);
   t.run = [p, ins, out, fixed](Frame& f) -> absl::Status {
     absl::InlinedVector<void*, 16> in_ptrs;
@@ -438,17 +449,18 @@ absl::StatusOr<Thunk> MakeFusionThunk(const FusionSpec& spec, const ThunkIo& io)
     absl::Status status;
     // Each table node's values: built with the thunk, or for this call.
     std::vector<std::vector<uint8_t>> computed;
-    std::vector<const uint8_t*> tables;
-    for (const Table& tab : p->tables) {
-      tables.resize(p->nodes.size());
-      if (tab.constant) {
-        tables[tab.root] = (*fixed)[tab.root].data();
-        continue;
+    std::optional<std::vector<const uint8_t*>> with_computed;
+    if (!fixed->all) {
+      with_computed = fixed->by_node;
+      computed.resize(p->tables.size());
+      for (size_t k = 0; k < p->tables.size(); ++k) {
+        const Table& tab = p->tables[k];
+        if (tab.constant) continue;
+        ComputeTable(*p, tab, in_ptrs, computed[k], status);
+        (*with_computed)[tab.root] = computed[k].data();
       }
-      computed.resize(p->nodes.size());
-      ComputeTable(*p, tab, in_ptrs, computed[tab.root], status);
-      tables[tab.root] = computed[tab.root].data();
     }
+    const std::vector<const uint8_t*>& tables = with_computed ? *with_computed : fixed->by_node;
     if (!status.ok()) return status;
     int64_t blocks = (p->count + kBlock - 1) / kBlock;
     // The blocks of the calling thread, or of each thread of a team. A
