@@ -13,17 +13,19 @@ namespace {
 
 void GeluChunked(const GeluErfForm& f, const float* x, float* y, int64_t n) {
   constexpr int64_t kChunk = 256;
-  float c[kChunk], h[kChunk], one[kChunk], u[kChunk], v[kChunk];
-  std::fill(c, c + kChunk, f.c);
-  std::fill(h, h + kChunk, f.h);
-  std::fill(one, one + kChunk, 1.0f);
+  float u[kChunk], v[kChunk];
   for (int64_t i = 0; i < n; i += kChunk) {
     const int64_t m = std::min(kChunk, n - i);
-    ArithF32(f.divide ? Arith::kDivide : Arith::kMultiply, x + i, c, u, m);
+    ArithScalarF32(f.divide ? Arith::kDivide : Arith::kMultiply, x + i, f.c, u, m);
     ErfF32(u, u, m);
-    ArithF32(Arith::kAdd, u, one, u, m);
-    ArithF32(Arith::kMultiply, x + i, f.half_first ? h : u, v, m);
-    ArithF32(Arith::kMultiply, v, f.half_first ? u : h, y + i, m);
+    ArithScalarF32(Arith::kAdd, u, 1.0f, u, m);
+    if (f.half_first) {
+      ArithScalarF32(Arith::kMultiply, x + i, f.h, v, m);
+      ArithF32(Arith::kMultiply, v, u, y + i, m);
+    } else {
+      ArithF32(Arith::kMultiply, x + i, u, v, m);
+      ArithScalarF32(Arith::kMultiply, v, f.h, y + i, m);
+    }
   }
 }
 
