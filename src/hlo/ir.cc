@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
 namespace xonnx::hlo {
@@ -32,6 +33,90 @@ bool Instruction::SameAttributes(const Instruction& o) const {
          scatter_dnums == o.scatter_dnums && indices_are_sorted == o.indices_are_sorted &&
          unique_indices == o.unique_indices && comparison_direction == o.comparison_direction &&
          is_stable == o.is_stable && rng_algorithm == o.rng_algorithm && called_ == o.called_;
+}
+
+Instruction::Instruction(const Instruction& o)
+    : literal(o.literal),
+      parameter_number(o.parameter_number),
+      tuple_index(o.tuple_index),
+      dimensions(o.dimensions),
+      slice_starts(o.slice_starts),
+      slice_limits(o.slice_limits),
+      slice_strides(o.slice_strides),
+      dynamic_slice_sizes(o.dynamic_slice_sizes),
+      padding_config(o.padding_config),
+      window(o.window),
+      conv_dnums(o.conv_dnums),
+      feature_group_count(o.feature_group_count),
+      batch_group_count(o.batch_group_count),
+      precision(o.precision),
+      dot_dnums(o.dot_dnums),
+      gather_dnums(o.gather_dnums),
+      gather_slice_sizes(o.gather_slice_sizes),
+      scatter_dnums(o.scatter_dnums),
+      indices_are_sorted(o.indices_are_sorted),
+      unique_indices(o.unique_indices),
+      comparison_direction(o.comparison_direction),
+      is_stable(o.is_stable),
+      rng_algorithm(o.rng_algorithm),
+      metadata(o.metadata),
+      opcode_(o.opcode_),
+      shape_(o.shape_),
+      name_(o.name_),
+      id_(o.id_),
+      operands_(o.operands_),
+      called_(o.called_) {
+  for (Instruction* op : operands_) op->users_.push_back(this);
+}
+
+Instruction::~Instruction() {
+  for (Instruction* op : operands_)
+    if (op) op->RemoveUser(this);
+}
+
+// A null operand is kept as given (the builder reports it as an error).
+void Instruction::AppendOperand(Instruction* op) {
+  operands_.push_back(op);
+  if (op) op->users_.push_back(this);
+}
+
+void Instruction::ReplaceOperand(int64_t i, Instruction* op) {
+  if (operands_[i] == op) return;
+  if (operands_[i]) operands_[i]->RemoveUser(this);
+  operands_[i] = op;
+  if (op) op->users_.push_back(this);
+}
+
+void Instruction::RemoveUser(const Instruction* user) {
+  for (size_t k = users_.size(); k-- > 0;)
+    if (users_[k] == user) {
+      users_.erase(users_.begin() + k);
+      return;
+    }
+}
+
+Computation::~Computation() {
+  // Operands may be destroyed before their users, so no destructor may
+  // look at another instruction; what this computation's instructions read
+  // elsewhere forgets them first.
+  std::vector<Instruction*> all;
+  for (auto& i : instructions_) all.push_back(i.get());
+  DropLinks(all);
+}
+
+void Computation::DropLinks(const std::vector<Instruction*>& gone) {
+  // Each operand that stays has its user list filtered once, however many
+  // of `gone` read it.
+  absl::flat_hash_set<const Instruction*> set(gone.begin(), gone.end());
+  absl::flat_hash_set<Instruction*> staying;
+  for (Instruction* g : gone)
+    for (Instruction* op : g->operands_)
+      if (op && !set.contains(op)) staying.insert(op);
+  for (Instruction* op : staying) std::erase_if(op->users_, [&](const Instruction* u) { return set.contains(u); });
+  for (Instruction* g : gone) {
+    g->operands_.clear();
+    g->users_.clear();
+  }
 }
 
 std::vector<Instruction*> Computation::parameters() const {
@@ -64,11 +149,24 @@ void Computation::RemoveInstruction(Instruction* instr) {
 }
 
 void Computation::ReplaceAllUsesWith(Instruction* old_instr, Instruction* new_instr) {
-  for (auto& i : instructions_) {
-    if (i.get() == new_instr) continue;
-    for (int64_t k = 0; k < i->operand_count(); ++k)
-      if (i->operand(k) == old_instr) i->ReplaceOperand(k, new_instr);
+  if (old_instr == new_instr) return;
+  // Rewires every user's slots at once (not one ReplaceOperand at a time,
+  // which would search old_instr's user list for each).
+  std::vector<Instruction*> kept;  // new_instr's own reads of old_instr stay
+  for (Instruction* u : old_instr->users_) {
+    if (u == new_instr) {
+      kept.push_back(u);
+      continue;
+    }
+    // A user appears once per slot that reads old_instr: rewire one slot.
+    for (Instruction*& op : u->operands_)
+      if (op == old_instr) {
+        op = new_instr;
+        new_instr->users_.push_back(u);
+        break;
+      }
   }
+  old_instr->users_ = std::move(kept);
   if (root_ == old_instr) root_ = new_instr;
 }
 
@@ -85,12 +183,15 @@ std::vector<std::vector<Instruction*>> Computation::ComputeUsers() const {
   return users;
 }
 
-absl::flat_hash_set<const Instruction*> Computation::SingleUseValues() const {
-  std::vector<std::vector<Instruction*>> users = ComputeUsers();
-  absl::flat_hash_set<const Instruction*> single;
-  for (size_t k = 0; k < users.size(); ++k)
-    if (users[k].size() == 1 && instructions_[k].get() != root_) single.insert(instructions_[k].get());
-  return single;
+bool Computation::SingleUse(const Instruction* i) const {
+  if (i == root_) return false;
+  const Instruction* only = nullptr;
+  for (const Instruction* u : i->users()) {
+    if (u != root_ && u->users().empty()) continue;  // left dead by a rewrite
+    if (only && only != u) return false;
+    only = u;
+  }
+  return only != nullptr;
 }
 
 int64_t Computation::Canonicalize() {
@@ -123,11 +224,21 @@ int64_t Computation::Canonicalize() {
   for (int64_t k = 0; k < static_cast<int64_t>(order.size()); ++k) rank[order[k]] = k;
   int64_t before = instructions_.size();
   std::vector<std::unique_ptr<Instruction>> kept(order.size());
+  std::vector<std::unique_ptr<Instruction>> dropped;
   for (auto& i : instructions_) {
     auto it = rank.find(i.get());
-    if (it != rank.end()) kept[it->second] = std::move(i);
+    if (it != rank.end())
+      kept[it->second] = std::move(i);
+    else
+      dropped.push_back(std::move(i));
   }
   instructions_ = std::move(kept);
+  // The dropped are unlinked together (one removal at a time would search
+  // a shared constant's list of thousands of users for each).
+  std::vector<Instruction*> gone;
+  for (auto& d : dropped) gone.push_back(d.get());
+  DropLinks(gone);
+  dropped.clear();
   return before - static_cast<int64_t>(instructions_.size());
 }
 

@@ -89,6 +89,12 @@ inline constexpr char kWeightParameterOpType[] = "xonnx.weight";
 class Instruction {
  public:
   Instruction(Opcode opcode, Shape shape) : opcode_(opcode), shape_(std::move(shape)) {}
+  // A copy reads the same operands (and becomes one of their users); it has
+  // no users of its own.
+  Instruction(const Instruction& other);
+  Instruction& operator=(const Instruction&) = delete;
+  // Stops being a user of its operands.
+  ~Instruction();
 
   Opcode opcode() const { return opcode_; }
   const Shape& shape() const { return shape_; }
@@ -101,8 +107,12 @@ class Instruction {
   const std::vector<Instruction*>& operands() const { return operands_; }
   Instruction* operand(int64_t i) const { return operands_[i]; }
   int64_t operand_count() const { return operands_.size(); }
-  void AppendOperand(Instruction* op) { operands_.push_back(op); }
-  void ReplaceOperand(int64_t i, Instruction* op) { operands_[i] = op; }
+  void AppendOperand(Instruction* op);
+  void ReplaceOperand(int64_t i, Instruction* op);
+  // The instructions reading this one, once per operand slot that reads it
+  // (kept up to date by the operand setters: Computation::ReplaceAllUsesWith
+  // takes time in the number of users, not of instructions).
+  const std::vector<Instruction*>& users() const { return users_; }
 
   const std::vector<Computation*>& called_computations() const { return called_; }
   void AppendCalledComputation(Computation* c) { called_.push_back(c); }
@@ -140,7 +150,13 @@ class Instruction {
   Shape shape_;
   std::string name_;
   int64_t id_ = -1;
+  friend class Computation;
+  // Drops one entry of `user` from users_ (searched from the back: a copy
+  // that is rewired at once was added last).
+  void RemoveUser(const Instruction* user);
+
   std::vector<Instruction*> operands_;
+  std::vector<Instruction*> users_;
   std::vector<Computation*> called_;
 };
 
@@ -148,6 +164,10 @@ class Instruction {
 class Computation {
  public:
   explicit Computation(std::string name) : name_(std::move(name)) {}
+  Computation(const Computation&) = delete;
+  Computation& operator=(const Computation&) = delete;
+  // Unlinks its instructions before destroying them, in any order.
+  ~Computation();
 
   const std::string& name() const { return name_; }
   void set_name(std::string n) { name_ = std::move(n); }
@@ -174,10 +194,12 @@ class Computation {
   void ReplaceAllUsesWith(Instruction* old_instr, Instruction* new_instr);
   // The users of each instruction, in instruction order.
   std::vector<std::vector<Instruction*>> ComputeUsers() const;
-  // The instructions other than the root that exactly one instruction
-  // reads, as of now: values a pass may fold into their one user. A value a
-  // later rewrite makes is not among them.
-  absl::flat_hash_set<const Instruction*> SingleUseValues() const;
+  // Whether i is not the root and exactly one instruction reads it (in
+  // one or more operands): a value a pass may fold into its one user.
+  // Asked as the computation is now, so a rewrite that gave i more readers
+  // counts them; a reader a rewrite left dead (read by nothing, not the
+  // root) does not count.
+  bool SingleUse(const Instruction* i) const;
   // Drops instructions the root does not reach (parameters are kept) and
   // reorders the rest so every operand precedes its users. Returns how many
   // instructions were removed.
@@ -187,6 +209,10 @@ class Computation {
   std::unique_ptr<Computation> Clone(Module* m, std::string name) const;
 
  private:
+  // Removes `gone` (instructions of this computation about to be
+  // destroyed) from their operands' user lists and clears their links.
+  static void DropLinks(const std::vector<Instruction*>& gone);
+
   std::string name_;
   int64_t id_ = -1;
   Instruction* root_ = nullptr;

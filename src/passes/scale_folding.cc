@@ -62,9 +62,10 @@ hlo::Literal ScaledWeights(const hlo::Literal& w, int64_t dim, const std::vector
 absl::StatusOr<bool> ScaleFolding::Run(hlo::Module* module) {
   bool changed = false;
   for (const auto& c : module->computations()) {
-    // Users as the pass began: a value a rewrite made has none recorded.
-    const absl::flat_hash_set<const Instruction*> single = c->SingleUseValues();
-    auto single_use = [&](const Instruction* i) { return single.contains(i); };
+    // Asked anew each time: a fold gives the product's value the
+    // multiply's readers (two scales of one product, read by two paths,
+    // must not both go into its weights).
+    auto single_use = [&](const Instruction* i) { return c->SingleUse(i); };
     bool local = false;
     std::vector<Instruction*> multiplies;
     for (const auto& i : c->instructions())

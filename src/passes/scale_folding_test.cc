@@ -49,8 +49,20 @@ std::string FoldAndCompare(const std::string& text) {
   auto want = eval::EvaluateModule(**before, args);
   auto got = eval::EvaluateModule(**after, args);
   if (!want.ok() || !got.ok()) return std::string("evaluation failed");
-  for (int64_t i = 0; i < want->element_count(); ++i)
-    EXPECT_NEAR(got->data<float>()[i], want->data<float>()[i], 1e-5 * (1 + std::abs(want->data<float>()[i])));
+  std::vector<const Literal*> wants = {&*want}, gots = {&*got};
+  if (want->shape().IsTuple()) {
+    wants.clear();
+    gots.clear();
+    for (size_t k = 0; k < want->tuple_elements().size(); ++k) {
+      wants.push_back(&want->tuple_elements()[k]);
+      gots.push_back(&got->tuple_elements()[k]);
+    }
+  }
+  for (size_t k = 0; k < wants.size(); ++k)
+    for (int64_t i = 0; i < wants[k]->element_count(); ++i)
+      EXPECT_NEAR(gots[k]->data<float>()[i], wants[k]->data<float>()[i],
+                  1e-5 * (1 + std::abs(wants[k]->data<float>()[i])))
+          << "output " << k << " element " << i;
   return hlo::ToText(**after);
 }
 
@@ -122,6 +134,29 @@ ENTRY main {
   auto changed = pass.Run(m->get());
   ASSERT_TRUE(changed.ok());
   EXPECT_FALSE(*changed);
+}
+
+TEST(ScaleFolding, TwoScalesOfOneProductReadByTwoPathsStayApart) {
+  // A product read by two multiplies (after transposes sank below them):
+  // folding the first makes the product's value read by both paths, so
+  // the second must stay a multiply. Folding both put both scales into the
+  // one product's weights (a wrong answer found by differential testing).
+  std::string out = FoldAndCompare(R"(HloModule m
+
+ENTRY main {
+  x = f32[6,4]{1,0} parameter(0)
+  w = f32[4,5]{1,0} constant({{1, 2, 3, 4, 5}, {-1, 0.5, 2, 0, 1}, {0.25, -2, 1, 3, -1}, {2, 2, -3, 1, 0.5}})
+  d = f32[6,5]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  g1 = f32[5]{0} constant({1, 2, -0.5, 3, 0.25})
+  g1b = f32[6,5]{1,0} broadcast(g1), dimensions={1}
+  m1 = f32[6,5]{1,0} multiply(d, g1b)
+  g2 = f32[5]{0} constant({4, -1, 0.5, 2, 8})
+  g2b = f32[6,5]{1,0} broadcast(g2), dimensions={1}
+  m2 = f32[6,5]{1,0} multiply(m1, g2b)
+  ROOT t = (f32[6,5]{1,0}, f32[6,5]{1,0}) tuple(m1, m2)
+}
+)");
+  EXPECT_TRUE(absl::StrContains(out, "multiply")) << out;
 }
 
 }  // namespace

@@ -318,11 +318,9 @@ using Chain = std::vector<std::pair<Instruction*, int>>;
 // The chain above `view`: ops each read only by the next (the first by the
 // view), walked along the one operand that is not layout-free (nor, with
 // `last_dim_vectors`, a vector along the last dim).
-Chain ChainAbove(const Instruction* view, const absl::flat_hash_set<const Instruction*>& single,
-                 bool last_dim_vectors) {
+Chain ChainAbove(const hlo::Computation& c, const Instruction* view, bool last_dim_vectors) {
   Chain chain;
-  for (Instruction* y = view->operand(0);
-       single.contains(y) && hlo::IsElementwise(y->opcode()) && y->shape().IsArray();) {
+  for (Instruction* y = view->operand(0); c.SingleUse(y) && hlo::IsElementwise(y->opcode()) && y->shape().IsArray();) {
     int data = -1;
     for (int k = 0; k < y->operand_count() && data != -2; ++k) {
       const Instruction* op = y->operand(k);
@@ -360,13 +358,12 @@ Instruction* RebuildChain(hlo::Computation* c, const Chain& chain, size_t count,
 absl::StatusOr<bool> TransposeNarrowing::Run(hlo::Module* module) {
   bool changed = false;
   for (const auto& c : module->computations()) {
-    const absl::flat_hash_set<const Instruction*> single = c->SingleUseValues();
     std::vector<Instruction*> transposes;
     for (const auto& i : c->instructions())
       if (i->opcode() == Opcode::kTranspose) transposes.push_back(i.get());
     bool local = false;
     for (Instruction* t : transposes) {
-      const Chain chain = ChainAbove(t, single, /*last_dim_vectors=*/false);
+      const Chain chain = ChainAbove(*c, t, /*last_dim_vectors=*/false);
       size_t keep = 0;  // ops of the chain above the narrowest value
       int narrowest = hlo::ByteWidth(t->shape().element_type);
       for (size_t k = 0; k < chain.size(); ++k) {
@@ -391,7 +388,6 @@ absl::StatusOr<bool> TransposeNarrowing::Run(hlo::Module* module) {
 absl::StatusOr<bool> ReshapeHoisting::Run(hlo::Module* module) {
   bool changed = false;
   for (const auto& c : module->computations()) {
-    const absl::flat_hash_set<const Instruction*> single = c->SingleUseValues();
     std::vector<Instruction*> reshapes;
     for (const auto& i : c->instructions())
       if (i->opcode() == Opcode::kReshape && i->shape().IsArray() && i->shape().rank() > 0) reshapes.push_back(i.get());
@@ -401,7 +397,7 @@ absl::StatusOr<bool> ReshapeHoisting::Run(hlo::Module* module) {
       const hlo::Shape& from = r->operand(0)->shape();
       // The last dim stays, so a vector along it stays one.
       if (from.rank() == 0 || from.dims.back() != dims.back()) continue;
-      const Chain chain = ChainAbove(r, single, /*last_dim_vectors=*/true);
+      const Chain chain = ChainAbove(*c, r, /*last_dim_vectors=*/true);
       if (chain.empty()) continue;
       auto [top, top_data] = chain.back();
       const hlo::PrimitiveType source = top->operand(top_data)->shape().element_type;
