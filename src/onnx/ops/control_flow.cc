@@ -164,13 +164,12 @@ absl::Status If(NodeContext& ctx) {
 }
 
 // Binds the body's inputs inside a while body whose state parameter is
-// `state` and converts the body. `n_acc` accumulators sit in the state
-// (zero when probing for the scan outputs' shapes).
+// `state` (the loop head, then the captured values) and converts the body.
 absl::StatusOr<Step> ConvertStep(NodeContext& ctx, const WhileLoop& w, hlo::Builder& bb, Instruction* state,
-                                 const Captures& captured, int n_acc) {
+                                 const Captures& captured) {
   const onnx::GraphProto& body = *w.body;
   int n = w.carried.size(), nx = w.xs.size();
-  GraphValues scope = captured.Scope(ctx, bb, state, 3 + n + nx + n_acc);
+  GraphValues scope = captured.Scope(ctx, bb, state, 3 + n + nx);
   Instruction* i = bb.GetTupleElement(state, 0);
   if (w.is_scan) {
     for (int k = 0; k < n; ++k) Bind(bb, scope, body.input(k), bb.GetTupleElement(state, 3 + k));
@@ -218,6 +217,12 @@ absl::StatusOr<Step> ConvertStep(NodeContext& ctx, const WhileLoop& w, hlo::Buil
 
 }  // namespace
 
+// The loop state is one tuple: the iteration number, the condition and the
+// trip count, the carried values, the scanned inputs, the captured values,
+// and last the scan outputs' accumulators. The body is converted once, with
+// a state parameter that does not have the accumulators yet: their shapes
+// are the body's scan outputs', known only after converting it (converting
+// it first to find them doubled the work at each level of nested loops).
 absl::StatusOr<Step> EmitWhile(NodeContext& ctx, const WhileLoop& w) {
   hlo::Builder& b = ctx.b();
   const onnx::GraphProto& body = *w.body;
@@ -235,54 +240,51 @@ absl::StatusOr<Step> EmitWhile(NodeContext& ctx, const WhileLoop& w) {
                    }));
   Instruction* trips = w.trips ? b.Convert(b.Reshape(w.trips, {}), hlo::S64) : b.ScalarConstant(hlo::S64, INT64_MAX);
   Instruction* cond = w.cond ? w.cond : b.Constant(Literal::Scalar<bool>(true));
-  std::vector<Instruction*> head = {b.ScalarConstant(hlo::S64, 0), cond, trips};
-  head.insert(head.end(), w.carried.begin(), w.carried.end());
-  head.insert(head.end(), w.xs.begin(), w.xs.end());
-  RETURN_IF_ERROR(b.status());
-
-  // The scan outputs' shapes come from converting the body once in a scratch
-  // module whose state has no accumulators.
-  std::vector<hlo::Shape> y_shapes;
-  {
-    std::vector<hlo::Shape> parts;
-    for (Instruction* v : head) parts.push_back(v->shape());
-    for (Instruction* v : captured.values) parts.push_back(v->shape());
-    hlo::Module scratch("probe");
-    hlo::Builder pb(&scratch, "probe");
-    pb.set_folder(b.folder());
-    Instruction* p = pb.Parameter(0, hlo::Shape::Tuple(parts), "state");
-    ASSIGN_OR_RETURN(Step probe, ConvertStep(ctx, w, pb, p, captured, 0));
-    if (n_y > 0 && !w.is_scan && !IsConst(probe.cond, true))
-      return ctx.Unsupported(
-          "scan outputs of a Loop whose condition is computed at run time (their length would depend on data)");
-    for (Instruction* y : probe.ys) y_shapes.push_back(y->shape());
-  }
-  if (static_cast<int>(y_shapes.size()) != n_y) return ctx.Error("the body's scan outputs do not match");
-  std::vector<int64_t> y_axes;
-  for (int k = 0; k < n_y; ++k) {
-    ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, k < static_cast<int>(w.y_axes.size()) ? w.y_axes[k] : 0,
-                                                 y_shapes[k].rank() + 1));
-    y_axes.push_back(axis);
-  }
-  std::vector<Instruction*> init = head;
-  for (int k = 0; k < n_y; ++k) {
-    std::vector<int64_t> dims = y_shapes[k].dims;
-    dims.insert(dims.begin() + y_axes[k], w.length);
-    init.push_back(b.Broadcast(b.ScalarConstant(y_shapes[k].element_type, 0), dims, {}));
-  }
+  std::vector<Instruction*> init = {b.ScalarConstant(hlo::S64, 0), cond, trips};
+  init.insert(init.end(), w.carried.begin(), w.carried.end());
+  init.insert(init.end(), w.xs.begin(), w.xs.end());
   init.insert(init.end(), captured.values.begin(), captured.values.end());
+  RETURN_IF_ERROR(b.status());
+  std::vector<hlo::Shape> parts;
+  for (Instruction* v : init) parts.push_back(v->shape());
+
+  hlo::Builder bb(b.module(), w.is_scan ? "scan_body" : "loop_body");
+  bb.set_folder(b.folder());
+  bb.set_metadata(b.metadata());
+  Instruction* bp = bb.Parameter(0, hlo::Shape::Tuple(parts), "state");
+  ASSIGN_OR_RETURN(Step step, ConvertStep(ctx, w, bb, bp, captured));
+  if (static_cast<int>(step.ys.size()) != n_y) return ctx.Error("the body's scan outputs do not match");
+  if (n_y > 0 && !w.is_scan && !IsConst(step.cond, true))
+    return ctx.Unsupported(
+        "scan outputs of a Loop whose condition is computed at run time (their length would depend on data)");
+  std::vector<int64_t> y_axes;
+  std::vector<Instruction*> accumulators;
+  for (int k = 0; k < n_y; ++k) {
+    const hlo::Shape& ys = step.ys[k]->shape();
+    ASSIGN_OR_RETURN(int64_t axis,
+                     NormalizeAxis(ctx, k < static_cast<int>(w.y_axes.size()) ? w.y_axes[k] : 0, ys.rank() + 1));
+    y_axes.push_back(axis);
+    std::vector<int64_t> dims = ys.dims;
+    dims.insert(dims.begin() + axis, w.length);
+    accumulators.push_back(b.Broadcast(b.ScalarConstant(ys.element_type, 0), dims, {}));
+  }
+  RETURN_IF_ERROR(b.status());
   Step result;
   if (w.length == 0) {
     // No iteration runs: the carried values are unchanged and the scan
     // outputs empty.
     result.carried = w.carried;
-    for (int k = 0; k < n_y; ++k) result.ys.push_back(init[head.size() + k]);
-    RETURN_IF_ERROR(b.status());
+    result.ys = accumulators;
     return result;
   }
+  const int64_t acc0 = init.size();
+  init.insert(init.end(), accumulators.begin(), accumulators.end());
   Instruction* tuple = b.Tuple(init);
   if (!tuple) return b.status();
   const hlo::Shape& ts = tuple->shape();
+  // The accumulators join the state now that their shapes are known; the
+  // body read only the elements before them.
+  bp->set_shape(ts);
 
   hlo::Builder cb(b.module(), w.is_scan ? "scan_condition" : "loop_condition");
   Instruction* cp = cb.Parameter(0, ts, "state");
@@ -291,17 +293,12 @@ absl::StatusOr<Step> EmitWhile(NodeContext& ctx, const WhileLoop& w) {
                 cb.Compare(cb.GetTupleElement(cp, 0), cb.GetTupleElement(cp, 2), hlo::ComparisonDirection::kLt));
   ASSIGN_OR_RETURN(hlo::Computation * condition, cb.Build(go));
 
-  hlo::Builder bb(b.module(), w.is_scan ? "scan_body" : "loop_body");
-  bb.set_folder(b.folder());
-  bb.set_metadata(b.metadata());
-  Instruction* bp = bb.Parameter(0, ts, "state");
-  ASSIGN_OR_RETURN(Step step, ConvertStep(ctx, w, bb, bp, captured, n_y));
   Instruction* i = bb.GetTupleElement(bp, 0);
   std::vector<Instruction*> next = {bb.Binary(Opcode::kAdd, i, bb.ScalarConstant(hlo::S64, 1)),
                                     step.cond ? step.cond : bb.Constant(Literal::Scalar<bool>(true)),
                                     bb.GetTupleElement(bp, 2)};
   next.insert(next.end(), step.carried.begin(), step.carried.end());
-  for (int k = 0; k < nx; ++k) next.push_back(bb.GetTupleElement(bp, 3 + n + k));
+  for (int64_t k = 3 + n; k < acc0; ++k) next.push_back(bb.GetTupleElement(bp, k));  // scanned and captured
   for (int k = 0; k < n_y; ++k) {
     Instruction* y = step.ys[k];
     int64_t axis = y_axes[k];
@@ -312,13 +309,12 @@ absl::StatusOr<Step> EmitWhile(NodeContext& ctx, const WhileLoop& w) {
     dims.insert(dims.begin() + axis, 1);
     std::vector<Instruction*> starts(dims.size(), bb.ScalarConstant(hlo::S64, 0));
     starts[axis] = pos;
-    next.push_back(bb.DynamicUpdateSlice(bb.GetTupleElement(bp, 3 + n + nx + k), bb.Reshape(y, dims), starts));
+    next.push_back(bb.DynamicUpdateSlice(bb.GetTupleElement(bp, acc0 + k), bb.Reshape(y, dims), starts));
   }
-  for (size_t j = 0; j < captured.names.size(); ++j) next.push_back(bb.GetTupleElement(bp, 3 + n + nx + n_y + j));
   ASSIGN_OR_RETURN(hlo::Computation * loop_body, bb.Build(bb.Tuple(next)));
   Instruction* loop = b.While(condition, loop_body, tuple);
   for (int k = 0; k < n; ++k) result.carried.push_back(b.GetTupleElement(loop, 3 + k));
-  for (int k = 0; k < n_y; ++k) result.ys.push_back(b.GetTupleElement(loop, 3 + n + nx + k));
+  for (int k = 0; k < n_y; ++k) result.ys.push_back(b.GetTupleElement(loop, acc0 + k));
   RETURN_IF_ERROR(b.status());
   return result;
 }
