@@ -13,6 +13,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <iterator>
+#include <map>
 #include <vector>
 
 #include "backends/cpu/planners.h"
@@ -102,38 +104,53 @@ void PlanConcurrentBranches(Plan* plan) {
   const int threads = omp_get_max_threads();
   if (threads < 2) return;  // the parts would run in turn
   const auto& order = plan->order();
-  const int64_t n = order.size();
-  // Per position: the step's work (0: no step), and the latest position of
-  // a value it reads (operands and hidden reads; constants and parameters
-  // are never written, so they tie nothing together).
+  // The positions that run a step, and each position's index among them.
+  std::vector<int64_t> at_pos;
+  std::vector<int64_t> index(order.size(), -1);
+  for (int64_t p = 0; p < static_cast<int64_t>(order.size()); ++p)
+    if (plan->RunsStep(order[p])) {
+      index[p] = at_pos.size();
+      at_pos.push_back(p);
+    }
+  const int64_t n = at_pos.size();
+  // Per step: its work, and the steps that write what it reads. Each read
+  // is the step's where it happens (a fused member reads when its fusion
+  // runs), of every step writing bytes it reads (a row fusion writes its
+  // outputs at its last member; a concatenation read in place reads each
+  // part's writer); constants and parameters are never written, so they
+  // tie nothing together. Reads at positions without a step (an alias's)
+  // are also made by the steps that read the alias.
   std::vector<double> us(n, 0);
   std::vector<bool> alone(n, false);
   std::vector<std::vector<int64_t>> reads(n);
-  for (int64_t p = 0; p < n; ++p) {
-    const Instruction* i = order[p];
-    if (plan->RunsStep(i)) us[p] = StepUs(*plan, i);
-    alone[p] = RunsAlone(i);
+  for (const Instruction* i : order) {
+    const int64_t at = index[plan->UsePoint(i)];
+    if (at < 0) continue;
     auto add = [&](const Instruction* x) {
-      if (x->opcode() != Opcode::kConstant && x->opcode() != Opcode::kParameter) reads[p].push_back(plan->pos(x));
+      for (int64_t step : plan->WritingSteps(x)) reads[at].push_back(index[step]);
     };
     for (const Instruction* x : i->operands()) add(x);
     for (const Instruction* x : plan->HiddenReads(i)) add(x);
   }
-  // Prefix sums over positions [0, p): the steps' work on one thread, in
-  // turn on two, and the count of large steps.
+  for (int64_t k = 0; k < n; ++k) {
+    us[k] = StepUs(*plan, order[at_pos[k]]);
+    alone[k] = RunsAlone(order[at_pos[k]]);
+  }
+  // Prefix sums over steps [0, k): their work on one thread, in turn on
+  // two, and the count of large steps.
   std::vector<double> one(n + 1, 0), shared(n + 1, 0);
   std::vector<int64_t> large(n + 1, 0);
-  for (int64_t p = 0; p < n; ++p) {
-    const bool big = us[p] > kSmallStepUs;
-    one[p + 1] = one[p] + us[p];
-    shared[p + 1] = shared[p] + (big ? us[p] / threads + kSyncUs : us[p]);
-    large[p + 1] = large[p] + big;
+  for (int64_t k = 0; k < n; ++k) {
+    const bool big = us[k] > kSmallStepUs;
+    one[k + 1] = one[k] + us[k];
+    shared[k + 1] = shared[k] + (big ? us[k] / threads + kSyncUs : us[k]);
+    large[k + 1] = large[k] + big;
   }
   auto work = [&](int64_t a, int64_t b) { return one[b] - one[a]; };  // [a, b)
   std::vector<Candidate> found;
   for (int64_t m = 1; m < n; ++m) {
     // The second part [m, b] grows while it reads nothing of the first part
-    // [a, m); `a` moves right past every value below m it reads.
+    // [a, m); `a` moves right past every step below m it reads.
     int64_t a = 0;
     const int64_t stop = std::min(n, m + kMaxScan);
     Candidate best;
@@ -146,23 +163,25 @@ void PlanConcurrentBranches(Plan* plan) {
     }
     if (best.gain < kMinGainUs) continue;
     bool ok = true;
-    for (int64_t p = best.first; p < best.split && ok; ++p) ok = !alone[p];
+    for (int64_t k = best.first; k < best.split && ok; ++k) ok = !alone[k];
     if (!ok || large[best.split] - large[best.first] > kMaxLargeSteps ||
         large[best.last + 1] - large[best.split] > kMaxLargeSteps)
       continue;
-    found.push_back(best);
+    // Back to program positions: the run starts at its first step and the
+    // second part at its first.
+    found.push_back({at_pos[best.first], at_pos[best.split], at_pos[best.last], best.gain});
   }
   // The largest gains first, each run apart from those taken.
   std::sort(found.begin(), found.end(), [](const Candidate& x, const Candidate& y) { return x.gain > y.gain; });
-  std::vector<Plan::Branches> taken;
+  std::map<int64_t, Plan::Branches> taken;  // by first position; the runs do not overlap
   for (const Candidate& c : found) {
-    bool apart = std::all_of(taken.begin(), taken.end(),
-                             [&](const Plan::Branches& t) { return c.last < t.first || c.first > t.last; });
-    if (apart) taken.push_back({c.first, c.split, c.last});
+    auto next = taken.lower_bound(c.first);
+    if (next != taken.end() && next->second.first <= c.last) continue;
+    if (next != taken.begin() && std::prev(next)->second.last >= c.first) continue;
+    taken[c.first] = {c.first, c.split, c.last};
   }
-  std::sort(taken.begin(), taken.end(),
-            [](const Plan::Branches& x, const Plan::Branches& y) { return x.first < y.first; });
-  plan->concurrent = std::move(taken);
+  plan->concurrent.clear();
+  for (const auto& [first, b] : taken) plan->concurrent.push_back(b);
 }
 
 }  // namespace xonnx::cpu

@@ -164,4 +164,30 @@ int64_t Plan::DirectUsePoint(const Instruction* user) const {
   return pos(user);
 }
 
+std::vector<int64_t> Plan::WritingSteps(const Instruction* x) const {
+  switch (x->opcode()) {
+    case Opcode::kParameter:
+    case Opcode::kConstant:
+      return {};
+    default:
+      break;
+  }
+  if (int rg = RowGroupOf(x); rg >= 0) return {pos(row_fusions.groups[rg].members.back())};
+  if (RunsStep(x)) return {pos(x)};
+  // A fused member or an op inside an epilogue: written by its step.
+  if (auto g = fusions.group_of.find(x); g != fusions.group_of.end()) return {pos(fusions.groups[g->second].back())};
+  if (const Instruction* a = AbsorbedInto(x)) return {pos(ResultOf(a))};
+  if (epilogues.of.contains(x)) return {pos(ResultOf(x))};
+  // Aliases and views hold no bytes of their own: a read of one reads what
+  // is under it, all of it.
+  std::vector<int64_t> steps;
+  auto add = [&](const Instruction* op) {
+    std::vector<int64_t> more = WritingSteps(op);
+    steps.insert(steps.end(), more.begin(), more.end());
+  };
+  for (const Instruction* op : x->operands()) add(op);
+  for (const Instruction* op : HiddenReads(x)) add(op);
+  return steps;
+}
+
 }  // namespace xonnx::cpu

@@ -149,6 +149,13 @@ class Plan {
   int64_t UsePoint(const hlo::Instruction* user) const;
   // The same without the row fusions' reads through views.
   int64_t DirectUsePoint(const hlo::Instruction* user) const;
+  // The positions of the steps that write the bytes a read of x reads: the
+  // step that writes x's buffer (a row fusion writes all its outputs when
+  // it runs, at its last member), or, for a value read in place (an alias,
+  // a view, an absorbed read such as a concatenation read part by part),
+  // those of every value under it. None for constants and parameters, which
+  // no step writes. Never after the UsePoint of a reader of x.
+  std::vector<int64_t> WritingSteps(const hlo::Instruction* x) const;
 
   // Whether `view` (not the root) is read only by `reader`s, directly or
   // through other views (`is_view`) read the same way.
