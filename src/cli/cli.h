@@ -153,6 +153,11 @@ int Run(const std::string& model, const InputArgs& in, const RunArgs& args);
 // intermediate value after them when `expose_intermediates`).
 std::vector<xonnx::Tensor> RunOnReference(const std::string& model, const std::map<std::string, xonnx::Tensor>& inputs,
                                           bool expose_intermediates = false);
+// Runs `inputs` with the session's options on xonnx's CPU plugin with every
+// value in memory of its own (create option distinct_buffers): `--compare
+// buffers`.
+std::vector<xonnx::Tensor> RunWithDistinctBuffers(const std::string& model,
+                                                  const std::map<std::string, xonnx::Tensor>& inputs);
 // After --compare found a difference: runs the model on both devices with
 // every intermediate value as an output and prints the first value, in
 // node order, that differs beyond `tolerance`.

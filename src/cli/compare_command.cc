@@ -54,6 +54,20 @@ std::vector<xonnx::Tensor> RunOnReference(const std::string& model, const std::m
   return Check(ref_session->Run(inputs));
 }
 
+std::vector<xonnx::Tensor> RunWithDistinctBuffers(const std::string& model,
+                                                  const std::map<std::string, xonnx::Tensor>& inputs) {
+  xonnx::SessionOptions o = BaseOptions();
+  if (!o.plugin.empty() && o.plugin != "cpu")
+    throw CliError{"--compare buffers runs on xonnx's CPU plugin only (it has no such switch for --plugin " + o.plugin +
+                   ")"};
+  o.create_options.push_back({"distinct_buffers", true});
+  o.use_cache = false;
+  o.profile_file.clear();
+  o.dump = {};
+  auto session = Check(xonnx::Session::Open(model, o));
+  return Check(session->Run(inputs));
+}
+
 int CompareOutputs(const std::vector<xonnx::Tensor>& outs, const std::vector<xonnx::Tensor>& ref,
                    const std::vector<xonnx::TensorSpec>& specs, double tolerance, const std::string& against) {
   int differing = 0;

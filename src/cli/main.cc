@@ -41,9 +41,11 @@ CLI::App* AddRun(CLI::App& app, Args& a) {
   run->add_option("--outputs", a.run.outputs, "Print or write only these outputs (names; repeatable)")->delimiter(',');
   run->add_option("--compare", a.run.compare,
                   "Also run on the reference device ('reference': xonnx's CPU plugin running every instruction on "
-                  "the reference evaluator, XLA's interpreter in spirit) and compare the outputs; exit 1 when one "
-                  "differs beyond --tolerance")
-      ->check(CLI::IsMember({"reference"}));
+                  "the reference evaluator, XLA's interpreter in spirit: tells a wrong kernel or rewrite) or with "
+                  "every value in memory of its own ('buffers': the same program on xonnx's CPU plugin, no buffer "
+                  "reused, nothing written in place, no branches run at once: tells a buffer-lifetime bug from a "
+                  "numeric difference) and compare the outputs; exit 1 when one differs beyond --tolerance")
+      ->check(CLI::IsMember({"reference", "buffers"}));
   run->add_option("--expect", a.run.expect_dir,
                   "Compare the outputs with output_<i>.pb (or .npy) in DIR, as ONNX's test data and --output-dir "
                   "store them; exit 1 when one differs beyond --tolerance");

@@ -51,13 +51,13 @@ struct Slot {
 // The steps of AssignBuffers, over the slots they share.
 class BufferAssigner {
  public:
-  explicit BufferAssigner(const Plan& plan) : plan_(plan) {}
+  BufferAssigner(const Plan& plan, bool distinct) : plan_(plan), distinct_(distinct) {}
 
   absl::StatusOr<BufferAssignment> Run() {
     RETURN_IF_ERROR(MakeSlots());
     ComputeLiveness();
     KeepBranchesApart();
-    ShareInPlace();
+    if (!distinct_) ShareInPlace();
     Place();
     return std::move(out_);
   }
@@ -75,22 +75,42 @@ class BufferAssigner {
   void KeepBranchesApart();
   // Slots a result may overwrite in place.
   void ShareInPlace();
-  void Share(int r, int o) {
-    int first = share_of_[r] >= 0 ? share_of_[r] : r;
-    share_of_[o] = first;
-    slots_[first].last_use = std::max(slots_[first].last_use, slots_[o].last_use);
+  // The first slot of the bytes s shares: slots written in place over one
+  // another form a set, placed once, at its first (earliest) slot, and
+  // live from the set's first definition to its last read.
+  int Find(int s) {
+    while (share_of_[s] >= 0) {
+      if (share_of_[share_of_[s]] >= 0) share_of_[s] = share_of_[share_of_[s]];
+      s = share_of_[s];
+    }
+    return s;
   }
-  int InPlaceFusionInput(const Instruction* root) const;
+  // Result slot o overwrites slot r in place. Chains merge in any order
+  // (an epilogue over a fused loop's result may be decided before that
+  // loop takes its own input's bytes), so whole sets are merged.
+  void Share(int r, int o) {
+    int a = Find(r), b = Find(o);
+    if (a == b) return;
+    if (b < a) std::swap(a, b);
+    share_of_[b] = a;
+    slots_[a].def = std::min(slots_[a].def, slots_[b].def);
+    slots_[a].last_use = std::max(slots_[a].last_use, slots_[b].last_use);
+  }
+  // Whether result slot o may take r's bytes: nothing held in them (r, or
+  // a value r itself overwrote) is read after o is written.
+  bool FreeAt(int r, int o) { return slots_[Find(r)].last_use == slots_[o].def; }
+  int InPlaceFusionInput(const Instruction* root);
   // Offsets in the arena, then every leaf's buffer.
   void Place();
 
   const Plan& plan_;
+  const bool distinct_;
   BufferAssignment out_;
   std::vector<Slot> slots_;
   // Which arena slots back each value's leaves (following aliases), -1 for
   // parameters and constants.
   absl::flat_hash_map<const Instruction*, std::vector<int>> backing_;
-  std::vector<int> share_of_;  // slot -> the first slot of its chain, or -1
+  std::vector<int> share_of_;  // slot -> a slot of its set nearer the first (see Find), or -1
 };
 
 absl::Status BufferAssigner::MakeSlots() {
@@ -200,9 +220,7 @@ void BufferAssigner::ShareInPlace() {
     auto rb = backing_.find(e.residual), ob = backing_.find(last);
     if (rb == backing_.end() || ob == backing_.end()) continue;
     int r = rb->second.at(0), o = ob->second.at(0);
-    if (r < 0 || o < 0 || slots_[o].owner != last || slots_[r].size != slots_[o].size ||
-        slots_[r].last_use != slots_[o].def)
-      continue;
+    if (r < 0 || o < 0 || slots_[o].owner != last || slots_[r].size != slots_[o].size || !FreeAt(r, o)) continue;
     // Not when the primitive also reads those bytes as an operand, its bias
     // or a view's source: it would read what it has begun to overwrite.
     bool read_otherwise = false;
@@ -226,7 +244,7 @@ void BufferAssigner::ShareInPlace() {
 // scale then rewrites its input where it lies in cache instead of filling
 // a second buffer. Not an input that the loop also reads another way (as
 // a broadcast's operand), nor one read twice.
-int BufferAssigner::InPlaceFusionInput(const Instruction* root) const {
+int BufferAssigner::InPlaceFusionInput(const Instruction* root) {
   auto ob = backing_.find(root);
   if (ob == backing_.end() || ob->second.size() != 1 || ob->second[0] < 0) return -1;
   const Slot& out = slots_[ob->second[0]];
@@ -255,7 +273,7 @@ int BufferAssigner::InPlaceFusionInput(const Instruction* root) const {
     }
   }
   for (int r : candidates)
-    if (reads[r] == 1 && slots_[r].size == out.size && slots_[r].last_use == out.def) return r;
+    if (reads[r] == 1 && slots_[r].size == out.size && FreeAt(r, ob->second[0])) return r;
   return -1;
 }
 
@@ -263,9 +281,14 @@ void BufferAssigner::Place() {
   auto& leaves = out_.leaves;
   ArenaPlanner planner;
   std::vector<int64_t> offsets(slots_.size());
-  for (size_t s = 0; s < slots_.size(); ++s)
-    offsets[s] =
-        share_of_[s] >= 0 ? offsets[share_of_[s]] : planner.Place(slots_[s].size, slots_[s].def, slots_[s].last_use);
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    // A distinct slot lives through the whole program, so no other takes
+    // its bytes.
+    const int64_t def = distinct_ ? 0 : slots_[s].def, last = distinct_ ? INT64_MAX : slots_[s].last_use;
+    // A set's first slot comes before its other slots, so it is placed first.
+    const int first = Find(s);
+    offsets[s] = first != static_cast<int>(s) ? offsets[first] : planner.Place(slots_[s].size, def, last);
+  }
   out_.arena_bytes = planner.total();
   // Resolve arena refs of owners, then re-resolve aliases in order.
   for (size_t s = 0; s < slots_.size(); ++s) leaves[slots_[s].owner][slots_[s].leaf] = {BufferRef::kArena, offsets[s]};
@@ -297,6 +320,8 @@ void BufferAssigner::Place() {
 
 }  // namespace
 
-absl::StatusOr<BufferAssignment> AssignBuffers(const Plan& plan) { return BufferAssigner(plan).Run(); }
+absl::StatusOr<BufferAssignment> AssignBuffers(const Plan& plan, bool distinct) {
+  return BufferAssigner(plan, distinct).Run();
+}
 
 }  // namespace xonnx::cpu

@@ -30,8 +30,9 @@ struct BufferAssignment {
 
 // Assigns the plan's values to buffers. A value shares its slot with one it
 // overwrites in place: a residual an epilogue reads last, an input a fused
-// loop reads last.
-[[nodiscard]] absl::StatusOr<BufferAssignment> AssignBuffers(const Plan& plan);
+// loop reads last. With `distinct`, every value has bytes of its own
+// (CompileOptions::distinct_buffers).
+[[nodiscard]] absl::StatusOr<BufferAssignment> AssignBuffers(const Plan& plan, bool distinct = false);
 
 }  // namespace xonnx::cpu
 

@@ -78,12 +78,13 @@ class Compiler {
     if (native && options_.use_dnnl && options_.blocked_layouts && options_.fuse_elementwise)
       PlanBlockedLoops(options_, &plan);
     if (native && options_.use_dnnl) PlanDotViews(&plan);
-    if (native && options_.concurrent_branches) PlanConcurrentBranches(&plan);
-    ASSIGN_OR_RETURN(BufferAssignment buffers, AssignBuffers(plan));
+    if (native && options_.concurrent_branches && !options_.distinct_buffers) PlanConcurrentBranches(&plan);
+    ASSIGN_OR_RETURN(BufferAssignment buffers, AssignBuffers(plan, options_.distinct_buffers));
     EmitContext ctx{plan, buffers, options_, *exe_->module_, &exe_->keep_alive_};
     ASSIGN_OR_RETURN(EmittedThunks emitted, EmitThunks(ctx));
     exe_->thunks_ = std::move(emitted.thunks);
     exe_->thunk_kinds_ = std::move(emitted.kinds);
+    exe_->thunk_writes_ = std::move(emitted.writes);
     exe_->constants_ = std::move(buffers.constants);
     int64_t scratch = 0, second = 0;
     for (const Thunk& t : exe_->thunks_) scratch = std::max(scratch, t.scratch_bytes);

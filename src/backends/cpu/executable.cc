@@ -178,7 +178,8 @@ std::string Executable::KernelListing() const {
     std::string part;
     if (r < concurrent_.size() && concurrent_[r].begin <= i)
       part = absl::StrFormat("  [concurrent run %d, part %d]", r, concurrent_[r].part[i - concurrent_[r].begin]);
-    absl::StrAppendFormat(&out, "%5d  %-14s %s%s\n", i, thunk_kinds_[i], thunks_[i].name, part);
+    std::string writes = i < thunk_writes_.size() && !thunk_writes_[i].empty() ? "  -> " + thunk_writes_[i] : "";
+    absl::StrAppendFormat(&out, "%5d  %-14s %s%s%s\n", i, thunk_kinds_[i], thunks_[i].name, part, writes);
   }
   return out;
 }

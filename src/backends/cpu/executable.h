@@ -51,6 +51,11 @@ struct CompileOptions {
   // oneDNN, batch splitting), so results are the oracle's. Slow; for
   // checking results through the same client path.
   bool reference = false;
+  // Every value in bytes of its own: no arena slot reused, no result
+  // written over an input, no concurrent branches. Results must be the
+  // same as without; a difference (`xonnx run --compare buffers`) is a
+  // buffer-lifetime bug, not rounding.
+  bool distinct_buffers = false;
 };
 
 // Where a buffer lives while the program runs.
@@ -163,6 +168,7 @@ class Executable {
   std::vector<const void*> constants_;
   std::vector<Thunk> thunks_;
   std::vector<std::string> thunk_kinds_;
+  std::vector<std::string> thunk_writes_;  // arena bytes each writes, for KernelListing
   int64_t arena_bytes_ = 0;
   int64_t scratch_offset_ = 0;  // where the thunks' scratch region starts in the arena
   std::vector<ConcurrentRun> concurrent_;

@@ -56,7 +56,22 @@ class Emitter {
     }
     out_.kinds.push_back(t.kind.empty() ? std::move(kind) : t.kind);
     out_.positions.push_back(current_ ? plan_.pos(current_) : -1);
+    out_.writes.push_back(current_ ? Writes(current_) : "");
     out_.thunks.push_back(std::move(t));
+  }
+
+  // Where the step at i writes its value in the arena.
+  std::string Writes(const Instruction* i) const {
+    auto l = ctx_.buffers.leaves.find(i);
+    if (l == ctx_.buffers.leaves.end()) return "";
+    std::vector<hlo::Shape> shapes =
+        i->shape().IsTuple() ? i->shape().tuple_shapes : std::vector<hlo::Shape>{i->shape()};
+    std::string out;
+    for (size_t k = 0; k < l->second.size() && k < shapes.size(); ++k)
+      if (l->second[k].kind == BufferRef::kArena)
+        absl::StrAppend(&out, out.empty() ? "" : " ", "[", l->second[k].index, ", ",
+                        l->second[k].index + shapes[k].ByteSize(), ")");
+    return out;
   }
 
   // The thunk that computes i, if i is where a step of the plan runs.

@@ -41,6 +41,9 @@ struct EmittedThunks {
   std::vector<Thunk> thunks;
   std::vector<std::string> kinds;
   std::vector<int64_t> positions;  // where in the program each thunk's step runs
+  // The arena bytes each thunk's step writes its value to ("[offset,
+  // end)" per leaf; empty when not in the arena), for listings.
+  std::vector<std::string> writes;
 };
 
 [[nodiscard]] absl::StatusOr<EmittedThunks> EmitThunks(const EmitContext& ctx);

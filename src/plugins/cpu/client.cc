@@ -44,6 +44,7 @@ constexpr BoolOption kBoolOptions[] = {
     {"blocked_layouts", [](PluginOptions& o) -> bool& { return o.program.compile.blocked_layouts; }},
     {"concurrent_branches", [](PluginOptions& o) -> bool& { return o.program.compile.concurrent_branches; }},
     {"reference", [](PluginOptions& o) -> bool& { return o.program.compile.reference; }},
+    {"distinct_buffers", [](PluginOptions& o) -> bool& { return o.program.compile.distinct_buffers; }},
 };
 
 absl::Status ApplyCreateOption(const PJRT_NamedValue& v, PluginOptions& o) {
