@@ -237,6 +237,7 @@ void BindOptions(py::module_& m) {
       .def_readwrite("data_type", &xonnx::SessionOptions::data_type)
       .def_readwrite("io_data_type", &xonnx::SessionOptions::io_data_type)
       .def_readwrite("allow_tf32", &xonnx::SessionOptions::allow_tf32)
+      .def_readwrite("check_indices", &xonnx::SessionOptions::check_indices)
       .def_readwrite("deadline_ms", &xonnx::SessionOptions::deadline_ms)
       .def_readwrite("use_cache", &xonnx::SessionOptions::use_cache)
       .def_readwrite("cache_dir", &xonnx::SessionOptions::cache_dir)

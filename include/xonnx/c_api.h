@@ -169,6 +169,9 @@ typedef struct XonnxApi {
    *   deadline_ms       default time limit of a call (0: none)
    *   create_option     "name=value" for the plugin's client (repeatable)
    *   optimize          "on" or "off": the importer's optimization passes
+   *   check_indices     "on" (default) or "off": run-time index inputs checked
+   *                     against the dimensions they index (a value out of range
+   *                     fails the call, naming the node)
    *   profile_file      a Chrome/Perfetto trace written when the session closes
    *   xonnx_flags       dump flags, as XONNX_FLAGS takes them
    *   program_format    "auto", "hlo" or "stablehlo": how programs go to the plugin */

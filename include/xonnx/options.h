@@ -178,6 +178,13 @@ struct SessionOptions {
   bool expose_intermediates = false;
   // Run the HLO optimization pipeline (simplify, fold, CSE, DCE).
   bool optimize = true;
+  // Index inputs known only when the model runs (Gather's, GatherElements',
+  // GatherND's, the Scatter ops', an embedding's token ids) are checked
+  // against the dimension they index, on every plugin: a value out of range
+  // fails the call with InvalidArgument naming the node, as ONNX Runtime
+  // does, instead of being clamped or dropped (XLA's semantics). Off saves
+  // one pass over the indices per such node.
+  bool check_indices = true;
   // Verify the module after every pass (slower; for debugging).
   bool verify_passes = false;
   // xonnx's CPU plugin only (sent as its create options use_dnnl and

@@ -140,7 +140,7 @@ bool ParseIntList(const std::string& text, std::vector<int64_t>* out) {
 
 constexpr char kOptionNames[] =
     "plugin, device, batch_buckets, max_batch, data_type, io_data_type, cache, cache_dir, compile_threads, "
-    "deadline_ms, create_option, optimize, profile_file, xonnx_flags, program_format";
+    "deadline_ms, create_option, optimize, check_indices, profile_file, xonnx_flags, program_format";
 
 Status SetOption(xonnx::SessionOptions& o, const std::string& name, const std::string& value) {
   auto bad = [&](const char* expected) {
@@ -183,6 +183,9 @@ Status SetOption(xonnx::SessionOptions& o, const std::string& name, const std::s
   } else if (name == "optimize") {
     if (!ParseSwitch(value, &b)) return bad("on or off");
     o.optimize = b;
+  } else if (name == "check_indices") {
+    if (!ParseSwitch(value, &b)) return bad("on or off");
+    o.check_indices = b;
   } else if (name == "profile_file") {
     o.profile_file = value;
   } else if (name == "program_format") {

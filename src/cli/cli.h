@@ -74,6 +74,7 @@ struct DeviceArgs {
   bool no_cache = false;
   std::string data_type = "f32", io_data_type = "f32";
   bool allow_tf32 = false;
+  bool no_check_indices = false;
   int compile_threads = 0;
   std::string io_staging = "auto";
   std::string program_format = "auto";

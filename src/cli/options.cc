@@ -87,6 +87,7 @@ xonnx::SessionOptions BaseOptions() {
   o.data_type = ParseFloatType(g_device.data_type, "--data-type");
   o.io_data_type = ParseFloatType(g_device.io_data_type, "--io-data-type");
   o.allow_tf32 = g_device.allow_tf32;
+  o.check_indices = !g_device.no_check_indices;
   o.use_cache = !g_device.no_cache;
   o.cache_dir = g_device.cache_dir;
   o.compile_threads = g_device.compile_threads;
@@ -198,6 +199,10 @@ void AddDeviceOptions(CLI::App* cmd, bool serving) {
   cmd->add_flag("--allow-tf32", g_device.allow_tf32,
                 "Let the plugin round float32 matrix products and convolutions to TF32 inputs (XLA's GPU default; "
                 "faster, ~1e-3 relative error); without it they are exact float32");
+  cmd->add_flag("--no-check-indices", g_device.no_check_indices,
+                "Do not check index inputs known only at run time (Gather's, Scatter's, embeddings' ids) against the "
+                "dimensions they index; by default a value out of range fails the run naming the node, as in ONNX "
+                "Runtime, instead of being clamped or dropped");
   cmd->add_option("--io-data-type", g_device.io_data_type,
                   "Host-side type of float inputs and outputs: f32, f16 or bf16 (input files of another float type "
                   "are converted)")

@@ -177,7 +177,12 @@ const onnx::GraphProto* NodeContext::attr_g(const std::string& name) const {
 }
 
 absl::Status NodeContext::ConvertSubgraph(const onnx::GraphProto& g, GraphValues& scope) {
-  return ConvertSubgraphInto(b_, g, scope);
+  const size_t before = scope.checks.size();
+  RETURN_IF_ERROR(ConvertSubgraphInto(b_, g, scope));
+  // Converted into this node's computation: its checks are this scope's.
+  for (size_t k = before; k < scope.checks.size(); ++k) values_.checks.push_back(scope.checks[k]);
+  scope.checks.resize(before);
+  return absl::OkStatus();
 }
 
 absl::Status NodeContext::ConvertSubgraphInto(hlo::Builder& b, const onnx::GraphProto& g, GraphValues& scope) {
@@ -186,6 +191,46 @@ absl::Status NodeContext::ConvertSubgraphInto(hlo::Builder& b, const onnx::Graph
   if (!st.ok())
     return Annotate(st, absl::StrCat("node '", node_.name(), "' (", node_.op_type(), ") subgraph '", g.name(), "'"));
   return absl::OkStatus();
+}
+
+absl::Status NodeContext::CheckIndexRange(hlo::Instruction* indices, int64_t lo, int64_t hi, const std::string& what) {
+  if (!indices) return b_.status();
+  if (indices->shape().ElementCount() == 0) return absl::OkStatus();
+  if (indices->opcode() == hlo::Opcode::kConstant) {
+    const hlo::Literal& l = *indices->literal;
+    for (int64_t i = 0; i < l.element_count(); ++i)
+      if (int64_t v = l.GetAsInt64(i); v < lo || v > hi)
+        return Error(absl::StrCat(what, ": ", v, " is outside [", lo, ", ", hi, "]"));
+    return absl::OkStatus();
+  }
+  if (!values_.check_indices) return absl::OkStatus();
+  hlo::Builder& b = b_;
+  hlo::Instruction* x = b.Convert(indices, hlo::S64);
+  std::vector<int64_t> all(indices->shape().rank());
+  for (size_t d = 0; d < all.size(); ++d) all[d] = d;
+  auto reduce = [&](hlo::Opcode op, int64_t init) {
+    hlo::Instruction* r =
+        b.Reduce({x}, {b.Constant(hlo::Literal::Scalar<int64_t>(init))}, all, b.ScalarReducer(op, hlo::S64));
+    return b.Reshape(r, {1});
+  };
+  hlo::Instruction* range = b.Concatenate({reduce(hlo::Opcode::kMinimum, std::numeric_limits<int64_t>::max()),
+                                           reduce(hlo::Opcode::kMaximum, std::numeric_limits<int64_t>::min())},
+                                          0);
+  RETURN_IF_ERROR(b.status());
+  values_.checks.push_back(
+      {range, lo, hi, absl::StrCat("node '", node_.name(), "' (", node_.op_type(), ", opset ", opset_, "): ", what)});
+  return absl::OkStatus();
+}
+
+hlo::Instruction* EmptyIndexRange(hlo::Builder& b) {
+  return b.Constant(
+      hlo::Literal::Vector<int64_t>({std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()}));
+}
+
+hlo::Instruction* MergeIndexRanges(hlo::Builder& b, hlo::Instruction* a, hlo::Instruction* c) {
+  hlo::Instruction* lo = b.Binary(hlo::Opcode::kMinimum, b.Slice(a, {0}, {1}, {1}), b.Slice(c, {0}, {1}, {1}));
+  hlo::Instruction* hi = b.Binary(hlo::Opcode::kMaximum, b.Slice(a, {1}, {2}, {1}), b.Slice(c, {1}, {2}, {1}));
+  return b.Concatenate({lo, hi}, 0);
 }
 
 absl::Status NodeContext::Error(const std::string& msg) const {

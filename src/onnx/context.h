@@ -4,6 +4,7 @@
 #ifndef XONNX_ONNX_CONTEXT_H_
 #define XONNX_ONNX_CONTEXT_H_
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -33,6 +34,22 @@ struct SequenceValue {
   std::vector<hlo::Instruction*> elements;
 };
 
+// A check of index values the program makes as it runs: `range` is an
+// s64[2] value holding the smallest and largest of the indices (smallest
+// above largest when there were none), which must lie in [lo, hi]. `what`
+// names the node and the input ("node 'g' (Gather, opset 13): indices").
+struct RuntimeCheck {
+  hlo::Instruction* range = nullptr;
+  int64_t lo = 0, hi = 0;
+  std::string what;
+};
+
+// The range of no indices (smallest above largest), and the range of two
+// ranges' indices together: how checks made in a loop's iterations or an
+// If's branches combine.
+hlo::Instruction* EmptyIndexRange(hlo::Builder& b);
+hlo::Instruction* MergeIndexRanges(hlo::Builder& b, hlo::Instruction* a, hlo::Instruction* c);
+
 // Values of one graph being converted (name -> instruction, string tensor or
 // sequence). An optional that holds a value is that value; an empty one is
 // a name in `nones`.
@@ -41,6 +58,13 @@ struct GraphValues {
   std::map<std::string, StringTensor> strings;
   std::map<std::string, SequenceValue> sequences;
   std::set<std::string> nones;
+  // The run-time checks of the nodes converted in this scope, and whether
+  // indices known only at run time are checked at all
+  // (ImportOptions::check_indices).
+  std::vector<RuntimeCheck> checks;
+  bool check_indices = true;
+  // Called before each node is converted (ImportOptions::stop); null: never.
+  const std::function<absl::Status()>* stop = nullptr;
   // Whether `name` is defined in any of the forms above.
   bool Defines(const std::string& name) const {
     return values.count(name) || strings.count(name) || sequences.count(name) || nones.count(name);
@@ -113,6 +137,15 @@ class NodeContext {
   // The same into another computation's builder (loop bodies).
   absl::Status ConvertSubgraphInto(hlo::Builder& b, const onnx::GraphProto& g, GraphValues& scope);
 
+  // Checks that every value of `indices` (an integer tensor) lies in [lo,
+  // hi]: when they are known now, an error naming the node if one does not;
+  // else, unless checks are off, a check the program makes as it runs
+  // (RuntimeCheck), which fails the call with the node's name. `what` names
+  // the values ("indices", "component 1 of the indices").
+  absl::Status CheckIndexRange(hlo::Instruction* indices, int64_t lo, int64_t hi, const std::string& what);
+  // Adds a check made in a nested computation (a loop body, a branch) as
+  // this node's, on `range` (its value out of that computation).
+  void AddCheck(RuntimeCheck check) { values_.checks.push_back(std::move(check)); }
   // "node 'n' (Op): msg" errors; the importer adds the file name.
   absl::Status Error(const std::string& msg) const;
   absl::Status Unsupported(const std::string& msg) const;

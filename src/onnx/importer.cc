@@ -172,6 +172,7 @@ absl::Status ConvertNodes(const onnx::GraphProto& g, const std::map<std::string,
   }
   const Registry& reg = Registry::Get();
   for (const auto& n : g.node()) {
+    if (values.stop) RETURN_IF_ERROR((*values.stop)());
     auto [domain, opset] = OpsetOf(n, opsets);
     NodeContext ctx(b, values, n, opset, &opsets);
     Converter fn = reg.Find(domain, n.op_type(), opset);
@@ -284,6 +285,19 @@ absl::Status CheckShapeNames(const std::string& file, const std::vector<TensorIn
 }
 
 // The graph as HLO, before the module is optimized.
+// The run-time checks' index ranges, as one more root after the outputs
+// (ImportedModule::checks).
+void AddCheckOutput(hlo::Builder& b, const std::vector<RuntimeCheck>& checks, std::vector<hlo::Instruction*>* roots,
+                    ImportedModule* result) {
+  if (checks.empty()) return;
+  std::vector<hlo::Instruction*> ranges;
+  for (const RuntimeCheck& c : checks) {
+    ranges.push_back(c.range);
+    result->checks.push_back({c.lo, c.hi, c.what});
+  }
+  roots->push_back(ranges.size() == 1 ? ranges[0] : b.Concatenate(ranges, 0));
+}
+
 absl::StatusOr<ImportedModule> ImportGraph(const LoadedModel& model, const ImportOptions& options) {
   const std::string& file = model.path;
   const onnx::GraphProto& g = model.proto.graph();
@@ -299,6 +313,8 @@ absl::StatusOr<ImportedModule> ImportGraph(const LoadedModel& model, const Impor
   int64_t cap = options.fold_max_elements;
   b.set_folder([cap](const hlo::Instruction& i) { return passes::FoldInstruction(i, cap); });
   GraphValues values;
+  values.check_indices = options.check_indices;
+  if (options.stop) values.stop = &options.stop;
 
   // Parameters: the graph inputs that are not initializers, with concrete shapes.
   ASSIGN_OR_RETURN(std::vector<TensorInfo> inputs, ModelInputs(model));
@@ -394,6 +410,7 @@ absl::StatusOr<ImportedModule> ImportGraph(const LoadedModel& model, const Impor
   } else {
     RETURN_IF_ERROR(CollectGraphOutputs(file, g, values, &roots, &result));
   }
+  AddCheckOutput(b, values.checks, &roots, &result);
   b.set_metadata({});
   ASSIGN_OR_RETURN(hlo::Computation * entry, b.Build(b.Tuple(roots)));
   result.module->set_entry(entry);
@@ -414,9 +431,11 @@ absl::StatusOr<ImportedModule> Import(const LoadedModel& model, const ImportOpti
   auto dump = [&](absl::string_view step) {
     if (dumper) dumper->Dump(*m, step);
   };
+  if (options.stop) RETURN_IF_ERROR(options.stop());
   if (options.optimize) {
     absl::Status st = passes::RunStandardPipeline(m, options.verify_passes, false, dumper.get());
     if (!st.ok()) return Annotate(st, model.path);
+    if (options.stop) RETURN_IF_ERROR(options.stop());
   }
   // After the pipeline: constants fold in f32 first and are rounded once.
   // The converts this leaves around constants are folded by the plugin's

@@ -2,6 +2,7 @@
 #ifndef XONNX_ONNX_IMPORTER_H_
 #define XONNX_ONNX_IMPORTER_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -82,6 +83,21 @@ struct ImportOptions {
   hlo::PrimitiveType io_type = hlo::F32;
   bool exact_f32_products = true;
   bool xla_compatible = false;
+  // Index values known only at run time (Gather's, Scatter's, ...) are
+  // checked against their bounds as the program runs: ImportedModule::checks.
+  bool check_indices = true;
+  // Called before each node is converted and between the importer's steps;
+  // a status other than OK (a call's deadline passed, a cancellation) ends
+  // the import with it. Null: the import runs to its end.
+  std::function<absl::Status()> stop;
+};
+
+// A check of index values the program makes as it runs (RuntimeCheck, as
+// the session sees it): the indices' smallest and largest values must lie
+// in [lo, hi]; `what` names the node and its input.
+struct IndexCheck {
+  int64_t lo = 0, hi = 0;
+  std::string what;
 };
 
 struct ImportedModule {
@@ -94,6 +110,10 @@ struct ImportedModule {
   static constexpr int kTensorOutput = -1, kNoneOutput = -2;
   std::vector<int> output_counts;
   std::string partial_error;  // set when allow_partial cut the graph short
+  // The program's run-time index checks. When there are any, the module's
+  // result has one more element after `outputs`: an s64 vector holding, for
+  // each check in turn, the smallest and the largest index it saw.
+  std::vector<IndexCheck> checks;
   // String outputs, computed while converting; they are not in the HLO.
   std::map<std::string, StringTensor> string_outputs;
 };

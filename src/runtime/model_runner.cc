@@ -146,8 +146,9 @@ std::unique_ptr<ModelRunner> ModelRunner::ForSegment(std::shared_ptr<onnx_import
 absl::StatusOr<onnx_import::ImportedModule> ModelRunner::BuildModule(
     const ShapeMap& shapes, const std::map<std::string, hlo::Literal>& bound, bool allow_partial, bool optimized,
     const std::map<std::string, onnx_import::StringTensor>& strings, const std::set<std::string>* constant_weights,
-    const InputStructure* structure) const {
+    const InputStructure* structure, const CallBounds* bounds) const {
   onnx_import::ImportOptions io;
+  if (bounds && bounds->bounded()) io.stop = [bounds, file = path()] { return bounds->Check(file); };
   if (structure) {
     io.sequence_lengths = structure->lengths;
     io.absent_inputs = structure->absent;
@@ -168,6 +169,7 @@ absl::StatusOr<onnx_import::ImportedModule> ModelRunner::BuildModule(
   io.io_type = ToHlo(options_.io_data_type);
   io.exact_f32_products = !options_.allow_tf32;
   io.xla_compatible = xla_plugin_;
+  io.check_indices = options_.check_indices;
   return onnx_import::Import(*model_, io);
 }
 
@@ -200,7 +202,8 @@ std::string ModelRunner::DescriptionKey(const std::string& key, const Bindings& 
   f.UpdateField(key);
   f.UpdateField(absl::StrJoin(bindings.weights, "\n"));
   f.UpdateField(absl::StrCat(options_.upload_weights, options_.optimize, DataTypeName(options_.data_type),
-                             DataTypeName(options_.io_data_type), options_.allow_tf32, XONNX_VERSION));
+                             DataTypeName(options_.io_data_type), options_.allow_tf32, options_.check_indices,
+                             XONNX_VERSION));
   f.UpdateField(compile_options_[dev]);
   f.UpdateField(programs_.plugin_identity());
   f.UpdateField(ConverterIdentity());
@@ -216,7 +219,8 @@ std::string ModelRunner::DescriptionKey(const std::string& key, const Bindings& 
 // names the node.
 absl::StatusOr<ModelRunner::Prepared> ModelRunner::Prepare(const ShapeMap& shapes,
                                                            const std::map<std::string, Tensor>* values, int dev,
-                                                           bool eager, const InputStructure* structure) {
+                                                           bool eager, const InputStructure* structure,
+                                                           const CallBounds* bounds) {
   if (!unsupported_.empty()) return absl::UnimplementedError(unsupported_);
   static const std::map<std::string, Tensor> kNoValues;
   if (!values) values = &kNoValues;
@@ -261,7 +265,7 @@ absl::StatusOr<ModelRunner::Prepared> ModelRunner::Prepare(const ShapeMap& shape
       }
       if (!absl::IsNotFound(prog.status())) programs_.NoteProblem(prog.status());
     }
-    auto prepared = Convert(key, shapes, bound, strings, bindings, description_key, dev, structure, start);
+    auto prepared = Convert(key, shapes, bound, strings, bindings, description_key, dev, structure, start, bounds);
     if (prepared.ok() || !BindValuesFor(prepared.status(), *values)) return prepared;
     last = prepared.status();
   }
@@ -276,10 +280,10 @@ absl::StatusOr<ModelRunner::Prepared> ModelRunner::Convert(
     const std::string& key, const ShapeMap& shapes, const std::map<std::string, hlo::Literal>& bound,
     const std::map<std::string, onnx_import::StringTensor>& strings, const Bindings& bindings,
     const std::string& description_key, int dev, const InputStructure* structure,
-    std::chrono::steady_clock::time_point start) {
+    std::chrono::steady_clock::time_point start, const CallBounds* bounds) {
   ASSIGN_OR_RETURN(onnx_import::ImportedModule imported,
                    BuildModule(shapes, bound, false, options_.optimize, strings,
-                               options_.upload_weights ? &bindings.weights : nullptr, structure));
+                               options_.upload_weights ? &bindings.weights : nullptr, structure, bounds));
   Program prog;
   for (const auto& in : imported.inputs) prog.params.push_back(in.name);
   prog.weight_names = imported.weights;
@@ -299,6 +303,12 @@ absl::StatusOr<ModelRunner::Prepared> ModelRunner::Convert(
       prog.string_outputs.emplace_back();
       prog.computed.push_back(out);
     }
+  }
+  if (!imported.checks.empty()) {
+    // The module's last output: each check's smallest and largest index.
+    prog.checks = imported.checks;
+    prog.computed.push_back({"xonnx.index_checks", hlo::S64, {2 * static_cast<int64_t>(imported.checks.size())}, {}});
+    for (const auto& c : prog.checks) describable &= c.what.find('\n') == std::string::npos;
   }
   for (const auto& n : prog.params) describable &= n.find('\n') == std::string::npos;
   for (const auto& n : prog.weight_names) describable &= n.find('\n') == std::string::npos;
@@ -347,13 +357,13 @@ absl::StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> ModelRunner::CompileProg
 }
 
 absl::StatusOr<Program> ModelRunner::Get(const std::map<std::string, Tensor>& values, int dev,
-                                         const InputStructure* structure) {
+                                         const InputStructure* structure, const CallBounds* bounds) {
   ShapeMap shapes;
   for (const auto& [name, t] : values) shapes[name] = t.dims();
   std::shared_ptr<std::mutex> lock =
       ShapeLock(absl::StrCat(dev, "@", ShapeKey(shapes), structure ? structure->Key() : ""));
   std::lock_guard<std::mutex> l(*lock);
-  ASSIGN_OR_RETURN(Prepared p, Prepare(shapes, &values, dev, /*eager=*/false, structure));
+  ASSIGN_OR_RETURN(Prepared p, Prepare(shapes, &values, dev, /*eager=*/false, structure, bounds));
   return Complete(std::move(p), dev);
 }
 
@@ -391,7 +401,7 @@ absl::StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::st
     };
     // Leased staging blocks outlive every wait below (declared first, gone last).
     std::vector<MappedStaging::Lease> leases;
-    ASSIGN_OR_RETURN(Program prog, Get(inputs, dev, structure));
+    ASSIGN_OR_RETURN(Program prog, Get(inputs, dev, structure, bounds));
     if (bounds) RETURN_IF_ERROR(bounds->Check(file));
     std::vector<DataType> output_types;
     for (const auto& info : prog.computed) {
@@ -470,6 +480,10 @@ absl::StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::st
     RETURN_IF_ERROR(copy_status);
     for (size_t k = 0; k < staged_out.size(); ++k)
       if (staged_out[k]) std::memcpy(computed[k].data(), staged_out[k], computed[k].byte_size());
+    if (!prog.checks.empty()) {
+      RETURN_IF_ERROR(CheckIndexRanges(prog.checks, computed.back(), file));
+      computed.pop_back();
+    }
     timeline->AddTo(phases_mu_, phases_);
     if (trace_) {
       ShapeMap shapes;
@@ -482,6 +496,22 @@ absl::StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::st
       outs.push_back(prog.output_index[k] < 0 ? prog.string_outputs[k] : std::move(computed[prog.output_index[k]]));
     return outs;
   }
+}
+
+absl::Status CheckIndexRanges(const std::vector<onnx_import::IndexCheck>& checks, const Tensor& ranges,
+                              const std::string& file) {
+  if (ranges.element_count() != 2 * static_cast<int64_t>(checks.size()))
+    return Internal("%s: the program returned %d index bounds for %d checks", file, ranges.element_count(),
+                    checks.size());
+  const int64_t* r = ranges.data_as<int64_t>();
+  for (size_t k = 0; k < checks.size(); ++k) {
+    const int64_t lo = r[2 * k], hi = r[2 * k + 1];
+    if (lo > hi) continue;  // no index was read (a loop that ran no iteration)
+    const auto& c = checks[k];
+    if (lo < c.lo || hi > c.hi)
+      return InvalidArgument("%s: %s: %d is outside [%d, %d]", file, c.what, lo < c.lo ? lo : hi, c.lo, c.hi);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<pjrt::LoadedExecutable::Launch> ModelRunner::Launch(const Program& prog,

@@ -36,6 +36,12 @@ struct InputStructure {
   std::string Key() const;
 };
 
+// OK when every index range a program returned (smallest and largest, one
+// pair per check) lies within its check's bounds; else InvalidArgument
+// naming the file, the node and an index out of range.
+absl::Status CheckIndexRanges(const std::vector<onnx_import::IndexCheck>& checks, const Tensor& ranges,
+                              const std::string& file);
+
 class ModelRunner {
  public:
   // A runner for `model` on `devices` of `client`; `num_outputs` is the
@@ -60,11 +66,13 @@ class ModelRunner {
   // The HLO module for inputs of these shapes, with `bound` inputs' values
   // compiled in; `optimized` runs the standard pipeline (and precision
   // conversion) as the session's options say. `constant_weights`, when
-  // given, keeps initializers parameters except those named.
+  // given, keeps initializers parameters except those named. With
+  // `bounds`, a deadline or cancellation stops the conversion between nodes.
   absl::StatusOr<onnx_import::ImportedModule> BuildModule(
       const ShapeMap& shapes, const std::map<std::string, hlo::Literal>& bound, bool allow_partial, bool optimized,
       const std::map<std::string, onnx_import::StringTensor>& strings = {},
-      const std::set<std::string>* constant_weights = nullptr, const InputStructure* structure = nullptr) const;
+      const std::set<std::string>* constant_weights = nullptr, const InputStructure* structure = nullptr,
+      const CallBounds* bounds = nullptr) const;
 
   // A program found by Prepare: `complete` when it came from the in-memory
   // cache, else it still lacks its weight buffers (see Complete).
@@ -78,8 +86,9 @@ class ModelRunner {
   // or converted and compiled. With `eager` (and no values), a model whose
   // program depends on input values (not only shapes) is refused with
   // FailedPrecondition instead of binding them.
+  // `bounds` (may be null) bound the conversion, as they bound a run.
   absl::StatusOr<Prepared> Prepare(const ShapeMap& shapes, const std::map<std::string, Tensor>* values, int dev,
-                                   bool eager, const InputStructure* structure);
+                                   bool eager, const InputStructure* structure, const CallBounds* bounds = nullptr);
   // Attaches a prepared program's weight buffers (uploading those not on
   // the device yet) and keeps it in the in-memory cache.
   absl::StatusOr<Program> Complete(Prepared p, int dev);
@@ -117,11 +126,13 @@ class ModelRunner {
                                    const std::map<std::string, hlo::Literal>& bound,
                                    const std::map<std::string, onnx_import::StringTensor>& strings,
                                    const Bindings& bindings, const std::string& description_key, int dev,
-                                   const InputStructure* structure, std::chrono::steady_clock::time_point start);
+                                   const InputStructure* structure, std::chrono::steady_clock::time_point start,
+                                   const CallBounds* bounds);
   // The persistent cache's key for the description of a program that
   // depends only on shapes.
   std::string DescriptionKey(const std::string& key, const Bindings& bindings, int dev) const;
-  absl::StatusOr<Program> Get(const std::map<std::string, Tensor>& values, int dev, const InputStructure* structure);
+  absl::StatusOr<Program> Get(const std::map<std::string, Tensor>& values, int dev, const InputStructure* structure,
+                              const CallBounds* bounds);
 
   std::shared_ptr<onnx_import::LoadedModel> model_;
   SessionOptions options_;

@@ -26,6 +26,7 @@ std::string DescribeProgram(const std::string& exe_key, const Program& p) {
   for (const auto& o : p.computed)
     absl::StrAppend(&s, "out ", static_cast<int>(o.type), " ", o.dims.empty() ? "-" : absl::StrJoin(o.dims, ","), " ",
                     o.name, "\n");
+  for (const auto& c : p.checks) absl::StrAppend(&s, "check ", c.lo, " ", c.hi, " ", c.what, "\n");
   return s;
 }
 
@@ -58,11 +59,24 @@ absl::StatusOr<Program> ParseDescription(absl::string_view text, std::string* ex
       p.output_index.push_back(static_cast<int>(p.computed.size()));
       p.string_outputs.emplace_back();
       p.computed.push_back(std::move(info));
+    } else if (f[0] == "check") {
+      std::vector<absl::string_view> g = absl::StrSplit(f[1], absl::MaxSplits(' ', 2));
+      onnx_import::IndexCheck c;
+      if (g.size() != 3 || !absl::SimpleAtoi(g[0], &c.lo) || !absl::SimpleAtoi(g[1], &c.hi))
+        return absl::DataLossError("bad check line");
+      c.what = std::string(g[2]);
+      p.checks.push_back(std::move(c));
     } else {
       return absl::DataLossError("unknown program description line");
     }
   }
-  p.output_counts.assign(p.computed.size(), onnx_import::ImportedModule::kTensorOutput);
+  if (!p.checks.empty()) {
+    // The last output is the checks' ranges, not a model output.
+    if (p.output_index.empty()) return absl::DataLossError("checks without their output");
+    p.output_index.pop_back();
+    p.string_outputs.pop_back();
+  }
+  p.output_counts.assign(p.output_index.size(), onnx_import::ImportedModule::kTensorOutput);
   return p;
 }
 
@@ -184,7 +198,7 @@ absl::StatusOr<Program> ProgramCache::LoadDescribed(const std::string& key, cons
   ASSIGN_OR_RETURN(std::string text, LoadEntry(key));
   std::string exe_key;
   auto p = ParseDescription(text, &exe_key);
-  if (p.ok() && (exe_key.empty() || p->computed.size() != num_outputs))
+  if (p.ok() && (exe_key.empty() || p->output_index.size() != num_outputs))
     p = absl::DataLossError("incomplete program description");
   if (p.ok()) {
     p->cache_keys = {exe_key, key};

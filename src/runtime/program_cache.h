@@ -38,6 +38,9 @@ struct Program {
   // Per model output: ImportedModule::kTensorOutput, a sequence's length,
   // or kNoneOutput (see onnx/importer.h).
   std::vector<int> output_counts;
+  // The program's run-time index checks; when there are any, the last entry
+  // of `computed` is their ranges (ImportedModule::checks).
+  std::vector<onnx_import::IndexCheck> checks;
   // The persistent cache entries it was loaded from (none when compiled
   // here): dropped if the plugin refuses the program when it first runs.
   std::vector<std::string> cache_keys;

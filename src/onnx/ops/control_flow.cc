@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <set>
 
 #include "base/status.h"
@@ -95,6 +96,8 @@ struct Captures {
   GraphValues Scope(const NodeContext& ctx, hlo::Builder& bb, Instruction* param, int64_t first) const {
     GraphValues scope;
     scope.strings = ctx.values().strings;
+    scope.check_indices = ctx.values().check_indices;
+    scope.stop = ctx.values().stop;
     for (const std::string& name : constants) scope.values[name] = bb.Constant(*ctx.values().values.at(name)->literal);
     for (size_t j = 0; j < names.size(); ++j) scope.values[names[j]] = bb.GetTupleElement(param, first + j);
     return scope;
@@ -116,10 +119,18 @@ absl::Status IfAsConditional(NodeContext& ctx, Instruction* cond, const onnx::Gr
       }));
   Instruction* operand = b.Tuple(captured.values);
   if (!operand) return b.status();
-  std::vector<hlo::Computation*> branches;
-  std::vector<std::vector<Instruction*>> outs;
+  // Each branch returns its outputs, then the index ranges of every check
+  // of either branch (the other branch's as empty ranges).
+  struct Branch {
+    std::unique_ptr<hlo::Builder> bb;
+    std::vector<Instruction*> outs;
+    std::vector<RuntimeCheck> checks;
+  };
+  std::vector<Branch> branches;
   for (const onnx::GraphProto* g : {&then_g, &else_g}) {
-    hlo::Builder bb(b.module(), g == &then_g ? "if_then" : "if_else");
+    Branch br;
+    br.bb = std::make_unique<hlo::Builder>(b.module(), g == &then_g ? "if_then" : "if_else");
+    hlo::Builder& bb = *br.bb;
     bb.set_folder(b.folder());
     bb.set_metadata(b.metadata());
     Instruction* p = bb.Parameter(0, operand->shape(), "captured");
@@ -129,22 +140,37 @@ absl::Status IfAsConditional(NodeContext& ctx, Instruction* cond, const onnx::Gr
       if (scope.sequences.count(out.name()) || scope.nones.count(out.name()))
         return ctx.RequireConstant(cond, "the condition of an If whose branches return sequences or optionals")
             .status();
-    ASSIGN_OR_RETURN(std::vector<Instruction*> o, Outputs(ctx, *g, scope));
-    outs.push_back(o);
-    ASSIGN_OR_RETURN(hlo::Computation * c, bb.Build(bb.Tuple(o)));
-    branches.push_back(c);
+    ASSIGN_OR_RETURN(br.outs, Outputs(ctx, *g, scope));
+    br.checks = std::move(scope.checks);
+    branches.push_back(std::move(br));
   }
-  const auto& t = outs[0];
-  const auto& e = outs[1];
+  const auto& t = branches[0].outs;
+  const auto& e = branches[1].outs;
   if (t.size() != e.size()) return ctx.Error("branches have different output counts");
   for (size_t k = 0; k < t.size(); ++k)
     if (!t[k]->shape().Compatible(e[k]->shape()))
       return ctx.Unsupported(absl::StrCat("branches produce different shapes for output ", k, " (",
                                           t[k]->shape().ToString(false), " vs ", e[k]->shape().ToString(false),
                                           ") and the condition is only known at run time"));
-  Instruction* c = b.Conditional(cond, branches, {operand, operand});
+  std::vector<hlo::Computation*> computations;
+  for (size_t i = 0; i < branches.size(); ++i) {
+    hlo::Builder& bb = *branches[i].bb;
+    std::vector<Instruction*> results = branches[i].outs;
+    for (size_t j = 0; j < branches.size(); ++j)
+      for (const RuntimeCheck& check : branches[j].checks)
+        results.push_back(i == j ? check.range : EmptyIndexRange(bb));
+    ASSIGN_OR_RETURN(hlo::Computation * c, bb.Build(bb.Tuple(results)));
+    computations.push_back(c);
+  }
+  Instruction* c = b.Conditional(cond, computations, {operand, operand});
   for (size_t k = 0; k < t.size(); ++k) ctx.set_output(k, b.GetTupleElement(c, k));
-  return absl::OkStatus();
+  int64_t next = t.size();
+  for (const Branch& br : branches)
+    for (RuntimeCheck check : br.checks) {
+      check.range = b.GetTupleElement(c, next++);
+      ctx.AddCheck(std::move(check));
+    }
+  return b.status();
 }
 
 absl::Status If(NodeContext& ctx) {
@@ -211,6 +237,7 @@ absl::StatusOr<Step> ConvertStep(NodeContext& ctx, const WhileLoop& w, hlo::Buil
     step.carried.push_back(v);
   }
   step.ys.assign(outs.begin() + first, outs.end());
+  step.checks = std::move(scope.checks);
   RETURN_IF_ERROR(bb.status());
   return step;
 }
@@ -219,10 +246,11 @@ absl::StatusOr<Step> ConvertStep(NodeContext& ctx, const WhileLoop& w, hlo::Buil
 
 // The loop state is one tuple: the iteration number, the condition and the
 // trip count, the carried values, the scanned inputs, the captured values,
-// and last the scan outputs' accumulators. The body is converted once, with
-// a state parameter that does not have the accumulators yet: their shapes
-// are the body's scan outputs', known only after converting it (converting
-// it first to find them doubled the work at each level of nested loops).
+// and last what the iterations accumulate: the ranges of the indices the
+// body checks, and the scan outputs. The body is converted once, with a
+// state parameter that does not have those yet: they are known only after
+// converting it (converting it first to find them doubled the work at each
+// level of nested loops).
 absl::StatusOr<Step> EmitWhile(NodeContext& ctx, const WhileLoop& w) {
   hlo::Builder& b = ctx.b();
   const onnx::GraphProto& body = *w.body;
@@ -277,6 +305,8 @@ absl::StatusOr<Step> EmitWhile(NodeContext& ctx, const WhileLoop& w) {
     result.ys = accumulators;
     return result;
   }
+  const int64_t checks0 = init.size();
+  for (size_t j = 0; j < step.checks.size(); ++j) init.push_back(EmptyIndexRange(b));
   const int64_t acc0 = init.size();
   init.insert(init.end(), accumulators.begin(), accumulators.end());
   Instruction* tuple = b.Tuple(init);
@@ -298,7 +328,9 @@ absl::StatusOr<Step> EmitWhile(NodeContext& ctx, const WhileLoop& w) {
                                     step.cond ? step.cond : bb.Constant(Literal::Scalar<bool>(true)),
                                     bb.GetTupleElement(bp, 2)};
   next.insert(next.end(), step.carried.begin(), step.carried.end());
-  for (int64_t k = 3 + n; k < acc0; ++k) next.push_back(bb.GetTupleElement(bp, k));  // scanned and captured
+  for (int64_t k = 3 + n; k < checks0; ++k) next.push_back(bb.GetTupleElement(bp, k));  // scanned and captured
+  for (size_t j = 0; j < step.checks.size(); ++j)
+    next.push_back(MergeIndexRanges(bb, bb.GetTupleElement(bp, checks0 + j), step.checks[j].range));
   for (int k = 0; k < n_y; ++k) {
     Instruction* y = step.ys[k];
     int64_t axis = y_axes[k];
@@ -315,6 +347,11 @@ absl::StatusOr<Step> EmitWhile(NodeContext& ctx, const WhileLoop& w) {
   Instruction* loop = b.While(condition, loop_body, tuple);
   for (int k = 0; k < n; ++k) result.carried.push_back(b.GetTupleElement(loop, 3 + k));
   for (int k = 0; k < n_y; ++k) result.ys.push_back(b.GetTupleElement(loop, acc0 + k));
+  for (size_t j = 0; j < step.checks.size(); ++j) {
+    RuntimeCheck c = step.checks[j];
+    c.range = b.GetTupleElement(loop, checks0 + j);
+    ctx.AddCheck(std::move(c));
+  }
   RETURN_IF_ERROR(b.status());
   return result;
 }

@@ -48,6 +48,8 @@ struct WhileLoop {
 struct Step {
   hlo::Instruction* cond = nullptr;  // Loop only
   std::vector<hlo::Instruction*> carried, ys;
+  // The body's run-time index checks (in the body's computation).
+  std::vector<RuntimeCheck> checks;
 };
 
 // Emits `w` as an HLO while; returns the final carried values and the

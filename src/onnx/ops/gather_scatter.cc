@@ -29,12 +29,42 @@ Instruction* WrapIndices(hlo::Builder& b, Instruction* idx, int64_t dim) {
   return b.Select(neg, b.Binary(Opcode::kAdd, idx, SplatLike(b, idx, dim)), idx);
 }
 
+// Indices into a dim of size n lie in [-n, n - 1] (negative ones count
+// from the end): checked as ONNX Runtime checks them, since XLA's gather
+// clamps and its scatter drops what is out of range.
+absl::Status CheckAxisIndices(NodeContext& ctx, Instruction* idx, int64_t n) {
+  return ctx.CheckIndexRange(idx, -n, n - 1, "indices");
+}
+
+// Negative components of index vectors (the last dim of `idx`) count from
+// the end of the dims they index, data dims `first` on; each component is
+// checked against its dim.
+absl::StatusOr<Instruction*> WrapIndexVectors(NodeContext& ctx, Instruction* idx, const hlo::Shape& data,
+                                              int64_t first) {
+  hlo::Builder& b = ctx.b();
+  const std::vector<int64_t>& id = idx->shape().dims;
+  const int64_t k = id.back();
+  std::vector<int64_t> dimv(data.dims.begin() + first, data.dims.begin() + first + k);
+  for (int64_t j = 0; j < k; ++j) {
+    std::vector<int64_t> starts(id.size(), 0), limits = id, strides(id.size(), 1);
+    starts.back() = j;
+    limits.back() = j + 1;
+    RETURN_IF_ERROR(ctx.CheckIndexRange(b.Slice(idx, starts, limits, strides), -dimv[j], dimv[j] - 1,
+                                        absl::StrCat("component ", j, " of the index vectors")));
+  }
+  idx = b.Convert(idx, hlo::S64);
+  Instruction* dims = BroadcastTo(b, b.Constant(Literal::Vector<int64_t>(dimv)), idx->shape().dims);
+  Instruction* neg = b.Compare(idx, SplatLike(b, idx, 0), hlo::ComparisonDirection::kLt);
+  return b.Select(neg, b.Binary(Opcode::kAdd, idx, dims), idx);
+}
+
 absl::Status Gather(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
   Instruction* idx = ctx.input(1);
   if (!x || !idx) return ctx.Error("needs data and indices");
   int64_t r = x->shape().rank();
   ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", 0), r));
+  RETURN_IF_ERROR(CheckAxisIndices(ctx, idx, x->shape().dims[axis]));
   ctx.set_output(0, TakeAlongAxis(ctx.b(), x, WrapIndices(ctx.b(), idx, x->shape().dims[axis]), axis));
   return absl::OkStatus();
 }
@@ -44,6 +74,7 @@ absl::Status GatherElements(NodeContext& ctx) {
   Instruction* idx = ctx.input(1);
   int64_t r = x->shape().rank();
   ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", 0), r));
+  RETURN_IF_ERROR(CheckAxisIndices(ctx, idx, x->shape().dims[axis]));
   ctx.set_output(0, GatherElementsAlongAxis(ctx.b(), x, WrapIndices(ctx.b(), idx, x->shape().dims[axis]), axis));
   return absl::OkStatus();
 }
@@ -68,6 +99,7 @@ absl::Status ScatterElements(NodeContext& ctx) {
   Instruction* upd = ctx.input(2);
   int64_t r = x->shape().rank();
   ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", 0), r));
+  RETURN_IF_ERROR(CheckAxisIndices(ctx, idx, x->shape().dims[axis]));
   idx = WrapIndices(ctx.b(), idx, x->shape().dims[axis]);
   ASSIGN_OR_RETURN(hlo::Computation * comb, ScatterCombiner(ctx, x->shape().element_type));
   hlo::ScatterDimensionNumbers d;
@@ -87,16 +119,10 @@ absl::Status GatherND(NodeContext& ctx) {
   int64_t bd = ctx.attr_i("batch_dims", 0);
   int64_t q = idx->shape().rank();
   int64_t r = x->shape().rank();
+  if (q < 1) return ctx.Error("indices must have rank 1 or more");
   int64_t k = idx->shape().dims.back();
   if (k + bd > r) return ctx.Error("index vectors are longer than the data rank");
-  idx = b.Convert(idx, hlo::S64);
-  // Negative indices count from the end of the dim they index.
-  {
-    std::vector<int64_t> dimv(x->shape().dims.begin() + bd, x->shape().dims.begin() + bd + k);
-    Instruction* dims = BroadcastTo(b, b.Constant(Literal::Vector<int64_t>(dimv)), idx->shape().dims);
-    Instruction* neg = b.Compare(idx, SplatLike(b, idx, 0), hlo::ComparisonDirection::kLt);
-    idx = b.Select(neg, b.Binary(Opcode::kAdd, idx, dims), idx);
-  }
+  ASSIGN_OR_RETURN(idx, WrapIndexVectors(ctx, idx, x->shape(), bd));
   if (bd > 0) {
     std::vector<int64_t> d1 = idx->shape().dims;
     d1.back() = 1;
@@ -124,7 +150,11 @@ absl::Status ScatterND(NodeContext& ctx) {
   Instruction* idx = ctx.input(1);
   Instruction* upd = ctx.input(2);
   int64_t q = idx->shape().rank();
+  if (q < 1) return ctx.Error("indices must have rank 1 or more");
   int64_t k = idx->shape().dims.back();
+  if (k > x->shape().rank()) return ctx.Error("index vectors are longer than the data rank");
+  // Negative indices count from the end, as in GatherND.
+  ASSIGN_OR_RETURN(idx, WrapIndexVectors(ctx, idx, x->shape(), 0));
   ASSIGN_OR_RETURN(hlo::Computation * comb, ScatterCombiner(ctx, x->shape().element_type));
   hlo::ScatterDimensionNumbers d;
   for (int64_t i = 0; i < k; ++i) {

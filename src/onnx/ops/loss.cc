@@ -23,6 +23,8 @@ absl::StatusOr<Instruction*> Nll(NodeContext& ctx, Instruction* input, Instructi
     // Ignored targets may be out of range: point them at class 0.
     tgt = b.Select(keep, tgt, SplatLike(b, tgt, 0));
   }
+  // The others are classes, 0 to C - 1.
+  RETURN_IF_ERROR(ctx.CheckIndexRange(tgt, 0, input->shape().dims[1] - 1, "target"));
   // Take input along the class axis: target as [N, 1, d...].
   std::vector<int64_t> t1 = tdims;
   t1.insert(t1.begin() + 1, 1);

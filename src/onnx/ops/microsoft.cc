@@ -158,6 +158,14 @@ absl::Status EmbedLayerNormalization(NodeContext& ctx) {
   int64_t batch = ids->shape().dims[0], seq = ids->shape().dims[1];
   Instruction* words = ctx.input(2);
   RETURN_IF_ERROR(RequireFloat(ctx, words));
+  // Ids index the embedding tables' rows, 0 to rows - 1, as ONNX Runtime
+  // checks them.
+  auto check_rows = [&](int ids_input, int table_input, const char* what) {
+    return ctx.CheckIndexRange(ctx.input(ids_input), 0, ctx.shape(table_input).dims[0] - 1, what);
+  };
+  RETURN_IF_ERROR(check_rows(0, 2, "input_ids"));
+  if (ctx.has_input(8)) RETURN_IF_ERROR(check_rows(8, 3, "position_ids"));
+  if (ctx.has_input(1) && ctx.has_input(4)) RETURN_IF_ERROR(check_rows(1, 4, "segment_ids"));
   Instruction* sum = TakeAlongAxis(b, words, b.Convert(ids, hlo::S64), 0);
   // Positions: given (B, S) or (1, S), else 0..S-1 for every sequence.
   Instruction* positions;
