@@ -128,6 +128,20 @@ class NodeArg:
         return f"NodeArg(name='{self.name}', type='{self.type}', shape={self.shape})"
 
 
+def _check_call(output_names, input_feed):
+    """One-line errors for arguments of the wrong kind (the binding's own
+    would list every overload)."""
+    if not isinstance(input_feed, dict):
+        raise InvalidArgument(
+            f"input_feed must be a dict of input names to arrays, not {type(input_feed).__name__}")
+    for name in input_feed:
+        if not isinstance(name, str):
+            raise InvalidArgument(f"input_feed keys must be input names (str), not {type(name).__name__}")
+    if output_names is not None and (isinstance(output_names, str) or
+                                     not all(isinstance(n, str) for n in output_names)):
+        raise InvalidArgument("output_names must be None or a list of output names (str)")
+
+
 class InferenceSession:
     """Opens a model (a path, or the bytes of a serialized ModelProto) and
     runs it. ``plugin`` names the PjRT plugin ("cpu", "cuda", "tpu" or a
@@ -176,6 +190,7 @@ class InferenceSession:
     def run(self, output_names, input_feed, run_options=None):
         """Runs the model: a list of numpy arrays, one per name in
         ``output_names`` (None: every output, in model order)."""
+        _check_call(output_names, input_feed)
         deadline, cancel = self._bounds(run_options)
         return self._session.run(output_names, input_feed, deadline, cancel)
 
@@ -184,6 +199,7 @@ class InferenceSession:
         concurrent.futures.Future of its outputs. With ``callback``, it is
         also called as ONNX Runtime's run_async calls it:
         callback(outputs, user_data, error_message_or_empty)."""
+        _check_call(output_names, input_feed)
         future = concurrent.futures.Future()
         deadline, cancel = self._bounds(run_options)
 

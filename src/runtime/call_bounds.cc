@@ -1,6 +1,7 @@
 #include "runtime/call_bounds.h"
 
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 
@@ -8,7 +9,12 @@ namespace xonnx {
 
 CallBounds::CallBounds(const RunOptions& run, const SessionOptions& session, const CancelToken& closing) {
   deadline_ms_ = run.deadline_ms >= 0 ? run.deadline_ms : session.deadline_ms;
-  if (deadline_ms_ > 0) deadline_ns_ = MonotonicNs() + deadline_ms_ * 1000000;
+  if (deadline_ms_ > 0) {
+    // Saturated: a deadline past what the clock's int64 nanoseconds hold
+    // (about 292 years) is no deadline at all, not one passed already.
+    const int64_t now = MonotonicNs(), max = std::numeric_limits<int64_t>::max();
+    deadline_ns_ = deadline_ms_ > (max - now) / 1000000 ? max : now + deadline_ms_ * 1000000;
+  }
   flags_[0] = closing.flag();
   if (run.cancel) flags_[1] = run.cancel->flag();
 }

@@ -236,14 +236,25 @@ StatusOr<std::vector<Tensor>> Session::Run(const std::map<std::string, Tensor>& 
     }
     RETURN_IF_ERROR(m.CheckInputs(inputs));
     if (m.stages.split()) return m.stages.Run(*m.runner, m.outputs, inputs, &bounds);
-    // The batch: dimension 0 of the inputs declaring it dynamic.
+    // The batch: dimension 0 of the inputs declaring it dynamic. Inputs
+    // whose dynamic first dimensions differ ([M, K] by [K, N]) have no
+    // batch in common: the call runs whole, as given, unless batch buckets
+    // or several devices ask to cut it into rows.
     int64_t rows = -1;
+    std::string first;
     for (const auto& s : m.inputs) {
       if (!Buckets::IsBatched(s)) continue;
       int64_t r = inputs.at(s.name).dims()[0];
-      if (rows >= 0 && r != rows)
-        return InvalidArgument("%s: input '%s' has batch %d, another input has %d", m.path(), s.name, r, rows);
+      if (rows >= 0 && r != rows) {
+        if (!m.buckets.batch().empty() || m.num_devices() > 1)
+          return InvalidArgument(
+              "%s: input '%s' has %d rows in its dynamic dimension 0 and input '%s' has %d: batch buckets and "
+              "splits across devices need one batch in every input whose first dimension is dynamic",
+              m.path(), s.name, r, first, rows);
+        return m.RunRows(inputs, 0, 0, 0, 0, bounds);
+      }
       rows = r;
+      first = s.name;
     }
     if (rows <= 0) return m.RunRows(inputs, 0, std::max<int64_t>(rows, 0), std::max<int64_t>(rows, 0), 0, bounds);
     // Contiguous shares of the batch per device, each cut into runs no larger

@@ -146,6 +146,15 @@ absl::StatusOr<SpatialPads> ComputePads(NodeContext& ctx, const std::vector<int6
   } else if (auto_pad != "VALID") {
     return ctx.Error(absl::StrCat("unknown auto_pad '", auto_pad, "'"));
   }
+  // A window wider than the padded input has no position to start from:
+  // no output at all, which ONNX Runtime refuses as well.
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t span = (k[i] - 1) * dil[i] + 1, padded = in[i] + p.lo[i] + p.hi[i];
+    if (span > padded)
+      return ctx.Error(absl::StrCat("the window spans ", span, " elements of spatial dim ", i,
+                                    ", more than its padded size ", padded, " (", in[i], " + pads ", p.lo[i], " and ",
+                                    p.hi[i], ")"));
+  }
   return p;
 }
 

@@ -114,6 +114,13 @@ absl::Status ArgMinMax(NodeContext& ctx) {
   ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", 0), r));
   bool keep = ctx.attr_i("keepdims", 1) != 0;
   bool last = ctx.attr_i("select_last_index", 0) != 0;
+  if (x->shape().dims[axis] == 0 && x->shape().ElementCount() == 0) {
+    int64_t others = 1;
+    for (int64_t d = 0; d < r; ++d)
+      if (d != axis) others *= x->shape().dims[d];
+    // No element to point at (ONNX Runtime refuses too).
+    if (others > 0) return ctx.Error(absl::StrCat("axis ", axis, " has no elements: there is no index to return"));
+  }
   hlo::PrimitiveType t = x->shape().element_type;
   // best = reduce(x); idx = min (or max for select_last) of iota where x == best.
   Instruction* best = ReduceOver(b, x, kMax ? Opcode::kMaximum : Opcode::kMinimum,

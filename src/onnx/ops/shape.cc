@@ -207,6 +207,11 @@ absl::Status Split(NodeContext& ctx) {
 Instruction* SliceAxis(hlo::Builder& b, Instruction* x, int64_t axis, int64_t start, int64_t end, int64_t step) {
   int64_t d = x->shape().dims[axis];
   int64_t r = x->shape().rank();
+  if (d == 0) return x;  // nothing to take, whatever the bounds
+  // A step longer than the axis takes one element, as a step of its length
+  // does (numpy's rule); clamped, the slice's size arithmetic cannot
+  // overflow (a step of INT64_MAX took nothing, not the first element).
+  step = std::clamp<int64_t>(step, -d, d);
   if (start < 0) start += d;
   if (end < 0) end += d;
   if (step > 0) {
@@ -326,10 +331,14 @@ absl::Status Constant(NodeContext& ctx) {
 
 absl::Status ConstantOfShape(NodeContext& ctx) {
   ASSIGN_OR_RETURN(std::vector<int64_t> shape, ctx.ConstInts(0));
+  for (int64_t d : shape)
+    if (d < 0) return ctx.Error(absl::StrCat("the shape [", absl::StrJoin(shape, ","), "] has a negative dimension"));
   Literal value = Literal::Scalar<float>(0);
   if (const onnx::TensorProto* t = ctx.attr_t("value")) {
     auto l = LiteralFromTensorProto(*t);
     if (!l.ok()) return ctx.Unsupported(std::string(l.status().message()));
+    if (l->element_count() != 1)
+      return ctx.Error(absl::StrCat("value must hold one element; it holds ", l->element_count()));
     value = l->Reshape({});
   }
   ctx.set_output(0, ctx.b().Broadcast(ctx.b().Constant(value), shape, {}));
