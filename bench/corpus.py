@@ -102,6 +102,65 @@ class UNet(nn.Module):
         return self.out(x)
 
 
+class ResidualConvUnit(nn.Module):
+    """RefineNet's residual unit, as MiDaS writes it (in-place ReLUs)."""
+
+    def __init__(self, f):
+        super().__init__()
+        self.conv1 = nn.Conv2d(f, f, 3, padding=1)
+        self.conv2 = nn.Conv2d(f, f, 3, padding=1)
+
+    def forward(self, x):
+        out = F.relu(x, inplace=True)
+        out = self.conv2(F.relu(self.conv1(out), inplace=True))
+        return out + x
+
+
+class FusionBlock(nn.Module):
+    """MiDaS's feature fusion block: the coarser path plus a residual unit
+    of the skip, another unit, then x2 bilinear (align_corners) upsampling."""
+
+    def __init__(self, f):
+        super().__init__()
+        self.skip = ResidualConvUnit(f)
+        self.unit = ResidualConvUnit(f)
+
+    def forward(self, *xs):
+        out = xs[0]
+        if len(xs) == 2:
+            out = out + self.skip(xs[1])
+        return F.interpolate(self.unit(out), scale_factor=2, mode="bilinear", align_corners=True)
+
+
+class MidasLike(nn.Module):
+    """A MiDaS-style monocular depth network: a ResNet-34 encoder, 3x3
+    projections of its four stages, RefineNet fusion blocks coarse to fine,
+    and a head with one more x2 bilinear upsampling."""
+
+    def __init__(self, f=256):
+        super().__init__()
+        import torchvision
+
+        r = torchvision.models.resnet34(weights=None)
+        self.stages = nn.ModuleList([nn.Sequential(r.conv1, r.bn1, r.relu, r.maxpool, r.layer1), r.layer2, r.layer3,
+                                     r.layer4])
+        self.project = nn.ModuleList([nn.Conv2d(c, f, 3, padding=1, bias=False) for c in (64, 128, 256, 512)])
+        self.fuse = nn.ModuleList([FusionBlock(f) for _ in range(4)])
+        self.head = nn.Sequential(nn.Conv2d(f, f // 2, 3, padding=1),
+                                  nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True),
+                                  nn.Conv2d(f // 2, 32, 3, padding=1), nn.ReLU(True), nn.Conv2d(32, 1, 1))
+
+    def forward(self, x):
+        feats = []
+        for stage, proj in zip(self.stages, self.project):
+            x = stage(x)
+            feats.append(proj(x))
+        p = self.fuse[3](feats[3])
+        for k in (2, 1, 0):
+            p = self.fuse[k](p, feats[k])
+        return self.head(p).squeeze(1)
+
+
 class Espcn(nn.Module):
     """ESPCN super-resolution (x3): convolutions and a pixel shuffle (DepthToSpace)."""
 
@@ -294,6 +353,7 @@ MODELS = {
     "lraspp_mobilenet_v3": ("segmentation", tv_seg("lraspp_mobilenet_v3_large"), {"input": (3, 320, 320)}),
     "deeplabv3_mobilenet_v3": ("segmentation", tv_seg("deeplabv3_mobilenet_v3_large"), {"input": (3, 320, 320)}),
     "unet": ("segmentation / U-Net", UNet, {"input": (3, 256, 256)}),
+    "midas_like": ("depth estimation", MidasLike, {"input": (3, 256, 256)}),
     "r3d_18": ("video", tv_video("r3d_18"), {"input": (3, 8, 112, 112)}),
     "yolo_like": ("detection", YoloLike, {"input": (3, 320, 320)}),
     "db_text_detector": ("detection (text)", DbTextDetector, {"input": (3, 320, 320)}),

@@ -4,7 +4,8 @@
 # under the sanitizers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install_deps.sh
+# With the ONNX Runtime peer (npm): the differential tester compares with it.
+scripts/install_deps.sh --bench
 build="${XONNX_BUILD_DIR:-build}"
 # Unity units (many sources compiled as one) halve a cold build on the
 # two-core CI machine; the test files are always compiled one by one.

@@ -1,0 +1,302 @@
+#!/usr/bin/python3
+"""Differential testing of xonnx's compiled programs.
+
+Generates random valid ONNX graphs (graphgen.py), runs each on xonnx's CPU
+plugin as users run it (every pass, layout, fusion, buffer assignment,
+in-place and concurrency decision) and on the reference device (the same
+plugin running every instruction on the reference evaluator, with no
+optimization on either side of the PjRT boundary), and, with --ort, on ONNX
+Runtime too. Every disagreement, and every error on a graph that ONNX's
+checker accepts, is a finding: it is shrunk to a minimal graph (nodes
+bypassed or cut into inputs, outputs dropped, while the finding persists)
+and saved under --findings with its inputs and a report.
+
+usage: difftest.py [--seed S] [--budget SECONDS] [--count N] [--ort]
+                   [--findings DIR] [--max-nodes N] [--verbose]
+
+Exits 1 when there is a finding, 0 otherwise; the last line counts the
+graphs generated, compared and found wrong.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, shape_inference
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import graphgen  # noqa: E402
+import regressions  # noqa: E402
+from shrink import shrink  # noqa: E402
+
+# Relative L2 error two correct f32 engines stay under on these graphs.
+TOLERANCE = 1e-3
+
+
+def load_xonnx(build):
+    sys.path.insert(0, os.path.join(build, "python"))
+    import xonnx
+    return xonnx
+
+
+class Xonnx:
+    """xonnx's CPU plugin: as users run it, as the reference device, or
+    with every value in memory of its own (`distinct`)."""
+
+    def __init__(self, xonnx, reference=False, distinct=False):
+        self.x, self.reference, self.distinct = xonnx, reference, distinct
+        self.name = "reference" if reference else "distinct buffers" if distinct else "xonnx"
+
+    def run(self, model, feeds):
+        o = self.x.SessionOptions()
+        o.use_cache = False
+        if self.reference:
+            o.optimize = False
+            o.add_create_option("reference=true")
+            o.add_create_option("optimize=false")
+        if self.distinct:
+            o.add_create_option("distinct_buffers=true")
+        s = self.x.InferenceSession(model.SerializeToString(), o)
+        return s.run(None, feeds)
+
+
+class Ort:
+    """ONNX Runtime through one Node.js process (ort_server.js)."""
+    name = "onnxruntime"
+
+    def __init__(self):
+        modules = os.path.join(ROOT, "bench", "node_modules")
+        if not os.path.isdir(os.path.join(modules, "onnxruntime-node")):
+            raise RuntimeError("ONNX Runtime is not installed (scripts/install_deps.sh --bench)")
+        env = dict(os.environ, NODE_PATH=modules)
+        self.proc = subprocess.Popen(["node", os.path.join(HERE, "ort_server.js")], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env)
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def run(self, model, feeds):
+        d = self.tmp.name
+        path = os.path.join(d, "model.onnx")
+        onnx.save(model, path)
+        inputs = []
+        for k, (n, v) in enumerate(feeds.items()):
+            f = os.path.join(d, f"in{k}.raw")
+            v.tofile(f)
+            inputs.append({"name": n, "type": str(v.dtype), "dims": list(v.shape), "file": f})
+        self.proc.stdin.write(json.dumps({"model": path, "inputs": inputs, "out": os.path.join(d, "out")}) + "\n")
+        self.proc.stdin.flush()
+        answer = json.loads(self.proc.stdout.readline())
+        if "error" in answer:
+            raise RuntimeError(answer["error"])
+        dtypes = {"float32": np.float32, "int64": np.int64, "bool": np.bool_, "int32": np.int32}
+        return [np.fromfile(o["file"], dtypes[o["type"]]).reshape(o["dims"]) for o in answer["outputs"]]
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def rel_error(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        return float("inf"), f"shape {list(got.shape)} vs {list(want.shape)}"
+    if got.dtype.kind in "iub" or want.dtype.kind in "iub":
+        bad = int(np.count_nonzero(got != want))
+        return (0.0 if bad == 0 else float("inf")), f"{bad} of {got.size} elements differ"
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    if not np.array_equal(np.isnan(g), np.isnan(w)):
+        return float("inf"), "NaN in different places"
+    g, w = np.nan_to_num(g), np.nan_to_num(w)
+    err = np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-6 * np.sqrt(max(w.size, 1)))
+    return float(err), f"relative L2 {err:.3g}, max |diff| {np.max(np.abs(g - w), initial=0):.3g}"
+
+
+def to_float64(model, feeds):
+    """The model computing in float64 (inputs, outputs and float weights;
+    Resize's scales stay float32, as ONNX requires), and its inputs."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    keep = {n.input[k] for n in m.graph.node if n.op_type == "Resize" for k in (1, 2) if len(n.input) > k}
+    inits = []
+    for t in m.graph.initializer:
+        if t.data_type == onnx.TensorProto.FLOAT and t.name not in keep:
+            t = numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float64), t.name)
+        inits.append(t)
+    del m.graph.initializer[:]
+    m.graph.initializer.extend(inits)
+    for vi in list(m.graph.input) + list(m.graph.output):
+        if vi.type.tensor_type.elem_type == onnx.TensorProto.FLOAT:
+            vi.type.tensor_type.elem_type = onnx.TensorProto.DOUBLE
+    return m, {k: (v.astype(np.float64) if v.dtype == np.float32 else v) for k, v in feeds.items()}
+
+
+def beyond_rounding(reference, model, feeds, got, want, name):
+    """Whether xonnx's `got` differs from the f32 reference's `want` by more
+    than rounding: its distance from the float64 result must stay within
+    10x the f32 reference's own (a sum that cancels, a normalization of
+    nearly constant values, are ill-conditioned in any f32 engine)."""
+    try:
+        m64, f64 = to_float64(model, feeds)
+        names = [o.name for o in model.graph.output]
+        exact = reference.run(m64, f64)[names.index(name)]
+    except Exception:  # noqa: BLE001 (no float64 reference: judge on the f32 one)
+        return True
+    err_x, _ = rel_error(got, exact)
+    err_r, _ = rel_error(want, exact)
+    if np.asarray(got).dtype.kind == "f":
+        # Differences in the last bits of values near zero (a sum that
+        # cancels) are rounding whatever their relative size.
+        diff = np.abs(np.asarray(got, np.float64) - exact)
+        if np.nanmax(diff, initial=0) <= 1e-5 * (1 + np.nanmax(np.abs(exact), initial=0)):
+            return False
+    return err_x > max(10 * err_r, TOLERANCE / 10)
+
+
+def classify(engines, model, feeds):
+    """('ok', text) or a finding's kind and its description."""
+    results = []
+    for e in engines:
+        try:
+            results.append(e.run(model, feeds))
+        except Exception as ex:  # noqa: BLE001 (any engine error is a finding)
+            results.append(ex)
+    first, *others = results
+    if isinstance(first, Exception):
+        peers = [r for r in others if not isinstance(r, Exception)]
+        if peers:
+            return "error", f"{engines[0].name} fails where {len(peers)} other engine(s) run: {first}"
+        return "ok", f"every engine refuses: {first}"
+    names = [o.name for o in model.graph.output]
+    for e, r in zip(engines[1:], others):
+        if isinstance(r, Exception):
+            if e.name == "reference":
+                return "reference-error", f"the reference evaluator fails: {r}"
+            continue  # ONNX Runtime refusing a graph xonnx runs is not ours to fix
+        if len(r) != len(first):
+            return f"mismatch-{e.name}", f"{len(first)} outputs vs {len(r)}"
+        for n, a, b in zip(names, first, r):
+            err, text = rel_error(a, b)
+            if err > TOLERANCE and beyond_rounding(engines[1], model, feeds, a, b, n):
+                return f"mismatch-{e.name}", f"output '{n}': xonnx vs {e.name}: {text}"
+    return "ok", ""
+
+
+def check_generated(model):
+    """The generator's shapes must be ONNX's: a graph the checker refuses,
+    or whose inferred output shapes differ, is the generator's bug."""
+    onnx.checker.check_model(model)
+    inferred = shape_inference.infer_shapes(model, strict_mode=True)
+    declared = {o.name: [d.dim_value for d in o.type.tensor_type.shape.dim] for o in model.graph.output}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+        if vi.name in declared:
+            got = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+            if got and got != declared[vi.name]:
+                raise ValueError(f"generator shape of {vi.name}: {declared[vi.name]}, ONNX infers {got}")
+
+
+def save_finding(folder, model, feeds, kind, text, seed, original_nodes):
+    os.makedirs(folder, exist_ok=True)
+    onnx.save(model, os.path.join(folder, "model.onnx"))
+    np.savez(os.path.join(folder, "inputs.npz"), **feeds)
+    with open(os.path.join(folder, "report.txt"), "w") as f:
+        f.write(f"seed {seed}: {kind}: {text}\n")
+        f.write(f"shrunk from {original_nodes} nodes to {len(model.graph.node)}\n\n")
+        f.write(helper.printable_graph(model.graph) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--seed", type=int, default=1, help="first graph's seed; graph k uses seed+k")
+    ap.add_argument("--budget", type=float, default=0, help="stop after this many seconds (0: no limit)")
+    ap.add_argument("--count", type=int, default=0, help="stop after this many graphs (0: no limit)")
+    ap.add_argument("--ort", action="store_true", help="also compare with ONNX Runtime (bench/node_modules)")
+    ap.add_argument("--findings", default="difftest_findings", help="folder for shrunk findings")
+    ap.add_argument("--max-nodes", type=int, default=0, help="nodes per graph (default: 4 to 28 at random)")
+    ap.add_argument("--build", default=os.environ.get("XONNX_BUILD_DIR", os.path.join(ROOT, "build")),
+                    help="the build folder whose Python package is tested")
+    ap.add_argument("--no-shrink", action="store_true", help="save findings as generated")
+    ap.add_argument("--verbose", action="store_true", help="a line per graph")
+    args = ap.parse_args()
+    if not args.budget and not args.count:
+        ap.error("give --budget or --count: the search must end by itself")
+
+    x = load_xonnx(args.build)
+    engines = [Xonnx(x), Xonnx(x, reference=True)]
+    distinct = Xonnx(x, distinct=True)
+    if args.ort:
+        engines.append(Ort())
+    start = time.monotonic()
+    counts = {"graphs": 0, "nodes": 0, "compared": 0, "refused by all": 0, "generator": 0}
+    findings = []
+    # Past findings first: each must agree, and agree with distinct buffers.
+    for case in regressions.CASES:
+        model, feeds = case()
+        for judged in (engines, [distinct] + engines[1:]):
+            kind, text = classify(judged, model, feeds)
+            if kind != "ok" or text:
+                print(f"regression {case.__name__} ({judged[0].name}): {kind}: {text}", file=sys.stderr)
+                findings.append((case.__name__, kind))
+    print(f"difftest: {len(regressions.CASES)} regression cases, {len(findings)} failing", file=sys.stderr)
+    k = 0
+    while True:
+        if args.count and k >= args.count:
+            break
+        if args.budget and time.monotonic() - start > args.budget:
+            break
+        seed = args.seed + k
+        k += 1
+        gen = graphgen.GraphGen(np.random.default_rng(seed), args.max_nodes or None)
+        model, feeds = gen.build()
+        counts["graphs"] += 1
+        counts["nodes"] += len(model.graph.node)
+        try:
+            check_generated(model)
+        except Exception as ex:  # noqa: BLE001
+            counts["generator"] += 1
+            print(f"seed {seed}: generator error: {ex}", file=sys.stderr)
+            continue
+        kind, text = classify(engines, model, feeds)
+        if args.verbose:
+            print(f"seed {seed}: {len(model.graph.node)} nodes: {kind} {text}", file=sys.stderr)
+        if kind == "ok":
+            counts["compared" if not text else "refused by all"] += 1
+            continue
+        print(f"seed {seed}: FINDING {kind}: {text}", file=sys.stderr)
+        n0 = len(model.graph.node)
+        if not args.no_shrink:
+            try:
+                model, feeds, text = shrink(model, feeds, kind, lambda m, f: classify(engines, m, f),
+                                            np.random.default_rng(seed))
+            except Exception:  # noqa: BLE001 (keep the unshrunk finding)
+                traceback.print_exc()
+        if kind.startswith("mismatch"):
+            # Which class: with every value in memory of its own, does the
+            # program agree?
+            k2, _ = classify([distinct] + engines[1:], model, feeds)
+            text += ("; with distinct buffers it agrees: a buffer-lifetime bug" if k2 == "ok" else
+                     "; with distinct buffers it differs too: a kernel or rewrite bug")
+        folder = os.path.join(args.findings, f"seed{seed}")
+        save_finding(folder, model, feeds, kind, text, seed, n0)
+        print(f"seed {seed}: shrunk to {len(model.graph.node)} nodes: {text}; saved in {folder}", file=sys.stderr)
+        findings.append((seed, kind))
+    if args.ort:
+        engines[2].close()
+    elapsed = time.monotonic() - start
+    by_kind = {}
+    for _, kind in findings:
+        by_kind[kind] = by_kind.get(kind, 0) + 1
+    print(f"difftest: {counts['graphs']} graphs ({counts['nodes']} nodes) in {elapsed:.0f} s from seed {args.seed}; "
+          f"{counts['compared']} agreed, {counts['refused by all']} refused by every engine, "
+          f"{counts['generator']} generator errors, {len(findings)} findings {by_kind or ''}")
+    return 1 if findings or counts["generator"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

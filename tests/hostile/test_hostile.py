@@ -1,0 +1,343 @@
+"""Hostile inputs, class by class: values and models nobody chose, each
+answered as numpy and ONNX Runtime answer it or refused with an error that
+names the node, never a wrong result with success. docs/security.md lists
+the classes and their behaviour.
+
+Run with the build's Python package on the path (tests/CMakeLists.txt):
+    python3 -m pytest tests/hostile
+"""
+import os
+import tempfile
+import time
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper
+
+import xonnx
+
+I64_MIN, I64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17):
+    g = h.make_graph(nodes, "hostile", inputs, outputs, list(inits))
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def session(m, **options):
+    o = xonnx.SessionOptions()
+    o.use_cache = False
+    for k, v in options.items():
+        setattr(o, k, v)
+    return xonnx.InferenceSession(m.SerializeToString(), o)
+
+
+def f32(name, shape):
+    return h.make_tensor_value_info(name, T.FLOAT, shape)
+
+
+def i64(name, shape):
+    return h.make_tensor_value_info(name, T.INT64, shape)
+
+
+def const(name, array):
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+# --- indices known only at run time ------------------------------------------
+
+def gather_model(op="Gather", axis=0, data_shape=(1000, 8), idx_shape=(4,)):
+    out_shape = {"Gather": list(idx_shape) + list(data_shape[1:]), "GatherElements": list(idx_shape)}[op]
+    return model([h.make_node(op, ["data", "idx"], ["y"], name="lookup", axis=axis)], [i64("idx", list(idx_shape))],
+                 [f32("y", out_shape)], [const("data", np.arange(np.prod(data_shape), dtype=np.float32)
+                                               .reshape(data_shape))])
+
+
+@pytest.mark.parametrize("bad", [1000, 5000, -1001, I64_MAX, I64_MIN])
+def test_gather_index_out_of_range_names_the_node(bad):
+    s = session(gather_model())
+    with pytest.raises(xonnx.InvalidArgument, match=r"node 'lookup' \(Gather.*indices: .* is outside \[-1000, 999\]"):
+        s.run(None, {"idx": np.array([0, 5, bad, 1], np.int64)})
+
+
+def test_gather_negative_indices_count_from_the_end():
+    (y,) = session(gather_model()).run(None, {"idx": np.array([-1, -1000, 0, 999], np.int64)})
+    data = np.arange(8000, dtype=np.float32).reshape(1000, 8)
+    np.testing.assert_array_equal(y, data[[-1, -1000, 0, 999]])
+
+
+def test_index_checks_can_be_turned_off():
+    s = session(gather_model(), check_indices=False)
+    s.run(None, {"idx": np.array([0, 5000, 1, 2], np.int64)})  # clamped, as XLA does: no error
+
+
+def test_gather_elements_out_of_range():
+    s = session(gather_model("GatherElements", axis=1, data_shape=(2, 3), idx_shape=(2, 2)))
+    with pytest.raises(xonnx.InvalidArgument, match=r"'lookup'.*3 is outside \[-3, 2\]"):
+        s.run(None, {"idx": np.array([[0, 1], [3, 0]], np.int64)})
+
+
+def gather_nd_model():
+    return model([h.make_node("GatherND", ["data", "idx"], ["y"], name="nd")], [i64("idx", [2, 2])], [f32("y", [2, 4])],
+                 [const("data", np.arange(24, dtype=np.float32).reshape(2, 3, 4))])
+
+
+def test_gather_nd_checks_each_component_and_wraps_negative_ones():
+    s = session(gather_nd_model())
+    data = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    (y,) = s.run(None, {"idx": np.array([[-1, -3], [1, 2]], np.int64)})
+    np.testing.assert_array_equal(y, np.stack([data[-1, -3], data[1, 2]]))
+    with pytest.raises(xonnx.InvalidArgument, match=r"'nd'.*component 1 .* 3 is outside \[-3, 2\]"):
+        s.run(None, {"idx": np.array([[0, 3], [1, 2]], np.int64)})
+
+
+def scatter_nd_model():
+    return model([h.make_node("ScatterND", ["data", "idx", "upd"], ["y"], name="put")], [i64("idx", [1, 1])],
+                 [f32("y", [3, 2])], [const("data", np.zeros((3, 2), np.float32)),
+                                      const("upd", np.ones((1, 2), np.float32))])
+
+
+def test_scatter_nd_negative_row_updates_the_last_row():
+    (y,) = session(scatter_nd_model()).run(None, {"idx": np.array([[-1]], np.int64)})
+    np.testing.assert_array_equal(y, [[0, 0], [0, 0], [1, 1]])
+
+
+def test_scatter_nd_out_of_range_update_is_an_error_not_dropped():
+    with pytest.raises(xonnx.InvalidArgument, match=r"'put'.*3 is outside \[-3, 2\]"):
+        session(scatter_nd_model()).run(None, {"idx": np.array([[3]], np.int64)})
+
+
+def test_scatter_elements_out_of_range():
+    m = model([h.make_node("ScatterElements", ["data", "idx", "upd"], ["y"], name="se", axis=0)], [i64("idx", [1, 2])],
+              [f32("y", [3, 2])], [const("data", np.zeros((3, 2), np.float32)),
+                                   const("upd", np.ones((1, 2), np.float32))])
+    s = session(m)
+    (y,) = s.run(None, {"idx": np.array([[-1, 0]], np.int64)})
+    np.testing.assert_array_equal(y, [[0, 1], [0, 0], [1, 0]])
+    with pytest.raises(xonnx.InvalidArgument, match=r"'se'.*-4 is outside \[-3, 2\]"):
+        s.run(None, {"idx": np.array([[-4, 0]], np.int64)})
+
+
+def test_a_constant_index_out_of_range_is_refused_when_the_model_loads():
+    m = model([h.make_node("Gather", ["data", "idx"], ["y"], name="fixed")], [f32("data", [4, 2])], [f32("y", [2])],
+              [const("idx", np.array(7, np.int64))])
+    with pytest.raises(xonnx.InvalidArgument, match=r"'fixed'.*7 is outside \[-4, 3\]"):
+        session(m).run(None, {"data": np.ones((4, 2), np.float32)})
+
+
+def test_indices_checked_inside_a_loop_body_and_an_if_branch():
+    body = h.make_graph([h.make_node("Gather", ["data", "idx"], ["g"], name="in_loop"),
+                         h.make_node("ReduceSum", ["g"], ["s"], keepdims=0),
+                         h.make_node("Add", ["acc_in", "s"], ["acc_out"]),
+                         h.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
+                        [i64("i", []), h.make_tensor_value_info("cond_in", T.BOOL, []), f32("acc_in", [])],
+                        [h.make_tensor_value_info("cond_out", T.BOOL, []), f32("acc_out", [])])
+    loop = model([h.make_node("Loop", ["trips", "", "zero"], ["total"], body=body)],
+                 [i64("idx", [2]), i64("trips", [])], [f32("total", [])],
+                 [const("data", np.arange(5, dtype=np.float32)), const("zero", np.float32(0))])
+    s = session(loop)
+    (total,) = s.run(None, {"idx": np.array([1, -1], np.int64), "trips": np.array(3, np.int64)})
+    assert total == 3 * (1 + 4)
+    with pytest.raises(xonnx.InvalidArgument, match=r"'in_loop'.*5 is outside \[-5, 4\]"):
+        s.run(None, {"idx": np.array([1, 5], np.int64), "trips": np.array(2, np.int64)})
+    # No iteration reads the indices: nothing to refuse.
+    s.run(None, {"idx": np.array([1, 5], np.int64), "trips": np.array(0, np.int64)})
+
+    then_g = h.make_graph([h.make_node("Gather", ["data", "idx"], ["t"], name="in_then")], "then", [],
+                          [f32("t", [2])])
+    else_g = h.make_graph([h.make_node("Identity", ["fallback"], ["e"])], "else", [], [f32("e", [2])])
+    branch = model([h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+                   [i64("idx", [2]), h.make_tensor_value_info("c", T.BOOL, [])], [f32("y", [2])],
+                   [const("data", np.arange(5, dtype=np.float32)), const("fallback", np.zeros(2, np.float32))])
+    s = session(branch)
+    with pytest.raises(xonnx.InvalidArgument, match=r"'in_then'.*-6 is outside"):
+        s.run(None, {"idx": np.array([-6, 0], np.int64), "c": np.array(True)})
+    # The branch that reads them did not run.
+    (y,) = s.run(None, {"idx": np.array([-6, 0], np.int64), "c": np.array(False)})
+    np.testing.assert_array_equal(y, [0, 0])
+
+
+# --- slices, reductions, windows, attributes -----------------------------------
+
+EXTREMES = [I64_MIN, -1001, -8, -7, -3, -1, 0, 1, 3, 6, 7, 8, 1001, I64_MAX]
+
+
+@pytest.mark.parametrize("step", [I64_MIN, -I64_MAX, -9, -2, -1, 1, 2, 9, I64_MAX])
+def test_slice_bounds_and_steps_at_the_extremes_follow_the_operator(step):
+    x = np.arange(7, dtype=np.float32)
+    cases = [(s, e) for s in EXTREMES for e in EXTREMES]
+    m = model([h.make_node("Slice", ["x", f"s{k}", f"e{k}", "axes", "steps"], [f"y{k}"])
+               for k in range(len(cases))], [f32("x", [7])],
+              [h.make_tensor_value_info(f"y{k}", T.FLOAT, [None]) for k in range(len(cases))],
+              [const("axes", np.array([0], np.int64)), const("steps", np.array([step], np.int64))] +
+              [const(f"s{k}", np.array([s], np.int64)) for k, (s, _) in enumerate(cases)] +
+              [const(f"e{k}", np.array([e], np.int64)) for k, (_, e) in enumerate(cases)])
+    outs = session(m).run(None, {"x": x})
+    for (s, e), y in zip(cases, outs):
+        want = onnx_slice(x, int(s), int(e), int(step))
+        np.testing.assert_array_equal(y, want, err_msg=f"x[{s}:{e}:{step}]")
+        if step > 0:  # numpy's slices, with Python's unbounded integers, agree
+            np.testing.assert_array_equal(y, x[int(s):int(e):int(step)], err_msg=f"x[{s}:{e}:{step}]")
+
+
+def onnx_slice(x, s, e, step):
+    """ONNX's Slice on a vector, in unbounded integers, as the operator's
+    text says (and ONNX Runtime does): negative bounds count from the end,
+    then starts clamp to [0, d] ([0, d - 1] for negative steps) and ends to
+    [0, d] ([-1, d - 1]). For negative steps this differs from numpy, whose
+    starts before the beginning select nothing."""
+    d = len(x)
+    s, e = s + d if s < 0 else s, e + d if e < 0 else e
+    if step > 0:
+        s, e = min(max(s, 0), d), min(max(e, 0), d)
+        return x[s:e:step]
+    s, e = min(max(s, 0), d - 1), min(max(e, -1), d - 1)
+    return np.array([x[i] for i in range(s, e, step)], np.float32)
+
+
+def test_argmax_over_an_empty_axis_is_refused():
+    m = model([h.make_node("ArgMax", ["x"], ["y"], name="am", axis=1, keepdims=0)], [f32("x", [3, 0])],
+              [i64("y", [3])])
+    with pytest.raises(xonnx.InvalidArgument, match=r"'am'.*axis 1 has no elements"):
+        session(m).run(None, {"x": np.zeros((3, 0), np.float32)})
+
+
+def test_reducing_an_empty_axis_gives_the_identity():
+    m = model([h.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)], [f32("x", [3, 0])], [f32("y", [3])],
+              [const("axes", np.array([1], np.int64))])
+    (y,) = session(m).run(None, {"x": np.zeros((3, 0), np.float32)})
+    np.testing.assert_array_equal(y, [0, 0, 0])
+
+
+@pytest.mark.parametrize("op", ["Conv", "MaxPool", "AveragePool"])
+def test_a_window_larger_than_the_padded_input_is_refused(op):
+    attrs = {"kernel_shape": [5, 5], "pads": [1, 0, 0, 1]}
+    ins = ["x", "w"] if op == "Conv" else ["x"]
+    m = model([h.make_node(op, ins, ["y"], name="wide", **attrs)], [f32("x", [1, 1, 3, 3])],
+              [f32("y", [1, 1, 1, 1])], [const("w", np.ones((1, 1, 5, 5), np.float32))] if op == "Conv" else [])
+    with pytest.raises(xonnx.InvalidArgument, match=r"'wide'.*window spans 5 elements of spatial dim 0"):
+        session(m).run(None, {"x": np.ones((1, 1, 3, 3), np.float32)})
+
+
+def test_constant_of_shape_with_several_values_is_refused():
+    m = model([h.make_node("ConstantOfShape", ["shape"], ["y"], name="fill",
+                           value=h.make_tensor("v", T.FLOAT, [3], [1, 2, 3]))], [], [f32("y", [2])],
+              [const("shape", np.array([2], np.int64))])
+    with pytest.raises(xonnx.InvalidArgument, match=r"'fill'.*value must hold one element; it holds 3"):
+        session(m).run(None, {})
+
+
+def test_inputs_whose_dynamic_first_dims_differ_are_not_a_batch():
+    m = model([h.make_node("MatMul", ["a", "b"], ["y"])],
+              [f32("a", ["M", "K"]), f32("b", ["K", "N"])], [f32("y", ["M", "N"])])
+    a = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
+    b = np.random.default_rng(2).standard_normal((3, 4)).astype(np.float32)
+    (y,) = session(m).run(None, {"a": a, "b": b})
+    np.testing.assert_allclose(y, a @ b, rtol=1e-5)
+
+
+# --- nesting, length, deadlines ---------------------------------------------------
+
+def nested_loops(depth):
+    def body(d):
+        if d == 0:
+            nodes = [h.make_node("Add", [f"x_in{d}", "one"], [f"x_out{d}"])]
+        else:
+            nodes = [h.make_node("Constant", [], [f"trip{d}"], value=h.make_tensor("t", T.INT64, [], [1])),
+                     h.make_node("Loop", [f"trip{d}", "", f"x_in{d}"], [f"x_out{d}"], body=body(d - 1))]
+        nodes.append(h.make_node("Identity", [f"cond_in{d}"], [f"cond_out{d}"]))
+        return h.make_graph(nodes, f"body{d}", [i64(f"i{d}", []), h.make_tensor_value_info(f"cond_in{d}", T.BOOL, []),
+                                                f32(f"x_in{d}", [2])],
+                            [h.make_tensor_value_info(f"cond_out{d}", T.BOOL, []), f32(f"x_out{d}", [2])])
+    top = [h.make_node("Constant", [], ["trips"], value=h.make_tensor("t", T.INT64, [], [1])),
+           h.make_node("Loop", ["trips", "", "x"], ["y"], body=body(depth - 1))]
+    return model(top, [f32("x", [2])], [f32("y", [2])], [const("one", np.ones(2, np.float32))])
+
+
+def nested_ifs(depth):
+    """If(c, then: If(c, then: ... x + 1), else: x) nested `depth` deep."""
+    def level(d):
+        if d == 0:
+            return h.make_graph([h.make_node("Add", ["x", "one"], ["out0"])], "leaf", [], [f32("out0", [2])])
+        keep = h.make_graph([h.make_node("Identity", ["x"], [f"same{d}"])], f"else{d}", [], [f32(f"same{d}", [2])])
+        return h.make_graph([h.make_node("If", ["c"], [f"out{d}"], then_branch=level(d - 1), else_branch=keep)],
+                            f"then{d}", [], [f32(f"out{d}", [2])])
+    top = level(depth - 1)
+    return model(list(top.node), [f32("x", [2]), h.make_tensor_value_info("c", T.BOOL, [])],
+                 [f32(f"out{depth - 1}", [2])], [const("one", np.ones(2, np.float32))])
+
+
+def test_loops_nested_100_deep_import_in_linear_time():
+    x = np.array([0.5, -2], np.float32)
+    t0 = time.monotonic()
+    (y,) = session(nested_loops(100)).run(None, {"x": x})
+    np.testing.assert_array_equal(y, x + 1)
+    # Converting each body twice per level took 2^100 times one body.
+    assert time.monotonic() - t0 < 60
+
+
+def test_ifs_nested_40_deep_on_a_run_time_condition():
+    x = np.array([0.5, -2], np.float32)
+    s = session(nested_ifs(40))
+    np.testing.assert_array_equal(s.run(None, {"x": x, "c": np.array(True)})[0], x + 1)
+    np.testing.assert_array_equal(s.run(None, {"x": x, "c": np.array(False)})[0], x)
+
+
+def chain(n):
+    nodes = [h.make_node("Add" if k % 2 else "Mul", ["x" if k == 0 else f"v{k - 1}", "c"],
+                         ["y" if k == n - 1 else f"v{k}"]) for k in range(n)]
+    return model(nodes, [f32("x", [4])], [f32("y", [4])], [const("c", np.ones(4, np.float32))])
+
+
+@pytest.fixture(scope="module")
+def million_node_chain():
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "chain.onnx")
+        onnx.save(chain(1_000_000), path)
+        yield path
+
+
+def test_a_million_node_chain_imports_and_runs(million_node_chain):
+    t0 = time.monotonic()
+    o = xonnx.SessionOptions()
+    o.use_cache = False
+    (y,) = xonnx.InferenceSession(million_node_chain, o).run(None, {"x": np.zeros(4, np.float32)})
+    np.testing.assert_array_equal(y, np.full(4, 500_000, np.float32))
+    # Quadratic import took minutes at 100,000 nodes.
+    assert time.monotonic() - t0 < 300
+
+
+def test_the_deadline_bounds_the_import(million_node_chain):
+    o = xonnx.SessionOptions()
+    o.use_cache = False
+    o.deadline_ms = 200
+    s = xonnx.InferenceSession(million_node_chain, o)
+    t0 = time.monotonic()
+    with pytest.raises(xonnx.DeadlineExceeded, match="passed its deadline of 200 ms"):
+        s.run(None, {"x": np.zeros(4, np.float32)})
+    # Stopped between nodes: far from the full import's time.
+    assert time.monotonic() - t0 < 10
+
+
+def test_a_deadline_too_far_to_count_is_no_deadline():
+    o = xonnx.SessionOptions()
+    o.use_cache = False
+    o.deadline_ms = 10 ** 13  # past what int64 nanoseconds hold
+    s = xonnx.InferenceSession(chain(10).SerializeToString(), o)
+    (y,) = s.run(None, {"x": np.zeros(4, np.float32)})
+    np.testing.assert_array_equal(y, np.full(4, 5, np.float32))
+
+
+def test_arguments_of_the_wrong_kind_are_one_line_errors():
+    s = session(chain(2))
+    for feed in (None, [np.zeros(4, np.float32)], {0: np.zeros(4, np.float32)}):
+        with pytest.raises(xonnx.InvalidArgument) as e:
+            s.run(None, feed)
+        assert "\n" not in str(e.value)
+    with pytest.raises(xonnx.InvalidArgument, match="output_names must be None or a list"):
+        s.run("y", {"x": np.zeros(4, np.float32)})
