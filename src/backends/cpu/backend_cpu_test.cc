@@ -1045,6 +1045,34 @@ TEST(LayoutPasses, NearestUpsampleAndConcatStayChannelsLast) {
   EXPECT_LT(MaxRelativeError(got, *want), 1e-5);
 }
 
+// A float32 model's own Cast to a 16-bit type and back rounds, as ONNX
+// Runtime's does: the pass takes away only the round trips of values it
+// widened itself (differential testing found the model's rounding gone).
+TEST(PrecisionPass, AModelsOwnCastRoundTripStays) {
+  auto m = hlo::ParseText(R"(HloModule m
+
+ENTRY main {
+  x = f32[4]{0} parameter(0)
+  h = bf16[4]{0} convert(x), metadata={op_type="Cast" op_name="to_bf16"}
+  f = f32[4]{0} convert(h), metadata={op_type="Cast" op_name="back"}
+  ROOT n = f32[4]{0} negate(f)
+}
+)");
+  ASSERT_TRUE(m.ok()) << m.status();
+  UpcastHalfPrecision pass;
+  ASSERT_TRUE(pass.Run(m->get()).ok());
+  EXPECT_EQ(Occurrences(hlo::ToText(**m), " convert("), 2) << hlo::ToText(**m);
+  auto exe = Executable::Compile(std::move(*m));
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  Literal x = Literal::Vector<float>({-0.09987706f, 1.27363f, 1.6365219f, 3.0f});
+  Literal got(Shape(F32, {4}));
+  const void* in = x.untyped_data();
+  void* out = got.untyped_data();
+  ASSERT_TRUE((*exe)->Execute({&in, 1}, {&out, 1}).ok());
+  const float want[4] = {0.10009765625f, -1.2734375f, -1.6328125f, -3.0f};  // bf16 values, negated
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(got.data<float>()[k], want[k]) << k;
+}
+
 // The chain in f16 / bf16 (the shape data_type gives a model): after the
 // pass only the program's boundaries convert, the convolutions are f32
 // (oneDNN's), and the result matches the f32 program within 16-bit rounding.

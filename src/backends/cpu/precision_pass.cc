@@ -135,23 +135,21 @@ absl::StatusOr<bool> UpcastHalfPrecision::Run(hlo::Module* module) {
     }
     // convert(convert(x: f32 -> half) -> f32) -> x for the round trips the
     // program already had (an f32 reduction's result going back to half):
-    // the excess precision.
-    for (const auto& i : c->instructions()) {
-      for (int64_t k = 0; k < i->operand_count(); ++k) {
-        Instruction* up = i->operand(k);
-        if (up->opcode() != Opcode::kConvert || up->shape().element_type != hlo::F32) continue;
-        Instruction* down = up->operand(0);
-        if (down->opcode() != Opcode::kConvert || !IsHalf(down->shape().element_type)) continue;
-        Instruction* x = down->operand(0);
-        if (x->shape().element_type == hlo::F32) i->ReplaceOperand(k, x);
-      }
-    }
-    if (c->root()->opcode() == Opcode::kConvert && c->root()->shape().element_type == hlo::F32) {
-      Instruction* down = c->root()->operand(0);
-      if (down->opcode() == Opcode::kConvert && IsHalf(down->shape().element_type) &&
-          down->operand(0)->shape().element_type == hlo::F32)
-        c->set_root(down->operand(0));
-    }
+    // the excess precision. Not a Cast the model itself wrote: that
+    // rounding is the model's (a float32 model casting to float16 and back
+    // gets float16 values, as in ONNX Runtime).
+    auto round_trip = [](const Instruction* up) -> Instruction* {
+      if (up->opcode() != Opcode::kConvert || up->shape().element_type != hlo::F32) return nullptr;
+      Instruction* down = up->operand(0);
+      if (down->opcode() != Opcode::kConvert || !IsHalf(down->shape().element_type)) return nullptr;
+      if (down->metadata.op_type == "Cast" || down->metadata.op_type == "CastLike") return nullptr;
+      Instruction* x = down->operand(0);
+      return x->shape().element_type == hlo::F32 ? x : nullptr;
+    };
+    for (const auto& i : c->instructions())
+      for (int64_t k = 0; k < i->operand_count(); ++k)
+        if (Instruction* x = round_trip(i->operand(k))) i->ReplaceOperand(k, x);
+    if (Instruction* x = round_trip(c->root())) c->set_root(x);
     if (!work.empty()) c->Canonicalize();
   }
   return changed;
