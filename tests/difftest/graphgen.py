@@ -481,6 +481,53 @@ class GraphGen:
         shape = x.shape[:axis] + tuple(ishape) + x.shape[axis + 1:]
         return self.node("Gather", [x.name, self.ints_const(idx)], shape, axis=axis)
 
+    def gather_runtime(self):
+        """A Gather whose indices are a graph input (in range, some negative):
+        the indices the runtime checks."""
+        x = self.pick(lambda v: v.rank >= 1)
+        axis = int(self.rng.integers(0, x.rank))
+        d = x.shape[axis]
+        n = int(self.rng.integers(1, 9))
+        name = self.name("idx")
+        self.inputs.append(Value(name, (n,), np.int64))
+        self.feeds[name] = self.rng.integers(-d, d, n).astype(np.int64)
+        shape = x.shape[:axis] + (n,) + x.shape[axis + 1:]
+        return self.node("Gather", [x.name, name], shape, axis=axis)
+
+    def topk(self):
+        x = self.pick(lambda v: v.rank >= 1 and v.shape[-1] >= 2)
+        axis = int(self.rng.integers(0, x.rank))
+        k = int(self.rng.integers(1, x.shape[axis] + 1))
+        shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
+        vals = self.node("TopK", [x.name, self.ints_const([k])], shape, n_out=2, shapes=[shape, shape], axis=axis,
+                         largest=int(self.chance(0.7)), sorted=1)
+        # The indices output is an int64 value (an output, never read).
+        self.pool.remove(vals[1])
+        vals[1].dtype = np.int64
+        self.ints.append(vals[1])
+        return vals[0]
+
+    def half_round_trip(self):
+        x = self.pick()
+        t = self.choice([TensorProto.FLOAT16, TensorProto.BFLOAT16])
+        c = self.node("Cast", [x.name], x.shape, to=t)
+        self.pool.remove(c)
+        return self.node("Cast", [c.name], x.shape, to=TensorProto.FLOAT)
+
+    def recurrent(self):
+        x = self.pick(lambda v: v.rank == 3 and v.shape[-1] <= 64 and v.shape[0] <= 16)
+        t, n, d = x.shape
+        op = self.choice(["LSTM", "GRU", "RNN"])
+        gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+        hidden = int(self.choice([4, 8, 16]))
+        dirs = self.choice(["forward", "reverse", "bidirectional"])
+        nd = 2 if dirs == "bidirectional" else 1
+        w = self.weight([nd, gates * hidden, d], d)
+        r = self.weight([nd, gates * hidden, hidden], hidden)
+        b = self.const((self.rng.standard_normal([nd, 2 * gates * hidden]) * 0.1).astype(F32), "b")
+        y = self.node(op, [x.name, w, r, b], [t, nd, n, hidden], hidden_size=hidden, direction=dirs)
+        return self.node("Reshape", [y.name, self.ints_const([t, n, nd * hidden])], [t, n, nd * hidden])
+
     def cumsum(self):
         x = self.pick(lambda v: v.rank >= 1)
         axis = int(self.rng.integers(0, x.rank))
@@ -564,7 +611,8 @@ class GraphGen:
                  (where, 2), (variadic, 2), (batchnorm, 3), (layernorm, 3), (instancenorm, 2), (softmax, 3),
                  (resize, 5), (pool, 5), (concat, 6), (split, 3), (slice, 5), (transpose, 4), (reshape, 5),
                  (pad, 3), (depth_space, 2), (expand_tile, 2), (gather, 3), (cumsum, 1), (reduce, 4),
-                 (argmax, 1), (squeeze_excite, 3), (residual_block, 5), (upsample_merge, 4), (attention, 2)]
+                 (argmax, 1), (squeeze_excite, 3), (residual_block, 5), (upsample_merge, 4), (attention, 2),
+                 (gather_runtime, 2), (topk, 2), (half_round_trip, 1), (recurrent, 2)]
 
     def start(self):
         r = self.rng
