@@ -17,6 +17,8 @@ The seed each was found at, and the bug behind it:
   write's lifetime; an output was overwritten.
 - two_scales_of_one_product (seed 207747): two per-feature scales of one
   product, on two paths, both folded into its weights.
+- model_cast_to_bfloat16_and_back (seed 500071): the CPU backend took away
+  a float32 model's own rounding through bfloat16.
 """
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
@@ -130,4 +132,19 @@ def two_scales_of_one_product():
     return graph(nodes, inputs, inits, ['mul_38', 'conv_54'])
 
 
-CASES = [row_fusion_output_read_by_concurrent_conv, layer_norm_input_read_by_concurrent_branch, concatenation_part_read_by_concurrent_branch, in_place_chains_merged_out_of_order, two_scales_of_one_product]
+def model_cast_to_bfloat16_and_back():
+    nodes = [
+        node('Cast', ['x'], ['h'], to=TensorProto.BFLOAT16),
+        node('Cast', ['h'], ['y'], to=TensorProto.FLOAT),
+    ]
+    return graph(nodes, [('x', [1, 9])], [], ['y'])
+
+
+CASES = [
+    row_fusion_output_read_by_concurrent_conv,
+    layer_norm_input_read_by_concurrent_branch,
+    concatenation_part_read_by_concurrent_branch,
+    in_place_chains_merged_out_of_order,
+    two_scales_of_one_product,
+    model_cast_to_bfloat16_and_back,
+]
