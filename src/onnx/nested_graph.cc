@@ -1,9 +1,11 @@
 #include "onnx/nested_graph.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/fingerprint.h"
 #include "onnx/context.h"
 #include "onnx/graph_split.h"
@@ -88,6 +90,38 @@ bool ScanOutputsOfVaryingLength(const onnx::NodeProto& n, const onnx::GraphProto
   return false;  // an initializer or an outer value: fixed for the whole loop
 }
 
+// The declared dims of a graph output (-1 where dynamic), or nullopt when
+// its rank is not declared.
+std::optional<std::vector<int64_t>> DeclaredDims(const onnx::ValueInfoProto& v) {
+  if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const auto& d : v.type().tensor_type().shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  return dims;
+}
+
+// Why an If on a runtime condition cannot be one conditional: its branches
+// declare outputs of different ranks or fixed sizes (a detector's RoI
+// heads: f32[150] against f32[150,1]), so the output's shape depends on
+// the condition. "" when they agree or do not say.
+std::string BranchesOfDifferentShapes(const onnx::NodeProto& n) {
+  const onnx::GraphProto *then_g = nullptr, *else_g = nullptr;
+  for (const auto& a : n.attribute()) {
+    if (a.name() == "then_branch" && a.has_g()) then_g = &a.g();
+    if (a.name() == "else_branch" && a.has_g()) else_g = &a.g();
+  }
+  if (!then_g || !else_g || then_g->output_size() != else_g->output_size()) return "";
+  for (int k = 0; k < then_g->output_size(); ++k) {
+    auto t = DeclaredDims(then_g->output(k)), e = DeclaredDims(else_g->output(k));
+    if (!t || !e) continue;
+    bool differ = t->size() != e->size();
+    for (size_t d = 0; d < t->size() && !differ; ++d) differ = (*t)[d] >= 0 && (*e)[d] >= 0 && (*t)[d] != (*e)[d];
+    if (differ)
+      return absl::StrCat("branches whose output ", k, " has different shapes ([", absl::StrJoin(*t, ","), "] and [",
+                          absl::StrJoin(*e, ","), "])");
+  }
+  return "";
+}
+
 }  // namespace
 
 bool IsControlFlow(const onnx::NodeProto& n) {
@@ -97,6 +131,11 @@ bool IsControlFlow(const onnx::NodeProto& n) {
 std::string HostNeedInside(const onnx::NodeProto& n, const std::map<std::string, bool>& runtime,
                            const std::map<std::string, int64_t>& opsets) {
   if (!IsControlFlow(n)) return "";
+  if (n.op_type() == "If" && n.input_size() > 0) {
+    auto cond = runtime.find(n.input(0));
+    if (cond != runtime.end() && cond->second)
+      if (std::string why = BranchesOfDifferentShapes(n); !why.empty()) return why;
+  }
   for (const auto& a : n.attribute()) {
     if (!a.has_g()) continue;
     if (n.op_type() == "Loop" && ScanOutputsOfVaryingLength(n, a.g()))

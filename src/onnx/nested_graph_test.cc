@@ -46,6 +46,20 @@ g (bool c, float[4] x) => (int64[1, N] y) {
               ElementsAre("If 'y': NonZero 'a' in then_branch"));
 }
 
+TEST(NestedGraph, BranchesOfDifferentRanksPutTheIfOnTheHostWhenTheConditionIsData) {
+  // A two-stage detector's RoI head: one box squeezed to [150], the other
+  // branch [150, 1]. On a known condition the importer picks the branch.
+  const char* text = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (bool c, float[150, 1] x) => (float[N] y, float[M] z) <int64[1] one = {1}, bool yes = {1}> {
+  y = If(c) <then_branch = t () => (float[150] a) { a = Squeeze(x, one) },
+             else_branch = e () => (float[150, 1] b) { b = Identity(x) }>
+  z = If(yes) <then_branch = t2 () => (float[150] a2) { a2 = Squeeze(x, one) },
+               else_branch = e2 () => (float[150, 1] b2) { b2 = Identity(x) }>
+})";
+  EXPECT_THAT(HostReasons(text),
+              ElementsAre("If 'y': branches whose output 0 has different shapes ([150] and [150,1])"));
+}
+
 TEST(NestedGraph, DataDependentOpOnKnownValuesStaysInTheProgram) {
   // NonZero of an initializer and of a shape fold when compiling.
   EXPECT_THAT(HostReasons(R"(<ir_version: 8, opset_import: ["" : 17]>

@@ -241,6 +241,21 @@ def test_inputs_whose_dynamic_first_dims_differ_are_not_a_batch():
     np.testing.assert_allclose(y, a @ b, rtol=1e-5)
 
 
+def test_an_if_whose_branches_differ_in_rank_runs_on_the_host():
+    then_g = h.make_graph([h.make_node("Squeeze", ["x", "one_axis"], ["t"])], "then", [], [f32("t", [150])])
+    else_g = h.make_graph([h.make_node("Identity", ["x"], ["e"])], "else", [], [f32("e", [150, 1])])
+    m = model([h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g),
+               h.make_node("Relu", ["y"], ["z"])],
+              [f32("x", [150, 1]), h.make_tensor_value_info("c", T.BOOL, [])], [f32("z", [None])],
+              [const("one_axis", np.array([1], np.int64))])
+    s = session(m)
+    x = np.random.default_rng(3).standard_normal((150, 1)).astype(np.float32)
+    (t,) = s.run(None, {"x": x, "c": np.array(True)})
+    (e,) = s.run(None, {"x": x, "c": np.array(False)})
+    np.testing.assert_array_equal(t, np.maximum(x[:, 0], 0))
+    np.testing.assert_array_equal(e, np.maximum(x, 0))
+
+
 # --- nesting, length, deadlines ---------------------------------------------------
 
 def nested_loops(depth):
