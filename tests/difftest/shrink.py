@@ -58,6 +58,7 @@ def candidates(model, feeds, rng):
     g = model.graph
     outs = [o.name for o in g.output]
     inputs = {i.name for i in g.input} | {i.name for i in g.initializer}
+    read = {i for n in g.node for i in n.input}
     if len(outs) > 1:
         for k in range(len(outs)):
             m = copy.deepcopy(model)
@@ -66,7 +67,7 @@ def candidates(model, feeds, rng):
     for idx in reversed(range(len(g.node))):
         node = g.node[idx]
         for o in node.output:
-            if o not in types or types[o][0] not in NP_TYPES:
+            if o not in types or types[o][0] not in NP_TYPES or (o not in read and o not in outs):
                 continue
             # Bypass: readers of o read a same-typed input of the node.
             for i in node.input:
