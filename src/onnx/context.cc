@@ -308,6 +308,15 @@ hlo::Instruction* TakeAlongAxis(hlo::Builder& b, hlo::Instruction* x, hlo::Instr
   d.start_index_map = {axis};
   d.index_vector_dim = q;
   std::vector<int64_t> sizes = x->shape().dims;
+  if (sizes[axis] == 0) {
+    // Nothing to take (no detection survived, say): an HLO gather cannot
+    // slice an empty axis. Its indices can only be empty too, which the
+    // index checks see to; the result has no element to read.
+    std::vector<int64_t> dims(x->shape().dims.begin(), x->shape().dims.begin() + axis);
+    dims.insert(dims.end(), indices->shape().dims.begin(), indices->shape().dims.end());
+    dims.insert(dims.end(), x->shape().dims.begin() + axis + 1, x->shape().dims.end());
+    return b.Broadcast(b.Constant(hlo::Literal::ScalarOf(x->shape().element_type, 0)), dims, {});
+  }
   sizes[axis] = 1;
   return b.Gather(x, indices, d, sizes);
 }
@@ -332,6 +341,9 @@ hlo::Instruction* GatherElementsAlongAxis(hlo::Builder& b, hlo::Instruction* x, 
                                           int64_t axis) {
   if (!x || !indices) return nullptr;
   int64_t r = x->shape().rank();
+  // An empty axis (see TakeAlongAxis): the result is shaped as the indices.
+  if (x->shape().dims[axis] == 0)
+    return b.Broadcast(b.Constant(hlo::Literal::ScalarOf(x->shape().element_type, 0)), indices->shape().dims, {});
   hlo::GatherDimensionNumbers d;
   for (int64_t k = 0; k < r; ++k) {
     d.collapsed_slice_dims.push_back(k);

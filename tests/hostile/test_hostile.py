@@ -256,6 +256,47 @@ def test_an_if_whose_branches_differ_in_rank_runs_on_the_host():
     np.testing.assert_array_equal(e, np.maximum(x, 0))
 
 
+def test_empty_tensors_keep_their_shapes():
+    """A detector that finds nothing: gathers from an empty axis and
+    concatenations of empty parts still have ONNX's shapes."""
+    m = model([h.make_node("Gather", ["boxes", "keep"], ["kept"], axis=0),
+               h.make_node("Split", ["kept", "four"], ["x0", "y0", "x1", "y1"], axis=1),
+               h.make_node("Concat", ["x0", "y0", "x1", "y1"], ["out"], axis=1)],
+              [f32("boxes", [0, 4]), i64("keep", [0])], [f32("out", [0, 4])],
+              [const("four", np.array([1, 1, 1, 1], np.int64))])
+    (out,) = session(m).run(None, {"boxes": np.zeros((0, 4), np.float32), "keep": np.zeros(0, np.int64)})
+    assert out.shape == (0, 4)
+
+
+def test_an_if_whose_undeclared_branch_shapes_differ_is_converted_for_the_branch_taken():
+    """The condition is known once the graph's values are (here a shape
+    read after a data-dependent NonZero): the session binds what it depends
+    on and converts the branch it picks."""
+    then_g = h.make_graph([h.make_node("Squeeze", ["kept", "one_axis"], ["t"])], "then", [],
+                          [h.make_tensor_value_info("t", T.FLOAT, None)])
+    else_g = h.make_graph([h.make_node("Identity", ["kept"], ["e"])], "else", [],
+                          [h.make_tensor_value_info("e", T.FLOAT, None)])
+    # `zero` is a Constant node of the first program: it reaches the If's
+    # program as one of its inputs, a value the importer does not know.
+    m = model([h.make_node("Constant", [], ["zero"], value=h.make_tensor("z", T.INT64, [], [0])),
+               h.make_node("NonZero", ["mask"], ["nz"]),
+               h.make_node("Transpose", ["nz"], ["nzt"]),
+               h.make_node("GatherND", ["x", "nzt"], ["sel"]),
+               h.make_node("Unsqueeze", ["sel", "one_axis"], ["kept"]),
+               h.make_node("Shape", ["kept"], ["shape"]),
+               h.make_node("Gather", ["shape", "zero"], ["count"]),
+               h.make_node("Equal", ["count", "one"], ["single"]),
+               h.make_node("If", ["single"], ["y"], then_branch=then_g, else_branch=else_g)],
+              [f32("x", [5]), h.make_tensor_value_info("mask", T.BOOL, [5])], [f32("y", [None])],
+              [const("one_axis", np.array([1], np.int64)), const("one", np.array(1, np.int64))])
+    s = session(m)
+    x = np.arange(5, dtype=np.float32)
+    (y,) = s.run(None, {"x": x, "mask": np.array([0, 0, 1, 0, 0], bool)})
+    np.testing.assert_array_equal(y, [2])
+    (y,) = s.run(None, {"x": x, "mask": np.array([1, 0, 1, 0, 1], bool)})
+    np.testing.assert_array_equal(y, [[0], [2], [4]])
+
+
 # --- nesting, length, deadlines ---------------------------------------------------
 
 def nested_loops(depth):

@@ -149,9 +149,17 @@ absl::Status IfAsConditional(NodeContext& ctx, Instruction* cond, const onnx::Gr
   if (t.size() != e.size()) return ctx.Error("branches have different output counts");
   for (size_t k = 0; k < t.size(); ++k)
     if (!t[k]->shape().Compatible(e[k]->shape()))
-      return ctx.Unsupported(absl::StrCat("branches produce different shapes for output ", k, " (",
-                                          t[k]->shape().ToString(false), " vs ", e[k]->shape().ToString(false),
-                                          ") and the condition is only known at run time"));
+      // One program cannot hold both: the condition must be known when
+      // compiling, which asks the session to bind the inputs it depends on
+      // (a graph segment's, after a data-dependent node) and convert again
+      // with the branch it picks. Branches that declare different shapes
+      // on a data condition run on the host (nested_graph.h).
+      return ctx
+          .RequireConstant(
+              cond, absl::StrCat("the condition of an If whose branches produce different shapes for "
+                                 "output ",
+                                 k, " (", t[k]->shape().ToString(false), " and ", e[k]->shape().ToString(false), ")"))
+          .status();
   std::vector<hlo::Computation*> computations;
   for (size_t i = 0; i < branches.size(); ++i) {
     hlo::Builder& bb = *branches[i].bb;

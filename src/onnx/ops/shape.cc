@@ -163,11 +163,22 @@ absl::Status Concat(NodeContext& ctx) {
     if (ctx.has_input(i)) xs.push_back(ctx.input(i));
   if (xs.empty() || !xs[0]) return ctx.Error("needs inputs");
   ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", 0), xs[0]->shape().rank()));
-  // Empty tensors contribute nothing and may have any other dims.
+  // Empty tensors contribute nothing and may have any other dims (PyTorch
+  // concatenates [0] with [N, 4]). When all are empty and agree as ONNX
+  // says, their concatenation still has the summed axis ([0, 1] four
+  // times along axis 1 is [0, 4], a detector's boxes when none is found).
   std::vector<Instruction*> nonempty;
   for (Instruction* x : xs)
     if (x && x->shape().ElementCount() > 0) nonempty.push_back(x);
-  if (nonempty.empty()) nonempty.push_back(xs[0]);
+  if (nonempty.empty()) {
+    bool agree = true;
+    for (Instruction* x : xs) {
+      if (!x || x->shape().rank() != xs[0]->shape().rank()) return ctx.Error("inputs must have the same rank");
+      for (int64_t d = 0; d < x->shape().rank(); ++d)
+        agree &= d == axis || x->shape().dims[d] == xs[0]->shape().dims[d];
+    }
+    nonempty = agree ? xs : std::vector<Instruction*>{xs[0]};
+  }
   ctx.set_output(0, ctx.b().Concatenate(nonempty, axis));
   return absl::OkStatus();
 }
