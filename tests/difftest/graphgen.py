@@ -311,6 +311,12 @@ class GraphGen:
             out = [int(np.floor(h * f)), int(np.floor(w * f))]
             if min(out) < 1:
                 raise Skip("resize")
+            if ctm == "align_corners" and (h * f != out[0] or w * f != out[1]):
+                # ONNX's reference aligns the corners of the real-valued
+                # width (scale x input), ONNX Runtime and PyTorch those of
+                # the integer output: xonnx follows ONNX's test data, and
+                # the engines legitimately differ here.
+                raise Skip("align_corners with a fractional output width")
             scales = self.const(np.asarray([1, 1, f, f], F32))
             return self.node("Resize", [x.name, "", scales], [n, c] + out, **attrs)
         out = [int(self.rng.integers(1, 2 * h + 2)), int(self.rng.integers(1, 2 * w + 2))]

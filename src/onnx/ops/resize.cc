@@ -98,7 +98,7 @@ AxisPlan PlanAxis(const ResizeAttrs& a, int64_t in, int64_t out, double scale, d
     } else if (a.coord == "tf_half_pixel_for_nearest") {
       x_ori = (x + 0.5) / scale;
     } else if (a.coord == "pytorch_half_pixel") {
-      x_ori = out_width == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+      x_ori = out_width == 1 ? 0.0 : (x + 0.5) / scale - 0.5;  // the operator: 0 for one output
     } else if (a.coord == "half_pixel_symmetric") {
       // Opset 19: half_pixel, re-centred for the integer output size.
       double adjustment = out / out_width;
