@@ -200,6 +200,17 @@ def onnx_slice(x, s, e, step):
     return np.array([x[i] for i in range(s, e, step)], np.float32)
 
 
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_resizing_to_one_element_with_pytorch_half_pixel_takes_the_first(mode):
+    # The operator: x_original = 0 when the output has one element.
+    m = model([h.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode=mode,
+                           coordinate_transformation_mode="pytorch_half_pixel")], [f32("x", [1, 1, 5, 3])],
+              [f32("y", [1, 1, 1, 3])], [const("sizes", np.array([1, 1, 1, 3], np.int64))])
+    x = (np.arange(15, dtype=np.float32) ** 2).reshape(1, 1, 5, 3)
+    (y,) = session(m).run(None, {"x": x})
+    np.testing.assert_allclose(y, x[:, :, :1, :], rtol=1e-6)
+
+
 def test_argmax_over_an_empty_axis_is_refused():
     m = model([h.make_node("ArgMax", ["x"], ["y"], name="am", axis=1, keepdims=0)], [f32("x", [3, 0])],
               [i64("y", [3])])
