@@ -308,6 +308,23 @@ def test_an_if_whose_undeclared_branch_shapes_differ_is_converted_for_the_branch
     np.testing.assert_array_equal(y, [[0], [2], [4]])
 
 
+def test_an_if_branch_that_cannot_take_these_shapes_is_not_converted_when_not_taken():
+    """Silero VAD's 8 kHz path cannot take 16 kHz frames: which path runs
+    is decided by a scalar input, so only the branch taken is converted."""
+    then_g = h.make_graph([h.make_node("Reshape", ["x", "halves"], ["t"])], "then", [], [f32("t", [2, None])])
+    else_g = h.make_graph([h.make_node("Reshape", ["x", "thirds"], ["e"])], "else", [], [f32("e", [3, None])])
+    m = model([h.make_node("Equal", ["rate", "r16k"], ["is16k"]),
+               h.make_node("If", ["is16k"], ["y"], then_branch=then_g, else_branch=else_g)],
+              [f32("x", [None]), i64("rate", [])], [f32("y", [None, None])],
+              [const("r16k", np.array(16000, np.int64)), const("halves", np.array([2, -1], np.int64)),
+               const("thirds", np.array([3, -1], np.int64))])
+    s = session(m)
+    x = np.arange(8, dtype=np.float32)  # splits in halves, not in thirds
+    np.testing.assert_array_equal(s.run(None, {"x": x, "rate": np.array(16000, np.int64)})[0], x.reshape(2, 4))
+    with pytest.raises(xonnx.InvalidArgument, match="Reshape"):
+        s.run(None, {"x": x, "rate": np.array(8000, np.int64)})
+
+
 # --- nesting, length, deadlines ---------------------------------------------------
 
 def nested_loops(depth):

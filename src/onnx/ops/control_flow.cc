@@ -135,7 +135,18 @@ absl::Status IfAsConditional(NodeContext& ctx, Instruction* cond, const onnx::Gr
     bb.set_metadata(b.metadata());
     Instruction* p = bb.Parameter(0, operand->shape(), "captured");
     GraphValues scope = captured.Scope(ctx, bb, p, 0);
-    RETURN_IF_ERROR(ctx.ConvertSubgraphInto(bb, *g, scope));
+    if (absl::Status st = ctx.ConvertSubgraphInto(bb, *g, scope); !st.ok()) {
+      if (st.GetPayload(kNeedsInputValuesPayload)) return st;
+      // A branch that cannot be converted for these shapes may be one the
+      // condition never takes (Silero VAD's 8 kHz path, given 16 kHz
+      // audio): ask for the condition, so that the session binds the
+      // inputs it depends on and only the branch taken is converted.
+      absl::Status need =
+          ctx.RequireConstant(cond, absl::StrCat("the condition of an If whose ", g == &then_g ? "then" : "else",
+                                                 "_branch cannot be converted (", st.message(), ")"))
+              .status();
+      return need.GetPayload(kNeedsInputValuesPayload) ? need : st;
+    }
     for (const auto& out : g->output())
       if (scope.sequences.count(out.name()) || scope.nones.count(out.name()))
         return ctx.RequireConstant(cond, "the condition of an If whose branches return sequences or optionals")
