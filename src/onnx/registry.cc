@@ -7,6 +7,7 @@ const Registry& Registry::Get() {
     auto* reg = new Registry;
     RegisterElementwiseOps(*reg);
     RegisterShapeOps(*reg);
+    RegisterGeneratorOps(*reg);
     RegisterGatherScatterOps(*reg);
     RegisterReduceOps(*reg);
     RegisterNnOps(*reg);

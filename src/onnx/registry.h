@@ -73,6 +73,7 @@ NodeOpset OpsetOf(const onnx::NodeProto& node, const std::map<std::string, int64
 // Registration functions, one per family file in ops/.
 void RegisterElementwiseOps(Registry& r);
 void RegisterShapeOps(Registry& r);
+void RegisterGeneratorOps(Registry& r);
 void RegisterGatherScatterOps(Registry& r);
 void RegisterReduceOps(Registry& r);
 void RegisterNnOps(Registry& r);
