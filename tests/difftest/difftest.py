@@ -118,22 +118,37 @@ def rel_error(got, want):
     return float(err), f"relative L2 {err:.3g}, max |diff| {np.max(np.abs(g - w), initial=0):.3g}"
 
 
+def _graph_to_float64(g, keep):
+    """Float32 tensors of `g` (and its subgraphs) become float64: weights,
+    Constant and ConstantOfShape values, Casts to float, declared types.
+    The names in `keep` (Resize's scales and roi) stay float32."""
+    keep |= {n.input[k] for n in g.node if n.op_type == "Resize" for k in (1, 2) if len(n.input) > k}
+    F, D = onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE
+
+    def wide(t):
+        return numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float64), t.name)
+    inits = [wide(t) if t.data_type == F and t.name not in keep else t for t in g.initializer]
+    del g.initializer[:]
+    g.initializer.extend(inits)
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == F and not (set(n.output) & keep):
+                a.t.CopyFrom(wide(a.t))
+            elif a.name == "to" and n.op_type == "Cast" and a.i == F:
+                a.i = D
+            elif a.type == onnx.AttributeProto.GRAPH:
+                _graph_to_float64(a.g, keep)
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        if vi.type.tensor_type.elem_type == F and vi.name not in keep:
+            vi.type.tensor_type.elem_type = D
+
+
 def to_float64(model, feeds):
-    """The model computing in float64 (inputs, outputs and float weights;
-    Resize's scales stay float32, as ONNX requires), and its inputs."""
+    """The model computing in float64 (see _graph_to_float64), and its
+    inputs."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
-    keep = {n.input[k] for n in m.graph.node if n.op_type == "Resize" for k in (1, 2) if len(n.input) > k}
-    inits = []
-    for t in m.graph.initializer:
-        if t.data_type == onnx.TensorProto.FLOAT and t.name not in keep:
-            t = numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float64), t.name)
-        inits.append(t)
-    del m.graph.initializer[:]
-    m.graph.initializer.extend(inits)
-    for vi in list(m.graph.input) + list(m.graph.output):
-        if vi.type.tensor_type.elem_type == onnx.TensorProto.FLOAT:
-            vi.type.tensor_type.elem_type = onnx.TensorProto.DOUBLE
+    _graph_to_float64(m.graph, set())
     return m, {k: (v.astype(np.float64) if v.dtype == np.float32 else v) for k, v in feeds.items()}
 
 
