@@ -517,7 +517,9 @@ class GraphGen:
         return vals[0]
 
     def half_round_trip(self):
-        x = self.pick()
+        # Of a graph input: rounding a computed value to 16 bits turns the
+        # last-bit differences of two correct engines into 16-bit steps.
+        x = self.pick(lambda v: v in self.inputs)
         t = self.choice([TensorProto.FLOAT16, TensorProto.BFLOAT16])
         c = self.node("Cast", [x.name], x.shape, to=t)
         self.pool.remove(c)

@@ -211,6 +211,25 @@ def test_resizing_to_one_element_with_pytorch_half_pixel_takes_the_first(mode):
     np.testing.assert_allclose(y, x[:, :, :1, :], rtol=1e-6)
 
 
+@pytest.mark.parametrize("mode", ["ceil", "floor", "round_prefer_floor", "round_prefer_ceil"])
+def test_nearest_resize_by_sizes_picks_the_element_exact_arithmetic_picks(mode):
+    """x_original = x * in / out: at exact integers (11 * 60 / 22 = 30) a
+    division by the rounded scale landed past them, and ceil went one on."""
+    import math
+    from fractions import Fraction
+    pick = {"ceil": math.ceil, "floor": math.floor,
+            "round_prefer_floor": lambda f: math.ceil(f - Fraction(1, 2)),
+            "round_prefer_ceil": lambda f: math.floor(f + Fraction(1, 2))}[mode]
+    for n_in, n_out in [(60, 22), (7, 3), (10, 30), (33, 45), (45, 33), (64, 19)]:
+        m = model([h.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="nearest",
+                               coordinate_transformation_mode="asymmetric", nearest_mode=mode)],
+                  [f32("x", [1, 1, 1, n_in])], [f32("y", [1, 1, 1, n_out])],
+                  [const("sizes", np.array([1, 1, 1, n_out], np.int64))])
+        (y,) = session(m).run(None, {"x": np.arange(n_in, dtype=np.float32).reshape(1, 1, 1, n_in)})
+        want = [min(n_in - 1, max(0, pick(Fraction(k * n_in, n_out)))) for k in range(n_out)]
+        np.testing.assert_array_equal(y.ravel(), want, err_msg=f"{n_in} -> {n_out}")
+
+
 def test_argmax_over_an_empty_axis_is_refused():
     m = model([h.make_node("ArgMax", ["x"], ["y"], name="am", axis=1, keepdims=0)], [f32("x", [3, 0])],
               [i64("y", [3])])

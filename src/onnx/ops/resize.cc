@@ -74,19 +74,25 @@ std::vector<double> Coefficients(const ResizeAttrs& a, double ratio, bool integr
           ((A + 2) * s - (A + 3)) * s * s + 1, ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A};
 }
 
-AxisPlan PlanAxis(const ResizeAttrs& a, int64_t in, int64_t out, double scale, double roi_start, double roi_end) {
+AxisPlan PlanAxis(const ResizeAttrs& a, int64_t in, int64_t out, double scale, bool from_sizes, double roi_start,
+                  double roi_end) {
   AxisPlan p;
   p.in = in;
   p.out = out;
   p.weights.assign(out, std::vector<double>(in, 0.0));
   p.extrapolate.assign(out, false);
-  double out_width = scale * in;  // the reference uses the real-valued width
+  // The reference uses the real-valued width (scale x input), which sizes
+  // make the integer output.
+  double out_width = from_sizes ? out : scale * in;
+  // v / scale, exactly where the scale is out / in: 11 / (22 / 60) in
+  // doubles is 30.000000000000004, and a ceil then picks the wrong element.
+  auto unscale = [&](double v) { return from_sizes ? v * in / out : v / scale; };
   for (int64_t o = 0; o < out; ++o) {
     double x = o, x_ori;
     if (a.coord == "align_corners") {
       x_ori = out_width == 1 ? 0.0 : x * (in - 1) / (out_width - 1);
     } else if (a.coord == "asymmetric") {
-      x_ori = x / scale;
+      x_ori = unscale(x);
     } else if (a.coord == "tf_crop_and_resize") {
       x_ori = out_width == 1 ? (roi_end - roi_start) * (in - 1) / 2
                              : x * (roi_end - roi_start) * (in - 1) / (out_width - 1);
@@ -96,16 +102,16 @@ AxisPlan PlanAxis(const ResizeAttrs& a, int64_t in, int64_t out, double scale, d
         continue;
       }
     } else if (a.coord == "tf_half_pixel_for_nearest") {
-      x_ori = (x + 0.5) / scale;
+      x_ori = unscale(x + 0.5);
     } else if (a.coord == "pytorch_half_pixel") {
-      x_ori = out_width == 1 ? 0.0 : (x + 0.5) / scale - 0.5;  // the operator: 0 for one output
+      x_ori = out_width == 1 ? 0.0 : unscale(x + 0.5) - 0.5;  // the operator: 0 for one output
     } else if (a.coord == "half_pixel_symmetric") {
       // Opset 19: half_pixel, re-centred for the integer output size.
       double adjustment = out / out_width;
       double center = in / 2.0;
-      x_ori = center * (1 - adjustment) + (x + 0.5) / scale - 0.5;
+      x_ori = center * (1 - adjustment) + unscale(x + 0.5) - 0.5;
     } else {
-      x_ori = (x + 0.5) / scale - 0.5;
+      x_ori = unscale(x + 0.5) - 0.5;
     }
     double fl = std::floor(x_ori);
     bool integral = x_ori == fl;
@@ -215,7 +221,7 @@ absl::Status ResizeImpl(NodeContext& ctx, Instruction* x, const ResizeAttrs& a, 
     if (out == dims[axis] && scale == 1.0 && a.coord != "tf_crop_and_resize") continue;
     if (out <= 0 || dims[axis] == 0) return ctx.Error("empty output or input dimension");
     double rs = roi.empty() ? 0 : roi[axis], re = roi.empty() ? 1 : roi[axis + r];
-    y = ApplyAxis(ctx.b(), y, axis, PlanAxis(a, dims[axis], out, scale, rs, re), a);
+    y = ApplyAxis(ctx.b(), y, axis, PlanAxis(a, dims[axis], out, scale, !sizes.empty(), rs, re), a);
   }
   ctx.set_output(0, y);
   return absl::OkStatus();
