@@ -23,6 +23,16 @@ done
 work="${BENCH_DIR:-build/bench_models}/import_time"
 mkdir -p "$work"
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+# The median load and compile milliseconds of `rounds` opens of a model.
+measure() {
+  local loads=() compiles=() l c
+  for ((r = 0; r < rounds; ++r)); do
+    read -r l c < <("$xonnx" bench "$1" --no-cache --warmup 0 --iterations 1 --json 2>/dev/null |
+      /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); print(d['load_ms'], d['compile_ms'])")
+    loads+=("$l") compiles+=("$c")
+  done
+  echo "$(printf '%s\n' "${loads[@]}" | median) $(printf '%s\n' "${compiles[@]}" | median)"
+}
 printf '%8s %10s %12s %12s %14s\n' nodes "load ms" "compile ms" "total ms" "us per node"
 IFS=, read -ra list <<<"$nodes"
 for n in "${list[@]}"; do
@@ -49,13 +59,7 @@ g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", Tensor
                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16])], inits)
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
 PY
-  loads=() compiles=()
-  for ((r = 0; r < rounds; ++r)); do
-    read -r l c < <("$xonnx" bench "$model" --no-cache --warmup 0 --iterations 1 --json 2>/dev/null |
-      /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); print(d['load_ms'], d['compile_ms'])")
-    loads+=("$l") compiles+=("$c")
-  done
-  l=$(printf '%s\n' "${loads[@]}" | median) c=$(printf '%s\n' "${compiles[@]}" | median)
+  read -r l c < <(measure "$model")
   awk -v n="$n" -v l="$l" -v c="$c" 'BEGIN {printf "%8d %10.1f %12.1f %12.1f %14.1f\n", n, l, c, l + c, (l + c) * 1000 / n}'
 done
 
@@ -86,12 +90,6 @@ top = [helper.make_node("Constant", [], ["trips"], value=helper.make_tensor("t",
 g = helper.make_graph(top, "loops", [f("x")], [f("y")], [numpy_helper.from_array(np.ones(16, np.float32), "one")])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
 PY
-  loads=() compiles=()
-  for ((r = 0; r < rounds; ++r)); do
-    read -r l c < <("$xonnx" bench "$model" --no-cache --warmup 0 --iterations 1 --json 2>/dev/null |
-      /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); print(d['load_ms'], d['compile_ms'])")
-    loads+=("$l") compiles+=("$c")
-  done
-  l=$(printf '%s\n' "${loads[@]}" | median) c=$(printf '%s\n' "${compiles[@]}" | median)
+  read -r l c < <(measure "$model")
   awk -v d="$d" -v l="$l" -v c="$c" 'BEGIN {printf "%8d %10.1f %12.1f %12.1f %14.2f\n", d, l, c, l + c, (l + c) / d}'
 done

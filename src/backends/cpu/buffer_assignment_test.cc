@@ -1,11 +1,9 @@
-// Buffer assignment and the plans it reads: programs whose values share
-// bytes (in-place writes, reuse after a value's last read) and whose
-// independent parts run at once give the evaluator's results, and the same
-// results with every value in memory of its own (distinct_buffers). Each
-// case is a wrong answer differential testing found (tests/difftest),
+// Buffer assignment: programs whose values share bytes (in-place writes,
+// reuse after a value's last read) give the evaluator's results, and the
+// same results with every value in memory of its own (distinct_buffers).
+// Each case is a wrong answer differential testing found (tests/difftest),
 // shrunk to its core.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <cmath>
 #include <random>
@@ -62,17 +60,6 @@ double MaxErrorAgainstEvaluator(const std::string& text, CompileOptions options,
   return err;
 }
 
-// Two OpenMP threads, whatever the machine says: concurrent branches are
-// planned for the compiling thread's team.
-class TwoThreads {
- public:
-  TwoThreads() : before_(omp_get_max_threads()) { omp_set_num_threads(2); }
-  ~TwoThreads() { omp_set_num_threads(before_); }
-
- private:
-  int before_;
-};
-
 // A fused loop writes over the gather it reads (its last reader), a
 // product's epilogue adds that in place, and another fused loop writes its
 // absolute value in place again: three in-place writes over one slot. The
@@ -117,58 +104,6 @@ TEST(BufferAssignment, InPlaceChainsMergedOutOfOrderLiveAsOne) {
   CompileOptions distinct;
   distinct.distinct_buffers = true;
   EXPECT_LT(MaxErrorAgainstEvaluator(text, distinct), 1e-3);
-}
-
-// A row fusion (a layer norm after a bias add) writes the bias add's value
-// as one of its outputs when it runs, at its last member; a second chain
-// reads that value. The second chain may not run beside the row fusion:
-// planning by the bias add's own position ran it before the value existed.
-constexpr char kRowFusionOutputReadByABranch[] = R"(HloModule m
-
-add_f32 {
-  p = f32[] parameter(0)
-  q = f32[] parameter(1)
-  ROOT s = f32[] add(p, q)
-}
-
-ENTRY main {
-  x = f32[4,26,40]{2,1,0} parameter(0)
-  b = f32[40]{0} parameter(1)
-  bb = f32[4,26,40]{2,1,0} broadcast(b), dimensions={2}
-  a = f32[4,26,40]{2,1,0} add(x, bb)
-  zero = f32[] constant(0)
-  sum = f32[4,26]{1,0} reduce(a, zero), dimensions={2}, to_apply=add_f32
-  n = f32[] constant(40)
-  nb = f32[4,26]{1,0} broadcast(n), dimensions={}
-  mean = f32[4,26]{1,0} divide(sum, nb)
-  mb = f32[4,26,40]{2,1,0} broadcast(mean), dimensions={0,1}
-  d = f32[4,26,40]{2,1,0} subtract(a, mb)
-  d2 = f32[4,26,40]{2,1,0} multiply(d, d)
-  var = f32[4,26]{1,0} reduce(d2, zero), dimensions={2}, to_apply=add_f32
-  vm = f32[4,26]{1,0} divide(var, nb)
-  eps = f32[] constant(1e-05)
-  eb = f32[4,26]{1,0} broadcast(eps), dimensions={}
-  ve = f32[4,26]{1,0} add(vm, eb)
-  rs = f32[4,26]{1,0} rsqrt(ve)
-  rb = f32[4,26,40]{2,1,0} broadcast(rs), dimensions={0,1}
-  ln = f32[4,26,40]{2,1,0} multiply(d, rb)
-  pd = f32[4,28,42]{2,1,0} pad(ln, zero), padding=0_0x1_1x1_1
-  l1 = f32[4,28,42]{2,1,0} logistic(pd)
-  lt = f32[4,42,28]{2,1,0} transpose(l1), dimensions={0,2,1}
-  l2 = f32[4,42,28]{2,1,0} tanh(lt)
-  t = f32[4,40,26]{2,1,0} transpose(a), dimensions={0,2,1}
-  t1 = f32[4,40,26]{2,1,0} tanh(t)
-  rv = f32[4,40,26]{2,1,0} reverse(t1), dimensions={1}
-  t2 = f32[4,40,26]{2,1,0} logistic(rv)
-  tt = f32[4,26,40]{2,1,0} transpose(t2), dimensions={0,2,1}
-  t3 = f32[4,26,40]{2,1,0} tanh(tt)
-  ROOT out = (f32[4,42,28]{2,1,0}, f32[4,26,40]{2,1,0}) tuple(l2, t3)
-}
-)";
-
-TEST(ConcurrentBranches, AValueARowFusionWritesIsReadOnlyAfterItRuns) {
-  TwoThreads two;
-  EXPECT_LT(MaxErrorAgainstEvaluator(kRowFusionOutputReadByABranch, {}, 20), 1e-4);
 }
 
 }  // namespace

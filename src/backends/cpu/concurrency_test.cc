@@ -206,5 +206,75 @@ TEST(ConcurrentBranches, CallsFromACallersParallelRegionGetWholeResults) {
   }
 }
 
+// A row fusion (a layer norm after a bias add) writes the bias add's value
+// as one of its outputs when it runs, at its last member; a second chain
+// reads that value. The second chain may not run beside the row fusion:
+// planning by the bias add's own position ran it before the value existed.
+constexpr char kRowFusionOutputReadByABranch[] = R"(HloModule m
+
+add_f32 {
+  p = f32[] parameter(0)
+  q = f32[] parameter(1)
+  ROOT s = f32[] add(p, q)
+}
+
+ENTRY main {
+  x = f32[4,26,40]{2,1,0} parameter(0)
+  b = f32[40]{0} parameter(1)
+  bb = f32[4,26,40]{2,1,0} broadcast(b), dimensions={2}
+  a = f32[4,26,40]{2,1,0} add(x, bb)
+  zero = f32[] constant(0)
+  sum = f32[4,26]{1,0} reduce(a, zero), dimensions={2}, to_apply=add_f32
+  n = f32[] constant(40)
+  nb = f32[4,26]{1,0} broadcast(n), dimensions={}
+  mean = f32[4,26]{1,0} divide(sum, nb)
+  mb = f32[4,26,40]{2,1,0} broadcast(mean), dimensions={0,1}
+  d = f32[4,26,40]{2,1,0} subtract(a, mb)
+  d2 = f32[4,26,40]{2,1,0} multiply(d, d)
+  var = f32[4,26]{1,0} reduce(d2, zero), dimensions={2}, to_apply=add_f32
+  vm = f32[4,26]{1,0} divide(var, nb)
+  eps = f32[] constant(1e-05)
+  eb = f32[4,26]{1,0} broadcast(eps), dimensions={}
+  ve = f32[4,26]{1,0} add(vm, eb)
+  rs = f32[4,26]{1,0} rsqrt(ve)
+  rb = f32[4,26,40]{2,1,0} broadcast(rs), dimensions={0,1}
+  ln = f32[4,26,40]{2,1,0} multiply(d, rb)
+  pd = f32[4,28,42]{2,1,0} pad(ln, zero), padding=0_0x1_1x1_1
+  l1 = f32[4,28,42]{2,1,0} logistic(pd)
+  lt = f32[4,42,28]{2,1,0} transpose(l1), dimensions={0,2,1}
+  l2 = f32[4,42,28]{2,1,0} tanh(lt)
+  t = f32[4,40,26]{2,1,0} transpose(a), dimensions={0,2,1}
+  t1 = f32[4,40,26]{2,1,0} tanh(t)
+  rv = f32[4,40,26]{2,1,0} reverse(t1), dimensions={1}
+  t2 = f32[4,40,26]{2,1,0} logistic(rv)
+  tt = f32[4,26,40]{2,1,0} transpose(t2), dimensions={0,2,1}
+  t3 = f32[4,26,40]{2,1,0} tanh(tt)
+  ROOT out = (f32[4,42,28]{2,1,0}, f32[4,26,40]{2,1,0}) tuple(l2, t3)
+}
+)";
+
+TEST(ConcurrentBranches, AValueARowFusionWritesIsReadOnlyAfterItRuns) {
+  TwoThreads two;
+  auto m = hlo::ParseText(kRowFusionOutputReadByABranch);
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<Literal> args;
+  for (const hlo::Instruction* p : (*m)->entry()->parameters()) args.push_back(Random(p->shape(), 3 + args.size(), 1));
+  auto want = eval::EvaluateModule(**m, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  auto exe = Executable::Compile(std::move(*m));
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  std::vector<const void*> in;
+  for (const Literal& a : args) in.push_back(a.untyped_data());
+  for (int call = 0; call < 20; ++call) {
+    std::vector<Literal> outs;
+    std::vector<void*> out_ptrs;
+    for (const Shape& s : (*exe)->output_shapes()) outs.emplace_back(s);
+    for (Literal& o : outs) out_ptrs.push_back(o.untyped_data());
+    ASSERT_TRUE((*exe)->Execute(in, out_ptrs).ok());
+    for (size_t k = 0; k < outs.size(); ++k)
+      EXPECT_LT(MaxError(outs[k], want->tuple_elements()[k]), 1e-4) << "call " << call << " output " << k;
+  }
+}
+
 }  // namespace
 }  // namespace xonnx::cpu
