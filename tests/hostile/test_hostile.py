@@ -327,6 +327,20 @@ def test_an_if_whose_undeclared_branch_shapes_differ_is_converted_for_the_branch
     np.testing.assert_array_equal(y, [[0], [2], [4]])
 
 
+def test_an_if_on_data_whose_undeclared_branch_shapes_differ_is_refused_not_compiled_per_value():
+    then_g = h.make_graph([h.make_node("Unsqueeze", ["x", "zero"], ["t"])], "then", [],
+                          [h.make_tensor_value_info("t", T.FLOAT, None)])
+    else_g = h.make_graph([h.make_node("Identity", ["x"], ["e"])], "else", [],
+                          [h.make_tensor_value_info("e", T.FLOAT, None)])
+    m = model([h.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
+               h.make_node("Greater", ["total", "zero_f"], ["positive"]),
+               h.make_node("If", ["positive"], ["y"], name="branchy", then_branch=then_g, else_branch=else_g)],
+              [f32("x", [64])], [f32("y", [None])],
+              [const("zero", np.array([0], np.int64)), const("zero_f", np.float32(0))])
+    with pytest.raises(xonnx.NotImplemented, match=r"'branchy'.*different shapes.*computed from data"):
+        session(m).run(None, {"x": np.ones(64, np.float32)})
+
+
 def test_an_if_branch_that_cannot_take_these_shapes_is_not_converted_when_not_taken():
     """Silero VAD's 8 kHz path cannot take 16 kHz frames: which path runs
     is decided by a scalar input, so only the branch taken is converted."""

@@ -14,6 +14,7 @@
 #include <memory>
 #include <set>
 
+#include "absl/container/flat_hash_set.h"
 #include "base/status.h"
 #include "onnx/registry.h"
 
@@ -104,6 +105,23 @@ struct Captures {
   }
 };
 
+// Whether `x` is computed from parameters of at most 16 elements only (a
+// sample rate, a count passed between programs): binding those to their
+// values, to pick an If's branch when compiling, compiles a few programs,
+// not one per input image.
+bool OfSmallInputs(const Instruction* x) {
+  std::vector<const Instruction*> work = {x};
+  absl::flat_hash_set<const Instruction*> seen;
+  while (!work.empty()) {
+    const Instruction* w = work.back();
+    work.pop_back();
+    if (!seen.insert(w).second) continue;
+    if (w->opcode() == Opcode::kParameter && w->shape().ElementCount() > 16) return false;
+    for (const Instruction* op : w->operands()) work.push_back(op);
+  }
+  return true;
+}
+
 // An If on a runtime condition: one computation per branch, both taking the
 // tuple of the non-constant values the branches capture (constants are
 // copied in, so that shape-like values stay known inside the branches).
@@ -141,11 +159,11 @@ absl::Status IfAsConditional(NodeContext& ctx, Instruction* cond, const onnx::Gr
       // condition never takes (Silero VAD's 8 kHz path, given 16 kHz
       // audio): ask for the condition, so that the session binds the
       // inputs it depends on and only the branch taken is converted.
-      absl::Status need =
-          ctx.RequireConstant(cond, absl::StrCat("the condition of an If whose ", g == &then_g ? "then" : "else",
-                                                 "_branch cannot be converted (", st.message(), ")"))
-              .status();
-      return need.GetPayload(kNeedsInputValuesPayload) ? need : st;
+      if (!OfSmallInputs(cond)) return st;
+      return ctx
+          .RequireConstant(cond, absl::StrCat("the condition of an If whose ", g == &then_g ? "then" : "else",
+                                              "_branch cannot be converted (", st.message(), ")"))
+          .status();
     }
     for (const auto& out : g->output())
       if (scope.sequences.count(out.name()) || scope.nones.count(out.name()))
@@ -164,13 +182,19 @@ absl::Status IfAsConditional(NodeContext& ctx, Instruction* cond, const onnx::Gr
       // compiling, which asks the session to bind the inputs it depends on
       // (a graph segment's, after a data-dependent node) and convert again
       // with the branch it picks. Branches that declare different shapes
-      // on a data condition run on the host (nested_graph.h).
-      return ctx
-          .RequireConstant(
-              cond, absl::StrCat("the condition of an If whose branches produce different shapes for "
-                                 "output ",
-                                 k, " (", t[k]->shape().ToString(false), " and ", e[k]->shape().ToString(false), ")"))
-          .status();
+      // on a data condition run on the host (nested_graph.h); a condition
+      // computed from data keeps the error, rather than a program compiled
+      // for each value of a large input.
+      return !OfSmallInputs(cond)
+                 ? ctx.Unsupported(absl::StrCat("branches produce different shapes for output ", k, " (",
+                                                t[k]->shape().ToString(false), " and ", e[k]->shape().ToString(false),
+                                                ") and the condition is computed from data at run time"))
+                 : ctx.RequireConstant(
+                          cond, absl::StrCat("the condition of an If whose branches produce different shapes for "
+                                             "output ",
+                                             k, " (", t[k]->shape().ToString(false), " and ",
+                                             e[k]->shape().ToString(false), ")"))
+                       .status();
   std::vector<hlo::Computation*> computations;
   for (size_t i = 0; i < branches.size(); ++i) {
     hlo::Builder& bb = *branches[i].bb;
