@@ -95,7 +95,8 @@ class Ort:
         answer = json.loads(self.proc.stdout.readline())
         if "error" in answer:
             raise RuntimeError(answer["error"])
-        dtypes = {"float32": np.float32, "int64": np.int64, "bool": np.bool_, "int32": np.int32}
+        dtypes = {"float32": np.float32, "float16": np.float16, "float64": np.float64, "int64": np.int64,
+                  "bool": np.bool_, "int32": np.int32, "int8": np.int8, "uint8": np.uint8}
         return [np.fromfile(o["file"], dtypes[o["type"]]).reshape(o["dims"]) for o in answer["outputs"]]
 
     def close(self):

@@ -1080,7 +1080,7 @@ TEST(PrecisionPass, HalfProgramsComputeInF32) {
   for (const std::string type : {"f16", "bf16"}) {
     auto m = hlo::ParseText(ConvChain(type));
     ASSERT_TRUE(m.ok()) << m.status();
-    UpcastHalfPrecision pass;
+    UpcastHalfPrecision pass(/*excess_precision=*/true);
     auto changed = pass.Run(m->get());
     ASSERT_TRUE(changed.ok() && *changed) << changed.status();
     std::string text = hlo::ToText(**m);
@@ -1102,7 +1102,9 @@ TEST(PrecisionPass, HalfProgramsComputeInF32) {
       half_args.push_back(std::move(r));
     }
     auto run = [](std::unique_ptr<Module> mod, const std::vector<Literal>& args) -> Literal {
-      auto exe = Executable::Compile(std::move(mod));
+      CompileOptions options;
+      options.excess_precision = true;
+      auto exe = Executable::Compile(std::move(mod), options);
       EXPECT_TRUE(exe.ok()) << exe.status();
       for (const auto& [kind, n] : (*exe)->ThunkSummary()) EXPECT_NE(kind, "kernel:convolution");
       std::vector<const void*> in;
@@ -1134,6 +1136,50 @@ Literal RunOnce(const Executable& exe, const std::vector<const Literal*>& args) 
   void* o = out.untyped_data();
   EXPECT_TRUE(exe.Execute(in, {&o, 1}).ok());
   return out;
+}
+
+// By default each half-precision op's result is rounded to its type, as
+// the program says: the compiled half program gives the reference
+// evaluator's half results (which round every op), not the f32 program's.
+TEST(PrecisionPass, HalfOpsRoundTheirResultsByDefault) {
+  for (const std::string type : {"f16", "bf16"}) {
+    auto m = hlo::ParseText(ConvChain(type));
+    ASSERT_TRUE(m.ok()) << m.status();
+    UpcastHalfPrecision pass;
+    ASSERT_TRUE(pass.Run(m->get()).ok());
+    // The convolutions and adds compute in f32 and round their results.
+    std::string text = hlo::ToText(**m);
+    EXPECT_NE(text.find("f32[1,4,8,8]{3,2,1,0} convolution("), std::string::npos) << text;
+    EXPECT_GT(Occurrences(text, " convert("), 5) << text;
+
+    auto half = hlo::ParseText(ConvChain(type));
+    ASSERT_TRUE(half.ok());
+    PrimitiveType ht = type == "f16" ? F16 : BF16;
+    std::vector<Literal> args;
+    for (int64_t k = 0; k < 4; ++k) {
+      const Shape& s = (*half)->entry()->parameter(k)->shape();
+      args.push_back(Random(Shape(ht, s.dims), 31 + k));
+    }
+    auto want = eval::EvaluateModule(**half, args);
+    ASSERT_TRUE(want.ok()) << want.status();
+    auto exe = Executable::Compile(std::move(*half));
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    std::vector<const Literal*> ptrs;
+    for (const Literal& a : args) ptrs.push_back(&a);
+    Literal got = RunOnce(**exe, ptrs);
+    // Per-op rounding as the evaluator's: differences only where a sum's
+    // order tips a rounding (one unit in the last place of the half type).
+    double max_err = 0, scale = 0;
+    int64_t differing = 0;
+    for (int64_t i = 0; i < want->element_count(); ++i) {
+      double d = std::abs(got.GetAsDouble(i) - want->GetAsDouble(i));
+      differing += d > 0;
+      max_err = std::max(max_err, d);
+      scale = std::max(scale, std::abs(want->GetAsDouble(i)));
+    }
+    EXPECT_LT(max_err, scale * (type == "f16" ? 2e-3 : 1.6e-2)) << type;
+    EXPECT_LT(differing, want->element_count() / 4) << type;
+  }
 }
 
 // A model's batch buckets are separate programs over the same weights. The

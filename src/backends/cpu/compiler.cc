@@ -162,7 +162,7 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(std::unique_ptr<
   } else {
     split.reset();
   }
-  UpcastHalfPrecision upcast;
+  UpcastHalfPrecision upcast(options.excess_precision);
   RETURN_IF_ERROR(upcast.Run(module.get()).status());
   dump(upcast.name());
   if (options.use_dnnl) {

@@ -56,6 +56,11 @@ struct CompileOptions {
   // same as without; a difference (`xonnx run --compare buffers`) is a
   // buffer-lifetime bug, not rounding.
   bool distinct_buffers = false;
+  // Half-precision (f16, bf16) ops run in f32 (UpcastHalfPrecision); each
+  // result is rounded to its half type as the program says, unless this
+  // lets values carry f32 precision from op to op (faster; differs from
+  // per-op rounding by about the half type's epsilon).
+  bool excess_precision = false;
 };
 
 // Where a buffer lives while the program runs.

@@ -74,6 +74,40 @@ bool Widenable(const Instruction* i) {
   }
 }
 
+// Whether `i`'s result holds only values of its operands (moved, selected,
+// or the larger or smaller of two): half-precision operands give a result
+// that needs no rounding back to half.
+bool KeepsValues(const Instruction* i) {
+  switch (i->opcode()) {
+    case Opcode::kBroadcast:
+    case Opcode::kReshape:
+    case Opcode::kTranspose:
+    case Opcode::kSlice:
+    case Opcode::kDynamicSlice:
+    case Opcode::kDynamicUpdateSlice:
+    case Opcode::kConcatenate:
+    case Opcode::kPad:
+    case Opcode::kReverse:
+    case Opcode::kGather:
+    case Opcode::kCopy:
+    case Opcode::kMaximum:
+    case Opcode::kMinimum:
+    case Opcode::kClamp:
+    case Opcode::kSelect:
+    case Opcode::kNegate:
+    case Opcode::kAbs:
+      return true;
+    case Opcode::kReduce:
+    case Opcode::kReduceWindow: {
+      // A max or min reducer picks a value; an add makes a new one.
+      const Instruction* root = i->to_apply()->root();
+      return root->opcode() == Opcode::kMaximum || root->opcode() == Opcode::kMinimum;
+    }
+    default:
+      return false;
+  }
+}
+
 bool HasHalf(const Instruction* i) {
   if (i->shape().IsArray() && IsHalf(i->shape().element_type)) return true;
   for (const Instruction* o : i->operands())
@@ -128,7 +162,9 @@ absl::StatusOr<bool> UpcastHalfPrecision::Run(hlo::Module* module) {
       Instruction* result = w;
       if (half_result) {
         result = hlo::AddConvert(c, w, i->shape().element_type, i);
-        f32_of[result] = w;
+        // Readers of the result read it rounded (a convert back from
+        // half), unless rounding would change nothing.
+        if (excess_precision_ || KeepsValues(i)) f32_of[result] = w;
       }
       c->ReplaceAllUsesWith(i, result);
       changed = true;
@@ -138,7 +174,8 @@ absl::StatusOr<bool> UpcastHalfPrecision::Run(hlo::Module* module) {
     // the excess precision. Not a Cast the model itself wrote: that
     // rounding is the model's (a float32 model casting to float16 and back
     // gets float16 values, as in ONNX Runtime).
-    auto round_trip = [](const Instruction* up) -> Instruction* {
+    auto round_trip = [&](const Instruction* up) -> Instruction* {
+      if (!excess_precision_) return nullptr;  // each rounding is the program's
       if (up->opcode() != Opcode::kConvert || up->shape().element_type != hlo::F32) return nullptr;
       Instruction* down = up->operand(0);
       if (down->opcode() != Opcode::kConvert || !IsHalf(down->shape().element_type)) return nullptr;

@@ -70,7 +70,7 @@ std::string OptionFlags(const ProgramOptions& o) {
   const CompileOptions& c = o.compile;
   return absl::StrCat(o.optimize ? 1 : 0, c.use_dnnl ? 1 : 0, c.fuse_elementwise ? 1 : 0, c.winograd ? 1 : 0,
                       c.blocked_layouts ? 1 : 0, c.reference ? 1 : 0, c.concurrent_branches ? 1 : 0,
-                      c.distinct_buffers ? 1 : 0, ":", c.batch_rows);
+                      c.distinct_buffers ? 1 : 0, c.excess_precision ? 1 : 0, ":", c.batch_rows);
 }
 
 }  // namespace
@@ -214,14 +214,15 @@ absl::StatusOr<std::shared_ptr<Program>> Program::Deserialize(absl::string_view 
     return bad(absl::StrCat("serialized by xonnx ", header[1], ", this plugin is ", XONNX_VERSION));
   size_t sig_size = 0, name_size = 0;
   std::vector<absl::string_view> sizes = absl::StrSplit(header[5], ' ');
-  // Eight switches (six before concurrent_branches, seven before
-  // distinct_buffers, then on), then ':' and the batch rows (OptionFlags).
+  // Nine switches (six before concurrent_branches, seven before
+  // distinct_buffers, eight before excess_precision), then ':' and the
+  // batch rows (OptionFlags).
   std::vector<absl::string_view> option_parts = absl::StrSplit(header[3], ':');
   absl::string_view flags = option_parts[0];
   int64_t batch_rows = 0;
   if (option_parts.size() != 2 || !absl::SimpleAtoi(option_parts[1], &batch_rows) || batch_rows < 0)
     return bad("corrupt header");
-  if (!absl::SimpleAtoi(header[2], device_id) || flags.size() < 6 || flags.size() > 8 || sizes.size() != 2 ||
+  if (!absl::SimpleAtoi(header[2], device_id) || flags.size() < 6 || flags.size() > 9 || sizes.size() != 2 ||
       !absl::SimpleAtoi(sizes[0], &sig_size) || !absl::SimpleAtoi(sizes[1], &name_size) ||
       sig_size > bytes.size() - pos || name_size > bytes.size() - pos - sig_size)
     return bad("corrupt header");
@@ -244,6 +245,8 @@ absl::StatusOr<std::shared_ptr<Program>> Program::Deserialize(absl::string_view 
   o.compile.reference = flags[5] == '1';
   o.compile.concurrent_branches = flags.size() < 7 || flags[6] == '1';
   o.compile.distinct_buffers = flags.size() >= 8 && flags[7] == '1';
+  // Before the switch, half-precision programs kept excess precision.
+  o.compile.excess_precision = flags.size() < 9 || flags[8] == '1';
   o.compile.batch_rows = batch_rows;
   std::shared_ptr<Program> p(new Program);
   p->options_ = o;

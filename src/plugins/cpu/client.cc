@@ -45,6 +45,7 @@ constexpr BoolOption kBoolOptions[] = {
     {"concurrent_branches", [](PluginOptions& o) -> bool& { return o.program.compile.concurrent_branches; }},
     {"reference", [](PluginOptions& o) -> bool& { return o.program.compile.reference; }},
     {"distinct_buffers", [](PluginOptions& o) -> bool& { return o.program.compile.distinct_buffers; }},
+    {"excess_precision", [](PluginOptions& o) -> bool& { return o.program.compile.excess_precision; }},
 };
 
 absl::Status ApplyCreateOption(const PJRT_NamedValue& v, PluginOptions& o) {
