@@ -22,6 +22,10 @@ bool CpuHasAvx512() {
   static const bool has = Supports([] { return __builtin_cpu_supports("avx512f") != 0; });
   return has;
 }
+bool CpuHasAvx2F16c() {
+  static const bool has = Supports([] { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"); });
+  return has;
+}
 bool CpuHasAvx512Vbmi() {
   static const bool has = Supports([] {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -33,6 +37,7 @@ bool CpuHasAvx512Vbmi() {
 bool CpuHasAvx2() { return false; }
 bool CpuHasAvx2Fma() { return false; }
 bool CpuHasAvx512() { return false; }
+bool CpuHasAvx2F16c() { return false; }
 bool CpuHasAvx512Vbmi() { return false; }
 #endif
 

@@ -8,6 +8,7 @@ namespace xonnx::cpu {
 bool CpuHasAvx2();
 bool CpuHasAvx2Fma();     // AVX2 and FMA
 bool CpuHasAvx512();      // AVX-512 F
+bool CpuHasAvx2F16c();    // AVX2 and F16C (half-precision conversions)
 bool CpuHasAvx512Vbmi();  // AVX-512 F, BW and VBMI (byte permutes)
 
 }  // namespace xonnx::cpu

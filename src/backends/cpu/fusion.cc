@@ -6,6 +6,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
 #include "backends/cpu/fusion_program.h"
+#include "backends/cpu/half_convert.h"
 #include "backends/cpu/table_lookup.h"
 #include "backends/cpu/thunks.h"
 #include "backends/cpu/vector_math.h"
@@ -291,6 +292,24 @@ ConstantTables MakeConstantTables(const Program& p, size_t input_buffers, absl::
   return ct;
 }
 
+// Converts between f32 and a 16-bit float with the vector kernels; false
+// for any other pair of types.
+bool ConvertHalf(hlo::PrimitiveType from, hlo::PrimitiveType to, const void* x, uint8_t* dst, int64_t len) {
+  auto* half_out = reinterpret_cast<uint16_t*>(dst);
+  auto* half_in = static_cast<const uint16_t*>(x);
+  if (from == hlo::F32 && to == hlo::F16)
+    ConvertF32ToF16(static_cast<const float*>(x), half_out, len);
+  else if (from == hlo::F32 && to == hlo::BF16)
+    ConvertF32ToBF16(static_cast<const float*>(x), half_out, len);
+  else if (from == hlo::F16 && to == hlo::F32)
+    ConvertF16ToF32(half_in, reinterpret_cast<float*>(dst), len);
+  else if (from == hlo::BF16 && to == hlo::F32)
+    ConvertBF16ToF32(half_in, reinterpret_cast<float*>(dst), len);
+  else
+    return false;
+  return true;
+}
+
 // Computes `len` elements of op node `node` into `dst` from its operands'
 // values in `vals`.
 void EvalOp(const Program& p, const Node& node, const std::vector<const void*>& vals, uint8_t* dst, int64_t len,
@@ -308,6 +327,7 @@ void EvalOp(const Program& p, const Node& node, const std::vector<const void*>& 
         ConvertF32ToS8(static_cast<const float*>(arg(0)), reinterpret_cast<int8_t*>(dst), len);
         return;
       }
+      if (ConvertHalf(t0, node.type, arg(0), dst, len)) return;
       hlo::TypeSwitch(t0, [&](auto ft) {
         using From = typename decltype(ft)::type;
         hlo::TypeSwitch(node.type, [&](auto tt) {
