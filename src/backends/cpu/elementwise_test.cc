@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backends/cpu/executable.h"
+#include "backends/cpu/runtime/executable.h"
 #include "evaluator/evaluator.h"
 #include "hlo/builder.h"
 

@@ -15,7 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "backends/cpu/executable.h"
+#include "backends/cpu/runtime/executable.h"
 #include "evaluator/evaluator.h"
 #include "hlo/parser.h"
 

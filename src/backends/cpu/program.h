@@ -26,7 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "backends/cpu/executable.h"
+#include "backends/cpu/runtime/executable.h"
 #include "hlo/ir.h"
 
 namespace xonnx::cpu {

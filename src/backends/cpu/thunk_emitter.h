@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "backends/cpu/buffer_assignment.h"
-#include "backends/cpu/executable.h"
-#include "backends/cpu/plan.h"
-#include "backends/cpu/thunks.h"
+#include "backends/cpu/planning/buffer_assignment.h"
+#include "backends/cpu/planning/plan.h"
+#include "backends/cpu/runtime/executable.h"
+#include "backends/cpu/runtime/thunks.h"
 
 namespace xonnx::cpu {
 

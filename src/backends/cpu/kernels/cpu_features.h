@@ -1,0 +1,16 @@
+// The instruction sets this CPU runs, for kernels that pick a build at run
+// time (the library is compiled for baseline x86-64). Each is read once.
+#ifndef XONNX_BACKENDS_CPU_KERNELS_CPU_FEATURES_H_
+#define XONNX_BACKENDS_CPU_KERNELS_CPU_FEATURES_H_
+
+namespace xonnx::cpu {
+
+bool CpuHasAvx2();
+bool CpuHasAvx2Fma();     // AVX2 and FMA
+bool CpuHasAvx512();      // AVX-512 F
+bool CpuHasAvx2F16c();    // AVX2 and F16C (half-precision conversions)
+bool CpuHasAvx512Vbmi();  // AVX-512 F, BW and VBMI (byte permutes)
+
+}  // namespace xonnx::cpu
+
+#endif  // XONNX_BACKENDS_CPU_KERNELS_CPU_FEATURES_H_
