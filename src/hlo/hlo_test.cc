@@ -122,6 +122,19 @@ ENTRY e {
   EXPECT_THAT(a->users(), testing::UnorderedElementsAre(b, c));
   copy.reset();
   EXPECT_THAT(x->users(), testing::ElementsAre(a, a));
+  // A copy made to read other operands never registers with the original's
+  // (a module cloned while other threads read it is left as it was), and a
+  // clone of the module leaves every user list of the original alone.
+  auto reading_x = Instruction::CopyReading(*b, {x, x});
+  EXPECT_THAT(a->users(), testing::UnorderedElementsAre(b, c));
+  EXPECT_THAT(x->users(), testing::ElementsAre(a, a, reading_x.get(), reading_x.get()));
+  reading_x.reset();
+  std::unique_ptr<Module> clone = (*m)->Clone();
+  EXPECT_THAT(a->users(), testing::UnorderedElementsAre(b, c));
+  EXPECT_THAT(x->users(), testing::ElementsAre(a, a));
+  EXPECT_THAT(y->users(), testing::ElementsAre(b));
+  Instruction* clone_a = clone->entry()->root()->operand(1)->operand(0);
+  EXPECT_THAT(clone->entry()->parameter(0)->users(), testing::ElementsAre(clone_a, clone_a));
   // Replacing a's uses moves its readers to y; a reader left dead by a
   // rewrite does not count as a use.
   comp->ReplaceAllUsesWith(a, y);

@@ -35,7 +35,7 @@ bool Instruction::SameAttributes(const Instruction& o) const {
          is_stable == o.is_stable && rng_algorithm == o.rng_algorithm && called_ == o.called_;
 }
 
-Instruction::Instruction(const Instruction& o)
+Instruction::Instruction(const Instruction& o, NoOperands)
     : literal(o.literal),
       parameter_number(o.parameter_number),
       tuple_index(o.tuple_index),
@@ -64,9 +64,17 @@ Instruction::Instruction(const Instruction& o)
       shape_(o.shape_),
       name_(o.name_),
       id_(o.id_),
-      operands_(o.operands_),
-      called_(o.called_) {
-  for (Instruction* op : operands_) op->users_.push_back(this);
+      called_(o.called_) {}
+
+Instruction::Instruction(const Instruction& o) : Instruction(o, NoOperands{}) {
+  for (Instruction* op : o.operands_) AppendOperand(op);
+}
+
+std::unique_ptr<Instruction> Instruction::CopyReading(const Instruction& other,
+                                                      const std::vector<Instruction*>& operands) {
+  std::unique_ptr<Instruction> copy(new Instruction(other, NoOperands{}));
+  for (Instruction* op : operands) copy->AppendOperand(op);
+  return copy;
 }
 
 Instruction::~Instruction() {
@@ -247,8 +255,9 @@ std::unique_ptr<Computation> Computation::Clone(Module* m, std::string name) con
   c->set_parent(m);
   absl::flat_hash_map<const Instruction*, Instruction*> map;
   for (const auto& i : instructions_) {
-    auto copy = std::make_unique<Instruction>(*i);
-    for (int64_t k = 0; k < copy->operand_count(); ++k) copy->ReplaceOperand(k, map.at(i->operand(k)));
+    std::vector<Instruction*> operands;
+    for (const Instruction* op : i->operands()) operands.push_back(map.at(op));
+    auto copy = Instruction::CopyReading(*i, operands);
     copy->set_name(i->name());
     copy->set_id(i->id());
     c->instructions_.push_back(std::move(copy));

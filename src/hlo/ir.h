@@ -93,6 +93,10 @@ class Instruction {
   // no users of its own.
   Instruction(const Instruction& other);
   Instruction& operator=(const Instruction&) = delete;
+  // A copy of `other` reading `operands` instead of other's (as many), which
+  // never touches other's operands: a clone of a module that other threads
+  // may read at the same time leaves it as it was.
+  static std::unique_ptr<Instruction> CopyReading(const Instruction& other, const std::vector<Instruction*>& operands);
   // Stops being a user of its operands.
   ~Instruction();
 
@@ -151,6 +155,9 @@ class Instruction {
   std::string name_;
   int64_t id_ = -1;
   friend class Computation;
+  struct NoOperands {};
+  // Copies everything but operands (none) and users (none).
+  Instruction(const Instruction& other, NoOperands);
   // Drops one entry of `user` from users_ (searched from the back: a copy
   // that is rewired at once was added last).
   void RemoveUser(const Instruction* user);

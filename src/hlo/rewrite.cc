@@ -63,10 +63,13 @@ Instruction* AddTranspose(Computation* c, Instruction* x, std::vector<int64_t> p
 
 Instruction* AddCopyOf(Computation* c, const Instruction& original, const std::vector<Instruction*>& operands,
                        Shape shape) {
-  auto i = std::make_unique<Instruction>(original);
-  i->set_name("");
+  // The copy registers with the operands it reads only: `original` may
+  // belong to a module other threads read.
+  std::vector<Instruction*> reads = original.operands();
   for (size_t k = 0; k < operands.size(); ++k)
-    if (operands[k]) i->ReplaceOperand(k, operands[k]);
+    if (operands[k]) reads[k] = operands[k];
+  auto i = Instruction::CopyReading(original, reads);
+  i->set_name("");
   i->set_shape(std::move(shape));
   return c->AddInstruction(std::move(i));
 }
