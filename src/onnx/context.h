@@ -63,6 +63,11 @@ struct GraphValues {
   // (ImportOptions::check_indices).
   std::vector<RuntimeCheck> checks;
   bool check_indices = true;
+  // Whether the nodes of this scope may not run at all (an If's branch, a
+  // Loop's body, an unrolled iteration after a run-time condition): an
+  // index known to be out of range is then checked when they run, not
+  // refused when the model converts.
+  bool maybe_skipped = false;
   // Called before each node is converted (ImportOptions::stop); null: never.
   const std::function<absl::Status()>* stop = nullptr;
   // Whether `name` is defined in any of the forms above.

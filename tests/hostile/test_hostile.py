@@ -123,6 +123,69 @@ def test_scatter_elements_out_of_range():
         s.run(None, {"idx": np.array([[-4, 0]], np.int64)})
 
 
+def ms_model(nodes, inputs, outputs, inits=()):
+    m = model(nodes, inputs, outputs, inits)
+    m.opset_import.append(h.make_opsetid("com.microsoft", 1))
+    return m
+
+
+def other_index_models():
+    """Ops that index by a run-time input besides the gathers and scatters:
+    (name, model, feeds of a valid call, feeds out of range, message)."""
+    unpool = model([h.make_node("MaxUnpool", ["x", "i"], ["y"], name="unpool", kernel_shape=[2, 2], strides=[2, 2])],
+                   [f32("x", [1, 1, 2, 2]), i64("i", [1, 1, 2, 2])], [f32("y", [1, 1, 4, 4])])
+    x4 = np.arange(1, 5, dtype=np.float32).reshape(1, 1, 2, 2)
+    reverse = model([h.make_node("ReverseSequence", ["x", "lens"], ["y"], name="rev", time_axis=0, batch_axis=1)],
+                    [f32("x", [4, 2]), i64("lens", [2])], [f32("y", [4, 2])])
+    x42 = np.arange(8, dtype=np.float32).reshape(4, 2)
+    roi = model([h.make_node("RoiAlign", ["x", "rois", "b"], ["y"], name="roi", output_height=2, output_width=2,
+                             sampling_ratio=2)], [i64("b", [1])], [f32("y", [1, 1, 2, 2])],
+                [const("x", np.arange(32, dtype=np.float32).reshape(2, 1, 4, 4)),
+                 const("rois", np.array([[0, 0, 3, 3]], np.float32))])
+    rotary = ms_model([h.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"], name="rope",
+                                   domain="com.microsoft", num_heads=1)], [f32("x", [1, 2, 4]), i64("pos", [1, 2])],
+                      [f32("y", [1, 2, 4])], [const("cos", np.cos(np.arange(16, dtype=np.float32)).reshape(8, 2)),
+                                              const("sin", np.sin(np.arange(16, dtype=np.float32)).reshape(8, 2))])
+    x124 = np.ones((1, 2, 4), np.float32)
+    return [
+        ("MaxUnpool", unpool, {"x": x4, "i": np.array([0, 3, 8, 15]).reshape(1, 1, 2, 2)},
+         {"x": x4, "i": np.array([0, 3, 8, 16]).reshape(1, 1, 2, 2)}, r"'unpool'.*indices: 16 is outside \[0, 15\]"),
+        ("MaxUnpool negative", unpool, None, {"x": x4, "i": np.array([0, -1, 8, 15]).reshape(1, 1, 2, 2)},
+         r"'unpool'.*-1 is outside \[0, 15\]"),
+        ("ReverseSequence", reverse, {"x": x42, "lens": np.array([4, 0])}, {"x": x42, "lens": np.array([5, 1])},
+         r"'rev'.*sequence_lens: 5 is outside \[0, 4\]"),
+        ("RoiAlign", roi, {"b": np.array([1])}, {"b": np.array([2])}, r"'roi'.*batch_indices: 2 is outside \[0, 1\]"),
+        ("RotaryEmbedding", rotary, {"x": x124, "pos": np.array([[0, 7]])}, {"x": x124, "pos": np.array([[0, 8]])},
+         r"'rope'.*position ids: 8 is outside \[0, 7\]"),
+    ]
+
+
+@pytest.mark.parametrize("case", other_index_models(), ids=lambda c: c[0])
+def test_other_run_time_indices_are_checked(case):
+    _, m, good, bad, message = case
+    s = session(m)
+    if good is not None:
+        s.run(None, good)
+    with pytest.raises(xonnx.InvalidArgument, match=message):
+        s.run(None, bad)
+
+
+def test_reverse_sequence_reverses_each_length():
+    (y,) = session(other_index_models()[2][1]).run(None, {"x": np.arange(8, dtype=np.float32).reshape(4, 2),
+                                                          "lens": np.array([4, 2], np.int64)})
+    np.testing.assert_array_equal(y, [[6, 3], [4, 1], [2, 5], [0, 7]])
+
+
+def test_default_positions_past_the_position_table_are_refused():
+    m = ms_model([h.make_node("EmbedLayerNormalization", ["ids", "", "words", "positions", "", "gamma", "beta"],
+                              ["y", "mask"], name="embed", domain="com.microsoft")],
+                 [i64("ids", [1, 5])], [f32("y", [1, 5, 4]), h.make_tensor_value_info("mask", T.INT32, [1])],
+                 [const("words", np.ones((10, 4), np.float32)), const("positions", np.ones((4, 4), np.float32)),
+                  const("gamma", np.ones(4, np.float32)), const("beta", np.zeros(4, np.float32))])
+    with pytest.raises(xonnx.InvalidArgument, match=r"'embed'.*5 tokens needs 5 rows of position_embedding; it has 4"):
+        session(m).run(None, {"ids": np.zeros((1, 5), np.int64)})
+
+
 def test_a_constant_index_out_of_range_is_refused_when_the_model_loads():
     m = model([h.make_node("Gather", ["data", "idx"], ["y"], name="fixed")], [f32("data", [4, 2])], [f32("y", [2])],
               [const("idx", np.array(7, np.int64))])
@@ -160,6 +223,43 @@ def test_indices_checked_inside_a_loop_body_and_an_if_branch():
     # The branch that reads them did not run.
     (y,) = s.run(None, {"idx": np.array([-6, 0], np.int64), "c": np.array(False)})
     np.testing.assert_array_equal(y, [0, 0])
+
+
+def test_indices_of_iterations_the_condition_stops_are_checked_only_if_they_run():
+    """acc += data[i] while i + 1 < limit, for at most 20 trips over 10 rows:
+    the unrolled iterations 10 and on index past the end, with constant
+    indices, but run only when limit > 10."""
+    body = h.make_graph([h.make_node("Gather", ["data", "i"], ["row"], name="in_loop"),
+                         h.make_node("Add", ["acc_in", "row"], ["acc_out"]),
+                         h.make_node("Add", ["i", "one"], ["next"]),
+                         h.make_node("Less", ["next", "limit"], ["cond_out"])], "body",
+                        [i64("i", []), h.make_tensor_value_info("cond_in", T.BOOL, []), f32("acc_in", [])],
+                        [h.make_tensor_value_info("cond_out", T.BOOL, []), f32("acc_out", [])])
+    m = model([h.make_node("Less", ["zero_i", "limit"], ["c0"]),
+               h.make_node("Loop", ["trips", "c0", "zero"], ["total"], body=body)], [i64("limit", [])],
+              [f32("total", [])], [const("data", np.arange(10, dtype=np.float32)), const("zero", np.float32(0)),
+                                   const("trips", np.int64(20)), const("one", np.int64(1)),
+                                   const("zero_i", np.int64(0))])
+    s = session(m)
+    for limit, total in [(10, 45), (3, 3), (0, 0)]:
+        (y,) = s.run(None, {"limit": np.array(limit, np.int64)})
+        assert y == total, limit
+    with pytest.raises(xonnx.InvalidArgument, match=r"'in_loop'.*10 is outside \[-10, 9\]"):
+        s.run(None, {"limit": np.array(11, np.int64)})
+
+
+def test_a_constant_index_out_of_range_in_a_branch_is_checked_if_it_runs():
+    then_g = h.make_graph([h.make_node("Gather", ["data", "seven"], ["t"], name="fixed_in_then")], "then", [],
+                          [f32("t", [2])])
+    else_g = h.make_graph([h.make_node("Identity", ["fallback"], ["e"])], "else", [], [f32("e", [2])])
+    m = model([h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+              [h.make_tensor_value_info("c", T.BOOL, [])], [f32("y", [2])],
+              [const("data", np.ones((4, 2), np.float32)), const("seven", np.int64(7)),
+               const("fallback", np.zeros(2, np.float32))])
+    s = session(m)
+    np.testing.assert_array_equal(s.run(None, {"c": np.array(False)})[0], [0, 0])
+    with pytest.raises(xonnx.InvalidArgument, match=r"'fixed_in_then'.*7 is outside \[-4, 3\]"):
+        s.run(None, {"c": np.array(True)})
 
 
 # --- slices, reductions, windows, attributes -----------------------------------
@@ -201,11 +301,15 @@ def onnx_slice(x, s, e, step):
 
 
 @pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
-def test_resizing_to_one_element_with_pytorch_half_pixel_takes_the_first(mode):
-    # The operator: x_original = 0 when the output has one element.
-    m = model([h.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode=mode,
+@pytest.mark.parametrize("by", ["sizes", "scales"])
+def test_resizing_to_one_element_with_pytorch_half_pixel_takes_the_first(mode, by):
+    # The operator: x_original = 0 when the output has one element, counted
+    # as an integer (scale 0.3 of 5 is 1.5 wide and gives one element).
+    target = (["x", "", "", "sizes"], const("sizes", np.array([1, 1, 1, 3], np.int64))) if by == "sizes" else \
+        (["x", "", "scales"], const("scales", np.array([1, 1, 0.3, 1], np.float32)))
+    m = model([h.make_node("Resize", target[0], ["y"], mode=mode,
                            coordinate_transformation_mode="pytorch_half_pixel")], [f32("x", [1, 1, 5, 3])],
-              [f32("y", [1, 1, 1, 3])], [const("sizes", np.array([1, 1, 1, 3], np.int64))])
+              [f32("y", [1, 1, 1, 3])], [target[1]])
     x = (np.arange(15, dtype=np.float32) ** 2).reshape(1, 1, 5, 3)
     (y,) = session(m).run(None, {"x": x})
     np.testing.assert_allclose(y, x[:, :, :1, :], rtol=1e-6)
@@ -438,6 +542,34 @@ def test_the_deadline_bounds_the_import(million_node_chain):
     with pytest.raises(xonnx.DeadlineExceeded, match="passed its deadline of 200 ms"):
         s.run(None, {"x": np.zeros(4, np.float32)})
     # Stopped between nodes: far from the full import's time.
+    assert time.monotonic() - t0 < 10
+
+
+def test_the_deadline_bounds_the_import_inside_branches():
+    """A long chain in an If's branch inside a Loop's body: the deadline
+    stops the branch's conversion and is reported as such, not as a branch
+    that cannot be converted (whose condition would then be asked for)."""
+    n = 200_000
+    steps = [h.make_node("Add" if k % 2 else "Mul", ["xb" if k == 0 else f"v{k - 1}", "c1"],
+                         ["tout" if k == n - 1 else f"v{k}"]) for k in range(n)]
+    then_g = h.make_graph(steps, "then", [], [f32("tout", [4])])
+    else_g = h.make_graph([h.make_node("Identity", ["xb"], ["eout"])], "else", [], [f32("eout", [4])])
+    body = h.make_graph([h.make_node("ReduceSum", ["xb"], ["s"], keepdims=0),
+                         h.make_node("Greater", ["s", "zero"], ["pos"]),
+                         h.make_node("If", ["pos"], ["yb"], then_branch=then_g, else_branch=else_g),
+                         h.make_node("Identity", ["cin"], ["cout"])], "body",
+                        [i64("i", []), h.make_tensor_value_info("cin", T.BOOL, []), f32("xb", [4])],
+                        [h.make_tensor_value_info("cout", T.BOOL, []), f32("yb", [4])])
+    m = model([h.make_node("Loop", ["trip", "", "x"], ["y"], body=body)], [f32("x", [4])], [f32("y", [4])],
+              [const("trip", np.array(1, np.int64)), const("c1", np.ones(4, np.float32)),
+               const("zero", np.array(0, np.float32))])
+    o = xonnx.SessionOptions()
+    o.use_cache = False
+    o.deadline_ms = 200
+    s = xonnx.InferenceSession(m.SerializeToString(), o)
+    t0 = time.monotonic()
+    with pytest.raises(xonnx.DeadlineExceeded, match="passed its deadline of 200 ms"):
+        s.run(None, {"x": np.ones(4, np.float32)})
     assert time.monotonic() - t0 < 10
 
 

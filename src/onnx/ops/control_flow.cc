@@ -98,6 +98,7 @@ struct Captures {
     GraphValues scope;
     scope.strings = ctx.values().strings;
     scope.check_indices = ctx.values().check_indices;
+    scope.maybe_skipped = true;  // a branch not taken, a body run zero times
     scope.stop = ctx.values().stop;
     for (const std::string& name : constants) scope.values[name] = bb.Constant(*ctx.values().values.at(name)->literal);
     for (size_t j = 0; j < names.size(); ++j) scope.values[names[j]] = bb.GetTupleElement(param, first + j);
@@ -154,7 +155,11 @@ absl::Status IfAsConditional(NodeContext& ctx, Instruction* cond, const onnx::Gr
     Instruction* p = bb.Parameter(0, operand->shape(), "captured");
     GraphValues scope = captured.Scope(ctx, bb, p, 0);
     if (absl::Status st = ctx.ConvertSubgraphInto(bb, *g, scope); !st.ok()) {
-      if (st.GetPayload(kNeedsInputValuesPayload)) return st;
+      // A deadline, a cancellation or an internal error is the call's end,
+      // not a branch this import cannot convert.
+      if (st.GetPayload(kNeedsInputValuesPayload) || absl::IsDeadlineExceeded(st) || absl::IsCancelled(st) ||
+          absl::IsResourceExhausted(st) || absl::IsInternal(st))
+        return st;
       // A branch that cannot be converted for these shapes may be one the
       // condition never takes (Silero VAD's 8 kHz path, given 16 kHz
       // audio): ask for the condition, so that the session binds the
@@ -475,7 +480,17 @@ absl::Status LoopUnrolled(NodeContext& ctx, const onnx::GraphProto& body, int64_
     Bind(b, scope, body.input(0), b.Constant(Literal::Scalar<int64_t>(i)));
     Bind(b, scope, body.input(1), active);
     for (int k = 0; k < n_state; ++k) Bind(b, scope, body.input(2 + k), state[k]);
-    RETURN_IF_ERROR(ctx.ConvertSubgraph(body, scope));
+    // An iteration the condition may have stopped checks its indices only
+    // when it runs: its ranges count as empty otherwise.
+    const bool may_stop = !IsConst(active, true);
+    scope.maybe_skipped = scope.maybe_skipped || may_stop;
+    const size_t checks_before = scope.checks.size();
+    RETURN_IF_ERROR(ctx.ConvertSubgraphInto(b, body, scope));
+    for (size_t k = checks_before; k < scope.checks.size(); ++k) {
+      RuntimeCheck c = scope.checks[k];
+      if (may_stop) c.range = b.Select(b.Broadcast(active, {2}, {}), c.range, EmptyIndexRange(b));
+      ctx.AddCheck(std::move(c));
+    }
     ASSIGN_OR_RETURN(auto outs, Outputs(ctx, body, scope));
     if (n_scan > 0 && active->opcode() != Opcode::kConstant) {
       // Scan outputs take one row per iteration run: the count must be known.

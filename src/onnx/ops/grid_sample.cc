@@ -213,6 +213,8 @@ absl::Status RoiAlign(NodeContext& ctx) {
   bool half_pixel = ctx.attr_s("coordinate_transformation_mode", "half_pixel") == "half_pixel";
   std::string mode = ctx.attr_s("mode", "avg");
   if (ratio <= 0) return ctx.Unsupported("sampling_ratio=0 (an adaptive sampling grid per roi)");
+  // A batch index past N would be clamped by the gather.
+  RETURN_IF_ERROR(ctx.CheckIndexRange(batch_idx, 0, x->shape().dims[0] - 1, "batch_indices"));
   int64_t gh = ratio, gw = ratio;
   std::vector<int64_t> sd = {r, ph, pw, gh, gw};
   auto S = [&](double v) { return Splat(b, t, v, sd); };

@@ -172,6 +172,10 @@ absl::Status EmbedLayerNormalization(NodeContext& ctx) {
   if (ctx.has_input(8)) {
     positions = BroadcastTo(b, b.Convert(ctx.input(8), hlo::S64), {batch, seq});
   } else {
+    // The default positions 0..S-1 need S rows of the position table.
+    if (seq > ctx.shape(3).dims[0])
+      return ctx.Error(absl::StrCat("a sequence of ", seq, " tokens needs ", seq,
+                                    " rows of position_embedding; it has ", ctx.shape(3).dims[0]));
     positions = b.Iota(hlo::Shape(hlo::S64, {batch, seq}), 1);
   }
   sum = b.Binary(Opcode::kAdd, sum, TakeAlongAxis(b, ctx.input(3), positions, 0));

@@ -61,6 +61,9 @@ absl::Status ReverseSequence(NodeContext& ctx) {
   ASSIGN_OR_RETURN(int64_t batch_axis, NormalizeAxis(ctx, ctx.attr_i("batch_axis", 1), r));
   ASSIGN_OR_RETURN(int64_t time_axis, NormalizeAxis(ctx, ctx.attr_i("time_axis", 0), r));
   const auto& dims = x->shape().dims;
+  // A length past the time axis would read clamped rows; ONNX Runtime
+  // refuses lengths outside [0, T].
+  RETURN_IF_ERROR(ctx.CheckIndexRange(lens, 0, dims[time_axis], "sequence_lens"));
   // src_t = t < len[b] ? len[b] - 1 - t : t, then gather along the time axis.
   hlo::Shape s64(hlo::S64, dims);
   Instruction* t = b.Iota(s64, time_axis);

@@ -452,6 +452,9 @@ absl::Status MaxUnpool(NodeContext& ctx) {
   int64_t total = 1;
   for (int64_t d : out) total *= d;
   int64_t m = x->shape().ElementCount();
+  // Indices into the flattened unpooled tensor, as MaxPool gives them; the
+  // scatter would drop the others.
+  RETURN_IF_ERROR(ctx.CheckIndexRange(idx, 0, total - 1, "indices"));
   hlo::ScatterDimensionNumbers sd;
   sd.inserted_window_dims = {0};
   sd.scatter_dims_to_operand_dims = {0};

@@ -104,7 +104,9 @@ AxisPlan PlanAxis(const ResizeAttrs& a, int64_t in, int64_t out, double scale, b
     } else if (a.coord == "tf_half_pixel_for_nearest") {
       x_ori = unscale(x + 0.5);
     } else if (a.coord == "pytorch_half_pixel") {
-      x_ori = out_width == 1 ? 0.0 : unscale(x + 0.5) - 0.5;  // the operator: 0 for one output
+      // The operator: 0 when the output has one element (its integer
+      // length, as ONNX Runtime reads it: scale 0.5 of 3 is 1.5 wide).
+      x_ori = out == 1 ? 0.0 : unscale(x + 0.5) - 0.5;
     } else if (a.coord == "half_pixel_symmetric") {
       // Opset 19: half_pixel, re-centred for the integer output size.
       double adjustment = out / out_width;

@@ -128,6 +128,8 @@ absl::Status Rotary(NodeContext& ctx, const RotaryInputs& in) {
       return ctx.Error(absl::StrCat("position ids must be (batch, sequence) = [", batch, ",", seq, "]; they are [",
                                     absl::StrJoin(pos->shape().dims, ","), "]"));
     }
+    // Positions past the caches would be clamped by the gather.
+    RETURN_IF_ERROR(ctx.CheckIndexRange(pos, 0, cos->shape().dims[0] - 1, "position ids"));
     cos = CacheRows(b, cos, pos);
     sin = CacheRows(b, sin, pos);
   } else if (cos->shape().dims != std::vector<int64_t>{batch, seq, half}) {
