@@ -90,6 +90,14 @@ struct HloDump {
   std::string proto;          // serialized HloModuleProto
   std::string partial_error;  // set when only a prefix of the graph converted
   std::string stablehlo;      // the same program as StableHLO (MLIR text)
+  // The program's run-time index checks (SessionOptions::check_indices),
+  // what each checks and its bounds, as "node 'x' (Gather, opset 13):
+  // indices in [-1000, 999]". When there are any, the program has one more
+  // output after the model's: an s64 vector with the smallest and the
+  // largest value each check saw, in this order, which whoever runs the
+  // program compares with the bounds (XLA itself clamps out-of-range
+  // indices). Empty when there are none.
+  std::vector<std::string> index_checks;
 };
 
 // A PjRT plugin and its addressable devices (`xonnx devices`).

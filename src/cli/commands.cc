@@ -169,6 +169,12 @@ int Convert(const std::string& model, const std::vector<std::string>& shape_spec
   auto s = Open(model, allow_partial, /*plugin_needed=*/false);
   auto dump = Check(s->DumpHlo(ParseShapes(shape_specs), batch, allow_partial));
   if (!dump.partial_error.empty()) std::cerr << "xonnx: partial conversion, stopped at: " << dump.partial_error << "\n";
+  if (!dump.index_checks.empty()) {
+    std::cerr << "xonnx: the program's last output, s64[" << 2 * dump.index_checks.size()
+              << "], holds the smallest and largest value of each run-time index input, to check against its "
+                 "bounds (--no-check-indices leaves it out):\n";
+    for (const std::string& c : dump.index_checks) std::cerr << "  " << c << "\n";
+  }
   auto write = [](const std::string& path, const std::string& bytes) {
     if (path == "-") {
       std::cout << bytes;

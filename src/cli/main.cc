@@ -90,6 +90,10 @@ CLI::App* AddConvert(CLI::App& app, Args& a) {
   convert->add_option("--batch", a.batch, "Value for dynamic dimensions of inputs without --shape")
       ->capture_default_str();
   convert->add_flag("--allow-partial", a.allow_partial, "On an error, write the part converted before it");
+  convert->add_flag("--no-check-indices", g_device.no_check_indices,
+                    "Leave out the program's last output, which holds the smallest and largest value of each index "
+                    "input known only at run time for the caller to check (out-of-range indices are then clamped, "
+                    "as XLA does)");
   return convert;
 }
 

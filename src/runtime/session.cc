@@ -212,6 +212,8 @@ StatusOr<HloDump> Session::DumpHlo(const ShapeMap& shapes, int64_t batch, bool a
     }
     ASSIGN_OR_RETURN(onnx_import::ImportedModule imported, source->BuildModule(all, {}, allow_partial, optimized));
     if (dump.partial_error.empty()) dump.partial_error = imported.partial_error;
+    for (const onnx_import::IndexCheck& c : imported.checks)
+      dump.index_checks.push_back(absl::StrCat(c.what, " in [", c.lo, ", ", c.hi, "]"));
     const hlo::Module* m = imported.module.get();
     hlo::PrintOptions po;
     po.max_constant_elements = 16;

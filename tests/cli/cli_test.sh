@@ -106,9 +106,9 @@ expect bench_profile 0 "wrote the profile to .*trace.json" -- "$xonnx" bench "$m
 expect profile_summary 0 "^Conv +[0-9.]+ +[0-9]+ " -- "$xonnx" profile "$tmp/trace.json"
 expect profile_not_a_trace 3 "not a trace written by --profile" -- "$xonnx" profile "$tmp/m.pb"
 expect run_compare 0 "compare probs: max \|diff\| [0-9.e+-]+, relative L2 [0-9.e+-]+ against the reference device: ok" -- "$xonnx" run "$model" --compare reference
-expect run_compare_differs 1 "DIFFERS" -- "$xonnx" run "$model" --compare reference --data-type bf16 --tolerance 1e-9
+expect run_compare_differs 1 "DIFFERS" -- "$xonnx" run "$model" --compare reference --data-type bf16 --create-option excess_precision=true --tolerance 1e-9
 expect run_compare_first_difference 1 "first difference: value '[^']+' \(1 of [0-9]+ in node order\): max \|diff\|" -- \
-  "$xonnx" run "$model" --compare reference --data-type bf16 --tolerance 1e-9
+  "$xonnx" run "$model" --compare reference --data-type bf16 --create-option excess_precision=true --tolerance 1e-9
 expect devices_all 0 "^cpu .*libxonnx_pjrt_cpu.so" -- "$xonnx" devices --all
 expect plugin_unknown_name 3 "no PjRT plugin named 'nosuch'" -- "$xonnx" devices --plugin nosuch
 expect bench_every_bucket_needs_buckets 2 "--every-bucket needs batch buckets" -- "$xonnx" bench "$model" --iterations 1 --every-bucket
@@ -127,6 +127,30 @@ PY
 expect_error convert_unsupported 3 "1 unsupported op: FancySoftmax \(node 'softmax'\)" -- "$xonnx" convert "$tmp/partial.onnx" --hlo-text -
 expect convert_partial 0 "partial conversion, stopped at: .*FancySoftmax" -- "$xonnx" convert "$tmp/partial.onnx" --hlo-text - --allow-partial
 expect convert_partial_text 0 "ROOT .* tuple\(" -- "$xonnx" convert "$tmp/partial.onnx" --hlo-text - --allow-partial
+# Index inputs known only at run time: a run fails naming the node; an
+# exported program says what its extra output is, unless asked to leave it out.
+/usr/bin/python3 - "$tmp/gather.onnx" "$tmp/ids_bad.npy" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+graph = helper.make_graph(
+    [helper.make_node("Gather", ["table", "ids"], ["y"], name="lookup")], "embedding",
+    [helper.make_tensor_value_info("ids", TensorProto.INT64, [3])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])],
+    [numpy_helper.from_array(np.ones((1000, 4), np.float32), "table")])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+np.save(sys.argv[2], np.array([1, 5000, 2], np.int64))
+PY
+expect_error index_out_of_range 3 "node 'lookup' \(Gather, opset 13\): indices: 5000 is outside \[-1000, 999\]" -- \
+  "$xonnx" run "$tmp/gather.onnx" --input ids="$tmp/ids_bad.npy"
+expect index_unchecked 0 "" -- "$xonnx" run "$tmp/gather.onnx" --input ids="$tmp/ids_bad.npy" --no-check-indices
+expect convert_index_checks 0 "node 'lookup' \(Gather, opset 13\): indices in \[-1000, 999\]" -- \
+  "$xonnx" convert "$tmp/gather.onnx" --hlo-text /dev/null
+expect convert_index_checks_output 0 "ROOT .* = \(f32\[3,4\]\{1,0\}, s64\[2\]\{0\}\) tuple" -- \
+  "$xonnx" convert "$tmp/gather.onnx" --hlo-text -
+expect convert_no_index_checks 0 "ROOT .* = \(f32\[3,4\]\{1,0\}\) tuple" -- \
+  "$xonnx" convert "$tmp/gather.onnx" --hlo-text - --no-check-indices
 expect info_unsupported 0 "FancySoftmax \(node 'softmax'\)" -- "$xonnx" info "$tmp/partial.onnx"
 # The same model with a node reading a value nothing defines (the checker,
 # skipped for unknown ops, would have said so): an error naming it, not a
