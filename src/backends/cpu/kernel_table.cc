@@ -111,6 +111,26 @@ MakerResult SingleElementwise(const EmitContext&, const Instruction& i, const Th
   ASSIGN_OR_RETURN(Thunk t, MakeFusionThunk(spec, io));
   return t;
 }
+// The leading positions along a sort's dim that the program reads: all of
+// them, unless every result is read only by slices (TopK imports as a sort
+// of values and positions, sliced to the first k), whose largest limit along
+// the dim it is.
+int64_t SortedPrefixRead(const Plan& plan, const Instruction& sort) {
+  const int64_t dim = sort.dimensions[0], len = sort.operand(0)->shape().dims[dim];
+  if (&sort == plan.root()) return len;
+  int64_t prefix = 0;
+  for (const Instruction* gte : plan.users(&sort)) {
+    if (gte->opcode() != Opcode::kGetTupleElement || gte == plan.root()) return len;
+    for (const Instruction* slice : plan.users(gte)) {
+      if (slice->opcode() != Opcode::kSlice) return len;
+      prefix = std::max(prefix, slice->slice_limits[dim]);
+    }
+  }
+  return prefix;
+}
+MakerResult Sort(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
+  return MakeSortThunk(i, io, SortedPrefixRead(ctx.plan, i));
+}
 MakerResult GatherScatter(const EmitContext&, const Instruction& i, const ThunkIo& io) {
   return MakeGatherScatterThunk(i, io);
 }
@@ -137,7 +157,7 @@ const std::vector<KernelRow>& Rows() {
         {"convolution", Compute},
         kReference}},
       {Opcode::kReduce, {{"reduce", FastReduce}, {"reduce", Compute}, kReference}},
-      {Opcode::kSort, {{"sort", Compute}, kReference}},
+      {Opcode::kSort, {{"sort", Sort}, kReference}},
       {Opcode::kReduceWindow, {{"dnnl-pool", DnnlPool}, {"reduce-window", FastReduceWindow}, kReference}},
       {Opcode::kTranspose, {{"transpose", FastMove}, kReference}},
       {Opcode::kSlice, {{"slice", FastMove}, kReference}},

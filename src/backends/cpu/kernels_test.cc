@@ -259,6 +259,37 @@ ENTRY e {
 })"),
        {"f32", "s32", "s64", "f64"},
        "scatter"},
+      // Enough updates to split the output between threads; many repeat a
+      // row (the indices are in [-8, 40]), so the order of the sums shows.
+      {"scatter_add_rows_threaded",
+       absl::StrCat("HloModule m\n", kAddT, R"(ENTRY e {
+  x = T[60,48] parameter(0)
+  i = s64[2000,1] parameter(1)
+  u = T[2000,48] parameter(2)
+  ROOT r = T[60,48] scatter(x, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+})"),
+       {"f32", "s32", "f64"},
+       "scatter"},
+      // Windows that start inside and run past the end, and a window dim
+      // before a batch dim in the update.
+      {"scatter_windows_partly_outside",
+       absl::StrCat("HloModule m\n", kAddT, R"(ENTRY e {
+  x = T[30,20] parameter(0)
+  i = s64[9,2] parameter(1)
+  u = T[9,3,5] parameter(2)
+  ROOT r = T[30,20] scatter(x, i, u), update_window_dims={1,2}, inserted_window_dims={}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, to_apply=add
+})"),
+       {"f32", "s32"},
+       "scatter"},
+      {"scatter_window_dim_first",
+       absl::StrCat("HloModule m\n", kAddT, R"(ENTRY e {
+  x = T[40,7] parameter(0)
+  i = s64[9] parameter(1)
+  u = T[7,9] parameter(2)
+  ROOT r = T[40,7] scatter(x, i, u), update_window_dims={0}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+})"),
+       {"f32", "s64"},
+       "scatter"},
       // Dots oneDNN does not take: two contracting dims, batch dims in the
       // middle, an outer product (no contracting dim).
       {"dot_two_contracting_dims",
@@ -319,6 +350,24 @@ ENTRY e {
 })"),
        {"f32", "s32", "f64"},
        "reduce-window"},
+      // A cumulative sum (ONNX's CumSum): a window reaching back over the
+      // whole dim, as a running sum down the dim, across columns and along rows.
+      {"reduce_window_prefix_scan_columns",
+       absl::StrCat("HloModule m\n", kAddT, R"(ENTRY e {
+  x = T[3,40,300] parameter(0)
+  z = T[] constant(0)
+  ROOT r = T[3,40,300] reduce-window(x, z), window={size=1x50x1 pad=0_0x49_0x0_0}, to_apply=add
+})"),
+       {"f32", "s32", "s64", "f64"},
+       "prefix-scan"},
+      {"reduce_window_prefix_scan_rows",
+       absl::StrCat("HloModule m\n", kAddT, R"(ENTRY e {
+  x = T[6,1000] parameter(0)
+  z = T[] constant(0)
+  ROOT r = T[6,1000] reduce-window(x, z), window={size=1x1000 pad=0_0x999_0}, to_apply=add
+})"),
+       {"f32", "s64"},
+       "prefix-scan"},
       {"reduce_separate_dims",
        absl::StrCat("HloModule m\n", kAddT, R"(ENTRY e {
   x = T[5,30,7,9] parameter(0)
@@ -374,6 +423,29 @@ ENTRY e {
 })",
        {"f32", "s32", "u8", "f64"},
        "sort"},
+      // TopK as imported, sliced to its first k: a selection, not a sort
+      // (u8's many equal values check the order of ties).
+      {"top_k_selection",
+       R"(HloModule m
+gt {
+  a = T[] parameter(0)
+  b = T[] parameter(1)
+  ia = s64[] parameter(2)
+  ib = s64[] parameter(3)
+  ROOT c = pred[] compare(a, b), direction=GT
+}
+ENTRY e {
+  x = T[3,500,4] parameter(0)
+  i = s64[3,500,4] iota(), iota_dimension=1
+  r = (T[3,500,4], s64[3,500,4]) sort(x, i), dimensions={1}, is_stable=true, to_apply=gt
+  v = T[3,500,4] get-tuple-element(r), index=0
+  j = s64[3,500,4] get-tuple-element(r), index=1
+  vk = T[3,37,4] slice(v), slice={[0:3], [0:37], [0:4]}
+  jk = s64[3,37,4] slice(j), slice={[0:3], [0:37], [0:4]}
+  ROOT t = (T[3,37,4], s64[3,37,4]) tuple(vk, jk)
+})",
+       {"f32", "s32", "u8", "f64"},
+       "top-k"},
   };
 }
 

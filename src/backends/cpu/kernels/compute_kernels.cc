@@ -1,8 +1,7 @@
 // Native kernels for the arithmetic instructions in forms the tuned paths
 // do not take: dots and convolutions of any dimension numbers and element
-// type (integer ones, as quantized models compute them), reductions over
-// any set of dims, and sorts whose comparator orders one key (TopK, as
-// imported). They follow the evaluator's definitions and summation order,
+// type (integer ones, as quantized models compute them) and reductions over
+// any set of dims. They follow the evaluator's definitions and summation order,
 // split across the threads by output element.
 #include <algorithm>
 #include <numeric>
@@ -276,58 +275,6 @@ std::optional<Thunk> Reduce(const Instruction& in, const ThunkIo& io) {
   return t;
 }
 
-// A sort along one dim whose comparator is compare(p0, p1, LT|GT): each
-// row's permutation by a stable sort of the first operand's values, applied
-// to every operand (the indices TopK sorts with its values).
-std::optional<Thunk> Sort(const Instruction& in, const ThunkIo& io) {
-  std::optional<bool> ascending = eval::MatchSortDirection(*in.to_apply());
-  if (!ascending || io.outputs.size() != static_cast<size_t>(in.operand_count())) return std::nullopt;
-  const hlo::Shape& xs = in.operand(0)->shape();
-  int64_t dim = in.dimensions[0], len = xs.dims[dim];
-  std::vector<int64_t> st = xs.Strides(), outer = xs.dims, outer_strides = st;
-  outer.erase(outer.begin() + dim);
-  outer_strides.erase(outer_strides.begin() + dim);
-  int64_t step = st[dim];
-  std::vector<int> widths;
-  for (int64_t k = 0; k < in.operand_count(); ++k)
-    widths.push_back(hlo::ByteWidth(in.operand(k)->shape().element_type));
-  bool asc = *ascending;
-  Thunk t;
-  t.name = in.name();
-  bool ok = hlo::TypeSwitch(xs.element_type, [&](auto tag) -> bool {
-    using T = typename decltype(tag)::type;
-    if constexpr (!kArithmetic<T> && !std::is_same_v<T, bool>) {
-      return false;
-    } else {
-      t.run = [=](Frame& f) -> absl::Status {
-        const T* X = static_cast<const T*>(f.Ptr(io.inputs[0]));
-        ForEachRow<1>(outer, {outer_strides}, len * 8, [&](const std::array<int64_t, 1>& off) {
-          std::vector<int64_t> perm(len);
-          std::iota(perm.begin(), perm.end(), 0);
-          const T* row = X + off[0];
-          if (asc)
-            std::stable_sort(perm.begin(), perm.end(),
-                             [&](int64_t a, int64_t b) { return row[a * step] < row[b * step]; });
-          else
-            std::stable_sort(perm.begin(), perm.end(),
-                             [&](int64_t a, int64_t b) { return row[a * step] > row[b * step]; });
-          for (size_t k = 0; k < widths.size(); ++k) {
-            const char* src = static_cast<const char*>(f.Ptr(io.inputs[k]));
-            char* dst = static_cast<char*>(f.Ptr(io.outputs[k]));
-            int w = widths[k];
-            for (int64_t j = 0; j < len; ++j)
-              std::memcpy(dst + (off[0] + j * step) * w, src + (off[0] + perm[j] * step) * w, w);
-          }
-        });
-        return absl::OkStatus();
-      };
-      return true;
-    }
-  });
-  if (!ok) return std::nullopt;
-  return t;
-}
-
 }  // namespace
 
 std::optional<Thunk> MakeComputeThunk(const Instruction& in, const ThunkIo& io) {
@@ -338,8 +285,6 @@ std::optional<Thunk> MakeComputeThunk(const Instruction& in, const ThunkIo& io) 
       return in.shape().IsArray() ? Convolution(in, io) : std::nullopt;
     case Opcode::kReduce:
       return Reduce(in, io);
-    case Opcode::kSort:
-      return Sort(in, io);
     default:
       return std::nullopt;
   }

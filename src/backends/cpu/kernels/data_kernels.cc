@@ -286,8 +286,16 @@ std::optional<Thunk> Iota(const Instruction& in, const ThunkIo& io) {
     using T = typename decltype(tag)::type;
     t.run = [=](Frame& f) -> absl::Status {
       T* o = static_cast<T*>(f.Ptr(out));
-#pragma omp parallel for if (n > kParallelElements) schedule(static)
-      for (int64_t i = 0; i < n; ++i) o[i] = hlo::ConvertValue<T, int64_t>(i / inner % count);
+      // Runs of `inner` equal values, `count` runs per block: no division
+      // per element (two of them made a 400k-element iota take 5 ms).
+      const int64_t blocks = count == 0 || inner == 0 ? 0 : n / (count * inner);
+#pragma omp parallel for if (n > kParallelElements) schedule(static) collapse(2)
+      for (int64_t b = 0; b < blocks; ++b)
+        for (int64_t c = 0; c < count; ++c) {
+          T* run = o + (b * count + c) * inner;
+          const T v = hlo::ConvertValue<T, int64_t>(c);
+          for (int64_t j = 0; j < inner; ++j) run[j] = v;
+        }
       return absl::OkStatus();
     };
   });

@@ -1,6 +1,6 @@
-// Native gather and scatter. The importer lowers ONNX Gather, GatherND,
-// GatherElements, the nearest and linear Resize/Upsample index tables,
-// ScatterND and ScatterElements to these, so they are as general as XLA's
+// Native gather (and the dispatch to scatter_kernels.cc). The importer
+// lowers ONNX Gather, GatherND, GatherElements and the nearest and linear
+// Resize/Upsample index tables to it, so it is as general as XLA's
 // definition: any dimension numbers, any index type, any element width.
 #include <algorithm>
 #include <cstring>
@@ -135,105 +135,6 @@ std::optional<Thunk> Gather(const Instruction& in, const ThunkIo& io) {
   return t;
 }
 
-// The scatter's combiner on one element: dst = op(dst, update).
-template <typename T>
-void Combine(std::optional<Opcode> op, T* dst, T update) {
-  if (!op) {
-    *dst = update;
-    return;
-  }
-  if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
-    switch (*op) {
-      case Opcode::kAdd:
-        *dst = static_cast<T>(*dst + update);
-        break;
-      case Opcode::kMultiply:
-        *dst = static_cast<T>(*dst * update);
-        break;
-      case Opcode::kMaximum:
-        *dst = eval::internal::Max(*dst, update);
-        break;
-      default:
-        *dst = eval::internal::Min(*dst, update);
-        break;
-    }
-  }
-}
-
-// A scatter: the operand copied to the output, then every update element
-// combined into the element its index vector and window position name;
-// those outside the operand are skipped, as the evaluator skips them.
-// Updates apply in order on one thread, so repeated indices give the
-// evaluator's result.
-std::optional<Thunk> Scatter(const Instruction& in, const ThunkIo& io) {
-  if (in.operand_count() != 3) return std::nullopt;
-  const hlo::Shape& os = in.shape();
-  const hlo::Shape& us = in.operand(2)->shape();
-  const auto& dn = in.scatter_dnums;
-  const hlo::Computation& comp = *in.to_apply();
-  std::optional<Opcode> op;
-  bool replace = comp.root()->opcode() == Opcode::kParameter && comp.root()->parameter_number == 1;
-  if (!replace) {
-    op = ArithmeticReducer(comp);
-    if (!op) return std::nullopt;
-    if (os.element_type == hlo::PRED) return std::nullopt;
-  }
-  std::vector<int64_t> ost = os.Strides(), no_limits(os.rank(), INT64_MAX / 4);
-  IndexReader reader(in.operand(1)->shape(), dn.index_vector_dim, dn.scatter_dims_to_operand_dims, ost, no_limits);
-  // Update dims: batch ones step the index position; window ones the operand.
-  std::vector<int64_t> window_operand_dims;
-  for (int64_t d = 0; d < os.rank(); ++d)
-    if (!absl::c_linear_search(dn.inserted_window_dims, d)) window_operand_dims.push_back(d);
-  // Per update dim: the operand dim a window dim moves along, or -1 for a
-  // batch dim.
-  std::vector<int64_t> window_to_operand;
-  size_t windows = 0;
-  for (int64_t d = 0; d < us.rank(); ++d)
-    window_to_operand.push_back(absl::c_linear_search(dn.update_window_dims, d) ? window_operand_dims[windows++] : -1);
-  std::vector<int64_t> to_operand_dims = dn.scatter_dims_to_operand_dims;
-  int64_t bytes = os.ByteSize(), updates = us.ElementCount();
-  BufferRef x = io.inputs[0], indices = io.inputs[1], upd = io.inputs[2], out = io.outputs[0];
-  Thunk t;
-  t.name = in.name();
-  hlo::TypeSwitch(os.element_type, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    t.run = [=](Frame& f) -> absl::Status {
-      T* o = static_cast<T*>(f.Ptr(out));
-      if (static_cast<void*>(o) != f.Ptr(x)) std::memcpy(o, f.Ptr(x), bytes);
-      const void* idx = f.Ptr(indices);
-      const T* u = static_cast<const T*>(f.Ptr(upd));
-      std::vector<int64_t> start(os.rank());
-      // Update elements in row-major order: batch dims and window dims
-      // interleave in the update's shape, so each element is placed by
-      // splitting its multi-index.
-      std::vector<int64_t> uidx(us.rank(), 0);
-      for (int64_t e = 0; e < updates; ++e) {
-        int64_t ioff = 0, b = 0;
-        for (int64_t d = 0; d < us.rank(); ++d)
-          if (window_to_operand[d] < 0) ioff += uidx[d] * reader.batch_strides[b++];
-        std::fill(start.begin(), start.end(), 0);
-        for (size_t k = 0; k < to_operand_dims.size(); ++k)
-          start[to_operand_dims[k]] = eval::ReadIndex(idx, reader.type, ioff + reader.component_offsets[k]);
-        for (int64_t d = 0; d < us.rank(); ++d)
-          if (window_to_operand[d] >= 0) start[window_to_operand[d]] += uidx[d];
-        bool inside = true;
-        int64_t at = 0;
-        for (int64_t d = 0; d < os.rank(); ++d) {
-          inside &= start[d] >= 0 && start[d] < os.dims[d];
-          at += start[d] * ost[d];
-        }
-        if (inside) Combine<T>(op, o + at, u[e]);
-        for (int64_t d = us.rank() - 1; d >= 0; --d) {
-          if (++uidx[d] < us.dims[d]) break;
-          uidx[d] = 0;
-        }
-      }
-      return absl::OkStatus();
-    };
-  });
-  return t;
-}
-
 }  // namespace
 
 std::optional<Thunk> MakeGatherScatterThunk(const Instruction& in, const ThunkIo& io) {
@@ -243,7 +144,7 @@ std::optional<Thunk> MakeGatherScatterThunk(const Instruction& in, const ThunkIo
     case Opcode::kGather:
       return Gather(in, io);
     case Opcode::kScatter:
-      return Scatter(in, io);
+      return MakeScatterThunk(in, io);
     default:
       return std::nullopt;
   }

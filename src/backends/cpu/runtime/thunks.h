@@ -309,12 +309,21 @@ std::optional<Thunk> MakeGemvThunk(const hlo::Instruction& instr, const ThunkIo&
 
 // Native arithmetic in the forms the tuned paths do not take
 // (compute_kernels.cc): dot and convolution of any dimension numbers and
-// numeric type, reduce over any dims, sort by one key.
+// numeric type, reduce over any dims.
 std::optional<Thunk> MakeComputeThunk(const hlo::Instruction& instr, const ThunkIo& io);
+
+// A sort by one key (sort_kernels.cc), of which the program reads only the
+// first `prefix` positions along the sorted dim (the dim's length when it
+// reads all): positions past the prefix are left unwritten. Kind "sort", or
+// "top-k" when it selects.
+std::optional<Thunk> MakeSortThunk(const hlo::Instruction& instr, const ThunkIo& io, int64_t prefix);
 
 // Native gather and scatter (gather_kernels.cc); scatter with a replacing
 // combiner or one of add, multiply, maximum and minimum.
 std::optional<Thunk> MakeGatherScatterThunk(const hlo::Instruction& instr, const ThunkIo& io);
+// Native scatter (scatter_kernels.cc), with a replacing combiner or one of
+// add, multiply, maximum and minimum; MakeGatherScatterThunk calls it.
+std::optional<Thunk> MakeScatterThunk(const hlo::Instruction& instr, const ThunkIo& io);
 
 }  // namespace xonnx::cpu
 
