@@ -1,11 +1,14 @@
 #include "backends/cpu/canonicalization/conv_canonicalization.h"
 
+#include <limits>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "backends/cpu/runtime/thunks.h"
 #include "hlo/rewrite.h"
+#include "passes/constant_folding.h"
 
 namespace xonnx::cpu {
 
@@ -28,9 +31,22 @@ bool IsIdentity(const std::vector<int64_t>& perm) {
   return true;
 }
 
+// A move of constant weights (the transpose or reverse the rewrite puts on
+// a kernel) as the constant it makes: done once here, not on every call
+// (a transposed convolution's 3 MB kernel was transposed per call). Any
+// size: a move does not grow the weights.
+Instruction* FoldedIfConstant(hlo::Computation* c, Instruction* move) {
+  if (move->operand(0)->opcode() != Opcode::kConstant) return move;
+  std::optional<hlo::Literal> folded = passes::FoldInstruction(*move, std::numeric_limits<int64_t>::max());
+  if (!folded) return move;
+  Instruction* k = hlo::AddConstant(c, *std::move(folded));
+  k->metadata = move->metadata;
+  return k;
+}
+
 Instruction* TransposeUnlessIdentity(hlo::Computation* c, Instruction* x, const std::vector<int64_t>& perm,
                                      const Instruction* like) {
-  return IsIdentity(perm) ? x : hlo::AddTranspose(c, x, perm, like);
+  return IsIdentity(perm) ? x : FoldedIfConstant(c, hlo::AddTranspose(c, x, perm, like));
 }
 
 // Whether `conv` needs the rewrite: neither the form oneDNN's convolution
@@ -92,7 +108,7 @@ Instruction* Canonical(hlo::Computation* c, Instruction* conv) {
     rev->AppendOperand(w);
     rev->dimensions = reversed;
     rev->metadata = conv->metadata;
-    w = c->AddInstruction(std::move(rev));
+    w = FoldedIfConstant(c, c->AddInstruction(std::move(rev)));
   }
   if (pad_input) {
     // The dilation and the padding move into a pad of the input.
