@@ -500,6 +500,47 @@ class GraphGen:
         shape = x.shape[:axis] + (n,) + x.shape[axis + 1:]
         return self.node("Gather", [x.name, name], shape, axis=axis)
 
+    def scatter(self):
+        """ScatterND or ScatterElements with indices and updates as graph
+        inputs: some indices negative, repeated where a reduction combines
+        them (distinct without one, where ONNX leaves repeats undefined)."""
+        x = self.pick(lambda v: v.rank >= 1 and v.size <= 4096)
+        reduction = self.choice(["none", "none", "add", "mul"])
+        r = self.rng
+        if self.chance(0.5):
+            k = int(r.integers(1, x.rank + 1))
+            cells = int(np.prod(x.shape[:k]))
+            n = int(r.integers(1, min(cells, 8) + 1))
+            flat = r.choice(cells, n, replace=False) if reduction == "none" else r.integers(0, cells, n)
+            idx = np.stack(np.unravel_index(flat, x.shape[:k]), axis=-1).astype(np.int64)
+            # Some negative: counted from the end.
+            neg = r.random(idx.shape) < 0.3
+            idx = np.where(neg, idx - np.asarray(x.shape[:k], np.int64), idx)
+            ushape = (n,) + tuple(x.shape[k:])
+            op, attrs = "ScatterND", {}
+        else:
+            axis = int(r.integers(0, x.rank))
+            d = x.shape[axis]
+            m = int(r.integers(1, d + 1))
+            ishape = x.shape[:axis] + (m,) + x.shape[axis + 1:]
+            if reduction == "none":
+                # Distinct along the axis in every line.
+                keys = r.random(x.shape[:axis] + (d,) + x.shape[axis + 1:])
+                idx = np.argsort(keys, axis=axis).take(range(m), axis=axis).astype(np.int64)
+            else:
+                idx = r.integers(0, d, ishape).astype(np.int64)
+            idx = np.where(r.random(idx.shape) < 0.3, idx - d, idx)
+            ushape = tuple(ishape)
+            op, attrs = "ScatterElements", {"axis": axis}
+        iname, uname = self.name("idx"), self.name("upd")
+        self.inputs.append(Value(iname, idx.shape, np.int64))
+        self.feeds[iname] = idx
+        self.inputs.append(Value(uname, ushape))
+        self.feeds[uname] = r.standard_normal(ushape).astype(F32)
+        if reduction != "none":
+            attrs["reduction"] = reduction
+        return self.node(op, [x.name, iname, uname], x.shape, **attrs)
+
     def topk(self):
         # Of a graph input: computed values tie or nearly tie (a resize of a
         # constant), and which of two equal-looking values comes first is
@@ -623,7 +664,7 @@ class GraphGen:
                  (resize, 5), (pool, 5), (concat, 6), (split, 3), (slice, 5), (transpose, 4), (reshape, 5),
                  (pad, 3), (depth_space, 2), (expand_tile, 2), (gather, 3), (cumsum, 1), (reduce, 4),
                  (argmax, 1), (squeeze_excite, 3), (residual_block, 5), (upsample_merge, 4), (attention, 2),
-                 (gather_runtime, 2), (topk, 2), (half_round_trip, 1), (recurrent, 2)]
+                 (gather_runtime, 2), (topk, 2), (half_round_trip, 1), (recurrent, 2), (scatter, 2)]
 
     def start(self):
         r = self.rng
