@@ -3,7 +3,8 @@
 // With --native-only, a model also fails when any instruction of its
 // programs runs on a reference-evaluator kernel (the CPU plugin's kernel
 // listing, written with XONNX_DUMP_TO, names such kernels "kernel:<op>",
-// and "control-flow" for computations it could not compile).
+// and "control-flow" for computations it could not compile) or on oneDNN's
+// reference implementation (kinds ending in "-ref").
 //
 //   model_runner --models DIR [--tolerance 1e-4] [--native-only]
 //                [--plugin PATH] [--data-type f32|f16|bf16] [--create-option K=V]
@@ -27,8 +28,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The kernels of the listings in `dir` that run on the reference evaluator,
-// as "kind instruction"; the listings are removed once read.
+// The kernels of the listings in `dir` that run on the reference evaluator
+// or oneDNN's reference implementation, as "kind instruction"; the listings
+// are removed once read.
 std::vector<std::string> ReferenceKernels(const fs::path& dir) {
   std::vector<std::string> found;
   std::error_code ec;
@@ -45,7 +47,8 @@ std::vector<std::string> ReferenceKernels(const fs::path& dir) {
       std::istringstream fields(line);
       std::string index, kind, name;
       fields >> index >> kind >> name;
-      if (kind.rfind("kernel:", 0) == 0 || kind == "control-flow") found.push_back(kind + " " + name);
+      const bool onednn_ref = kind.size() > 4 && kind.compare(kind.size() - 4, 4, "-ref") == 0;
+      if (kind.rfind("kernel:", 0) == 0 || kind == "control-flow" || onednn_ref) found.push_back(kind + " " + name);
     }
     f.close();
     fs::remove(e.path(), ec);
