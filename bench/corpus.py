@@ -301,6 +301,92 @@ class GptKvStep(nn.Module):
         return self.ln(x), torch.stack(present, dim=1)
 
 
+class Rsu(nn.Module):
+    """U^2-Net's residual U-block: an encoder of `depth` conv-BN-ReLU steps
+    with max pools between them, a dilated bottom, a decoder that upsamples
+    and concatenates, and the input's projection added back. With `dilated`
+    (RSU-4F) there are no pools: the steps dilate 1, 2, 4 and 8."""
+
+    def __init__(self, depth, cin, mid, cout, dilated=False):
+        super().__init__()
+        self.dilated = dilated
+
+        def cbr(i, o, d=1):
+            return nn.Sequential(nn.Conv2d(i, o, 3, padding=d, dilation=d), nn.BatchNorm2d(o), nn.ReLU())
+
+        self.inp = cbr(cin, cout)
+        dil = [1, 2, 4] if dilated else [1] * (depth - 1)
+        self.enc = nn.ModuleList([cbr(cout if k == 0 else mid, mid, dil[k]) for k in range(depth - 1)])
+        self.bottom = cbr(mid, mid, 8 if dilated else 2)
+        self.dec = nn.ModuleList([cbr(2 * mid, cout if k == depth - 2 else mid, dil[depth - 2 - k])
+                                  for k in range(depth - 1)])
+
+    def forward(self, x):
+        hin = self.inp(x)
+        h, skips = hin, []
+        for k, e in enumerate(self.enc):
+            h = e(h)
+            skips.append(h)
+            if not self.dilated and k < len(self.enc) - 1:
+                h = F.max_pool2d(h, 2, 2, ceil_mode=True)
+        h = self.bottom(h)
+        for d, s in zip(self.dec, reversed(skips)):
+            if h.shape[-2:] != s.shape[-2:]:
+                h = F.interpolate(h, size=s.shape[-2:], mode="bilinear", align_corners=False)
+            h = d(torch.cat([h, s], 1))
+        return h + hin
+
+
+class U2NetP(nn.Module):
+    """U^2-Net-P (salient object segmentation, background removal): six
+    stages of RSU blocks, the two deepest dilated (RSU-4F), a decoder of
+    RSU blocks and six side outputs fused into one mask."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.ModuleList([Rsu(7, 3, 16, 64), Rsu(6, 64, 16, 64), Rsu(5, 64, 16, 64), Rsu(4, 64, 16, 64),
+                                  Rsu(4, 64, 16, 64, True), Rsu(4, 64, 16, 64, True)])
+        self.dec = nn.ModuleList([Rsu(4, 128, 16, 64, True), Rsu(4, 128, 16, 64), Rsu(5, 128, 16, 64),
+                                  Rsu(6, 128, 16, 64), Rsu(7, 128, 16, 64)])
+        self.side = nn.ModuleList([nn.Conv2d(64, 1, 3, padding=1) for _ in range(6)])
+        self.fuse = nn.Conv2d(6, 1, 1)
+
+    def forward(self, x):
+        size = x.shape[-2:]
+        feats, h = [], x
+        for k, e in enumerate(self.enc):
+            h = e(h)
+            feats.append(h)
+            if k < 5:
+                h = F.max_pool2d(h, 2, 2, ceil_mode=True)
+        outs = [h]
+        for d, s in zip(self.dec, reversed(feats[:-1])):
+            h = F.interpolate(h, size=s.shape[-2:], mode="bilinear", align_corners=False)
+            h = d(torch.cat([h, s], 1))
+            outs.append(h)
+        sides = [F.interpolate(sd(o), size=size, mode="bilinear", align_corners=False)
+                 for sd, o in zip(self.side, reversed(outs))]
+        return torch.sigmoid(self.fuse(torch.cat(sides, 1)))
+
+
+class DcganGenerator(nn.Module):
+    """A DCGAN generator: a latent vector through a stack of transposed
+    convolutions (4x4, stride 2) with batch norm and ReLU to a 128x128 image."""
+
+    def __init__(self, nz=100, ngf=64):
+        super().__init__()
+
+        def up(i, o, s=2, p=1):
+            return [nn.ConvTranspose2d(i, o, 4, s, p, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
+
+        self.net = nn.Sequential(*up(nz, ngf * 16, 1, 0), *up(ngf * 16, ngf * 8), *up(ngf * 8, ngf * 4),
+                                 *up(ngf * 4, ngf * 2), *up(ngf * 2, ngf), nn.ConvTranspose2d(ngf, 3, 4, 2, 1),
+                                 nn.Tanh())
+
+    def forward(self, z):
+        return self.net(z)
+
+
 def tv(name, **kw):
     def make():
         import torchvision
@@ -358,6 +444,8 @@ MODELS = {
     "yolo_like": ("detection", YoloLike, {"input": (3, 320, 320)}),
     "db_text_detector": ("detection (text)", DbTextDetector, {"input": (3, 320, 320)}),
     "espcn": ("super-resolution", Espcn, {"input": (3, 128, 128)}),
+    "u2netp": ("segmentation (salient objects)", U2NetP, {"input": (3, 320, 320)}),
+    "dcgan_generator": ("image generation", DcganGenerator, {"input": (100, 1, 1)}),
     "crnn": ("text recognition", Crnn, {"input": (3, 48, 160)}),
     "speech_gru": ("speech (recurrent)", SpeechGru, {"input": (80, 200)}),
     "tcn": ("speech (convolutional)", Tcn, {"input": (40, 400)}),

@@ -91,6 +91,30 @@ def conv_transpose(label, cin, cout, hw, k, stride, pad, quick=False):
                                               "b": rand(cout, seed=2)}, quick=quick)
 
 
+def gnn_case(nodes=4096, edges=65536, d=64, layers=3):
+    ns, weights = [], {}
+    x = "x"
+    for k in range(layers):
+        weights[f"wm{k}"] = rand(d, d, seed=10 + k) * np.float32(0.1)
+        weights[f"wu{k}"] = rand(2 * d, d, seed=20 + k) * np.float32(0.1)
+        ns += [node("Gather", [x, "src"], [f"xs{k}"]), node("MatMul", [f"xs{k}", f"wm{k}"], [f"m{k}"]),
+               node("Relu", [f"m{k}"], [f"mr{k}"]),
+               node("ScatterElements", ["zeros", "dst_rows", f"mr{k}"], [f"agg{k}"], axis=0, reduction="add"),
+               node("Concat", [x, f"agg{k}"], [f"cat{k}"], axis=1), node("MatMul", [f"cat{k}", f"wu{k}"], [f"u{k}"]),
+               node("Relu", [f"u{k}"], ["y" if k == layers - 1 else f"h{k}"])]
+        x = f"h{k}"
+    weights["zeros"] = np.zeros((nodes, d), np.float32)
+    dst = ints(nodes, edges, seed=2)
+    # ScatterElements takes an index per element: the destination row,
+    # repeated along the features (Expand of the edge list, computed once).
+    ns.insert(0, node("Unsqueeze", ["dst", "ax1"], ["dst1"]))
+    ns.insert(1, node("Expand", ["dst1", "shape"], ["dst_rows"]))
+    weights["ax1"] = np.array([1], np.int64)
+    weights["shape"] = np.array([edges, d], np.int64)
+    return Case("model", f"gnn_{layers}x_scatter_add_{edges}_edges", ns,
+                {"x": rand(nodes, d), "src": ints(nodes, edges, seed=1), "dst": dst}, weights)
+
+
 def cases():
     c = []
     # Convolutions: ResNet, MobileNet, ResNeXt, dilated (U^2-Net RSU, DeepLab ASPP, WaveNet-like).
@@ -158,6 +182,10 @@ def cases():
                   {"x": rand(64, 4096), "i": ints(4096, 64, 4096)}))
     c.append(Case("GatherND", "rows_8192_of_16384x64", [node("GatherND", ["x", "i"])],
                   {"x": rand(16384, 64), "i": ints(16384, 8192, 1)}))
+    # A graph network of three message-passing layers (its edge list an
+    # input, as graph libraries export it): gather the sources, transform,
+    # scatter-add into the destinations, update the nodes.
+    c.append(gnn_case())
     # Normalization, softmax, reductions.
     c.append(Case("Softmax", "12x128x128", [node("Softmax", ["x"], axis=-1)], {"x": rand(1, 12, 128, 128)}, quick=True))
     c.append(Case("LayerNormalization", "128x768", [node("LayerNormalization", ["x", "g", "b"], axis=-1)],

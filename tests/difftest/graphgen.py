@@ -518,6 +518,31 @@ class GraphGen:
             idx = np.where(neg, idx - np.asarray(x.shape[:k], np.int64), idx)
             ushape = (n,) + tuple(x.shape[k:])
             op, attrs = "ScatterND", {}
+        elif self.chance(0.4):
+            # Rows: one index per position along the axis, expanded over the
+            # other dims (a graph network's edge list, torch's expand_as).
+            axis = int(r.integers(0, x.rank))
+            d = x.shape[axis]
+            m = int(r.integers(1, d + 1)) if reduction == "none" else int(r.integers(1, 2 * d + 1))
+            rows = r.choice(d, m, replace=False) if reduction == "none" else r.integers(0, d, m)
+            rows = np.where(r.random(m) < 0.3, rows - d, rows).astype(np.int64)
+            ishape = tuple(int(r.integers(1, n + 1)) if k != axis else m for k, n in enumerate(x.shape))
+            rname = self.name("rows")
+            self.inputs.append(Value(rname, (m,), np.int64))
+            self.feeds[rname] = rows
+            lead = [k for k in range(x.rank) if k != axis]
+            unsq = self.node("Unsqueeze", [rname, self.ints_const(lead)], [1 if k != axis else m for k in range(x.rank)],
+                             dtype=np.int64)
+            idx_v = self.node("Expand", [unsq.name, self.ints_const(list(ishape))], ishape, dtype=np.int64)
+            uname = self.name("upd")
+            self.inputs.append(Value(uname, ishape))
+            self.feeds[uname] = r.standard_normal(ishape).astype(F32)
+            attrs = {"axis": axis}
+            if reduction != "none":
+                attrs["reduction"] = reduction
+            if self.chance(0.3):  # the same rows read back
+                return self.node("GatherElements", [x.name, idx_v.name], ishape, axis=axis)
+            return self.node("ScatterElements", [x.name, idx_v.name, uname], x.shape, **attrs)
         else:
             axis = int(r.integers(0, x.rank))
             d = x.shape[axis]

@@ -69,11 +69,50 @@ absl::Status Gather(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
+// The index per position along `axis` of element indices that repeat it
+// across every other dim (a broadcast of one vector: an Expand of an edge
+// list, torch's index.expand_as(src)), or null. Such an op moves whole rows
+// of the other dims: one index vector per row, checked and wrapped once per
+// row, not per element.
+Instruction* RowIndices(Instruction* idx, int64_t axis) {
+  if (idx->opcode() != Opcode::kBroadcast || idx->operand(0)->shape().rank() != 1 ||
+      idx->dimensions != std::vector<int64_t>{axis})
+    return nullptr;
+  return idx->operand(0);
+}
+
+// The dims of a rank-r value other than `axis`, in order.
+std::vector<int64_t> OtherDims(int64_t r, int64_t axis) {
+  std::vector<int64_t> dims;
+  for (int64_t k = 0; k < r; ++k)
+    if (k != axis) dims.push_back(k);
+  return dims;
+}
+
+// GatherElements whose indices are rows (RowIndices): a gather of slices
+// spanning the indices' extent of the other dims.
+absl::Status GatherRows(NodeContext& ctx, Instruction* x, Instruction* idx, Instruction* rows, int64_t axis) {
+  const int64_t r = x->shape().rank(), n = x->shape().dims[axis];
+  RETURN_IF_ERROR(CheckAxisIndices(ctx, rows, n));
+  rows = WrapIndices(ctx.b(), rows, n);
+  hlo::GatherDimensionNumbers d;
+  d.offset_dims = OtherDims(r, axis);
+  d.collapsed_slice_dims = {axis};
+  d.start_index_map = {axis};
+  d.index_vector_dim = 1;
+  std::vector<int64_t> sizes = idx->shape().dims;
+  sizes[axis] = 1;
+  ctx.set_output(0, ctx.b().Gather(x, rows, d, sizes));
+  return absl::OkStatus();
+}
+
 absl::Status GatherElements(NodeContext& ctx) {
   Instruction* x = ctx.input(0);
   Instruction* idx = ctx.input(1);
   int64_t r = x->shape().rank();
   ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", 0), r));
+  if (Instruction* rows = RowIndices(idx, axis); rows && x->shape().dims[axis] > 0)
+    return GatherRows(ctx, x, idx, rows, axis);
   RETURN_IF_ERROR(CheckAxisIndices(ctx, idx, x->shape().dims[axis]));
   ctx.set_output(0, GatherElementsAlongAxis(ctx.b(), x, WrapIndices(ctx.b(), idx, x->shape().dims[axis]), axis));
   return absl::OkStatus();
@@ -99,9 +138,22 @@ absl::Status ScatterElements(NodeContext& ctx) {
   Instruction* upd = ctx.input(2);
   int64_t r = x->shape().rank();
   ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", 0), r));
+  ASSIGN_OR_RETURN(hlo::Computation * comb, ScatterCombiner(ctx, x->shape().element_type));
+  if (Instruction* rows = RowIndices(idx, axis)) {
+    // Rows (RowIndices): one index per row of updates, windows over the
+    // other dims (a graph network's scatter-add of messages).
+    RETURN_IF_ERROR(CheckAxisIndices(ctx, rows, x->shape().dims[axis]));
+    rows = WrapIndices(ctx.b(), rows, x->shape().dims[axis]);
+    hlo::ScatterDimensionNumbers d;
+    d.update_window_dims = OtherDims(r, axis);
+    d.inserted_window_dims = {axis};
+    d.scatter_dims_to_operand_dims = {axis};
+    d.index_vector_dim = 1;
+    ctx.set_output(0, ctx.b().Scatter(x, rows, upd, d, comb));
+    return absl::OkStatus();
+  }
   RETURN_IF_ERROR(CheckAxisIndices(ctx, idx, x->shape().dims[axis]));
   idx = WrapIndices(ctx.b(), idx, x->shape().dims[axis]);
-  ASSIGN_OR_RETURN(hlo::Computation * comb, ScatterCombiner(ctx, x->shape().element_type));
   hlo::ScatterDimensionNumbers d;
   for (int64_t k = 0; k < r; ++k) {
     d.inserted_window_dims.push_back(k);
