@@ -59,9 +59,30 @@ void OrderRow(const T* row, int64_t step, int64_t n, int64_t prefix, std::vector
     keys.clear();
     for (int64_t j = 0; j < prefix; ++j) keys.emplace_back(row[j * step], j);
     std::make_heap(keys.begin(), keys.end(), before);
+    // Blocks of a contiguous row that hold no candidate are skipped with
+    // one vectorized test.
+    constexpr int64_t kBlock = 32;
     for (int64_t j = prefix; j < n; ++j) {
-      const std::pair<T, int64_t> e(row[j * step], j);
-      if (!before(e, keys.front())) continue;
+      if (step == 1 && (j - prefix) % kBlock == 0 && j + kBlock <= n) {
+        const T last = keys.front().first;
+        if (!IsNan(last)) {
+          bool any = false;
+          for (int64_t b = 0; b < kBlock; ++b) {
+            const T v = row[j + b];
+            any |= kAscending ? !(v >= last) : !(v <= last);  // true for NaN too
+          }
+          if (!any) {
+            j += kBlock - 1;
+            continue;
+          }
+        }
+      }
+      // Most elements fail one comparison with the last kept value (a later
+      // position never displaces an equal value).
+      const T v = row[j * step], last = keys.front().first;
+      const bool enters = kAscending ? v < last || (IsNan(last) && !IsNan(v)) : v > last || (IsNan(v) && !IsNan(last));
+      if (!enters) continue;
+      const std::pair<T, int64_t> e(v, j);
       std::pop_heap(keys.begin(), keys.end(), before);
       keys.back() = e;
       std::push_heap(keys.begin(), keys.end(), before);
