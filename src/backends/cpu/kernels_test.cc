@@ -350,6 +350,16 @@ ENTRY e {
 })"),
        {"f32", "s32", "f64"},
        "reduce-window"},
+      // A pool over channels-first images (the width last): rows of the
+      // output combined from shifted input rows, strided and padded.
+      {"reduce_window_rows",
+       absl::StrCat("HloModule m\n", kAddT, R"(ENTRY e {
+  x = T[2,5,13,11] parameter(0)
+  z = T[] constant(0)
+  ROOT r = T[2,5,7,11] reduce-window(x, z), window={size=1x1x3x4 stride=1x1x2x1 pad=0_0x0_0x1_1x2_1}, to_apply=add
+})"),
+       {"f32", "s32", "f64"},
+       "reduce-window-rows"},
       // A cumulative sum (ONNX's CumSum): a window reaching back over the
       // whole dim, as a running sum down the dim, across columns and along rows.
       {"reduce_window_prefix_scan_columns",
