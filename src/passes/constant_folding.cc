@@ -36,7 +36,12 @@ std::optional<hlo::Literal> FoldInstruction(const hlo::Instruction& instr, int64
   // Broadcasts and iotas are cheap to compute and expensive to store.
   bool expands =
       instr.opcode() == Opcode::kBroadcast || instr.opcode() == Opcode::kIota || instr.opcode() == Opcode::kPad;
-  if (n > max_elements || (expands && n > 1024)) return std::nullopt;
+  // A move of a constant (the transpose and reverse a transposed
+  // convolution puts on its weights) stores no more than its operand and
+  // would otherwise run on every call: folded at any size.
+  bool moves = instr.opcode() == Opcode::kTranspose || instr.opcode() == Opcode::kReverse ||
+               instr.opcode() == Opcode::kReshape || instr.opcode() == Opcode::kCopy;
+  if ((n > max_elements && !moves) || (expands && n > 1024)) return std::nullopt;
   std::vector<const hlo::Literal*> ops;
   for (hlo::Instruction* op : instr.operands()) {
     if (op->opcode() != Opcode::kConstant) return std::nullopt;

@@ -1,6 +1,7 @@
 // Constant folding through the reference evaluator: an instruction whose
 // operands are all constants becomes a constant, unless its result would be
-// larger than the cap (folding a broadcast would only inflate the program).
+// larger than the cap (folding a broadcast would only inflate the program);
+// transposes, reverses, reshapes and copies fold at any size.
 #ifndef XONNX_PASSES_CONSTANT_FOLDING_H_
 #define XONNX_PASSES_CONSTANT_FOLDING_H_
 

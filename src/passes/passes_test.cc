@@ -90,6 +90,26 @@ ENTRY main {
 )");
 }
 
+TEST(ConstantFolding, FoldsMovesOfConstantsPastTheCap) {
+  // A transposed convolution's weights, reversed and transposed: folded
+  // whatever their size, so that no call moves them again.
+  ConstantFolding small(/*max_elements=*/2);
+  EXPECT_EQ(Apply(small, R"(HloModule m
+
+ENTRY main {
+  k = f32[2,3]{1,0} constant({{1, 2, 3}, {4, 5, 6}})
+  r = f32[2,3]{1,0} reverse(k), dimensions={1}
+  ROOT t = f32[3,2]{1,0} transpose(r), dimensions={1,0}
+}
+)"),
+            R"(HloModule m
+
+ENTRY main {
+  ROOT constant.1 = f32[3,2]{1,0} constant({{3, 6}, {2, 5}, {1, 4}})
+}
+)");
+}
+
 TEST(ConstantFolding, RespectsSizeCapAndLeavesBroadcastsAlone) {
   ConstantFolding small(/*max_elements=*/2);
   bool changed = true;
