@@ -1,5 +1,7 @@
 #include "backends/cpu/canonicalization/sort_positions.h"
 
+#include <vector>
+
 #include "evaluator/evaluator.h"
 #include "hlo/rewrite.h"
 
@@ -17,8 +19,11 @@ absl::StatusOr<bool> SortPositions::Run(hlo::Module* module) {
   bool changed = false;
   for (const auto& c : module->computations()) {
     bool here = false;
-    for (const auto& i : c->instructions()) {
-      if (i->opcode() != hlo::Opcode::kSort) continue;
+    // The sorts first: adding constants grows the instruction list.
+    std::vector<hlo::Instruction*> sorts;
+    for (const auto& i : c->instructions())
+      if (i->opcode() == hlo::Opcode::kSort) sorts.push_back(i.get());
+    for (hlo::Instruction* i : sorts) {
       for (int64_t k = 1; k < i->operand_count(); ++k) {
         hlo::Instruction* iota = i->operand(k);
         if (iota->opcode() != hlo::Opcode::kIota || iota->dimensions != i->dimensions ||
