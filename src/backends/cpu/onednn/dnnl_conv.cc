@@ -79,6 +79,47 @@ bool PlanLayoutCopies(ConvState* st, const dnnl::convolution_forward::primitive_
 // but orders of magnitude slower than its JIT kernels.
 bool IsReferenceKernel(const char* impl) { return std::string(impl).rfind("ref", 0) == 0; }
 
+// The weights in the primitive's layout `want`: constants packed once here,
+// others reordered at each call into the scratch region (after
+// `scratch_bytes`, which grows by them). False where the reorder would
+// need a scratchpad of its own.
+bool PlanWeights(ConvState* st, const memory::desc& user_w, const memory::desc& want,
+                 const hlo::Literal* constant_weights, size_t* scratch_bytes) {
+  st->weights = want;
+  if (constant_weights) {
+    st->reordered_weights = PackWeights(user_w, want, *constant_weights);
+  } else if (st->weights != user_w) {
+    dnnl::reorder::primitive_desc w_pd(Engine(), user_w, Engine(), st->weights);
+    if (w_pd.scratchpad_desc().get_size() != 0) return false;
+    st->run_w_at = RoundUp64(*scratch_bytes);
+    *scratch_bytes = st->run_w_at + st->weights.get_size();
+    MakeReorder(st->weights_in, w_pd);
+  }
+  return true;
+}
+
+// oneDNN falls back to its reference kernel for forms its fast kernels do
+// not take in one layout (a dilation-8 3x3 convolution on blocked channels
+// took 10 s where channels-last takes 20 ms): `pd`, if on it, is replaced by
+// the primitive of another layout (0: plain, else a channel block; `make`
+// builds it, `allowed` says which fit) that has a fast one, and the
+// convolution runs there, with copies to and from it.
+template <typename Make, typename Allowed>
+void AvoidReferenceKernel(const Make& make, const Allowed& allowed,
+                          std::optional<dnnl::convolution_forward::primitive_desc>* pd, int* run_block) {
+  for (int block : {0, 16, 8}) {
+    if (!IsReferenceKernel((*pd)->impl_info_str()) || block == *run_block || !allowed(block)) continue;
+    try {
+      auto alt = make(block);
+      if (IsReferenceKernel(alt.impl_info_str())) continue;
+      *pd = alt;
+      *run_block = block;
+    } catch (const dnnl::error&) {
+      // No kernel for this layout: try the next.
+    }
+  }
+}
+
 // The block size a convolution runs on (0: plain). oneDNN has fast
 // kernels for one layout on both sides, not for mixed ones: where the
 // sides differ, the smaller side changes layout (on a tie, a plain side).
@@ -331,42 +372,24 @@ std::optional<Thunk> MakeDnnlConvThunk(const hlo::Instruction& in, const ThunkIo
         run_block = RunBlock(layouts, st->src.get_size(), st->dst.get_size());
         pd = make_pd(dnnl::algorithm::convolution_direct, activations(xs.dims, run_block),
                      activations(in.shape().dims, run_block));
-        // oneDNN falls back to its reference kernel for forms its fast
-        // kernels do not take in one layout (a dilation-8 3x3 convolution
-        // on blocked channels took 10 s where channels-last takes 20 ms):
-        // run in another layout, with copies to and from it, if one has a
-        // fast kernel.
-        for (int block : {0, 16, 8}) {
-          if (!IsReferenceKernel(pd->impl_info_str()) || block == run_block) continue;
-          if (block &&
-              (rank != 4 || xs.dims[rank - 1] % block != 0 || in.shape().dims[rank - 1] % block != 0 || !channels_last))
-            continue;
-          try {
-            auto alt = make_pd(dnnl::algorithm::convolution_direct, activations(xs.dims, block),
-                               activations(in.shape().dims, block));
-            if (IsReferenceKernel(alt.impl_info_str())) continue;
-            pd = alt;
-            run_block = block;
-          } catch (const dnnl::error&) {
-            // No kernel for this layout: try the next.
-          }
-        }
+        const bool blockable = rank == 4 && channels_last;
+        AvoidReferenceKernel(
+            [&](int block) {
+              return make_pd(dnnl::algorithm::convolution_direct, activations(xs.dims, block),
+                             activations(in.shape().dims, block));
+            },
+            [&](int block) {
+              return block == 0 ||
+                     (blockable && xs.dims[rank - 1] % block == 0 && in.shape().dims[rank - 1] % block == 0);
+            },
+            &pd, &run_block);
       }
       if (!plan_copies(*pd)) return std::nullopt;
     }
     st->bias = bias_md;
     st->has_bias = has_bias;
     st->scratchpad = pd->scratchpad_desc();
-    st->weights = pd->weights_desc();
-    if (constant_weights) {
-      st->reordered_weights = PackWeights(user_w, pd->weights_desc(), *constant_weights);
-    } else if (st->weights != user_w) {
-      dnnl::reorder::primitive_desc w_pd(Engine(), user_w, Engine(), st->weights);
-      if (w_pd.scratchpad_desc().get_size() != 0) return std::nullopt;
-      st->run_w_at = RoundUp64(scratch_bytes);
-      scratch_bytes = st->run_w_at + st->weights.get_size();
-      MakeReorder(st->weights_in, w_pd);
-    }
+    if (!PlanWeights(st.get(), user_w, pd->weights_desc(), constant_weights, &scratch_bytes)) return std::nullopt;
     st->conv.emplace(dnnl::convolution_forward(*pd),
                      ProductArgs(st->run_src, st->weights, st->reordered_weights, has_bias ? &st->bias : nullptr,
                                  st->run_dst, st->scratchpad));
