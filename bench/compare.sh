@@ -9,7 +9,7 @@
 #                         [--xonnx-args "--batch-buckets 1,8,64"]
 # With several batch sizes, each model is measured at each; items/s = batch /
 # latency, so the latency ratio is also the inverse throughput ratio.
-# --corpus measures every model of bench/corpus.py (24 architectures of many
+# --corpus measures every model of bench/corpus.py (26 architectures of many
 # families; `bench/corpus.py --list` names them); --models may also name them,
 # NAME_dynq names NAME's dynamically quantized variant (bench/quantize.py:
 # DynamicQuantizeLinear + ConvInteger/MatMulInteger, as ONNX Runtime's
