@@ -1,10 +1,8 @@
 // Reference kernels of arithmetic over many elements: dot, convolution,
 // reductions and sort.
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <numeric>
-#include <type_traits>
 
 #include "base/status.h"
 #include "evaluator/kernels_internal.h"
@@ -272,13 +270,7 @@ absl::Status Sort(const Instruction& in, absl::Span<const void* const> ops, absl
           using C = ComputeType<T>;
           const T* X = static_cast<const T*>(ops[0]);
           C va = static_cast<C>(X[base + a * st[dim]]), vb = static_cast<C>(X[base + b * st[dim]]);
-          // NaN orders as the largest value (after every number ascending,
-          // before every number descending), as torch and NumPy order it;
-          // a comparison alone would leave NaN unordered.
-          bool na = false, nb = false;
-          if constexpr (std::is_floating_point_v<C>) na = std::isnan(va), nb = std::isnan(vb);
-          if (*ascending) return nb ? !na : (!na && va < vb);
-          return na ? !nb : (!nb && va > vb);
+          return internal::SortsBefore(va, vb, *ascending);
         });
       }
       std::vector<Literal> args;

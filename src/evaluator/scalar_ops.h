@@ -97,6 +97,17 @@ C Min(C a, C b) {
   }
   return a < b ? a : b;
 }
+// The order sorts and TopK give values: NaN as the largest value (after
+// every number ascending, before every number descending), as torch and
+// NumPy order it; a comparison alone would leave NaN unordered. Two NaNs
+// are equal (neither comes first).
+template <typename C>
+bool SortsBefore(C a, C b, bool ascending) {
+  bool na = false, nb = false;
+  if constexpr (std::is_floating_point_v<C>) na = a != a, nb = b != b;
+  if (ascending) return nb ? !na : (!na && a < b);
+  return na ? !nb : (!nb && a > b);
+}
 template <typename C>
 C Pow(C a, C b) {
   if constexpr (std::is_floating_point_v<C>) {

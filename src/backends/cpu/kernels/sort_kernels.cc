@@ -4,7 +4,6 @@
 // sorted row (TopK's slice), the row is selected, not sorted: the k first
 // elements are found in linear time and only they are sorted.
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <type_traits>
@@ -13,6 +12,7 @@
 #include "backends/cpu/kernels/strided_loops.h"
 #include "backends/cpu/runtime/thunks.h"
 #include "evaluator/kernels.h"
+#include "evaluator/scalar_ops.h"
 
 namespace xonnx::cpu {
 
@@ -20,28 +20,15 @@ namespace {
 
 using hlo::Instruction;
 
-template <typename T>
-bool IsNan(T v) {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::isnan(v);
-  else
-    return false;
-}
-
-// The order of a row's elements: by value (NaN after every number when
-// ascending, before every number when descending, as the largest value),
-// equal values by position. It is a strict total order on positions, so a
-// selection and a full sort agree, and the equal values keep their order as
-// a stable sort keeps them.
+// The order of a row's elements: by value (eval::internal::SortsBefore, NaN
+// the largest), equal values by position. It is a strict total order on
+// positions, so a selection and a full sort agree, and the equal values keep
+// their order as a stable sort keeps them.
 template <typename T, bool kAscending>
 struct Before {
   bool operator()(const std::pair<T, int64_t>& a, const std::pair<T, int64_t>& b) const {
-    const bool na = IsNan(a.first), nb = IsNan(b.first);
-    if (na || nb) {
-      if (na && nb) return a.second < b.second;
-      return kAscending ? nb : na;
-    }
-    if (a.first != b.first) return kAscending ? a.first < b.first : a.first > b.first;
+    if (eval::internal::SortsBefore(a.first, b.first, kAscending)) return true;
+    if (eval::internal::SortsBefore(b.first, a.first, kAscending)) return false;
     return a.second < b.second;
   }
 };
@@ -59,32 +46,13 @@ void OrderRow(const T* row, int64_t step, int64_t n, int64_t prefix, std::vector
     keys.clear();
     for (int64_t j = 0; j < prefix; ++j) keys.emplace_back(row[j * step], j);
     std::make_heap(keys.begin(), keys.end(), before);
-    // Blocks of a contiguous row that hold no candidate are skipped with
-    // one vectorized test.
-    constexpr int64_t kBlock = 32;
     for (int64_t j = prefix; j < n; ++j) {
-      if (step == 1 && (j - prefix) % kBlock == 0 && j + kBlock <= n) {
-        const T last = keys.front().first;
-        if (!IsNan(last)) {
-          bool any = false;
-          for (int64_t b = 0; b < kBlock; ++b) {
-            const T v = row[j + b];
-            any |= kAscending ? !(v >= last) : !(v <= last);  // true for NaN too
-          }
-          if (!any) {
-            j += kBlock - 1;
-            continue;
-          }
-        }
-      }
-      // Most elements fail one comparison with the last kept value (a later
-      // position never displaces an equal value).
-      const T v = row[j * step], last = keys.front().first;
-      const bool enters = kAscending ? v < last || (IsNan(last) && !IsNan(v)) : v > last || (IsNan(v) && !IsNan(last));
-      if (!enters) continue;
-      const std::pair<T, int64_t> e(v, j);
+      // A later position never displaces an equal value: only a value that
+      // sorts before the last kept one enters.
+      const T v = row[j * step];
+      if (!eval::internal::SortsBefore(v, keys.front().first, kAscending)) continue;
       std::pop_heap(keys.begin(), keys.end(), before);
-      keys.back() = e;
+      keys.back() = {v, j};
       std::push_heap(keys.begin(), keys.end(), before);
     }
     std::sort_heap(keys.begin(), keys.end(), before);
