@@ -281,6 +281,17 @@ ENTRY e {
 })"),
        {"f32", "s32"},
        "scatter"},
+      // Windows wider than most of the dim they move along, so that many
+      // start before 0 and still have elements inside.
+      {"scatter_windows_starting_before_zero",
+       absl::StrCat("HloModule m\n", kAddT, R"(ENTRY e {
+  x = T[12,10] parameter(0)
+  i = s64[30,2] parameter(1)
+  u = T[30,2,8] parameter(2)
+  ROOT r = T[12,10] scatter(x, i, u), update_window_dims={1,2}, inserted_window_dims={}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, to_apply=add
+})"),
+       {"f32", "s32"},
+       "scatter"},
       {"scatter_window_dim_first",
        absl::StrCat("HloModule m\n", kAddT, R"(ENTRY e {
   x = T[40,7] parameter(0)

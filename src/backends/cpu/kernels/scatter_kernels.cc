@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/algorithm/container.h"
+#include "backends/cpu/kernels/index_reader.h"
 #include "backends/cpu/kernels/strided_loops.h"
 #include "backends/cpu/runtime/thunks.h"
 #include "evaluator/kernels.h"
@@ -55,14 +56,12 @@ void CombineRun(std::optional<Opcode> op, T* dst, const T* u, int64_t n) {
 }
 
 // The scatter's geometry, from its dimension numbers: updates are batch
-// positions (one index vector each) times a window.
+// positions (one index vector each, read through `index`) times a window.
 struct ScatterGeometry {
   int64_t rank = 0;                    // the operand's
   std::vector<int64_t> dims, strides;  // the operand's
-  // Index vectors: per batch dim (the index array's dims but the vector
-  // dim, in order) its size and stride; per component its offset and the
-  // operand dim it starts.
-  std::vector<int64_t> batch_dims, batch_strides, component_offsets, component_dims;
+  IndexReader index;
+  std::vector<int64_t> component_dims;  // the operand dim each index component starts
   // Window dims, in the update's order: size, update stride and the operand
   // dim each moves along.
   std::vector<int64_t> window_sizes, window_update_strides, window_operand_dims;
@@ -75,25 +74,13 @@ struct ScatterGeometry {
 ScatterGeometry GeometryOf(const Instruction& in) {
   const auto& dn = in.scatter_dnums;
   const hlo::Shape& os = in.shape();
-  const hlo::Shape& is = in.operand(1)->shape();
   const hlo::Shape& us = in.operand(2)->shape();
-  ScatterGeometry g;
-  g.rank = os.rank();
-  g.dims = os.dims;
-  g.strides = os.Strides();
-  std::vector<int64_t> ist = is.Strides(), ust = us.Strides();
-  for (int64_t d = 0; d < is.rank(); ++d) {
-    if (d == dn.index_vector_dim) continue;
-    g.batch_dims.push_back(is.dims[d]);
-    g.batch_strides.push_back(ist[d]);
-    g.positions *= is.dims[d];
-  }
-  for (size_t k = 0; k < dn.scatter_dims_to_operand_dims.size(); ++k) {
-    g.component_offsets.push_back(dn.index_vector_dim < is.rank() ? static_cast<int64_t>(k) * ist[dn.index_vector_dim]
-                                                                  : 0);
-    g.component_dims.push_back(dn.scatter_dims_to_operand_dims[k]);
-  }
-  std::vector<int64_t> window_operand;
+  ScatterGeometry g{
+      os.rank(), os.dims, os.Strides(),
+      IndexReader(in.operand(1)->shape(), dn.index_vector_dim, dn.scatter_dims_to_operand_dims, os.Strides(), os.dims)};
+  g.component_dims = dn.scatter_dims_to_operand_dims;
+  g.positions = g.index.BatchCount();
+  std::vector<int64_t> ust = us.Strides(), window_operand;
   for (int64_t d = 0; d < os.rank(); ++d)
     if (!absl::c_linear_search(dn.inserted_window_dims, d)) window_operand.push_back(d);
   bool seen_window = false;
@@ -118,13 +105,18 @@ ScatterGeometry GeometryOf(const Instruction& in) {
 template <typename T, typename I>
 void ScatterRange(const ScatterGeometry& g, std::optional<Opcode> op, const I* idx, const T* u, T* o, int64_t lo,
                   int64_t hi) {
-  const int64_t nb = g.batch_dims.size(), nw = g.window_sizes.size(), nc = g.component_dims.size();
+  const IndexReader& index = g.index;
+  const int64_t nb = index.batch_dims.size(), nw = g.window_sizes.size(), nc = g.component_dims.size();
   // A window's innermost run, when contiguous in the operand (the update's
   // window is contiguous: batch dims come first).
   const bool runs = nw > 0 && g.strides[g.window_operand_dims.back()] == 1;
   const int64_t run_len = runs ? g.window_sizes.back() : 1;
   std::vector<int64_t> extent(g.rank, 1);
-  for (int64_t j = 0; j < nw; ++j) extent[g.window_operand_dims[j]] = g.window_sizes[j];
+  std::vector<bool> in_window(g.rank, false);
+  for (int64_t j = 0; j < nw; ++j) {
+    extent[g.window_operand_dims[j]] = g.window_sizes[j];
+    in_window[g.window_operand_dims[j]] = true;
+  }
   std::vector<int64_t> bidx(nb, 0), start(g.rank), widx(nw, 0);
   // Combines `n` update elements from `up` at output offset `off`, clipped
   // to this thread's range.
@@ -136,28 +128,27 @@ void ScatterRange(const ScatterGeometry& g, std::optional<Opcode> op, const I* i
   for (int64_t p = 0; p < g.positions; ++p) {
     std::fill(start.begin(), start.end(), 0);
     for (int64_t k = 0; k < nc; ++k)
-      start[g.component_dims[k]] = static_cast<int64_t>(idx[ioff + g.component_offsets[k]]);
-    bool inside = true;
+      start[g.component_dims[k]] = static_cast<int64_t>(idx[ioff + index.component_offsets[k]]);
+    // Whether the whole window lies inside the operand, and whether the dims
+    // it does not move along (fixed over it) do.
+    bool inside = true, fixed_inside = true;
     int64_t base = 0;
     for (int64_t d = 0; d < g.rank; ++d) {
       inside &= start[d] >= 0 && start[d] + extent[d] <= g.dims[d];
+      fixed_inside &= in_window[d] || (start[d] >= 0 && start[d] < g.dims[d]);
       base += start[d] * g.strides[d];
     }
     const T* up = u + p * g.window_elements;
     std::fill(widx.begin(), widx.end(), 0);
     // Inside: whole runs. Partly outside: element by element, each checked.
     const int64_t step = inside ? run_len : 1, last = inside && runs ? nw - 2 : nw - 1;
-    for (int64_t w = 0; w < g.window_elements; w += step) {
+    for (int64_t w = 0; fixed_inside && w < g.window_elements; w += step) {
       int64_t off = base, uoff = 0;
-      bool in = inside;
-      if (!inside) {
-        in = true;
-        std::vector<int64_t> pos = start;
-        for (int64_t j = 0; j < nw; ++j) pos[g.window_operand_dims[j]] += widx[j];
-        for (int64_t d = 0; d < g.rank; ++d) in &= pos[d] >= 0 && pos[d] < g.dims[d];
-      }
+      bool in = true;
       for (int64_t j = 0; j < nw; ++j) {
-        off += widx[j] * g.strides[g.window_operand_dims[j]];
+        const int64_t d = g.window_operand_dims[j], pos = start[d] + widx[j];
+        in &= inside || (pos >= 0 && pos < g.dims[d]);
+        off += widx[j] * g.strides[d];
         uoff += widx[j] * g.window_update_strides[j];
       }
       if (in) combine(off, up + uoff, step);
@@ -167,9 +158,9 @@ void ScatterRange(const ScatterGeometry& g, std::optional<Opcode> op, const I* i
       }
     }
     for (int64_t d = nb - 1; d >= 0; --d) {
-      ioff += g.batch_strides[d];
-      if (++bidx[d] < g.batch_dims[d]) break;
-      ioff -= g.batch_dims[d] * g.batch_strides[d];
+      ioff += index.batch_strides[d];
+      if (++bidx[d] < index.batch_dims[d]) break;
+      ioff -= index.batch_dims[d] * index.batch_strides[d];
       bidx[d] = 0;
     }
   }
@@ -187,10 +178,10 @@ void ScatterElementwise(const ScatterGeometry& g, std::optional<Opcode> op, hlo:
   for (int64_t e = 0; e < updates; ++e) {
     int64_t ioff = 0, b = 0, j = 0;
     for (int64_t d = 0; d < ur; ++d)
-      if (!g.is_window[d]) ioff += uidx[d] * g.batch_strides[b++];
+      if (!g.is_window[d]) ioff += uidx[d] * g.index.batch_strides[b++];
     std::fill(start.begin(), start.end(), 0);
     for (size_t k = 0; k < g.component_dims.size(); ++k)
-      start[g.component_dims[k]] = eval::ReadIndex(idx, index_type, ioff + g.component_offsets[k]);
+      start[g.component_dims[k]] = eval::ReadIndex(idx, index_type, ioff + g.index.component_offsets[k]);
     for (int64_t d = 0; d < ur; ++d)
       if (g.is_window[d]) start[g.window_operand_dims[j++]] += uidx[d];
     bool inside = true;
