@@ -29,11 +29,13 @@ Instruction* WrapIndices(hlo::Builder& b, Instruction* idx, int64_t dim) {
   return b.Select(neg, b.Binary(Opcode::kAdd, idx, SplatLike(b, idx, dim)), idx);
 }
 
-// Indices into a dim of size n lie in [-n, n - 1] (negative ones count
-// from the end): checked as ONNX Runtime checks them, since XLA's gather
-// clamps and its scatter drops what is out of range.
-absl::Status CheckAxisIndices(NodeContext& ctx, Instruction* idx, int64_t n) {
-  return ctx.CheckIndexRange(idx, -n, n - 1, "indices");
+// Indices into a dim of size n, checked and wrapped: they lie in
+// [-n, n - 1] (checked as ONNX Runtime checks them, since XLA's gather
+// clamps and its scatter drops what is out of range), and negative ones
+// count from the end.
+absl::StatusOr<Instruction*> AxisIndices(NodeContext& ctx, Instruction* idx, int64_t n) {
+  RETURN_IF_ERROR(ctx.CheckIndexRange(idx, -n, n - 1, "indices"));
+  return WrapIndices(ctx.b(), idx, n);
 }
 
 // Negative components of index vectors (the last dim of `idx`) count from
@@ -64,8 +66,8 @@ absl::Status Gather(NodeContext& ctx) {
   if (!x || !idx) return ctx.Error("needs data and indices");
   int64_t r = x->shape().rank();
   ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", 0), r));
-  RETURN_IF_ERROR(CheckAxisIndices(ctx, idx, x->shape().dims[axis]));
-  ctx.set_output(0, TakeAlongAxis(ctx.b(), x, WrapIndices(ctx.b(), idx, x->shape().dims[axis]), axis));
+  ASSIGN_OR_RETURN(idx, AxisIndices(ctx, idx, x->shape().dims[axis]));
+  ctx.set_output(0, TakeAlongAxis(ctx.b(), x, idx, axis));
   return absl::OkStatus();
 }
 
@@ -93,8 +95,7 @@ std::vector<int64_t> OtherDims(int64_t r, int64_t axis) {
 // spanning the indices' extent of the other dims.
 absl::Status GatherRows(NodeContext& ctx, Instruction* x, Instruction* idx, Instruction* rows, int64_t axis) {
   const int64_t r = x->shape().rank(), n = x->shape().dims[axis];
-  RETURN_IF_ERROR(CheckAxisIndices(ctx, rows, n));
-  rows = WrapIndices(ctx.b(), rows, n);
+  ASSIGN_OR_RETURN(rows, AxisIndices(ctx, rows, n));
   hlo::GatherDimensionNumbers d;
   d.offset_dims = OtherDims(r, axis);
   d.collapsed_slice_dims = {axis};
@@ -113,8 +114,8 @@ absl::Status GatherElements(NodeContext& ctx) {
   ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.attr_i("axis", 0), r));
   if (Instruction* rows = RowIndices(idx, axis); rows && x->shape().dims[axis] > 0)
     return GatherRows(ctx, x, idx, rows, axis);
-  RETURN_IF_ERROR(CheckAxisIndices(ctx, idx, x->shape().dims[axis]));
-  ctx.set_output(0, GatherElementsAlongAxis(ctx.b(), x, WrapIndices(ctx.b(), idx, x->shape().dims[axis]), axis));
+  ASSIGN_OR_RETURN(idx, AxisIndices(ctx, idx, x->shape().dims[axis]));
+  ctx.set_output(0, GatherElementsAlongAxis(ctx.b(), x, idx, axis));
   return absl::OkStatus();
 }
 
@@ -142,8 +143,7 @@ absl::Status ScatterElements(NodeContext& ctx) {
   if (Instruction* rows = RowIndices(idx, axis)) {
     // Rows (RowIndices): one index per row of updates, windows over the
     // other dims (a graph network's scatter-add of messages).
-    RETURN_IF_ERROR(CheckAxisIndices(ctx, rows, x->shape().dims[axis]));
-    rows = WrapIndices(ctx.b(), rows, x->shape().dims[axis]);
+    ASSIGN_OR_RETURN(rows, AxisIndices(ctx, rows, x->shape().dims[axis]));
     hlo::ScatterDimensionNumbers d;
     d.update_window_dims = OtherDims(r, axis);
     d.inserted_window_dims = {axis};
@@ -152,8 +152,7 @@ absl::Status ScatterElements(NodeContext& ctx) {
     ctx.set_output(0, ctx.b().Scatter(x, rows, upd, d, comb));
     return absl::OkStatus();
   }
-  RETURN_IF_ERROR(CheckAxisIndices(ctx, idx, x->shape().dims[axis]));
-  idx = WrapIndices(ctx.b(), idx, x->shape().dims[axis]);
+  ASSIGN_OR_RETURN(idx, AxisIndices(ctx, idx, x->shape().dims[axis]));
   hlo::ScatterDimensionNumbers d;
   for (int64_t k = 0; k < r; ++k) {
     d.inserted_window_dims.push_back(k);

@@ -7,7 +7,6 @@
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "backends/cpu/kernels/vector_math.h"
@@ -74,10 +73,6 @@ bool PlanLayoutCopies(ConvState* st, const dnnl::convolution_forward::primitive_
   if (out_pd) MakeReorder(st->dst_out, *out_pd);
   return true;
 }
-
-// Whether oneDNN chose its reference implementation ("ref:any"): correct,
-// but orders of magnitude slower than its JIT kernels.
-bool IsReferenceKernel(const char* impl) { return std::string(impl).rfind("ref", 0) == 0; }
 
 // The weights in the primitive's layout `want`: constants packed once here,
 // others reordered at each call into the scratch region (after

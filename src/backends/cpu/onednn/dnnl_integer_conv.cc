@@ -83,7 +83,7 @@ std::optional<Thunk> MakeDnnlIntegerConvThunk(const hlo::Instruction& in, const 
     std::optional<dnnl::convolution_forward::primitive_desc> pd;
     try {
       pd = make_pd(src, dst);
-      if (std::string(pd->impl_info_str()).rfind("ref", 0) == 0) pd.reset();
+      if (IsReferenceKernel(pd->impl_info_str())) pd.reset();
     } catch (const dnnl::error&) {
     }
     if (!pd)

@@ -10,6 +10,7 @@
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -47,6 +48,10 @@ std::shared_ptr<memory> PackWeights(const memory::desc& user, const memory::desc
 // A primitive attribute with the user-provided scratchpad (see
 // dnnl_primitives.cc for why every primitive takes one).
 dnnl::primitive_attr UserScratchpad();
+
+// Whether oneDNN chose its reference implementation ("ref:any") for a
+// primitive: correct, but orders of magnitude slower than its JIT kernels.
+inline bool IsReferenceKernel(const char* impl) { return std::string(impl).rfind("ref", 0) == 0; }
 
 // Runs one primitive on a call's buffers. The dnnl::memory objects that
 // point it at them, and the stream, are made once and re-pointed on each
