@@ -11,11 +11,11 @@ ratio xonnx / ONNX Runtime.
                        [--rounds 3] [--iterations 10] [--threads 2] [--work DIR]
 """
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
+
+from ops import run_json  # bench/ops.py: one engine's median latency from its JSON line
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZE = 320
@@ -40,13 +40,6 @@ def export(arch, path):
     os.replace(path + ".part", path)
 
 
-def median_latency(cmd, env=None):
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if p.returncode != 0:
-        raise RuntimeError(f"{cmd[0]} failed: {(p.stderr or p.stdout).strip()[-400:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])["latency_ms"]["median"]
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="retinanet_resnet50_fpn,fcos_resnet50_fpn")
@@ -64,9 +57,9 @@ def main():
         export(arch, path)
         xs, os_ = [], []
         for _ in range(args.rounds):
-            xs.append(median_latency([xonnx, "bench", path, "--shape", shape, "--json", "--no-cache", "--iterations",
+            xs.append(run_json([xonnx, "bench", path, "--shape", shape, "--json", "--no-cache", "--iterations",
                                       str(args.iterations)], env))
-            os_.append(median_latency(["node", os.path.join(ROOT, "bench", "ort_bench.js"), path, shape, "--threads",
+            os_.append(run_json(["node", os.path.join(ROOT, "bench", "ort_bench.js"), path, shape, "--threads",
                                        str(args.threads), "--iterations", str(args.iterations)]))
         x, o = statistics.median(xs), statistics.median(os_)
         print(f"{arch:<26} {x:10.1f} {o:10.1f} {x / o:7.2f}", flush=True)
