@@ -46,11 +46,9 @@ hlo::Computation* F32Reducer(hlo::Module* m, const hlo::Computation* reducer) {
   return *built;
 }
 
-// Whether `i` can be rebuilt on f32 values with the same attributes.
-bool Widenable(const Instruction* i) {
-  Opcode op = i->opcode();
-  if (op == Opcode::kConvert || op == Opcode::kBitcastConvert) return false;
-  if (hlo::IsElementwise(op)) return true;
+// Whether `op` only moves or selects its operands' elements (its result's
+// values are some of theirs, wherever they go).
+bool MovesElements(Opcode op) {
   switch (op) {
     case Opcode::kBroadcast:
     case Opcode::kReshape:
@@ -62,6 +60,18 @@ bool Widenable(const Instruction* i) {
     case Opcode::kPad:
     case Opcode::kReverse:
     case Opcode::kGather:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Whether `i` can be rebuilt on f32 values with the same attributes.
+bool Widenable(const Instruction* i) {
+  Opcode op = i->opcode();
+  if (op == Opcode::kConvert || op == Opcode::kBitcastConvert) return false;
+  if (hlo::IsElementwise(op) || MovesElements(op)) return true;
+  switch (op) {
     case Opcode::kDot:
     case Opcode::kConvolution:
     case Opcode::kIota:
@@ -78,17 +88,8 @@ bool Widenable(const Instruction* i) {
 // or the larger or smaller of two): half-precision operands give a result
 // that needs no rounding back to half.
 bool KeepsValues(const Instruction* i) {
+  if (MovesElements(i->opcode())) return true;
   switch (i->opcode()) {
-    case Opcode::kBroadcast:
-    case Opcode::kReshape:
-    case Opcode::kTranspose:
-    case Opcode::kSlice:
-    case Opcode::kDynamicSlice:
-    case Opcode::kDynamicUpdateSlice:
-    case Opcode::kConcatenate:
-    case Opcode::kPad:
-    case Opcode::kReverse:
-    case Opcode::kGather:
     case Opcode::kCopy:
     case Opcode::kMaximum:
     case Opcode::kMinimum:
