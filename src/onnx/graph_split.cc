@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/fingerprint.h"
 #include "base/status.h"
 #include "hlo/builder.h"
@@ -84,6 +85,23 @@ void SetBoundaries(const onnx::GraphProto& g, const std::vector<int>& segment_of
     for (int i : seg.nodes)
       for (const auto& o : g.node(i).output())
         if (!o.empty() && outs[s].count(o)) seg.outputs.push_back(o);
+  }
+}
+
+// Host nodes computed twice from the same inputs run once. Only nodes
+// whose result is a function of their inputs and attributes (the data-
+// dependent ops); control flow may hold random ops and runs each time.
+void MarkRepeatedHostNodes(const onnx::GraphProto& g, GraphSplit* split) {
+  std::map<std::string, int> first;
+  for (size_t k = 0; k < split->segments.size(); ++k) {
+    Segment& seg = split->segments[k];
+    if (!seg.on_host || split->host_control_flow.count(seg.nodes[0])) continue;
+    const onnx::NodeProto& n = g.node(seg.nodes[0]);
+    std::string key = absl::StrCat(n.domain(), "\n", n.op_type(), "\n", absl::StrJoin(n.input(), "\n"), "\n");
+    for (const auto& a : n.attribute()) absl::StrAppend(&key, a.SerializeAsString(), "\n");
+    for (const auto& o : n.output()) absl::StrAppend(&key, o.empty() ? "-" : "+");  // the same outputs computed
+    auto [it, inserted] = first.emplace(std::move(key), static_cast<int>(k));
+    if (!inserted) seg.same_as = it->second;
   }
 }
 
@@ -198,6 +216,7 @@ absl::StatusOr<GraphSplit> SplitGraph(const LoadedModel& model) {
   }
 
   SetBoundaries(g, segment_of, reads, initializers, &split);
+  MarkRepeatedHostNodes(g, &split);
   // Value nodes in execution order.
   std::stable_sort(value_nodes.begin(), value_nodes.end(), [&](int a, int b) { return segment_of[a] < segment_of[b]; });
   split.value_nodes = value_nodes;
@@ -272,7 +291,14 @@ absl::StatusOr<std::vector<hlo::Literal>> RunNodeOnHost(const LoadedModel& model
     auto v = values.values.find(name);
     if (v == values.values.end() || v->second->opcode() != hlo::Opcode::kConstant)
       return absl::InternalError(absl::StrCat(where, ": output '", name, "' could not be computed"));
-    out.push_back(*v->second->literal);
+    // The module is this call's own: its constants are moved out, not
+    // copied, unless one value is two outputs.
+    bool repeated = false;
+    for (const auto& earlier : n.output()) {
+      if (&earlier == &name) break;
+      repeated |= earlier == name;
+    }
+    out.push_back(repeated ? *v->second->literal : std::move(*v->second->literal));
   }
   return out;
 }

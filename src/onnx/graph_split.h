@@ -38,6 +38,10 @@ struct Segment {
   std::vector<std::string> inputs, initializers;
   // Values defined here that later segments or the graph outputs read.
   std::vector<std::string> outputs;
+  // For a host node: an earlier host segment whose node has the same op,
+  // attributes and inputs (exporters write `x[mask]` and `where(mask)` as
+  // two NonZero of one mask), so its outputs are this node's; else -1.
+  int same_as = -1;
 };
 
 // A graph's segments in execution order. One device segment holding every

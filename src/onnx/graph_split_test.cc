@@ -327,5 +327,80 @@ TEST_F(SplitSessionTest, DumpShowsTheFirstProgram) {
   EXPECT_THAT(dump->text, HasSubstr("f32[6]"));
 }
 
+// x[n] -> two NonZero of one mask (as exporters write x[mask] and
+// where(mask)), a Unique of the mask and one more that differs only in its
+// attribute; the graph outputs read the repeated node and the input itself.
+onnx::ModelProto RepeatedHostNodesModel() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("repeated");
+  const int f = onnx::TensorProto::FLOAT, i64 = onnx::TensorProto::INT64;
+  AddValue(g->mutable_input(), "x", f, {"n"});
+  AddInitializer(g, "zero", f, {}, {0});
+  AddNode(g, "Greater", {"x", "zero"}, {"mask"});
+  AddNode(g, "NonZero", {"mask"}, {"first"});
+  AddNode(g, "NonZero", {"mask"}, {"again"});
+  AddInt(AddNode(g, "Unique", {"x"}, {"sorted"}), "sorted", 1);
+  AddInt(AddNode(g, "Unique", {"x"}, {"unsorted"}), "sorted", 0);
+  AddValue(g->mutable_output(), "first", i64, {"1", "k"});
+  AddValue(g->mutable_output(), "again", i64, {"1", "k"});
+  AddValue(g->mutable_output(), "sorted", f, {"u"});
+  AddValue(g->mutable_output(), "unsorted", f, {"u"});
+  AddValue(g->mutable_output(), "x", f, {"n"});
+  return m;
+}
+
+TEST(GraphSplit, RepeatedHostNodeRunsOnce) {
+  onnx::ModelProto p = RepeatedHostNodesModel();
+  LoadedModel m = Loaded(p);
+  auto split = SplitGraph(m);
+  ASSERT_TRUE(split.ok()) << split.status();
+  std::map<std::string, int> segment_of, same_as;
+  for (size_t k = 0; k < split->segments.size(); ++k) {
+    const Segment& seg = split->segments[k];
+    if (!seg.on_host) continue;
+    segment_of[m.proto.graph().node(seg.nodes[0]).output(0)] = k;
+    same_as[m.proto.graph().node(seg.nodes[0]).output(0)] = seg.same_as;
+  }
+  EXPECT_EQ(same_as.at("first"), -1);
+  EXPECT_EQ(same_as.at("again"), segment_of.at("first"));
+  EXPECT_EQ(same_as.at("sorted"), -1);
+  EXPECT_EQ(same_as.at("unsorted"), -1);  // another attribute: another result
+
+  // Run: the repeated node's outputs are the first one's, each output the
+  // caller's own memory (not a view of a value the call has dropped).
+  fs::path dir = MakeTestDir("xonnx_repeated_host_test");
+  std::string path = (dir / "repeated.onnx").string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    p.SerializeToOstream(&out);
+  }
+  SessionOptions o;
+  o.use_cache = false;
+  auto s = Session::Open(path, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const std::vector<float> x = {3, -1, 2, 3, 0, 5};
+  auto out = (*s)->Run({{"x", Tensor::FromData(DataType::kFloat32, {6}, x.data())}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 5u);
+  for (int k : {0, 1}) {
+    const Tensor& t = (*out)[k];
+    EXPECT_FALSE(t.is_view());
+    ASSERT_EQ(t.dims(), (std::vector<int64_t>{1, 4}));
+    EXPECT_EQ(std::vector<int64_t>(t.data_as<int64_t>(), t.data_as<int64_t>() + 4), (std::vector<int64_t>{0, 2, 3, 5}));
+  }
+  const Tensor& sorted = (*out)[2];
+  const Tensor& unsorted = (*out)[3];
+  EXPECT_EQ(std::vector<float>(sorted.data_as<float>(), sorted.data_as<float>() + 5),
+            (std::vector<float>{-1, 0, 2, 3, 5}));
+  EXPECT_EQ(std::vector<float>(unsorted.data_as<float>(), unsorted.data_as<float>() + 5),
+            (std::vector<float>{3, -1, 2, 0, 5}));
+  EXPECT_FALSE((*out)[4].is_view());
+  EXPECT_EQ(std::vector<float>((*out)[4].data_as<float>(), (*out)[4].data_as<float>() + 6), x);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace xonnx::onnx_import

@@ -23,7 +23,10 @@ absl::StatusOr<std::vector<Tensor>> RunHostNode(const onnx_import::LoadedModel& 
     if (t.dtype() == DataType::kString)
       return Unimplemented("%s: node %s on the host: string input '%s' is not supported", model.path,
                            onnx_import::NodeLabel(n), name);
-    args.emplace(name, LiteralOf(t));
+    // Borrowed, not copied: `values` outlives the node's run, and a
+    // detector's masks and scores are megabytes read once.
+    args.emplace(name, hlo::Literal::Borrow(hlo::Shape(ToHlo(t.dtype()), t.dims()), t.data(),
+                                            std::shared_ptr<const void>(t.data(), [](const void*) {})));
   }
   ASSIGN_OR_RETURN(std::vector<hlo::Literal> lits, onnx_import::RunNodeOnHost(model, seg.nodes[0], args));
   std::vector<Tensor> outs(n.output_size());
@@ -64,7 +67,15 @@ absl::StatusOr<std::vector<Tensor>> GraphStages::Run(const ModelRunner& parent, 
                                                      const CallBounds* bounds) {
   const onnx_import::LoadedModel& model = parent.model();
   const onnx::GraphProto& g = model.proto.graph();
-  std::map<std::string, Tensor> values = inputs;
+  // Every value a view of the caller's inputs or of its own segment's
+  // outputs, which this map keeps until the call ends: a segment's
+  // arguments are read, not copied (a detector passes megabytes of scores
+  // from program to program).
+  auto view = [](const Tensor& t) {
+    return t.dtype() == DataType::kString ? t : Tensor::View(t.dtype(), t.dims(), t.data());
+  };
+  std::map<std::string, Tensor> values;
+  for (const auto& [name, t] : inputs) values.emplace(name, view(t));
   for (size_t k = 0; k < split_.segments.size(); ++k) {
     const onnx_import::Segment& seg = split_.segments[k];
     if (bounds) RETURN_IF_ERROR(bounds->Check(model.path));
@@ -72,7 +83,14 @@ absl::StatusOr<std::vector<Tensor>> GraphStages::Run(const ModelRunner& parent, 
       const onnx::NodeProto& n = g.node(seg.nodes[0]);
       int64_t host_start = MonotonicNs();
       std::vector<Tensor> outs;
-      if (onnx_import::IsControlFlow(n)) {
+      if (seg.same_as >= 0) {  // the same node ran already: its outputs are these
+        const onnx::NodeProto& first = g.node(split_.segments[seg.same_as].nodes[0]);
+        for (int o = 0; o < n.output_size(); ++o)
+          if (!n.output(o).empty())
+            outs.push_back(view(values.at(first.output(o))));
+          else
+            outs.emplace_back();
+      } else if (onnx_import::IsControlFlow(n)) {
         ASSIGN_OR_RETURN(outs, control_flow_.Run(parent, seg.nodes[0], values, bounds));
       } else {
         ASSIGN_OR_RETURN(outs, RunHostNode(model, seg, values));
@@ -91,7 +109,7 @@ absl::StatusOr<std::vector<Tensor>> GraphStages::Run(const ModelRunner& parent, 
     std::map<std::string, Tensor> args;
     for (const auto& name : seg.inputs) {
       types[name] = values.at(name).dtype();
-      args[name] = values.at(name);
+      args[name] = view(values.at(name));
     }
     ASSIGN_OR_RETURN(ModelRunner * stage, Stage(parent, k, types));
     ASSIGN_OR_RETURN(std::vector<Tensor> outs, stage->RunExact(args, 0, nullptr, nullptr, bounds));
@@ -100,7 +118,7 @@ absl::StatusOr<std::vector<Tensor>> GraphStages::Run(const ModelRunner& parent, 
   std::vector<Tensor> outs;
   for (const auto& spec : outputs) {
     if (auto it = values.find(spec.name); it != values.end()) {
-      outs.push_back(std::move(it->second));
+      outs.push_back(it->second.is_view() ? it->second.Owned() : std::move(it->second));
       continue;
     }
     const onnx::TensorProto* init = onnx_import::FindInitializer(g, spec.name);

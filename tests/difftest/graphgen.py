@@ -582,6 +582,47 @@ class GraphGen:
         self.ints.append(vals[1])
         return vals[0]
 
+    def detect(self):
+        """A detector's post-processing on graph inputs: a score mask read by
+        two NonZero (as exporters write x[mask] and where(mask)), the kept
+        scores gathered, NonMaxSuppression and its boxes gathered. Counts
+        depend on the values, so these run on the host between programs;
+        the shapes come from a numpy reference of the same selection."""
+        r = self.rng
+        n, c = int(r.integers(1, 121)), int(self.choice([1, 2, 4]))
+        center, half = r.uniform(0, 64, (n, 2)), r.uniform(0.5, 12, (n, 2))
+        corners = np.concatenate([center - half, center + half], 1)
+        iou_th, score_th = float(self.choice([0.0, 0.3, 0.5, 0.7])), float(self.choice([0.0, 0.25, 0.6]))
+        iou = pairwise_iou(corners)
+        if np.any(np.abs(iou - iou_th) < 1e-5):
+            raise Skip("a pair of boxes on the IoU threshold")
+        center_box = self.chance(0.3)
+        if center_box:
+            stored = np.concatenate([center, 2 * half], 1)
+        else:  # ONNX takes either diagonal pair of corners
+            flip = r.random(n) < 0.2
+            stored = np.where(flip[:, None], corners[:, [2, 3, 0, 1]], corners)
+        scores = ((r.permutation(c * n) + 1) / (c * n + 1)).astype(F32).reshape(1, c, n)
+        max_out = int(self.choice([1, 3, 100]))
+        bname, sname = self.name("boxes"), self.name("scores")
+        self.inputs += [Value(bname, (1, n, 4)), Value(sname, (1, c, n))]
+        self.feeds[bname], self.feeds[sname] = stored.astype(F32).reshape(1, n, 4), scores
+        flat = self.node("Reshape", [sname, self.ints_const([-1])], (c * n,))
+        mask = self.node("Greater", [flat.name, self.const(np.asarray(score_th, F32))], (c * n,), dtype=np.bool_)
+        hits = int((scores.ravel() > F32(score_th)).sum())
+        where = self.node("NonZero", [mask.name], (1, hits), dtype=np.int64)
+        self.node("NonZero", [mask.name], (1, hits), dtype=np.int64)  # the same node again: an output
+        idx = self.node("Reshape", [where.name, self.ints_const([-1])], (hits,), dtype=np.int64)
+        kept = self.node("Gather", [flat.name, idx.name], (hits,))
+        selected = nms_reference(corners, scores[0], max_out, iou_th, score_th)
+        sel = self.node("NonMaxSuppression", [bname, sname, self.ints_const([max_out]), self.const(np.asarray([iou_th], F32)),
+                                              self.const(np.asarray([score_th], F32))], (len(selected), 3),
+                        dtype=np.int64, center_point_box=int(center_box))
+        col = self.node("Gather", [sel.name, self.ints_const(2)], (len(selected),), dtype=np.int64, axis=1)
+        rows = self.node("Reshape", [bname, self.ints_const([n, 4])], (n, 4))
+        self.node("Gather", [rows.name, col.name], (len(selected), 4))
+        return kept
+
     def half_round_trip(self):
         # Of a graph input: rounding a computed value to 16 bits turns the
         # last-bit differences of two correct engines into 16-bit steps.
@@ -689,7 +730,8 @@ class GraphGen:
                  (resize, 5), (pool, 5), (concat, 6), (split, 3), (slice, 5), (transpose, 4), (reshape, 5),
                  (pad, 3), (depth_space, 2), (expand_tile, 2), (gather, 3), (cumsum, 1), (reduce, 4),
                  (argmax, 1), (squeeze_excite, 3), (residual_block, 5), (upsample_merge, 4), (attention, 2),
-                 (gather_runtime, 2), (topk, 2), (half_round_trip, 1), (recurrent, 2), (scatter, 2)]
+                 (gather_runtime, 2), (topk, 2), (half_round_trip, 1), (recurrent, 2), (scatter, 2),
+                 (detect, 1)]
 
     def start(self):
         r = self.rng
@@ -740,6 +782,32 @@ class GraphGen:
             outs = [self.node("Identity", [self.inputs[0].name], self.inputs[0].shape)]
         assert all(o.name in produced or o in self.inputs for o in outs)
         return make_model(self.nodes, self.inits, self.inputs, outs), dict(self.feeds)
+
+
+def pairwise_iou(corners):
+    """IoU of every pair of boxes given as (y1, x1, y2, x2) with y1 < y2, x1 < x2."""
+    lo = np.maximum(corners[:, None, :2], corners[None, :, :2])
+    hi = np.minimum(corners[:, None, 2:], corners[None, :, 2:])
+    inter = np.prod(np.clip(hi - lo, 0, None), axis=-1)
+    area = np.prod(corners[:, 2:] - corners[:, :2], axis=-1)
+    return inter / (area[:, None] + area[None, :] - inter)
+
+
+def nms_reference(corners, scores, max_out, iou_th, score_th):
+    """ONNX NonMaxSuppression of one batch: per class, boxes over the score
+    threshold by falling score, each kept unless a kept one overlaps it by
+    more than the IoU threshold, at most max_out; rows (0, class, box)."""
+    iou = pairwise_iou(corners)
+    rows = []
+    for c, s in enumerate(scores):
+        kept = []
+        for k in np.argsort(-s, kind="stable"):
+            if len(kept) >= max_out or not s[k] > np.float32(score_th):
+                break
+            if all(iou[k, j] <= iou_th for j in kept):
+                kept.append(k)
+        rows += [(0, c, k) for k in kept]
+    return rows
 
 
 def elem_type(dtype):
