@@ -21,6 +21,13 @@ const hlo::Literal* ConstantOperand(const Instruction& i, int k) {
   return w->opcode() == Opcode::kConstant ? &*w->literal : nullptr;
 }
 
+// Interpolation matrices: only when the planner reads the operands as
+// they are (a view is oneDNN's to take).
+MakerResult SparseDot(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
+  if (ctx.plan.dot_views.of.contains(&i)) return std::nullopt;
+  return MakeSparseDotThunk(i, io);
+}
+
 MakerResult DnnlMatmul(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
   if (!ctx.options.use_dnnl) return std::nullopt;
   if (auto t = MakeDnnlDotThunk(i, io, ConstantOperand(i, 1), Epilogue{}, ctx.plan.ViewsOf(&i), ctx.keep_alive))
@@ -149,7 +156,12 @@ struct KernelRow {
 const std::vector<KernelRow>& Rows() {
   static const auto* rows = new std::vector<KernelRow>{
       {Opcode::kDot,
-       {{"dnnl-int8-matmul", DnnlInteger}, {"gemv", Gemv}, {"dnnl-matmul", DnnlMatmul}, {"dot", Compute}, kReference}},
+       {{"dnnl-int8-matmul", DnnlInteger},
+        {"sparse-dot", SparseDot},
+        {"gemv", Gemv},
+        {"dnnl-matmul", DnnlMatmul},
+        {"dot", Compute},
+        kReference}},
       {Opcode::kConvolution,
        {{"dnnl-int8-conv", DnnlInteger},
         {"dnnl-conv", DnnlConv},

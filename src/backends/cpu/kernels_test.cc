@@ -6,6 +6,7 @@
 // may run on a reference kernel.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "backends/cpu/runtime/executable.h"
 #include "evaluator/evaluator.h"
@@ -582,6 +584,85 @@ ENTRY e {
   void* out = got.untyped_data();
   ASSERT_TRUE((*exe)->Execute(in, {&out, 1}).ok());
   EXPECT_EQ(std::memcmp(got.untyped_data(), want->untyped_data(), got.size_bytes()), 0);
+}
+
+}  // namespace
+}  // namespace xonnx::cpu
+
+namespace xonnx::cpu {
+namespace {
+
+// Products by interpolation-like matrices (at most four nonzeros per
+// output row) run on the sparse-dot kernel, which sums only the nonzeros
+// (with fused multiply-adds: equal to the evaluator's dense sum up to
+// rounding); a row of five goes back to the dense product.
+struct SparseCase {
+  std::string name;
+  std::vector<int64_t> x_dims;
+  int64_t axis;
+  bool in_major;  // weights stored [in, out]
+  int max_taps;
+  bool dnnl;
+};
+
+std::string SparseModule(const SparseCase& c, int64_t in, int64_t out, std::vector<float>* w) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> value(-1, 1);
+  w->assign(in * out, 0.0f);
+  for (int64_t o = 0; o < out; ++o) {
+    const int taps = o == 3 ? c.max_taps : 1 + static_cast<int>(o % std::min(c.max_taps, 4));
+    for (int t = 0; t < taps; ++t) {
+      const int64_t i = (o + 2 * t) % in;  // distinct for in >= 9
+      (*w)[c.in_major ? i * out + o : o * in + i] = value(rng);
+    }
+  }
+  std::vector<int64_t> y_dims;
+  for (size_t k = 0; k < c.x_dims.size(); ++k)
+    if (static_cast<int64_t>(k) != c.axis) y_dims.push_back(c.x_dims[k]);
+  y_dims.push_back(out);
+  auto dims = [](const std::vector<int64_t>& d) { return absl::StrJoin(d, ","); };
+  std::string values;
+  const int64_t rows = c.in_major ? in : out, cols = c.in_major ? out : in;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<std::string> row;
+    for (int64_t k = 0; k < cols; ++k) row.push_back(absl::StrCat((*w)[r * cols + k]));
+    absl::StrAppend(&values, r ? ", " : "", "{", absl::StrJoin(row, ", "), "}");
+  }
+  return absl::StrCat("HloModule m\nENTRY e {\n  x = f32[", dims(c.x_dims), "] parameter(0)\n  w = f32[", rows, ",",
+                      cols, "] constant({", values, "})\n  ROOT y = f32[", dims(y_dims),
+                      "] dot(x, w), lhs_contracting_dims={", c.axis, "}, rhs_contracting_dims={", c.in_major ? 0 : 1,
+                      "}\n}\n");
+}
+
+TEST(SparseDot, InterpolationMatricesOnAnyAxis) {
+  const std::vector<SparseCase> cases = {
+      {"last_axis", {3, 5, 9}, 2, false, 2, true},          {"last_axis_cubic", {2, 70, 12}, 2, false, 4, true},
+      {"inner_axis", {2, 9, 37}, 1, false, 2, false},       {"inner_axis_canonicalized", {2, 9, 37}, 1, false, 2, true},
+      {"first_axis_in_major", {10, 33}, 0, true, 3, false}, {"five_taps_dense", {3, 5, 9}, 2, false, 5, true},
+  };
+  for (const SparseCase& c : cases) {
+    const int64_t in = c.x_dims[c.axis], out = 35;
+    std::vector<float> w;
+    auto module = hlo::ParseText(SparseModule(c, in, out, &w));
+    ASSERT_TRUE(module.ok()) << c.name << ": " << module.status();
+    Literal x = Random((*module)->entry()->parameter(0)->shape(), 5);
+    auto want = eval::EvaluateModule(**module, {x});
+    ASSERT_TRUE(want.ok()) << want.status();
+    CompileOptions options;
+    options.use_dnnl = options.fuse_elementwise = c.dnnl;
+    auto exe = Executable::Compile(std::move(*module), options);
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    bool sparse = false;
+    for (const auto& [kind, n] : (*exe)->ThunkSummary()) sparse |= kind == "sparse-dot";
+    EXPECT_EQ(sparse, c.max_taps <= 4) << c.name << ":\n" << (*exe)->KernelListing();
+    Literal got((*exe)->output_shapes()[0]);
+    std::vector<void*> outs = {got.untyped_data()};
+    ASSERT_TRUE((*exe)->Execute({x.untyped_data()}, outs).ok());
+    ASSERT_EQ(got.element_count(), want->element_count());
+    for (int64_t k = 0; k < got.element_count(); ++k)
+      ASSERT_NEAR(got.data<float>()[k], want->data<float>()[k], 1e-5f * (1 + std::fabs(want->data<float>()[k])))
+          << c.name << " element " << k;
+  }
 }
 
 }  // namespace

@@ -307,6 +307,14 @@ constexpr int64_t kGemvMaxRows = 4;
 bool GemvTakes(const hlo::Instruction& dot);
 std::optional<Thunk> MakeGemvThunk(const hlo::Instruction& instr, const ThunkIo& io);
 
+// A product of one axis of an f32 activation by constant weights with at
+// most four nonzeros per output (sparse_dot.cc): Resize's interpolation
+// matrices; kind "sparse-dot". The operand is read row-major, so the
+// planner gives such a dot no oneDNN epilogue or operand views
+// (SparseDotTakes).
+bool SparseDotTakes(const hlo::Instruction& dot);
+std::optional<Thunk> MakeSparseDotThunk(const hlo::Instruction& dot, const ThunkIo& io);
+
 // Native arithmetic in the forms the tuned paths do not take
 // (compute_kernels.cc): dot and convolution of any dimension numbers and
 // numeric type, reduce over any dims.
