@@ -120,6 +120,24 @@ Instruction* Simplify(hlo::Computation* c, Instruction* i) {
     case Opcode::kNegate:
       if (ops[0]->opcode() == Opcode::kNegate) return ops[0]->operand(0);  // -(-x) -> x
       break;
+    case Opcode::kPower:
+      // As XLA's simplifier: pow(x, 1) -> x and pow(x, 2) -> x * x, one
+      // rounding either way (an RMS norm's square otherwise runs a pow
+      // per element); and, as ONNX Runtime's Pow kernel computes it,
+      // pow(x, 3) -> x * x * x (the tanh form of GELU).
+      if (IsValue(ops[1], 1)) return ops[0];
+      if (IsValue(ops[1], 2) || IsValue(ops[1], 3)) {
+        auto product = [&](Instruction* a, Instruction* b) {
+          auto r = std::make_unique<Instruction>(Opcode::kMultiply, i->shape());
+          r->AppendOperand(a);
+          r->AppendOperand(b);
+          r->metadata = i->metadata;
+          return c->AddInstruction(std::move(r));
+        };
+        Instruction* square = product(ops[0], ops[0]);
+        return IsValue(ops[1], 2) ? square : product(square, ops[0]);
+      }
+      break;
     case Opcode::kRoundNearestEven:
     case Opcode::kRoundNearestAfz:
     case Opcode::kFloor:

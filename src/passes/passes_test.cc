@@ -188,6 +188,48 @@ ENTRY main {
 )");
 }
 
+TEST(AlgebraicSimplifier, SquareIsAProductAndFirstPowerTheValue) {
+  // pow(x, 2) -> x * x, pow(x, 1) -> x, pow(x, 3) -> x * x * x; pow(x, 4)
+  // and pow(x, y) stay.
+  AlgebraicSimplifier s;
+  EXPECT_EQ(Apply(s, R"(HloModule m
+
+ENTRY main {
+  x = f32[4]{0} parameter(0)
+  y = f32[4]{0} parameter(1)
+  two = f32[] constant(2)
+  twos = f32[4]{0} broadcast(two), dimensions={}
+  one = f32[] constant(1)
+  ones = f32[4]{0} broadcast(one), dimensions={}
+  three = f32[] constant(3)
+  threes = f32[4]{0} broadcast(three), dimensions={}
+  four = f32[] constant(4)
+  fours = f32[4]{0} broadcast(four), dimensions={}
+  a = f32[4]{0} power(x, twos)
+  b = f32[4]{0} power(x, ones)
+  c = f32[4]{0} power(x, threes)
+  d = f32[4]{0} power(x, y)
+  e = f32[4]{0} power(x, fours)
+  ROOT t = (f32[4]{0}, f32[4]{0}, f32[4]{0}, f32[4]{0}, f32[4]{0}) tuple(a, b, c, d, e)
+}
+)"),
+            R"(HloModule m
+
+ENTRY main {
+  x = f32[4]{0} parameter(0)
+  y = f32[4]{0} parameter(1)
+  multiply = f32[4]{0} multiply(x, x)
+  multiply.1 = f32[4]{0} multiply(x, x)
+  multiply.2 = f32[4]{0} multiply(multiply.1, x)
+  d = f32[4]{0} power(x, y)
+  four = f32[] constant(4)
+  fours = f32[4]{0} broadcast(four), dimensions={}
+  e = f32[4]{0} power(x, fours)
+  ROOT t = (f32[4]{0}, f32[4]{0}, f32[4]{0}, f32[4]{0}, f32[4]{0}) tuple(multiply, x, multiply.2, d, e)
+}
+)");
+}
+
 TEST(AlgebraicSimplifier, RoundingAnIntegerIsANoOp) {
   // A quantizer's second rounding goes: round(x / s) + zp is an integer.
   // The first stays, and so does a rounding of x + 0.5.
