@@ -133,6 +133,18 @@ ENTRY e {
 })",
        {"f32", "u8", "s64"},
        "transpose"},
+      // The source's contiguous dim to an outer one with a dim between it
+      // and the new innermost: a resize's channels-first result to the
+      // channels-last order of the convolution after it (tiled, the
+      // middle dim looped over).
+      {"transpose_reversing_three_dims",
+       R"(HloModule m
+ENTRY e {
+  x = T[2,37,11,70] parameter(0)
+  ROOT r = T[2,70,11,37] transpose(x), dimensions={0,3,2,1}
+})",
+       {"f32", "u8", "s64"},
+       "transpose"},
       {"transpose_image_to_channels_last",
        R"(HloModule m
 ENTRY e {

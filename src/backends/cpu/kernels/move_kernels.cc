@@ -130,9 +130,13 @@ void Interleave3x8(const float*, int64_t, float*) {}
 // The work is split in items of a row tile by a run of columns, so that a
 // transpose with few rows (channels-last to channels-first with 27
 // channels: one row tile) still spreads over the threads.
+// The rows dim need not be next to the columns in the output: `rs` is
+// its output stride and `outer_out_strides` the outer dims' (a transpose
+// that reverses [C, H, W] to [W, H, C] keeps H between them).
 template <typename W>
 void TiledTranspose(const W* src, W* dst, const std::vector<int64_t>& outer_dims,
-                    const std::vector<int64_t>& outer_strides, int64_t rows, int64_t cols, int64_t sc) {
+                    const std::vector<int64_t>& outer_strides, const std::vector<int64_t>& outer_out_strides,
+                    int64_t rows, int64_t cols, int64_t sc, int64_t rs) {
   constexpr int64_t kTileRows = 64, kTileCols = 16, kItemCols = 1024;
   int64_t rt = (rows + kTileRows - 1) / kTileRows, ct = (cols + kItemCols - 1) / kItemCols, outer = 1;
   for (int64_t d : outer_dims) outer *= d;
@@ -142,16 +146,17 @@ void TiledTranspose(const W* src, W* dst, const std::vector<int64_t>& outer_dims
     int64_t o = item / (rt * ct), tile = item % (rt * ct);
     int64_t r0 = tile / ct * kTileRows, r1 = std::min(rows, r0 + kTileRows);
     int64_t first = tile % ct * kItemCols, last = std::min(cols, first + kItemCols);
-    int64_t off = 0;
+    int64_t off = 0, out_off = 0;
     for (int64_t d = rank - 1, rem = o; d >= 0; --d) {
       off += rem % outer_dims[d] * outer_strides[d];
+      out_off += rem % outer_dims[d] * outer_out_strides[d];
       rem /= outer_dims[d];
     }
     const W* in = src + off;
-    W* out = dst + o * rows * cols;
+    W* out = dst + out_off;
     for (int64_t c0 = first; c0 < last; c0 += kTileCols) {
       int64_t c1 = std::min(last, c0 + kTileCols);
-      if (sizeof(W) == 4 && CpuHasAvx2() && cols == 3 && r1 - r0 >= 8) {
+      if (sizeof(W) == 4 && CpuHasAvx2() && cols == 3 && rs == 3 && r1 - r0 >= 8) {
         int64_t r = r0;
         for (; r + 8 <= r1; r += 8)
           Interleave3x8(reinterpret_cast<const float*>(in + r), sc, reinterpret_cast<float*>(out + r * 3));
@@ -166,9 +171,9 @@ void TiledTranspose(const W* src, W* dst, const std::vector<int64_t>& outer_dims
         for (; r + 8 <= r1; r += 8)
           for (int64_t c = c0; c < c1; c += 8)
             Transpose8x8(reinterpret_cast<const float*>(in + c * sc + r), sc,
-                         reinterpret_cast<float*>(out + r * cols + c), cols);
+                         reinterpret_cast<float*>(out + r * rs + c), rs);
         for (; r < r1; ++r)
-          for (int64_t c = c0; c < c1; ++c) out[r * cols + c] = in[c * sc + r];
+          for (int64_t c = c0; c < c1; ++c) out[r * rs + c] = in[c * sc + r];
         continue;
       }
       // Row by row: each output row's part of the tile is one cache line
@@ -178,10 +183,10 @@ void TiledTranspose(const W* src, W* dst, const std::vector<int64_t>& outer_dims
       // column by column, reading the source's rows in order.
       if (cols >= kTileCols) {
         for (int64_t r = r0; r < r1; ++r)
-          for (int64_t c = c0; c < c1; ++c) out[r * cols + c] = in[c * sc + r];
+          for (int64_t c = c0; c < c1; ++c) out[r * rs + c] = in[c * sc + r];
       } else {
         for (int64_t c = c0; c < c1; ++c)
-          for (int64_t r = r0; r < r1; ++r) out[r * cols + c] = in[c * sc + r];
+          for (int64_t r = r0; r < r1; ++r) out[r * rs + c] = in[c * sc + r];
       }
     }
   }
@@ -218,17 +223,28 @@ std::optional<Thunk> MakeFastMoveThunk(const Instruction& in, const ThunkIo& io)
   Thunk t;
   t.name = in.name();
   int64_t r = dims.size();
-  // A transpose of the two innermost dims (after collapsing), the source's
-  // contiguous one becoming the outer of them: tile it.
-  bool tiled = r >= 2 && strides[r - 2] == 1 && strides[r - 1] != 1;
+  // A transpose that makes the source's contiguous dim an outer one (the
+  // rows) and reads the innermost (the columns) far apart: tile it, the
+  // dims between them and before looped over.
+  int64_t row_dim = -1;
+  for (int64_t d = 0; d + 1 < r; ++d)
+    if (strides[d] == 1) row_dim = d;
+  bool tiled = row_dim >= 0 && strides[r - 1] != 1;
   bool ok = DispatchWidth(hlo::ByteWidth(os.element_type), [&](auto tag) {
     using W = typename decltype(tag)::type;
     if (tiled) {
-      std::vector<int64_t> outer_dims(dims.begin(), dims.end() - 2), outer_strides(strides.begin(), strides.end() - 2);
-      int64_t rows = dims[r - 2], cols = dims[r - 1], sc = strides[r - 1];
+      std::vector<int64_t> out_strides = hlo::Shape(os.element_type, dims).Strides();
+      std::vector<int64_t> outer_dims, outer_strides, outer_out_strides;
+      for (int64_t d = 0; d + 1 < r; ++d) {
+        if (d == row_dim) continue;
+        outer_dims.push_back(dims[d]);
+        outer_strides.push_back(strides[d]);
+        outer_out_strides.push_back(out_strides[d]);
+      }
+      int64_t rows = dims[row_dim], cols = dims[r - 1], sc = strides[r - 1], rs = out_strides[row_dim];
       t.run = [=](Frame& f) -> absl::Status {
         TiledTranspose<W>(static_cast<const W*>(f.Ptr(x)) + base, static_cast<W*>(f.Ptr(out)), outer_dims,
-                          outer_strides, rows, cols, sc);
+                          outer_strides, outer_out_strides, rows, cols, sc, rs);
         return absl::OkStatus();
       };
       return;
