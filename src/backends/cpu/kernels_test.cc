@@ -411,6 +411,30 @@ ENTRY e {
 })"),
        {"f32", "s32", "s64", "u8", "f64"},
        "reduce"},
+      // Rows of a softmax's or a norm's length, with tails of every size
+      // after the 64-wide vector blocks.
+      {"reduce_long_rows_sum",
+       absl::StrCat("HloModule m\n", kAddT, R"(ENTRY e {
+  x = T[7,1037] parameter(0)
+  z = T[] parameter(1)
+  ROOT r = T[7] reduce(x, z), dimensions={1}, to_apply=add
+})"),
+       {"s32", "s64"},  // a float sum's order is the kernel's: ReduceRows.FloatSumOfLongRows
+       "reduce"},
+      {"reduce_long_rows_max",
+       R"(HloModule m
+max {
+  a = T[] parameter(0)
+  b = T[] parameter(1)
+  ROOT s = T[] maximum(a, b)
+}
+ENTRY e {
+  x = T[9,100] parameter(0)
+  z = T[] parameter(1)
+  ROOT r = T[9] reduce(x, z), dimensions={1}, to_apply=max
+})",
+       {"f32", "s32"},
+       "reduce"},
       // A whole value to one element, split across threads (a dynamic
       // quantizer's range).
       {"reduce_everything_to_max",
@@ -674,6 +698,71 @@ TEST(SparseDot, InterpolationMatricesOnAnyAxis) {
     for (int64_t k = 0; k < got.element_count(); ++k)
       ASSERT_NEAR(got.data<float>()[k], want->data<float>()[k], 1e-5f * (1 + std::fabs(want->data<float>()[k])))
           << c.name << " element " << k;
+  }
+}
+
+}  // namespace
+}  // namespace xonnx::cpu
+
+namespace xonnx::cpu {
+namespace {
+
+// A NaN anywhere in a long row makes its maximum and minimum NaN, as in
+// the evaluator, wherever the vector blocks put it.
+TEST(ReduceRows, NanReachesMaxAndMin) {
+  for (const char* op : {"maximum", "minimum"}) {
+    const std::string text = absl::StrCat(R"(HloModule m
+r {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] )",
+                                          op, R"((a, b)
+}
+ENTRY e {
+  x = f32[3,200] parameter(0)
+  z = f32[] parameter(1)
+  ROOT y = f32[3] reduce(x, z), dimensions={1}, to_apply=r
+})");
+    auto module = hlo::ParseText(text);
+    ASSERT_TRUE(module.ok()) << module.status();
+    auto exe = Executable::Compile(std::move(*module), CompileOptions{});
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    std::vector<float> x(600, 1.0f);
+    x[0 * 200 + 3] = std::nanf("");    // in the first vector block
+    x[1 * 200 + 130] = std::nanf("");  // in a later one
+    x[2 * 200 + 199] = 5.0f;           // none: the row's own extreme
+    float init = 0.0f, y[3];
+    std::vector<void*> outs = {y};
+    ASSERT_TRUE((*exe)->Execute({x.data(), &init}, outs).ok());
+    EXPECT_TRUE(std::isnan(y[0])) << op;
+    EXPECT_TRUE(std::isnan(y[1])) << op;
+    EXPECT_EQ(y[2], std::string(op) == "maximum" ? 5.0f : 0.0f) << op;
+  }
+}
+
+// A float row's sum in any order XLA allows: within rounding of the
+// exact sum, for every tail length after the vector blocks.
+TEST(ReduceRows, FloatSumOfLongRows) {
+  for (int64_t n : {64, 65, 100, 1037}) {
+    auto module =
+        hlo::ParseText(absl::StrCat("HloModule m\n", absl::StrReplaceAll(kAddT, {{"T[", "f32["}}),
+                                    "ENTRY e {\n  x = f32[3,", n, "] parameter(0)\n  z = f32[] parameter(1)\n",
+                                    "  ROOT y = f32[3] reduce(x, z), dimensions={1}, to_apply=add\n}\n"));
+    ASSERT_TRUE(module.ok()) << module.status();
+    Literal x = Random((*module)->entry()->parameter(0)->shape(), 3);
+    auto exe = Executable::Compile(std::move(*module), CompileOptions{});
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    float init = 0.5f, y[3];
+    std::vector<void*> outs = {y};
+    ASSERT_TRUE((*exe)->Execute({x.untyped_data(), &init}, outs).ok());
+    for (int r = 0; r < 3; ++r) {
+      double exact = init, magnitude = std::fabs(init);
+      for (int64_t k = 0; k < n; ++k) {
+        exact += x.data<float>()[r * n + k];
+        magnitude += std::fabs(x.data<float>()[r * n + k]);
+      }
+      EXPECT_NEAR(y[r], exact, 1e-6 * magnitude) << "n = " << n << ", row " << r;
+    }
   }
 }
 
