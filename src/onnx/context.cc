@@ -324,36 +324,40 @@ hlo::Instruction* TakeAlongAxis(hlo::Builder& b, hlo::Instruction* x, hlo::Instr
   return b.Gather(x, indices, d, sizes);
 }
 
-hlo::Instruction* ElementIndices(hlo::Builder& b, hlo::Instruction* indices, int64_t axis) {
+hlo::Instruction* ElementIndices(hlo::Builder& b, hlo::Instruction* indices, int64_t axis,
+                                 const std::vector<int64_t>& data_dims) {
   if (!indices) return nullptr;
-  int64_t rank = indices->shape().rank();
-  std::vector<int64_t> d1 = indices->shape().dims;
-  d1.push_back(1);
-  hlo::Instruction* idx64 = b.Convert(indices, hlo::S64);
-  std::vector<hlo::Instruction*> parts;
+  const int64_t rank = indices->shape().rank();
+  const std::vector<int64_t>& dims = indices->shape().dims;
+  const std::vector<int64_t> strides = hlo::Shape(hlo::S64, data_dims).Strides();
+  hlo::Instruction* flat = b.Convert(indices, hlo::S64);
+  if (strides[axis] != 1) flat = b.Binary(hlo::Opcode::kMultiply, flat, SplatLike(b, flat, strides[axis]));
+  // The other coordinates' parts as broadcasts of small constants (j times
+  // the stride, along each dim), which fuse into the loop computing the
+  // sum, where an iota is a pass of its own.
   for (int64_t k = 0; k < rank; ++k) {
-    if (k == axis)
-      parts.push_back(b.Reshape(idx64, d1));
-    else
-      parts.push_back(b.Iota(hlo::Shape(hlo::S64, d1), k));
+    if (k == axis || dims[k] <= 1) continue;
+    std::vector<int64_t> steps(dims[k]);
+    for (int64_t j = 0; j < dims[k]; ++j) steps[j] = j * strides[k];
+    flat = b.Binary(hlo::Opcode::kAdd, flat, b.Broadcast(b.Constant(hlo::Literal::Vector<int64_t>(steps)), dims, {k}));
   }
-  return b.Concatenate(parts, rank);
+  std::vector<int64_t> d1 = dims;
+  d1.push_back(1);
+  return b.Reshape(flat, d1);
 }
 
 hlo::Instruction* GatherElementsAlongAxis(hlo::Builder& b, hlo::Instruction* x, hlo::Instruction* indices,
                                           int64_t axis) {
   if (!x || !indices) return nullptr;
-  int64_t r = x->shape().rank();
+  const std::vector<int64_t>& xd = x->shape().dims;
   // An empty axis (see TakeAlongAxis): the result is shaped as the indices.
-  if (x->shape().dims[axis] == 0)
+  if (xd[axis] == 0)
     return b.Broadcast(b.Constant(hlo::Literal::ScalarOf(x->shape().element_type, 0)), indices->shape().dims, {});
   hlo::GatherDimensionNumbers d;
-  for (int64_t k = 0; k < r; ++k) {
-    d.collapsed_slice_dims.push_back(k);
-    d.start_index_map.push_back(k);
-  }
-  d.index_vector_dim = r;
-  return b.Gather(x, ElementIndices(b, indices, axis), d, std::vector<int64_t>(r, 1));
+  d.collapsed_slice_dims = {0};
+  d.start_index_map = {0};
+  d.index_vector_dim = indices->shape().rank();
+  return b.Gather(b.Reshape(x, {x->shape().ElementCount()}), ElementIndices(b, indices, axis, xd), d, {1});
 }
 
 double LowestValue(hlo::PrimitiveType t) {

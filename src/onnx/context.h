@@ -193,9 +193,14 @@ hlo::Instruction* TakeAlongAxis(hlo::Builder& b, hlo::Instruction* x, hlo::Instr
 // indices has x's rank and is in range.
 hlo::Instruction* GatherElementsAlongAxis(hlo::Builder& b, hlo::Instruction* x, hlo::Instruction* indices,
                                           int64_t axis);
-// Full index vectors for element-wise gather/scatter along `axis`: shape
-// indices.dims + [rank], component `axis` from indices, the others iotas.
-hlo::Instruction* ElementIndices(hlo::Builder& b, hlo::Instruction* indices, int64_t axis);
+// Element-wise gather/scatter along `axis` of data of `data_dims` as one
+// dimension: the row-major position of each element named, shape
+// indices.dims + [1], its `axis` coordinate from indices (in range) and
+// the others its own (indices may be shorter than the data in those).
+// One index per element, computed in one elementwise loop, where a vector
+// of all its coordinates had a gather read rank values per element.
+hlo::Instruction* ElementIndices(hlo::Builder& b, hlo::Instruction* indices, int64_t axis,
+                                 const std::vector<int64_t>& data_dims);
 
 // Uniform f32 values in [0, 1) of `dims` from the node's seed attribute (or
 // one derived from its name); defined with the random ops.

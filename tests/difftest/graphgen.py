@@ -547,6 +547,14 @@ class GraphGen:
             axis = int(r.integers(0, x.rank))
             d = x.shape[axis]
             m = int(r.integers(1, d + 1))
+            if self.chance(0.25):
+                # GatherElements of any indices, the other dims possibly
+                # shorter than the data's (as torch.gather allows).
+                ishape = tuple(m if k == axis else int(r.integers(1, n + 1)) for k, n in enumerate(x.shape))
+                iname = self.name("idx")
+                self.inputs.append(Value(iname, ishape, np.int64))
+                self.feeds[iname] = r.integers(-d, d, ishape).astype(np.int64)
+                return self.node("GatherElements", [x.name, iname], ishape, axis=axis)
             ishape = x.shape[:axis] + (m,) + x.shape[axis + 1:]
             if reduction == "none":
                 # Distinct along the axis in every line.

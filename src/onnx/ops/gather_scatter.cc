@@ -153,13 +153,15 @@ absl::Status ScatterElements(NodeContext& ctx) {
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(idx, AxisIndices(ctx, idx, x->shape().dims[axis]));
+  // Into the data as one dimension, at each update's row-major position.
+  hlo::Builder& b = ctx.b();
   hlo::ScatterDimensionNumbers d;
-  for (int64_t k = 0; k < r; ++k) {
-    d.inserted_window_dims.push_back(k);
-    d.scatter_dims_to_operand_dims.push_back(k);
-  }
+  d.inserted_window_dims = {0};
+  d.scatter_dims_to_operand_dims = {0};
   d.index_vector_dim = r;
-  ctx.set_output(0, ctx.b().Scatter(x, ElementIndices(ctx.b(), idx, axis), upd, d, comb));
+  Instruction* flat = b.Reshape(x, {x->shape().ElementCount()});
+  Instruction* out = b.Scatter(flat, ElementIndices(b, idx, axis, x->shape().dims), upd, d, comb);
+  ctx.set_output(0, b.Reshape(out, x->shape().dims));
   return absl::OkStatus();
 }
 

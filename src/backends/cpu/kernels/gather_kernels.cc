@@ -63,6 +63,11 @@ std::optional<Thunk> Gather(const Instruction& in, const ThunkIo& io) {
   int64_t inner = dims.back(), inner_b = bs.back(), inner_x = xsd.back();
   dims.pop_back(), bs.pop_back(), xsd.pop_back(), osd.pop_back();
   BufferRef x = io.inputs[0], indices = io.inputs[1], out = io.outputs[0];
+  // One 64-bit component per index vector, stored densely (an element-wise
+  // gather's row-major positions, an embedding's ids): the starts in one
+  // tight loop, not a type switch and a call per element.
+  const bool dense_s64 =
+      reader.type == hlo::S64 && reader.component_offsets.size() == 1 && reader.batch_strides == reader.dense_strides;
   Thunk t;
   t.name = in.name();
   t.scratch_bytes = batches * sizeof(int64_t);
@@ -72,15 +77,22 @@ std::optional<Thunk> Gather(const Instruction& in, const ThunkIo& io) {
       int64_t* start = reinterpret_cast<int64_t*>(f.Scratch());
       const void* idx = f.Ptr(indices);
       size_t comps = reader.component_offsets.size();
-      ForEachRow<2>(reader.batch_dims, {reader.batch_strides, reader.dense_strides}, comps,
-                    [&](const std::array<int64_t, 2>& off) {
-                      int64_t s = 0;
-                      for (size_t k = 0; k < comps; ++k) {
-                        int64_t v = eval::ReadIndex(idx, reader.type, off[0] + reader.component_offsets[k]);
-                        s += std::clamp<int64_t>(v, 0, reader.limits[k]) * reader.operand_strides[k];
-                      }
-                      start[off[1]] = s;
-                    });
+      if (dense_s64) {
+        const int64_t* v = static_cast<const int64_t*>(idx) + reader.component_offsets[0];
+        const int64_t limit = reader.limits[0], stride = reader.operand_strides[0];
+#pragma omp parallel for if (batches > 65536) schedule(static)
+        for (int64_t i = 0; i < batches; ++i) start[i] = std::clamp<int64_t>(v[i], 0, limit) * stride;
+      } else {
+        ForEachRow<2>(reader.batch_dims, {reader.batch_strides, reader.dense_strides}, comps,
+                      [&](const std::array<int64_t, 2>& off) {
+                        int64_t s = 0;
+                        for (size_t k = 0; k < comps; ++k) {
+                          int64_t v = eval::ReadIndex(idx, reader.type, off[0] + reader.component_offsets[k]);
+                          s += std::clamp<int64_t>(v, 0, reader.limits[k]) * reader.operand_strides[k];
+                        }
+                        start[off[1]] = s;
+                      });
+      }
       const W* src = static_cast<const W*>(f.Ptr(x));
       W* dst = static_cast<W*>(f.Ptr(out));
       ForEachRow<3>(dims, {bs, xsd, osd}, inner, [&](const std::array<int64_t, 3>& off) {
@@ -93,6 +105,9 @@ std::optional<Thunk> Gather(const Instruction& in, const ThunkIo& io) {
             for (int64_t i = 0; i < inner; ++i) o[i] = s[i * inner_x];
           }
         } else {
+          // One element per index vector: a long run (an element-wise
+          // gather's whole output) is split between the threads.
+#pragma omp parallel for if (inner > 65536) schedule(static)
           for (int64_t i = 0; i < inner; ++i) o[i] = src[start[off[0] + i * inner_b] + off[1] + i * inner_x];
         }
       });
