@@ -205,6 +205,47 @@ TEST_F(SessionTest, ViewsReadTheCallersMemoryInPlace) {
   EXPECT_EQ(0, std::memcmp((*c)[0].data(), (*b)[0].data(), (*c)[0].byte_size()));
 }
 
+// The CPU plugin reads a call's inputs in place: elementwise ops that could
+// overwrite their operand (Neg, Relu) never write the caller's memory, an
+// input returned as an output is a copy, and unaligned memory (which the
+// plugin copies) gives the same results.
+TEST_F(SessionTest, InputsReadInPlaceAreNeverWritten) {
+  onnx::ModelProto m = Mlp();
+  auto* g = m.mutable_graph();
+  for (const char* op : {"Neg", "Relu"}) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(absl::StrCat(op, "_x"));
+    n->add_input("x");
+    n->add_output(absl::StrCat(op, "_x"));
+    *g->add_output() = g->input(0);
+    g->mutable_output()->rbegin()->set_name(absl::StrCat(op, "_x"));
+  }
+  *g->add_output() = g->input(0);  // x itself
+  auto s = Session::Open(Write(m));
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::vector<float> storage(1 + 2 * 4);  // one float before: an unaligned start
+  for (size_t i = 0; i < storage.size(); ++i) storage[i] = 1.5f * i - 4.0f;
+  for (int offset : {0, 1}) {
+    Tensor x = Tensor::FromData(DataType::kFloat32, {2, 4}, storage.data() + offset);
+    const Tensor& cx = x;
+    const std::vector<float> before(cx.data_as<float>(), cx.data_as<float>() + 8);
+    Tensor in = offset ? Tensor::View(DataType::kFloat32, {2, 4}, storage.data() + offset) : x;
+    auto out = (*s)->Run({{"x", in}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ(out->size(), 4u);
+    const std::vector<float>& now = offset ? std::vector<float>(storage.begin() + 1, storage.end())
+                                           : std::vector<float>(cx.data_as<float>(), cx.data_as<float>() + 8);
+    EXPECT_EQ(now, before) << "offset " << offset;
+    for (int k = 0; k < 8; ++k) {
+      EXPECT_EQ((*out)[1].data_as<float>()[k], -before[k]);
+      EXPECT_EQ((*out)[2].data_as<float>()[k], std::max(before[k], 0.0f));
+      EXPECT_EQ((*out)[3].data_as<float>()[k], before[k]);
+    }
+    EXPECT_NE((*out)[3].data(), static_cast<const Tensor&>(in).data());
+  }
+}
+
 // Every call on the plugin is counted once in the phases, with times that
 // are never negative and add up to no more than the calls took.
 TEST_F(SessionTest, RunPhasesCountEveryCall) {
