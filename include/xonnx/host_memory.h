@@ -40,9 +40,24 @@ struct HostAllocator {
     return static_cast<T*>(p);
   }
   void deallocate(T* p, size_t n) { FreeHostBytes(p, n * sizeof(T)); }
+  // Elements made without a value are default-initialized: a resize of
+  // bytes leaves them as they are, to be overwritten (Tensor::ForOverwrite);
+  // an explicit value (assign(n, 0)) still writes it.
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(static_cast<Args&&>(args)...);
+  }
   template <typename U>
   bool operator==(const HostAllocator<U>&) const {
     return true;
+  }
+  template <typename U>
+  bool operator!=(const HostAllocator<U>&) const {  // C++17 does not derive it from ==
+    return false;
   }
 };
 

@@ -41,6 +41,11 @@ class XONNX_API Tensor {
   Tensor() = default;
   // A zero-filled tensor.
   Tensor(DataType dtype, std::vector<int64_t> dims);
+  // A tensor whose bytes are not initialized, to be overwritten whole (the
+  // outputs a run copies into: zero-filling megabytes first would cost as
+  // much as the copy). Numeric types; strings are empty as in the
+  // constructor.
+  static Tensor ForOverwrite(DataType dtype, std::vector<int64_t> dims);
   // A tensor holding a copy of `data` (element_count * size bytes).
   static Tensor FromData(DataType dtype, std::vector<int64_t> dims, const void* data);
   // A tensor over the caller's memory, read in place: nothing is copied when

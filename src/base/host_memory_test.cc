@@ -48,6 +48,26 @@ TEST(HostMemory, AllocatorBacksVectors) {
   EXPECT_EQ(v.back(), 1.0f);
   std::vector<float, HostAllocator<float>> w = v;
   EXPECT_EQ(w, v);
+  w = v;  // copy-assignment compares allocators with != (C++17 does not derive it)
+  EXPECT_EQ(w.size(), v.size());
+}
+
+// Elements made without a value are left as the memory holds them (a
+// tensor about to be overwritten); an explicit value is still written, also
+// over a recycled block that held other bytes.
+TEST(HostMemory, ValueInitializationOnlyWhenAsked) {
+  constexpr size_t kBytes = 1 << 20;
+  {
+    std::vector<uint8_t, HostAllocator<uint8_t>> dirty;
+    dirty.resize(kBytes);
+    std::memset(dirty.data(), 0xab, kBytes);
+  }
+  std::vector<uint8_t, HostAllocator<uint8_t>> zeros;
+  zeros.assign(kBytes, 0);
+  for (size_t i = 0; i < kBytes; i += 4093) ASSERT_EQ(zeros[i], 0) << i;
+  std::vector<int, HostAllocator<int>> ints(5);
+  ints.emplace_back(7);
+  EXPECT_EQ(ints.back(), 7);
 }
 
 }  // namespace

@@ -457,7 +457,7 @@ absl::StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::st
       timeline->Note(launch->done, &CallTimeline::executed);
       for (size_t k = 0; k < prog.computed.size(); ++k) {
         const auto& info = prog.computed[k];
-        computed.emplace_back(output_types[k], info.dims);
+        computed.push_back(Tensor::ForOverwrite(output_types[k], info.dims));
         void* dst = computed.back().data();
         staged_out.push_back(nullptr);
         if (auto lease = Stage(computed.back().byte_size())) {

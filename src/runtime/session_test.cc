@@ -246,6 +246,21 @@ TEST_F(SessionTest, InputsReadInPlaceAreNeverWritten) {
   }
 }
 
+// A tensor for overwriting has its shape and size and memory of its own;
+// the constructor's tensor is zeros even on memory a freed tensor dirtied.
+TEST(TensorTest, ForOverwriteAndZeroFilled) {
+  {
+    Tensor dirty = Tensor::ForOverwrite(DataType::kFloat32, {512, 512});
+    EXPECT_EQ(dirty.byte_size(), 512u * 512u * 4u);
+    EXPECT_FALSE(dirty.is_view());
+    std::memset(dirty.data(), 0xff, dirty.byte_size());
+  }
+  Tensor zeros(DataType::kFloat32, {512, 512});
+  const float* z = static_cast<const Tensor&>(zeros).data_as<float>();
+  for (int64_t i = 0; i < zeros.element_count(); i += 997) ASSERT_EQ(z[i], 0.0f) << i;
+  EXPECT_EQ(Tensor::ForOverwrite(DataType::kString, {3}).strings().size(), 3u);
+}
+
 // Every call on the plugin is counted once in the phases, with times that
 // are never negative and add up to no more than the calls took.
 TEST_F(SessionTest, RunPhasesCountEveryCall) {

@@ -74,6 +74,17 @@ Tensor::Tensor(DataType dtype, std::vector<int64_t> dims) : dtype_(dtype), dims_
     bytes_.assign(element_count() * DataTypeSize(dtype_), 0);
 }
 
+Tensor Tensor::ForOverwrite(DataType dtype, std::vector<int64_t> dims) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  if (dtype == DataType::kString)
+    t.strings_.resize(t.element_count());
+  else
+    t.bytes_.resize(t.element_count() * DataTypeSize(dtype));  // default-initialized: see HostAllocator
+  return t;
+}
+
 Tensor Tensor::FromStrings(std::vector<int64_t> dims, std::vector<std::string> values) {
   Tensor t(DataType::kString, std::move(dims));
   t.strings_ = std::move(values);

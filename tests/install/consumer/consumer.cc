@@ -24,7 +24,9 @@ int main(int argc, char** argv) {
     std::vector<int64_t> dims = in.dims;
     for (int64_t& d : dims)
       if (d < 0) d = 1;
-    inputs[in.name] = xonnx::Tensor(in.dtype, dims);
+    // Copy-assigned (the headers are C++17: the allocator states != too).
+    xonnx::Tensor zeros(in.dtype, dims);
+    inputs[in.name] = zeros;
   }
   auto outputs = (*session)->Run(inputs);
   if (!outputs.ok()) {
