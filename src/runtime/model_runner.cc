@@ -383,6 +383,26 @@ absl::StatusOr<Program> ModelRunner::Complete(Prepared p, int dev) {
   return programs_.Keep(p.key, std::move(p.program));
 }
 
+namespace {
+
+// The public types of a program's computed outputs.
+absl::StatusOr<std::vector<DataType>> OutputTypes(const Program& prog) {
+  std::vector<DataType> types;
+  for (const auto& info : prog.computed) {
+    ASSIGN_OR_RETURN(DataType t, FromHlo(info.type));
+    types.push_back(t);
+  }
+  return types;
+}
+
+// ReadsInputsInPlace: xonnx's CPU plugin reads the caller's input bytes in
+// place (when they are 64-byte aligned, as a Tensor's own are; else it
+// copies). They outlive the call, which returns only after the run and the
+// copies of its results are over, and the plugin never writes a program's
+// parameters. Copying a 3 MB input cost more than the reduction reading it.
+
+}  // namespace
+
 absl::StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, Tensor>& inputs, int dev,
                                                           const InputStructure* structure, std::vector<int>* counts,
                                                           const CallBounds* bounds) {
@@ -403,11 +423,7 @@ absl::StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::st
     std::vector<MappedStaging::Lease> leases;
     ASSIGN_OR_RETURN(Program prog, Get(inputs, dev, structure, bounds));
     if (bounds) RETURN_IF_ERROR(bounds->Check(file));
-    std::vector<DataType> output_types;
-    for (const auto& info : prog.computed) {
-      ASSIGN_OR_RETURN(DataType t, FromHlo(info.type));
-      output_types.push_back(t);
-    }
+    ASSIGN_OR_RETURN(std::vector<DataType> output_types, OutputTypes(prog));
     std::vector<std::unique_ptr<pjrt::Buffer>> uploaded;  // kept until the run is over
     std::vector<pjrt::Event> released;                    // the inputs' host memory, let go of
     // Every started step is waited for before returning, whatever fails:
@@ -426,13 +442,7 @@ absl::StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::st
         std::memcpy(lease.data(), src, t.byte_size());
         src = lease.data();
         leases.push_back(std::move(lease));
-      } else if (!xla_plugin_) {
-        // xonnx's CPU plugin reads the caller's bytes in place (when they
-        // are 64-byte aligned, as a Tensor's own are; else it copies): they
-        // outlive this call, which returns only after the run and the
-        // copies of its results are over, and the plugin never writes a
-        // program's parameters. Copying a 3 MB input cost more than the
-        // reduction that read it.
+      } else if (!xla_plugin_) {  // read in place: see ReadsInputsInPlace
         auto in_place = client_->BufferFromHostZeroCopy(src, *type, t.dims(), *devices_[dev], nullptr);
         if (!in_place.ok())
           return finish_uploads(Annotate(in_place.status(), absl::StrCat(file, ": input '", name, "'")));

@@ -17,8 +17,8 @@
 #include "backends/cpu/canonicalization/conv_canonicalization.h"
 #include "backends/cpu/canonicalization/dot_canonicalization.h"
 #include "backends/cpu/canonicalization/layout_pass.h"
+#include "backends/cpu/canonicalization/position_constants.h"
 #include "backends/cpu/canonicalization/precision_pass.h"
-#include "backends/cpu/canonicalization/sort_positions.h"
 #include "backends/cpu/canonicalization/wide_integer_weights.h"
 #include "backends/cpu/planning/batch_split.h"
 #include "backends/cpu/planning/buffer_assignment.h"
@@ -166,7 +166,7 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(std::unique_ptr<
   UpcastHalfPrecision upcast(options.excess_precision);
   RETURN_IF_ERROR(upcast.Run(module.get()).status());
   dump(upcast.name());
-  SortPositions positions;
+  PositionConstants positions;
   RETURN_IF_ERROR(positions.Run(module.get()).status());
   dump(positions.name());
   if (options.use_dnnl) {

