@@ -284,6 +284,17 @@ ENTRY e {
 })"),
        {"f32", "s32", "f64"},
        "scatter"},
+      // One element per update into a vector (ScatterElements as the
+      // importer lowers it: the data as one dim), indices in and out of range.
+      {"scatter_add_into_vector",
+       absl::StrCat("HloModule m\n", kAddT, R"(ENTRY e {
+  x = T[37] parameter(0)
+  i = s64[500,1] parameter(1)
+  u = T[500] parameter(2)
+  ROOT r = T[37] scatter(x, i, u), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+})"),
+       {"f32", "s32"},
+       "scatter"},
       // Windows that start inside and run past the end, and a window dim
       // before a batch dim in the update.
       {"scatter_windows_partly_outside",

@@ -69,6 +69,9 @@ struct ScatterGeometry {
   std::vector<bool> is_window;
   bool batch_first = true;  // every batch dim of the update precedes every window dim
   int64_t positions = 1, window_elements = 1;
+  // Each update a whole row of the operand's first dim (ScatterND of rows,
+  // a graph network's messages): one index per update, no window to walk.
+  bool whole_rows = false;
 };
 
 ScatterGeometry GeometryOf(const Instruction& in) {
@@ -97,6 +100,10 @@ ScatterGeometry GeometryOf(const Instruction& in) {
       g.batch_first = false;
     }
   }
+  g.whole_rows = g.batch_first && g.rank >= 1 && g.component_dims == std::vector<int64_t>{0} &&
+                 static_cast<int64_t>(g.window_sizes.size()) == g.rank - 1;
+  for (int64_t j = 0; g.whole_rows && j + 1 < g.rank; ++j)
+    g.whole_rows = g.window_operand_dims[j] == j + 1 && g.window_sizes[j] == g.dims[j + 1];
   return g;
 }
 
@@ -107,6 +114,25 @@ void ScatterRange(const ScatterGeometry& g, std::optional<Opcode> op, const I* i
                   int64_t hi) {
   const IndexReader& index = g.index;
   const int64_t nb = index.batch_dims.size(), nw = g.window_sizes.size(), nc = g.component_dims.size();
+  auto next_position = [&](int64_t& ioff, std::vector<int64_t>& bidx) {
+    for (int64_t d = nb - 1; d >= 0; --d) {
+      ioff += index.batch_strides[d];
+      if (++bidx[d] < index.batch_dims[d]) break;
+      ioff -= index.batch_dims[d] * index.batch_strides[d];
+      bidx[d] = 0;
+    }
+  };
+  if (g.whole_rows) {  // a row index per update, its row in this range or not
+    const int64_t row = g.window_elements;
+    std::vector<int64_t> bidx(nb, 0);
+    for (int64_t p = 0, ioff = 0; p < g.positions; ++p, next_position(ioff, bidx)) {
+      const int64_t r = static_cast<int64_t>(idx[ioff + index.component_offsets[0]]), off = r * row;
+      if (r < 0 || r >= g.dims[0] || off >= hi || off + row <= lo) continue;
+      const int64_t a = std::max(off, lo), b = std::min(off + row, hi);
+      CombineRun<T>(op, o + a, u + p * row + (a - off), b - a);
+    }
+    return;
+  }
   // A window's innermost run, when contiguous in the operand (the update's
   // window is contiguous: batch dims come first).
   const bool runs = nw > 0 && g.strides[g.window_operand_dims.back()] == 1;
@@ -157,12 +183,7 @@ void ScatterRange(const ScatterGeometry& g, std::optional<Opcode> op, const I* i
         widx[j] = 0;
       }
     }
-    for (int64_t d = nb - 1; d >= 0; --d) {
-      ioff += index.batch_strides[d];
-      if (++bidx[d] < index.batch_dims[d]) break;
-      ioff -= index.batch_dims[d] * index.batch_strides[d];
-      bidx[d] = 0;
-    }
+    next_position(ioff, bidx);
   }
 }
 
