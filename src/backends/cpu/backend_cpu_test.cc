@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/canonicalization/layout_pass.h"
 #include "backends/cpu/canonicalization/precision_pass.h"
+#include "backends/cpu/kernels/cpu_features.h"
 #include "backends/cpu/runtime/executable.h"
 #include "backends/cpu/runtime/thunks.h"
 #include "base/test_dir.h"
@@ -82,6 +83,12 @@ struct Case {
   // order); empty: not checked.
   std::vector<std::pair<std::string, int64_t>> fast_thunks = {};
 };
+
+using Kinds = std::vector<std::pair<std::string, int64_t>>;
+
+// Blocks of 8 channels exist only without AVX-512 (DnnlChannelBlock): the
+// thunks of a case with such counts, on this CPU.
+Kinds WithBlocksOf8(Kinds without_avx512, Kinds with_avx512) { return CpuHasAvx512() ? with_avx512 : without_avx512; }
 
 Window Win2d(int64_t k, int64_t stride, int64_t pad, int64_t dil = 1) {
   Window w;
@@ -470,7 +477,8 @@ std::vector<Case> Cases() {
        {{"fusion", 1}}},
       // A concatenation of 24 and 32 channels on activations outgrowing the
       // caches: both parts and the result take blocks of 8, and the 1x1
-      // convolutions after it read and write them so.
+      // convolutions after it read and write them so; with AVX-512 they all
+      // stay channels-last.
       {"blocked_concatenation_in_blocks_of_8",
        {Shape(F32, {1, 32, 160, 160})},
        [](Builder& b, auto p) {
@@ -481,7 +489,8 @@ std::vector<Case> Cases() {
          };
          return conv(conv(b.Concatenate({conv(p[0], 24), conv(p[0], 32)}, 1), 32), 16);
        },
-       {{"concatenate-blocked", 1}, {"dnnl-conv", 1}, {"dnnl-conv-blocked", 3}, {"transpose", 2}}},
+       WithBlocksOf8({{"concatenate-blocked", 1}, {"dnnl-conv", 1}, {"dnnl-conv-blocked", 3}, {"transpose", 2}},
+                     {{"concatenate", 1}, {"dnnl-conv", 4}, {"transpose", 2}})},
       // Two bottleneck blocks of 64 and 128 channels (ResNet's form): the
       // values between their 1x1 and Winograd convolutions, and the
       // residual chain d -> y1 -> y2, stay in oneDNN's blocked layout. At
@@ -520,6 +529,7 @@ std::vector<Case> Cases() {
       // result, so its projection writes plain too (a residual shares its
       // result's bytes); when the planner left such a residual out of its
       // group, the projection wrote blocked over plain bytes (error 2.8).
+      // With AVX-512 the chains of 24 and 72 channels stay channels-last.
       {"blocked_inverted_residuals",
        {Shape(F32, {2, 8, 128, 128})},
        [](Builder& b, auto p) {
@@ -532,7 +542,8 @@ std::vector<Case> Cases() {
          auto* x2 = conv(conv(conv(x1, 72, 1, false), 72, 3, true), 24, 1, false);
          return conv(conv(conv(x2, 72, 1, false), 72, 3, true), 24, 1, false, x2);
        },
-       {{"dnnl-conv", 1}, {"dnnl-conv-blocked", 9}, {"fusion", 1}, {"transpose", 3}}},
+       WithBlocksOf8({{"dnnl-conv", 1}, {"dnnl-conv-blocked", 9}, {"fusion", 1}, {"transpose", 3}},
+                     {{"dnnl-conv", 7}, {"dnnl-conv-blocked", 3}, {"fusion", 1}, {"transpose", 3}})},
       // A stem (3 channels in) on activations larger than the caches reads
       // the NCHW input as it is and writes its result blocked for the
       // depthwise convolution after it: the layout pass's transpose of the

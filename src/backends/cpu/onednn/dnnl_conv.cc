@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "backends/cpu/kernels/cpu_features.h"
 #include "backends/cpu/kernels/vector_math.h"
 #include "backends/cpu/onednn/dnnl_primitives.h"
 #include "backends/cpu/runtime/thunks.h"
@@ -248,7 +249,15 @@ bool OutgrowsCaches(const hlo::Instruction& conv) {
   return (conv.operand(0)->shape().ElementCount() + conv.shape().ElementCount()) * 4 >= kLargeConvBytes;
 }
 
-int DnnlChannelBlock(int64_t channels) { return channels % 16 == 0 ? 16 : channels % 8 == 0 ? 8 : 0; }
+// Blocks of 8 channels run on oneDNN's AVX2 kernels. Where the CPU has
+// AVX-512, a count that is not a multiple of 16 stays channels-last instead,
+// whose kernels (brgconv) take any count at full width: MNASNet at batch 16
+// (24 and 40 channels, which made whole chains take blocks of 8) went from
+// 57 to 43 ms a call on a Xeon, 1.3x ONNX Runtime's time to 0.95x.
+int DnnlChannelBlock(int64_t channels) {
+  static const bool eight = !CpuHasAvx512();
+  return channels % 16 == 0 ? 16 : eight && channels % 8 == 0 ? 8 : 0;
+}
 
 bool DnnlConvRunsBlocked(const hlo::Instruction& in, bool constant_weights, bool allow_winograd) {
   if (!DnnlConvEligible(in) || in.window.dimensions.size() != 2) return false;
