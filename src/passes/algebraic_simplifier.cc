@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 
 #include "hlo/builder.h"
+#include "hlo/rewrite.h"
 
 namespace xonnx::passes {
 
@@ -127,15 +127,8 @@ Instruction* Simplify(hlo::Computation* c, Instruction* i) {
       // pow(x, 3) -> x * x * x (the tanh form of GELU).
       if (IsValue(ops[1], 1)) return ops[0];
       if (IsValue(ops[1], 2) || IsValue(ops[1], 3)) {
-        auto product = [&](Instruction* a, Instruction* b) {
-          auto r = std::make_unique<Instruction>(Opcode::kMultiply, i->shape());
-          r->AppendOperand(a);
-          r->AppendOperand(b);
-          r->metadata = i->metadata;
-          return c->AddInstruction(std::move(r));
-        };
-        Instruction* square = product(ops[0], ops[0]);
-        return IsValue(ops[1], 2) ? square : product(square, ops[0]);
+        Instruction* square = hlo::AddBinary(c, Opcode::kMultiply, ops[0], ops[0], i);
+        return IsValue(ops[1], 2) ? square : hlo::AddBinary(c, Opcode::kMultiply, square, ops[0], i);
       }
       break;
     case Opcode::kRoundNearestEven:
@@ -168,10 +161,7 @@ Instruction* Simplify(hlo::Computation* c, Instruction* i) {
       for (int64_t d : i->dimensions)
         if (ops[0]->shape().dims[d] != 1) kept.push_back(d);
       if (std::is_sorted(kept.begin(), kept.end())) {
-        auto r = std::make_unique<Instruction>(Opcode::kReshape, i->shape());
-        r->AppendOperand(ops[0]);
-        r->metadata = i->metadata;
-        return c->AddInstruction(std::move(r));
+        return hlo::AddReshape(c, ops[0], i->shape().dims, i);
       }
       if (ops[0]->opcode() == Opcode::kTranspose) {  // transpose(transpose(x, p), q) -> transpose(x, p[q])
         std::vector<int64_t> composed(i->dimensions.size());

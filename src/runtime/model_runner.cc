@@ -395,12 +395,6 @@ absl::StatusOr<std::vector<DataType>> OutputTypes(const Program& prog) {
   return types;
 }
 
-// ReadsInputsInPlace: xonnx's CPU plugin reads the caller's input bytes in
-// place (when they are 64-byte aligned, as a Tensor's own are; else it
-// copies). They outlive the call, which returns only after the run and the
-// copies of its results are over, and the plugin never writes a program's
-// parameters. Copying a 3 MB input cost more than the reduction reading it.
-
 }  // namespace
 
 absl::StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, Tensor>& inputs, int dev,
@@ -442,7 +436,7 @@ absl::StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::st
         std::memcpy(lease.data(), src, t.byte_size());
         src = lease.data();
         leases.push_back(std::move(lease));
-      } else if (!xla_plugin_) {  // read in place: see ReadsInputsInPlace
+      } else if (!xla_plugin_) {  // read in place: see RunExact in model_runner.h
         auto in_place = client_->BufferFromHostZeroCopy(src, *type, t.dims(), *devices_[dev], nullptr);
         if (!in_place.ok())
           return finish_uploads(Annotate(in_place.status(), absl::StrCat(file, ": input '", name, "'")));

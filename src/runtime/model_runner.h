@@ -99,7 +99,12 @@ class ModelRunner {
   // With `structure`, also the sequence lengths and empty optionals of the
   // call; `counts` receives how the outputs group into model outputs.
   // `bounds` (may be null) is checked before the program starts and, on
-  // xonnx's CPU plugin, while it runs.
+  // xonnx's CPU plugin, while it runs. On xonnx's CPU plugin the inputs'
+  // bytes are read in place (when 64-byte aligned, as a Tensor's own are;
+  // else the plugin copies them): they outlive the call, which returns only
+  // after the run and the copies of its results are over, and the plugin
+  // never writes a program's parameters. (Copying a 3 MB input cost more
+  // than the reduction reading it.)
   absl::StatusOr<std::vector<Tensor>> RunExact(const std::map<std::string, Tensor>& inputs, int dev,
                                                const InputStructure* structure = nullptr,
                                                std::vector<int>* counts = nullptr, const CallBounds* bounds = nullptr);

@@ -13,6 +13,16 @@ namespace {
 // take more memory than the per-call write saves.
 constexpr int64_t kMaxConstantPositions = int64_t{1} << 22;
 
+// A constant of the positions `iota` (an iota instruction) holds, with the
+// metadata of `like`; null where the evaluator cannot make them.
+hlo::Instruction* PositionsConstant(hlo::Computation* c, const hlo::Instruction& iota, const hlo::Instruction& like) {
+  absl::StatusOr<hlo::Literal> positions = eval::EvaluateInstruction(iota, {});
+  if (!positions.ok()) return nullptr;
+  hlo::Instruction* constant = hlo::AddConstant(c, *std::move(positions));
+  constant->metadata = like.metadata;
+  return constant;
+}
+
 // The iotas of `c` not read by a sort that repeat a row of positions across
 // other dims, as broadcasts of that row made constant. Returns whether any.
 bool RowsOfPositions(hlo::Computation* c) {
@@ -31,11 +41,9 @@ bool RowsOfPositions(hlo::Computation* c) {
     if (!fusible) continue;
     hlo::Instruction one_row(hlo::Opcode::kIota, hlo::Shape(s.element_type, {n}));
     one_row.dimensions = {0};
-    absl::StatusOr<hlo::Literal> row = eval::EvaluateInstruction(one_row, {});
-    if (!row.ok()) continue;
-    hlo::Instruction* constant = hlo::AddConstant(c, *std::move(row));
-    constant->metadata = iota->metadata;
-    c->ReplaceAllUsesWith(iota, hlo::AddBroadcast(c, constant, s.dims, {d}, iota));
+    hlo::Instruction* row = PositionsConstant(c, one_row, *iota);
+    if (!row) continue;
+    c->ReplaceAllUsesWith(iota, hlo::AddBroadcast(c, row, s.dims, {d}, iota));
     any = true;
   }
   return any;
@@ -57,10 +65,8 @@ absl::StatusOr<bool> PositionConstants::Run(hlo::Module* module) {
         if (iota->opcode() != hlo::Opcode::kIota || iota->dimensions != i->dimensions ||
             iota->shape().ElementCount() > kMaxConstantPositions)
           continue;
-        absl::StatusOr<hlo::Literal> positions = eval::EvaluateInstruction(*iota, {});
-        if (!positions.ok()) continue;
-        hlo::Instruction* constant = hlo::AddConstant(c.get(), *std::move(positions));
-        constant->metadata = iota->metadata;
+        hlo::Instruction* constant = PositionsConstant(c.get(), *iota, *iota);
+        if (!constant) continue;
         i->ReplaceOperand(k, constant);
         here = true;
       }

@@ -76,7 +76,6 @@ std::shared_ptr<Taps> TapsOf(const hlo::Literal& c, int64_t in, int64_t out, boo
       t->weight[o * kMaxTaps + t->count[o]] = v;
       ++t->count[o];
     }
-  ByLane(t.get());
   return t;
 }
 
@@ -154,11 +153,8 @@ void InnerAxis(const Taps& t, const Geometry& g, const float* x, float* y, int64
   }
 }
 
-}  // namespace
-
-namespace {
-
-// The taps of the dot's constant weights when the kernel takes its form.
+// The taps of the dot's constant weights when the kernel takes its form
+// (by output row only: the planner asks, the thunk adds the lane layout).
 std::shared_ptr<Taps> TapsOfDot(const hlo::Instruction& dot) {
   if (dot.opcode() != hlo::Opcode::kDot || dot.shape().element_type != hlo::F32) return nullptr;
   const hlo::Instruction* x = dot.operand(0);
@@ -186,6 +182,7 @@ bool SparseDotTakes(const hlo::Instruction& dot) { return TapsOfDot(dot) != null
 std::optional<Thunk> MakeSparseDotThunk(const hlo::Instruction& dot, const ThunkIo& io) {
   std::shared_ptr<Taps> taps = TapsOfDot(dot);
   if (!taps) return std::nullopt;
+  ByLane(taps.get());
   const int64_t axis = dot.dot_dnums.lhs_contracting_dimensions[0];
   const hlo::Instruction* x = dot.operand(0);
   Geometry g;
