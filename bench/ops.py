@@ -188,6 +188,7 @@ def cases():
     c.append(gnn_case())
     # Normalization, softmax, reductions.
     c.append(Case("Softmax", "12x128x128", [node("Softmax", ["x"], axis=-1)], {"x": rand(1, 12, 128, 128)}, quick=True))
+    c.append(Case("Softmax", "4x1024x1024 (U-Net self-attention)", [node("Softmax", ["x"], axis=-1)], {"x": rand(1, 4, 1024, 1024)}))
     c.append(Case("LayerNormalization", "128x768", [node("LayerNormalization", ["x", "g", "b"], axis=-1)],
                   {"x": rand(1, 128, 768)}, {"g": rand(768, seed=1), "b": rand(768, seed=2)}))
     c.append(Case("BatchNormalization", "64c_112", [node("BatchNormalization", ["x", "s", "b", "m", "v"])],

@@ -1030,15 +1030,15 @@ ENTRY main {
 }
 )";
 
-TEST(LayoutPasses, NearestUpsampleAndConcatStayChannelsLast) {
-  auto m = hlo::ParseText(kUpsampleConcat);
+// Runs the layout passes on `text`: they leave `transposes` transposes, and
+// the program gives the evaluator's results.
+void ExpectLayoutTransposes(const char* text, int transposes) {
+  auto m = hlo::ParseText(text);
   ASSERT_TRUE(m.ok()) << m.status();
   std::unique_ptr<hlo::Module> original = (*m)->Clone();
   ASSERT_TRUE(RunLayoutPasses(m->get()).ok());
-  std::string text = hlo::ToText(**m);
-  int transposes = Occurrences(text, " transpose(");
-  // x and y to channels-last, the result back.
-  EXPECT_EQ(transposes, 3) << text;
+  std::string after = hlo::ToText(**m);
+  EXPECT_EQ(Occurrences(after, " transpose("), transposes) << after;
   std::vector<Literal> args;
   // Weights at a trained network's scale, so that the sums stay near the
   // inputs' magnitude.
@@ -1051,9 +1051,40 @@ TEST(LayoutPasses, NearestUpsampleAndConcatStayChannelsLast) {
   Literal got((*exe)->output_shapes().at(0));
   void* out = got.untyped_data();
   ASSERT_TRUE((*exe)->Execute(in, absl::MakeSpan(&out, 1)).ok());
-  auto want = eval::EvaluateModule(**hlo::ParseText(kUpsampleConcat), std::move(args));
+  auto want = eval::EvaluateModule(**hlo::ParseText(text), std::move(args));
   ASSERT_TRUE(want.ok()) << want.status();
   EXPECT_LT(MaxRelativeError(got, *want), 1e-5);
+}
+
+TEST(LayoutPasses, NearestUpsampleAndConcatStayChannelsLast) {
+  // x and y to channels-last, the result back.
+  ExpectLayoutTransposes(kUpsampleConcat, 3);
+}
+
+// A U-Net decoder's step: a linear resize (in channels-first order, ending
+// in its own transpose, here the one of z) concatenated with a channels-last
+// convolution's output, into a convolution. The concatenation runs
+// channels-last: the convolution's output is not brought back to
+// channels-first, the concatenation not to channels-last again, and z's
+// transpose and the one to channels-last compose into one.
+constexpr char kResizeConcat[] = R"(HloModule resize_concat
+
+ENTRY main {
+  x = f32[1,3,8,10]{3,2,1,0} parameter(0)
+  z = f32[1,2,10,8]{3,2,1,0} parameter(1)
+  w1 = f32[4,3,3,3]{3,2,1,0} parameter(2)
+  w2 = f32[5,6,3,3]{3,2,1,0} parameter(3)
+  c1 = f32[1,4,8,10]{3,2,1,0} convolution(x, w1), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+  up = f32[1,2,8,10]{3,2,1,0} transpose(z), dimensions={0,1,3,2}
+  cat = f32[1,6,8,10]{3,2,1,0} concatenate(up, c1), dimensions={1}
+  ROOT c2 = f32[1,5,8,10]{3,2,1,0} convolution(cat, w2), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+}
+)";
+
+TEST(LayoutPasses, ConcatOfOtherwiseTransposedOperandsStaysChannelsLast) {
+  // x to channels-last, z's composed transpose, the result back (5 before:
+  // also c1 back, up, and cat to channels-last).
+  ExpectLayoutTransposes(kResizeConcat, 3);
 }
 
 // A float32 model's own Cast to a 16-bit type and back rounds, as ONNX

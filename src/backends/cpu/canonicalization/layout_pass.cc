@@ -190,8 +190,19 @@ Instruction* SinkReshape(hlo::Computation* c, Instruction* i, const std::vector<
   return hlo::AddTranspose(c, moved, pos, moved);
 }
 
-// Rewrites `i` (whose transposed operands share permutation `perm`) to work
-// on the untransposed values; returns the replacement or null.
+// The value v with transpose(v, perm) == t, for a transpose t: t's operand
+// when t applies `perm`, else one transpose of that operand (the simplifier
+// composes the two).
+Instruction* Untransposed(hlo::Computation* c, Instruction* t, const std::vector<int64_t>& perm) {
+  if (t->dimensions == perm) return t->operand(0);
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t k = 0; k < perm.size(); ++k) inverse[perm[k]] = k;
+  return hlo::AddTranspose(c, t, inverse, t);
+}
+
+// Rewrites `i` to work on the values under its transposed operands, taken
+// out of permutation `perm` (operands transposed otherwise keep one composed
+// transpose); returns the replacement or null.
 Instruction* Sink(hlo::Computation* c, Instruction* i, const std::vector<int64_t>& perm) {
   int64_t r = perm.size();
   if (i->opcode() == Opcode::kReduce) return SinkReduce(c, i, perm);
@@ -218,8 +229,8 @@ Instruction* Sink(hlo::Computation* c, Instruction* i, const std::vector<int64_t
     }
     case Opcode::kConcatenate: {
       for (int64_t k = 0; k < i->operand_count(); ++k) {
-        if (i->operand(k)->opcode() != Opcode::kTranspose || i->operand(k)->dimensions != perm) return nullptr;
-        copy->ReplaceOperand(k, i->operand(k)->operand(0));
+        if (i->operand(k)->opcode() != Opcode::kTranspose) return nullptr;
+        copy->ReplaceOperand(k, Untransposed(c, i->operand(k), perm));
       }
       copy->dimensions = {perm[i->dimensions[0]]};
       break;
@@ -228,8 +239,8 @@ Instruction* Sink(hlo::Computation* c, Instruction* i, const std::vector<int64_t
       // Elementwise: transposes with `perm` lose it, broadcasts are re-aimed.
       for (int64_t k = 0; k < i->operand_count(); ++k) {
         Instruction* op = i->operand(k);
-        if (op->opcode() == Opcode::kTranspose && op->dimensions == perm) {
-          copy->ReplaceOperand(k, op->operand(0));
+        if (op->opcode() == Opcode::kTranspose) {
+          copy->ReplaceOperand(k, Untransposed(c, op, perm));
         } else if (op->shape().rank() == 0) {
           // Scalar operands (clamp bounds, select predicates) have no layout.
         } else if (op->opcode() == Opcode::kBroadcast) {
@@ -261,13 +272,29 @@ std::optional<std::vector<int64_t>> SinkablePerm(const Instruction* i) {
                     (i->opcode() == Opcode::kReduce && i->operand_count() == 2) || i->opcode() == Opcode::kBroadcast ||
                     i->opcode() == Opcode::kReshape;
   if (!elementwise && !structural) return std::nullopt;
-  std::optional<std::vector<int64_t>> perm;
-  for (const Instruction* op : i->operands()) {
-    if (op->opcode() != Opcode::kTranspose) continue;
-    if (perm && *perm != op->dimensions) return std::nullopt;
-    perm = op->dimensions;
+  std::vector<std::vector<int64_t>> perms;  // of the transposed operands, each once
+  for (const Instruction* op : i->operands())
+    if (op->opcode() == Opcode::kTranspose && std::find(perms.begin(), perms.end(), op->dimensions) == perms.end())
+      perms.push_back(op->dimensions);
+  if (perms.empty()) return std::nullopt;
+  std::optional<std::vector<int64_t>> perm = perms[0];
+  if (perms.size() > 1) {
+    // Operands transposed in different ways (a channels-last activation
+    // brought back to channels-first beside a resize's own transposes, both
+    // concatenated): sinking one permutation leaves the others one composed
+    // transpose each, so it only pays when the result's one user undoes
+    // that permutation (a channels-last convolution reading the concat).
+    if (!elementwise && i->opcode() != Opcode::kConcatenate) return std::nullopt;
+    if (i->users().size() != 1 || i->users()[0]->opcode() != Opcode::kTranspose) return std::nullopt;
+    const std::vector<int64_t>& after = i->users()[0]->dimensions;
+    perm.reset();
+    for (const auto& p : perms) {
+      bool undone = true;
+      for (size_t k = 0; k < p.size(); ++k) undone &= p[after[k]] == static_cast<int64_t>(k);
+      if (undone) perm = p;
+    }
+    if (!perm) return std::nullopt;
   }
-  if (!perm) return std::nullopt;
   if (elementwise)
     for (const Instruction* op : i->operands())
       if (op->shape().rank() != i->shape().rank() && op->shape().rank() != 0) return std::nullopt;

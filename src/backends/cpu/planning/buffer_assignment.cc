@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "base/status.h"
 
@@ -100,6 +101,7 @@ class BufferAssigner {
   // a value r itself overwrote) is read after o is written.
   bool FreeAt(int r, int o) { return slots_[Find(r)].last_use == slots_[o].def; }
   int InPlaceFusionInput(const Instruction* root);
+  int InPlaceRowFusionInput(const Instruction* last);
   // Offsets in the arena, then every leaf's buffer.
   void Place();
 
@@ -213,6 +215,10 @@ void BufferAssigner::ShareInPlace() {
       if (int r = InPlaceFusionInput(op); r >= 0) Share(r, backing_.at(op).at(0));
       continue;
     }
+    if (int r = InPlaceRowFusionInput(op); r >= 0) {
+      Share(r, backing_.at(op).at(0));
+      continue;
+    }
     const Epilogue* found = plan_.EpilogueOf(op);
     if (!found || !found->residual) continue;
     const Epilogue& e = *found;
@@ -274,6 +280,45 @@ int BufferAssigner::InPlaceFusionInput(const Instruction* root) {
   }
   for (int r : candidates)
     if (reads[r] == 1 && slots_[r].size == out.size && FreeAt(r, ob->second[0])) return r;
+  return -1;
+}
+
+// The arena slot of an input that the row fusion ending at `last` may
+// overwrite with its last node's result, or -1. The thunk reads and writes
+// whole rows a block at a time, and a block's last node writes after every
+// other node has read the block's rows, so that node's result can take the
+// slot of an input read only as whole rows, of its size, which no later
+// step reads: a softmax or layer norm then writes where its input lies in
+// cache instead of streaming into a second buffer.
+int BufferAssigner::InPlaceRowFusionInput(const Instruction* last) {
+  const int g = plan_.RowGroupOf(last);
+  if (g < 0) return -1;
+  const RowGroup& group = plan_.row_fusions.groups[g];
+  const RowFusionSpec& spec = group.spec;
+  const int last_node = static_cast<int>(spec.nodes.size()) - 1;
+  if (group.members.back() != last || spec.nodes.back().instr != last ||
+      std::find(spec.outputs.begin(), spec.outputs.end(), last_node) == spec.outputs.end())
+    return -1;
+  auto ob = backing_.find(last);
+  if (ob == backing_.end() || ob->second.size() != 1 || ob->second[0] < 0) return -1;
+  const int o = ob->second[0];
+  if (slots_[o].owner != last) return -1;
+  // How each input is read: only whole rows, or otherwise too.
+  std::vector<bool> rows_only(group.inputs.size(), true);
+  for (const auto& node : spec.nodes)
+    for (const auto& operand : node.operands)
+      if (!operand.member && operand.read != RowFusionSpec::Read::kFull) rows_only[operand.index] = false;
+  absl::flat_hash_map<int, int> inputs_in;  // slot -> inputs it backs
+  for (const Instruction* in : group.inputs)
+    if (auto bk = backing_.find(in); bk != backing_.end())
+      for (int s : bk->second) ++inputs_in[s];
+  for (size_t k = 0; k < group.inputs.size(); ++k) {
+    const Instruction* in = group.inputs[k];
+    auto bk = backing_.find(in);
+    if (!rows_only[k] || bk == backing_.end() || bk->second.size() != 1 || bk->second[0] < 0) continue;
+    const int r = bk->second[0];
+    if (inputs_in[r] == 1 && slots_[r].size == slots_[o].size && FreeAt(r, o)) return r;
+  }
   return -1;
 }
 

@@ -106,5 +106,71 @@ TEST(BufferAssignment, InPlaceChainsMergedOutOfOrderLiveAsOne) {
   EXPECT_LT(MaxErrorAgainstEvaluator(text, distinct), 1e-3);
 }
 
+// A softmax over a product's rows: the row fusion writes its result over
+// the product (its last reader), so the arena holds one such buffer. When a
+// later step still reads the product, the result gets bytes of its own.
+constexpr char kSoftmaxOverProduct[] = R"(HloModule m
+
+max_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT ab = f32[] maximum(a, b)
+}
+
+add_f32 {
+  u = f32[] parameter(0)
+  v = f32[] parameter(1)
+  ROOT uv = f32[] add(u, v)
+}
+
+ENTRY main {
+  x = f32[64,32]{1,0} parameter(0)
+  w = f32[32,256]{1,0} parameter(1)
+  d = f32[64,256]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ninf = f32[] constant(-inf)
+  m = f32[64]{0} reduce(d, ninf), dimensions={1}, to_apply=max_f32
+  mb = f32[64,256]{1,0} broadcast(m), dimensions={0}
+  s = f32[64,256]{1,0} subtract(d, mb)
+  e = f32[64,256]{1,0} exponential(s)
+  zero = f32[] constant(0)
+  z = f32[64]{0} reduce(e, zero), dimensions={1}, to_apply=add_f32
+  zb = f32[64,256]{1,0} broadcast(z), dimensions={0}
+  p = f32[64,256]{1,0} divide(e, zb)
+  ROOT r = f32[256,256]{1,0} dot(p, LAST), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+}
+)";
+
+std::string SoftmaxOverProduct(const std::string& last) {
+  std::string text = kSoftmaxOverProduct;
+  return text.replace(text.find("LAST"), 4, last);
+}
+
+// The arena bytes each step writes, from the kernel listing: "kernel
+// instruction -> [begin, end)".
+std::string WrittenBy(const std::string& text, const std::string& kernel) {
+  auto m = hlo::ParseText(text);
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return "";
+  auto exe = Executable::Compile(std::move(*m), {});
+  EXPECT_TRUE(exe.ok()) << exe.status();
+  if (!exe.ok()) return "";
+  const std::string listing = (*exe)->KernelListing();
+  size_t at = listing.find(" " + kernel + " ");
+  if (at == std::string::npos) return "";
+  at = listing.find("-> ", at);
+  return listing.substr(at, listing.find('\n', at) - at);
+}
+
+TEST(BufferAssignment, RowFusionWritesOverTheRowsItReadsLast) {
+  // The product read once more by a later step: no sharing.
+  const std::string read_later = SoftmaxOverProduct("d");
+  const std::string last_read = SoftmaxOverProduct("p");
+  EXPECT_LT(MaxErrorAgainstEvaluator(read_later, {}), 1e-3);
+  EXPECT_LT(MaxErrorAgainstEvaluator(last_read, {}), 1e-3);
+  ASSERT_NE(WrittenBy(last_read, "row-fusion"), "");
+  EXPECT_EQ(WrittenBy(last_read, "row-fusion"), WrittenBy(last_read, "dnnl-matmul")) << "the softmax writes elsewhere";
+  EXPECT_NE(WrittenBy(read_later, "row-fusion"), WrittenBy(read_later, "dnnl-matmul")) << "it writes over d";
+}
+
 }  // namespace
 }  // namespace xonnx::cpu
