@@ -34,7 +34,10 @@ struct DumpOptions {
   // The folder written to; empty: nothing is dumped. Each program's module
   // is written as imported, after every pass of the importer's pipeline
   // whose name matches pass_re, and as it goes to the plugin, numbered in
-  // order: <module>.<import>.<NN>.<step>.txt (.pb, .dot).
+  // order: <module>.<import>.<NN>.<step>.txt (.pb, .dot). A session that
+  // dumps does not read the compile cache (a program loaded from it was
+  // never imported or compiled, so there would be nothing to dump); it
+  // still writes it.
   std::string to;
   std::string pass_re;        // ECMAScript regular expression; empty: no per-pass dumps
   bool as_text = true;        // HLO text

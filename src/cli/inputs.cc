@@ -75,20 +75,57 @@ Tensor RandomTensor(DataType t, const std::vector<int64_t>& dims, std::mt19937_6
   return out;
 }
 
+// Sizes of dynamic dims seen in the inputs given: by the dim's name, and
+// (key "") the leading dim when it is dynamic and unnamed, a batch.
+using DimSizes = std::map<std::string, int64_t>;
+
+DimSizes SizesGiven(const std::vector<xonnx::TensorSpec>& specs, const std::map<std::string, Tensor>& given) {
+  DimSizes sizes;
+  for (const auto& sp : specs) {
+    auto it = given.find(sp.name);
+    if (it == given.end() || it->second.dims().size() != sp.dims.size()) continue;
+    for (size_t d = 0; d < sp.dims.size(); ++d) {
+      if (sp.dims[d] >= 0) continue;
+      const std::string name = d < sp.dim_names.size() ? sp.dim_names[d] : "";
+      if (!name.empty() || d == 0) sizes.emplace(name, it->second.dims()[d]);
+    }
+  }
+  return sizes;
+}
+
 // The value of a tensor input not given: random, of the --shape given or
-// the declared dims (dynamic ones 1); said on stderr.
-Tensor RandomInput(const xonnx::TensorSpec& sp, const xonnx::ShapeMap& given, uint64_t seed, std::mt19937_64& rng) {
+// the declared dims; a dynamic dim takes the size the inputs given have for
+// a dim of that name (or, leading and unnamed, their batch), else 1. Said
+// on stderr.
+Tensor RandomInput(const xonnx::TensorSpec& sp, const xonnx::ShapeMap& given, const DimSizes& sizes, uint64_t seed,
+                   std::mt19937_64& rng) {
   std::vector<int64_t> dims = sp.dims;
   auto g = given.find(sp.name);
   if (g != given.end()) dims = g->second;
-  for (auto& d : dims)
-    if (d < 0) d = 1;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] >= 0) continue;
+    const std::string name = d < sp.dim_names.size() ? sp.dim_names[d] : "";
+    auto known = sizes.find(name);
+    dims[d] = known != sizes.end() && (!name.empty() || d == 0) ? known->second : 1;
+  }
   if (sp.dtype == DataType::kString)
     throw CliError{absl::StrCat("string input '", sp.name, "' must be given with --input or --input-dir"), kExitInput};
   Tensor t = RandomTensor(sp.dtype, dims, rng);
   std::cerr << "xonnx: input '" << sp.name << "' not given: using random " << t.ShapeString() << " (seed " << seed
             << ")\n";
   return t;
+}
+
+// Refuses an --input name the model does not have, listing the ones it has.
+void CheckInputName(const std::vector<xonnx::TensorSpec>& specs, const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& sp : specs) {
+    if (sp.name == name) return;
+    names.push_back(absl::StrCat("'", sp.name, "'"));
+  }
+  throw CliError{absl::StrCat("--input: the model has no input named '", name,
+                              "'; its inputs: ", names.empty() ? "none" : absl::StrJoin(names, ", ")),
+                 kExitInput};
 }
 
 }  // namespace
@@ -100,6 +137,7 @@ std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a) 
   for (const auto& kv : a.inputs) {
     std::vector<std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
     if (p.size() != 2) throw CliError{absl::StrCat("--input '", kv, "': expected NAME=FILE")};
+    CheckInputName(specs, p[0]);
     m[p[0]] = Check(xonnx::ReadTensorFile(p[1]));
   }
   if (!a.input_dir.empty()) {
@@ -163,8 +201,9 @@ std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a) 
     if (!known) throw CliError{absl::StrCat("--shape: the model has no input named '", name, "'"), kExitInput};
   }
   std::mt19937_64 rng(a.seed);
+  const DimSizes sizes = SizesGiven(specs, m);
   for (const auto& sp : specs)
-    if (!m.count(sp.name)) m[sp.name] = RandomInput(sp, given, a.seed, rng);
+    if (!m.count(sp.name)) m[sp.name] = RandomInput(sp, given, sizes, a.seed, rng);
   return m;
 }
 
@@ -179,6 +218,7 @@ std::map<std::string, xonnx::Value> LoadValueInputs(xonnx::Session& s, const Inp
   std::map<std::string, xonnx::Value> m;
   const auto& specs = s.inputs();
   auto spec_of = [&](const std::string& name) -> const xonnx::TensorSpec& {
+    CheckInputName(specs, name);
     for (const auto& sp : specs)
       if (sp.name == name) return sp;
     throw CliError{absl::StrCat("--input: the model has no input named '", name, "'"), kExitInput};
@@ -211,7 +251,7 @@ std::map<std::string, xonnx::Value> LoadValueInputs(xonnx::Session& s, const Inp
       throw CliError{absl::StrCat("sequence input '", sp.name, "' must be given with --input or --input-dir"),
                      kExitInput};
     } else {
-      m[sp.name] = xonnx::Value::Of(RandomInput(sp, given, a.seed, rng));
+      m[sp.name] = xonnx::Value::Of(RandomInput(sp, given, {}, a.seed, rng));
     }
   }
   return m;

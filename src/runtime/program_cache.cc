@@ -91,6 +91,9 @@ void ProgramCache::OpenPersistent(const SessionOptions& options) {
     return;
   }
   disk_ = *std::move(c);
+  // Dumps come from importing and compiling, which a program loaded from
+  // the cache skips: a dumping session only writes it.
+  write_only_ = !options.dump.to.empty();
   // A cached executable is only valid for the same build of the plugin:
   // its file (size and time) and what it says about itself, and for the
   // same create options (they may choose kernels or numerics). (Program
@@ -104,6 +107,7 @@ void ProgramCache::OpenPersistent(const SessionOptions& options) {
 
 void ProgramCache::SharePersistent(const ProgramCache& other) {
   disk_ = other.disk_;
+  write_only_ = other.write_only_;
   plugin_identity_ = other.plugin_identity_;
 }
 
@@ -142,6 +146,7 @@ void ProgramCache::NoteProblem(const absl::Status& st) {
 // Drop) reads as missing. Every load goes through here.
 absl::StatusOr<std::string> ProgramCache::LoadEntry(const std::string& key) {
   if (!disk_) return absl::NotFoundError("no persistent compile cache");
+  if (write_only_) return absl::NotFoundError("a dumping session does not read the compile cache");
   {
     std::lock_guard<std::mutex> l(mu_);
     if (distrusted_.count(key)) return absl::NotFoundError(absl::StrCat(key, ": refused earlier in this session"));

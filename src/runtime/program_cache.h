@@ -50,9 +50,10 @@ class ProgramCache {
  public:
   explicit ProgramCache(std::shared_ptr<pjrt::Client> client) : client_(std::move(client)) {}
 
-  // Uses the persistent cache the options name, for this client's plugin.
-  // A folder that cannot be used leaves the cache in memory only, and says
-  // why in stats().
+  // Uses the persistent cache the options name, for this client's plugin
+  // (only to write, when the options dump: see DumpOptions::to). A folder
+  // that cannot be used leaves the cache in memory only, and says why in
+  // stats().
   void OpenPersistent(const SessionOptions& options);
   // Uses the same persistent cache as `other` (a graph stage's programs
   // share its session's folder, and keep their own statistics).
@@ -107,6 +108,7 @@ class ProgramCache {
 
   std::shared_ptr<pjrt::Client> client_;
   std::optional<CompileCache> disk_;
+  bool write_only_ = false;  // a dumping session: stores, never loads
   std::string plugin_identity_;
 
   mutable std::mutex mu_;  // guards what follows

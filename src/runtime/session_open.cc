@@ -135,7 +135,7 @@ absl::StatusOr<std::unique_ptr<Session::Impl>> Session::Impl::Open(std::shared_p
           absl::StrCat(model->path, ": batch or dimension buckets are compiled, which needs a plugin (not \"none\")"));
     return impl;
   }
-  impl->runner->programs().OpenPersistent(options);
+  impl->runner->programs().OpenPersistent(impl->options);
   RETURN_IF_ERROR(impl->CompileBuckets());
   return impl;
 }

@@ -475,5 +475,34 @@ PY
 expect deadline 4 "^xonnx: error: .*endless.onnx: the call passed its deadline of 300 ms" -- \
   "$xonnx" run "$tmp/endless.onnx" --deadline-ms 300 --no-cache
 
+# A fused convolution and ReLU is profiled under both nodes, not the last.
+expect profile_fused_label 0 "^Conv\+Relu +[0-9.]+ +[0-9]+ " -- "$xonnx" profile "$tmp/trace.json"
+
+# Inputs given in part: a wrong name lists the model's inputs; an input not
+# given takes the batch of those given.
+/usr/bin/python3 - "$tmp/pair.onnx" <<'PY'
+import sys
+import onnx
+from onnx import TensorProto, helper
+graph = helper.make_graph(
+    [helper.make_node("Add", ["a", "b"], ["s"])], "pair",
+    [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 4]),
+     helper.make_tensor_value_info("b", TensorProto.FLOAT, ["N", 4])],
+    [helper.make_tensor_value_info("s", TensorProto.FLOAT, ["N", 4])])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+PY
+/usr/bin/python3 -c "import numpy as np; np.save('$tmp/a.npy', np.ones((3, 4), np.float32))"
+expect_error input_name_unknown 3 "no input named 'c'; its inputs: 'a', 'b'" -- \
+  "$xonnx" run "$tmp/pair.onnx" --input c="$tmp/a.npy"
+expect input_missing_takes_batch 0 "input 'b' not given: using random float32\[3,4\]" -- \
+  "$xonnx" run "$tmp/pair.onnx" --input a="$tmp/a.npy"
+expect input_missing_runs 0 "^s: float32\[3,4\]" -- "$xonnx" run "$tmp/pair.onnx" --input a="$tmp/a.npy"
+
+# --dump-to dumps on a compile-cache hit too: a dumping run does not read
+# the cache.
+XONNX_CACHE_DIR="$tmp/dump_cache" "$xonnx" run "$model" >/dev/null 2>&1
+expect dump_on_cache_hit 0 "" -- env XONNX_CACHE_DIR="$tmp/dump_cache" "$xonnx" run "$model" --dump-to "$tmp/dumps"
+expect dump_written 0 "[.]txt" -- ls "$tmp/dumps"
+
 echo "$passed passed, $failed failed"
 [[ $failed == 0 ]]

@@ -45,9 +45,11 @@ c++ -std=c++17 "$src/tests/install/consumer/consumer.cc" -o "$work/pc_consumer" 
 # shellcheck disable=SC2046
 cc -std=c99 -pedantic -Wall -Werror "$src/src/capi/c_api_test.c" -o "$work/c_consumer" \
   $(pkg-config --cflags --libs xonnx) -lpthread
+# As built, without LD_LIBRARY_PATH: pkg-config's flags carry an rpath.
+env -u LD_LIBRARY_PATH "$work/pc_consumer" "$model" | grep -q "^output " ||
+  fail "the pkg-config consumer failed (does it find libxonnx.so without LD_LIBRARY_PATH?)"
+env -u LD_LIBRARY_PATH "$work/c_consumer" "$model" || fail "the C99 program failed"
 export LD_LIBRARY_PATH=$libdir
-"$work/pc_consumer" "$model" | grep -q "^output " || fail "the pkg-config consumer failed"
-"$work/c_consumer" "$model" || fail "the C99 program failed"
 
 # 3. The Python package, when it was built (Debian's python3 and numpy).
 pydir=$(dirname "$(dirname "$(find "$prefix" -name '_xonnx*.so' | head -1)")")

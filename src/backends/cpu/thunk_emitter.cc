@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "backends/cpu/kernel_table.h"
 #include "base/status.h"
 
@@ -41,7 +43,10 @@ bool Empty(const hlo::Shape& s) {
 
 class Emitter {
  public:
-  explicit Emitter(const EmitContext& ctx) : ctx_(ctx), plan_(ctx.plan) {}
+  explicit Emitter(const EmitContext& ctx) : ctx_(ctx), plan_(ctx.plan) {
+    for (const Instruction* i : plan_.order())
+      if (const Instruction* op = plan_.AbsorbedInto(i)) absorbed_by_[op].push_back(i);
+  }
 
   absl::StatusOr<EmittedThunks> Run() {
     for (Instruction* i : plan_.order()) RETURN_IF_ERROR(Emit(i));
@@ -50,14 +55,39 @@ class Emitter {
 
  private:
   void Add(Thunk t, std::string kind) {
-    if (current_) {
-      t.op_type = current_->metadata.op_type;
-      t.op_name = current_->metadata.op_name;
-    }
+    if (current_) Label(&t);
     out_.kinds.push_back(t.kind.empty() ? std::move(kind) : t.kind);
     out_.positions.push_back(current_ ? plan_.pos(current_) : -1);
     out_.writes.push_back(current_ ? Writes(current_) : "");
     out_.thunks.push_back(std::move(t));
+  }
+
+  // The ONNX nodes a step computes, in program order: a fused convolution
+  // and ReLU is "Conv+Relu" with both nodes' names, so that a profile puts
+  // its time under both instead of under the last.
+  void Label(Thunk* t) {
+    std::vector<const Instruction*> covered;
+    if (int rg = plan_.RowGroupOf(current_); rg >= 0) {
+      const auto& m = plan_.row_fusions.groups[rg].members;
+      covered.assign(m.begin(), m.end());
+    } else if (const Instruction* op = plan_.AbsorbedInto(current_)) {
+      covered.push_back(op);
+      if (auto a = absorbed_by_.find(op); a != absorbed_by_.end())
+        covered.insert(covered.end(), a->second.begin(), a->second.end());
+    } else if (plan_.IsGroupRoot(current_)) {
+      for (const Instruction* m : plan_.FusionMembers(plan_.fusions.group_of.at(current_))) covered.push_back(m);
+    }
+    covered.push_back(current_);
+    std::vector<std::string> types, names;
+    for (const Instruction* c : covered) {
+      const hlo::OpMetadata& md = c->metadata;
+      if (md.op_name.empty() || md.op_type == hlo::kWeightParameterOpType) continue;
+      if (std::find(names.begin(), names.end(), md.op_name) != names.end()) continue;
+      names.push_back(md.op_name);
+      if (std::find(types.begin(), types.end(), md.op_type) == types.end()) types.push_back(md.op_type);
+    }
+    t->op_type = absl::StrJoin(types, "+");
+    t->op_name = absl::StrJoin(names, " + ");
   }
 
   // Where the step at i writes its value in the arena.
@@ -180,6 +210,8 @@ class Emitter {
   const Plan& plan_;
   EmittedThunks out_;
   const Instruction* current_ = nullptr;  // the instruction being emitted
+  // A convolution's or product's epilogue ops, in program order.
+  absl::flat_hash_map<const Instruction*, std::vector<const Instruction*>> absorbed_by_;
 };
 
 }  // namespace
