@@ -260,6 +260,9 @@ void BindOptions(py::module_& m) {
             o.program_format = v == "hlo" ? F::kHlo : v == "stablehlo" ? F::kStableHlo : F::kAuto;
           },
           "How programs go to the plugin: 'hlo', 'stablehlo' (MLIR text) or 'auto'.")
+      .def_static(
+          "_assign", [](xonnx::SessionOptions& to, const xonnx::SessionOptions& from) { to = from; },
+          "Copies every field of `from` into `to` (the package's copy of a caller's options).")
       .def(
           "add_create_option",
           [](xonnx::SessionOptions& o, const std::string& text) {
@@ -375,6 +378,20 @@ void BindSession(py::module_& m) {
           },
           py::arg("output_names"), py::arg("input_feed"), py::arg("done"), py::arg("deadline_ms") = -1,
           py::arg("cancel") = nullptr)
+      .def("model_metadata",
+           [](PySession& s) {
+             xonnx::ModelInfo info = s.get().Info();
+             py::dict d;
+             d["producer_name"] = info.producer_name;
+             d["producer_version"] = info.producer_version;
+             d["domain"] = info.domain;
+             d["description"] = info.doc_string;
+             d["version"] = info.model_version;
+             d["graph_name"] = info.graph_name;
+             d["graph_description"] = info.graph_doc_string;
+             d["custom_metadata_map"] = info.metadata_props;
+             return d;
+           })
       .def("device_summary", [](PySession& s) { return s.get().DeviceSummary(); })
       .def("write_profile", [](PySession& s) {
         Status st = s.get().WriteProfile();
@@ -416,6 +433,7 @@ PYBIND11_MODULE(_xonnx, m) {
   BindOptions(m);
   BindSession(m);
   m.def("default_plugin_path", &xonnx::DefaultPluginPath);
+  m.def("version", &xonnx::Version);
   m.def("plugins", [] {
     py::list l;
     for (const auto& p : xonnx::FindPlugins()) {

@@ -64,7 +64,12 @@ XONNX_API std::string Version();
 
 // What `xonnx info` prints.
 struct ModelInfo {
-  std::string producer;
+  std::string producer;  // producer_name and producer_version, in one line
+  // The ModelProto's metadata, as stored (ONNX Runtime's ModelMetadata).
+  std::string producer_name, producer_version, domain, doc_string;
+  int64_t model_version = 0;
+  std::string graph_name, graph_doc_string;
+  std::map<std::string, std::string> metadata_props;  // the custom metadata map
   int64_t ir_version = 0;
   std::map<std::string, int64_t> opsets;     // domain ("" = ai.onnx) -> version
   std::map<std::string, int64_t> op_counts;  // op type -> nodes

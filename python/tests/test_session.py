@@ -207,8 +207,15 @@ def test_an_onnxruntime_script_runs_unchanged(example):
     assert result[0].shape == (1, 10)
     assert sess.get_providers() == ["CPUExecutionProvider"]
     assert "CPUExecutionProvider" in ort.get_available_providers()
-    with pytest.raises(xonnx.InvalidArgument, match="unknown providers"):
-        ort.InferenceSession(example, providers=["NoSuchExecutionProvider"])
+    # As ONNX Runtime: an unknown provider is skipped with a warning.
+    with pytest.warns(UserWarning, match="NoSuchExecutionProvider"):
+        sess = ort.InferenceSession(example, providers=["NoSuchExecutionProvider"])
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+    # Unless fallback is off.
+    so = ort.SessionOptions()
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    with pytest.raises(xonnx.InvalidArgument, match="NoSuchExecutionProvider"):
+        ort.InferenceSession(example, so, providers=["NoSuchExecutionProvider"])
 
 
 @pytest.mark.parametrize("first", ["xonnx", "torch"])
@@ -231,3 +238,24 @@ print("ok")
     out = subprocess.run([sys.executable, "-c", code, example], capture_output=True, text=True, timeout=300,
                          env=dict(os.environ, XONNX_CACHE_DIR=os.environ.get("XONNX_CACHE_DIR", "")))
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_making_a_session_does_not_change_its_options(example, tmp_path):
+    # Before: the session wrote its plugin, a `threads=` create option per
+    # session and (with profiling) its trace file into the caller's object.
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 2
+    so.enable_profiling = True
+    so.profile_file_prefix = str(tmp_path / "trace")
+    sessions = [ort.InferenceSession(example, so, providers=["CPUExecutionProvider"]) for _ in range(3)]
+    assert so.plugin == "" and so.profile_file == ""
+    for s in sessions:
+        assert s.get_session_options().plugin == "cpu"
+        assert s.get_session_options().profile_file.startswith(str(tmp_path / "trace"))
+        s.run(None, {"image": image()})
+    assert sessions[0].end_profiling().endswith(".json")
+
+
+def test_run_with_an_empty_output_list_returns_every_output(example):
+    sess = ort.InferenceSession(example)
+    assert len(sess.run([], {"image": image()})) == len(sess.get_outputs())

@@ -122,6 +122,14 @@ ModelInfo Session::Info() const {
   const onnx_import::LoadedModel& model = impl_->runner->model();
   const auto& p = model.proto;
   info.producer = absl::StrCat(p.producer_name(), p.producer_version().empty() ? "" : " ", p.producer_version());
+  info.producer_name = p.producer_name();
+  info.producer_version = p.producer_version();
+  info.domain = p.domain();
+  info.doc_string = p.doc_string();
+  info.model_version = p.model_version();
+  info.graph_name = p.graph().name();
+  info.graph_doc_string = p.graph().doc_string();
+  for (const auto& e : p.metadata_props()) info.metadata_props[e.key()] = e.value();
   info.ir_version = p.ir_version();
   info.opsets = model.opsets;
   for (const auto& n : p.graph().node())

@@ -1,0 +1,30 @@
+"""RunOptions: config entries, log levels, terminate."""
+import os
+import tempfile
+
+import numpy as np
+import onnxruntime as ort
+
+import models
+
+path = models.mul_add(os.path.join(tempfile.mkdtemp(), "mul_add.onnx"))
+sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+x = np.ones((3, 4), np.float32)
+
+ro = ort.RunOptions()
+ro.log_severity_level = 3
+ro.logid = "script"
+ro.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+assert ro.get_run_config_entry("memory.enable_memory_arena_shrinkage") == "cpu:0"
+np.testing.assert_allclose(sess.run(None, {"x": x}, ro)[0], models.mul_add_reference(x)[0], rtol=1e-5)
+
+# A terminated RunOptions fails the calls made with it...
+ro.terminate = True
+try:
+    sess.run(None, {"x": x}, ro)
+    raise AssertionError("a run with terminate set must fail")
+except RuntimeError:
+    pass
+# ...until it is cleared again.
+ro.terminate = False
+assert sess.run(None, {"x": x}, ro)[0].shape == (3, 3)
