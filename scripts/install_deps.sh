@@ -27,6 +27,7 @@ build_pkgs=(
 test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev clang-format clang-tidy
   python3-onnx python3-numpy python3-pytest python3-torch python3-torchvision
+  python3-venv python3-pip python3-build
 )
 
 pkgs=("${build_pkgs[@]}")
