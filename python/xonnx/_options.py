@@ -94,6 +94,31 @@ _SESSION_ENTRIES = {
 }
 
 
+# Run config entries with a meaning here, as _SESSION_ENTRIES.
+_RUN_ENTRIES = {"xonnx.deadline_ms": ("deadline_ms", int)}
+
+
+def _set_entry(target, config, known, kind, key, value):
+    """Records a config entry, setting the option it maps to in `known`."""
+    key, value = str(key), str(value)
+    if key in known:
+        field, convert = known[key]
+        try:
+            converted = convert(value)
+        except (ValueError, InvalidArgument) as e:
+            raise InvalidArgument(f"{kind} config entry {key}: {e}") from None
+        setattr(target, field, converted)
+    else:
+        log.warning("%s config entry '%s' has no meaning in xonnx: kept, but it changes nothing", kind, key)
+    config[key] = value
+
+
+def _get_entry(config, kind, key):
+    if key not in config:
+        raise InvalidArgument(f"{kind} config entry '{key}' is not set")
+    return config[key]
+
+
 class SessionOptions(_xonnx.SessionOptions):
     """The C++ SessionOptions (xonnx/options.h), field for field: plugin,
     device, max_batch, batch_buckets, dim_buckets, data_type, io_data_type,
@@ -156,22 +181,10 @@ class SessionOptions(_xonnx.SessionOptions):
         """Sets a config entry (ONNX Runtime's session.* keys, or
         xonnx.<option> for one of xonnx's options). Keys without a meaning
         here are kept, with a warning."""
-        key, value = str(key), str(value)
-        if key in _SESSION_ENTRIES:
-            field, convert = _SESSION_ENTRIES[key]
-            try:
-                converted = convert(value)
-            except (ValueError, InvalidArgument) as e:
-                raise InvalidArgument(f"session config entry {key}: {e}") from None
-            setattr(self, field, converted)
-        else:
-            log.warning("session config entry '%s' has no meaning in xonnx: kept, but it changes nothing", key)
-        self._config[key] = value
+        _set_entry(self, self._config, _SESSION_ENTRIES, "session", key, value)
 
     def get_session_config_entry(self, key):
-        if key not in self._config:
-            raise InvalidArgument(f"session config entry '{key}' is not set")
-        return self._config[key]
+        return _get_entry(self._config, "session", key)
 
     def add_free_dimension_override_by_name(self, dim_name, dim_value):
         """Fixes the model's dynamic dimension `dim_name` to `dim_value`, as
@@ -229,17 +242,7 @@ class RunOptions:
             self._cancel = _xonnx.CancelToken()
 
     def add_run_config_entry(self, key, value):
-        key, value = str(key), str(value)
-        if key == "xonnx.deadline_ms":
-            try:
-                self.deadline_ms = int(value)
-            except ValueError:
-                raise InvalidArgument(f"run config entry {key}: expected an int, not '{value}'") from None
-        else:
-            log.warning("run config entry '%s' has no meaning in xonnx: kept, but it changes nothing", key)
-        self._config[key] = value
+        _set_entry(self, self._config, _RUN_ENTRIES, "run", key, value)
 
     def get_run_config_entry(self, key):
-        if key not in self._config:
-            raise InvalidArgument(f"run config entry '{key}' is not set")
-        return self._config[key]
+        return _get_entry(self._config, "run", key)
