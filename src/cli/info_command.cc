@@ -110,6 +110,11 @@ int Info(const std::string& model, bool json) {
     nlohmann::json j;
     j["model"] = model;
     j["producer"] = info.producer;
+    j["domain"] = info.domain;
+    j["model_version"] = info.model_version;
+    j["description"] = info.doc_string;
+    j["graph_name"] = info.graph_name;
+    j["metadata"] = info.metadata_props;
     j["ir_version"] = info.ir_version;
     j["opsets"] = info.opsets;
     j["initializer_bytes"] = info.initializer_bytes;
@@ -123,8 +128,12 @@ int Info(const std::string& model, bool json) {
     std::cout << j.dump() << "\n";
     return kExitOk;
   }
-  std::cout << "model:    " << model << "\nproducer: " << info.producer << "\nir:       " << info.ir_version
-            << "\nopsets:  ";
+  std::cout << "model:    " << model << "\nproducer: " << info.producer << "\nir:       " << info.ir_version;
+  if (!info.domain.empty() || info.model_version != 0)
+    std::cout << "\nversion:  " << (info.domain.empty() ? "" : info.domain + " ") << info.model_version;
+  if (!info.doc_string.empty()) std::cout << "\nabout:    " << info.doc_string;
+  for (const auto& [k, v] : info.metadata_props) std::cout << "\nmetadata: " << k << " = " << v;
+  std::cout << "\nopsets:  ";
   for (const auto& [d, v] : info.opsets) std::cout << " " << (d.empty() ? "ai.onnx" : d) << "=" << v;
   std::cout << "\nweights:  " << absl::StrFormat("%.2f MiB", info.initializer_bytes / 1048576.0) << "\ninputs:\n";
   for (const auto& i : s->inputs()) std::cout << "  " << i.name << ": " << DimsString(i) << "\n";

@@ -489,8 +489,13 @@ graph = helper.make_graph(
     [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 4]),
      helper.make_tensor_value_info("b", TensorProto.FLOAT, ["N", 4])],
     [helper.make_tensor_value_info("s", TensorProto.FLOAT, ["N", 4])])
-onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], doc_string="adds two tensors",
+                          domain="ai.example", model_version=3)
+helper.set_model_props(model, {"author": "cli tests"})
+onnx.save(model, sys.argv[1])
 PY
+expect info_metadata 0 "metadata: author = cli tests" -- "$xonnx" info "$tmp/pair.onnx"
+expect info_about 0 "^version:  ai.example 3" -- "$xonnx" info "$tmp/pair.onnx"
 /usr/bin/python3 -c "import numpy as np; np.save('$tmp/a.npy', np.ones((3, 4), np.float32))"
 expect_error input_name_unknown 3 "no input named 'c'; its inputs: 'a', 'b'" -- \
   "$xonnx" run "$tmp/pair.onnx" --input c="$tmp/a.npy"
