@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpu/kernel_table.h"
@@ -78,16 +79,21 @@ class Emitter {
       for (const Instruction* m : plan_.FusionMembers(plan_.fusions.group_of.at(current_))) covered.push_back(m);
     }
     covered.push_back(current_);
+    // A fused loop may cover a whole chain of thousands of nodes: linear in
+    // them, and the label names the first few.
+    constexpr size_t kNamed = 4;
     std::vector<std::string> types, names;
+    absl::flat_hash_set<std::string> seen_types, seen_names;
     for (const Instruction* c : covered) {
       const hlo::OpMetadata& md = c->metadata;
       if (md.op_name.empty() || md.op_type == hlo::kWeightParameterOpType) continue;
-      if (std::find(names.begin(), names.end(), md.op_name) != names.end()) continue;
-      names.push_back(md.op_name);
-      if (std::find(types.begin(), types.end(), md.op_type) == types.end()) types.push_back(md.op_type);
+      if (!seen_names.insert(md.op_name).second) continue;
+      if (names.size() < kNamed) names.push_back(md.op_name);
+      if (seen_types.insert(md.op_type).second && types.size() < kNamed) types.push_back(md.op_type);
     }
-    t->op_type = absl::StrJoin(types, "+");
+    t->op_type = absl::StrCat(absl::StrJoin(types, "+"), seen_types.size() > kNamed ? "+..." : "");
     t->op_name = absl::StrJoin(names, " + ");
+    if (seen_names.size() > kNamed) absl::StrAppend(&t->op_name, " + ", seen_names.size() - kNamed, " more");
   }
 
   // Where the step at i writes its value in the arena.
