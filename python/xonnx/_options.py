@@ -204,12 +204,14 @@ class SessionOptions(_xonnx.SessionOptions):
     def add_initializer(self, name, value):
         raise NotImplementedError(f"overriding initializer '{name}' is not supported by xonnx")
 
-    def _for_session(self):
-        """A copy for one session, with ONNX Runtime's settings applied:
-        the caller's object stays as it is."""
+    @staticmethod
+    def _copy_of(options):
+        """A copy for one session of `options` (this package's or the
+        binding's own class): the caller's object stays as it is."""
         copy = SessionOptions()
-        _xonnx.SessionOptions._assign(copy, self)
-        copy.__dict__.update({k: (dict(v) if isinstance(v, dict) else v) for k, v in self.__dict__.items()})
+        _xonnx.SessionOptions._assign(copy, options)
+        extra = options.__dict__ if isinstance(options, SessionOptions) else {}
+        copy.__dict__.update({k: (dict(v) if isinstance(v, dict) else v) for k, v in extra.items()})
         return copy
 
 

@@ -128,9 +128,7 @@ class InferenceSession:
         self._open(providers, provider_options, plugin)
 
     def _open(self, providers, provider_options, plugin):
-        options = (self._given_options._for_session() if isinstance(self._given_options, SessionOptions)
-                   else _copy_plain(self._given_options))
-        chosen = [("CPUExecutionProvider", {})]
+        options = SessionOptions._copy_of(self._given_options)
         if plugin is None and providers:
             wanted = _provider_list(providers, provider_options)
             available = get_available_providers()
@@ -149,12 +147,11 @@ class InferenceSession:
             plugin = PROVIDERS[chosen[0][0]]
             if "device_id" in chosen[0][1]:
                 options.device = int(chosen[0][1]["device_id"])
+        else:
+            # A plugin named directly (or the options' own) is the provider.
+            chosen = [(_provider_of(plugin if plugin is not None else options.plugin), {})]
         if plugin is not None:
             options.plugin = plugin
-        if plugin is None and not providers:
-            chosen = [(_provider_of(options.plugin), {})]
-        elif not providers:
-            chosen = [(_provider_of(plugin), {})]
         # ONNX Runtime's intra-op thread count is the CPU plugin's `threads`.
         threads = options.__dict__.get("intra_op_num_threads", 0)
         if threads and options.plugin in ("", "cpu"):
@@ -310,13 +307,6 @@ def _bounds(run_options):
     if run_options is None:
         return -1, None
     return run_options.deadline_ms, run_options._cancel
-
-
-def _copy_plain(options):
-    """A copy of the binding's own options object (not the package's)."""
-    copy = SessionOptions()
-    _xonnx.SessionOptions._assign(copy, options)
-    return copy
 
 
 def get_available_providers():

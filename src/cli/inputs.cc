@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <random>
 
 #include "absl/strings/match.h"
@@ -79,16 +80,22 @@ Tensor RandomTensor(DataType t, const std::vector<int64_t>& dims, std::mt19937_6
 // (key "") the leading dim when it is dynamic and unnamed, a batch.
 using DimSizes = std::map<std::string, int64_t>;
 
+// The DimSizes key of `sp`'s dim d (dynamic): its name, "" for an unnamed
+// leading dim, nothing for another unnamed one.
+std::optional<std::string> DimKey(const xonnx::TensorSpec& sp, size_t d) {
+  std::string name = d < sp.dim_names.size() ? sp.dim_names[d] : "";
+  if (name.empty() && d != 0) return std::nullopt;
+  return name;
+}
+
 DimSizes SizesGiven(const std::vector<xonnx::TensorSpec>& specs, const std::map<std::string, Tensor>& given) {
   DimSizes sizes;
   for (const auto& sp : specs) {
     auto it = given.find(sp.name);
     if (it == given.end() || it->second.dims().size() != sp.dims.size()) continue;
-    for (size_t d = 0; d < sp.dims.size(); ++d) {
-      if (sp.dims[d] >= 0) continue;
-      const std::string name = d < sp.dim_names.size() ? sp.dim_names[d] : "";
-      if (!name.empty() || d == 0) sizes.emplace(name, it->second.dims()[d]);
-    }
+    for (size_t d = 0; d < sp.dims.size(); ++d)
+      if (sp.dims[d] < 0)
+        if (std::optional<std::string> key = DimKey(sp, d)) sizes.emplace(*key, it->second.dims()[d]);
   }
   return sizes;
 }
@@ -104,9 +111,9 @@ Tensor RandomInput(const xonnx::TensorSpec& sp, const xonnx::ShapeMap& given, co
   if (g != given.end()) dims = g->second;
   for (size_t d = 0; d < dims.size(); ++d) {
     if (dims[d] >= 0) continue;
-    const std::string name = d < sp.dim_names.size() ? sp.dim_names[d] : "";
-    auto known = sizes.find(name);
-    dims[d] = known != sizes.end() && (!name.empty() || d == 0) ? known->second : 1;
+    std::optional<std::string> key = DimKey(sp, d);
+    auto known = key ? sizes.find(*key) : sizes.end();
+    dims[d] = known != sizes.end() ? known->second : 1;
   }
   if (sp.dtype == DataType::kString)
     throw CliError{absl::StrCat("string input '", sp.name, "' must be given with --input or --input-dir"), kExitInput};
@@ -116,11 +123,12 @@ Tensor RandomInput(const xonnx::TensorSpec& sp, const xonnx::ShapeMap& given, co
   return t;
 }
 
-// Refuses an --input name the model does not have, listing the ones it has.
-void CheckInputName(const std::vector<xonnx::TensorSpec>& specs, const std::string& name) {
+// The spec of the input an --input names; refuses a name the model does
+// not have, listing the ones it has.
+const xonnx::TensorSpec& InputNamed(const std::vector<xonnx::TensorSpec>& specs, const std::string& name) {
   std::vector<std::string> names;
   for (const auto& sp : specs) {
-    if (sp.name == name) return;
+    if (sp.name == name) return sp;
     names.push_back(absl::StrCat("'", sp.name, "'"));
   }
   throw CliError{absl::StrCat("--input: the model has no input named '", name,
@@ -137,7 +145,7 @@ std::map<std::string, Tensor> LoadInputs(xonnx::Session& s, const InputArgs& a) 
   for (const auto& kv : a.inputs) {
     std::vector<std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
     if (p.size() != 2) throw CliError{absl::StrCat("--input '", kv, "': expected NAME=FILE")};
-    CheckInputName(specs, p[0]);
+    InputNamed(specs, p[0]);
     m[p[0]] = Check(xonnx::ReadTensorFile(p[1]));
   }
   if (!a.input_dir.empty()) {
@@ -217,16 +225,10 @@ bool TakesValues(const xonnx::Session& s) {
 std::map<std::string, xonnx::Value> LoadValueInputs(xonnx::Session& s, const InputArgs& a) {
   std::map<std::string, xonnx::Value> m;
   const auto& specs = s.inputs();
-  auto spec_of = [&](const std::string& name) -> const xonnx::TensorSpec& {
-    CheckInputName(specs, name);
-    for (const auto& sp : specs)
-      if (sp.name == name) return sp;
-    throw CliError{absl::StrCat("--input: the model has no input named '", name, "'"), kExitInput};
-  };
   for (const auto& kv : a.inputs) {
     std::vector<std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
     if (p.size() != 2) throw CliError{absl::StrCat("--input '", kv, "': expected NAME=FILE")};
-    m[p[0]] = Check(xonnx::ReadValueFile(p[1], spec_of(p[0])));
+    m[p[0]] = Check(xonnx::ReadValueFile(p[1], InputNamed(specs, p[0])));
   }
   if (!a.input_dir.empty()) {
     if (!fs::is_directory(a.input_dir)) throw CliError{absl::StrCat(a.input_dir, ": not a directory"), kExitInput};

@@ -97,6 +97,11 @@ memory::dims ProductDims(int64_t batch, int64_t rows, int64_t cols) {
   return batch == 1 ? memory::dims{rows, cols} : memory::dims{batch, rows, cols};
 }
 
+// A plain row-major [batch,] rows x cols value of `type` (a product's result).
+memory::desc PlainProductDesc(int64_t batch, int64_t rows, int64_t cols, memory::data_type type) {
+  return memory::desc(ProductDims(batch, rows, cols), type, batch == 1 ? Tag::ab : Tag::abc);
+}
+
 }  // namespace
 
 bool DnnlDotViewable(const hlo::Instruction& dot, const StridedView& view) {
@@ -128,7 +133,7 @@ std::optional<Thunk> MakeDnnlDotThunk(const hlo::Instruction& in, const ThunkIo&
     auto st = std::make_shared<DotState>();
     st->a = *a_desc;
     st->b = *b_desc;
-    st->c = memory::desc(ProductDims(batch, m, n), memory::data_type::f32, batch == 1 ? Tag::ab : Tag::abc);
+    st->c = PlainProductDesc(batch, m, n, memory::data_type::f32);
     // Constant weights are packed once into oneDNN's preferred layout.
     memory::desc b_any(ProductDims(batch, k, n), memory::data_type::f32, Tag::any);
     const memory::desc& b_md = constant_rhs ? b_any : st->b;
@@ -183,7 +188,7 @@ std::optional<Thunk> MakeDnnlIntegerDotThunk(const hlo::Instruction& in, const T
       OperandDesc(in.operand(1)->shape(), std::nullopt, nb, tb ? nb + 1 : nb, tb ? nb : nb + 1, memory::data_type::s8);
   if (!a_desc || !b_desc) return std::nullopt;
   try {
-    memory::desc c(ProductDims(batch, m, n), memory::data_type::s32, batch == 1 ? Tag::ab : Tag::abc);
+    memory::desc c = PlainProductDesc(batch, m, n, memory::data_type::s32);
     dnnl::primitive_attr attr = UserScratchpad();
     if (a.zero_point) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     dnnl::matmul::primitive_desc pd(
