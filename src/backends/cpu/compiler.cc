@@ -14,6 +14,7 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cpu/canonicalization/axis_maps.h"
 #include "backends/cpu/canonicalization/conv_canonicalization.h"
 #include "backends/cpu/canonicalization/dot_canonicalization.h"
 #include "backends/cpu/canonicalization/layout_pass.h"
@@ -173,6 +174,9 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(std::unique_ptr<
     ConvCanonicalization convs;
     RETURN_IF_ERROR(convs.Run(module.get()).status());
     dump(convs.name());
+    AxisMaps axis_maps;
+    RETURN_IF_ERROR(axis_maps.Run(module.get()).status());
+    dump(axis_maps.name());
     DotCanonicalization dots;
     RETURN_IF_ERROR(dots.Run(module.get()).status());
     dump(dots.name());

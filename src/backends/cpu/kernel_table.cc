@@ -21,10 +21,12 @@ const hlo::Literal* ConstantOperand(const Instruction& i, int k) {
   return w->opcode() == Opcode::kConstant ? &*w->literal : nullptr;
 }
 
-// Interpolation matrices: only when the planner reads the operands as
-// they are (a view is oneDNN's to take).
+// Interpolation matrices: only when the planner reads the activation as
+// it is (a view is oneDNN's to take). The in-place form's weights are
+// read at compile time, so their broadcast is a view never made.
 MakerResult SparseDot(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
-  if (ctx.plan.dot_views.of.contains(&i)) return std::nullopt;
+  if (auto v = ctx.plan.dot_views.of.find(&i); v != ctx.plan.dot_views.of.end())
+    if (v->second[1] || (v->second[0] && !SparseDotInPlace(i))) return std::nullopt;
   return MakeSparseDotThunk(i, io);
 }
 

@@ -60,7 +60,9 @@ Instruction* Regroup(hlo::Computation* c, Instruction* x, const Grouping& g) {
 Instruction* Canonical(hlo::Computation* c, Instruction* dot) {
   if (dot->shape().element_type != hlo::F32 || !dot->shape().IsArray() || dot->shape().ElementCount() == 0)
     return nullptr;
-  if (DnnlDotColumns(*dot)) return nullptr;
+  // oneDNN takes it as it is, or the sparse-dot kernel takes it in any form
+  // (an interpolation keeps its axis in place: AxisMaps).
+  if (DnnlDotColumns(*dot) || SparseDotTakes(*dot)) return nullptr;
   const auto& d = dot->dot_dnums;
   Instruction* a = dot->operand(0);
   Instruction* b = dot->operand(1);

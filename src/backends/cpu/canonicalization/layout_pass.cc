@@ -5,6 +5,8 @@
 #include <optional>
 
 #include "absl/container/flat_hash_set.h"
+#include "backends/cpu/canonicalization/axis_maps.h"
+#include "backends/cpu/runtime/thunks.h"
 #include "base/status.h"
 #include "hlo/builder.h"
 #include "hlo/rewrite.h"
@@ -190,6 +192,17 @@ Instruction* SinkReshape(hlo::Computation* c, Instruction* i, const std::vector<
   return hlo::AddTranspose(c, moved, pos, moved);
 }
 
+// dot(W, transpose(x, P)) along axis k (an in-place sparse product) ->
+// transpose(dot(W, x) along axis P[k], P): the axis keeps its place, so
+// the same permutation comes out.
+Instruction* SinkAxisMap(hlo::Computation* c, Instruction* i, const std::vector<int64_t>& perm) {
+  const Instruction* t = i->operand(1);
+  if (t->opcode() != Opcode::kTranspose || t->dimensions != perm) return nullptr;
+  const int64_t axis = i->dot_dnums.rhs_contracting_dimensions[0];
+  Instruction* moved = AddAxisMap(c, AxisMapWeights(*i), i->shape().dims[axis], t->operand(0), perm[axis], i);
+  return hlo::AddTranspose(c, moved, perm, moved);
+}
+
 // The value v with transpose(v, perm) == t, for a transpose t: t's operand
 // when t applies `perm`, else one transpose of that operand (the simplifier
 // composes the two).
@@ -208,6 +221,7 @@ Instruction* Sink(hlo::Computation* c, Instruction* i, const std::vector<int64_t
   if (i->opcode() == Opcode::kReduce) return SinkReduce(c, i, perm);
   if (i->opcode() == Opcode::kBroadcast) return SinkBroadcast(c, i, perm);
   if (i->opcode() == Opcode::kReshape) return SinkReshape(c, i, perm);
+  if (i->opcode() == Opcode::kDot) return SinkAxisMap(c, i, perm);
   // Dims of the untransposed result: i's dim k sits at position perm[k].
   std::vector<int64_t> new_dims(r);
   for (int64_t k = 0; k < r; ++k) new_dims[perm[k]] = i->shape().dims[k];
@@ -270,7 +284,7 @@ std::optional<std::vector<int64_t>> SinkablePerm(const Instruction* i) {
   bool structural = i->opcode() == Opcode::kReduceWindow || i->opcode() == Opcode::kPad ||
                     i->opcode() == Opcode::kConcatenate ||
                     (i->opcode() == Opcode::kReduce && i->operand_count() == 2) || i->opcode() == Opcode::kBroadcast ||
-                    i->opcode() == Opcode::kReshape;
+                    i->opcode() == Opcode::kReshape || (i->opcode() == Opcode::kDot && SparseDotInPlace(*i));
   if (!elementwise && !structural) return std::nullopt;
   std::vector<std::vector<int64_t>> perms;  // of the transposed operands, each once
   for (const Instruction* op : i->operands())

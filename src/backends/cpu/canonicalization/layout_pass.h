@@ -2,7 +2,8 @@
 // (brgconv) want channels-last activations, so convolutions are rewritten to
 // NHWC between transposes, and the transposes are sunk through elementwise
 // ops, pooling, padding, concatenation, reductions, broadcasts and reshapes
-// that merge adjacent dims (nearest upsampling) until they meet and cancel.
+// that merge adjacent dims (nearest upsampling) and products along one axis
+// (linear and cubic resizes, axis_maps.h) until they meet and cancel.
 // What is left is one transpose at each boundary of a conv chain.
 #ifndef XONNX_BACKENDS_CPU_CANONICALIZATION_LAYOUT_PASS_H_
 #define XONNX_BACKENDS_CPU_CANONICALIZATION_LAYOUT_PASS_H_

@@ -153,48 +153,132 @@ void InnerAxis(const Taps& t, const Geometry& g, const float* x, float* y, int64
   }
 }
 
+// The in-place form (the axis keeps its place): output row (a, o) is the
+// weighted sum of the taps' rows of x, each b floats long and contiguous.
+void Rows(const Taps& t, const Geometry& g, const float* x, float* y, int64_t a, int64_t o) {
+  const float* slab = x + a * t.in * g.b;
+  float* dst = y + (a * t.out + o) * g.b;
+  const int32_t* col = &t.column[o * kMaxTaps];
+  const float* w = &t.weight[o * kMaxTaps];
+  const int32_t n = t.count[o];
+  if (n == 0) {
+    std::fill(dst, dst + g.b, 0.0f);
+    return;
+  }
+  const float* s0 = slab + col[0] * g.b;
+  for (int64_t l = 0; l < g.b; ++l) dst[l] = w[0] * s0[l];
+  for (int32_t k = 1; k < n; ++k) {
+    const float* src = slab + col[k] * g.b;
+    for (int64_t l = 0; l < g.b; ++l) dst[l] += w[k] * src[l];
+  }
+}
+
+using RowsKernel = void (*)(const Taps& t, const Geometry& g, const float* x, float* y, int64_t a, int64_t o);
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// 16 floats at a time, every tap's product added before the one store.
+__attribute__((target("avx512f"))) void RowsAvx512(const Taps& t, const Geometry& g, const float* x, float* y,
+                                                   int64_t a, int64_t o) {
+  const float* slab = x + a * t.in * g.b;
+  float* dst = y + (a * t.out + o) * g.b;
+  const int32_t n = t.count[o];
+  const float* src[kMaxTaps];
+  __m512 w[kMaxTaps];
+  for (int32_t k = 0; k < n; ++k) {
+    src[k] = slab + t.column[o * kMaxTaps + k] * g.b;
+    w[k] = _mm512_set1_ps(t.weight[o * kMaxTaps + k]);
+  }
+  for (int64_t l = 0; l < g.b; l += 16) {
+    const __mmask16 m = g.b - l >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (g.b - l)) - 1);
+    __m512 acc = _mm512_setzero_ps();
+    for (int32_t k = 0; k < n; ++k) acc = _mm512_fmadd_ps(w[k], _mm512_maskz_loadu_ps(m, src[k] + l), acc);
+    _mm512_mask_storeu_ps(dst + l, m, acc);
+  }
+}
+
+RowsKernel PickRows() { return CpuHasAvx512() ? RowsAvx512 : Rows; }
+#else
+RowsKernel PickRows() { return Rows; }
+#endif
+
+// The weights' constant under reshapes and broadcasts that keep its values
+// in order (a broadcast only adds leading dims), or null.
+const hlo::Instruction* WeightsConstant(const hlo::Instruction* w) {
+  while (w->opcode() == hlo::Opcode::kReshape ||
+         (w->opcode() == hlo::Opcode::kBroadcast && w->operand(0)->shape().rank() == 2 &&
+          w->dimensions == std::vector<int64_t>{w->shape().rank() - 2, w->shape().rank() - 1}))
+    w = w->operand(0);
+  return w->opcode() == hlo::Opcode::kConstant && w->shape().element_type == hlo::F32 ? w : nullptr;
+}
+
 // The taps of the dot's constant weights when the kernel takes its form
 // (by output row only: the planner asks, the thunk adds the lane layout).
-std::shared_ptr<Taps> TapsOfDot(const hlo::Instruction& dot) {
+std::shared_ptr<Taps> TapsOfDot(const hlo::Instruction& dot, bool any_width = false) {
   if (dot.opcode() != hlo::Opcode::kDot || dot.shape().element_type != hlo::F32) return nullptr;
-  const hlo::Instruction* x = dot.operand(0);
-  const hlo::Instruction* w = dot.operand(1);
-  const hlo::Shape& weights = w->shape();  // as the dot reads them
   const hlo::DotDimensionNumbers& d = dot.dot_dnums;
-  // Through reshapes of the constant: the same values in the same order.
-  while (w->opcode() == hlo::Opcode::kReshape) w = w->operand(0);
-  if (w->opcode() != hlo::Opcode::kConstant || x->opcode() == hlo::Opcode::kConstant ||
-      w->shape().element_type != hlo::F32 || x->shape().element_type != hlo::F32 || weights.rank() != 2 ||
-      !d.lhs_batch_dimensions.empty() || d.lhs_contracting_dimensions.size() != 1 ||
-      d.rhs_contracting_dimensions.size() != 1)
-    return nullptr;
-  const int64_t rc = d.rhs_contracting_dimensions[0];
-  const int64_t in = weights.dims[rc], out = weights.dims[1 - rc];
-  // Few inputs per output are no saving over the dense product.
-  if (in < 2 * kMaxTaps || out == 0 || in > (int64_t{1} << 30)) return nullptr;
-  return TapsOf(*w->literal, in, out, rc == 0);
+  if (d.lhs_contracting_dimensions.size() != 1 || d.rhs_contracting_dimensions.size() != 1) return nullptr;
+  const bool in_place = SparseDotInPlace(dot);
+  const hlo::Instruction* x = dot.operand(in_place ? 1 : 0);
+  const hlo::Instruction* w = dot.operand(in_place ? 0 : 1);
+  if (x->shape().element_type != hlo::F32 || WeightsConstant(x)) return nullptr;
+  const hlo::Instruction* c = WeightsConstant(w);
+  if (!c) return nullptr;
+  int64_t in, out;
+  bool in_major = false;
+  if (in_place) {  // [..., out, in]
+    in = w->shape().dims.back();
+    out = w->shape().dims[w->shape().rank() - 2];
+  } else {
+    if (!d.lhs_batch_dimensions.empty() || w->shape().rank() != 2) return nullptr;
+    const int64_t rc = d.rhs_contracting_dimensions[0];
+    in = w->shape().dims[rc];
+    out = w->shape().dims[1 - rc];
+    in_major = rc == 0;
+  }
+  if (c->shape().ElementCount() != in * out) return nullptr;
+  // Few inputs per output are no saving over a dense product of the
+  // operand as it is; in place the product saves its transposes too.
+  if ((!in_place && !any_width && in < 2 * kMaxTaps) || in == 0 || out == 0 || in > (int64_t{1} << 30)) return nullptr;
+  return TapsOf(*c->literal, in, out, in_major);
 }
 
 }  // namespace
 
+bool SparseDotInPlace(const hlo::Instruction& dot) {
+  if (dot.opcode() != hlo::Opcode::kDot) return false;
+  const hlo::DotDimensionNumbers& d = dot.dot_dnums;
+  const int64_t nb = static_cast<int64_t>(d.lhs_batch_dimensions.size());
+  if (dot.operand(0)->shape().rank() != nb + 2 || dot.operand(1)->shape().rank() < nb + 1) return false;
+  for (int64_t k = 0; k < nb; ++k)
+    if (d.lhs_batch_dimensions[k] != k || d.rhs_batch_dimensions[k] != k) return false;
+  return d.lhs_contracting_dimensions == std::vector<int64_t>{nb + 1} &&
+         d.rhs_contracting_dimensions == std::vector<int64_t>{nb} && WeightsConstant(dot.operand(0));
+}
+
 bool SparseDotTakes(const hlo::Instruction& dot) { return TapsOfDot(dot) != nullptr; }
+
+bool SparseDotTakesInPlace(const hlo::Instruction& dot) { return TapsOfDot(dot, /*any_width=*/true) != nullptr; }
 
 std::optional<Thunk> MakeSparseDotThunk(const hlo::Instruction& dot, const ThunkIo& io) {
   std::shared_ptr<Taps> taps = TapsOfDot(dot);
   if (!taps) return std::nullopt;
   ByLane(taps.get());
-  const int64_t axis = dot.dot_dnums.lhs_contracting_dimensions[0];
-  const hlo::Instruction* x = dot.operand(0);
+  const bool in_place = SparseDotInPlace(dot);
+  const int64_t axis =
+      in_place ? dot.dot_dnums.rhs_contracting_dimensions[0] : dot.dot_dnums.lhs_contracting_dimensions[0];
+  const hlo::Instruction* x = dot.operand(in_place ? 1 : 0);
   Geometry g;
   const auto& dims = x->shape().dims;
   for (int64_t k = 0; k < static_cast<int64_t>(dims.size()); ++k) {
     if (k < axis) g.a *= dims[k];
     if (k > axis) g.b *= dims[k];
   }
-  BufferRef x_ref = io.inputs.at(0), y_ref = io.outputs.at(0);
+  // The in-place form's weights are read from the taps; its activation is
+  // its second input.
+  BufferRef x_ref = io.inputs.at(in_place ? 1 : 0), y_ref = io.outputs.at(0);
   Thunk t;
   t.name = dot.name();
-  t.run = [taps, g, x_ref, y_ref](Frame& f) -> absl::Status {
+  t.run = [taps, g, in_place, x_ref, y_ref](Frame& f) -> absl::Status {
     const float* xp = static_cast<const float*>(f.Ptr(x_ref));
     float* yp = static_cast<float*>(f.Ptr(y_ref));
     const bool parallel = g.a * g.b * taps->out > 65536;
@@ -202,6 +286,13 @@ std::optional<Thunk> MakeSparseDotThunk(const hlo::Instruction& dot, const Thunk
       static const LastAxisKernel last_axis = PickLastAxis();
 #pragma omp parallel for if (parallel) schedule(static)
       for (int64_t a = 0; a < g.a; ++a) last_axis(*taps, xp, yp, a, a + 1);
+      return absl::OkStatus();
+    }
+    if (in_place) {
+      static const RowsKernel rows = PickRows();
+      const int64_t out = taps->out;
+#pragma omp parallel for if (parallel) schedule(static)
+      for (int64_t r = 0; r < g.a * out; ++r) rows(*taps, g, xp, yp, r / out, r % out);
       return absl::OkStatus();
     }
     const int64_t tiles = (g.b + kTile - 1) / kTile;

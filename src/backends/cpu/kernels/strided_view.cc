@@ -100,6 +100,15 @@ std::optional<StridedView> Apply(const hlo::Instruction& instr, const StridedVie
       NormalizeUnitStrides(&v);
       return v;
     }
+    case hlo::Opcode::kBroadcast: {
+      // An added dim repeats the same elements: stride 0.
+      StridedView v;
+      v.offset = operand.offset;
+      v.dims = instr.shape().dims;
+      v.strides.assign(v.dims.size(), 0);
+      for (size_t k = 0; k < instr.dimensions.size(); ++k) v.strides[instr.dimensions[k]] = operand.strides[k];
+      return v;
+    }
     default:
       return std::nullopt;
   }

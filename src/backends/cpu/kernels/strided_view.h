@@ -29,7 +29,8 @@ struct StridedView {
 // the other (as in row-major order), while splitting a dim always works.
 std::optional<StridedView> Reshape(const StridedView& v, const std::vector<int64_t>& dims);
 
-// The view of `instr` (a slice, transpose or reshape) given the view of its
+// The view of `instr` (a slice, transpose, reshape or broadcast: stride 0
+// along the dims it adds) given the view of its
 // operand, or nullopt when it is not one (another opcode, a reshape that
 // gathers).
 std::optional<StridedView> Apply(const hlo::Instruction& instr, const StridedView& operand);

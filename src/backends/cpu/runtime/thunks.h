@@ -311,8 +311,17 @@ std::optional<Thunk> MakeGemvThunk(const hlo::Instruction& instr, const ThunkIo&
 // most four nonzeros per output (sparse_dot.cc): Resize's interpolation
 // matrices; kind "sparse-dot". The operand is read row-major, so the
 // planner gives such a dot no oneDNN epilogue or operand views
-// (SparseDotTakes).
+// (SparseDotTakes). Two forms: dot(x, W) with the weights' output axis
+// last, and the in-place form dot(broadcast(W [out, in]) to [A..., out, in],
+// x [A..., in, B...]) -> [A..., out, B...], batched over the dims before
+// the axis, which keeps the axis where it was (SparseDotInPlace: the
+// canonicalization's AxisMaps writes it, and transposes sink through it).
+// SparseDotTakesInPlace: whether a dot of the first form has weights the
+// kernel takes in the in-place form (any number of inputs; in the first
+// form, fewer than 8 go to the dense product).
 bool SparseDotTakes(const hlo::Instruction& dot);
+bool SparseDotInPlace(const hlo::Instruction& dot);
+bool SparseDotTakesInPlace(const hlo::Instruction& dot);
 std::optional<Thunk> MakeSparseDotThunk(const hlo::Instruction& dot, const ThunkIo& io);
 
 // Native arithmetic in the forms the tuned paths do not take
