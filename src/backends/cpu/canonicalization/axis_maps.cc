@@ -16,6 +16,7 @@ Instruction* AddAxisMap(hlo::Computation* c, Instruction* weights, int64_t out, 
                         const Instruction* like) {
   const std::vector<int64_t>& dims = x->shape().dims;
   const int64_t in = dims[axis];
+  if (weights->shape().ElementCount() != out * in) return nullptr;
   if (weights->shape().dims != std::vector<int64_t>{out, in}) weights = hlo::AddReshape(c, weights, {out, in}, like);
   std::vector<int64_t> lhs_dims(dims.begin(), dims.begin() + axis);
   lhs_dims.push_back(out);
@@ -38,8 +39,11 @@ Instruction* AddAxisMap(hlo::Computation* c, Instruction* weights, int64_t out, 
 }
 
 Instruction* AxisMapWeights(const Instruction& dot) {
-  Instruction* w = dot.operand(0);
-  return w->opcode() == Opcode::kBroadcast ? w->operand(0) : w;
+  const Instruction* m = SparseDotInPlaceMatrix(dot);
+  if (!m) return nullptr;
+  // The matrix is the dot's operand or the broadcast's: one of its own.
+  Instruction* lhs = dot.operand(0);
+  return lhs == m ? lhs : lhs->operand(0);
 }
 
 namespace {
@@ -48,8 +52,7 @@ namespace {
 // when its rows are the outputs, else a transposed copy of its constant.
 Instruction* RowsByOutput(hlo::Computation* c, Instruction* w, int64_t rc, const Instruction* like) {
   if (rc == 1) return w;
-  const Instruction* k = w;
-  while (k->opcode() == Opcode::kReshape) k = k->operand(0);
+  const Instruction* k = SparseWeightsConstant(w);
   const int64_t in = w->shape().dims[0], out = w->shape().dims[1];
   hlo::Literal t(hlo::Shape(hlo::F32, {out, in}));
   const float* src = k->literal->data<float>();
@@ -61,27 +64,45 @@ Instruction* RowsByOutput(hlo::Computation* c, Instruction* w, int64_t rc, const
   return r;
 }
 
+// The transpose of the dot's [other dims..., out] result that puts the
+// new axis back at `axis` (the importer's, after an interpolation).
+std::vector<int64_t> PutBack(int64_t rank, int64_t axis) {
+  std::vector<int64_t> perm;
+  for (int64_t m = 0; m < rank; ++m) perm.push_back(m < axis ? m : m == axis ? rank - 1 : m - 1);
+  return perm;
+}
+
+// Whether the dot goes to the in-place form: where the sparse kernel takes
+// it as it is (the same product, the axis last or not), and, with fewer
+// inputs than the kernel wants there, where its one user is the transpose
+// that puts the axis back, which the form makes vanish (a resize from a
+// small map). Not a dense product with a small inner dim that happens to
+// have few nonzeros per row: there the form would add a transpose.
+bool Converts(const Instruction& dot) {
+  if (SparseDotTakes(dot)) return true;
+  const auto& lc = dot.dot_dnums.lhs_contracting_dimensions;
+  if (lc.size() != 1 || dot.users().size() != 1) return false;
+  const Instruction* u = dot.users()[0];
+  const int64_t rank = dot.operand(0)->shape().rank();
+  return lc[0] != rank - 1 && u->opcode() == Opcode::kTranspose && u->dimensions == PutBack(rank, lc[0]) &&
+         SparseDotTakesInPlace(dot);
+}
+
 }  // namespace
 
 absl::StatusOr<bool> AxisMaps::Run(hlo::Module* module) {
   bool changed = false;
   for (const auto& c : module->computations()) {
     std::vector<Instruction*> dots;
-    for (const auto& i : c->instructions()) {
-      if (i->opcode() != Opcode::kDot || SparseDotInPlace(*i)) continue;
-      // Along the last axis the in-place form is the same product, and
-      // with fewer than 8 inputs a dense one (SparseDotTakes); along
-      // another it also saves the transposes.
-      const bool last = i->dot_dnums.lhs_contracting_dimensions.size() == 1 &&
-                        i->dot_dnums.lhs_contracting_dimensions[0] == i->operand(0)->shape().rank() - 1;
-      if (last ? SparseDotTakes(*i) : SparseDotTakesInPlace(*i)) dots.push_back(i.get());
-    }
+    for (const auto& i : c->instructions())
+      if (i->opcode() == Opcode::kDot && !SparseDotInPlace(*i) && Converts(*i)) dots.push_back(i.get());
     for (Instruction* dot : dots) {
       Instruction* x = dot->operand(0);
       const int64_t axis = dot->dot_dnums.lhs_contracting_dimensions[0];
       const int64_t rc = dot->dot_dnums.rhs_contracting_dimensions[0];
       const int64_t out = dot->operand(1)->shape().dims[1 - rc];
       Instruction* y = AddAxisMap(c.get(), RowsByOutput(c.get(), dot->operand(1), rc, dot), out, x, axis, dot);
+      if (!y) continue;
       // The dot's order: x's other dims in order, then the new axis.
       const int64_t r = x->shape().rank();
       std::vector<int64_t> perm;

@@ -21,6 +21,8 @@ namespace xonnx::cpu {
 // dot(x, W contracting axis k), for the sparse-dot kernel's weights ->
 // transpose(in-place product along k) to the dot's order (no transpose
 // when k is last; the importer's own transpose back then cancels it).
+// Only where the kernel takes the dot, or where the transpose back is the
+// dot's one user (see Converts in the .cc).
 class AxisMaps : public passes::Pass {
  public:
   absl::string_view name() const override { return "axis-maps"; }
@@ -29,12 +31,12 @@ class AxisMaps : public passes::Pass {
 
 // The in-place product of `x` along `axis` by `weights`, a value whose
 // elements are the [out, in] matrix in row-major order (a constant or a
-// reshape of one).
+// reshape of one); null when `weights` has another element count.
 hlo::Instruction* AddAxisMap(hlo::Computation* c, hlo::Instruction* weights, int64_t out, hlo::Instruction* x,
                              int64_t axis, const hlo::Instruction* like);
 
-// The [out, in] weights of an in-place product (SparseDotInPlace): its
-// first operand under the broadcast.
+// The [out, in] weights of an in-place product (SparseDotInPlaceMatrix):
+// its first operand, or the broadcast's; null for another dot.
 hlo::Instruction* AxisMapWeights(const hlo::Instruction& dot);
 
 }  // namespace xonnx::cpu

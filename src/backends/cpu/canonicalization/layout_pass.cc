@@ -199,8 +199,9 @@ Instruction* SinkAxisMap(hlo::Computation* c, Instruction* i, const std::vector<
   const Instruction* t = i->operand(1);
   if (t->opcode() != Opcode::kTranspose || t->dimensions != perm) return nullptr;
   const int64_t axis = i->dot_dnums.rhs_contracting_dimensions[0];
-  Instruction* moved = AddAxisMap(c, AxisMapWeights(*i), i->shape().dims[axis], t->operand(0), perm[axis], i);
-  return hlo::AddTranspose(c, moved, perm, moved);
+  Instruction* w = AxisMapWeights(*i);
+  Instruction* moved = w ? AddAxisMap(c, w, i->shape().dims[axis], t->operand(0), perm[axis], i) : nullptr;
+  return moved ? hlo::AddTranspose(c, moved, perm, moved) : nullptr;
 }
 
 // The value v with transpose(v, perm) == t, for a transpose t: t's operand
@@ -281,10 +282,10 @@ Instruction* Sink(hlo::Computation* c, Instruction* i, const std::vector<int64_t
 // the transpose to its output.
 std::optional<std::vector<int64_t>> SinkablePerm(const Instruction* i) {
   bool elementwise = hlo::IsElementwise(i->opcode()) && i->shape().IsArray();
-  bool structural = i->opcode() == Opcode::kReduceWindow || i->opcode() == Opcode::kPad ||
-                    i->opcode() == Opcode::kConcatenate ||
-                    (i->opcode() == Opcode::kReduce && i->operand_count() == 2) || i->opcode() == Opcode::kBroadcast ||
-                    i->opcode() == Opcode::kReshape || (i->opcode() == Opcode::kDot && SparseDotInPlace(*i));
+  bool structural =
+      i->opcode() == Opcode::kReduceWindow || i->opcode() == Opcode::kPad || i->opcode() == Opcode::kConcatenate ||
+      (i->opcode() == Opcode::kReduce && i->operand_count() == 2) || i->opcode() == Opcode::kBroadcast ||
+      i->opcode() == Opcode::kReshape || (i->opcode() == Opcode::kDot && SparseDotInPlace(*i) && SparseDotTakes(*i));
   if (!elementwise && !structural) return std::nullopt;
   std::vector<std::vector<int64_t>> perms;  // of the transposed operands, each once
   for (const Instruction* op : i->operands())

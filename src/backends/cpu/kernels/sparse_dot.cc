@@ -201,16 +201,6 @@ RowsKernel PickRows() { return CpuHasAvx512() ? RowsAvx512 : Rows; }
 RowsKernel PickRows() { return Rows; }
 #endif
 
-// The weights' constant under reshapes and broadcasts that keep its values
-// in order (a broadcast only adds leading dims), or null.
-const hlo::Instruction* WeightsConstant(const hlo::Instruction* w) {
-  while (w->opcode() == hlo::Opcode::kReshape ||
-         (w->opcode() == hlo::Opcode::kBroadcast && w->operand(0)->shape().rank() == 2 &&
-          w->dimensions == std::vector<int64_t>{w->shape().rank() - 2, w->shape().rank() - 1}))
-    w = w->operand(0);
-  return w->opcode() == hlo::Opcode::kConstant && w->shape().element_type == hlo::F32 ? w : nullptr;
-}
-
 // The taps of the dot's constant weights when the kernel takes its form
 // (by output row only: the planner asks, the thunk adds the lane layout).
 std::shared_ptr<Taps> TapsOfDot(const hlo::Instruction& dot, bool any_width = false) {
@@ -220,8 +210,8 @@ std::shared_ptr<Taps> TapsOfDot(const hlo::Instruction& dot, bool any_width = fa
   const bool in_place = SparseDotInPlace(dot);
   const hlo::Instruction* x = dot.operand(in_place ? 1 : 0);
   const hlo::Instruction* w = dot.operand(in_place ? 0 : 1);
-  if (x->shape().element_type != hlo::F32 || WeightsConstant(x)) return nullptr;
-  const hlo::Instruction* c = WeightsConstant(w);
+  if (x->shape().element_type != hlo::F32 || SparseWeightsConstant(x)) return nullptr;
+  const hlo::Instruction* c = SparseWeightsConstant(w);
   if (!c) return nullptr;
   int64_t in, out;
   bool in_major = false;
@@ -244,16 +234,41 @@ std::shared_ptr<Taps> TapsOfDot(const hlo::Instruction& dot, bool any_width = fa
 
 }  // namespace
 
-bool SparseDotInPlace(const hlo::Instruction& dot) {
-  if (dot.opcode() != hlo::Opcode::kDot) return false;
+const hlo::Instruction* SparseWeightsConstant(const hlo::Instruction* w) {
+  // Reshapes keep the values' order; a broadcast that only adds leading
+  // dims repeats the whole matrix.
+  while (w->opcode() == hlo::Opcode::kReshape ||
+         (w->opcode() == hlo::Opcode::kBroadcast && w->operand(0)->shape().rank() == 2 &&
+          w->dimensions == std::vector<int64_t>{w->shape().rank() - 2, w->shape().rank() - 1}))
+    w = w->operand(0);
+  return w->opcode() == hlo::Opcode::kConstant && w->shape().element_type == hlo::F32 ? w : nullptr;
+}
+
+const hlo::Instruction* SparseDotInPlaceMatrix(const hlo::Instruction& dot) {
+  if (dot.opcode() != hlo::Opcode::kDot) return nullptr;
   const hlo::DotDimensionNumbers& d = dot.dot_dnums;
   const int64_t nb = static_cast<int64_t>(d.lhs_batch_dimensions.size());
-  if (dot.operand(0)->shape().rank() != nb + 2 || dot.operand(1)->shape().rank() < nb + 1) return false;
+  const hlo::Instruction* lhs = dot.operand(0);
+  if (lhs->shape().rank() != nb + 2 || dot.operand(1)->shape().rank() < nb + 1) return nullptr;
   for (int64_t k = 0; k < nb; ++k)
-    if (d.lhs_batch_dimensions[k] != k || d.rhs_batch_dimensions[k] != k) return false;
-  return d.lhs_contracting_dimensions == std::vector<int64_t>{nb + 1} &&
-         d.rhs_contracting_dimensions == std::vector<int64_t>{nb} && WeightsConstant(dot.operand(0));
+    if (d.lhs_batch_dimensions[k] != k || d.rhs_batch_dimensions[k] != k) return nullptr;
+  if (d.lhs_contracting_dimensions != std::vector<int64_t>{nb + 1} ||
+      d.rhs_contracting_dimensions != std::vector<int64_t>{nb})
+    return nullptr;
+  // One [out, in] matrix for every batch: itself, or broadcast over the
+  // batch dims (not a product by a constant of its own per batch, which
+  // a constant-left MatMul folds to).
+  const hlo::Instruction* m = lhs;
+  if (nb > 0) {
+    if (lhs->opcode() != hlo::Opcode::kBroadcast || lhs->dimensions != std::vector<int64_t>{nb, nb + 1}) return nullptr;
+    m = lhs->operand(0);
+  }
+  const hlo::Instruction* c = SparseWeightsConstant(m);
+  if (!c || c->shape().ElementCount() != m->shape().ElementCount()) return nullptr;
+  return m;
 }
+
+bool SparseDotInPlace(const hlo::Instruction& dot) { return SparseDotInPlaceMatrix(dot) != nullptr; }
 
 bool SparseDotTakes(const hlo::Instruction& dot) { return TapsOfDot(dot) != nullptr; }
 

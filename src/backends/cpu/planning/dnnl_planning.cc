@@ -281,17 +281,13 @@ void PlanEpilogues(const CompileOptions& options, Plan* plan) {
   MarkUnused(plan);
 }
 
-// A dot operand made by slices, transposes and reshapes (attention's head
-// split: slice the QKV projection, reshape, transpose) is read in place
-// through a strided view of the value they start from, so those copies
-// are never made. Each op of the chain must have the chain as its only
-// user; an op that is not a view (a gathering reshape) stays and the view
-// starts after it.
-void PlanDotViews(Plan* plan) {
+namespace {
+
+// The in-place sparse products' weights are broadcast over the batch
+// dims only in form: the kernel reads its taps, made at compile time, so
+// the broadcast is a view of the matrix and never made.
+void PlanSparseWeightViews(Plan* plan) {
   Instruction* root = plan->root();
-  // The in-place sparse products' weights are broadcast over the batch
-  // dims only in form: the kernel reads its taps, made at compile time, so
-  // the broadcast is a view of the matrix and never made.
   for (Instruction* d : plan->order()) {
     if (d->opcode() != Opcode::kDot || !SparseDotInPlace(*d) || !SparseDotTakes(*d)) continue;
     Instruction* b = d->operand(0);
@@ -308,6 +304,19 @@ void PlanDotViews(Plan* plan) {
     for (Instruction* u : us) plan->dot_views.of[u][0] = PlannedView{b->operand(0), *v};
     plan->dot_views.replaced.insert(b);
   }
+}
+
+}  // namespace
+
+// A dot operand made by slices, transposes and reshapes (attention's head
+// split: slice the QKV projection, reshape, transpose) is read in place
+// through a strided view of the value they start from, so those copies
+// are never made. Each op of the chain must have the chain as its only
+// user; an op that is not a view (a gathering reshape) stays and the view
+// starts after it.
+void PlanDotViews(Plan* plan) {
+  Instruction* root = plan->root();
+  PlanSparseWeightViews(plan);
   auto is_view_op = [&](Instruction* i) {
     Opcode op = i->opcode();
     return (op == Opcode::kSlice || op == Opcode::kTranspose || op == Opcode::kReshape) && i != root &&

@@ -322,6 +322,13 @@ std::optional<Thunk> MakeGemvThunk(const hlo::Instruction& instr, const ThunkIo&
 bool SparseDotTakes(const hlo::Instruction& dot);
 bool SparseDotInPlace(const hlo::Instruction& dot);
 bool SparseDotTakesInPlace(const hlo::Instruction& dot);
+// The in-place form's [out, in] matrix (the broadcast's operand, or the
+// first operand without batch dims), or null when `dot` is not of that
+// form with one matrix for every batch.
+const hlo::Instruction* SparseDotInPlaceMatrix(const hlo::Instruction& dot);
+// The f32 constant under reshapes and leading-dim broadcasts of `w`, which
+// keep its values in order, or null.
+const hlo::Instruction* SparseWeightsConstant(const hlo::Instruction* w);
 std::optional<Thunk> MakeSparseDotThunk(const hlo::Instruction& dot, const ThunkIo& io);
 
 // Native arithmetic in the forms the tuned paths do not take
