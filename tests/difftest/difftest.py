@@ -76,12 +76,33 @@ class Ort:
         modules = os.path.join(ROOT, "bench", "node_modules")
         if not os.path.isdir(os.path.join(modules, "onnxruntime-node")):
             raise RuntimeError("ONNX Runtime is not installed (scripts/install_deps.sh --bench)")
-        env = dict(os.environ, NODE_PATH=modules)
-        self.proc = subprocess.Popen(["node", os.path.join(HERE, "ort_server.js")], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, env=env)
+        self.env = dict(os.environ, NODE_PATH=modules)
+        self.crashes = 0
+        self.start()
         self.tmp = tempfile.TemporaryDirectory()
 
+    def start(self):
+        self.proc = subprocess.Popen(["node", os.path.join(HERE, "ort_server.js")], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=self.env)
+
     def run(self, model, feeds):
+        # A graph that crashes ONNX Runtime's process is one it refuses; the
+        # next graph gets a new process, so the rest of the run is still
+        # compared against it.
+        if self.proc.poll() is not None:
+            self.start()
+        try:
+            return self.exchange(model, feeds)
+        except (BrokenPipeError, json.JSONDecodeError):
+            self.proc.kill()
+            self.proc.wait()
+            self.crashes += 1
+            ops = sorted({n.op_type for n in model.graph.node})
+            print(f"difftest: ONNX Runtime's process exited (code {self.proc.returncode}) on a graph of "
+                  f"{', '.join(ops)}", file=sys.stderr)
+            raise RuntimeError(f"ONNX Runtime's process exited (code {self.proc.returncode})") from None
+
+    def exchange(self, model, feeds):
         d = self.tmp.name
         path = os.path.join(d, "model.onnx")
         onnx.save(model, path)
@@ -100,8 +121,9 @@ class Ort:
         return [np.fromfile(o["file"], dtypes[o["type"]]).reshape(o["dims"]) for o in answer["outputs"]]
 
     def close(self):
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
 
 
 def rel_error(got, want):
@@ -316,15 +338,18 @@ def main():
         save_finding(folder, model, feeds, kind, text, seed, n0)
         print(f"seed {seed}: shrunk to {len(model.graph.node)} nodes: {text}; saved in {folder}", file=sys.stderr)
         findings.append((seed, kind))
+    crashes = 0
     if args.ort:
         engines[2].close()
+        crashes = engines[2].crashes
     elapsed = time.monotonic() - start
     by_kind = {}
     for _, kind in findings:
         by_kind[kind] = by_kind.get(kind, 0) + 1
     print(f"difftest: {counts['graphs']} graphs ({counts['nodes']} nodes) in {elapsed:.0f} s from seed {args.seed}; "
           f"{counts['compared']} agreed, {counts['refused by all']} refused by every engine, "
-          f"{counts['generator']} generator errors, {len(findings)} findings {by_kind or ''}")
+          f"{counts['generator']} generator errors, {len(findings)} findings {by_kind or ''}"
+          + (f" (ONNX Runtime's process crashed on {crashes} graphs, each counted as refused by it)" if crashes else ""))
     return 1 if findings or counts["generator"] else 0
 
 

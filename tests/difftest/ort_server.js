@@ -20,6 +20,16 @@ const ARRAYS = {
 
 async function serve(req) {
   const session = await ort.InferenceSession.create(req.model, {intraOpNumThreads: 1, graphOptimizationLevel: 'all', logSeverityLevel: 4});
+  // Released at once: the garbage collector does not see a session's
+  // native memory, which grew over a long search until the process died.
+  try {
+    return await runSession(session, req);
+  } finally {
+    await session.release();
+  }
+}
+
+async function runSession(session, req) {
   const feeds = {};
   for (const i of req.inputs) {
     const buf = fs.readFileSync(i.file);
