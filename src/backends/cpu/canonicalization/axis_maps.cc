@@ -72,6 +72,16 @@ std::vector<int64_t> PutBack(int64_t rank, int64_t axis) {
   return perm;
 }
 
+// Its inverse: the in-place result's dims in the dot's order (the other
+// dims, then the new axis).
+std::vector<int64_t> AxisLast(int64_t rank, int64_t axis) {
+  std::vector<int64_t> perm;
+  for (int64_t k = 0; k < rank; ++k)
+    if (k != axis) perm.push_back(k);
+  perm.push_back(axis);
+  return perm;
+}
+
 // Whether the dot goes to the in-place form: where the sparse kernel takes
 // it as it is (the same product, the axis last or not), and, with fewer
 // inputs than the kernel wants there, where its one user is the transpose
@@ -103,13 +113,8 @@ absl::StatusOr<bool> AxisMaps::Run(hlo::Module* module) {
       const int64_t out = dot->operand(1)->shape().dims[1 - rc];
       Instruction* y = AddAxisMap(c.get(), RowsByOutput(c.get(), dot->operand(1), rc, dot), out, x, axis, dot);
       if (!y) continue;
-      // The dot's order: x's other dims in order, then the new axis.
       const int64_t r = x->shape().rank();
-      std::vector<int64_t> perm;
-      for (int64_t k = 0; k < r; ++k)
-        if (k != axis) perm.push_back(k);
-      perm.push_back(axis);
-      if (axis != r - 1) y = hlo::AddTranspose(c.get(), y, perm, dot);
+      if (axis != r - 1) y = hlo::AddTranspose(c.get(), y, AxisLast(r, axis), dot);
       c->ReplaceAllUsesWith(dot, y);
       changed = true;
     }

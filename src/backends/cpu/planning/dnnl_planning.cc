@@ -288,13 +288,11 @@ namespace {
 // the broadcast is a view of the matrix and never made.
 void PlanSparseWeightViews(Plan* plan) {
   Instruction* root = plan->root();
-  for (Instruction* d : plan->order()) {
-    if (d->opcode() != Opcode::kDot || !SparseDotInPlace(*d) || !SparseDotTakes(*d)) continue;
-    Instruction* b = d->operand(0);
+  for (Instruction* b : plan->order()) {
     if (b->opcode() != Opcode::kBroadcast || b == root || !plan->Materialized(b) || !plan->Materialized(b->operand(0)))
       continue;
     const auto& us = plan->users(b);
-    if (!std::all_of(us.begin(), us.end(), [&](Instruction* u) {
+    if (us.empty() || !std::all_of(us.begin(), us.end(), [&](Instruction* u) {
           return u->opcode() == Opcode::kDot && u->operand(0) == b && u->operand(1) != b && SparseDotInPlace(*u) &&
                  SparseDotTakes(*u);
         }))
