@@ -177,6 +177,27 @@ int Devices(bool json);
 // `xonnx devices --all`: every plugin found by name, and whether it loads.
 int AllPlugins();
 int Cache(std::string dir, const std::string& max_size, bool clear, bool json);
+// `xonnx serve`'s options (Triton's names where they overlap).
+struct ServeArgs {
+  std::vector<std::string> repositories;
+  int http_port = 8000, grpc_port = 8001, metrics_port = 8002;
+  std::string http_address = "0.0.0.0", grpc_address = "0.0.0.0", metrics_address = "0.0.0.0";
+  std::string allow_http = "true", allow_grpc = "true", allow_metrics = "true";
+  std::string control_mode = "none";
+  int poll_secs = 15;
+  std::vector<std::string> load_models;
+  std::string strict_config = "false";
+  int exit_timeout_s = 30;
+  int default_max_batch = 4;
+  int64_t max_queue = 256;
+  int http_threads = 256;
+  int64_t max_input_bytes = int64_t{1} << 30;
+  std::string access_log;
+  std::string devices = "0";
+  bool no_warmup = false;
+};
+CLI::App* AddServe(CLI::App& app, ServeArgs& a);
+int Serve(const ServeArgs& a);
 // `xonnx profile FILE`: a --profile trace summed by ONNX op type, and the
 // `top` slowest nodes.
 int Profile(const std::string& file, int top);

@@ -1,4 +1,4 @@
-// The `xonnx` command: run, bench, convert, info, devices, profile and cache
+// The `xonnx` command: run, bench, convert, info, devices, profile, cache and serve
 // over the public API; this file wires the subcommands' options and turns
 // errors into one line and an exit code (ExitCode in cli/cli.h).
 #include <CLI/CLI.hpp>
@@ -27,6 +27,7 @@ struct Args {
   bool allow_partial = false, all_plugins = false, json = false, clear = false;
   std::string profile_file, max_size;
   int top = 10;
+  ServeArgs serve;
 };
 
 CLI::App* AddRun(CLI::App& app, Args& a) {
@@ -135,7 +136,9 @@ int Main(int argc, char** argv) {
   cache->add_flag("--clear", a.clear, "Remove every entry (files that are not the cache's are left alone)");
   cache->add_flag("--json", a.json, "Print one JSON object");
   cache->get_option("--clear")->excludes(cache->get_option("--max-size"));
+  auto* serve = AddServe(app, a.serve);
   for (CLI::App* cmd : {run, bench}) AddDeviceOptions(cmd, /*serving=*/true);
+  AddDeviceOptions(serve, /*serving=*/false);
   for (CLI::App* cmd : {convert, info, devices}) AddDeviceOptions(cmd, /*serving=*/false);
 
   try {
@@ -157,6 +160,7 @@ int Main(int argc, char** argv) {
       return a.all_plugins ? AllPlugins() : Devices(a.json);
     }
     if (*profile) return Profile(a.profile_file, a.top);
+    if (*serve) return Serve(a.serve);
     if (*cache) return Cache(g_device.cache_dir, a.max_size, a.clear, a.json);
   } catch (const CliError& e) {
     std::cerr << "xonnx: error: " << e.message << "\n";

@@ -39,7 +39,9 @@ MAY_INCLUDE = {
     # and run through the runtime's clients and compile cache (Jit), with
     # the passes XLA's plugins need.
     "program": {"runtime", "autodiff", "passes", "pjrt", "hlo", "base", "public", "base-public"},
-    "cli": {"public", "base-public"},
+    # The inference server is a client of the public API, as the command is.
+    "serve": {"public", "base-public"},
+    "cli": {"serve", "public", "base-public"},
     # The C API and the Python binding are built on the public C++ API alone.
     "capi": {"public", "base-public"},
     "python": {"public", "base-public"},
