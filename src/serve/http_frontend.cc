@@ -123,10 +123,14 @@ HttpFrontend::HttpFrontend(InferenceServer& server, HttpOptions options)
   http_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     // Health answers "no" with an empty body, as the protocol says.
     if (!res.body.empty() || req.path.rfind("/v2/health/", 0) == 0) return;
-    const char* text = res.status == 404   ? "Not Found"
-                       : res.status == 413 ? "the request body is larger than --http-max-body allows"
-                       : res.status == 400 ? "Bad Request: the request could not be read"
-                                           : "error";
+    const char* text =
+        res.status == 404 ? "Not Found"
+        : res.status == 413 && req.get_header_value("Content-Type") == "application/x-www-form-urlencoded"
+            ? "form-urlencoded bodies (curl -d without a Content-Type) are limited to 8 KiB; send the request with "
+              "Content-Type: application/json"
+        : res.status == 413 ? "the request body (its Content-Length) is larger than --http-max-input-size allows"
+        : res.status == 400 ? "Bad Request: the request could not be read"
+                            : "error";
     res.set_content(ErrorJson(text), "application/json");
   });
   http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {

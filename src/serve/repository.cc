@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <tuple>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -156,6 +157,7 @@ Status ModelRepository::LoadLocked(std::unique_lock<std::mutex>& lock, const std
       ver.model = *loaded;
       ver.state = ModelState::kReady;
       ver.reason.clear();
+      ver.unloaded = false;
       if (settings_.log)
         settings_.log(absl::StrCat("model '", name, "' version ", v, " is ready (max_batch_size ",
                                    (*loaded)->config().max_batch_size, ", dynamic batching ",
@@ -174,12 +176,15 @@ Status ModelRepository::LoadLocked(std::unique_lock<std::mutex>& lock, const std
       lock.lock();
     }
   }
-  // Versions the policy no longer picks go.
+  // Versions the policy no longer picks go, once the ones it picks serve: a
+  // failed reload leaves the model serving what it served.
+  if (!first.ok()) return first;
   for (auto& [v, ver] : entry.versions) {
     if (std::find(versions.begin(), versions.end(), v) != versions.end() || !ver.model) continue;
     std::shared_ptr<ServedModel> old = std::move(ver.model);
     ver.state = ModelState::kUnavailable;
     ver.reason = "unloaded: no longer picked by the version policy";
+    ver.unloaded = true;
     lock.unlock();
     old->Stop();
     old.reset();
@@ -204,6 +209,7 @@ Status ModelRepository::Unload(const std::string& name) {
     ver.model.reset();
     ver.state = ModelState::kUnavailable;
     ver.reason = "unloaded";
+    ver.unloaded = true;
     if (settings_.log) settings_.log(absl::StrCat("model '", name, "' version ", v, " unloaded"));
   }
   entry.stamp.clear();
@@ -239,13 +245,20 @@ Status ModelRepository::Poll() {
 
 std::vector<IndexEntry> ModelRepository::Index(bool ready_only) const {
   std::vector<IndexEntry> out;
+  StatusOr<std::map<std::string, std::string>> found = Scan();
   std::lock_guard<std::mutex> lock(mu_);
+  if (found.ok() && !ready_only)
+    for (const auto& [name, dir] : *found)
+      if (!models_.count(name)) out.push_back({name, -1, ModelState::kUnavailable, "not loaded"});
   for (const auto& [name, entry] : models_) {
     if (entry.versions.empty() && !ready_only)
       out.push_back({name, -1, entry.failure.empty() ? ModelState::kUnknown : ModelState::kUnavailable, entry.failure});
     for (const auto& [v, ver] : entry.versions)
       if (!ready_only || ver.state == ModelState::kReady) out.push_back({name, v, ver.state, ver.reason});
   }
+  std::sort(out.begin(), out.end(), [](const IndexEntry& a, const IndexEntry& b) {
+    return std::tie(a.name, a.version) < std::tie(b.name, b.version);
+  });
   return out;
 }
 
@@ -283,9 +296,7 @@ bool ModelRepository::AllReady() const {
   for (const auto& [name, entry] : models_) {
     if (!entry.failure.empty()) return false;
     for (const auto& [v, ver] : entry.versions)
-      if (ver.state == ModelState::kLoading ||
-          (ver.state == ModelState::kUnavailable && ver.reason != "unloaded" && ver.reason.rfind("unloaded:", 0) != 0))
-        return false;
+      if (ver.state == ModelState::kLoading || (ver.state == ModelState::kUnavailable && !ver.unloaded)) return false;
   }
   return true;
 }

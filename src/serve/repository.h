@@ -48,7 +48,8 @@ class ModelRepository {
   // Loads, reloads or unloads what changed in the folders since the last
   // look (model-control mode poll). Returns the first error, having tried all.
   Status Poll();
-  // Every model known, one row per version (index API).
+  // Every model in the repository, one row per version known (index API);
+  // a model never loaded is one row, UNAVAILABLE, "not loaded".
   std::vector<IndexEntry> Index(bool ready_only) const;
   // A ready version: `version` empty picks the highest ready one.
   StatusOr<std::shared_ptr<ServedModel>> Find(const std::string& name, const std::string& version) const;
@@ -68,6 +69,7 @@ class ModelRepository {
     ModelState state = ModelState::kUnknown;
     std::string reason;
     std::shared_ptr<ServedModel> model;
+    bool unloaded = false;  // taken away on purpose: not a failure
   };
   struct Entry {
     std::map<int64_t, Version> versions;
