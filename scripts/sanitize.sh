@@ -5,7 +5,8 @@
 #         the unit tests, the plugin's PjRT conformance, serving, the CLI
 #         contract, the mutation test and the fuzz replays;
 #   tsan  ThreadSanitizer: the concurrency tests (thread pool, serving,
-#         stress: many threads, Run and RunAsync, several sessions; bounds).
+#         stress: many threads, Run and RunAsync, several sessions; bounds;
+#         the inference server's batcher).
 # The conformance and real-model suites are left to the main build: they
 # run the same kernels as the unit tests, for minutes more.
 # Any finding fails the run; suppressions are in tests/lsan.supp and
@@ -47,7 +48,7 @@ fi
 if [[ $which == tsan || $which == all ]]; then
   dir=$root/tsan
   configure "$dir" -DXONNX_ENABLE_TSAN=ON
-  targets=(threads_test stress_test serving_test bounds_test xonnx_pjrt_cpu)
+  targets=(threads_test stress_test serving_test bounds_test serve_test xonnx_pjrt_cpu)
   echo "sanitize: building the concurrency tests with ThreadSanitizer in $dir" >&2
   cmake --build "$dir" -j "$jobs" --target "${targets[@]}"
   # The OpenMP regions are invisible to ThreadSanitizer (tests/tsan.supp
@@ -55,6 +56,6 @@ if [[ $which == tsan || $which == all ]]; then
   # libgomp's spinning workers under ThreadSanitizer take minutes per test.
   (cd "$dir" &&
     OMP_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$src/tests/tsan.supp \
-      ctest --output-on-failure -j "$jobs" -R '^(threads_test|stress_test|serving_test|bounds_test)$') || status=1
+      ctest --output-on-failure -j "$jobs" -R '^(threads_test|stress_test|serving_test|bounds_test|serve_test)$') || status=1
 fi
 exit $status

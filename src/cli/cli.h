@@ -195,6 +195,7 @@ struct ServeArgs {
   std::string access_log;
   std::string devices = "0";
   bool no_warmup = false;
+  std::string profile_dir;
 };
 CLI::App* AddServe(CLI::App& app, ServeArgs& a);
 int Serve(const ServeArgs& a);

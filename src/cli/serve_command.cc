@@ -5,6 +5,7 @@
 // most --exit-timeout-secs), then the process exits.
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -112,6 +113,10 @@ CLI::App* AddServe(CLI::App& app, ServeArgs& a) {
   s->add_option("--cache-dir", g_device.cache_dir, absl::StrCat("Persistent compile cache folder ", kCacheDirDefault));
   s->add_flag("--no-cache", g_device.no_cache, "Do not read or write the persistent compile cache");
   s->add_flag("--no-warmup", a.no_warmup, "Do not run each batch size once when a model loads");
+  s->add_option("--profile", a.profile_dir,
+                "Record a Chrome/Perfetto trace of each model version's calls (their phases and, on xonnx's CPU "
+                "plugin, every kernel) and write it to DIR/<model>_v<version>_d<device>.json when the model "
+                "unloads or the server stops (`xonnx profile FILE` sums one)");
   return s;
 }
 
@@ -142,6 +147,12 @@ int Serve(const ServeArgs& a) {
   o.settings.default_queue_size = a.max_queue;
   o.settings.strict_config = ParseBool(a.strict_config, "--strict-model-config");
   o.settings.warmup = !a.no_warmup;
+  o.settings.profile_dir = a.profile_dir;
+  if (!a.profile_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.profile_dir, ec);
+    if (ec) throw CliError{absl::StrCat("--profile ", a.profile_dir, ": ", ec.message()), kExitInput};
+  }
   o.settings.log = Say;
   std::shared_ptr<std::ostream> log_file;
   if (a.access_log == "-") {

@@ -35,6 +35,7 @@ StatusOr<std::shared_ptr<ServedModel>> ServedModel::Load(const std::string& mode
     return Status(StatusCode::kNotFound, absl::StrCat(path.string(), ": no such model file"));
   std::shared_ptr<ServedModel> m(new ServedModel);
   m->version_ = version;
+  m->devices_ = absl::StrJoin(settings.devices, ",");
   SessionOptions options = settings.session;
   Status s = ApplyXonnxOptions(config, options);
   if (!s.ok()) return s;
@@ -42,6 +43,10 @@ StatusOr<std::shared_ptr<ServedModel>> ServedModel::Load(const std::string& mode
   // on the first device to read them, then with its buckets.
   for (size_t d = 0; d < settings.devices.size(); ++d) {
     options.device = settings.devices[d];
+    if (!settings.profile_dir.empty())
+      options.profile_file =
+          (fs::path(settings.profile_dir) / absl::StrCat(config.name, "_v", version, "_d", options.device, ".json"))
+              .string();
     if (d == 0) {
       SessionOptions probe = options;
       probe.plugin = SessionOptions::kNoPlugin;

@@ -24,6 +24,10 @@ struct ServeSettings {
   int64_t max_request_elements = int64_t{1} << 28;
   bool strict_config = false;
   bool warmup = true;
+  // Each session writes its Chrome/Perfetto trace (every call, its phases
+  // and kernels) here as <model>_v<version>_d<device>.json when the model
+  // unloads or the server stops; empty: no traces.
+  std::string profile_dir;
   std::function<void(const std::string&)> log;  // one line of the server's log
 };
 
@@ -37,6 +41,8 @@ class ServedModel {
 
   const ModelConfig& config() const { return config_; }
   int64_t version() const { return version_; }
+  // The devices its sessions run on, e.g. "0,1".
+  const std::string& devices() const { return devices_; }
   // The protocol's view of an input or output: [-1] + dims when batching.
   std::vector<int64_t> WireShape(const TensorConfig& t) const;
 
@@ -57,6 +63,7 @@ class ServedModel {
 
   ModelConfig config_;
   int64_t version_ = 0;
+  std::string devices_;
   std::vector<std::unique_ptr<Session>> sessions_;  // one per device
   std::vector<std::string> session_outputs_;        // the sessions' outputs, in order
   std::unique_ptr<Batcher> batcher_;

@@ -159,9 +159,10 @@ Status ModelRepository::LoadLocked(std::unique_lock<std::mutex>& lock, const std
       ver.reason.clear();
       ver.unloaded = false;
       if (settings_.log)
-        settings_.log(absl::StrCat("model '", name, "' version ", v, " is ready (max_batch_size ",
-                                   (*loaded)->config().max_batch_size, ", dynamic batching ",
-                                   (*loaded)->config().dynamic_batching ? "on" : "off", ")"));
+        settings_.log(absl::StrCat(
+            "model '", name, "' version ", v, " is ready (max_batch_size ", (*loaded)->config().max_batch_size,
+            ", dynamic batching ", (*loaded)->config().dynamic_batching ? "on" : "off", ", ",
+            (*loaded)->config().instance_count, " instance(s) on device(s) ", (*loaded)->devices(), ")"));
     } else {
       // A version that was serving keeps serving; the failure is reported.
       if (!ver.model) ver.state = ModelState::kUnavailable;

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from conftest import Server, affine_model, save
+from conftest import Server, affine_model, raw_b64, save
 
 
 def index(server):
@@ -100,5 +100,24 @@ def test_poll_mode_follows_the_folders(tmp_path, tmp_path_factory):
         assert wait_for(lambda: y("1") == 3), s.text()
         assert y("2") == 6
         assert s.http("GET", "/v2/health/ready")[0] == 200
+    finally:
+        assert s.stop() == 0
+
+
+def test_instances_on_every_device(repo, tmp_path_factory):
+    # xonnx's CPU plugin as two devices: each model gets a session on each,
+    # and concurrent requests run on both.
+    s = Server(repo, "--create-option", "cpu_device_count=2", "--device", "all", "--model-control-mode", "explicit",
+               "--load-model", "affine", "--cache-dir", str(tmp_path_factory.getbasetemp() / "cache"))
+    try:
+        x = np.arange(8, dtype=np.float32).reshape(2, 4)
+        r = s.grpc([{"rpc": "load", "concurrency": 8, "seconds": 3, "max_calls": 400, "request": {
+            "model_name": "affine", "model_version": "1", "inputs": [{"name": "x", "datatype": "FP32", "shape": [2, 4]}],
+            "raw_input_contents": [raw_b64(x)]}}])[0]
+        assert r["errors"] == {} and r["mismatched"] == 0 and r["ok"] > 8, r
+        status, out = s.infer_binary("affine", {"x": x}, version="1")
+        assert status == 200 and np.array_equal(out["y"], x * 2 + 1)
+        assert "model 'affine' version 1 is ready (max_batch_size 4, dynamic batching off, 1 instance(s) on " \
+               "device(s) 0,1)" in s.text(), s.text()
     finally:
         assert s.stop() == 0
