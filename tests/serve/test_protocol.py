@@ -123,3 +123,27 @@ def test_access_log_has_one_line_per_request(server):
     infer = [l for l in lines if l["target"].endswith("/infer") and l["status"] == 200]
     assert infer and all(l["model"] and "queue_us" in l and l["transport"] == "http" for l in infer)
     assert any(l["transport"] == "grpc" and l["target"].endswith("ModelInfer") for l in lines)
+
+
+def test_curl_as_users_call_it(server, tmp_path):
+    import subprocess
+    base = "http://127.0.0.1:%d" % server.ports["HTTP"]
+    run = lambda *a: subprocess.run(["curl", "-sS", "--max-time", "30", *a], capture_output=True, text=True)
+    assert run("-f", base + "/v2/health/ready").returncode == 0
+    req = tmp_path / "req.json"
+    req.write_text(json.dumps({"id": "c1", "inputs": [{"name": "x", "shape": [1, 4], "datatype": "FP32",
+                                                      "data": [[1, 2, 3, 4]]}]}))
+    r = run("-X", "POST", base + "/v2/models/affine/versions/1/infer", "-H", "Content-Type: application/json",
+            "-d", "@" + str(req))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["outputs"][0]["data"] == [3, 5, 7, 9]
+    # curl -d without a Content-Type sends form-urlencoded: small bodies
+    # work, large ones get a 413 that says what to do.
+    r = run("-X", "POST", base + "/v2/models/affine/versions/1/infer", "-d", "@" + str(req))
+    assert json.loads(r.stdout)["outputs"][0]["data"] == [3, 5, 7, 9]
+    big = tmp_path / "big.json"
+    x = np.zeros((1, 3, 32, 32), np.float32)
+    big.write_text(json.dumps({"inputs": [{"name": "image", "shape": [1, 3, 32, 32], "datatype": "FP32",
+                                          "data": x.ravel().tolist()}]}))
+    r = run("-X", "POST", base + "/v2/models/tiny/infer", "-d", "@" + str(big), "-w", "%{http_code}")
+    assert r.stdout.endswith("413") and "Content-Type: application/json" in r.stdout, r.stdout
