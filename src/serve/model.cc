@@ -60,6 +60,11 @@ StatusOr<std::shared_ptr<ServedModel>> ServedModel::Load(const std::string& mode
     }
     StatusOr<std::unique_ptr<Session>> session = Session::Open(path.string(), options);
     if (!session.ok()) return session.status();
+    // A cache that cannot be used (a volume this user cannot write) makes
+    // every start compile again: say so.
+    if (settings.log)
+      for (const auto& message : (*session)->compile_stats().cache_messages)
+        settings.log(absl::StrCat("model '", config.name, "' version ", version, ": compile cache: ", message));
     m->sessions_.push_back(std::move(*session));
   }
   for (const auto& o : m->sessions_[0]->outputs()) m->session_outputs_.push_back(o.name);

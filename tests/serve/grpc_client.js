@@ -22,6 +22,10 @@ const def = loader.loadSync(protoPath, {keepCase: true, longs: Number, enums: St
 const Service = grpc.loadPackageDefinition(def).inference.GRPCInferenceService;
 const client = new Service(address, grpc.credentials.createInsecure(),
                            {'grpc.max_receive_message_length': -1, 'grpc.max_send_message_length': -1});
+// {"rpc": "HealthCheck"} calls grpc.health.v1.Health/Check (health.proto beside this file).
+const healthDef = loader.loadSync(require('path').join(__dirname, 'health.proto'), {keepCase: true, enums: String});
+const Health = grpc.loadPackageDefinition(healthDef).grpc.health.v1.Health;
+const health = new Health(address, grpc.credentials.createInsecure());
 
 function decodeBytes(request) {
   if (request.raw_input_contents)
@@ -42,6 +46,11 @@ function encode(value) {
 function call(rpc, request) {
   return new Promise((resolve) => {
     const deadline = new Date(Date.now() + 60000);
+    const done = (err, response) => {
+      if (err) resolve({ok: false, code: err.code, details: err.details});
+      else resolve({ok: true, response});
+    };
+    if (rpc === 'HealthCheck') return health.Check(request, {deadline}, done);
     client[rpc](request, {deadline}, (err, response) => {
       if (err) resolve({ok: false, code: err.code, details: err.details});
       else resolve({ok: true, response});
@@ -82,6 +91,7 @@ async function main() {
   }
   process.stdout.write(JSON.stringify(results) + '\n');
   client.close();
+  health.close();
 }
 
 main().catch((e) => {

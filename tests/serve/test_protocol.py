@@ -98,8 +98,10 @@ def test_grpc_metadata_health_and_errors(server):
             {"name": "x", "datatype": "FP32", "shape": [9, 4]}], "raw_input_contents": [raw_b64(np.zeros((9, 4), np.float32))]}},
         {"rpc": "ModelInfer", "request": {"model_name": "nope"}},
         {"rpc": "RepositoryIndex", "request": {}},
+        {"rpc": "HealthCheck", "request": {}},
     ])
     assert r[0]["response"] == {"live": True} and r[1]["response"] == {"ready": True}
+    assert r[10]["response"] == {"status": "SERVING"}  # grpc.health.v1, for load balancers and probes
     assert r[2]["response"]["name"] == "xonnx"
     assert r[3]["response"]["inputs"] == [{"name": "x", "datatype": "FP32", "shape": [-1, 4]}]
     assert r[4]["response"] == {"ready": True}
