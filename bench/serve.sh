@@ -11,13 +11,15 @@
 #         batcher, beside `xonnx bench` at batch 16 in-process (items/s) and
 #         the server's own c=1 rate (sequential unbatched calls).
 # Rounds alternate the in-process and the served runs; the table gives the
-# medians over rounds.
+# medians over rounds. The queue delay (--delay-us, max_queue_delay_microseconds)
+# bounds how long a call waits for rows the batcher expects; a lone request
+# never waits for it.
 #
 # usage: bench/serve.sh [--rounds 3] [--models resnet50,masked_encoder] [--seconds 10] [--requests 200]
-#                       [--delay-us 0] [--threads 2]
+#                       [--delay-us 20000] [--threads 2]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=3 models=resnet50,masked_encoder seconds=10 requests=200 delay_us=0 threads=2
+rounds=3 models=resnet50,masked_encoder seconds=10 requests=200 delay_us=20000 threads=2
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;

@@ -89,6 +89,8 @@ Status Batcher::Submit(const std::shared_ptr<Job>& job) {
       return Status(StatusCode::kResourceExhausted,
                     absl::StrCat("the model's queue is full (", options_.max_queue, " requests waiting); retry later"));
     queue_.push_back(job);
+    in_flight_rows_ += job->rows;
+    peak_rows_ = std::max(peak_rows_, in_flight_rows_);
   }
   cv_.notify_all();
   return OkStatus();
@@ -112,6 +114,7 @@ JobResult Batcher::Wait(const std::shared_ptr<Job>& job) {
 
 void Batcher::Answer(Job& job, JobResult result) {
   job.state = Job::kAnswered;
+  in_flight_rows_ -= job.rows;
   job.promise.set_value(std::move(result));
 }
 
@@ -161,7 +164,8 @@ std::vector<std::shared_ptr<Job>> Batcher::Take(std::unique_lock<std::mutex>& lo
   std::shared_ptr<Job> first = queue_.front();
   if (options_.batching && !stopping_) {
     Clock::time_point until = first->arrived + std::chrono::microseconds(options_.max_delay_us);
-    if (RowsReady(first->shape_key) < options_.target_rows && Clock::now() < until) {
+    int64_t target = std::min(options_.target_rows, std::max<int64_t>(1, expected_rows_));
+    if (RowsReady(first->shape_key) < target && Clock::now() < until) {
       cv_.wait_until(lock, until);
       return taken;  // the caller looks again: more may have come, or another thread took them
     }
@@ -180,6 +184,8 @@ std::vector<std::shared_ptr<Job>> Batcher::Take(std::unique_lock<std::mutex>& lo
     it = queue_.erase(it);
     if (!options_.batching) break;
   }
+  expected_rows_ = peak_rows_;
+  peak_rows_ = in_flight_rows_;
   return taken;
 }
 

@@ -3,6 +3,13 @@
 // merged into one call of up to max_batch rows (waiting at most the queue
 // delay for more), run on one of the model's instances, and split back. A
 // request is answered exactly once: with its outputs, or with an error.
+//
+// It waits only for rows it has reason to expect: as many as were in flight
+// (queued or running) at the busiest moment since the last call started,
+// up to the target. A lone client's request runs at once instead of
+// waiting out the delay; sixteen clients' requests, which arrive spread
+// over the time their answers take to go out, are gathered into one call
+// instead of running as fragments while the rest arrive.
 #ifndef XONNX_SERVE_BATCHER_H_
 #define XONNX_SERVE_BATCHER_H_
 
@@ -100,6 +107,9 @@ class Batcher {
   std::deque<std::shared_ptr<Job>> queue_;
   bool stopping_ = false;
   int64_t executing_ = 0;
+  // Rows queued or running now, the most since the last call started, and
+  // what that most was for the previous call (the rows worth waiting for).
+  int64_t in_flight_rows_ = 0, peak_rows_ = 0, expected_rows_ = 1;
   Stats stats_;
   std::vector<std::thread> threads_;
 };

@@ -1,6 +1,7 @@
 #include "serve/http_frontend.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -28,7 +29,10 @@ class GrowingPool : public httplib::TaskQueue {
   void enqueue(std::function<void()> fn) override {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_.push_back(std::move(fn));
-    if (idle_ == 0 && static_cast<int>(threads_.size()) < max_threads_) threads_.emplace_back([this] { Work(); });
+    // Idle threads already woken for earlier jobs cannot take this one: a
+    // thread is started whenever the jobs waiting outnumber the idle threads.
+    if (jobs_.size() > static_cast<size_t>(idle_) && static_cast<int>(threads_.size()) < max_threads_)
+      threads_.emplace_back([this] { Work(); });
     cv_.notify_one();
   }
   void shutdown() override {
@@ -102,6 +106,16 @@ HttpFrontend::HttpFrontend(InferenceServer& server, HttpOptions options)
   int max_threads = options_.max_threads;
   http_->new_task_queue = [max_threads] { return new GrowingPool(max_threads); };
   http_->set_payload_max_length(static_cast<size_t>(options_.max_body_bytes));
+  // httplib's own socket options set SO_REUSEPORT, which lets a second
+  // server bind the same port and silently take half its connections;
+  // SO_REUSEADDR only allows a restart while old connections linger.
+  http_->set_socket_options([this](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_socket_ = sock;
+  });
+  // Small answers go out at once, not after the peer's delayed ACK.
+  http_->set_tcp_nodelay(true);
   http_->set_keep_alive_max_count(1u << 30);
   http_->set_keep_alive_timeout(options_.idle_timeout_s);
   http_->set_read_timeout(options_.idle_timeout_s, 0);
@@ -265,6 +279,10 @@ StatusOr<int> HttpFrontend::Start() {
   if (port < 0)
     return Status(StatusCode::kUnavailable,
                   absl::StrCat("cannot listen on ", options_.host, ":", options_.port, " (in use, or not allowed)"));
+  // httplib listens with a backlog of 5: connections beyond it while the
+  // accepting thread is busy have their SYN dropped and retry a second
+  // later. Listening again on the bound socket raises the backlog.
+  if (listen_socket_ >= 0) ::listen(listen_socket_, SOMAXCONN);
   thread_ = std::thread([this] { http_->listen_after_bind(); });
   return port;
 }

@@ -42,6 +42,7 @@ class HttpFrontend {
   InferenceServer& server_;
   HttpOptions options_;
   std::unique_ptr<httplib::Server> http_;
+  int listen_socket_ = -1;
   std::thread thread_;
 };
 

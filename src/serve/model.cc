@@ -83,12 +83,18 @@ StatusOr<std::shared_ptr<ServedModel>> ServedModel::Load(const std::string& mode
   b.max_delay_us = c.max_queue_delay_us;
   b.max_queue = c.max_queue_size > 0 ? c.max_queue_size : settings.default_queue_size;
   std::vector<Runner> runners;
-  for (auto& session : m->sessions_)
-    for (int i = 0; i < c.instance_count; ++i) {
-      Session* sp = session.get();
-      runners.push_back(
-          [sp](const std::map<std::string, Tensor>& in, const RunOptions& run) { return sp->Run(in, run); });
-    }
+  std::shared_ptr<DeviceThreads> threads = settings.device_threads;
+  for (size_t d = 0; d < m->sessions_.size(); ++d) {
+    int device = settings.devices[d];
+    threads->Reserve(device, c.instance_count);
+    Session* sp = m->sessions_[d].get();
+    for (int i = 0; i < c.instance_count; ++i)
+      runners.push_back([sp, device, threads](const std::map<std::string, Tensor>& in, const RunOptions& run) {
+        StatusOr<std::vector<Tensor>> out = Status(StatusCode::kInternal, "not run");
+        threads->Run(device, [&] { out = sp->Run(in, run); });
+        return out;
+      });
+  }
   m->batcher_ = std::make_unique<Batcher>(b, std::move(runners));
   return m;
 }
@@ -109,15 +115,17 @@ Status ServedModel::Warmup(const ServeSettings& settings) {
     }
   std::vector<int64_t> sizes = {0};
   if (config_.max_batch_size > 0) sizes = sessions_[0]->batch_buckets();
-  for (auto& session : sessions_)
+  for (size_t d = 0; d < sessions_.size(); ++d)
     for (int64_t rows : sizes) {
+      Session* session = sessions_[d].get();
       std::map<std::string, Tensor> inputs;
       for (const auto& in : config_.inputs) {
         std::vector<int64_t> dims = in.dims;
         if (config_.max_batch_size > 0) dims.insert(dims.begin(), rows);
         inputs[in.name] = Zeros(in.dtype, dims);
       }
-      Status s = session->Prepare(inputs);
+      Status s;
+      settings.device_threads->Run(settings.devices[d], [&] { s = session->Prepare(inputs); });
       if (!s.ok())
         return Status(s.code(), absl::StrCat("warm-up of model '", config_.name, "' version ", version_,
                                              (rows ? absl::StrCat(" at batch ", rows) : ""), ": ", s.message()));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "serve/batcher.h"
+#include "serve/device_threads.h"
 #include "serve/model_config.h"
 #include "serve/wire.h"
 #include "xonnx/session.h"
@@ -29,6 +30,9 @@ struct ServeSettings {
   // unloads or the server stops; empty: no traces.
   std::string profile_dir;
   std::function<void(const std::string&)> log;  // one line of the server's log
+  // Where every call and warm-up runs (one set of threads per device, for
+  // all models); must outlive the models.
+  std::shared_ptr<DeviceThreads> device_threads = std::make_shared<DeviceThreads>();
 };
 
 class ServedModel {

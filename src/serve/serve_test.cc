@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <random>
@@ -302,6 +303,45 @@ TEST(Batcher, FullQueueRefusesAtOnceAndDeadlinesExpireQueuedJobs) {
   b.Stop();
   EXPECT_EQ(b.Submit(MakeJob(1, 2, 0)).code(), StatusCode::kUnavailable);
   EXPECT_EQ(d.calls.load(), 2);
+}
+
+TEST(Batcher, WaitsOnlyForRowsItHasReasonToExpect) {
+  Doubler d;
+  d.sleep_ms = 2;
+  Batcher::Options o{true, 16, 16, 300000, 100};  // a 0.3 s delay
+  Batcher b(o, {d.Make()});
+  // One client at a time: each request runs at once, not after the delay.
+  auto t0 = Clock::now();
+  for (int i = 0; i < 5; ++i) {
+    auto j = MakeJob(1, 2, static_cast<float>(i));
+    ASSERT_TRUE(b.Submit(j).ok());
+    ASSERT_TRUE(b.Wait(j).outputs.ok());
+  }
+  EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(250));
+  // Eight clients, each sending its next request when answered: after the
+  // first calls, each call gathers all eight instead of running the
+  // requests as they trickle in.
+  std::atomic<bool> go{false};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 8; ++c)
+    clients.emplace_back([&] {
+      while (!go.load()) std::this_thread::yield();
+      for (int i = 0; i < 20; ++i) {
+        auto j = MakeJob(1, 2, 1.0f);
+        ASSERT_TRUE(b.Submit(j).ok());
+        ASSERT_TRUE(b.Wait(j).outputs.ok());
+      }
+    });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  {
+    std::lock_guard<std::mutex> lock(d.mu);
+    d.rows.clear();
+  }
+  go = true;
+  for (auto& t : clients) t.join();
+  std::lock_guard<std::mutex> lock(d.mu);
+  int full = static_cast<int>(std::count(d.rows.begin(), d.rows.end(), 8));
+  EXPECT_GE(full, 15) << ::testing::PrintToString(d.rows);
 }
 
 TEST(Batcher, ConcurrentSubmittersAllAnswered) {

@@ -178,6 +178,15 @@ def test_malformed_requests_get_clear_errors(limited):
     assert raw_http(port, post("/v2/models/affine/infer", good)) == 200
 
 
+def test_a_port_in_use_is_an_error(limited, repo):
+    import subprocess
+    from conftest import XONNX
+    r = subprocess.run([XONNX, "serve", "--model-repository", repo, "--http-address", "127.0.0.1", "--http-port",
+                        str(limited.ports["HTTP"]), "--allow-grpc", "false", "--allow-metrics", "false",
+                        "--model-control-mode", "explicit"], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "cannot listen on 127.0.0.1:%d" % limited.ports["HTTP"] in r.stderr, r.stderr
+
+
 def test_body_over_the_limit_gets_413(repo, tmp_path_factory):
     s = Server(repo, "--http-max-input-size", "1000", "--cache-dir", str(tmp_path_factory.getbasetemp() / "cache"))
     try:
@@ -216,10 +225,14 @@ def test_sigterm_under_load_answers_everything(repo, tmp_path_factory):
     def slow_client():
         slow["status"] = s.infer_binary("slow", slow_input())[0]
 
-    threads = [threading.Thread(target=client) for _ in range(16)] + [threading.Thread(target=slow_client)]
+    threads = [threading.Thread(target=client) for _ in range(16)]
     for t in threads:
         t.start()
-    time.sleep(1.0)
+    time.sleep(0.9)
+    # A long call in flight when SIGTERM comes: it must finish, not be dropped.
+    threads.append(threading.Thread(target=slow_client))
+    threads[-1].start()
+    time.sleep(0.1)
     s.proc.send_signal(15)
     t0 = time.monotonic()
     code = s.proc.wait(30)
