@@ -1,5 +1,6 @@
 #include "serve/server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -178,6 +179,12 @@ void InferenceServer::Log(const AccessRecord& r) const {
 int64_t InferenceServer::Drain(int timeout_s) {
   draining_.store(true);
   Clock::time_point until = Clock::now() + std::chrono::seconds(timeout_s);
+  while (in_flight_.load() > 0 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // Clients whose last request was just answered send one more: it gets
+  // 503 here, rather than a reset from a closed listener, which would leave
+  // them unsure whether it ran.
+  Clock::time_point linger = std::min(until, Clock::now() + std::chrono::milliseconds(kDrainLingerMs));
+  while (Clock::now() < linger) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   while (in_flight_.load() > 0 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   return in_flight_.load();
 }

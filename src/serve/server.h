@@ -55,6 +55,7 @@ struct AccessRecord {
 
 class InferenceServer {
  public:
+  static constexpr int kDrainLingerMs = 500;
   // Loads the models the control mode starts with (a model that fails is
   // reported and left unavailable; the server still starts) and, in poll
   // mode, starts watching the repository.
@@ -85,8 +86,9 @@ class InferenceServer {
   void Log(const AccessRecord& record) const;
 
   // Stops taking requests (ready() turns false, new ones get UNAVAILABLE)
-  // and waits until those in flight have been answered, or `timeout_s`
-  // passed. Returns how many were still in flight.
+  // and waits until those in flight have been answered, then goes on
+  // answering UNAVAILABLE for kDrainLingerMs, all within `timeout_s`.
+  // Returns how many were still in flight.
   int64_t Drain(int timeout_s);
 
  private:
