@@ -88,6 +88,9 @@ Status Batcher::Submit(const std::shared_ptr<Job>& job) {
     if (static_cast<int64_t>(queue_.size()) >= options_.max_queue)
       return Status(StatusCode::kResourceExhausted,
                     absl::StrCat("the model's queue is full (", options_.max_queue, " requests waiting); retry later"));
+    if (queue_.empty() && executing_ == 0 &&
+        job->arrived - last_answer_ > std::chrono::microseconds(options_.max_delay_us))
+      expected_rows_ = peak_rows_ = 0;  // idle for longer than the delay: the last burst is over
     queue_.push_back(job);
     in_flight_rows_ += job->rows;
     peak_rows_ = std::max(peak_rows_, in_flight_rows_);
@@ -115,6 +118,7 @@ JobResult Batcher::Wait(const std::shared_ptr<Job>& job) {
 void Batcher::Answer(Job& job, JobResult result) {
   job.state = Job::kAnswered;
   in_flight_rows_ -= job.rows;
+  last_answer_ = Clock::now();
   job.promise.set_value(std::move(result));
 }
 
@@ -145,7 +149,7 @@ int64_t Batcher::RowsReady(const std::string& key) const {
   return rows;
 }
 
-std::vector<std::shared_ptr<Job>> Batcher::Take(std::unique_lock<std::mutex>& lock) {
+std::vector<std::shared_ptr<Job>> Batcher::Take(std::unique_lock<std::mutex>& lock, Clock::time_point free_since) {
   std::vector<std::shared_ptr<Job>> taken;
   // Requests already past their deadline are answered, never run.
   Clock::time_point now = Clock::now();
@@ -163,7 +167,7 @@ std::vector<std::shared_ptr<Job>> Batcher::Take(std::unique_lock<std::mutex>& lo
   if (queue_.empty()) return taken;
   std::shared_ptr<Job> first = queue_.front();
   if (options_.batching && !stopping_) {
-    Clock::time_point until = first->arrived + std::chrono::microseconds(options_.max_delay_us);
+    Clock::time_point until = std::max(first->arrived, free_since) + std::chrono::microseconds(options_.max_delay_us);
     int64_t target = std::min(options_.target_rows, std::max<int64_t>(1, expected_rows_));
     if (RowsReady(first->shape_key) < target && Clock::now() < until) {
       cv_.wait_until(lock, until);
@@ -191,16 +195,18 @@ std::vector<std::shared_ptr<Job>> Batcher::Take(std::unique_lock<std::mutex>& lo
 
 void Batcher::Loop(size_t runner) {
   std::unique_lock<std::mutex> lock(mu_);
+  Clock::time_point free_since = Clock::now();
   for (;;) {
     cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and nothing left to run
-    std::vector<std::shared_ptr<Job>> jobs = Take(lock);
+    std::vector<std::shared_ptr<Job>> jobs = Take(lock, free_since);
     if (jobs.empty()) continue;
     executing_ += static_cast<int64_t>(jobs.size());
     lock.unlock();
     RunCall(runner, jobs);
     lock.lock();
     executing_ -= static_cast<int64_t>(jobs.size());
+    free_since = Clock::now();
   }
 }
 

@@ -9,7 +9,11 @@
 // up to the target. A lone client's request runs at once instead of
 // waiting out the delay; sixteen clients' requests, which arrive spread
 // over the time their answers take to go out, are gathered into one call
-// instead of running as fragments while the rest arrive.
+// instead of running as fragments while the rest arrive. The queue delay
+// counts from when the oldest request arrived or the instance became free,
+// whichever is later: a request that waited out a long call does not make
+// the next call start with the few rows that came during it. A burst is
+// over once the model has sat idle for longer than the delay.
 #ifndef XONNX_SERVE_BATCHER_H_
 #define XONNX_SERVE_BATCHER_H_
 
@@ -95,7 +99,8 @@ class Batcher {
  private:
   void Loop(size_t runner);
   // Takes the next call's jobs (mutex held); empty when there is none yet.
-  std::vector<std::shared_ptr<Job>> Take(std::unique_lock<std::mutex>& lock);
+  // `free_since`: when the calling thread finished its last call.
+  std::vector<std::shared_ptr<Job>> Take(std::unique_lock<std::mutex>& lock, Clock::time_point free_since);
   int64_t RowsReady(const std::string& key) const;
   void RunCall(size_t runner, std::vector<std::shared_ptr<Job>>& jobs);
   void Answer(Job& job, JobResult result);
@@ -110,6 +115,7 @@ class Batcher {
   // Rows queued or running now, the most since the last call started, and
   // what that most was for the previous call (the rows worth waiting for).
   int64_t in_flight_rows_ = 0, peak_rows_ = 0, expected_rows_ = 1;
+  Clock::time_point last_answer_ = Clock::now();
   Stats stats_;
   std::vector<std::thread> threads_;
 };
