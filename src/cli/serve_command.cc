@@ -190,7 +190,10 @@ int Serve(const ServeArgs& a) {
   Say(absl::StrCat(sig == SIGTERM ? "SIGTERM" : "SIGINT", ": draining (at most ", a.exit_timeout_s, " s)"));
   if (grpc) grpc->BeginDrain();
   int64_t left = server->Drain(a.exit_timeout_s);
-  if (left > 0) Say(absl::StrCat(left, " requests still in flight after --exit-timeout-secs; exiting anyway"));
+  if (left > 0) {
+    Say(absl::StrCat(left, " requests still in flight after --exit-timeout-secs: cancelled, answered 503"));
+    server->CancelAll();
+  }
   if (http) http->Stop();
   if (grpc) grpc->Stop(1);
   if (metrics) metrics->Stop();

@@ -132,6 +132,19 @@ void Batcher::Stop() {
     if (t.joinable()) t.join();
 }
 
+void Batcher::Cancel() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stopping_ = true;
+  cancel_->Cancel();
+  for (auto& job : queue_) {
+    JobResult r;
+    r.outputs = Status(StatusCode::kUnavailable, "the server stopped before the request ran");
+    Answer(*job, std::move(r));
+  }
+  queue_.clear();
+  cv_.notify_all();
+}
+
 int64_t Batcher::pending() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int64_t>(queue_.size());
@@ -220,16 +233,25 @@ void Batcher::RunCall(size_t runner, std::vector<std::shared_ptr<Job>>& jobs) {
   }
   RunOptions run;
   run.deadline_ms = 0;
+  run.cancel = cancel_;
   if (deadline != Clock::time_point::max()) run.deadline_ms = std::max<int64_t>(1, Micros(start, deadline) / 1000 + 1);
   std::map<std::string, Tensor> merged;
   const std::map<std::string, Tensor>* inputs = &jobs[0]->inputs;
-  if (jobs.size() > 1) {
-    for (const auto& [name, t] : jobs[0]->inputs) merged[name] = ConcatRows(jobs, name, rows);
-    inputs = &merged;
+  StatusOr<std::vector<Tensor>> outputs = Status(StatusCode::kInternal, "not run");
+  Clock::time_point run_start = start;
+  try {
+    if (jobs.size() > 1) {
+      for (const auto& [name, t] : jobs[0]->inputs) merged[name] = ConcatRows(jobs, name, rows);
+      inputs = &merged;
+    }
+    run_start = Clock::now();
+    outputs = runners_[runner](*inputs, run);
+  } catch (const std::exception& e) {  // std::bad_alloc on a call too large for memory
+    outputs = Status(StatusCode::kResourceExhausted, absl::StrCat("the call failed: ", e.what()));
   }
-  Clock::time_point run_start = Clock::now();
-  StatusOr<std::vector<Tensor>> outputs = runners_[runner](*inputs, run);
   Clock::time_point run_end = Clock::now();
+  if (!outputs.ok() && cancel_->cancelled())
+    outputs = Status(StatusCode::kUnavailable, "the server stopped while the request ran (--exit-timeout-secs)");
   merged.clear();
   stats_.executions.fetch_add(1);
   stats_.rows.fetch_add(rows);
@@ -251,9 +273,13 @@ void Batcher::RunCall(size_t runner, std::vector<std::shared_ptr<Job>>& jobs) {
     } else if (jobs.size() == 1) {
       r.outputs = std::move(*outputs);
     } else {
-      std::vector<Tensor> mine;
-      for (const Tensor& t : *outputs) mine.push_back(SliceRows(t, at, j->rows));
-      r.outputs = std::move(mine);
+      try {
+        std::vector<Tensor> mine;
+        for (const Tensor& t : *outputs) mine.push_back(SliceRows(t, at, j->rows));
+        r.outputs = std::move(mine);
+      } catch (const std::exception& e) {
+        r.outputs = Status(StatusCode::kResourceExhausted, absl::StrCat("splitting the call's outputs: ", e.what()));
+      }
     }
     at += j->rows;
     r.output_us = Micros(run_end, Clock::now());

@@ -91,6 +91,9 @@ class Batcher {
   JobResult Wait(const std::shared_ptr<Job>& job);
   // Refuses new jobs, runs the queued ones, waits for all, joins.
   void Stop();
+  // Refuses new jobs, answers the queued ones UNAVAILABLE and cancels the
+  // running calls (they end with CANCELLED between kernels); does not wait.
+  void Cancel();
 
   int64_t pending() const;    // queued, not yet running
   int64_t executing() const;  // in calls now
@@ -117,6 +120,7 @@ class Batcher {
   int64_t in_flight_rows_ = 0, peak_rows_ = 0, expected_rows_ = 1;
   Clock::time_point last_answer_ = Clock::now();
   Stats stats_;
+  std::shared_ptr<CancelToken> cancel_ = std::make_shared<CancelToken>();
   std::vector<std::thread> threads_;
 };
 

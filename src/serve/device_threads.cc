@@ -35,7 +35,12 @@ void DeviceThreads::Run(int device, const std::function<void()>& fn) {
     std::lock_guard<std::mutex> lock(d.mu);
     if (d.threads.empty()) d.threads.emplace_back([&d] { Work(d); });
     d.tasks.push_back([&] {
-      fn();
+      // Callers turn their own exceptions into errors; one that escapes
+      // must still release the caller, never end the process.
+      try {
+        fn();
+      } catch (...) {
+      }
       done.set_value();
     });
   }

@@ -50,6 +50,41 @@ StatusOr<Tensor> FromContents(DataType dtype, const std::vector<int64_t>& shape,
                                   count));
     return Tensor::FromStrings(shape, std::vector<std::string>(c.bytes_contents().begin(), c.bytes_contents().end()));
   }
+  // The field's length is checked before anything is allocated: a message
+  // of a few bytes may declare a shape of billions.
+  int given = 0;
+  switch (dtype) {
+    case DataType::kBool:
+      given = c.bool_contents_size();
+      break;
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32:
+      given = c.int_contents_size();
+      break;
+    case DataType::kInt64:
+      given = c.int64_contents_size();
+      break;
+    case DataType::kUInt8:
+    case DataType::kUInt16:
+    case DataType::kUInt32:
+      given = c.uint_contents_size();
+      break;
+    case DataType::kUInt64:
+      given = c.uint64_contents_size();
+      break;
+    case DataType::kFloat32:
+      given = c.fp32_contents_size();
+      break;
+    case DataType::kFloat64:
+      given = c.fp64_contents_size();
+      break;
+    default:
+      break;
+  }
+  if (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16)
+    return Invalid(absl::StrCat(what, ": ", WireName(dtype), " has no typed contents; send raw_input_contents"));
+  if (given != count) return Invalid(absl::StrCat(what, ": ", given, " values in contents, its shape holds ", count));
   Tensor t = Tensor::ForOverwrite(dtype, shape);
   Status s;
   switch (dtype) {

@@ -215,6 +215,9 @@ Status DecodeInferRequest(std::string_view body, std::optional<int64_t> header_l
           "the JSON inference header first");
     json_size = static_cast<size_t>(*header_length);
   }
+  if (json_size > kMaxJsonBytes)
+    return Invalid(absl::StrCat("the request's JSON is ", json_size, " bytes, more than ", kMaxJsonBytes >> 20,
+                                " MiB; send large tensors as binary data (binary_data_size)"));
   json j;
   try {
     j = json::parse(body.substr(0, json_size));
@@ -276,7 +279,16 @@ json DataJson(const Tensor& t) {
     case DataType::kUInt64:
       for (int64_t i = 0; i < n; ++i) data.push_back(t.data_as<uint64_t>()[i]);
       break;
-    default:  // the other integer types
+    case DataType::kInt64:  // every bit: a double would round above 2^53
+      for (int64_t i = 0; i < n; ++i) data.push_back(t.data_as<int64_t>()[i]);
+      break;
+    case DataType::kInt32:
+      for (int64_t i = 0; i < n; ++i) data.push_back(t.data_as<int32_t>()[i]);
+      break;
+    case DataType::kUInt32:
+      for (int64_t i = 0; i < n; ++i) data.push_back(t.data_as<uint32_t>()[i]);
+      break;
+    default:  // 8- and 16-bit integers, exact as doubles
       for (int64_t i = 0; i < n; ++i) data.push_back(static_cast<int64_t>(t.GetAsDouble(i)));
       break;
   }

@@ -14,6 +14,10 @@
 
 namespace xonnx::serve {
 
+// The largest JSON part a request may have: parsed, JSON takes many times
+// its size in memory, so large tensors must travel as binary data.
+inline constexpr size_t kMaxJsonBytes = size_t{16} << 20;
+
 // Decodes a request body into `request` (model and version come from the
 // path). `header_length` is the Inference-Header-Content-Length header's
 // value, absent when the header is. Every malformed body (bad JSON, unknown

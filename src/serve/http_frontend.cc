@@ -72,6 +72,7 @@ class GrowingPool : public httplib::TaskQueue {
 // says beyond the request line (httplib's logger runs on the same thread).
 thread_local AccessRecord t_record;
 thread_local std::chrono::steady_clock::time_point t_start;
+thread_local bool t_started = false;
 
 void Fail(httplib::Response& res, const Status& s) {
   res.status = HttpStatusOf(s.code());
@@ -122,6 +123,7 @@ HttpFrontend::HttpFrontend(InferenceServer& server, HttpOptions options)
   http_->set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
     t_record = AccessRecord();
     t_start = std::chrono::steady_clock::now();
+    t_started = true;
     return httplib::Server::HandlerResponse::Unhandled;
   });
   http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
@@ -156,9 +158,12 @@ HttpFrontend::HttpFrontend(InferenceServer& server, HttpOptions options)
     r.status = res.status;
     r.bytes_in = static_cast<int64_t>(req.body.size());
     r.bytes_out = static_cast<int64_t>(res.body.size());
-    r.total_us =
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t_start).count();
+    // httplib answers an unreadable request before routing: no start time.
+    auto now = std::chrono::steady_clock::now();
+    r.total_us = t_started ? std::chrono::duration_cast<std::chrono::microseconds>(now - t_start).count() : 0;
     server_.Log(r);
+    t_record = AccessRecord();
+    t_started = false;
   });
   if (options_.metrics_only)
     Metrics();

@@ -91,7 +91,25 @@ StatusOr<std::shared_ptr<ServedModel>> ServedModel::Load(const std::string& mode
     for (int i = 0; i < c.instance_count; ++i)
       runners.push_back([sp, device, threads](const std::map<std::string, Tensor>& in, const RunOptions& run) {
         StatusOr<std::vector<Tensor>> out = Status(StatusCode::kInternal, "not run");
-        threads->Run(device, [&] { out = sp->Run(in, run); });
+        Clock::time_point handed = Clock::now();
+        threads->Run(device, [&] {
+          // The deadline counts from the hand-off: time spent waiting for
+          // the device's thread (another model's call) is part of it.
+          RunOptions now = run;
+          if (run.deadline_ms > 0) {
+            auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - handed).count();
+            now.deadline_ms = run.deadline_ms - waited;
+            if (now.deadline_ms <= 0) {
+              out = Status(StatusCode::kDeadlineExceeded, "the request's timeout passed while the device was busy");
+              return;
+            }
+          }
+          try {
+            out = sp->Run(in, now);
+          } catch (const std::exception& e) {
+            out = Status(StatusCode::kResourceExhausted, absl::StrCat("the call failed: ", e.what()));
+          }
+        });
         return out;
       });
   }
@@ -125,7 +143,13 @@ Status ServedModel::Warmup(const ServeSettings& settings) {
         inputs[in.name] = Zeros(in.dtype, dims);
       }
       Status s;
-      settings.device_threads->Run(settings.devices[d], [&] { s = session->Prepare(inputs); });
+      settings.device_threads->Run(settings.devices[d], [&] {
+        try {
+          s = session->Prepare(inputs);
+        } catch (const std::exception& e) {
+          s = Status(StatusCode::kResourceExhausted, e.what());
+        }
+      });
       if (!s.ok())
         return Status(s.code(), absl::StrCat("warm-up of model '", config_.name, "' version ", version_,
                                              (rows ? absl::StrCat(" at batch ", rows) : ""), ": ", s.message()));
@@ -178,9 +202,11 @@ StatusOr<std::shared_ptr<Job>> ServedModel::MakeJob(InferRequest& request) const
                                   absl::StrJoin(names, ", "), ")"));
   job->rows = batched ? rows : 1;
   job->shape_key = ShapeKey(job->inputs, batched);
+  // A request may shorten the config's timeout (or set one where it has
+  // none) only when the config allows it, as in Triton.
   int64_t timeout_us = config_.default_timeout_us;
-  if (request.timeout_us > 0 && (config_.allow_timeout_override || timeout_us == 0)) timeout_us = request.timeout_us;
-  if (request.timeout_us > 0 && timeout_us > 0) timeout_us = std::min(timeout_us, request.timeout_us);
+  int64_t asked = std::min<int64_t>(request.timeout_us, kMaxMicroseconds);
+  if (config_.allow_timeout_override && asked > 0) timeout_us = timeout_us > 0 ? std::min(timeout_us, asked) : asked;
   if (timeout_us > 0) job->deadline = job->arrived + std::chrono::microseconds(timeout_us);
   return job;
 }
@@ -216,7 +242,10 @@ StatusOr<std::vector<InferOutput>> ServedModel::Infer(InferRequest& request, Job
   StatusOr<std::shared_ptr<Job>> job = MakeJob(request);
   if (!job.ok()) return job.status();
   Status s = batcher_->Submit(*job);
-  if (!s.ok()) return s;
+  if (!s.ok()) {
+    for (auto& in : request.inputs) in.tensor = std::move((*job)->inputs[in.name]);
+    return s;
+  }
   result = batcher_->Wait(*job);
   if (!result.outputs.ok()) return result.outputs.status();
   std::vector<Tensor>& all = *result.outputs;

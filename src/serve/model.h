@@ -22,7 +22,6 @@ struct ServeSettings {
   std::vector<int> devices = {0};  // instances go on each of these
   int default_max_batch = 8;       // for models without config.pbtxt that can batch
   int64_t default_queue_size = 256;
-  int64_t max_request_elements = int64_t{1} << 28;
   bool strict_config = false;
   bool warmup = true;
   // Each session writes its Chrome/Perfetto trace (every call, its phases
@@ -58,6 +57,8 @@ class ServedModel {
   Batcher& batcher() { return *batcher_; }
   // Finishes the queued and running requests and refuses new ones.
   void Stop() { batcher_->Stop(); }
+  // Answers the queued requests UNAVAILABLE and cancels the running calls.
+  void Cancel() { batcher_->Cancel(); }
 
  private:
   ServedModel() = default;

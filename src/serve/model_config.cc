@@ -85,6 +85,10 @@ Status ReadBatching(const inference::ModelConfig& p, const std::string& where, M
           absl::StrCat(where, ": preferred_batch_size ", s, " is outside [1, max_batch_size ", c.max_batch_size, "]"));
     c.preferred_batch_sizes.push_back(s);
   }
+  if (db.max_queue_delay_microseconds() > kMaxMicroseconds ||
+      db.default_queue_policy().default_timeout_microseconds() > kMaxMicroseconds)
+    return Invalid(absl::StrCat(where, ": queue delays and timeouts must be at most an hour (", kMaxMicroseconds,
+                                " microseconds)"));
   c.max_queue_delay_us = static_cast<int64_t>(db.max_queue_delay_microseconds());
   if (db.priority_levels() > 0) c.ignored.push_back("dynamic_batching.priority_levels (one queue per model)");
   if (db.has_default_queue_policy()) {
@@ -113,7 +117,8 @@ Status FromProto(const inference::ModelConfig& p, const std::string& name, const
     return Invalid(absl::StrCat(where, ": ensemble_scheduling is not supported by xonnx"));
   if (!p.platform().empty()) c.platform = p.platform();
   if (!p.default_model_filename().empty()) c.model_filename = p.default_model_filename();
-  if (p.max_batch_size() < 0) return Invalid(absl::StrCat(where, ": max_batch_size must be >= 0"));
+  if (p.max_batch_size() < 0 || p.max_batch_size() > kMaxBatchSize)
+    return Invalid(absl::StrCat(where, ": max_batch_size must be in [0, ", kMaxBatchSize, "]"));
   c.max_batch_size = p.max_batch_size();
   if (p.has_version_policy()) {
     const auto& v = p.version_policy();
@@ -135,8 +140,11 @@ Status FromProto(const inference::ModelConfig& p, const std::string& name, const
   for (const auto& g : p.instance_group()) {
     if (g.kind() == inference::ModelInstanceGroup::KIND_MODEL)
       return Invalid(absl::StrCat(where, ": instance_group kind KIND_MODEL is not supported by xonnx"));
-    if (g.count() < 0) return Invalid(absl::StrCat(where, ": instance_group count must be >= 1"));
+    if (g.count() < 0 || g.count() > kMaxInstances)
+      return Invalid(absl::StrCat(where, ": instance_group count must be in [1, ", kMaxInstances, "]"));
     instances += g.count() == 0 ? 1 : g.count();
+    if (instances > kMaxInstances)
+      return Invalid(absl::StrCat(where, ": the instance groups ask for more than ", kMaxInstances, " instances"));
     if (!g.gpus().empty()) c.ignored.push_back("instance_group.gpus (the devices are xonnx serve's --device)");
   }
   if (instances > 0) c.instance_count = instances;

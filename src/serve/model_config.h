@@ -14,6 +14,11 @@
 
 namespace xonnx::serve {
 
+// Bounds on what a configuration may ask for.
+inline constexpr int kMaxBatchSize = 1 << 16;
+inline constexpr int kMaxInstances = 64;
+inline constexpr uint64_t kMaxMicroseconds = uint64_t{3600} * 1000 * 1000;
+
 // An input or output as the protocol shows it: dims without the batch
 // dimension when the model batches, -1 for a variable dimension.
 struct TensorConfig {

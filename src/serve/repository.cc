@@ -105,6 +105,11 @@ void ModelRepository::End(const std::string& name) {
   cv_.notify_all();
 }
 
+ModelRepository::Busy::~Busy() {
+  if (lock->owns_lock()) lock->unlock();
+  repository->End(name);
+}
+
 Status ModelRepository::Load(const std::string& name, const std::string& config_text) {
   StatusOr<std::map<std::string, std::string>> found = Scan();
   if (!found.ok()) return found.status();
@@ -113,10 +118,8 @@ Status ModelRepository::Load(const std::string& name, const std::string& config_
     return Status(StatusCode::kNotFound, absl::StrCat("failed to load '", name, "': no such model in the repository"));
   std::unique_lock<std::mutex> lock(mu_);
   Begin(lock, name);
-  Status s = LoadLocked(lock, name, dir->second, config_text);
-  lock.unlock();
-  End(name);
-  return s;
+  Busy busy{this, name, &lock};
+  return LoadLocked(lock, name, dir->second, config_text);
 }
 
 Status ModelRepository::LoadLocked(std::unique_lock<std::mutex>& lock, const std::string& name, const std::string& dir,
@@ -199,15 +202,17 @@ Status ModelRepository::Unload(const std::string& name) {
   if (!models_.count(name))
     return Status(StatusCode::kNotFound, absl::StrCat("failed to unload '", name, "': the model is not loaded"));
   Begin(lock, name);
+  Busy busy{this, name, &lock};
   Entry& entry = models_[name];
   for (auto& [v, ver] : entry.versions) {
     if (!ver.model) continue;
+    // Not found from now on (new requests get 404); the ones it has finish.
     ver.state = ModelState::kUnloading;
-    std::shared_ptr<ServedModel> old = ver.model;
+    std::shared_ptr<ServedModel> old = std::move(ver.model);
     lock.unlock();
     old->Stop();
+    old.reset();
     lock.lock();
-    ver.model.reset();
     ver.state = ModelState::kUnavailable;
     ver.reason = "unloaded";
     ver.unloaded = true;
@@ -215,7 +220,6 @@ Status ModelRepository::Unload(const std::string& name) {
   }
   entry.stamp.clear();
   lock.unlock();
-  End(name);
   return OkStatus();
 }
 
@@ -224,13 +228,16 @@ Status ModelRepository::Poll() {
   if (!found.ok()) return found.status();
   Status first;
   std::vector<std::string> gone, changed;
+  // The folders are walked outside the lock, which every request takes.
+  std::map<std::string, std::string> stamps;
+  for (const auto& [name, dir] : *found) stamps[name] = FolderStamp(dir);
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [name, entry] : models_)
       if (!found->count(name) && !entry.stamp.empty()) gone.push_back(name);
     for (const auto& [name, dir] : *found) {
       auto it = models_.find(name);
-      if (it == models_.end() || it->second.stamp != FolderStamp(dir)) changed.push_back(name);
+      if (it == models_.end() || it->second.stamp != stamps[name]) changed.push_back(name);
     }
   }
   for (const auto& name : gone) {

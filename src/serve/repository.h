@@ -81,6 +81,13 @@ class ModelRepository {
                     const std::string& config_text);
   void Begin(std::unique_lock<std::mutex>& lock, const std::string& name);
   void End(const std::string& name);
+  // Ends a load or unload however it leaves (an exception included).
+  struct Busy {
+    ModelRepository* repository;
+    std::string name;
+    std::unique_lock<std::mutex>* lock;  // released first
+    ~Busy();
+  };
 
   std::vector<std::string> roots_;
   ServeSettings settings_;

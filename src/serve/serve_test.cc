@@ -134,12 +134,20 @@ TEST(HttpCodec, MalformedBodiesSayWhatIsWrong) {
                      std::string(5000, ']') + "}]}";
   InferRequest r;
   EXPECT_FALSE(DecodeInferRequest(deep, std::nullopt, 1 << 20, r).ok());
+  // A JSON part too large to parse safely says to send binary data.
+  std::string big = R"({"inputs":[{"name":"x","shape":[1],"datatype":"FP32","data":[1]}],"pad":")" +
+                    std::string(kMaxJsonBytes, ' ') + "\"}";
+  EXPECT_THAT(DecodeInferRequest(big, std::nullopt, 1 << 20, r).message(), HasSubstr("send large tensors as binary"));
 }
 
 TEST(HttpCodec, ResponseJsonAndBinary) {
   InferResponse resp{"m", "2", "id1", {}};
   resp.outputs.push_back({"a", Tensor::FromVector<float>(DataType::kFloat32, {2}, {0.1f, 3}), false});
   resp.outputs.push_back({"b", Tensor::FromVector<int64_t>(DataType::kInt64, {1}, {-9}), true});
+  // Integers keep every bit in JSON (a double would round 2^53 + 1).
+  resp.outputs.push_back(
+      {"c", Tensor::FromVector<int64_t>(DataType::kInt64, {2}, {9007199254740993, INT64_MIN}), false});
+  resp.outputs.push_back({"d", Tensor::FromVector<uint32_t>(DataType::kUInt32, {1}, {4294967295u}), false});
   size_t json_length = 0;
   bool binary = false;
   std::string body = EncodeInferResponse(resp, json_length, binary);
@@ -150,6 +158,8 @@ TEST(HttpCodec, ResponseJsonAndBinary) {
   EXPECT_THAT(json, HasSubstr(R"("binary_data_size":8)"));
   // The float's decimal form reads back as the same float.
   EXPECT_THAT(json, HasSubstr("0.10000000149011612"));
+  EXPECT_THAT(json, HasSubstr("[9007199254740993,-9223372036854775808]"));
+  EXPECT_THAT(json, HasSubstr("[4294967295]"));
   int64_t tail;
   std::memcpy(&tail, body.data() + json_length, 8);
   EXPECT_EQ(tail, -9);
@@ -200,6 +210,10 @@ TEST(ModelConfig, RefusesWhatItCannotServe) {
       {R"(input [ { name: "x" data_type: TYPE_FP32 dims: [ 1 ] reshape: { shape: [ ] } } ])", "reshape"},
       {R"(input [ { name: "x" dims: [ 1 ] } ])", "data_type is missing"},
       {R"(max_batch_size: )", "line 1"},
+      {R"(max_batch_size: 2000000000)", "max_batch_size must be in [0, 65536]"},
+      {R"(instance_group [ { count: 100000 } ])", "count must be in [1, 64]"},
+      {R"(instance_group [ { count: 40 }, { count: 40 } ])", "more than 64 instances"},
+      {R"(max_batch_size: 4 dynamic_batching { max_queue_delay_microseconds: 99999999999 })", "at most an hour"},
   };
   for (const auto& c : cases) {
     auto r = ParseModelConfig(c[0], "m", "config.pbtxt", false);

@@ -117,6 +117,13 @@ StatusOr<InferResponse> InferenceServer::Infer(InferRequest request, AccessRecor
   if (!model.ok()) return model.status();
   JobResult result;
   StatusOr<std::vector<InferOutput>> outputs = (*model)->Infer(request, result);
+  if (outputs.status().code() == StatusCode::kUnavailable && !draining_.load()) {
+    // A reload or unload took the version found away before the request
+    // was queued: ask again (the new version, or 404).
+    model = repository_->Find(request.model, request.version);
+    if (!model.ok()) return model.status();
+    outputs = (*model)->Infer(request, result);
+  }
   int64_t total = MicrosSince(start);
   metrics_.Record(request.model, (*model)->version(), outputs.status(), result, total);
   if (record) {
@@ -174,6 +181,10 @@ void InferenceServer::Log(const AccessRecord& r) const {
   std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::lock_guard<std::mutex> lock(log_mu_);
   options_.access_log(line);
+}
+
+void InferenceServer::CancelAll() {
+  for (const auto& m : repository_->Loaded()) m->Cancel();
 }
 
 int64_t InferenceServer::Drain(int timeout_s) {

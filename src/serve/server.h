@@ -90,6 +90,9 @@ class InferenceServer {
   // answering UNAVAILABLE for kDrainLingerMs, all within `timeout_s`.
   // Returns how many were still in flight.
   int64_t Drain(int timeout_s);
+  // After a drain that timed out: answers every queued request UNAVAILABLE
+  // and cancels the running calls, so that the process can exit now.
+  void CancelAll();
 
  private:
   explicit InferenceServer(ServerOptions options);

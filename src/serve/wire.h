@@ -64,9 +64,11 @@ struct InferResponse {
   std::vector<InferOutput> outputs;
 };
 
-// The HTTP status of a failed call, as Triton answers (400 for a bad
-// request, 404 an unknown version, 429 a full queue, 503 not ready or
-// draining, 504 past the deadline, 500 a failure of the server).
+// The HTTP status of a failed call: 400 for a bad request, 404 an unknown
+// model or version, 503 not ready or draining, 504 past the deadline, 500 a
+// failure of the server, as Triton answers; a full queue is 429 (Triton
+// says 503 there), so that clients and load balancers can tell "retry
+// later, elsewhere" from "this server is going away".
 int HttpStatusOf(StatusCode code);
 
 }  // namespace xonnx::serve

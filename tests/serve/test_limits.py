@@ -176,12 +176,43 @@ def test_malformed_requests_get_clear_errors(limited):
             {"name": "x", "datatype": "FLOAT", "shape": [1, 4]}], "raw_input_contents": [raw_b64(x)]}},
         {"rpc": "ModelInfer", "request": {"model_name": "affine", "inputs": [
             {"name": "x", "datatype": "FP32", "shape": [1, 4], "contents": {"fp32_contents": [1, 2]}}]}},
+        # A few bytes declaring 8 GiB: refused before anything is allocated.
+        {"rpc": "ModelInfer", "request": {"model_name": "affine", "inputs": [
+            {"name": "x", "datatype": "FP64", "shape": [1 << 30], "contents": {}}]}},
     ])
-    assert [r["code"] for r in g] == [3, 3, 3], g
+    assert [r["code"] for r in g] == [3, 3, 3, 3], g
     assert "15 bytes of data" in g[0]["details"] and "unknown datatype" in g[1]["details"]
     # Still serving.
     assert limited.http("GET", "/v2/health/ready")[0] == 200
     assert raw_http(port, post("/v2/models/affine/infer", good)) == 200
+
+
+def test_exit_timeout_cancels_what_is_left(repo, tmp_path_factory):
+    # Ten 0.2 s calls queued and SIGTERM with --exit-timeout-secs 1: the
+    # queued ones and the running one are answered 503 at the timeout, and
+    # the process exits then, not after all ten.
+    s = Server(repo, "--exit-timeout-secs", "1", "--cache-dir", str(tmp_path_factory.getbasetemp() / "cache"))
+    statuses, lock = [], threading.Lock()
+
+    def client():
+        status, _ = s.infer_binary("slow", slow_input())
+        with lock:
+            statuses.append(status)
+
+    threads = [threading.Thread(target=client) for _ in range(10)]
+    for t in threads:
+        t.start()
+    time.sleep(0.1)
+    t0 = time.monotonic()
+    s.proc.send_signal(15)
+    code = s.proc.wait(30)
+    for t in threads:
+        t.join()
+    text = s.text()
+    s.log.close()
+    assert code == 0 and time.monotonic() - t0 < 3, text
+    assert "cancelled, answered 503" in text
+    assert len(statuses) == 10 and set(statuses) <= {200, 503} and statuses.count(503) >= 4, statuses
 
 
 def test_a_port_in_use_is_an_error(limited, repo):

@@ -4,6 +4,7 @@ changed and removed on disk are loaded, reloaded and unloaded)."""
 import json
 import os
 import shutil
+import threading
 import time
 
 import numpy as np
@@ -58,6 +59,23 @@ def test_explicit_mode_load_unload_over_both_transports(repo, tmp_path_factory):
         status, _, body = s.http("POST", "/v2/repository/models/affine/load",
                                  {"parameters": {"file:1/model.onnx": "AAAA", "config": "{}"}})
         assert status == 501
+        # Reloads under traffic: every request is answered 200 by the old
+        # version or the new one, none gets 503 from the version taken away.
+        stop, seen = threading.Event(), []
+
+        def traffic():
+            while not stop.is_set():
+                seen.append(s.infer_binary("affine", {"x": np.ones((2, 4), np.float32)})[0])
+
+        clients = [threading.Thread(target=traffic) for _ in range(4)]
+        for t in clients:
+            t.start()
+        for _ in range(3):
+            assert s.http("POST", "/v2/repository/models/affine/load", {})[0] == 200
+        stop.set()
+        for t in clients:
+            t.join()
+        assert seen and set(seen) == {200}, sorted(set(seen))
         assert s.http("GET", "/v2/health/ready")[0] == 200
     finally:
         assert s.stop() == 0
