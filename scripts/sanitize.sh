@@ -6,7 +6,9 @@
 #         contract, the mutation test and the fuzz replays;
 #   tsan  ThreadSanitizer: the concurrency tests (thread pool, serving,
 #         stress: many threads, Run and RunAsync, several sessions; bounds;
-#         the inference server's batcher).
+#         the inference server's batcher, without serve_test's protobuf
+#         parts: protobuf's headers lay map fields out differently under
+#         ThreadSanitizer than Debian's libprotobuf does).
 # The conformance and real-model suites are left to the main build: they
 # run the same kernels as the unit tests, for minutes more.
 # Any finding fails the run; suppressions are in tests/lsan.supp and
@@ -56,6 +58,6 @@ if [[ $which == tsan || $which == all ]]; then
   # libgomp's spinning workers under ThreadSanitizer take minutes per test.
   (cd "$dir" &&
     OMP_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$src/tests/tsan.supp \
-      ctest --output-on-failure -j "$jobs" -R '^(threads_test|stress_test|serving_test|bounds_test|serve_test)$') || status=1
+      ctest --output-on-failure -j "$jobs" -R '^(threads_test|stress_test|serving_test|bounds_test|serve_batcher)$') || status=1
 fi
 exit $status
