@@ -238,7 +238,10 @@ def test_body_over_the_limit_gets_413(repo, tmp_path_factory):
 
 
 def test_sigterm_under_load_answers_everything(repo, tmp_path_factory):
-    s = Server(repo, "--exit-timeout-secs", "20", "--cache-dir", str(tmp_path_factory.getbasetemp() / "cache"))
+    # A generous exit timeout: under the sanitizers, on a busy machine, the
+    # calls in flight take seconds; the drain must wait for them, not cut
+    # them (the timeout's own behaviour is the next test's).
+    s = Server(repo, "--exit-timeout-secs", "120", "--cache-dir", str(tmp_path_factory.getbasetemp() / "cache"))
     outcomes, lock, stop = [], threading.Lock(), threading.Event()
     x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
 
@@ -272,15 +275,15 @@ def test_sigterm_under_load_answers_everything(repo, tmp_path_factory):
     time.sleep(0.1)
     s.proc.send_signal(15)
     t0 = time.monotonic()
-    code = s.proc.wait(30)
+    code = s.proc.wait(150)
     stop.set()
     for t in threads:
         t.join()
     text = s.text()
     s.log.close()
     assert code == 0, text
-    assert time.monotonic() - t0 < 20
-    assert "draining" in text and "stopped" in text
+    assert time.monotonic() - t0 < 120
+    assert "draining" in text and "stopped" in text and "cancelled" not in text, text
     lost = [o for o in outcomes if isinstance(o, str) and o.startswith("lost")]
     assert not lost, (lost, text)
     assert outcomes.count(200) > 16 and set(outcomes) <= {200, 503, "refused"}, outcomes
