@@ -20,13 +20,16 @@ grpc::Status ToGrpc(const Status& s) {
   return s.ok() ? grpc::Status::OK : grpc::Status(static_cast<grpc::StatusCode>(s.code()), s.message());
 }
 
-Status Invalid(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
-
+// The tensor from one typed field, its length checked before anything is
+// allocated (a message of a few bytes may declare a shape of billions) and
+// each value against its datatype's range.
 template <typename T, typename Field>
-Status FillTyped(const Field& field, int64_t count, const char* field_name, const std::string& what, Tensor& t) {
+StatusOr<Tensor> FromTyped(const Field& field, DataType dtype, const std::vector<int64_t>& shape, int64_t count,
+                           const char* field_name, const std::string& what) {
   if (static_cast<int64_t>(field.size()) != count)
     return Invalid(
         absl::StrCat(what, ": ", field.size(), " values in contents.", field_name, ", its shape holds ", count));
+  Tensor t = Tensor::ForOverwrite(dtype, shape);
   T* p = t.data_as<T>();
   for (int64_t i = 0; i < count; ++i) {
     auto v = field.Get(static_cast<int>(i));
@@ -37,95 +40,42 @@ Status FillTyped(const Field& field, int64_t count, const char* field_name, cons
     }
     p[i] = static_cast<T>(v);
   }
-  return OkStatus();
+  return t;
 }
 
 StatusOr<Tensor> FromContents(DataType dtype, const std::vector<int64_t>& shape, int64_t count,
                               const pb::InferTensorContents& c, const std::string& what) {
-  if (dtype == DataType::kString) {
-    if (c.bytes_contents_size() != count)
-      return Invalid(absl::StrCat(what, ": ", c.bytes_contents_size(),
-                                  " values in contents.bytes_contents, its shape "
-                                  "holds ",
-                                  count));
-    return Tensor::FromStrings(shape, std::vector<std::string>(c.bytes_contents().begin(), c.bytes_contents().end()));
-  }
-  // The field's length is checked before anything is allocated: a message
-  // of a few bytes may declare a shape of billions.
-  int given = 0;
   switch (dtype) {
+    case DataType::kString:
+      if (c.bytes_contents_size() != count)
+        return Invalid(absl::StrCat(what, ": ", c.bytes_contents_size(),
+                                    " values in contents.bytes_contents, its shape holds ", count));
+      return Tensor::FromStrings(shape, std::vector<std::string>(c.bytes_contents().begin(), c.bytes_contents().end()));
     case DataType::kBool:
-      given = c.bool_contents_size();
-      break;
+      return FromTyped<uint8_t>(c.bool_contents(), dtype, shape, count, "bool_contents", what);
     case DataType::kInt8:
+      return FromTyped<int8_t>(c.int_contents(), dtype, shape, count, "int_contents", what);
     case DataType::kInt16:
+      return FromTyped<int16_t>(c.int_contents(), dtype, shape, count, "int_contents", what);
     case DataType::kInt32:
-      given = c.int_contents_size();
-      break;
+      return FromTyped<int32_t>(c.int_contents(), dtype, shape, count, "int_contents", what);
     case DataType::kInt64:
-      given = c.int64_contents_size();
-      break;
+      return FromTyped<int64_t>(c.int64_contents(), dtype, shape, count, "int64_contents", what);
     case DataType::kUInt8:
+      return FromTyped<uint8_t>(c.uint_contents(), dtype, shape, count, "uint_contents", what);
     case DataType::kUInt16:
+      return FromTyped<uint16_t>(c.uint_contents(), dtype, shape, count, "uint_contents", what);
     case DataType::kUInt32:
-      given = c.uint_contents_size();
-      break;
+      return FromTyped<uint32_t>(c.uint_contents(), dtype, shape, count, "uint_contents", what);
     case DataType::kUInt64:
-      given = c.uint64_contents_size();
-      break;
+      return FromTyped<uint64_t>(c.uint64_contents(), dtype, shape, count, "uint64_contents", what);
     case DataType::kFloat32:
-      given = c.fp32_contents_size();
-      break;
+      return FromTyped<float>(c.fp32_contents(), dtype, shape, count, "fp32_contents", what);
     case DataType::kFloat64:
-      given = c.fp64_contents_size();
-      break;
-    default:
-      break;
-  }
-  if (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16)
-    return Invalid(absl::StrCat(what, ": ", WireName(dtype), " has no typed contents; send raw_input_contents"));
-  if (given != count) return Invalid(absl::StrCat(what, ": ", given, " values in contents, its shape holds ", count));
-  Tensor t = Tensor::ForOverwrite(dtype, shape);
-  Status s;
-  switch (dtype) {
-    case DataType::kBool:
-      s = FillTyped<uint8_t>(c.bool_contents(), count, "bool_contents", what, t);
-      break;
-    case DataType::kInt8:
-      s = FillTyped<int8_t>(c.int_contents(), count, "int_contents", what, t);
-      break;
-    case DataType::kInt16:
-      s = FillTyped<int16_t>(c.int_contents(), count, "int_contents", what, t);
-      break;
-    case DataType::kInt32:
-      s = FillTyped<int32_t>(c.int_contents(), count, "int_contents", what, t);
-      break;
-    case DataType::kInt64:
-      s = FillTyped<int64_t>(c.int64_contents(), count, "int64_contents", what, t);
-      break;
-    case DataType::kUInt8:
-      s = FillTyped<uint8_t>(c.uint_contents(), count, "uint_contents", what, t);
-      break;
-    case DataType::kUInt16:
-      s = FillTyped<uint16_t>(c.uint_contents(), count, "uint_contents", what, t);
-      break;
-    case DataType::kUInt32:
-      s = FillTyped<uint32_t>(c.uint_contents(), count, "uint_contents", what, t);
-      break;
-    case DataType::kUInt64:
-      s = FillTyped<uint64_t>(c.uint64_contents(), count, "uint64_contents", what, t);
-      break;
-    case DataType::kFloat32:
-      s = FillTyped<float>(c.fp32_contents(), count, "fp32_contents", what, t);
-      break;
-    case DataType::kFloat64:
-      s = FillTyped<double>(c.fp64_contents(), count, "fp64_contents", what, t);
-      break;
-    default:
+      return FromTyped<double>(c.fp64_contents(), dtype, shape, count, "fp64_contents", what);
+    default:  // FP16, BF16
       return Invalid(absl::StrCat(what, ": ", WireName(dtype), " has no typed contents; send raw_input_contents"));
   }
-  if (!s.ok()) return s;
-  return t;
 }
 
 Status DecodeRequest(const pb::ModelInferRequest& in, int64_t max_elements, InferRequest& out) {

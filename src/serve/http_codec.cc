@@ -11,8 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-Status Invalid(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
-
 // The leaves of `data` (nested arrays or a flat one) in row-major order,
 // walked without recursion so that hostile nesting cannot exhaust the stack.
 Status Flatten(const json& data, int64_t expected, const std::string& what, std::vector<const json*>& out) {

@@ -12,8 +12,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Status Invalid(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
-
 std::string ShapeText(const std::vector<int64_t>& dims) { return absl::StrCat("[", absl::StrJoin(dims, ","), "]"); }
 
 // Zeros (empty strings) of a shape, for the warm-up calls.

@@ -22,8 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 namespace pb = google::protobuf;
 
-Status Invalid(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
-
 // Collects the text parser's errors and, with unknown fields allowed, its
 // warnings (one per field skipped).
 class Collector : public pb::io::ErrorCollector {

@@ -116,16 +116,18 @@ Status ModelRepository::Load(const std::string& name, const std::string& config_
   auto dir = found->find(name);
   if (dir == found->end())
     return Status(StatusCode::kNotFound, absl::StrCat("failed to load '", name, "': no such model in the repository"));
+  // The folder is walked outside the lock, which every request takes.
+  std::string stamp = FolderStamp(dir->second);
   std::unique_lock<std::mutex> lock(mu_);
   Begin(lock, name);
   Busy busy{this, name, &lock};
-  return LoadLocked(lock, name, dir->second, config_text);
+  return LoadLocked(lock, name, dir->second, config_text, std::move(stamp));
 }
 
 Status ModelRepository::LoadLocked(std::unique_lock<std::mutex>& lock, const std::string& name, const std::string& dir,
-                                   const std::string& config_text) {
+                                   const std::string& config_text, std::string stamp) {
   Entry& entry = models_[name];
-  entry.stamp = FolderStamp(dir);
+  entry.stamp = std::move(stamp);
   lock.unlock();
   StatusOr<ModelConfig> config =
       config_text.empty() ? ReadModelConfig(dir, name, settings_.strict_config)

@@ -77,8 +77,9 @@ class ModelRepository {
     std::string stamp;    // the folder's files as last loaded, for Poll
     bool busy = false;    // a load or unload is running
   };
+  // `stamp`: FolderStamp(dir), taken before the lock.
   Status LoadLocked(std::unique_lock<std::mutex>& lock, const std::string& name, const std::string& dir,
-                    const std::string& config_text);
+                    const std::string& config_text, std::string stamp);
   void Begin(std::unique_lock<std::mutex>& lock, const std::string& name);
   void End(const std::string& name);
   // Ends a load or unload however it leaves (an exception included).

@@ -22,8 +22,6 @@ constexpr WireType kWireTypes[] = {
     {DataType::kBFloat16, "BF16"}, {DataType::kString, "BYTES"},
 };
 
-Status Invalid(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
-
 uint32_t ReadLength(const char* p) {
   uint32_t v = 0;
   for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);

@@ -15,6 +15,10 @@
 
 namespace xonnx::serve {
 
+// An INVALID_ARGUMENT status: the server's answer to a malformed request
+// or configuration (400 over HTTP).
+inline Status Invalid(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
+
 // "FP32", "INT64", "BYTES", ... for a data type, and back. BYTES is a
 // tensor of strings (ONNX's STRING).
 std::string WireName(DataType t);
