@@ -6,7 +6,12 @@
 # repository with max_batch_size 16 and dynamic batching, and hey (a Go load
 # generator) sends binary-tensor requests on loopback:
 #   c=1:  p50 and p99 latency of sequential single requests, beside
-#         `xonnx bench` at batch 1 in-process (the server's overhead);
+#         `xonnx bench` at batch 1 in-process (the server's overhead), and
+#         from the server's access log the median time it spent on a
+#         request outside the model's call (reading the body, decoding,
+#         queueing, encoding, writing: "server ms") and the served calls'
+#         own median ("call ms"); the rest of +p50 is the client's and the
+#         call's (the same program, here beside a client on the same cores);
 #   c=16: requests per second from 16 concurrent clients, merged by the
 #         batcher, beside `xonnx bench` at batch 16 in-process (items/s) and
 #         the server's own c=1 rate (sequential unbatched calls).
@@ -45,8 +50,8 @@ hey_rps() { awk '/Requests\/sec:/ {print $2}'; }
 hey_pct() { awk -v p="$1%" '$1 == p && $2 == "in" {printf "%.3f\n", $3 * 1000}'; }
 
 IFS=, read -ra list <<<"$models"
-printf '%-16s %10s %10s %10s %10s %9s | %12s %12s %12s %8s\n' model "bench p50" "serve p50" "bench p99" "serve p99" \
-  "+p50 ms" "b16 items/s" "c16 req/s" "c1 req/s" "c16/b16"
+printf '%-16s %10s %10s %10s %10s %9s %10s %10s | %12s %12s %12s %8s\n' model "bench p50" "serve p50" "bench p99" \
+  "serve p99" "+p50 ms" "server ms" "call ms" "b16 items/s" "c16 req/s" "c1 req/s" "c16/b16"
 for m in "${list[@]}"; do
   if grep -qx "$m" <<<"$corpus"; then
     /usr/bin/python3 bench/corpus.py "$work" --models "$m" --opsets 17 2>/dev/null
@@ -89,7 +94,7 @@ open(hl, "w").write(str(len(head)))
 PY
   log="$repo/serve.log"
   "$xonnx" serve --model-repository "$repo" --http-address 127.0.0.1 --http-port 0 --allow-grpc false \
-    --allow-metrics false 2>"$log" &
+    --allow-metrics false --access-log "$repo/access.log" 2>"$log" &
   pid=$!
   for _ in $(seq 600); do grep -q "xonnx serve: ready" "$log" && break; sleep 0.2; done
   port=$(grep -o "HTTP listening on 127.0.0.1:[0-9]*" "$log" | cut -d: -f2)
@@ -100,11 +105,19 @@ PY
   shapes1=() shapes16=()
   for n in "${!dims[@]}"; do shapes1+=(--shape "$n=1x${dims[$n]}"); shapes16+=(--shape "$n=16x${dims[$n]}"); done
   hey -n 20 -c 1 "${heyargs[@]}" "$url" >/dev/null  # warm the connection path
-  bp50=() bp99=() sp50=() sp99=() b16=() c16=() c1=()
+  bp50=() bp99=() sp50=() sp99=() b16=() c16=() c1=() own=() call=()
   for ((r = 0; r < rounds; r++)); do
     b=$("$xonnx" bench "$onnx" "${shapes1[@]}" --iterations "$requests" --json 2>/dev/null)
     bp50+=("$(json "d['latency_ms']['p50']" <<<"$b")") bp99+=("$(json "d['latency_ms']['p99']" <<<"$b")")
+    : >"$repo/access.log"
     s=$(hey -n "$requests" -c 1 "${heyargs[@]}" "$url")
+    # The access log's times, in ms: outside the call, and the call.
+    read -r o c < <(/usr/bin/python3 -c "
+import json, statistics, sys
+rows = [json.loads(line) for line in open(sys.argv[1]) if '\"compute_us\"' in line]
+print(statistics.median(r['total_us'] - r['compute_us'] for r in rows) / 1000,
+      statistics.median(r['compute_us'] for r in rows) / 1000)" "$repo/access.log")
+    own+=("$o") call+=("$c")
     sp50+=("$(hey_pct 50 <<<"$s")") sp99+=("$(hey_pct 99 <<<"$s")") c1+=("$(hey_rps <<<"$s")")
     b=$("$xonnx" bench "$onnx" "${shapes16[@]}" --duration "$seconds" --json 2>/dev/null)
     b16+=("$(json "d['items_per_s']" <<<"$b")")
@@ -117,8 +130,9 @@ PY
   rm -rf "$repo"
   med() { printf '%s\n' "$@" | median; }
   P50=$(med "${bp50[@]}") S50=$(med "${sp50[@]}") B16=$(med "${b16[@]}") C16=$(med "${c16[@]}")
-  printf '%-16s %10.3f %10.3f %10.3f %10.3f %9.3f | %12.1f %12.1f %12.1f %8.2f\n' "$m" "$P50" "$S50" \
-    "$(med "${bp99[@]}")" "$(med "${sp99[@]}")" "$(echo "$S50 - $P50" | bc -l)" "$B16" "$C16" "$(med "${c1[@]}")" \
+  printf '%-16s %10.3f %10.3f %10.3f %10.3f %9.3f %10.3f %10.3f | %12.1f %12.1f %12.1f %8.2f\n' "$m" "$P50" "$S50" \
+    "$(med "${bp99[@]}")" "$(med "${sp99[@]}")" "$(echo "$S50 - $P50" | bc -l)" "$(med "${own[@]}")" \
+    "$(med "${call[@]}")" "$B16" "$C16" "$(med "${c1[@]}")" \
     "$(echo "$C16 / $B16" | bc -l)"
   unset dims
 done

@@ -1,5 +1,7 @@
 #include "serve/http_codec.h"
 
+#include <algorithm>
+#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -140,49 +142,6 @@ StatusOr<bool> BoolParameter(const json& params, const char* key, bool fallback,
   return params[key].get<bool>();
 }
 
-Status DecodeInput(const json& in, size_t index, std::string_view binary, size_t& cursor, int64_t max_elements,
-                   InferRequest& request) {
-  std::string what = absl::StrCat("input ", index);
-  if (!in.is_object() || !in.contains("name") || !in["name"].is_string())
-    return Invalid(absl::StrCat(what, ": needs a \"name\" string"));
-  InferInput out;
-  out.name = in["name"].get<std::string>();
-  what = absl::StrCat("input '", out.name, "'");
-  if (!in.contains("datatype") || !in["datatype"].is_string())
-    return Invalid(absl::StrCat(what, ": needs a \"datatype\" string"));
-  StatusOr<DataType> dtype = DataTypeFromWire(in["datatype"].get<std::string>());
-  if (!dtype.ok()) return Invalid(absl::StrCat(what, ": ", dtype.status().message()));
-  if (!in.contains("shape") || !in["shape"].is_array()) return Invalid(absl::StrCat(what, ": needs a \"shape\" array"));
-  std::vector<int64_t> shape;
-  for (const json& d : in["shape"]) {
-    if (!d.is_number_integer()) return Invalid(absl::StrCat(what, ": \"shape\" must hold integers"));
-    shape.push_back(d.get<int64_t>());
-  }
-  StatusOr<int64_t> count = ElementCount(shape, max_elements, what);
-  if (!count.ok()) return count.status();
-  const json* params = in.contains("parameters") ? &in["parameters"] : nullptr;
-  if (params && params->contains("binary_data_size")) {
-    const json& size = (*params)["binary_data_size"];
-    if (!size.is_number_integer() || size.get<int64_t>() < 0)
-      return Invalid(absl::StrCat(what, ": binary_data_size must be a non-negative integer"));
-    uint64_t n = size.get<uint64_t>();
-    if (n > binary.size() - cursor)
-      return Invalid(absl::StrCat(what, ": binary_data_size ", n, " but only ", binary.size() - cursor,
-                                  " bytes of binary data remain in the body"));
-    StatusOr<Tensor> t = TensorFromRaw(*dtype, shape, binary.substr(cursor, n), what);
-    if (!t.ok()) return t.status();
-    cursor += n;
-    out.tensor = std::move(*t);
-  } else {
-    if (!in.contains("data")) return Invalid(absl::StrCat(what, ": needs \"data\" or a binary_data_size parameter"));
-    StatusOr<Tensor> t = TensorFromJson(*dtype, shape, *count, in["data"], what);
-    if (!t.ok()) return t.status();
-    out.tensor = std::move(*t);
-  }
-  request.inputs.push_back(std::move(out));
-  return OkStatus();
-}
-
 Status DecodeParameters(const json& j, InferRequest& request) {
   if (!j.contains("parameters")) return OkStatus();
   const json& p = j["parameters"];
@@ -202,42 +161,179 @@ Status DecodeParameters(const json& j, InferRequest& request) {
 
 Status DecodeInferRequest(std::string_view body, std::optional<int64_t> header_length, int64_t max_elements,
                           InferRequest& request) {
-  size_t json_size = body.size();
+  InferRequestDecoder decoder(header_length, static_cast<int64_t>(body.size()), max_elements, request);
+  decoder.Append(body);
+  return decoder.Finish();
+}
+
+InferRequestDecoder::InferRequestDecoder(std::optional<int64_t> header_length, int64_t body_length,
+                                         int64_t max_elements, InferRequest& request)
+    : header_length_(header_length), body_length_(body_length), max_elements_(max_elements), request_(request) {
+  streaming_ = body_length >= 0;
+  if (!streaming_) return;
+  json_size_ = static_cast<uint64_t>(body_length);
   if (header_length) {
-    if (*header_length < 0 || static_cast<uint64_t>(*header_length) > body.size())
-      return Invalid(absl::StrCat("Inference-Header-Content-Length ", *header_length, " is outside the body's ",
-                                  body.size(), " bytes"));
-    if (*header_length == 0)
-      return Invalid(
+    if (*header_length < 0 || *header_length > body_length)
+      status_ = Invalid(absl::StrCat("Inference-Header-Content-Length ", *header_length, " is outside the body's ",
+                                     body_length, " bytes"));
+    else if (*header_length == 0)
+      status_ = Invalid(
           "Inference-Header-Content-Length 0 (a body of raw tensor bytes only) is not supported; send "
           "the JSON inference header first");
-    json_size = static_cast<size_t>(*header_length);
+    else
+      json_size_ = static_cast<uint64_t>(*header_length);
   }
-  if (json_size > kMaxJsonBytes)
-    return Invalid(absl::StrCat("the request's JSON is ", json_size, " bytes, more than ", kMaxJsonBytes >> 20,
-                                " MiB; send large tensors as binary data (binary_data_size)"));
+  if (status_.ok() && json_size_ > kMaxJsonBytes)
+    status_ = Invalid(absl::StrCat("the request's JSON is ", json_size_, " bytes, more than ", kMaxJsonBytes >> 20,
+                                   " MiB; send large tensors as binary data (binary_data_size)"));
+}
+
+void InferRequestDecoder::Append(std::string_view bytes) {
+  received_ += static_cast<int64_t>(bytes.size());
+  if (!status_.ok()) return;
+  if (!streaming_) {
+    // Held whole; a body without binary data is all JSON, and capped as such.
+    if (!header_length_ && held_.size() + bytes.size() > kMaxJsonBytes)
+      status_ = Invalid(absl::StrCat("the request's JSON is more than ", kMaxJsonBytes >> 20,
+                                     " MiB; send large tensors as binary data (binary_data_size)"));
+    else
+      held_.append(bytes);
+    return;
+  }
+  if (received_ > body_length_) {
+    status_ = Invalid(absl::StrCat("the body is longer than its Content-Length, ", body_length_, " bytes"));
+    return;
+  }
+  if (!json_done_) {
+    size_t take = std::min<size_t>(bytes.size(), json_size_ - held_.size());
+    held_.append(bytes.substr(0, take));
+    bytes.remove_prefix(take);
+    if (held_.size() < json_size_) return;
+    json_done_ = true;
+    status_ = DecodeJson(held_, static_cast<uint64_t>(body_length_) - json_size_);
+    if (!status_.ok()) return;
+  }
+  Route(bytes);
+}
+
+// Copies binary bytes to the parts they belong to, in order.
+void InferRequestDecoder::Route(std::string_view bytes) {
+  while (!bytes.empty()) {
+    while (part_ < parts_.size() && part_at_ == parts_[part_].size) ++part_, part_at_ = 0;
+    if (part_ == parts_.size()) {  // DecodeJson found the parts fill the body: cannot happen
+      status_ = Invalid("binary data past the inputs' binary_data_size");
+      return;
+    }
+    BinaryPart& p = parts_[part_];
+    size_t take = std::min(bytes.size(), p.size - part_at_);
+    if (p.held)
+      p.bytes.append(bytes.substr(0, take));
+    else
+      std::memcpy(static_cast<char*>(request_.inputs[p.input].tensor.data()) + part_at_, bytes.data(), take);
+    part_at_ += take;
+    bytes.remove_prefix(take);
+  }
+}
+
+Status InferRequestDecoder::Finish() {
+  if (!status_.ok()) return status_;
+  if (!streaming_) {
+    std::string body = std::move(held_);
+    return DecodeInferRequest(body, header_length_, max_elements_, request_);
+  }
+  if (received_ != body_length_)
+    return Invalid(absl::StrCat("the body ended after ", received_, " of its ", body_length_, " bytes"));
+  if (!json_done_) {  // an empty body
+    json_done_ = true;
+    Status s = DecodeJson(held_, 0);
+    if (!s.ok()) return s;
+  }
+  for (BinaryPart& p : parts_) {
+    if (!p.held) continue;
+    InferInput& in = request_.inputs[p.input];
+    StatusOr<Tensor> t =
+        TensorFromRaw(in.tensor.dtype(), in.tensor.dims(), p.bytes, absl::StrCat("input '", in.name, "'"));
+    if (!t.ok()) return t.status();
+    in.tensor = std::move(*t);
+  }
+  return OkStatus();
+}
+
+// One input of the JSON part. Binary inputs get their tensor (or a place to
+// hold BYTES) here; their bytes come after the JSON.
+Status InferRequestDecoder::DecodeInput(const json& in, size_t index, uint64_t binary_size, uint64_t& cursor) {
+  std::string what = absl::StrCat("input ", index);
+  if (!in.is_object() || !in.contains("name") || !in["name"].is_string())
+    return Invalid(absl::StrCat(what, ": needs a \"name\" string"));
+  InferInput out;
+  out.name = in["name"].get<std::string>();
+  what = absl::StrCat("input '", out.name, "'");
+  if (!in.contains("datatype") || !in["datatype"].is_string())
+    return Invalid(absl::StrCat(what, ": needs a \"datatype\" string"));
+  StatusOr<DataType> dtype = DataTypeFromWire(in["datatype"].get<std::string>());
+  if (!dtype.ok()) return Invalid(absl::StrCat(what, ": ", dtype.status().message()));
+  if (!in.contains("shape") || !in["shape"].is_array()) return Invalid(absl::StrCat(what, ": needs a \"shape\" array"));
+  std::vector<int64_t> shape;
+  for (const json& d : in["shape"]) {
+    if (!d.is_number_integer()) return Invalid(absl::StrCat(what, ": \"shape\" must hold integers"));
+    shape.push_back(d.get<int64_t>());
+  }
+  StatusOr<int64_t> count = ElementCount(shape, max_elements_, what);
+  if (!count.ok()) return count.status();
+  const json* params = in.contains("parameters") ? &in["parameters"] : nullptr;
+  if (params && params->contains("binary_data_size")) {
+    const json& size = (*params)["binary_data_size"];
+    if (!size.is_number_integer() || size.get<int64_t>() < 0)
+      return Invalid(absl::StrCat(what, ": binary_data_size must be a non-negative integer"));
+    uint64_t n = size.get<uint64_t>();
+    if (n > binary_size - cursor)
+      return Invalid(absl::StrCat(what, ": binary_data_size ", n, " but only ", binary_size - cursor,
+                                  " bytes of binary data remain in the body"));
+    BinaryPart part;
+    part.input = request_.inputs.size();
+    part.size = static_cast<size_t>(n);
+    part.held = *dtype == DataType::kString;
+    if (part.held) {
+      out.tensor = Tensor::FromStrings(shape, std::vector<std::string>(static_cast<size_t>(*count)));
+    } else {
+      Status s = CheckRawSize(*dtype, shape, part.size, what);
+      if (!s.ok()) return s;
+      out.tensor = Tensor::ForOverwrite(*dtype, shape);
+    }
+    parts_.push_back(std::move(part));
+    cursor += n;
+  } else {
+    if (!in.contains("data")) return Invalid(absl::StrCat(what, ": needs \"data\" or a binary_data_size parameter"));
+    StatusOr<Tensor> t = TensorFromJson(*dtype, shape, *count, in["data"], what);
+    if (!t.ok()) return t.status();
+    out.tensor = std::move(*t);
+  }
+  request_.inputs.push_back(std::move(out));
+  return OkStatus();
+}
+
+Status InferRequestDecoder::DecodeJson(std::string_view text, uint64_t binary_size) {
   json j;
   try {
-    j = json::parse(body.substr(0, json_size));
+    j = json::parse(text);
   } catch (const json::exception& e) {
     return Invalid(absl::StrCat("malformed JSON in the request: ", e.what()));
   }
   if (!j.is_object()) return Invalid("the request must be a JSON object");
   if (j.contains("id")) {
     if (!j["id"].is_string()) return Invalid("\"id\" must be a string");
-    request.id = j["id"].get<std::string>();
+    request_.id = j["id"].get<std::string>();
   }
-  Status s = DecodeParameters(j, request);
+  Status s = DecodeParameters(j, request_);
   if (!s.ok()) return s;
   if (!j.contains("inputs") || !j["inputs"].is_array()) return Invalid("the request needs an \"inputs\" array");
-  std::string_view binary = body.substr(json_size);
-  size_t cursor = 0;
+  uint64_t cursor = 0;
   for (size_t i = 0; i < j["inputs"].size(); ++i) {
-    s = DecodeInput(j["inputs"][i], i, binary, cursor, max_elements, request);
+    s = DecodeInput(j["inputs"][i], i, binary_size, cursor);
     if (!s.ok()) return s;
   }
-  if (cursor != binary.size())
-    return Invalid(absl::StrCat(binary.size() - cursor,
+  if (cursor != binary_size)
+    return Invalid(absl::StrCat(binary_size - cursor,
                                 " bytes of binary data after the JSON are not claimed by any "
                                 "input's binary_data_size"));
   if (j.contains("outputs")) {
@@ -245,12 +341,12 @@ Status DecodeInferRequest(std::string_view body, std::optional<int64_t> header_l
     for (const json& o : j["outputs"]) {
       if (!o.is_object() || !o.contains("name") || !o["name"].is_string())
         return Invalid("each of \"outputs\" needs a \"name\" string");
-      RequestedOutput r{o["name"].get<std::string>(), request.binary_outputs};
-      StatusOr<bool> bin = BoolParameter(o.value("parameters", json::object()), "binary_data", request.binary_outputs,
+      RequestedOutput r{o["name"].get<std::string>(), request_.binary_outputs};
+      StatusOr<bool> bin = BoolParameter(o.value("parameters", json::object()), "binary_data", request_.binary_outputs,
                                          absl::StrCat("output '", r.name, "'"));
       if (!bin.ok()) return bin.status();
       r.binary = *bin;
-      request.outputs.push_back(std::move(r));
+      request_.outputs.push_back(std::move(r));
     }
   }
   return OkStatus();

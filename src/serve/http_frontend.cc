@@ -156,7 +156,7 @@ HttpFrontend::HttpFrontend(InferenceServer& server, HttpOptions options)
     r.method = req.method;
     r.target = req.path;
     r.status = res.status;
-    r.bytes_in = static_cast<int64_t>(req.body.size());
+    if (!req.body.empty()) r.bytes_in = static_cast<int64_t>(req.body.size());  // infer counts its own
     r.bytes_out = static_cast<int64_t>(res.body.size());
     // httplib answers an unreadable request before routing: no start time.
     auto now = std::chrono::steady_clock::now();
@@ -177,6 +177,53 @@ void HttpFrontend::Metrics() {
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(server_.MetricsText(), "text/plain; version=0.0.4; charset=utf-8");
   });
+}
+
+void HttpFrontend::Infer(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader* content) {
+  InferRequest r;
+  r.model = Match(req, 1);
+  r.version = Match(req, 2);
+  r.transport = "http";
+  t_record.model = r.model;
+  std::optional<int64_t> header;
+  Status header_status;
+  if (req.has_header("Inference-Header-Content-Length")) {
+    int64_t n = 0;
+    if (absl::SimpleAtoi(req.get_header_value("Inference-Header-Content-Length"), &n))
+      header = n;
+    else
+      header_status = Invalid("Inference-Header-Content-Length is not an integer");
+  }
+  // httplib has checked Content-Length against the size limit and
+  // reads no more than it says; chunked bodies have none.
+  int64_t length = content ? -1 : static_cast<int64_t>(req.body.size());
+  if (content && req.has_header("Content-Length") && !absl::SimpleAtoi(req.get_header_value("Content-Length"), &length))
+    length = -1;
+  InferRequestDecoder decoder(header, length, options_.max_elements, r);
+  bool read = true;
+  if (content)
+    read = (*content)([&](const char* data, size_t n) {
+      if (header_status.ok()) decoder.Append(std::string_view(data, n));
+      return true;
+    });
+  else if (header_status.ok())
+    decoder.Append(req.body);
+  t_record.bytes_in = decoder.bytes_received();
+  if (!read) {  // httplib sets 413 over the size limit; the error handler words it
+    if (res.status < 400) res.status = 400;
+    return;
+  }
+  if (!header_status.ok()) return Fail(res, header_status);
+  Status s = decoder.Finish();
+  if (!s.ok()) return Fail(res, s);
+  StatusOr<InferResponse> out = server_.Infer(std::move(r), &t_record);
+  if (!out.ok()) return Fail(res, out.status());
+  size_t json_length = 0;
+  bool binary = false;
+  std::string body = EncodeInferResponse(*out, json_length, binary);
+  if (binary) res.set_header("Inference-Header-Content-Length", std::to_string(json_length));
+  res.status = 200;
+  res.set_content(std::move(body), binary ? "application/octet-stream" : "application/json");
 }
 
 void HttpFrontend::Routes() {
@@ -209,31 +256,12 @@ void HttpFrontend::Routes() {
                {"inputs", tensors(md->inputs)},
                {"outputs", tensors(md->outputs)}});
   });
-  h.Post(R"(/v2/models/([^/]+)(?:/versions/([0-9]+))?/infer)", [this](const httplib::Request& req,
-                                                                      httplib::Response& res) {
-    InferRequest r;
-    r.model = Match(req, 1);
-    r.version = Match(req, 2);
-    r.transport = "http";
-    t_record.model = r.model;
-    std::optional<int64_t> header;
-    if (req.has_header("Inference-Header-Content-Length")) {
-      int64_t n = 0;
-      if (!absl::SimpleAtoi(req.get_header_value("Inference-Header-Content-Length"), &n))
-        return Fail(res, Status(StatusCode::kInvalidArgument, "Inference-Header-Content-Length is not an integer"));
-      header = n;
-    }
-    Status s = DecodeInferRequest(req.body, header, options_.max_elements, r);
-    if (!s.ok()) return Fail(res, s);
-    StatusOr<InferResponse> out = server_.Infer(std::move(r), &t_record);
-    if (!out.ok()) return Fail(res, out.status());
-    size_t json_length = 0;
-    bool binary = false;
-    std::string body = EncodeInferResponse(*out, json_length, binary);
-    if (binary) res.set_header("Inference-Header-Content-Length", std::to_string(json_length));
-    res.status = 200;
-    res.set_content(std::move(body), binary ? "application/octet-stream" : "application/json");
+  // Infer reads its own body, straight into the request's tensors.
+  const char* infer = R"(/v2/models/([^/]+)(?:/versions/([0-9]+))?/infer)";
+  h.Post(infer, [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& content) {
+    Infer(req, res, &content);
   });
+  h.Post(infer, [this](const httplib::Request& req, httplib::Response& res) { Infer(req, res, nullptr); });
   h.Post(R"(/v2/repository(?:/[^/]+)?/index)", [this](const httplib::Request& req, httplib::Response& res) {
     StatusOr<json> body = ParseBody(req);
     if (!body.ok()) return Fail(res, body.status());

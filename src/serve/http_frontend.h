@@ -12,7 +12,10 @@
 
 namespace httplib {
 class Server;
-}
+class ContentReader;
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace xonnx::serve {
 
@@ -38,6 +41,10 @@ class HttpFrontend {
  private:
   void Routes();
   void Metrics();
+  // An infer request; its body read from `content` as it arrives, or, when
+  // httplib has read it (a request it does not expect a body of), from
+  // req.body.
+  void Infer(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader* content);
 
   InferenceServer& server_;
   HttpOptions options_;

@@ -104,6 +104,54 @@ TEST(HttpCodec, BinaryTensorExtension) {
   EXPECT_THAT(DecodeInferRequest(body, -1, 1 << 20, bad).message(), HasSubstr("outside the body"));
 }
 
+// The body as it arrives off a socket: in pieces of any size, with its
+// length known (Content-Length) or not (chunked). Every split decodes to the
+// same request as the whole body, and the same errors come out.
+TEST(HttpCodec, BodiesDecodeTheSameInAnyPieces) {
+  std::string json = R"({"inputs":[{"name":"a","shape":[2],"datatype":"FP32","parameters":{"binary_data_size":8}},)"
+                     R"({"name":"e","shape":[0],"datatype":"INT32","parameters":{"binary_data_size":0}},)"
+                     R"({"name":"b","shape":[2],"datatype":"BYTES","parameters":{"binary_data_size":9}},)"
+                     R"({"name":"c","shape":[1],"datatype":"INT64","data":[7]}]})";
+  float v[2] = {1.5f, -2.25f};
+  std::string body =
+      json + std::string(reinterpret_cast<char*>(v), 8) + LittleEndian32(3) + "abc" + LittleEndian32(0) + "";
+  body.resize(body.size() - 2);  // "abc" and "" take 4+3 and 4 bytes: 11, so the declared 9 is short
+  std::string good = json;
+  good.replace(good.find("\"binary_data_size\":9"), 20, "\"binary_data_size\":11");
+  std::string whole = good + std::string(reinterpret_cast<char*>(v), 8) + LittleEndian32(3) + "abc" + LittleEndian32(0);
+  for (bool known : {true, false})
+    for (size_t piece : {size_t{1}, size_t{3}, size_t{64}, whole.size()}) {
+      InferRequest r;
+      InferRequestDecoder d(static_cast<int64_t>(good.size()), known ? static_cast<int64_t>(whole.size()) : -1, 1 << 20,
+                            r);
+      for (size_t at = 0; at < whole.size(); at += piece) d.Append(std::string_view(whole).substr(at, piece));
+      EXPECT_EQ(d.bytes_received(), static_cast<int64_t>(whole.size()));
+      Status s = d.Finish();
+      ASSERT_TRUE(s.ok()) << s << " piece " << piece;
+      ASSERT_EQ(r.inputs.size(), 4u);
+      EXPECT_EQ(r.inputs[0].tensor.data_as<float>()[1], -2.25f);
+      EXPECT_EQ(r.inputs[1].tensor.element_count(), 0);
+      EXPECT_EQ(r.inputs[2].tensor.strings(), (std::vector<std::string>{"abc", ""}));
+      EXPECT_EQ(r.inputs[3].tensor.data_as<int64_t>()[0], 7);
+    }
+  // The BYTES part's declared size cuts its last element: the same error,
+  // whole or in pieces.
+  InferRequest r1, r2;
+  Status whole_error = DecodeInferRequest(body, json.size(), 1 << 20, r1);
+  InferRequestDecoder d(static_cast<int64_t>(json.size()), static_cast<int64_t>(body.size()), 1 << 20, r2);
+  for (char c : body) d.Append(std::string_view(&c, 1));
+  EXPECT_THAT(whole_error.message(), HasSubstr("BYTES data ends inside element 1"));
+  EXPECT_EQ(d.Finish().message(), whole_error.message());
+  // Fewer or more bytes than the length said.
+  InferRequest r3, r4;
+  InferRequestDecoder short_body(static_cast<int64_t>(good.size()), static_cast<int64_t>(whole.size()), 1 << 20, r3);
+  short_body.Append(std::string_view(whole).substr(0, whole.size() - 1));
+  EXPECT_THAT(short_body.Finish().message(), HasSubstr("the body ended after"));
+  InferRequestDecoder long_body(static_cast<int64_t>(good.size()), static_cast<int64_t>(whole.size()), 1 << 20, r4);
+  long_body.Append(whole + "z");
+  EXPECT_THAT(long_body.Finish().message(), HasSubstr("longer than its Content-Length"));
+}
+
 TEST(HttpCodec, MalformedBodiesSayWhatIsWrong) {
   struct Case {
     const char* body;

@@ -56,15 +56,23 @@ StatusOr<int64_t> ElementCount(const std::vector<int64_t>& shape, int64_t max_el
   return n;
 }
 
+Status CheckRawSize(DataType dtype, const std::vector<int64_t>& shape, size_t n, const std::string& what) {
+  StatusOr<int64_t> count = ElementCount(shape, std::numeric_limits<int64_t>::max() / 16, what);
+  if (!count.ok()) return count.status();
+  size_t want = static_cast<size_t>(*count) * DataTypeSize(dtype);
+  if (n != want)
+    return Invalid(absl::StrCat(what, ": ", n, " bytes of data for shape [", absl::StrJoin(shape, ","), "] of ",
+                                WireName(dtype), ", which takes ", want));
+  return OkStatus();
+}
+
 StatusOr<Tensor> TensorFromRaw(DataType dtype, const std::vector<int64_t>& shape, std::string_view raw,
                                const std::string& what) {
   StatusOr<int64_t> count = ElementCount(shape, std::numeric_limits<int64_t>::max() / 16, what);
   if (!count.ok()) return count.status();
   if (dtype != DataType::kString) {
-    size_t want = static_cast<size_t>(*count) * DataTypeSize(dtype);
-    if (raw.size() != want)
-      return Invalid(absl::StrCat(what, ": ", raw.size(), " bytes of data for shape [", absl::StrJoin(shape, ","),
-                                  "] of ", WireName(dtype), ", which takes ", want));
+    Status s = CheckRawSize(dtype, shape, raw.size(), what);
+    if (!s.ok()) return s;
     return Tensor::FromData(dtype, shape, raw.data());
   }
   std::vector<std::string> values;

@@ -29,6 +29,9 @@ StatusOr<DataType> DataTypeFromWire(std::string_view name);
 // allocated. `what` names the tensor in the message.
 StatusOr<int64_t> ElementCount(const std::vector<int64_t>& shape, int64_t max_elements, const std::string& what);
 
+// Whether `n` raw bytes are what a tensor of `dtype` (not BYTES) and
+// `shape` takes; the error says what it takes.
+Status CheckRawSize(DataType dtype, const std::vector<int64_t>& shape, size_t n, const std::string& what);
 // A tensor from its raw bytes: little-endian, row-major elements, or for
 // BYTES each element as a 4-byte little-endian length and its bytes. The
 // size must be exactly what the shape and type take.
