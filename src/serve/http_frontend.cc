@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "serve/http_codec.h"
+#include "serve/http_server.h"
 
 namespace xonnx::serve {
 namespace {
@@ -103,7 +104,7 @@ std::string Match(const httplib::Request& req, size_t i) {
 }  // namespace
 
 HttpFrontend::HttpFrontend(InferenceServer& server, HttpOptions options)
-    : server_(server), options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
+    : server_(server), options_(std::move(options)), http_(std::make_unique<HttpServer>()) {
   int max_threads = options_.max_threads;
   http_->new_task_queue = [max_threads] { return new GrowingPool(max_threads); };
   http_->set_payload_max_length(static_cast<size_t>(options_.max_body_bytes));

@@ -187,6 +187,68 @@ def test_malformed_requests_get_clear_errors(limited):
     assert raw_http(port, post("/v2/models/affine/infer", good)) == 200
 
 
+def read_response(f):
+    """One HTTP response from a socket's file: (status, body)."""
+    status = int(f.readline().split(b" ")[1])
+    length = 0
+    while True:
+        line = f.readline()
+        if line in (b"\r\n", b""):
+            break
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    return status, f.read(length)
+
+
+def binary_post(model, x):
+    head = json.dumps({"inputs": [{"name": "image" if model == "tiny" else "x", "shape": list(x.shape),
+                                   "datatype": "FP32", "parameters": {"binary_data_size": x.nbytes}}]}).encode()
+    return post("/v2/models/%s/infer" % model, head + x.tobytes(),
+                extra=b"Inference-Header-Content-Length: " + str(len(head)).encode() + b"\r\n")
+
+
+def test_connections_any_pieces_pipelined_and_idle(repo, tmp_path_factory):
+    s = Server(repo, "--cache-dir", str(tmp_path_factory.getbasetemp() / "cache"))
+    try:
+        port = s.ports["HTTP"]
+        # A 98 KB body sent in pieces of every size, slowly: the same answer
+        # as sent whole, on one keep-alive connection.
+        x = np.random.default_rng(3).standard_normal((8, 3, 32, 32)).astype(np.float32)
+        whole = binary_post("tiny", x)
+        conn = socket.create_connection(("127.0.0.1", port), timeout=30)
+        f = conn.makefile("rb")
+        conn.sendall(whole)
+        status, expected = read_response(f)
+        assert status == 200, expected
+        rng = np.random.default_rng(4)
+        for _ in range(3):
+            at = 0
+            while at < len(whole):
+                n = int(rng.choice([1, 7, 1000, 4096, 65537]))
+                conn.sendall(whole[at:at + n])
+                at += n
+                if rng.random() < 0.05:
+                    time.sleep(0.002)
+            assert read_response(f) == (200, expected)
+        # Three requests in one write: three answers, in order.
+        a = [np.full((1, 4), v, np.float32) for v in (1, 2, 3)]
+        conn.sendall(b"".join(binary_post("affine", v) for v in a))
+        for v in a:
+            status, body = read_response(f)
+            assert status == 200, body
+            assert json.loads(body)["outputs"][0]["data"] == (v * 3 + 1).ravel().tolist(), body
+        # The connection is left idle (keep-alive, 5 s): a SIGTERM still
+        # stops the server at once, closing it.
+        t = time.monotonic()
+        assert s.stop() == 0
+        assert time.monotonic() - t < 3, time.monotonic() - t
+        assert f.read() == b""
+        conn.close()
+    finally:
+        s.stop()
+
+
 def test_exit_timeout_cancels_what_is_left(repo, tmp_path_factory):
     # Ten 0.2 s calls queued and SIGTERM with --exit-timeout-secs 1: the
     # queued ones and the running one are answered 503 at the timeout, and
