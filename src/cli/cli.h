@@ -199,6 +199,21 @@ struct ServeArgs {
 };
 CLI::App* AddServe(CLI::App& app, ServeArgs& a);
 int Serve(const ServeArgs& a);
+// `xonnx generate`'s options.
+struct GenerateArgs {
+  std::string model;
+  std::vector<std::string> prompts;  // comma-separated ids, one per prompt
+  int64_t max_new_tokens = 32;
+  bool greedy = false, quiet = false;
+  float temperature = 1.0f, top_p = 1.0f;
+  int64_t top_k = 0;
+  bool sampling = false;  // a sampling option was given
+  uint64_t seed = 0;
+  float repetition_penalty = 1.0f;
+  std::string stop_ids;
+};
+CLI::App* AddGenerate(CLI::App& app, GenerateArgs& a);
+int Generate(const GenerateArgs& a);
 // `xonnx profile FILE`: a --profile trace summed by ONNX op type, and the
 // `top` slowest nodes.
 int Profile(const std::string& file, int top);

@@ -1,4 +1,4 @@
-// The `xonnx` command: run, bench, convert, info, devices, profile, cache and serve
+// The `xonnx` command: run, bench, convert, info, devices, profile, cache, serve and generate
 // over the public API; this file wires the subcommands' options and turns
 // errors into one line and an exit code (ExitCode in cli/cli.h).
 #include <CLI/CLI.hpp>
@@ -28,6 +28,7 @@ struct Args {
   std::string profile_file, max_size;
   int top = 10;
   ServeArgs serve;
+  GenerateArgs generate;
 };
 
 CLI::App* AddRun(CLI::App& app, Args& a) {
@@ -137,8 +138,10 @@ int Main(int argc, char** argv) {
   cache->add_flag("--json", a.json, "Print one JSON object");
   cache->get_option("--clear")->excludes(cache->get_option("--max-size"));
   auto* serve = AddServe(app, a.serve);
+  auto* generate = AddGenerate(app, a.generate);
   for (CLI::App* cmd : {run, bench}) AddDeviceOptions(cmd, /*serving=*/true);
   AddDeviceOptions(serve, /*serving=*/false);
+  AddDeviceOptions(generate, /*serving=*/false);
   for (CLI::App* cmd : {convert, info, devices}) AddDeviceOptions(cmd, /*serving=*/false);
 
   try {
@@ -161,6 +164,7 @@ int Main(int argc, char** argv) {
     }
     if (*profile) return Profile(a.profile_file, a.top);
     if (*serve) return Serve(a.serve);
+    if (*generate) return Generate(a.generate);
     if (*cache) return Cache(g_device.cache_dir, a.max_size, a.clear, a.json);
   } catch (const CliError& e) {
     std::cerr << "xonnx: error: " << e.message << "\n";

@@ -39,6 +39,8 @@ MAY_INCLUDE = {
     # and run through the runtime's clients and compile cache (Jit), with
     # the passes XLA's plugins need.
     "program": {"runtime", "autodiff", "passes", "pjrt", "hlo", "base", "public", "base-public"},
+    # Text generation: the decoder loop runs sessions through the runtime.
+    "generate": {"runtime", "base", "public", "base-public"},
     # The inference server is a client of the public API, as the command is.
     "serve": {"public", "base-public"},
     "cli": {"serve", "public", "base-public"},

@@ -1,0 +1,67 @@
+// Text generation with a decoder language model: the prompt in one call
+// (prefill), then one call per new token (decode), each feeding the model
+// its key/value cache, with the next token chosen by xonnx/sampling.h.
+//
+// The model's style is read from its inputs. Supported now: Hugging Face /
+// Optimum exports (input_ids, attention_mask, optional position_ids,
+// past_key_values.N.key / .value in; logits and present.N.key / .value
+// out). The cache has a fixed capacity (prompt + new tokens, rounded up),
+// so every decode step has the same shapes and compiles once; slots not
+// yet written are masked out by the attention mask. Sequences of different
+// lengths share a batch, their prompts padded on the left and masked.
+#ifndef XONNX_GENERATE_H_
+#define XONNX_GENERATE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "xonnx/export.h"
+#include "xonnx/options.h"
+#include "xonnx/sampling.h"
+#include "xonnx/status.h"
+
+namespace xonnx {
+
+class Session;
+
+struct GenerateOptions {
+  int64_t max_new_tokens = 32;
+  SamplingOptions sampling;
+  // A sequence ends with the first of these it generates (kept in its
+  // output); generation ends when every sequence has.
+  std::vector<int64_t> stop_tokens;
+};
+
+// Called with each new token as it is chosen: the sequence's index in the
+// batch and the token. Returning false stops the generation after this
+// step (the tokens so far are returned).
+using TokenCallback = std::function<bool(size_t sequence, int64_t token)>;
+
+class XONNX_API Generator {
+ public:
+  // Opens a decoder model; fails at once, naming what it lacks, when its
+  // inputs and outputs are not a style this runtime knows.
+  static StatusOr<std::unique_ptr<Generator>> Open(const std::string& model_path, const SessionOptions& options = {});
+  ~Generator();
+
+  // "hf": the model's style, as detected.
+  const std::string& style() const;
+  int64_t layers() const;
+
+  // The new tokens of each prompt (each non-empty; ids in the vocabulary).
+  StatusOr<std::vector<std::vector<int64_t>>> Generate(const std::vector<std::vector<int64_t>>& prompts,
+                                                       const GenerateOptions& options,
+                                                       const TokenCallback& on_token = nullptr);
+
+ private:
+  struct Impl;
+  explicit Generator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xonnx
+
+#endif  // XONNX_GENERATE_H_

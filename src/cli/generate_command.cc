@@ -1,0 +1,89 @@
+// `xonnx generate`: text generation with a decoder model from token ids.
+// Tokens are streamed to stderr as they are chosen; stdout's last lines are
+// each sequence's new token ids, comma-separated, one line per prompt.
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "cli/cli.h"
+#include "xonnx/generate.h"
+
+namespace xonnx::cli {
+namespace {
+
+std::vector<int64_t> ParseIds(const std::string& text, const char* flag) {
+  std::vector<int64_t> ids;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(part, &v) || v < 0)
+      throw CliError{absl::StrCat(flag, " ", text, ": '", part, "' is not a token id (a non-negative integer)"),
+                     kExitUsage};
+    ids.push_back(v);
+  }
+  return ids;
+}
+
+}  // namespace
+
+CLI::App* AddGenerate(CLI::App& app, GenerateArgs& a) {
+  auto* g = app.add_subcommand(
+      "generate",
+      "Generate tokens with a decoder language model (Hugging Face / Optimum style: input_ids, attention_mask, "
+      "position_ids, past_key_values.N.key/value in; logits, present.N.key/value out)");
+  g->add_option("MODEL", a.model, "ONNX decoder model file")->required();
+  g->add_option("--prompt-ids", a.prompts,
+                "A prompt's token ids, comma-separated (repeat for a batch: prompts of different lengths are padded "
+                "on the left and masked)")
+      ->required();
+  g->add_option("--max-new-tokens", a.max_new_tokens, "Tokens to generate per prompt")->capture_default_str();
+  g->add_flag("--greedy", a.greedy, "Always the most likely token (the default unless a sampling option is given)");
+  auto sample = [&a](const std::string&) { a.sampling = true; };
+  g->add_option("--temperature", a.temperature, "Sample, dividing the logits by T (> 0)")->each(sample);
+  g->add_option("--top-k", a.top_k, "Sample from the K most likely tokens (0: all)")->each(sample);
+  g->add_option("--top-p", a.top_p, "Sample from the fewest most likely tokens whose probabilities reach P, in (0, 1]")
+      ->each(sample);
+  g->add_option("--seed", a.seed, "Seed of the sampling (sequence i uses seed + i)")->capture_default_str();
+  g->add_option("--repetition-penalty", a.repetition_penalty,
+                "Divide a positive logit of a token already in the sequence by R (multiply a negative one), R >= 1")
+      ->capture_default_str();
+  g->add_option("--stop-ids", a.stop_ids, "Token ids that end a sequence (comma-separated)");
+  g->add_flag("--quiet", a.quiet, "Do not stream tokens to stderr as they come");
+  return g;
+}
+
+int Generate(const GenerateArgs& a) {
+  std::vector<std::vector<int64_t>> prompts;
+  for (const auto& p : a.prompts) {
+    prompts.push_back(ParseIds(p, "--prompt-ids"));
+    if (prompts.back().empty()) throw CliError{"--prompt-ids: a prompt needs at least one token id", kExitUsage};
+  }
+  GenerateOptions o;
+  o.max_new_tokens = a.max_new_tokens;
+  if (a.greedy && a.sampling)
+    throw CliError{"--greedy cannot be combined with --temperature, --top-k or --top-p", kExitUsage};
+  o.sampling.greedy = !a.sampling;
+  o.sampling.temperature = a.temperature;
+  o.sampling.top_k = a.top_k;
+  o.sampling.top_p = a.top_p;
+  o.sampling.seed = a.seed;
+  o.sampling.repetition_penalty = a.repetition_penalty;
+  Status checked = CheckSamplingOptions(o.sampling);
+  if (!checked.ok()) throw CliError{std::string(checked.message()), kExitUsage};
+  if (!a.stop_ids.empty()) o.stop_tokens = ParseIds(a.stop_ids, "--stop-ids");
+  std::unique_ptr<Generator> g = Check(Generator::Open(a.model, BaseOptions()));
+  TokenCallback stream = nullptr;
+  if (!a.quiet)
+    stream = [&](size_t sequence, int64_t token) {
+      std::cerr << (prompts.size() > 1 ? absl::StrCat("[", sequence, "] ", token) : std::to_string(token)) << " "
+                << std::flush;
+      return true;
+    };
+  std::vector<std::vector<int64_t>> out = Check(g->Generate(prompts, o, stream));
+  if (!a.quiet) std::cerr << "\n";
+  for (const auto& tokens : out) std::cout << absl::StrJoin(tokens, ",") << "\n";
+  return 0;
+}
+
+}  // namespace xonnx::cli

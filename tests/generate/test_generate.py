@@ -1,0 +1,92 @@
+"""`xonnx generate` against a reference greedy loop in torch, on a
+LLaMA-style decoder exported as Hugging Face models are: the same tokens
+for one prompt and for a batch of prompts of different lengths; seeds that
+fix the samples; top-k 1 that is greedy; stop tokens; clear refusals."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tiny_llama  # noqa: E402
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+XONNX = os.environ.get("XONNX_BIN", os.path.join(ROOT, "build", "bin", "xonnx"))
+EXAMPLE = os.environ.get("XONNX_EXAMPLE_MODEL", os.path.join(ROOT, "examples", "tiny_cnn.onnx"))
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    m = tiny_llama.build()
+    path = str(tmp_path_factory.mktemp("llama") / "model.onnx")
+    tiny_llama.export(m, path)
+    return m, path
+
+
+def generate(path, prompts, *args, expect=0):
+    cmd = [XONNX, "generate", path, "--quiet"]
+    for p in prompts:
+        cmd += ["--prompt-ids", ",".join(map(str, p))]
+    r = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=600)
+    assert r.returncode == expect, r.stderr
+    if expect:
+        return r.stderr
+    lines = r.stdout.strip().split("\n")[-len(prompts):]
+    return [[int(x) for x in line.split(",")] if line else [] for line in lines]
+
+
+PROMPTS = [[5, 17, 3, 88, 41], [9], [60, 2, 2, 71, 30, 12, 44, 8, 1]]
+
+
+def test_greedy_matches_the_reference(model):
+    m, path = model
+    for prompt in PROMPTS:
+        assert generate(path, [prompt], "--max-new-tokens", "20") == [tiny_llama.greedy(m, prompt, 20)], prompt
+
+
+def test_a_batch_of_different_lengths_is_each_prompt_alone(model):
+    m, path = model
+    got = generate(path, PROMPTS, "--max-new-tokens", "16", "--greedy")
+    assert got == [tiny_llama.greedy(m, p, 16) for p in PROMPTS]
+
+
+def test_sampling_seeds_and_top_k_one(model):
+    m, path = model
+    args = ["--max-new-tokens", "24", "--temperature", "1.3", "--top-p", "0.95", "--top-k", "50"]
+    a = generate(path, PROMPTS, *args, "--seed", "7")
+    assert a == generate(path, PROMPTS, *args, "--seed", "7")
+    assert a != generate(path, PROMPTS, *args, "--seed", "8")
+    assert a != [tiny_llama.greedy(m, p, 24) for p in PROMPTS]  # it does sample
+    assert generate(path, PROMPTS, "--max-new-tokens", "12", "--top-k", "1", "--temperature", "2",
+                    "--seed", "3") == [tiny_llama.greedy(m, p, 12) for p in PROMPTS]
+
+
+def test_stop_tokens_end_each_sequence(model):
+    m, path = model
+    ref = [tiny_llama.greedy(m, p, 12) for p in PROMPTS]
+    stop = ref[0][3]
+    got = generate(path, PROMPTS, "--max-new-tokens", "12", "--stop-ids", str(stop))
+    for r, g in zip(ref, got):
+        want = r[:r.index(stop) + 1] if stop in r else r
+        assert g == want, (g, want)
+
+
+def test_refusals_say_what_is_wrong(model, tmp_path):
+    m, path = model
+    # Positions counted from the past's length: refused, never run wrong.
+    other = tiny_llama.CountsFromPast()
+    other.load_state_dict(m.state_dict())
+    counted = str(tmp_path / "counted.onnx")
+    tiny_llama.export(other.eval(), counted, positions=False)
+    err = generate(counted, [[1, 2]], "--max-new-tokens", "3", expect=3)
+    assert "depend on how its key/value cache is fed" in err, err
+    err = generate(EXAMPLE, [[1, 2]], "--max-new-tokens", "3", expect=3)
+    assert "no input 'input_ids'" in err, err
+    err = generate(path, [[1, 2]], "--temperature", "0", expect=2)
+    assert "temperature" in err, err
+    err = generate(path, [[1, 500]], "--max-new-tokens", "3", expect=3)
+    assert "500" in err or "out of range" in err or "index" in err, err
+    err = generate(path, [[1, 2]], "--greedy", "--top-k", "5", expect=2)
+    assert "--greedy cannot be combined" in err, err
