@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "xonnx/float16.h"
+#include "xonnx/generate.h"
 #include "xonnx/session.h"
 
 namespace py = pybind11;
@@ -399,6 +400,62 @@ void BindSession(py::module_& m) {
       });
 }
 
+// xonnx.Generator's native half: the model opened, generation run with the
+// GIL released, and the token callback called with it taken again. An
+// exception the callback raises stops the generation and is raised from
+// generate().
+struct PyGenerator {
+  std::unique_ptr<xonnx::Generator> g;
+};
+
+void BindGenerator(py::module_& m) {
+  py::class_<PyGenerator>(m, "Generator")
+      .def_static(
+          "open",
+          [](const std::string& path, const xonnx::SessionOptions& o) {
+            auto p = std::make_unique<PyGenerator>();
+            py::gil_scoped_release release;
+            p->g = Take(xonnx::Generator::Open(path, o));
+            return p;
+          },
+          py::arg("path"), py::arg("options"))
+      .def_property_readonly("style", [](PyGenerator& p) { return p.g->style(); })
+      .def_property_readonly("layers", [](PyGenerator& p) { return p.g->layers(); })
+      .def(
+          "generate",
+          [](PyGenerator& p, const std::vector<std::vector<int64_t>>& prompts, int64_t max_new_tokens, bool greedy,
+             float temperature, int64_t top_k, float top_p, float repetition_penalty, uint64_t seed,
+             const std::vector<int64_t>& stop_tokens, py::object on_token) {
+            xonnx::GenerateOptions o;
+            o.max_new_tokens = max_new_tokens;
+            o.sampling = {greedy, temperature, top_k, top_p, repetition_penalty, seed};
+            o.stop_tokens = stop_tokens;
+            std::exception_ptr raised;
+            xonnx::TokenCallback callback = nullptr;
+            if (!on_token.is_none())
+              callback = [&](size_t sequence, int64_t token) {
+                py::gil_scoped_acquire acquire;
+                try {
+                  py::object r = on_token(sequence, token);
+                  return r.is_none() || py::bool_(r);
+                } catch (py::error_already_set&) {
+                  raised = std::current_exception();
+                  return false;
+                }
+              };
+            xonnx::StatusOr<std::vector<std::vector<int64_t>>> out = std::vector<std::vector<int64_t>>{};
+            {
+              py::gil_scoped_release release;
+              out = p.g->Generate(prompts, o, callback);
+            }
+            if (raised) std::rethrow_exception(raised);
+            return Take(std::move(out));
+          },
+          py::arg("prompts"), py::arg("max_new_tokens"), py::arg("greedy"), py::arg("temperature"), py::arg("top_k"),
+          py::arg("top_p"), py::arg("repetition_penalty"), py::arg("seed"), py::arg("stop_tokens"),
+          py::arg("on_token"));
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_xonnx, m) {
@@ -432,6 +489,7 @@ PYBIND11_MODULE(_xonnx, m) {
   });
   BindOptions(m);
   BindSession(m);
+  BindGenerator(m);
   m.def("default_plugin_path", &xonnx::DefaultPluginPath);
   m.def("version", &xonnx::Version);
   m.def("plugins", [] {

@@ -1,4 +1,5 @@
-/* xonnx's C API: a stable ABI over the C++ Session (xonnx/session.h).
+/* xonnx's C API: a stable ABI over the C++ Session (xonnx/session.h) and
+ * Generator (xonnx/generate.h).
  *
  * Everything is reached through one table of function pointers:
  *
@@ -43,7 +44,7 @@ extern "C" {
 #endif
 
 /* The version of the table this header describes. */
-#define XONNX_API_VERSION 1
+#define XONNX_API_VERSION 2 /* 2: text generation */
 
 /* The canonical error codes (the numbers of gRPC and of the C++ API's
  * xonnx::StatusCode). */
@@ -135,6 +136,27 @@ typedef struct XonnxTensorInfo {
  * both (ReleaseStatus, ReleaseValue each) and must not release the session
  * from the callback. */
 typedef void (*XonnxRunCallback)(void* user_data, XonnxStatus* status, XonnxValue** outputs, size_t num_outputs);
+
+/* --- text generation (version 2; xonnx/generate.h) --- */
+typedef struct XonnxGenerator XonnxGenerator;
+typedef struct XonnxGeneration XonnxGeneration;
+/* How tokens are chosen. Set struct_size = sizeof(XonnxGenerateOptions);
+ * NULL options mean 32 greedy tokens. */
+typedef struct XonnxGenerateOptions {
+  size_t struct_size;
+  int64_t max_new_tokens;
+  int32_t greedy;           /* nonzero: the most likely token; the next four are then ignored */
+  float temperature;        /* > 0 */
+  int64_t top_k;            /* 0: all tokens */
+  float top_p;              /* in (0, 1]; 0: 1 */
+  float repetition_penalty; /* >= 1; 0 or 1: none */
+  uint64_t seed;            /* sequence i samples with seed + i */
+  const int64_t* stop_tokens;
+  size_t num_stop_tokens;
+} XonnxGenerateOptions;
+/* Called with each token as it is chosen, on the calling thread; returning
+ * 0 stops the generation after this step. */
+typedef int (*XonnxTokenCallback)(void* user_data, size_t sequence, int64_t token);
 
 typedef struct XonnxApi {
   /* sizeof(XonnxApi) in the library: a caller may check that a function
@@ -230,6 +252,22 @@ typedef struct XonnxApi {
   const void* (*ValueData)(const XonnxValue* value);
   size_t (*ValueByteSize)(const XonnxValue* value);
   void (*ReleaseValue)(XonnxValue* value);
+
+  /* --- text generation (version 2) --- */
+  /* Opens a decoder model (Hugging Face / Optimum style); a model this
+   * runtime cannot drive fails with XONNX_UNIMPLEMENTED, naming what it
+   * lacks. `options` may be NULL. */
+  XonnxStatus* (*CreateGenerator)(const char* model_path, const XonnxSessionOptions* options, XonnxGenerator** out);
+  void (*ReleaseGenerator)(XonnxGenerator* generator);
+  /* Generates from num_prompts prompts (prompts[i] holds prompt_lengths[i]
+   * token ids). `callback` (may be NULL) sees each token as it comes; `out`
+   * (may be NULL) receives every sequence's new tokens. */
+  XonnxStatus* (*Generate)(XonnxGenerator* generator, const int64_t* const* prompts, const size_t* prompt_lengths,
+                           size_t num_prompts, const XonnxGenerateOptions* options, XonnxTokenCallback callback,
+                           void* user_data, XonnxGeneration** out);
+  size_t (*GenerationLength)(const XonnxGeneration* generation, size_t sequence);
+  const int64_t* (*GenerationTokens)(const XonnxGeneration* generation, size_t sequence);
+  void (*ReleaseGeneration)(XonnxGeneration* generation);
 } XonnxApi;
 
 /* The function table for a caller compiled against `version`

@@ -28,7 +28,8 @@ struct SamplingOptions {
   uint64_t seed = 0;
 };
 
-// OK, or which option is out of its range and why.
+// OK, or which option is out of its range and why (greedy choices check
+// only the repetition penalty: the rest is not used).
 XONNX_API Status CheckSamplingOptions(const SamplingOptions& options);
 
 // One sequence's choices: its own generator, seeded once, so that batched

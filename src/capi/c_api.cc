@@ -14,14 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "capi/c_internal.h"
 #include "xonnx/session.h"
 
-struct XonnxStatus {
-  xonnx::Status status;
-};
-struct XonnxSessionOptions {
-  xonnx::SessionOptions options;
-};
 struct XonnxRunOptions {
   xonnx::RunOptions run;
 };
@@ -34,6 +29,10 @@ namespace {
 using xonnx::DataType;
 using xonnx::Status;
 using xonnx::StatusCode;
+using xonnx::capi::CurrentException;
+using xonnx::capi::Error;
+using xonnx::capi::Guard;
+using xonnx::capi::MakeStatus;
 
 // A model input or output's description, with the C strings kept alive.
 struct CInfo {
@@ -49,36 +48,6 @@ struct XonnxSession {
 };
 
 namespace {
-
-XonnxStatus* MakeStatus(Status st) {
-  if (st.ok()) return nullptr;
-  return new (std::nothrow) XonnxStatus{std::move(st)};
-}
-XonnxStatus* Error(StatusCode code, std::string message) { return MakeStatus(Status(code, std::move(message))); }
-
-// The status of an exception that escaped the C++ API's own guards (a
-// failed allocation here, say). Call only inside a catch block.
-XonnxStatus* CurrentException(const char* where) {
-  try {
-    throw;
-  } catch (const std::bad_alloc&) {
-    return Error(StatusCode::kResourceExhausted, std::string(where) + ": out of memory");
-  } catch (const std::exception& e) {
-    return Error(StatusCode::kInternal, std::string(where) + ": unexpected error (" + e.what() + ")");
-  } catch (...) {
-    return Error(StatusCode::kInternal, std::string(where) + ": unexpected error of unknown type");
-  }
-}
-
-// Runs fn() (which returns XonnxStatus*), catching what it throws.
-template <typename F>
-XonnxStatus* Guard(const char* where, F&& fn) {
-  try {
-    return fn();
-  } catch (...) {
-    return CurrentException(where);
-  }
-}
 
 struct TypeEntry {
   int32_t onnx;
@@ -511,6 +480,12 @@ const XonnxApi kApi = {
     ValueData,
     ValueByteSize,
     ReleaseValue,
+    xonnx::capi::CreateGenerator,
+    xonnx::capi::ReleaseGenerator,
+    xonnx::capi::Generate,
+    xonnx::capi::GenerationLength,
+    xonnx::capi::GenerationTokens,
+    xonnx::capi::ReleaseGeneration,
 };
 
 }  // namespace

@@ -1,10 +1,13 @@
-/* The C API from a C99 program: c_api_test MODEL.onnx
+/* The C API from a C99 program: c_api_test MODEL.onnx [DECODER.onnx]
  *
  * Opens the model (a float32 image classifier with one input and one
  * output, as examples/tiny_cnn.onnx) from its path and from memory, runs it
  * every way the API offers, and checks that all give the same bits, that
  * the outputs are probabilities, and that each misuse is an error with a
- * message. Built in the tree and, by tests/install, against an installed
+ * message. A model that is not a decoder must be refused as one; with a
+ * DECODER (Hugging Face style), two prompts' greedy tokens are printed as
+ * "generate: I: T,T,..." for the caller (tests/generate) to check against
+ * its reference. Built in the tree and, by tests/install, against an installed
  * prefix. Prints "c_api_test: N checks passed" or the failures, and exits
  * non-zero on any. */
 #include "xonnx/c_api.h"
@@ -264,10 +267,59 @@ static void Misuse(Fixture* f) {
   CHECK(out == NULL, "no output on failure");
 }
 
+/* What the token callback saw. */
+typedef struct Streamed {
+  size_t count;
+  int64_t first;
+} Streamed;
+
+static int OnToken(void* user_data, size_t sequence, int64_t token) {
+  Streamed* s = (Streamed*)user_data;
+  if (s->count++ == 0 && sequence == 0) s->first = token;
+  return 1;
+}
+
+static void Generation(const char* classifier, const char* decoder) {
+  XonnxGenerator* g = NULL;
+  int64_t p0[] = {5, 17, 3, 88, 41}, p1[] = {9};
+  const int64_t* prompts[] = {p0, p1};
+  size_t lengths[] = {5, 1}, i, k;
+  XonnxGenerateOptions o;
+  Streamed seen = {0, -1};
+  XonnxGeneration* out = NULL;
+  EXPECT_ERROR(api->CreateGenerator(classifier, NULL, &g), XONNX_UNIMPLEMENTED, "no input 'input_ids'");
+  CHECK(g == NULL, "no generator on failure");
+  if (!decoder) return;
+  Must(api->CreateGenerator(decoder, NULL, &g), "CreateGenerator");
+  memset(&o, 0, sizeof(o));
+  o.struct_size = sizeof(o);
+  o.max_new_tokens = 8;
+  o.greedy = 1;
+  Must(api->Generate(g, prompts, lengths, 2, &o, OnToken, &seen, &out), "Generate");
+  CHECK(api->GenerationLength(out, 0) == 8 && api->GenerationLength(out, 1) == 8, "8 tokens each");
+  CHECK(seen.count == 16 && seen.first == api->GenerationTokens(out, 0)[0], "the callback saw every token");
+  CHECK(api->GenerationTokens(out, 2) == NULL && api->GenerationLength(out, 2) == 0, "no third sequence");
+  for (i = 0; i < 2; ++i) {
+    printf("generate: %d: ", (int)i);
+    for (k = 0; k < api->GenerationLength(out, i); ++k)
+      printf(k ? ",%lld" : "%lld", (long long)api->GenerationTokens(out, i)[k]);
+    printf("\n");
+  }
+  api->ReleaseGeneration(out);
+  o.greedy = 0;
+  o.temperature = 0;
+  EXPECT_ERROR(api->Generate(g, prompts, lengths, 2, &o, NULL, NULL, NULL), XONNX_INVALID_ARGUMENT, "temperature");
+  o.struct_size = 4;
+  EXPECT_ERROR(api->Generate(g, prompts, lengths, 2, &o, NULL, NULL, NULL), XONNX_INVALID_ARGUMENT, "struct_size");
+  api->ReleaseGenerator(g);
+  api->ReleaseGenerator(NULL);
+  api->ReleaseGeneration(NULL);
+}
+
 int main(int argc, char** argv) {
   Fixture f;
-  if (argc != 2) {
-    fprintf(stderr, "usage: c_api_test MODEL.onnx\n");
+  if (argc != 2 && argc != 3) {
+    fprintf(stderr, "usage: c_api_test MODEL.onnx [DECODER.onnx]\n");
     return 2;
   }
   api = XonnxGetApi(XONNX_API_VERSION);
@@ -282,6 +334,7 @@ int main(int argc, char** argv) {
   IntoBuffers(&f);
   Async(&f);
   Misuse(&f);
+  Generation(argv[1], argc == 3 ? argv[2] : NULL);
   api->ReleaseValue(f.out);
   api->ReleaseSession(f.session);
   api->ReleaseSessionOptions(f.options);

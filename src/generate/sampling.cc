@@ -15,13 +15,14 @@ Status SamplingError(std::string message) { return Status(StatusCode::kInvalidAr
 }  // namespace
 
 Status CheckSamplingOptions(const SamplingOptions& o) {
+  if (!(o.repetition_penalty >= 1) || !std::isfinite(o.repetition_penalty))
+    return SamplingError(
+        absl::StrCat("repetition penalty ", o.repetition_penalty, " must be a finite number, 1 or more"));
+  if (o.greedy) return OkStatus();  // the rest is not used
   if (!(o.temperature > 0) || !std::isfinite(o.temperature))
     return SamplingError(absl::StrCat("temperature ", o.temperature, " must be a finite number above 0"));
   if (o.top_k < 0) return SamplingError(absl::StrCat("top-k ", o.top_k, " must be 0 (all tokens) or more"));
   if (!(o.top_p > 0 && o.top_p <= 1)) return SamplingError(absl::StrCat("top-p ", o.top_p, " must be in (0, 1]"));
-  if (!(o.repetition_penalty >= 1) || !std::isfinite(o.repetition_penalty))
-    return SamplingError(
-        absl::StrCat("repetition penalty ", o.repetition_penalty, " must be a finite number, 1 or more"));
   return OkStatus();
 }
 

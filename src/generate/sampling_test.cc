@@ -134,18 +134,26 @@ TEST(Sampling, RefusesWhatNoTokenChoiceCouldAnswer) {
   for (int64_t t : Draws(draw, certain, 100)) EXPECT_TRUE(t == 1 || t == 3) << t;
   // Options out of range say which.
   SamplingOptions bad;
+  bad.greedy = false;
   bad.temperature = 0;
   EXPECT_THAT(CheckSamplingOptions(bad).message(), HasSubstr("temperature"));
   bad = SamplingOptions{};
+  bad.greedy = false;
   bad.top_p = 1.5f;
   EXPECT_THAT(CheckSamplingOptions(bad).message(), HasSubstr("top-p"));
   bad = SamplingOptions{};
+  bad.greedy = false;
   bad.top_k = -1;
   EXPECT_THAT(CheckSamplingOptions(bad).message(), HasSubstr("top-k"));
   bad = SamplingOptions{};
   bad.repetition_penalty = 0.5f;
   EXPECT_THAT(CheckSamplingOptions(bad).message(), HasSubstr("repetition penalty"));
   EXPECT_TRUE(CheckSamplingOptions(SamplingOptions{}).ok());
+  // Greedy choices use none of the sampling options: out of range, they do not matter.
+  SamplingOptions greedy;
+  greedy.temperature = 0;
+  greedy.top_p = 0;
+  EXPECT_TRUE(CheckSamplingOptions(greedy).ok());
 }
 
 }  // namespace

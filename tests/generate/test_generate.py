@@ -14,6 +14,7 @@ import tiny_llama  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 XONNX = os.environ.get("XONNX_BIN", os.path.join(ROOT, "build", "bin", "xonnx"))
+C_API_TEST = os.environ.get("XONNX_C_API_TEST", os.path.join(ROOT, "build", "src", "c_api_test"))
 EXAMPLE = os.environ.get("XONNX_EXAMPLE_MODEL", os.path.join(ROOT, "examples", "tiny_cnn.onnx"))
 
 
@@ -90,3 +91,41 @@ def test_refusals_say_what_is_wrong(model, tmp_path):
     assert "500" in err or "out of range" in err or "index" in err, err
     err = generate(path, [[1, 2]], "--greedy", "--top-k", "5", expect=2)
     assert "--greedy cannot be combined" in err, err
+
+
+def test_the_python_api_streams_the_same_tokens(model):
+    import xonnx
+    m, path = model
+    g = xonnx.Generator(path)
+    assert (g.style, g.layers) == ("hf", tiny_llama.LAYERS)
+    ref = [tiny_llama.greedy(m, p, 10) for p in PROMPTS]
+    seen = []
+    assert g.generate(PROMPTS, 10, on_token=lambda s, t: seen.append((s, t))) == ref
+    assert [t for s, t in seen if s == 1] == ref[1]
+    streamed = list(g.stream(PROMPTS, 10))
+    assert sorted(streamed) == sorted(seen)
+    # Leaving the loop early stops the generation; the generator is reusable.
+    for i, _ in enumerate(g.stream([PROMPTS[0]], 1000)):
+        if i == 3:
+            break
+    assert g.generate([PROMPTS[0]], 4) == [ref[0][:4]]
+    sampled = g.generate(PROMPTS, 10, temperature=1.2, top_p=0.9, seed=5)
+    assert sampled == g.generate(PROMPTS, 10, temperature=1.2, top_p=0.9, seed=5) != ref
+
+    def boom(s, t):
+        raise KeyError("from the callback")
+    with pytest.raises(KeyError, match="from the callback"):
+        g.generate(PROMPTS, 5, on_token=boom)
+    with pytest.raises(xonnx.NotImplemented, match="no input 'input_ids'"):
+        xonnx.Generator(EXAMPLE)
+    with pytest.raises(xonnx.InvalidArgument, match="top-p"):
+        g.generate(PROMPTS, 5, top_p=2.0)
+
+
+def test_the_c_api_generates_the_same_tokens(model):
+    m, path = model
+    r = subprocess.run([C_API_TEST, EXAMPLE, path], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = [line.split(": ")[2] for line in r.stdout.splitlines() if line.startswith("generate: ")]
+    want = [",".join(map(str, tiny_llama.greedy(m, p, 8))) for p in ([5, 17, 3, 88, 41], [9])]
+    assert got == want, r.stdout

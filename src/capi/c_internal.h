@@ -1,0 +1,64 @@
+// What the C API's files share: the handles that wrap C++ objects, statuses
+// made from C++ ones, and the guard that turns exceptions into statuses.
+#ifndef XONNX_CAPI_C_INTERNAL_H_
+#define XONNX_CAPI_C_INTERNAL_H_
+
+#include <exception>
+#include <new>
+#include <string>
+
+#include "xonnx/c_api.h"
+#include "xonnx/session.h"
+
+struct XonnxStatus {
+  xonnx::Status status;
+};
+struct XonnxSessionOptions {
+  xonnx::SessionOptions options;
+};
+
+namespace xonnx::capi {
+
+inline XonnxStatus* MakeStatus(Status st) {
+  if (st.ok()) return nullptr;
+  return new (std::nothrow) XonnxStatus{std::move(st)};
+}
+inline XonnxStatus* Error(StatusCode code, std::string message) { return MakeStatus(Status(code, std::move(message))); }
+
+// The status of an exception that escaped the C++ API's own guards (a
+// failed allocation here, say). Call only inside a catch block.
+inline XonnxStatus* CurrentException(const char* where) {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return Error(StatusCode::kResourceExhausted, std::string(where) + ": out of memory");
+  } catch (const std::exception& e) {
+    return Error(StatusCode::kInternal, std::string(where) + ": unexpected error (" + e.what() + ")");
+  } catch (...) {
+    return Error(StatusCode::kInternal, std::string(where) + ": unexpected error of unknown type");
+  }
+}
+
+// Runs fn() (which returns XonnxStatus*), catching what it throws.
+template <typename F>
+XonnxStatus* Guard(const char* where, F&& fn) {
+  try {
+    return fn();
+  } catch (...) {
+    return CurrentException(where);
+  }
+}
+
+// Text generation (c_generate.cc).
+XonnxStatus* CreateGenerator(const char* model_path, const XonnxSessionOptions* options, XonnxGenerator** out);
+void ReleaseGenerator(XonnxGenerator* generator);
+XonnxStatus* Generate(XonnxGenerator* generator, const int64_t* const* prompts, const size_t* prompt_lengths,
+                      size_t num_prompts, const XonnxGenerateOptions* options, XonnxTokenCallback callback,
+                      void* user_data, XonnxGeneration** out);
+size_t GenerationLength(const XonnxGeneration* generation, size_t sequence);
+const int64_t* GenerationTokens(const XonnxGeneration* generation, size_t sequence);
+void ReleaseGeneration(XonnxGeneration* generation);
+
+}  // namespace xonnx::capi
+
+#endif  // XONNX_CAPI_C_INTERNAL_H_
