@@ -7,8 +7,23 @@ import os
 
 import torch
 
-VOCAB, HIDDEN, HEADS, LAYERS, FFN = 97, 64, 4, 2, 128
-HEAD_DIM = HIDDEN // HEADS
+import dataclasses
+
+
+@dataclasses.dataclass
+class Config:
+    vocab: int = 97
+    hidden: int = 64
+    heads: int = 4
+    layers: int = 2
+    ffn: int = 128
+
+    @property
+    def head_dim(self):
+        return self.hidden // self.heads
+
+
+LAYERS = Config().layers
 
 
 class RMSNorm(torch.nn.Module):
@@ -21,38 +36,43 @@ class RMSNorm(torch.nn.Module):
 
 
 def rotate_half(x):
-    return torch.cat([-x[..., HEAD_DIM // 2:], x[..., :HEAD_DIM // 2]], -1)
+    half = x.shape[-1] // 2
+    return torch.cat([-x[..., half:], x[..., :half]], -1)
 
 
 class Layer(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, c):
         super().__init__()
-        self.norm1, self.norm2 = RMSNorm(HIDDEN), RMSNorm(HIDDEN)
-        self.q, self.k, self.v, self.o = (torch.nn.Linear(HIDDEN, HIDDEN, bias=False) for _ in range(4))
-        self.gate, self.up = torch.nn.Linear(HIDDEN, FFN, bias=False), torch.nn.Linear(HIDDEN, FFN, bias=False)
-        self.down = torch.nn.Linear(FFN, HIDDEN, bias=False)
+        self.c = c
+        self.norm1, self.norm2 = RMSNorm(c.hidden), RMSNorm(c.hidden)
+        self.q, self.k, self.v, self.o = (torch.nn.Linear(c.hidden, c.hidden, bias=False) for _ in range(4))
+        self.gate, self.up = torch.nn.Linear(c.hidden, c.ffn, bias=False), torch.nn.Linear(c.hidden, c.ffn, bias=False)
+        self.down = torch.nn.Linear(c.ffn, c.hidden, bias=False)
 
     def forward(self, x, cos, sin, bias, past_k, past_v):
         b, t, _ = x.shape
+        c = self.c
         h = self.norm1(x)
-        split = lambda y: y.view(b, t, HEADS, HEAD_DIM).transpose(1, 2)
+        split = lambda y: y.view(b, t, c.heads, c.head_dim).transpose(1, 2)
         q, k, v = split(self.q(h)), split(self.k(h)), split(self.v(h))
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         k, v = torch.cat([past_k, k], 2), torch.cat([past_v, v], 2)
-        a = torch.softmax(q @ k.transpose(2, 3) / HEAD_DIM ** 0.5 + bias, -1) @ v
-        x = x + self.o(a.transpose(1, 2).reshape(b, t, HIDDEN))
+        a = torch.softmax(q @ k.transpose(2, 3) / c.head_dim ** 0.5 + bias, -1) @ v
+        x = x + self.o(a.transpose(1, 2).reshape(b, t, c.hidden))
         h = self.norm2(x)
         return x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h)), k, v
 
 
 class TinyLlama(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, c=None):
         super().__init__()
-        self.embed = torch.nn.Embedding(VOCAB, HIDDEN)
-        self.layers = torch.nn.ModuleList(Layer() for _ in range(LAYERS))
-        self.norm = RMSNorm(HIDDEN)
-        self.head = torch.nn.Linear(HIDDEN, VOCAB, bias=False)
-        self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, HEAD_DIM, 2).float() / HEAD_DIM))
+        self.c = c = c or Config()
+        self.embed = torch.nn.Embedding(c.vocab, c.hidden)
+        self.layers = torch.nn.ModuleList(Layer(c) for _ in range(c.layers))
+        self.norm = RMSNorm(c.hidden)
+        self.head = torch.nn.Linear(c.hidden, c.vocab, bias=False)
+        d = c.head_dim
+        self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, d, 2).float() / d))
 
     def forward(self, input_ids, attention_mask, position_ids, *past):
         t, past_len = input_ids.shape[1], past[0].shape[2]
@@ -80,21 +100,22 @@ class CountsFromPast(TinyLlama):
         return super().forward(input_ids, attention_mask, (torch.arange(t) + past_len)[None], *past)
 
 
-def build(seed=0):
+def build(seed=0, config=None):
     torch.manual_seed(seed)
-    m = TinyLlama().eval()
+    m = TinyLlama(config).eval()
     with torch.no_grad():  # logits far apart: argmax is not decided by rounding
         m.head.weight.mul_(8)
     return m
 
 
 def export(model, path, positions=True):
-    names = [f"past_key_values.{i}.{kind}" for i in range(LAYERS) for kind in ("key", "value")]
-    outs = ["logits"] + [f"present.{i}.{kind}" for i in range(LAYERS) for kind in ("key", "value")]
+    c = model.c
+    names = [f"past_key_values.{i}.{kind}" for i in range(c.layers) for kind in ("key", "value")]
+    outs = ["logits"] + [f"present.{i}.{kind}" for i in range(c.layers) for kind in ("key", "value")]
     b, t, p = 2, 3, 4
-    args = (torch.randint(0, VOCAB, (b, t)), torch.ones(b, p + t, dtype=torch.int64))
+    args = (torch.randint(0, c.vocab, (b, t)), torch.ones(b, p + t, dtype=torch.int64))
     args += (torch.arange(p, p + t).repeat(b, 1),) if positions else ()
-    args += tuple(torch.randn(b, HEADS, p, HEAD_DIM) for _ in names)
+    args += tuple(torch.randn(b, c.heads, p, c.head_dim) for _ in names)
     axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "total"},
             "position_ids": {0: "batch", 1: "sequence"}, "logits": {0: "batch", 1: "sequence"}}
     axes.update({n: {0: "batch", 2: "past"} for n in names})
@@ -108,7 +129,8 @@ def export(model, path, positions=True):
 @torch.no_grad()
 def greedy(model, prompt, n, stop=()):
     ids = torch.tensor([prompt])
-    past = [torch.zeros(1, HEADS, 0, HEAD_DIM) for _ in range(2 * LAYERS)]
+    c = model.c
+    past = [torch.zeros(1, c.heads, 0, c.head_dim) for _ in range(2 * c.layers)]
     out, at = [], 0
     for _ in range(n):
         t = ids.shape[1]

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Text generation speed: `xonnx generate`'s runtime (the Python API's
+Generator) against ONNX Runtime (onnxruntime-node, bench/ort_generate.js)
+generating greedily with the same Hugging Face-style decoder, its cache fed
+back each step, and against the machine's memory bandwidth limit (the
+weights' bytes per decode token over a measured copy bandwidth).
+
+The model is tests/generate/tiny_llama.py's LLaMA-style decoder with random
+weights, at the sizes --model names. Each round runs both engines, in
+alternating order; the table gives medians over rounds: time to the first
+token (prefill) and decode tokens per second at batch 1, fp32. Both engines'
+greedy tokens must agree.
+
+usage: bench/generate.py [--model small] [--prompt 128] [--new 64] [--rounds 3] [--threads 2]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(ROOT, "tests", "generate"))
+import tiny_llama  # noqa: E402
+
+MODELS = {
+    "small": tiny_llama.Config(vocab=8192, hidden=512, heads=8, layers=8, ffn=1408),
+    "medium": tiny_llama.Config(vocab=16384, hidden=1024, heads=16, layers=12, ffn=2816),
+}
+
+
+def copy_bandwidth():
+    """Bytes per second a large copy moves (read + write counted once each)."""
+    a = np.ones(1 << 27, np.float32)  # 512 MiB
+    b = np.empty_like(a)
+    best = float("inf")
+    for _ in range(5):
+        t = time.perf_counter()
+        np.copyto(b, a)
+        best = min(best, time.perf_counter() - t)
+    return 2 * a.nbytes / best
+
+
+def run_xonnx(path, prompt, n, threads):
+    import xonnx
+    opts = xonnx.SessionOptions()
+    opts.intra_op_num_threads = threads
+    g = xonnx.Generator(path, opts)
+    g.generate([prompt], 2)  # compiles the prefill and decode programs: timed runs find them
+    times = []
+    start = time.perf_counter()
+    tokens = g.generate([prompt], n, on_token=lambda s, t: times.append(time.perf_counter()))[0]
+    return {"tokens": tokens, "prefill_ms": (times[0] - start) * 1000,
+            "decode_tokens_per_s": (len(times) - 1) / (times[-1] - times[0])}
+
+
+def run_ort(path, prompt, n, threads, c):
+    env = dict(os.environ, NODE_PATH=os.path.join(ROOT, "bench", "node_modules"))
+    r = subprocess.run(["node", os.path.join(ROOT, "bench", "ort_generate.js"), path, "--prompt",
+                        ",".join(map(str, prompt)), "--new", str(n), "--threads", str(threads), "--heads", str(c.heads),
+                        "--dim", str(c.head_dim)], capture_output=True, text=True, env=env, timeout=3600)
+    if r.returncode:
+        raise SystemExit("ort_generate.js failed: " + r.stderr)
+    return json.loads(r.stdout)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="small", choices=sorted(MODELS))
+    p.add_argument("--prompt", type=int, default=128)
+    p.add_argument("--new", type=int, default=64)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--threads", type=int, default=2)
+    a = p.parse_args()
+    os.environ["OMP_NUM_THREADS"] = str(a.threads)
+    c = MODELS[a.model]
+    model = tiny_llama.build(0, c)
+    params = sum(t.numel() for t in model.parameters())
+    work = tempfile.mkdtemp(prefix="xonnx_generate_")
+    path = os.path.join(work, "model.onnx")
+    tiny_llama.export(model, path)
+    prompt = [int(x) for x in np.random.default_rng(0).integers(0, c.vocab, a.prompt)]
+    rows = {"xonnx": [], "ort": []}
+    for r in range(a.rounds):
+        order = ["xonnx", "ort"] if r % 2 == 0 else ["ort", "xonnx"]
+        for engine in order:
+            out = run_xonnx(path, prompt, a.new, a.threads) if engine == "xonnx" else \
+                run_ort(path, prompt, a.new, a.threads, c)
+            rows[engine].append(out)
+    if rows["xonnx"][0]["tokens"] != rows["ort"][0]["tokens"]:
+        raise SystemExit("the engines' greedy tokens differ:\n%s\n%s" % (rows["xonnx"][0]["tokens"],
+                                                                          rows["ort"][0]["tokens"]))
+    bw = copy_bandwidth()
+    # A decode token reads every weight once (the embedding table only by rows).
+    weight_bytes = 4 * (params - c.vocab * c.hidden)
+    limit = bw / weight_bytes
+    med = lambda e, k: statistics.median(x[k] for x in rows[e])
+    print(f"model {a.model}: {params / 1e6:.1f}M parameters, fp32, prompt {a.prompt}, {a.new} new tokens, batch 1, "
+          f"{a.threads} threads; copy bandwidth {bw / 1e9:.1f} GB/s -> limit {limit:.1f} tokens/s")
+    print(f"{'engine':8} {'prefill ms':>11} {'decode tok/s':>13} {'of limit':>9}")
+    for e in ("xonnx", "ort"):
+        d = med(e, "decode_tokens_per_s")
+        print(f"{e:8} {med(e, 'prefill_ms'):11.1f} {d:13.1f} {d / limit:9.0%}")
+    x, o = med("xonnx", "decode_tokens_per_s"), med("ort", "decode_tokens_per_s")
+    print(f"decode xonnx / ort: {x / o:.2f}   prefill ort / xonnx: "
+          f"{med('ort', 'prefill_ms') / med('xonnx', 'prefill_ms'):.2f} (above 1: xonnx faster)")
+
+
+if __name__ == "__main__":
+    main()
