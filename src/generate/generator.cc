@@ -26,6 +26,9 @@ struct Generator::Impl {
   std::string path;
   std::unique_ptr<Session> session;
   DecoderStyle style;
+  // Whether the model takes an empty past (a prompt's first call then feeds
+  // none); Probe() finds out.
+  bool empty_past_ok = true;
 
   // One generation's state: the batch's cache in host memory, one buffer
   // per past input, [batch, heads, capacity, head_dim] each.
@@ -90,10 +93,18 @@ Generator::Impl::Run Generator::Impl::NewRun(int64_t batch, int64_t capacity) co
 // with a cache of 5 slots: otherwise the model is refused.
 Status Generator::Impl::Probe() {
   std::vector<std::vector<float>> whole, stepped;
-  Run a = NewRun(1, 3), b = NewRun(1, 5);
-  Status s = Step(a, {{0, 1, 2}}, {{1, 1, 1}}, whole);
-  if (s.ok()) s = Step(b, {{0, 1}}, {{1, 1}}, stepped);
-  if (s.ok()) s = Step(b, {{2}}, {{1}}, stepped);
+  auto run = [&]() {
+    Run a = NewRun(1, 3), b = NewRun(1, 5);
+    Status s = Step(a, {{0, 1, 2}}, {{1, 1, 1}}, whole);
+    if (s.ok()) s = Step(b, {{0, 1}}, {{1, 1}}, stepped);
+    if (s.ok()) s = Step(b, {{2}}, {{1}}, stepped);
+    return s;
+  };
+  Status s = run();
+  if (!s.ok()) {  // an export that cannot concatenate an empty past: feed the masked cache from the start
+    empty_past_ok = false;
+    s = run();
+  }
   if (!s.ok()) return s;
   float scale = 0, worst = 0;
   for (size_t v = 0; v < whole[0].size(); ++v) {
@@ -122,13 +133,16 @@ Status Generator::Impl::Step(Run& run, const std::vector<std::vector<int64_t>>& 
                              std::vector<std::vector<float>>& last_logits) {
   const int64_t b = run.batch, s = static_cast<int64_t>(tokens[0].size()), c = run.capacity;
   if (run.length + s > c) return Status(StatusCode::kInternal, "the cache is full");
-  std::vector<int64_t> ids(b * s), positions(b * s), attention(b * (c + s));
+  // The past fed: the whole cache, or nothing while it is empty (a prompt
+  // then attends to itself alone).
+  const int64_t f = run.length == 0 && empty_past_ok ? 0 : c;
+  std::vector<int64_t> ids(b * s), positions(b * s), attention(b * (f + s));
   for (int64_t i = 0; i < b; ++i) {
-    for (int64_t j = 0; j < c; ++j) attention[i * (c + s) + j] = j < run.length ? run.valid[i][j] : 0;
+    for (int64_t j = 0; j < f; ++j) attention[i * (f + s) + j] = j < run.length ? run.valid[i][j] : 0;
     int64_t p = run.positions[i];
     for (int64_t j = 0; j < s; ++j) {
       ids[i * s + j] = tokens[i][j];
-      attention[i * (c + s) + c + j] = mask[i][j];
+      attention[i * (f + s) + f + j] = mask[i][j];
       // Padding takes position 0, as Hugging Face's cumsum(mask) - 1 gives.
       positions[i * s + j] = mask[i][j] ? p++ : 0;
     }
@@ -138,9 +152,9 @@ Status Generator::Impl::Step(Run& run, const std::vector<std::vector<int64_t>>& 
   std::vector<int32_t> attention32, positions32;
   if (style.mask_dtype == DataType::kInt32) {
     attention32.assign(attention.begin(), attention.end());
-    in[style.attention_mask] = Tensor::View(DataType::kInt32, {b, c + s}, attention32.data());
+    in[style.attention_mask] = Tensor::View(DataType::kInt32, {b, f + s}, attention32.data());
   } else {
-    in[style.attention_mask] = Tensor::View(DataType::kInt64, {b, c + s}, attention.data());
+    in[style.attention_mask] = Tensor::View(DataType::kInt64, {b, f + s}, attention.data());
   }
   if (!style.position_ids.empty()) {
     if (style.positions_dtype == DataType::kInt32) {
@@ -151,15 +165,15 @@ Status Generator::Impl::Step(Run& run, const std::vector<std::vector<int64_t>>& 
     }
   }
   for (size_t k = 0; k < style.past.size(); ++k)
-    in[style.past[k].name] = Tensor::View(style.cache_dtype, {b, style.heads, c, style.head_dim}, run.cache[k].data());
+    in[style.past[k].name] = Tensor::View(style.cache_dtype, {b, style.heads, f, style.head_dim}, run.cache[k].data());
   StatusOr<std::vector<Tensor>> out = session->Run(in);
   if (!out.ok()) return out.status();
-  // The new keys and values are the last s of the present's c + s slots.
+  // The new keys and values are the last s of the present's f + s slots.
   const size_t element = static_cast<size_t>(DataTypeSize(style.cache_dtype));
   const size_t row = static_cast<size_t>(style.head_dim) * element;
   for (size_t k = 0; k < style.past.size(); ++k) {
     const Tensor& present = (*out)[style.present_index[k]];
-    std::vector<int64_t> want = {b, style.heads, c + s, style.head_dim};
+    std::vector<int64_t> want = {b, style.heads, f + s, style.head_dim};
     if (present.dims() != want || present.dtype() != style.cache_dtype)
       return Status(StatusCode::kInternal,
                     absl::StrCat(path, ": output ", style.present[k], " is ", present.ShapeString(),
@@ -169,7 +183,7 @@ Status Generator::Impl::Step(Run& run, const std::vector<std::vector<int64_t>>& 
     for (int64_t i = 0; i < b; ++i)
       for (int64_t h = 0; h < style.heads; ++h)
         for (int64_t j = 0; j < s; ++j) {
-          size_t from = ((static_cast<size_t>(i * style.heads + h) * (c + s)) + c + j) * row;
+          size_t from = ((static_cast<size_t>(i * style.heads + h) * (f + s)) + f + j) * row;
           size_t to = ((static_cast<size_t>(i * style.heads + h) * c) + run.length + j) * row;
           // A padding slot stays zero: it is masked, and whatever the model
           // computed there (even a NaN) must never reach a product.
