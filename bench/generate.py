@@ -8,10 +8,11 @@ weights' bytes per decode token over a measured copy bandwidth).
 The model is tests/generate/tiny_llama.py's LLaMA-style decoder with random
 weights, at the sizes --model names. Each round runs both engines, in
 alternating order; the table gives medians over rounds: time to the first
-token (prefill) and decode tokens per second at batch 1, fp32. Both engines'
-greedy tokens must agree.
+token (prefill) and decode tokens per second (all sequences') at a batch
+of --batch prompts of one length, fp32. Both engines' greedy tokens must
+agree.
 
-usage: bench/generate.py [--model small] [--prompt 128] [--new 64] [--rounds 3] [--threads 2]
+usage: bench/generate.py [--model small] [--prompt 128] [--batch 1] [--new 64] [--rounds 3] [--threads 2]
 """
 import argparse
 import json
@@ -46,35 +47,38 @@ def copy_bandwidth():
     return 2 * a.nbytes / best
 
 
-def run_xonnx(path, prompt, n, threads):
+def run_xonnx(path, prompts, n, threads):
     """In a process of its own: torch, loaded here to export the model, has
     an OpenMP runtime of its own whose threads would compete with xonnx's."""
     r = subprocess.run([sys.executable, os.path.abspath(__file__), "--xonnx-child", path, "--new", str(n),
-                        "--threads", str(threads), "--prompt-ids", ",".join(map(str, prompt))],
+                        "--threads", str(threads), "--prompt-ids", ";".join(",".join(map(str, p)) for p in prompts)],
                        capture_output=True, text=True, timeout=3600)
     if r.returncode:
         raise SystemExit("xonnx failed: " + r.stderr)
     return json.loads(r.stdout)
 
 
-def xonnx_child(path, prompt, n, threads):
+def xonnx_child(path, prompts, n, threads):
     import xonnx
     opts = xonnx.SessionOptions()
     opts.intra_op_num_threads = threads
     g = xonnx.Generator(path, opts)
-    g.generate([prompt], 2)  # compiles the prefill and decode programs: timed runs find them
+    g.generate(prompts, 2)  # compiles the prefill and decode programs: timed runs find them
     times = []
     start = time.perf_counter()
-    tokens = g.generate([prompt], n, on_token=lambda s, t: times.append(time.perf_counter()))[0]
-    print(json.dumps({"tokens": tokens, "prefill_ms": (times[0] - start) * 1000,
-                      "decode_tokens_per_s": (len(times) - 1) / (times[-1] - times[0])}))
+    tokens = g.generate(prompts, n, on_token=lambda s, t: times.append(time.perf_counter()))
+    b = len(prompts)
+    # The first b callbacks are the prefill's tokens; each later step gives b more.
+    print(json.dumps({"tokens": tokens, "prefill_ms": (times[b - 1] - start) * 1000,
+                      "decode_tokens_per_s": (len(times) - b) / (times[-1] - times[b - 1])}))
 
 
-def run_ort(path, prompt, n, threads, c):
+def run_ort(path, prompts, n, threads, c):
     env = dict(os.environ, NODE_PATH=os.path.join(ROOT, "bench", "node_modules"))
-    r = subprocess.run(["node", os.path.join(ROOT, "bench", "ort_generate.js"), path, "--prompt",
-                        ",".join(map(str, prompt)), "--new", str(n), "--threads", str(threads), "--heads", str(c.heads),
-                        "--dim", str(c.head_dim)], capture_output=True, text=True, env=env, timeout=3600)
+    args = [a for p in prompts for a in ("--prompt", ",".join(map(str, p)))]
+    r = subprocess.run(["node", os.path.join(ROOT, "bench", "ort_generate.js"), path, *args, "--new", str(n),
+                        "--threads", str(threads), "--heads", str(c.heads), "--dim", str(c.head_dim)],
+                       capture_output=True, text=True, env=env, timeout=3600)
     if r.returncode:
         raise SystemExit("ort_generate.js failed: " + r.stderr)
     return json.loads(r.stdout)
@@ -85,6 +89,7 @@ def main():
     p.add_argument("--model", default="small", choices=sorted(MODELS))
     p.add_argument("--prompt", type=int, default=128)
     p.add_argument("--new", type=int, default=64)
+    p.add_argument("--batch", type=int, default=1)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--xonnx-child", help=argparse.SUPPRESS)
@@ -92,30 +97,33 @@ def main():
     a = p.parse_args()
     os.environ["OMP_NUM_THREADS"] = str(a.threads)
     if a.xonnx_child:
-        return xonnx_child(a.xonnx_child, [int(x) for x in a.prompt_ids.split(",")], a.new, a.threads)
+        return xonnx_child(a.xonnx_child, [[int(x) for x in p.split(",")] for p in a.prompt_ids.split(";")], a.new,
+                           a.threads)
     c = MODELS[a.model]
     model = tiny_llama.build(0, c)
     params = sum(t.numel() for t in model.parameters())
     work = tempfile.mkdtemp(prefix="xonnx_generate_")
     path = os.path.join(work, "model.onnx")
     tiny_llama.export(model, path)
-    prompt = [int(x) for x in np.random.default_rng(0).integers(0, c.vocab, a.prompt)]
+    rng = np.random.default_rng(0)
+    prompts = [[int(x) for x in rng.integers(0, c.vocab, a.prompt)] for _ in range(a.batch)]
     rows = {"xonnx": [], "ort": []}
     for r in range(a.rounds):
         order = ["xonnx", "ort"] if r % 2 == 0 else ["ort", "xonnx"]
         for engine in order:
-            out = run_xonnx(path, prompt, a.new, a.threads) if engine == "xonnx" else \
-                run_ort(path, prompt, a.new, a.threads, c)
+            out = run_xonnx(path, prompts, a.new, a.threads) if engine == "xonnx" else \
+                run_ort(path, prompts, a.new, a.threads, c)
             rows[engine].append(out)
     if rows["xonnx"][0]["tokens"] != rows["ort"][0]["tokens"]:
         raise SystemExit("the engines' greedy tokens differ:\n%s\n%s" % (rows["xonnx"][0]["tokens"],
                                                                           rows["ort"][0]["tokens"]))
     bw = copy_bandwidth()
-    # A decode token reads every weight once (the embedding table only by rows).
+    # A decode step reads every weight once for the whole batch (the
+    # embedding table only by rows).
     weight_bytes = 4 * (params - c.vocab * c.hidden)
-    limit = bw / weight_bytes
+    limit = a.batch * bw / weight_bytes
     med = lambda e, k: statistics.median(x[k] for x in rows[e])
-    print(f"model {a.model}: {params / 1e6:.1f}M parameters, fp32, prompt {a.prompt}, {a.new} new tokens, batch 1, "
+    print(f"model {a.model}: {params / 1e6:.1f}M parameters, fp32, prompt {a.prompt}, {a.new} new tokens, batch {a.batch}, "
           f"{a.threads} threads; copy bandwidth {bw / 1e9:.1f} GB/s -> limit {limit:.1f} tokens/s")
     print(f"{'engine':8} {'prefill ms':>11} {'decode tok/s':>13} {'of limit':>9}")
     for e in ("xonnx", "ort"):
