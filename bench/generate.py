@@ -63,7 +63,10 @@ def xonnx_child(path, prompts, n, threads):
     opts = xonnx.SessionOptions()
     opts.intra_op_num_threads = threads
     g = xonnx.Generator(path, opts)
-    g.generate(prompts, 2)  # compiles the prefill and decode programs: timed runs find them
+    # Compiles the prefill and decode programs for the timed run's shapes
+    # (its capacity comes from the same n): two steps, then stop.
+    seen = []
+    g.generate(prompts, n, on_token=lambda s, t: seen.append(t) or len(seen) < 2 * len(prompts))
     times = []
     start = time.perf_counter()
     tokens = g.generate(prompts, n, on_token=lambda s, t: times.append(time.perf_counter()))

@@ -435,6 +435,7 @@ void BindGenerator(py::module_& m) {
             if (!on_token.is_none())
               callback = [&](size_t sequence, int64_t token) {
                 py::gil_scoped_acquire acquire;
+                if (raised) return false;  // the rest of the step's tokens: the callback has failed
                 try {
                   py::object r = on_token(sequence, token);
                   return r.is_none() || py::bool_(r);

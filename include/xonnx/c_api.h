@@ -141,12 +141,13 @@ typedef void (*XonnxRunCallback)(void* user_data, XonnxStatus* status, XonnxValu
 typedef struct XonnxGenerator XonnxGenerator;
 typedef struct XonnxGeneration XonnxGeneration;
 /* How tokens are chosen. Set struct_size = sizeof(XonnxGenerateOptions);
- * NULL options mean 32 greedy tokens. */
+ * NULL options mean 32 greedy tokens. Zero is the default of temperature,
+ * top_p and repetition_penalty; max_new_tokens 0 generates nothing. */
 typedef struct XonnxGenerateOptions {
   size_t struct_size;
   int64_t max_new_tokens;
   int32_t greedy;           /* nonzero: the most likely token; the next four are then ignored */
-  float temperature;        /* > 0 */
+  float temperature;        /* > 0; 0: 1 */
   int64_t top_k;            /* 0: all tokens */
   float top_p;              /* in (0, 1]; 0: 1 */
   float repetition_penalty; /* >= 1; 0 or 1: none */

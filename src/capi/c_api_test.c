@@ -307,7 +307,7 @@ static void Generation(const char* classifier, const char* decoder) {
   }
   api->ReleaseGeneration(out);
   o.greedy = 0;
-  o.temperature = 0;
+  o.temperature = -1; /* 0 would be the default, 1 */
   EXPECT_ERROR(api->Generate(g, prompts, lengths, 2, &o, NULL, NULL, NULL), XONNX_INVALID_ARGUMENT, "temperature");
   o.struct_size = 4;
   EXPECT_ERROR(api->Generate(g, prompts, lengths, 2, &o, NULL, NULL, NULL), XONNX_INVALID_ARGUMENT, "struct_size");

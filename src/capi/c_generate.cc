@@ -28,9 +28,9 @@ StatusOr<GenerateOptions> OptionsOf(const XonnxGenerateOptions* c) {
     return Status(StatusCode::kInvalidArgument, "Generate: options.struct_size is too small (set it to sizeof)");
   o.max_new_tokens = c->max_new_tokens;
   if (XONNX_HAS_FIELD(c, greedy)) o.sampling.greedy = c->greedy != 0;
-  if (XONNX_HAS_FIELD(c, temperature)) o.sampling.temperature = c->temperature;
+  if (XONNX_HAS_FIELD(c, temperature) && c->temperature != 0) o.sampling.temperature = c->temperature;
   if (XONNX_HAS_FIELD(c, top_k)) o.sampling.top_k = c->top_k;
-  // Zero, as a zeroed struct holds it, is the default for these two.
+  // Zero, as a zeroed struct holds it, is the default for these.
   if (XONNX_HAS_FIELD(c, top_p) && c->top_p != 0) o.sampling.top_p = c->top_p;
   if (XONNX_HAS_FIELD(c, repetition_penalty) && c->repetition_penalty != 0)
     o.sampling.repetition_penalty = c->repetition_penalty;

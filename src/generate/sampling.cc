@@ -67,7 +67,6 @@ StatusOr<int64_t> TokenSampler::Next(const float* logits, int64_t vocab, const s
   if (any_infinite) {  // the +infinity tokens, equally likely
     return candidates_[std::min<size_t>(static_cast<size_t>(Uniform() * candidates_.size()), candidates_.size() - 1)];
   }
-  for (int64_t i : candidates_) work_[i] /= options_.temperature;
   if (options_.top_k > 0 && static_cast<size_t>(options_.top_k) < candidates_.size()) {
     std::nth_element(candidates_.begin(), candidates_.begin() + options_.top_k, candidates_.end(), before);
     candidates_.resize(static_cast<size_t>(options_.top_k));
@@ -75,11 +74,15 @@ StatusOr<int64_t> TokenSampler::Next(const float* logits, int64_t vocab, const s
   // Sorting costs O(V log V) a token; without top-p the draw needs no
   // order beyond a fixed one, and ids ascending is one.
   if (options_.top_p < 1 || options_.top_k > 0) std::sort(candidates_.begin(), candidates_.end(), before);
+  // Dividing by the temperature keeps the order; it is done here, in
+  // double and after subtracting the largest logit, so that a tiny
+  // temperature cannot overflow a float to infinity.
   float top = kNone;
   for (int64_t i : candidates_) top = std::max(top, work_[i]);
   std::vector<double> weight(candidates_.size());
   double total = 0;
-  for (size_t j = 0; j < candidates_.size(); ++j) total += weight[j] = std::exp(double{work_[candidates_[j]]} - top);
+  for (size_t j = 0; j < candidates_.size(); ++j)
+    total += weight[j] = std::exp((double{work_[candidates_[j]]} - top) / options_.temperature);
   size_t kept = candidates_.size();
   if (options_.top_p < 1) {
     double cumulative = 0;

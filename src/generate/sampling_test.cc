@@ -50,6 +50,12 @@ TEST(Sampling, GreedyAndTopKOneAreTheArgmaxWhateverTheTemperature) {
     p.seed = seed;
     EXPECT_EQ(*TokenSampler(p).Next(logits.data(), 1000, {}), Argmax(logits)) << seed;
   }
+  // A temperature so small that logits / T overflow a float is still the argmax.
+  SamplingOptions cold;
+  cold.greedy = false;
+  cold.temperature = 1e-38f;
+  std::vector<float> logits = RandomLogits(100, 9);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(*TokenSampler(cold).Next(logits.data(), 100, {}), Argmax(logits));
   // Equal logits: the lowest id.
   std::vector<float> flat(10, 2.0f);
   EXPECT_EQ(*TokenSampler(SamplingOptions{}).Next(flat.data(), 10, {}), 0);

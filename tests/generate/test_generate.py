@@ -83,12 +83,19 @@ def test_refusals_say_what_is_wrong(model, tmp_path):
     tiny_llama.export(other.eval(), counted, positions=False)
     err = generate(counted, [[1, 2]], "--max-new-tokens", "3", expect=3)
     assert "depend on how its key/value cache is fed" in err, err
+    # A model that ignores its attention mask: refused too.
+    blind = tiny_llama.IgnoresMask()
+    blind.load_state_dict(m.state_dict())
+    ignores = str(tmp_path / "ignores.onnx")
+    tiny_llama.export(blind.eval(), ignores)
+    err = generate(ignores, [[1, 2]], "--max-new-tokens", "3", expect=3)
+    assert "depend on how its key/value cache is fed" in err, err
     err = generate(EXAMPLE, [[1, 2]], "--max-new-tokens", "3", expect=3)
     assert "no input 'input_ids'" in err, err
     err = generate(path, [[1, 2]], "--temperature", "0", expect=2)
     assert "temperature" in err, err
     err = generate(path, [[1, 500]], "--max-new-tokens", "3", expect=3)
-    assert "500" in err or "out of range" in err or "index" in err, err
+    assert "token 500 is outside the model's vocabulary of 97" in err, err
     err = generate(path, [[1, 2]], "--greedy", "--top-k", "5", expect=2)
     assert "--greedy cannot be combined" in err, err
 
@@ -120,6 +127,11 @@ def test_the_python_api_streams_the_same_tokens(model):
         xonnx.Generator(EXAMPLE)
     with pytest.raises(xonnx.InvalidArgument, match="top-p"):
         g.generate(PROMPTS, 5, top_p=2.0)
+    # A negative id would wrap round in the embedding's Gather: refused.
+    with pytest.raises(xonnx.InvalidArgument, match="outside the model's vocabulary of 97"):
+        g.generate([[3, -1]], 5)
+    with pytest.raises(xonnx.InvalidArgument, match="max_new_tokens"):
+        g.generate([[3]], 1 << 40)
 
 
 def test_the_c_api_generates_the_same_tokens(model):

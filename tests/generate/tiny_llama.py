@@ -100,6 +100,15 @@ class CountsFromPast(TinyLlama):
         return super().forward(input_ids, attention_mask, (torch.arange(t) + past_len)[None], *past)
 
 
+class IgnoresMask(TinyLlama):
+    """A model that attends to every slot of its cache (the mask taken as
+    all ones): right when the past is exactly the tokens so far, wrong for
+    a masked cache or a padded batch."""
+
+    def forward(self, input_ids, attention_mask, position_ids, *past):
+        return super().forward(input_ids, torch.ones_like(attention_mask), position_ids, *past)
+
+
 def build(seed=0, config=None):
     torch.manual_seed(seed)
     m = TinyLlama(config).eval()
