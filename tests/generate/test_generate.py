@@ -47,6 +47,16 @@ def test_greedy_matches_the_reference(model):
         assert generate(path, [prompt], "--max-new-tokens", "20") == [tiny_llama.greedy(m, prompt, 20)], prompt
 
 
+def test_int32_ids_masks_and_positions(model, tmp_path):
+    import torch
+    m, path = model
+    narrow = str(tmp_path / "int32.onnx")
+    tiny_llama.export(m, narrow, index_dtype=torch.int32)
+    import onnx
+    assert onnx.load(narrow).graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.INT32
+    assert generate(narrow, PROMPTS, "--max-new-tokens", "10") == [tiny_llama.greedy(m, p, 10) for p in PROMPTS]
+
+
 def test_a_batch_of_different_lengths_is_each_prompt_alone(model):
     m, path = model
     got = generate(path, PROMPTS, "--max-new-tokens", "16", "--greedy")

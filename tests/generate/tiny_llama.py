@@ -117,13 +117,13 @@ def build(seed=0, config=None):
     return m
 
 
-def export(model, path, positions=True):
+def export(model, path, positions=True, index_dtype=torch.int64):
     c = model.c
     names = [f"past_key_values.{i}.{kind}" for i in range(c.layers) for kind in ("key", "value")]
     outs = ["logits"] + [f"present.{i}.{kind}" for i in range(c.layers) for kind in ("key", "value")]
     b, t, p = 2, 3, 4
-    args = (torch.randint(0, c.vocab, (b, t)), torch.ones(b, p + t, dtype=torch.int64))
-    args += (torch.arange(p, p + t).repeat(b, 1),) if positions else ()
+    args = (torch.randint(0, c.vocab, (b, t), dtype=index_dtype), torch.ones(b, p + t, dtype=index_dtype))
+    args += (torch.arange(p, p + t, dtype=index_dtype).repeat(b, 1),) if positions else ()
     args += tuple(torch.randn(b, c.heads, p, c.head_dim) for _ in names)
     axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "total"},
             "position_ids": {0: "batch", 1: "sequence"}, "logits": {0: "batch", 1: "sequence"}}
