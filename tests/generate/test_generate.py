@@ -1,7 +1,8 @@
 """`xonnx generate` against a reference greedy loop in torch, on a
 LLaMA-style decoder exported as Hugging Face models are: the same tokens
 for one prompt and for a batch of prompts of different lengths; seeds that
-fix the samples; top-k 1 that is greedy; stop tokens; clear refusals."""
+fix the samples; top-k 1 that is greedy; stop tokens; clear refusals; the
+C API's generator. (The Python API's is python/tests/test_generate.py.)"""
 import os
 import subprocess
 import sys
@@ -108,40 +109,6 @@ def test_refusals_say_what_is_wrong(model, tmp_path):
     assert "token 500 is outside the model's vocabulary of 97" in err, err
     err = generate(path, [[1, 2]], "--greedy", "--top-k", "5", expect=2)
     assert "--greedy cannot be combined" in err, err
-
-
-def test_the_python_api_streams_the_same_tokens(model):
-    import xonnx
-    m, path = model
-    g = xonnx.Generator(path)
-    assert (g.style, g.layers) == ("hf", tiny_llama.LAYERS)
-    ref = [tiny_llama.greedy(m, p, 10) for p in PROMPTS]
-    seen = []
-    assert g.generate(PROMPTS, 10, on_token=lambda s, t: seen.append((s, t))) == ref
-    assert [t for s, t in seen if s == 1] == ref[1]
-    streamed = list(g.stream(PROMPTS, 10))
-    assert sorted(streamed) == sorted(seen)
-    # Leaving the loop early stops the generation; the generator is reusable.
-    for i, _ in enumerate(g.stream([PROMPTS[0]], 1000)):
-        if i == 3:
-            break
-    assert g.generate([PROMPTS[0]], 4) == [ref[0][:4]]
-    sampled = g.generate(PROMPTS, 10, temperature=1.2, top_p=0.9, seed=5)
-    assert sampled == g.generate(PROMPTS, 10, temperature=1.2, top_p=0.9, seed=5) != ref
-
-    def boom(s, t):
-        raise KeyError("from the callback")
-    with pytest.raises(KeyError, match="from the callback"):
-        g.generate(PROMPTS, 5, on_token=boom)
-    with pytest.raises(xonnx.NotImplemented, match="no input 'input_ids'"):
-        xonnx.Generator(EXAMPLE)
-    with pytest.raises(xonnx.InvalidArgument, match="top-p"):
-        g.generate(PROMPTS, 5, top_p=2.0)
-    # A negative id would wrap round in the embedding's Gather: refused.
-    with pytest.raises(xonnx.InvalidArgument, match="outside the model's vocabulary of 97"):
-        g.generate([[3, -1]], 5)
-    with pytest.raises(xonnx.InvalidArgument, match="max_new_tokens"):
-        g.generate([[3]], 1 << 40)
 
 
 def test_the_c_api_generates_the_same_tokens(model):
