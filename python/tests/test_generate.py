@@ -17,10 +17,7 @@ PROMPTS = [[5, 17, 3, 88, 41], [9], [60, 2, 2, 71, 30, 12, 44, 8, 1]]
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
-    m = tiny_llama.build()
-    path = str(tmp_path_factory.mktemp("llama") / "model.onnx")
-    tiny_llama.export(m, path)
-    return m, path
+    return tiny_llama.exported(tmp_path_factory.mktemp("llama"))
 
 
 def test_the_python_api_streams_the_same_tokens(model, example):

@@ -21,10 +21,7 @@ EXAMPLE = os.environ.get("XONNX_EXAMPLE_MODEL", os.path.join(ROOT, "examples", "
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
-    m = tiny_llama.build()
-    path = str(tmp_path_factory.mktemp("llama") / "model.onnx")
-    tiny_llama.export(m, path)
-    return m, path
+    return tiny_llama.exported(tmp_path_factory.mktemp("llama"))
 
 
 def generate(path, prompts, *args, expect=0):

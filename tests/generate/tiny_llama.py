@@ -135,6 +135,15 @@ def export(model, path, positions=True, index_dtype=torch.int64):
     torch.onnx.export(model, args, path, opset_version=17, input_names=inputs, output_names=outs, dynamic_axes=axes)
 
 
+def exported(folder):
+    """The test suites' decoder: built with seed 0 and exported to
+    folder/model.onnx; (module, path)."""
+    m = build()
+    path = os.path.join(str(folder), "model.onnx")
+    export(m, path)
+    return m, path
+
+
 @torch.no_grad()
 def greedy(model, prompt, n, stop=()):
     ids = torch.tensor([prompt])
