@@ -52,6 +52,7 @@ class XONNX_API TokenSampler {
   std::mt19937_64 rng_;
   std::vector<float> work_;          // the adjusted logits
   std::vector<int64_t> candidates_;  // token ids, most likely first
+  std::vector<double> weights_;      // their unnormalized probabilities
 };
 
 }  // namespace xonnx

@@ -18,7 +18,7 @@ StatusOr<DecoderStyle> DetectDecoderStyle(const std::vector<TensorSpec>& inputs,
                                           const std::vector<TensorSpec>& outputs) {
   DecoderStyle s;
   s.name = "hf";
-  std::map<std::string, const TensorSpec*> in, out;
+  std::map<std::string, const TensorSpec*> in;
   for (const auto& t : inputs) in[t.name] = &t;
   std::map<std::string, size_t> out_index;
   for (size_t i = 0; i < outputs.size(); ++i) out_index[outputs[i].name] = i;
@@ -39,12 +39,11 @@ StatusOr<DecoderStyle> DetectDecoderStyle(const std::vector<TensorSpec>& inputs,
     s.position_ids = "position_ids";
     s.positions_dtype = in["position_ids"]->dtype;
   }
-  for (const auto& [name, spec] : std::map<std::string, const TensorSpec*>{{"input_ids", in["input_ids"]},
-                                                                           {"attention_mask", in["attention_mask"]}})
-    if (!IsIndexType(spec->dtype) || spec->dims.size() != 2)
+  for (const char* name : {"input_ids", "attention_mask", "position_ids"}) {
+    auto it = in.find(name);
+    if (it != in.end() && (!IsIndexType(it->second->dtype) || it->second->dims.size() != 2))
       return StyleUnsupported(absl::StrCat("input '", name, "' must be int64 or int32 [batch, length]"));
-  if (!s.position_ids.empty() && (!IsIndexType(s.positions_dtype) || in["position_ids"]->dims.size() != 2))
-    return StyleUnsupported("input 'position_ids' must be int64 or int32 [batch, length]");
+  }
   size_t layers = 0;
   while (in.count(absl::StrCat("past_key_values.", layers, ".key"))) ++layers;
   if (layers == 0)

@@ -5,7 +5,6 @@
 #include <map>
 #include <set>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "generate/decoder_style.h"
@@ -27,6 +26,14 @@ float Distance(const std::vector<float>& x, const std::vector<float>& y) {
     worst = std::max(worst, std::fabs(x[v] - y[v]));
   }
   return worst / (scale + 1e-6f);
+}
+
+// An index input (ids, mask, positions) in the model's type, int64 or
+// int32, from int64 values (viewed when they already are the type).
+Tensor IndexTensor(DataType dtype, std::vector<int64_t> dims, const std::vector<int64_t>& values) {
+  if (dtype == DataType::kInt64) return Tensor::View(dtype, std::move(dims), values.data());
+  std::vector<int32_t> narrow(values.begin(), values.end());
+  return Tensor::FromVector(DataType::kInt32, std::move(dims), narrow);
 }
 
 // Cache slots are allocated in steps of this many, so that nearby lengths
@@ -183,27 +190,9 @@ Status Generator::Impl::Step(Run& run, const std::vector<std::vector<int64_t>>& 
     }
   }
   std::map<std::string, Tensor> in;
-  std::vector<int32_t> ids32, attention32, positions32;
-  if (style.ids_dtype == DataType::kInt32) {
-    ids32.assign(ids.begin(), ids.end());
-    in[style.input_ids] = Tensor::View(DataType::kInt32, {b, s}, ids32.data());
-  } else {
-    in[style.input_ids] = Tensor::View(DataType::kInt64, {b, s}, ids.data());
-  }
-  if (style.mask_dtype == DataType::kInt32) {
-    attention32.assign(attention.begin(), attention.end());
-    in[style.attention_mask] = Tensor::View(DataType::kInt32, {b, f + s}, attention32.data());
-  } else {
-    in[style.attention_mask] = Tensor::View(DataType::kInt64, {b, f + s}, attention.data());
-  }
-  if (!style.position_ids.empty()) {
-    if (style.positions_dtype == DataType::kInt32) {
-      positions32.assign(positions.begin(), positions.end());
-      in[style.position_ids] = Tensor::View(DataType::kInt32, {b, s}, positions32.data());
-    } else {
-      in[style.position_ids] = Tensor::View(DataType::kInt64, {b, s}, positions.data());
-    }
-  }
+  in[style.input_ids] = IndexTensor(style.ids_dtype, {b, s}, ids);
+  in[style.attention_mask] = IndexTensor(style.mask_dtype, {b, f + s}, attention);
+  if (!style.position_ids.empty()) in[style.position_ids] = IndexTensor(style.positions_dtype, {b, s}, positions);
   for (size_t k = 0; k < style.past.size(); ++k)
     in[style.past[k].name] = Tensor::View(style.cache_dtype, {b, style.heads, f, style.head_dim}, run.cache[k].data());
   StatusOr<std::vector<Tensor>> out = session->Run(in);
@@ -290,7 +279,9 @@ StatusOr<std::vector<std::vector<int64_t>>> Generator::Generate(const std::vecto
       mask[i][pad + j] = 1;
     }
   }
-  std::vector<std::vector<int64_t>> generated(run.batch), history(prompts);
+  // Each sequence's tokens so far, prompt first (the repetition penalty
+  // reads them all; the new ones are returned).
+  std::vector<std::vector<int64_t>> history(prompts);
   std::vector<TokenSampler> samplers;
   for (int64_t i = 0; i < run.batch; ++i) {
     SamplingOptions o = options.sampling;
@@ -310,7 +301,6 @@ StatusOr<std::vector<std::vector<int64_t>>> Generator::Generate(const std::vecto
       if (!next.ok())
         return Status(next.status().code(),
                       absl::StrCat(m.path, ": sequence ", i, ", new token ", step, ": ", next.status().message()));
-      generated[i].push_back(*next);
       history[i].push_back(*next);
       if (on_token && !on_token(static_cast<size_t>(i), *next)) stopped = true;
       if (stops.count(*next)) done[i] = true;
@@ -322,10 +312,12 @@ StatusOr<std::vector<std::vector<int64_t>>> Generator::Generate(const std::vecto
     tokens.assign(run.batch, std::vector<int64_t>(1));
     mask.assign(run.batch, std::vector<uint8_t>(1));
     for (int64_t i = 0; i < run.batch; ++i) {
-      tokens[i][0] = generated[i].back();
+      tokens[i][0] = history[i].back();
       mask[i][0] = done[i] ? 0 : 1;
     }
   }
+  std::vector<std::vector<int64_t>> generated(run.batch);
+  for (int64_t i = 0; i < run.batch; ++i) generated[i].assign(history[i].begin() + prompts[i].size(), history[i].end());
   return generated;
 }
 

@@ -79,26 +79,26 @@ StatusOr<int64_t> TokenSampler::Next(const float* logits, int64_t vocab, const s
   // temperature cannot overflow a float to infinity.
   float top = kNone;
   for (int64_t i : candidates_) top = std::max(top, work_[i]);
-  std::vector<double> weight(candidates_.size());
+  weights_.resize(candidates_.size());
   double total = 0;
   for (size_t j = 0; j < candidates_.size(); ++j)
-    total += weight[j] = std::exp((double{work_[candidates_[j]]} - top) / options_.temperature);
+    total += weights_[j] = std::exp((double{work_[candidates_[j]]} - top) / options_.temperature);
   size_t kept = candidates_.size();
   if (options_.top_p < 1) {
+    // The nucleus, and its total: the sum up to the cut, in the same order.
     double cumulative = 0;
     for (size_t j = 0; j < candidates_.size(); ++j) {
-      cumulative += weight[j];
+      cumulative += weights_[j];
       if (cumulative >= options_.top_p * total) {
         kept = j + 1;
         break;
       }
     }
-    total = 0;
-    for (size_t j = 0; j < kept; ++j) total += weight[j];
+    total = cumulative;
   }
   double u = Uniform() * total, cumulative = 0;
   for (size_t j = 0; j < kept; ++j) {
-    cumulative += weight[j];
+    cumulative += weights_[j];
     if (u < cumulative) return candidates_[j];
   }
   return candidates_[kept - 1];  // rounding left u at the very top
