@@ -6,13 +6,16 @@ back each step, and against the machine's memory bandwidth limit (the
 weights' bytes per decode token over a measured copy bandwidth).
 
 The model is tests/generate/tiny_llama.py's LLaMA-style decoder with random
-weights, at the sizes --model names. Each round runs both engines, in
-alternating order; the table gives medians over rounds: time to the first
-token (prefill) and decode tokens per second (all sequences') at a batch
-of --batch prompts of one length, fp32. Both engines' greedy tokens must
-agree.
+weights, at the sizes --model names; with --weights int4 or int8 its
+products by weights are quantized to MatMulNBits (tests/generate/nbits.py:
+blocks of --block along K, symmetric, as ONNX Runtime's quantizer writes
+them). Each round runs both engines, in alternating order; the table gives
+medians over rounds: time to the first token (prefill) and decode tokens per
+second (all sequences') at a batch of --batch prompts of one length. Both
+engines' greedy tokens must agree.
 
-usage: bench/generate.py [--model small] [--prompt 128] [--batch 1] [--new 64] [--rounds 3] [--threads 2]
+usage: bench/generate.py [--model small] [--weights fp32|int8|int4] [--block 32] [--prompt 128] [--batch 1]
+                         [--new 64] [--rounds 3] [--threads 2]
 """
 import argparse
 import json
@@ -27,6 +30,7 @@ import numpy as np
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(ROOT, "tests", "generate"))
+import nbits  # noqa: E402
 import tiny_llama  # noqa: E402
 
 MODELS = {
@@ -45,6 +49,13 @@ def copy_bandwidth():
         np.copyto(b, a)
         best = min(best, time.perf_counter() - t)
     return 2 * a.nbytes / best
+
+
+def stored_weight_bytes(path):
+    """The bytes of the model's initializers as stored."""
+    import onnx
+    from onnx import numpy_helper
+    return sum(numpy_helper.to_array(i).nbytes for i in onnx.load(path).graph.initializer)
 
 
 def run_xonnx(path, prompts, n, threads):
@@ -90,6 +101,8 @@ def run_ort(path, prompts, n, threads, c):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="small", choices=sorted(MODELS))
+    p.add_argument("--weights", default="fp32", choices=("fp32", "int8", "int4"))
+    p.add_argument("--block", type=int, default=32)
     p.add_argument("--prompt", type=int, default=128)
     p.add_argument("--new", type=int, default=64)
     p.add_argument("--batch", type=int, default=1)
@@ -108,6 +121,11 @@ def main():
     work = tempfile.mkdtemp(prefix="xonnx_generate_")
     path = os.path.join(work, "model.onnx")
     tiny_llama.export(model, path)
+    if a.weights != "fp32":
+        import onnx
+        m = onnx.load(path)
+        nbits.rewrite(m, 4 if a.weights == "int4" else 8, a.block)
+        onnx.save(m, path)
     rng = np.random.default_rng(0)
     prompts = [[int(x) for x in rng.integers(0, c.vocab, a.prompt)] for _ in range(a.batch)]
     rows = {"xonnx": [], "ort": []}
@@ -122,11 +140,11 @@ def main():
                                                                           rows["ort"][0]["tokens"]))
     bw = copy_bandwidth()
     # A decode step reads every weight once for the whole batch (the
-    # embedding table only by rows).
-    weight_bytes = 4 * (params - c.vocab * c.hidden)
+    # embedding table only by rows): packed bytes, scales and all.
+    weight_bytes = stored_weight_bytes(path) - 4 * c.vocab * c.hidden
     limit = a.batch * bw / weight_bytes
     med = lambda e, k: statistics.median(x[k] for x in rows[e])
-    print(f"model {a.model}: {params / 1e6:.1f}M parameters, fp32, prompt {a.prompt}, {a.new} new tokens, batch {a.batch}, "
+    print(f"model {a.model}: {params / 1e6:.1f}M parameters, {a.weights}, prompt {a.prompt}, {a.new} new tokens, batch {a.batch}, "
           f"{a.threads} threads; copy bandwidth {bw / 1e9:.1f} GB/s -> limit {limit:.1f} tokens/s")
     print(f"{'engine':8} {'prefill ms':>11} {'decode tok/s':>13} {'of limit':>9}")
     for e in ("xonnx", "ort"):

@@ -65,6 +65,15 @@ MakerResult DnnlInteger(const EmitContext& ctx, const Instruction& i, const Thun
   return t;
 }
 
+// A product by block-quantized weights the planner gave their packed bytes
+// to read: the unpacked weights were never computed.
+MakerResult PackedMatmul(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
+  auto p = ctx.plan.packed_products.of.find(&i);
+  if (p == ctx.plan.packed_products.of.end()) return std::nullopt;
+  if (std::optional<Thunk> t = MakePackedDotThunk(i, io, p->second)) return t;
+  return Unimplemented("%s: a product planned on packed weights has operands the kernel does not take", i.name());
+}
+
 MakerResult DnnlConv(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
   if (!ctx.options.use_dnnl) return std::nullopt;
   ConvLayouts layouts = ctx.plan.LayoutsOf(&i);
@@ -158,7 +167,8 @@ struct KernelRow {
 const std::vector<KernelRow>& Rows() {
   static const auto* rows = new std::vector<KernelRow>{
       {Opcode::kDot,
-       {{"dnnl-int8-matmul", DnnlInteger},
+       {{"packed-matmul", PackedMatmul},
+        {"dnnl-int8-matmul", DnnlInteger},
         {"sparse-dot", SparseDot},
         {"gemv", Gemv},
         {"dnnl-matmul", DnnlMatmul},

@@ -23,6 +23,12 @@ std::vector<BufferRef> EmitContext::InputsOf(const Instruction* i) const {
         if (x) in.push_back(LeavesOf(x).at(0));
     return in;
   }
+  if (auto p = plan.packed_products.of.find(i); p != plan.packed_products.of.end()) {
+    in.push_back(LeavesOf(i->operand(0)).at(0));
+    for (const Instruction* x : {p->second.packed, p->second.scales, p->second.zeros})
+      if (x) in.push_back(LeavesOf(x).at(0));
+    return in;
+  }
   auto v = plan.dot_views.of.find(i);
   for (int64_t k = 0; k < i->operand_count(); ++k) {
     bool viewed = v != plan.dot_views.of.end() && v->second[k];

@@ -2,7 +2,10 @@
 // (N, K) stored as 4- or 8-bit integers in blocks of block_size along K,
 // each block with its own scale and zero point, as weight-only quantizers
 // write decoder weights. The weights are unpacked and dequantized in the
-// program (a constant weight folds once); the product is in A's type.
+// program, in one canonical form (documented at DequantizedWeights) that
+// XLA fuses into its product and that xonnx's CPU backend recognizes and
+// runs on the packed bytes themselves (PlanPackedProducts): decode reads
+// 4 bits per weight, not a float.
 #include <string>
 #include <vector>
 
@@ -17,21 +20,18 @@ namespace {
 using hlo::Instruction;
 using hlo::Opcode;
 
-// Unpacks (R, C) bytes of `bits`-bit values (low bits first) into
-// (R, C * 8 / bits) unsigned values, as s32.
+// Unpacks u8 `bytes` (..., C) of `bits`-bit values, low bits first, into
+// u8 (..., C * 8 / bits): the low nibbles and the high ones, interleaved.
 Instruction* Unpack(hlo::Builder& b, Instruction* bytes, int64_t bits) {
-  const auto& d = bytes->shape().dims;
-  Instruction* x = b.Convert(bytes, hlo::S32);
-  if (bits == 8) return x;
-  int64_t per = 8 / bits;
-  std::vector<Instruction*> parts;
-  Instruction* mask = b.Broadcast(b.ScalarConstant(hlo::S32, (1 << bits) - 1), d, {});
-  for (int64_t i = 0; i < per; ++i) {
-    Instruction* shifted =
-        i ? b.Binary(Opcode::kShiftRightLogical, x, b.Broadcast(b.ScalarConstant(hlo::S32, i * bits), d, {})) : x;
-    parts.push_back(b.Reshape(b.Binary(Opcode::kAnd, shifted, mask), {d[0], d[1], 1}));
-  }
-  return b.Reshape(b.Concatenate(parts, 2), {d[0], d[1] * per});
+  if (bits == 8) return bytes;
+  std::vector<int64_t> d = bytes->shape().dims, one = d;
+  one.push_back(1);
+  auto scalar = [&](int v) { return b.Broadcast(b.ScalarConstant(hlo::U8, v), d, {}); };
+  Instruction* lo = b.Reshape(b.Binary(Opcode::kAnd, bytes, scalar(15)), one);
+  Instruction* hi = b.Reshape(b.Binary(Opcode::kShiftRightLogical, bytes, scalar(4)), one);
+  std::vector<int64_t> out = d;
+  out.back() *= 2;
+  return b.Reshape(b.Concatenate({lo, hi}, static_cast<int64_t>(d.size())), out);
 }
 
 absl::Status MatMulNBits(NodeContext& ctx) {
@@ -54,7 +54,12 @@ absl::Status MatMulNBits(NodeContext& ctx) {
   if (packed->shape().element_type != hlo::U8 || packed->shape().ElementCount() != n * blocks * blob)
     return ctx.Error(absl::StrCat("B must be uint8 (N, blocks, block_size * bits / 8) = [", n, ",", blocks, ",", blob,
                                   "]; it is [", absl::StrJoin(packed->shape().dims, ","), "]"));
-  Instruction* q = Unpack(b, b.Reshape(packed, {n, blocks * blob}), bits);  // (N, blocks * block)
+  // The canonical form (the CPU backend's PlanPackedProducts matches it):
+  //   q = unpack(reshape(B, [N, blocks, blob]))         u8 [N, blocks, block]
+  //   w = (convert<f32>(q) - broadcast(zp)) * broadcast(scales [N, blocks])
+  //   W = slice(reshape(w, [N, blocks * block]), K)     the slice when K < that
+  // with zp a scalar (no zero points) or an f32 [N, blocks] value.
+  Instruction* q = Unpack(b, b.Reshape(packed, {n, blocks, blob}), bits);
   Instruction* scales = ctx.input(2);
   if (scales->shape().ElementCount() != n * blocks)
     return ctx.Error(absl::StrCat("scales must have N x blocks = ", n * blocks, " values; they have ",
@@ -72,12 +77,13 @@ absl::Status MatMulNBits(NodeContext& ctx) {
       return ctx.Error(absl::StrCat("packed zero points must have N x ceil(blocks x bits / 8) = ", n * per_row,
                                     " bytes; they have ", z->shape().ElementCount()));
     Instruction* zs = Unpack(b, b.Reshape(z, {n, per_row}), bits);
-    zs = b.Slice(zs, {0, 0}, {n, blocks}, {1, 1});
+    if (zs->shape().dims[1] != blocks) zs = b.Slice(zs, {0, 0}, {n, blocks}, {1, 1});
     zp = per_block(b.Convert(zs, hlo::F32));
   }
-  Instruction* w = b.Binary(Opcode::kMultiply, b.Binary(Opcode::kSubtract, b.Convert(b.Reshape(q, wd), hlo::F32), zp),
+  Instruction* w = b.Binary(Opcode::kMultiply, b.Binary(Opcode::kSubtract, b.Convert(q, hlo::F32), zp),
                             per_block(b.Convert(scales, hlo::F32)));
-  w = b.Slice(b.Reshape(w, {n, blocks * block}), {0, 0}, {n, k}, {1, 1});  // (N, K)
+  w = b.Reshape(w, {n, blocks * block});
+  if (blocks * block != k) w = b.Slice(w, {0, 0}, {n, k}, {1, 1});  // (N, K)
   hlo::DotDimensionNumbers dn;
   dn.lhs_contracting_dimensions = {a->shape().rank() - 1};
   dn.rhs_contracting_dimensions = {1};

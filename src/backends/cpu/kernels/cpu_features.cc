@@ -33,12 +33,20 @@ bool CpuHasAvx512Vbmi() {
   });
   return has;
 }
+bool CpuHasAvx512Bw() {
+  static const bool has = Supports([] {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  });
+  return has;
+}
 #else
 bool CpuHasAvx2() { return false; }
 bool CpuHasAvx2Fma() { return false; }
 bool CpuHasAvx512() { return false; }
 bool CpuHasAvx2F16c() { return false; }
 bool CpuHasAvx512Vbmi() { return false; }
+bool CpuHasAvx512Bw() { return false; }
 #endif
 
 }  // namespace xonnx::cpu

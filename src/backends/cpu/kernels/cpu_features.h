@@ -10,6 +10,7 @@ bool CpuHasAvx2Fma();     // AVX2 and FMA
 bool CpuHasAvx512();      // AVX-512 F
 bool CpuHasAvx2F16c();    // AVX2 and F16C (half-precision conversions)
 bool CpuHasAvx512Vbmi();  // AVX-512 F, BW and VBMI (byte permutes)
+bool CpuHasAvx512Bw();    // AVX-512 F, BW, VL and DQ (byte and mask loads, 128-bit forms)
 
 }  // namespace xonnx::cpu
 

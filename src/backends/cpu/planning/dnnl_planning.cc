@@ -194,7 +194,9 @@ void PlanEpilogues(const CompileOptions& options, Plan* plan) {
       // thousand elements, are a fused loop after it.
       // An interpolation matrix's product reads only its nonzeros
       // (sparse-dot), far less than oneDNN's dense product.
-      if (!columns || GemvTakes(*c) || SparseDotTakes(*c)) continue;
+      // A product by packed weights reads its operand row-major and adds
+      // its bias in a fused loop after it, as the gemv kernel does.
+      if (!columns || GemvTakes(*c) || SparseDotTakes(*c) || plan->packed_products.of.contains(c)) continue;
     } else {
       continue;
     }
@@ -321,7 +323,9 @@ void PlanDotViews(Plan* plan) {
            i->shape().element_type == hlo::F32 && plan->users(i).size() == 1 && plan->Materialized(i);
   };
   for (Instruction* d : plan->order()) {
-    if (d->opcode() != Opcode::kDot || !DnnlDotColumns(*d) || SparseDotTakes(*d)) continue;
+    if (d->opcode() != Opcode::kDot || !DnnlDotColumns(*d) || SparseDotTakes(*d) ||
+        plan->packed_products.of.contains(d))
+      continue;
     for (int k = 0; k < 2; ++k) {
       std::vector<Instruction*> chain;  // from the operand back
       for (Instruction* x = d->operand(k); is_view_op(x); x = x->operand(0)) chain.push_back(x);

@@ -375,8 +375,9 @@ void PlanFusions(Plan* plan) {
       group = g->second;
     }
     if (joinable && f.groups[group].back()->shape().dims != i->shape().dims) joinable = false;
-    if (plan->integer_products.read.contains(i)) joinable = false;
-    if (plan->integer_products.replaced.contains(i)) continue;  // never computed
+    if (plan->integer_products.read.contains(i) || plan->packed_products.read.contains(i)) joinable = false;
+    if (plan->integer_products.replaced.contains(i) || plan->packed_products.replaced.contains(i))
+      continue;  // never computed
     if (Fusible(i) && !epilogues.absorbed.contains(i) && !epilogues.of.contains(i) && !rows.group_of.contains(i) &&
         !rows.internal.contains(i)) {
       if (joinable) {

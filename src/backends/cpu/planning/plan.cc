@@ -39,7 +39,7 @@ std::vector<Instruction*> Plan::FusionInputs(int group) const {
 
 bool Plan::Materialized(const Instruction* i) const {
   if (fusions.absorbed_reads.contains(i) || epilogues.unused.contains(i) || dot_views.replaced.contains(i) ||
-      integer_products.replaced.contains(i))
+      integer_products.replaced.contains(i) || packed_products.replaced.contains(i))
     return false;
   if (row_fusions.internal.contains(i)) return false;
   if (int rg = RowGroupOf(i); rg >= 0) {
@@ -133,6 +133,9 @@ std::vector<const Instruction*> Plan::HiddenReads(const Instruction* i) const {
     for (const NarrowOperand& o : n->second)
       for (const Instruction* x : {o.source, o.zero_point})
         if (x) reads.push_back(x);
+  if (auto p = packed_products.of.find(i); p != packed_products.of.end())
+    for (const Instruction* x : {p->second.packed, p->second.scales, p->second.zeros})
+      if (x) reads.push_back(x);
   return reads;
 }
 

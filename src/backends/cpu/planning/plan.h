@@ -78,6 +78,15 @@ class Plan {
     // have a buffer of its own, not be folded into a fusion.
     absl::flat_hash_set<const hlo::Instruction*> read;
   } integer_products;
+  // Products by block-quantized weights that read them packed
+  // (PlanPackedProducts): the unpacking and dequantizing ops they replace
+  // are never computed; the packed bytes, scales and zero points they read
+  // each keep a buffer of their own.
+  struct PackedProducts {
+    absl::flat_hash_map<const hlo::Instruction*, PackedWeights> of;
+    absl::flat_hash_set<const hlo::Instruction*> replaced;
+    absl::flat_hash_set<const hlo::Instruction*> read;
+  } packed_products;
   // Elementwise fusions (PlanFusions): groups in operand-first order, the
   // last member being the group's root.
   struct Fusions {

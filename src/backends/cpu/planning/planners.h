@@ -37,6 +37,10 @@ std::optional<hlo::Literal> ConstantValue(const hlo::Instruction* i, int depth =
 // with VNNI, [-64, 63] without (oneDNN then sums pairs of u8 x s8
 // products in s16 with saturation).
 std::pair<int, int> ExactWeightRange();
+// Runs f32 dots by the importer's dequantized MatMulNBits weights on the
+// packed bytes (Plan::packed_products; packed_planning.cc). First of the
+// planners: the other ones leave its products alone.
+void PlanPackedProducts(Plan* plan);
 // Reads dot operands made by slices, transposes and reshapes through
 // strided views of the value they start from (Plan::dot_views).
 void PlanDotViews(Plan* plan);

@@ -206,6 +206,21 @@ struct NarrowOperand {
   std::shared_ptr<const hlo::Literal> constant;  // a constant operand's values, as s8
 };
 
+// The weights of a dot that reads them packed (PlanPackedProducts): the
+// importer's MatMulNBits form, W[n, k] = (q[n, k] - zero[n, b]) *
+// scale[n, b] for k in block b, with q unsigned `bits`-bit integers stored
+// [N, blocks, block * bits / 8] (4 bits: two per byte, low nibble first).
+struct PackedWeights {
+  const hlo::Instruction* packed = nullptr;           // u8 bytes, row-major, or null: packed_values
+  std::shared_ptr<const hlo::Literal> packed_values;  // 8-bit weights known at compile time, as u8
+  const hlo::Instruction* scales = nullptr;           // f32 [N, blocks], row-major
+  const hlo::Instruction* zeros = nullptr;            // f32 [N, blocks], or null: zero_values, or `zero` for all
+  std::shared_ptr<const hlo::Literal> zero_values;    // f32 [N, blocks] known at compile time
+  float zero = 0;
+  int bits = 4;
+  int64_t block = 32, blocks = 0, n = 0, k = 0;
+};
+
 // Whether the oneDNN matmul reads this view of a dot operand directly: at
 // most one batch dim, and unit stride along rows or columns.
 bool DnnlDotViewable(const hlo::Instruction& dot, const StridedView& view);
@@ -306,6 +321,13 @@ std::optional<Thunk> MakeDataMoveThunk(const hlo::Instruction& instr, const Thun
 constexpr int64_t kGemvMaxRows = 4;
 bool GemvTakes(const hlo::Instruction& dot);
 std::optional<Thunk> MakeGemvThunk(const hlo::Instruction& instr, const ThunkIo& io);
+
+// A product of f32 rows by 4- or 8-bit block-quantized weights read as
+// they are stored (packed_dot.cc; kind "packed-matmul"): dot(x [..., K],
+// W [N, K]) with W as `w` describes it. io.inputs: x, the packed bytes
+// (unless known at compile time), the scales, then the zero points (if
+// read at run time); io.outputs[0]: y [..., N].
+std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const ThunkIo& io, const PackedWeights& w);
 
 // A product of one axis of an f32 activation by constant weights with at
 // most four nonzeros per output (sparse_dot.cc): Resize's interpolation

@@ -1,0 +1,367 @@
+// Products by 4- and 8-bit block-quantized weights (MatMulNBits) read as
+// they are stored. A decoder's step multiplies a few rows by every weight
+// once, so it is bound by the bytes it reads: 4-bit weights are an eighth
+// of f32 ones, but only if nothing unpacks them to floats in memory first.
+// This kernel dequantizes each block in registers: for 4 bits, the 16
+// values (i - zero) * scale a block's nibbles can take are one vector, and
+// a permute by the nibbles gives the weights (exactly the values the
+// program's own dequantization computes); 8-bit weights convert and scale
+// in registers. The activation's rows are multiplied against each weight
+// row in 16 lanes and summed at the end.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/kernels/cpu_features.h"
+#include "backends/cpu/runtime/thunks.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
+namespace xonnx::cpu {
+// A namespace of its own: the unity build compiles the kernels together.
+namespace packed_dot {
+namespace {
+
+// Weights per chunk of 16 bytes: the unit the vector kernel reads.
+constexpr int64_t ChunkWeights(int bits) { return bits == 4 ? 32 : 16; }
+// Rows of the activation computed against one weight row at a time.
+constexpr int64_t kRowTile = 8;
+// Weight rows whose sums are reduced together (Reduce16).
+constexpr int64_t kGroup = 16;
+// Multiply-adds from which the weight rows are split between threads.
+constexpr int64_t kParallel = 1 << 16;
+
+struct Dims {
+  int bits;
+  int64_t block, blocks, n, k, rows;
+  int64_t row_bytes;  // one weight row's packed bytes: blocks * block * bits / 8
+  int64_t kp;         // the activation's padded row: whole chunks
+  bool zeros;         // a zero point per block (else `zero` for all)
+  float zero;
+};
+
+// The portable kernel: every weight dequantized as the program would,
+// (q - zero) * scale, and multiplied in order.
+void RowsPortable(const Dims& d, const float* x, const uint8_t* packed, const float* scales, const float* zeros,
+                  float* y, int64_t n0, int64_t n1) {
+  for (int64_t j = n0; j < n1; ++j) {
+    const uint8_t* p = packed + j * d.row_bytes;
+    for (int64_t r = 0; r < d.rows; ++r) {
+      float acc = 0;
+      for (int64_t i = 0; i < d.k; ++i) {
+        int q = d.bits == 8 ? p[i] : (i % 2 ? p[i / 2] >> 4 : p[i / 2] & 15);
+        int64_t b = j * d.blocks + i / d.block;
+        float w = (static_cast<float>(q) - (d.zeros ? zeros[b] : d.zero)) * scales[b];
+        acc += x[r * d.k + i] * w;
+      }
+      y[r * d.n + j] = acc;
+    }
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// GCC 12 warns that the "undefined" vectors its own AVX-512 intrinsics
+// pass as unused operands are uninitialized (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define XONNX_PACKED_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+
+// The activation rows for the vector kernel: each row padded with zeros to
+// whole chunks and, for 4 bits, each chunk's 32 values reordered evens
+// first, then odds, the order of a chunk's low and high nibbles.
+void PrepareRows(const Dims& d, const float* x, float* xp) {
+  const int64_t cw = ChunkWeights(d.bits);
+  for (int64_t r = 0; r < d.rows; ++r) {
+    const float* from = x + r * d.k;
+    float* to = xp + r * d.kp;
+    std::fill(to, to + d.kp, 0.0f);
+    if (d.bits == 8) {
+      std::memcpy(to, from, d.k * sizeof(float));
+      continue;
+    }
+    for (int64_t i = 0; i < d.k; ++i) {
+      int64_t c = i / cw, o = i % cw;
+      to[c * cw + (o % 2) * 16 + o / 2] = from[i];
+    }
+  }
+}
+
+// One chunk's weights for rows [0, R): w_lo and w_hi in lanes l hold
+// weights 2l and 2l + 1 of the chunk (4 bits) or w_lo weight l (8 bits).
+template <int R, int kBits>
+XONNX_PACKED_AVX512 inline void Accumulate(__m512 w_lo, __m512 w_hi, const float* x, int64_t stride, __m512* lo,
+                                           __m512* hi) {
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    lo[r] = _mm512_fmadd_ps(w_lo, _mm512_loadu_ps(x + r * stride), lo[r]);
+    if constexpr (kBits == 4) hi[r] = _mm512_fmadd_ps(w_hi, _mm512_loadu_ps(x + r * stride + 16), hi[r]);
+  }
+}
+
+// The chunk's weights, masked to the lanes before K and to the bytes the
+// row has (a last block of 16 4-bit weights is half a chunk): the slow
+// path of a row's last chunk, and of blocks of 16 4-bit weights, whose
+// chunk spans two blocks (lanes 0-7 and 8-15).
+template <int kBits>
+XONNX_PACKED_AVX512 void ChunkWeightsMasked(const Dims& d, const uint8_t* p, const float* sc, const float* zr,
+                                            int64_t c, __m512* w_lo, __m512* w_hi) {
+  const int64_t cw = ChunkWeights(kBits), first = c * cw, left = d.k - first;
+  __mmask16 m_lo = 0xFFFF, m_hi = 0xFFFF;
+  if (left < cw) {
+    if constexpr (kBits == 4) {
+      m_lo = static_cast<__mmask16>((1u << std::min<int64_t>(16, (left + 1) / 2)) - 1);
+      m_hi = static_cast<__mmask16>((1u << std::min<int64_t>(16, left / 2)) - 1);
+    } else {
+      m_lo = static_cast<__mmask16>((1u << left) - 1);
+    }
+  }
+  const int64_t bytes_left = d.row_bytes - c * 16;
+  __m128i raw = bytes_left >= 16 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + c * 16))
+                                 : _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << bytes_left) - 1), p + c * 16);
+  __m512i v = _mm512_cvtepu8_epi32(raw);
+  const int64_t b0 = first / d.block, b1 = std::min((first + cw - 1) / d.block, d.blocks - 1);
+  // Per lane, the block's zero point and scale (two blocks: lanes 8-15 the second).
+  auto lanes = [&](const float* v0, const float* v1) XONNX_PACKED_AVX512 {
+    return _mm512_mask_blend_ps(static_cast<__mmask16>(0xFF00), _mm512_set1_ps(*v0), _mm512_set1_ps(*v1));
+  };
+  __m512 s = lanes(sc + b0, sc + b1);
+  __m512 z = zr ? lanes(zr + b0, zr + b1) : _mm512_set1_ps(d.zero);
+  auto dequantize = [&](__m512i q, __mmask16 m) XONNX_PACKED_AVX512 {
+    return _mm512_maskz_mul_ps(m, _mm512_sub_ps(_mm512_cvtepi32_ps(q), z), s);
+  };
+  if constexpr (kBits == 4) {
+    *w_lo = dequantize(_mm512_and_si512(v, _mm512_set1_epi32(15)), m_lo);
+    *w_hi = dequantize(_mm512_srli_epi32(v, 4), m_hi);
+  } else {
+    *w_lo = dequantize(v, m_lo);
+    *w_hi = _mm512_setzero_ps();
+  }
+}
+
+// Rows [r0, r0 + R) against weight row j. Blocks of at least a chunk
+// (and every 8-bit one) run the fast path: for 4 bits, the 16 values a
+// block's nibbles stand for, (i - zero) * scale, are one vector, and a
+// chunk's weights are two permutes of it by the nibbles; 8-bit weights
+// convert, subtract and scale. Even and odd lanes keep sums of their own,
+// and with one or two rows, alternate chunks too: a row's additions are
+// then two or four chains instead of one waiting on each other.
+template <int R, int kBits, bool kZeros>
+XONNX_PACKED_AVX512 void Column(const Dims& d, const float* xp, const uint8_t* p, const float* sc, const float* zr,
+                                __m512* sums, int64_t r0) {
+  constexpr int64_t cw = ChunkWeights(kBits);
+  constexpr int kSets = R <= 2 ? 2 : 1;
+  const int64_t chunks = (d.k + cw - 1) / cw;
+  __m512 lo[kSets][R], hi[kSets][R];
+  for (int k = 0; k < kSets; ++k)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) lo[k][r] = hi[k][r] = _mm512_setzero_ps();
+  const float* x = xp + r0 * d.kp;
+  int64_t c = 0;
+  if (d.block >= cw) {
+    int shift = 0;  // chunk -> block
+    while ((cw << shift) < d.block) ++shift;
+    const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512 iota_less_zero = _mm512_sub_ps(iota, _mm512_set1_ps(d.zero));
+    auto step = [&](int64_t c, __m512 * l, __m512 * h) XONNX_PACKED_AVX512 __attribute__((always_inline)) {
+      const int64_t b = c >> shift;
+      __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + c * 16)));
+      const __m512 s = _mm512_set1_ps(sc[b]);
+      if constexpr (kBits == 4) {
+        const __m512 table = _mm512_mul_ps(kZeros ? _mm512_sub_ps(iota, _mm512_set1_ps(zr[b])) : iota_less_zero, s);
+        Accumulate<R, 4>(_mm512_permutexvar_ps(v, table), _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), table),
+                         x + c * cw, d.kp, l, h);
+      } else {
+        const __m512 z = _mm512_set1_ps(kZeros ? zr[b] : d.zero);
+        __m512 w = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(v), z), s);
+        Accumulate<R, 8>(w, w, x + c * cw, d.kp, l, h);
+      }
+    };
+    // Every chunk but a last one that ends past K or past the row's bytes.
+    const int64_t whole = d.k % cw == 0 && d.row_bytes >= chunks * 16 ? chunks : chunks - 1;
+    if constexpr (kSets == 2)
+      for (; c + 2 <= whole; c += 2) {
+        step(c, lo[0], hi[0]);
+        step(c + 1, lo[kSets - 1], hi[kSets - 1]);
+      }
+    for (; c < whole; ++c) step(c, lo[0], hi[0]);
+  }
+  for (; c < chunks; ++c) {
+    __m512 w_lo, w_hi;
+    ChunkWeightsMasked<kBits>(d, p, sc, zr, c, &w_lo, &w_hi);
+    Accumulate<R, kBits>(w_lo, w_hi, x + c * cw, d.kp, lo[0], hi[0]);
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    __m512 sum = _mm512_add_ps(lo[0][r], hi[0][r]);
+    if constexpr (kSets == 2) sum = _mm512_add_ps(sum, _mm512_add_ps(lo[kSets - 1][r], hi[kSets - 1][r]));
+    sums[r * kGroup] = sum;
+  }
+}
+
+// out[i] = the sum of v[i]'s 16 lanes, for 16 vectors at once: pairs,
+// then quadruples, are added lane by lane and interleaved, so that 45
+// instructions do the work of 16 separate reductions (about 10 each).
+XONNX_PACKED_AVX512 void Reduce16(const __m512* v, float* out) {
+  __m512 a[8], b[4];
+  for (int i = 0; i < 8; ++i)
+    a[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+  for (int i = 0; i < 4; ++i)
+    b[i] = _mm512_add_ps(_mm512_shuffle_ps(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  __m512 c0 = _mm512_add_ps(_mm512_shuffle_f32x4(b[0], b[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_f32x4(b[0], b[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  __m512 c1 = _mm512_add_ps(_mm512_shuffle_f32x4(b[2], b[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_f32x4(b[2], b[3], _MM_SHUFFLE(3, 1, 3, 1)));
+  _mm512_storeu_ps(out, _mm512_add_ps(_mm512_shuffle_f32x4(c0, c1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                      _mm512_shuffle_f32x4(c0, c1, _MM_SHUFFLE(3, 1, 3, 1))));
+}
+
+// Weight rows [n0, n1) for every row of the activation, kGroup weight
+// rows at a time, whose sums are reduced together.
+template <int kBits, bool kZeros>
+XONNX_PACKED_AVX512 void RowsOf(const Dims& d, const float* xp, const uint8_t* packed, const float* scales,
+                                const float* zeros, float* y, int64_t n0, int64_t n1) {
+  __m512 sums[kRowTile * kGroup];
+  for (int64_t r = 0; r < d.rows; r += kRowTile) {
+    const int64_t rows = std::min(kRowTile, d.rows - r);
+    for (int64_t g = n0; g < n1; g += kGroup) {
+      const int64_t count = std::min(kGroup, n1 - g);
+      // Columns past the last weight row are reduced too: zeros.
+      for (int64_t q = 0; q < rows; ++q)
+        for (int64_t i = count; i < kGroup; ++i) sums[q * kGroup + i] = _mm512_setzero_ps();
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t j = g + i;
+        const uint8_t* p = packed + j * d.row_bytes;
+        const float* sc = scales + j * d.blocks;
+        const float* zr = zeros ? zeros + j * d.blocks : nullptr;
+        __m512* out = sums + i;
+        switch (rows) {
+          case 8:
+            Column<8, kBits, kZeros>(d, xp, p, sc, zr, out, r);
+            break;
+          case 7:
+            Column<7, kBits, kZeros>(d, xp, p, sc, zr, out, r);
+            break;
+          case 6:
+            Column<6, kBits, kZeros>(d, xp, p, sc, zr, out, r);
+            break;
+          case 5:
+            Column<5, kBits, kZeros>(d, xp, p, sc, zr, out, r);
+            break;
+          case 4:
+            Column<4, kBits, kZeros>(d, xp, p, sc, zr, out, r);
+            break;
+          case 3:
+            Column<3, kBits, kZeros>(d, xp, p, sc, zr, out, r);
+            break;
+          case 2:
+            Column<2, kBits, kZeros>(d, xp, p, sc, zr, out, r);
+            break;
+          default:
+            Column<1, kBits, kZeros>(d, xp, p, sc, zr, out, r);
+            break;
+        }
+      }
+      for (int64_t q = 0; q < rows; ++q) {
+        float reduced[kGroup];
+        Reduce16(sums + q * kGroup, reduced);
+        std::memcpy(y + (r + q) * d.n + g, reduced, count * sizeof(float));
+      }
+    }
+  }
+}
+
+void RowsAvx512(const Dims& d, const float* xp, const uint8_t* packed, const float* scales, const float* zeros,
+                float* y, int64_t n0, int64_t n1) {
+  if (d.bits == 4)
+    zeros ? RowsOf<4, true>(d, xp, packed, scales, zeros, y, n0, n1)
+          : RowsOf<4, false>(d, xp, packed, scales, zeros, y, n0, n1);
+  else
+    zeros ? RowsOf<8, true>(d, xp, packed, scales, zeros, y, n0, n1)
+          : RowsOf<8, false>(d, xp, packed, scales, zeros, y, n0, n1);
+}
+
+bool UseAvx512() { return CpuHasAvx512Bw(); }
+#undef XONNX_PACKED_AVX512
+#pragma GCC diagnostic pop
+#else
+bool UseAvx512() { return false; }
+void PrepareRows(const Dims&, const float*, float*) {}
+void RowsAvx512(const Dims&, const float*, const uint8_t*, const float*, const float*, float*, int64_t, int64_t) {}
+#endif
+
+}  // namespace
+}  // namespace packed_dot
+
+std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const ThunkIo& io, const PackedWeights& w) {
+  using namespace packed_dot;  // NOLINT(build/namespaces): this file's own kernels
+  const hlo::Shape& xs = dot.operand(0)->shape();
+  Dims d;
+  d.bits = w.bits;
+  d.block = w.block;
+  d.blocks = w.blocks;
+  d.n = w.n;
+  d.k = w.k;
+  d.rows = xs.ElementCount() / std::max<int64_t>(w.k, 1);
+  d.row_bytes = w.blocks * w.block * w.bits / 8;
+  const int64_t cw = ChunkWeights(w.bits);
+  d.kp = (w.k + cw - 1) / cw * cw;
+  d.zeros = w.zeros != nullptr || w.zero_values != nullptr;
+  d.zero = w.zero;
+  if (io.inputs.size() != 2u + (w.packed ? 1 : 0) + (w.zeros ? 1 : 0) || io.outputs.size() != 1) return std::nullopt;
+  if (!w.packed && (!w.packed_values || w.packed_values->shape().element_type != hlo::U8 ||
+                    w.packed_values->element_count() != w.n * d.row_bytes))
+    return std::nullopt;
+  if (w.zero_values &&
+      (w.zero_values->shape().element_type != hlo::F32 || w.zero_values->element_count() != w.n * w.blocks))
+    return std::nullopt;
+  size_t next = 1;
+  BufferRef x_ref = io.inputs[0], y_ref = io.outputs[0];
+  BufferRef p_ref = w.packed ? io.inputs[next++] : BufferRef{};
+  BufferRef s_ref = io.inputs[next++];
+  BufferRef z_ref = w.zeros ? io.inputs[next++] : BufferRef{};
+  std::shared_ptr<const hlo::Literal> zero_values = w.zero_values, packed_values = w.packed_values;
+  const bool vector = UseAvx512();
+  Thunk t;
+  t.name = dot.name();
+  t.run = [d, x_ref, p_ref, s_ref, z_ref, y_ref, vector, zero_values, packed_values](Frame& f) -> absl::Status {
+    const float* x = static_cast<const float*>(f.Ptr(x_ref));
+    const auto* packed = packed_values ? packed_values->data<uint8_t>() : static_cast<const uint8_t*>(f.Ptr(p_ref));
+    const float* scales = static_cast<const float*>(f.Ptr(s_ref));
+    const float* zeros = zero_values ? zero_values->data<float>()
+                         : d.zeros   ? static_cast<const float*>(f.Ptr(z_ref))
+                                     : nullptr;
+    float* y = static_cast<float*>(f.Ptr(y_ref));
+    if (d.rows == 0 || d.n == 0) return absl::OkStatus();
+    if (d.k == 0) {
+      std::fill(y, y + d.rows * d.n, 0.0f);
+      return absl::OkStatus();
+    }
+    std::vector<float> prepared;
+    if (vector) {
+      prepared.resize(d.rows * d.kp);
+      PrepareRows(d, x, prepared.data());
+    }
+    auto part = [&](int64_t n0, int64_t n1) {
+      if (vector)
+        RowsAvx512(d, prepared.data(), packed, scales, zeros, y, n0, n1);
+      else
+        RowsPortable(d, x, packed, scales, zeros, y, n0, n1);
+    };
+    if (d.rows * d.n * d.k < packed_dot::kParallel) {
+      part(0, d.n);
+      return absl::OkStatus();
+    }
+    // Weight rows split between the threads in runs of 16.
+    const int64_t runs = (d.n + 15) / 16;
+#pragma omp parallel for schedule(static)
+    for (int64_t g = 0; g < runs; ++g) part(g * 16, std::min(d.n, (g + 1) * 16));
+    return absl::OkStatus();
+  };
+  return t;
+}
+
+}  // namespace xonnx::cpu

@@ -1,0 +1,241 @@
+// Products by block-quantized weights on their packed bytes (the
+// packed-matmul kernel PlanPackedProducts plans) against the reference
+// evaluator, over a table of forms: 4 and 8 bits, blocks of 16 to 256, K
+// a whole number of blocks or not, zero points none, run-time or unpacked
+// from constant bytes, 1 to 21 rows, 2-D and 3-D activations. The weights
+// are the values the program's own dequantization gives (the kernel must
+// not round them differently), so only the order of the sums differs.
+// Forms that differ from the importer's in any part keep the program as
+// written.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/runtime/executable.h"
+#include "evaluator/evaluator.h"
+#include "hlo/builder.h"
+
+namespace xonnx::cpu {
+namespace {
+
+using hlo::Builder;
+using hlo::Instruction;
+using hlo::Literal;
+using hlo::Opcode;
+using hlo::Shape;
+
+enum class Zeros { kDefault, kRunTime, kPackedConstant };
+
+struct Form {
+  int bits;
+  int64_t block, k, n, rows;
+  Zeros zeros;
+  bool rank3;
+  // Changes to the importer's form that must keep the program as written.
+  bool wrong_shift = false, swapped_nibbles = false;
+  // 8 bits: the weights a constant, as constant folding leaves them (f32).
+  bool folded = false;
+  std::string Name() const {
+    return absl::StrCat("bits", bits, "_block", block, "_k", k, "_n", n, "_rows", rows, "_zeros",
+                        static_cast<int>(zeros), rank3 ? "_3d" : "", wrong_shift ? "_wrongshift" : "",
+                        swapped_nibbles ? "_swapped" : "", folded ? "_folded" : "");
+  }
+};
+
+Literal RandomBytes(const Shape& s, uint32_t seed) {
+  Literal l(s);
+  std::mt19937 rng(seed);
+  for (int64_t i = 0; i < l.element_count(); ++i) l.data<uint8_t>()[i] = static_cast<uint8_t>(rng() & 255);
+  return l;
+}
+
+Literal RandomFloats(const Shape& s, float lo, float hi, uint32_t seed) {
+  Literal l(s);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> v(lo, hi);
+  for (int64_t i = 0; i < l.element_count(); ++i) l.data<float>()[i] = v(rng);
+  return l;
+}
+
+// The importer's unpacking of `bits`-bit values from u8 bytes (..., C).
+Instruction* Unpack(Builder& b, Instruction* bytes, const Form& f) {
+  if (f.bits == 8) return bytes;
+  std::vector<int64_t> d = bytes->shape().dims, one = d;
+  one.push_back(1);
+  auto splat = [&](int v) { return b.Broadcast(b.ScalarConstant(hlo::U8, v), d, {}); };
+  Instruction* lo = b.Reshape(b.Binary(Opcode::kAnd, bytes, splat(15)), one);
+  Instruction* hi = b.Reshape(b.Binary(Opcode::kShiftRightLogical, bytes, splat(f.wrong_shift ? 3 : 4)), one);
+  std::vector<int64_t> out = d;
+  out.back() *= 2;
+  std::vector<Instruction*> parts = f.swapped_nibbles ? std::vector<Instruction*>{hi, lo} : std::vector{lo, hi};
+  return b.Reshape(b.Concatenate(parts, static_cast<int64_t>(d.size())), out);
+}
+
+// The importer's MatMulNBits form for `f`; its parameters' values go to
+// `args`.
+std::unique_ptr<hlo::Module> Build(const Form& f, std::vector<Literal>* args) {
+  auto m = std::make_unique<hlo::Module>("packed");
+  Builder b(m.get(), "main");
+  const int64_t blocks = (f.k + f.block - 1) / f.block, blob = f.block * f.bits / 8;
+  Shape xs = f.rank3 ? Shape(hlo::F32, {2, f.rows, f.k}) : Shape(hlo::F32, {f.rows, f.k});
+  Instruction* x = b.Parameter(0, xs, "x");
+  args->push_back(RandomFloats(xs, -1, 1, 1));
+  Instruction* packed = b.Parameter(1, Shape(hlo::U8, {f.n * blocks * blob}), "packed");
+  args->push_back(RandomBytes(Shape(hlo::U8, {f.n * blocks * blob}), 2));
+  Instruction* scales = b.Parameter(2, Shape(hlo::F32, {f.n * blocks}), "scales");
+  args->push_back(RandomFloats(Shape(hlo::F32, {f.n * blocks}), 0.01f, 0.2f, 3));
+  const std::vector<int64_t> wd = {f.n, blocks, f.block};
+  Instruction* q = Unpack(b, b.Reshape(packed, {f.n, blocks, blob}), f);
+  Instruction* qf = b.Convert(q, hlo::F32);
+  if (f.folded) {
+    Literal values(Shape(hlo::F32, {f.n, blocks, blob}));
+    for (int64_t i = 0; i < values.element_count(); ++i)
+      values.data<float>()[i] = (*args)[1].data<uint8_t>()[i];  // the packed bytes
+    qf = b.Constant(std::move(values));
+  }
+  Instruction* zp = nullptr;
+  if (f.zeros == Zeros::kDefault) {
+    zp = b.Broadcast(b.ScalarConstant(hlo::F32, 1 << (f.bits - 1)), wd, {});
+  } else if (f.zeros == Zeros::kRunTime) {
+    zp = b.Broadcast(b.Parameter(3, Shape(hlo::F32, {f.n, blocks}), "zeros"), wd, {0, 1});
+    args->push_back(RandomFloats(Shape(hlo::F32, {f.n, blocks}), 0, 15, 4));
+    for (int64_t i = 0; i < args->back().element_count(); ++i)
+      args->back().data<float>()[i] = std::round(args->back().data<float>()[i]);
+  } else {
+    const int64_t per_row = (blocks * f.bits + 7) / 8;
+    Instruction* z = b.Constant(RandomBytes(Shape(hlo::U8, {f.n, per_row}), 5));
+    Instruction* zs = Unpack(b, z, f);
+    if (zs->shape().dims[1] != blocks) zs = b.Slice(zs, {0, 0}, {f.n, blocks}, {1, 1});
+    zp = b.Broadcast(b.Convert(zs, hlo::F32), wd, {0, 1});
+  }
+  Instruction* w = b.Binary(Opcode::kMultiply, b.Binary(Opcode::kSubtract, qf, zp),
+                            b.Broadcast(b.Reshape(scales, {f.n, blocks}), wd, {0, 1}));
+  w = b.Reshape(w, {f.n, blocks * f.block});
+  if (blocks * f.block != f.k) w = b.Slice(w, {0, 0}, {f.n, f.k}, {1, 1});
+  hlo::DotDimensionNumbers dn;
+  dn.lhs_contracting_dimensions = {xs.rank() - 1};
+  dn.rhs_contracting_dimensions = {1};
+  auto comp = b.Build(b.Dot(x, w, dn));
+  EXPECT_TRUE(comp.ok()) << comp.status();
+  m->set_entry(*comp);
+  return m;
+}
+
+// Runs `f` natively; the evaluator's result goes to `want`, the kernel
+// counts to `kinds`.
+Literal RunNative(const Form& f, Literal* want, std::map<std::string, int>* kinds) {
+  std::vector<Literal> args;
+  std::unique_ptr<hlo::Module> m = Build(f, &args);
+  auto reference = eval::EvaluateModule(*m, args);
+  EXPECT_TRUE(reference.ok()) << reference.status();
+  *want = *reference;
+  auto exe = Executable::Compile(std::move(m), CompileOptions{});
+  EXPECT_TRUE(exe.ok()) << exe.status();
+  for (const auto& [kind, count] : (*exe)->ThunkSummary()) (*kinds)[kind] += count;
+  std::vector<const void*> in;
+  for (const Literal& a : args) in.push_back(a.untyped_data());
+  Literal got((*exe)->output_shapes().at(0));
+  std::vector<void*> outs = {got.untyped_data()};
+  EXPECT_TRUE((*exe)->Execute(in, outs).ok());
+  return got;
+}
+
+// The sums differ only in order: within a few roundings of the largest
+// partial sum, which |x| . |w| bounds.
+void ExpectClose(const Literal& got, const Literal& want, const Form& f) {
+  ASSERT_EQ(got.element_count(), want.element_count());
+  const double bound = f.k * 1.0 * (1 << f.bits) * 0.2 * 1e-6 + 1e-6;
+  int wrong = 0;
+  for (int64_t i = 0; i < got.element_count(); ++i) {
+    double g = got.data<float>()[i], w = want.data<float>()[i];
+    if (!(std::fabs(g - w) <= bound) && ++wrong <= 3)
+      ADD_FAILURE() << f.Name() << " element " << i << ": " << g << " vs " << w;
+  }
+}
+
+std::vector<Form> Table() {
+  std::vector<Form> forms;
+  for (int bits : {4, 8})
+    for (int64_t block : {16, 32, 64, 256})
+      for (Zeros z : {Zeros::kDefault, Zeros::kRunTime, Zeros::kPackedConstant}) {
+        // Whole blocks; K ending inside a block (and inside a chunk of the
+        // kernel's 16 bytes); a single short block; an odd count of blocks.
+        for (int64_t k : {block * 3, block * 3 - 5, std::min<int64_t>(block, 7) + 1, block * 5 - block / 2})
+          forms.push_back({bits, block, k, 37, 1, z, false});
+        forms.push_back({bits, block, block * 2 + 3, 21, 21, z, false});
+        forms.push_back({bits, block, block * 2, 5, 3, z, true});
+        if (bits == 8) forms.push_back({bits, block, block * 3 - 1, 19, 2, z, false, false, false, true});
+      }
+  return forms;
+}
+
+TEST(PackedProducts, TableMatchesTheEvaluator) {
+  for (const Form& f : Table()) {
+    Literal want;
+    std::map<std::string, int> kinds;
+    Literal got = RunNative(f, &want, &kinds);
+    EXPECT_EQ(kinds["packed-matmul"], 1) << f.Name();
+    // Nothing is left of the unpacking but the constant zero points'.
+    EXPECT_EQ(kinds["concatenate"], 0) << f.Name();
+    ExpectClose(got, want, f);
+  }
+}
+
+// Large enough to split between threads: the same as one thread.
+TEST(PackedProducts, DecoderSizedProductsMatchTheEvaluator) {
+  for (int bits : {4, 8})
+    for (int64_t rows : {1, 8, 19}) {
+      Form f{bits, 32, 1024, 700, rows, Zeros::kPackedConstant, false};
+      Literal want;
+      std::map<std::string, int> kinds;
+      Literal got = RunNative(f, &want, &kinds);
+      EXPECT_EQ(kinds["packed-matmul"], 1) << f.Name();
+      ExpectClose(got, want, f);
+    }
+}
+
+// A scale that is not finite reaches exactly the outputs it reaches in the
+// program as written (its block's; the kernel's padding past K gives no
+// NaN of its own).
+TEST(PackedProducts, ScalesThatAreNotFiniteReachTheSameOutputs) {
+  Form f{4, 32, 40, 6, 2, Zeros::kDefault, false};
+  std::vector<Literal> args;
+  std::unique_ptr<hlo::Module> m = Build(f, &args);
+  args[2].data<float>()[1] = std::numeric_limits<float>::infinity();  // row 0's second block: k 32..39
+  args[2].data<float>()[4] = std::nanf("");                           // row 2's first block
+  auto want = eval::EvaluateModule(*m, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  auto exe = Executable::Compile(std::move(m), CompileOptions{});
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  std::vector<const void*> in;
+  for (const Literal& a : args) in.push_back(a.untyped_data());
+  Literal got((*exe)->output_shapes().at(0));
+  std::vector<void*> outs = {got.untyped_data()};
+  ASSERT_TRUE((*exe)->Execute(in, outs).ok());
+  for (int64_t i = 0; i < got.element_count(); ++i)
+    EXPECT_EQ(std::isfinite(got.data<float>()[i]), std::isfinite(want->data<float>()[i])) << i;
+}
+
+// A shift of 3, or the high nibbles first, is another computation: its
+// unpacking runs as written, and the product reads the unpacked values as
+// 8-bit weights; the values are still the evaluator's.
+TEST(PackedProducts, OtherUnpackingsRunAsWritten) {
+  for (bool shift : {true, false}) {
+    Form f{4, 32, 64, 9, 2, Zeros::kDefault, false};
+    f.wrong_shift = shift;
+    f.swapped_nibbles = !shift;
+    Literal want;
+    std::map<std::string, int> kinds;
+    Literal got = RunNative(f, &want, &kinds);
+    EXPECT_EQ(kinds["concatenate"], 1) << f.Name();
+    ExpectClose(got, want, f);
+  }
+}
+
+}  // namespace
+}  // namespace xonnx::cpu

@@ -1,0 +1,83 @@
+"""Decoders with 4- and 8-bit weights (MatMulNBits, as ONNX Runtime's
+weight-only quantizer writes them; tests/generate/nbits.py): `xonnx
+generate` gives the tokens of the torch reference whose Linear weights are
+the quantized model's own dequantized values, for blocks of 16, 32 and 128,
+with and without zero points; and every product by quantized weights runs
+on the packed weights (the CPU backend's packed-matmul kernel), with
+nothing of their unpacking left to run."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nbits  # noqa: E402
+import tiny_llama  # noqa: E402
+from test_generate import PROMPTS, XONNX, generate  # noqa: E402
+
+FORMS = [(4, 32, False), (4, 16, True), (4, 128, True), (8, 32, False), (8, 64, True)]
+
+
+def quantized(folder, bits, block, zero_points):
+    """The test decoder with its products by weights quantized: the ONNX
+    model's path, and a torch copy whose Linear weights are what the
+    quantized model's weights stand for."""
+    import onnx
+    import torch
+    from onnx import numpy_helper
+    m, path = tiny_llama.exported(folder)
+    model = onnx.load(path)
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    # Each MatMul's [K, N] weights are a Linear's weight transposed.
+    linears = {id(mod): mod for mod in m.modules() if isinstance(mod, torch.nn.Linear)}
+    owner = {}
+    for node in model.graph.node:
+        if node.op_type == "MatMul" and node.input[1] in inits:
+            w = inits[node.input[1]]
+            match = [mod for mod in linears.values() if np.array_equal(mod.weight.detach().numpy().T, w)]
+            assert len(match) == 1, node.name
+            owner[node.input[1]] = match[0]
+    assert nbits.rewrite(model, bits, block, zero_points) == len(owner)
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    attrs = lambda n: {a.name: a.i for a in n.attribute}
+    with torch.no_grad():
+        for node in model.graph.node:
+            if node.op_type != "MatMulNBits":
+                continue
+            source = node.input[1][:-len(f"_q{bits}")]
+            zp = inits[node.input[3]] if len(node.input) > 3 and node.input[3] else None
+            w = nbits.dequantize(inits[node.input[1]], inits[node.input[2]], zp, bits, block, attrs(node)["K"])
+            owner[source].weight.copy_(torch.from_numpy(w.astype(np.float32)))
+    out = os.path.join(str(folder), f"q{bits}_{block}_{int(zero_points)}.onnx")
+    onnx.save(model, out)
+    return m, out
+
+
+@pytest.mark.parametrize("bits,block,zero_points", FORMS)
+def test_greedy_matches_the_dequantized_reference(tmp_path, bits, block, zero_points):
+    m, path = quantized(tmp_path, bits, block, zero_points)
+    assert generate(path, PROMPTS, "--max-new-tokens", "12") == [tiny_llama.greedy(m, p, 12) for p in PROMPTS]
+
+
+def test_products_run_on_the_packed_weights(tmp_path):
+    c = tiny_llama.Config()
+    for bits, block, zero_points in FORMS:
+        _, path = quantized(tmp_path, bits, block, zero_points)
+        shapes = ["input_ids=1x1", "attention_mask=1x65", "position_ids=1x1"]
+        shapes += [f"past_key_values.{i}.{k}=1x{c.heads}x64x{c.head_dim}" for i in range(c.layers)
+                   for k in ("key", "value")]
+        trace = str(tmp_path / "trace.json")
+        cmd = [XONNX, "bench", path, "--iterations", "1", "--profile", trace]
+        for s in shapes:
+            cmd += ["--shape", s]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        with open(trace) as f:
+            events = json.load(f)["traceEvents"]
+        kernels = [e["args"]["kernel"] for e in events
+                   if e.get("cat") == "kernel" and e["args"].get("op_type") == "MatMulNBits"]
+        # One product per MatMulNBits per call (a warm-up and the timed one).
+        assert kernels and set(kernels) == {"packed-matmul"}, (bits, block, zero_points, sorted(set(kernels)))
