@@ -168,6 +168,7 @@ std::vector<Form> Table() {
         for (int64_t k : {block * 3, block * 3 - 5, std::min<int64_t>(block, 7) + 1, block * 5 - block / 2})
           forms.push_back({bits, block, k, 37, 1, z, false});
         forms.push_back({bits, block, block * 2 + 3, 21, 21, z, false});
+        forms.push_back({bits, block, block * 2 + 3, 300, 40, z, false});  // oneDNN's GEMM, panels
         forms.push_back({bits, block, block * 2, 5, 3, z, true});
         if (bits == 8) forms.push_back({bits, block, block * 3 - 1, 19, 2, z, false, false, false, true});
       }
@@ -189,7 +190,7 @@ TEST(PackedProducts, TableMatchesTheEvaluator) {
 // Large enough to split between threads: the same as one thread.
 TEST(PackedProducts, DecoderSizedProductsMatchTheEvaluator) {
   for (int bits : {4, 8})
-    for (int64_t rows : {1, 8, 19}) {
+    for (int64_t rows : {1, 8, 19, 64}) {
       Form f{bits, 32, 1024, 700, rows, Zeros::kPackedConstant, false};
       Literal want;
       std::map<std::string, int> kinds;

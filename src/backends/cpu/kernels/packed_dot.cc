@@ -8,6 +8,8 @@
 // program's own dequantization computes); 8-bit weights convert and scale
 // in registers. The activation's rows are multiplied against each weight
 // row in 16 lanes and summed at the end.
+#include <oneapi/dnnl/dnnl.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -30,6 +32,12 @@ constexpr int64_t ChunkWeights(int bits) { return bits == 4 ? 32 : 16; }
 constexpr int64_t kRowTile = 8;
 // Weight rows whose sums are reduced together (Reduce16).
 constexpr int64_t kGroup = 16;
+// Rows from which the product is oneDNN's GEMM on weights dequantized to
+// f32, kPanel weight rows at a time (a prompt's product: the vector
+// kernel spends a few instructions per weight on unpacking, which the
+// GEMM's reuse of each weight over many rows does not have to).
+constexpr int64_t kGemmRows = 32;
+constexpr int64_t kPanel = 256;
 // Multiply-adds from which the weight rows are split between threads.
 constexpr int64_t kParallel = 1 << 16;
 
@@ -69,35 +77,36 @@ void RowsPortable(const Dims& d, const float* x, const uint8_t* packed, const fl
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define XONNX_PACKED_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
-// The activation rows for the vector kernel: each row padded with zeros to
-// whole chunks and, for 4 bits, each chunk's 32 values reordered evens
-// first, then odds, the order of a chunk's low and high nibbles.
+// The activation rows for the vector kernel, padded with zeros to whole
+// chunks, in tiles of kRowTile rows: a tile holds chunk 0 of its rows,
+// then chunk 1, and so on, so that the kernel reads a chunk's rows at
+// fixed offsets from one address. For 4 bits, each chunk's 32 values are
+// reordered evens first, then odds, the order of its low and high nibbles.
+size_t PreparedSize(const Dims& d) { return (d.rows + kRowTile - 1) / kRowTile * kRowTile * d.kp; }
 void PrepareRows(const Dims& d, const float* x, float* xp) {
-  const int64_t cw = ChunkWeights(d.bits);
+  const int64_t cw = ChunkWeights(d.bits), chunks = d.kp / cw;
+  std::fill(xp, xp + PreparedSize(d), 0.0f);
   for (int64_t r = 0; r < d.rows; ++r) {
     const float* from = x + r * d.k;
-    float* to = xp + r * d.kp;
-    std::fill(to, to + d.kp, 0.0f);
-    if (d.bits == 8) {
-      std::memcpy(to, from, d.k * sizeof(float));
-      continue;
-    }
-    for (int64_t i = 0; i < d.k; ++i) {
-      int64_t c = i / cw, o = i % cw;
-      to[c * cw + (o % 2) * 16 + o / 2] = from[i];
+    float* tile = xp + r / kRowTile * kRowTile * d.kp + r % kRowTile * cw;
+    for (int64_t c = 0; c < chunks; ++c) {
+      float* to = tile + c * kRowTile * cw;
+      const int64_t n = std::min(cw, d.k - c * cw);
+      for (int64_t o = 0; o < n; ++o) to[d.bits == 4 ? (o % 2) * 16 + o / 2 : o] = from[c * cw + o];
     }
   }
 }
 
 // One chunk's weights for rows [0, R): w_lo and w_hi in lanes l hold
 // weights 2l and 2l + 1 of the chunk (4 bits) or w_lo weight l (8 bits).
+// `x`: the chunk's rows in its tile.
 template <int R, int kBits>
-XONNX_PACKED_AVX512 inline void Accumulate(__m512 w_lo, __m512 w_hi, const float* x, int64_t stride, __m512* lo,
-                                           __m512* hi) {
+XONNX_PACKED_AVX512 inline void Accumulate(__m512 w_lo, __m512 w_hi, const float* x, __m512* lo, __m512* hi) {
+  constexpr int64_t cw = ChunkWeights(kBits);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-    lo[r] = _mm512_fmadd_ps(w_lo, _mm512_loadu_ps(x + r * stride), lo[r]);
-    if constexpr (kBits == 4) hi[r] = _mm512_fmadd_ps(w_hi, _mm512_loadu_ps(x + r * stride + 16), hi[r]);
+    lo[r] = _mm512_fmadd_ps(w_lo, _mm512_loadu_ps(x + r * cw), lo[r]);
+    if constexpr (kBits == 4) hi[r] = _mm512_fmadd_ps(w_hi, _mm512_loadu_ps(x + r * cw + 16), hi[r]);
   }
 }
 
@@ -158,7 +167,7 @@ XONNX_PACKED_AVX512 void Column(const Dims& d, const float* xp, const uint8_t* p
   for (int k = 0; k < kSets; ++k)
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) lo[k][r] = hi[k][r] = _mm512_setzero_ps();
-  const float* x = xp + r0 * d.kp;
+  const float* x = xp + r0 * d.kp;  // r0's tile (r0 is a multiple of kRowTile)
   int64_t c = 0;
   if (d.block >= cw) {
     int shift = 0;  // chunk -> block
@@ -172,11 +181,11 @@ XONNX_PACKED_AVX512 void Column(const Dims& d, const float* xp, const uint8_t* p
       if constexpr (kBits == 4) {
         const __m512 table = _mm512_mul_ps(kZeros ? _mm512_sub_ps(iota, _mm512_set1_ps(zr[b])) : iota_less_zero, s);
         Accumulate<R, 4>(_mm512_permutexvar_ps(v, table), _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), table),
-                         x + c * cw, d.kp, l, h);
+                         x + c * kRowTile * cw, l, h);
       } else {
         const __m512 z = _mm512_set1_ps(kZeros ? zr[b] : d.zero);
         __m512 w = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(v), z), s);
-        Accumulate<R, 8>(w, w, x + c * cw, d.kp, l, h);
+        Accumulate<R, 8>(w, w, x + c * kRowTile * cw, l, h);
       }
     };
     // Every chunk but a last one that ends past K or past the row's bytes.
@@ -191,7 +200,7 @@ XONNX_PACKED_AVX512 void Column(const Dims& d, const float* xp, const uint8_t* p
   for (; c < chunks; ++c) {
     __m512 w_lo, w_hi;
     ChunkWeightsMasked<kBits>(d, p, sc, zr, c, &w_lo, &w_hi);
-    Accumulate<R, kBits>(w_lo, w_hi, x + c * cw, d.kp, lo[0], hi[0]);
+    Accumulate<R, kBits>(w_lo, w_hi, x + c * kRowTile * cw, lo[0], hi[0]);
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
@@ -274,6 +283,67 @@ XONNX_PACKED_AVX512 void RowsOf(const Dims& d, const float* xp, const uint8_t* p
   }
 }
 
+// Weight row `p` dequantized to f32 in order: out[0, kp), zeros past K.
+template <int kBits, bool kZeros>
+XONNX_PACKED_AVX512 void DequantizeRow(const Dims& d, const uint8_t* p, const float* sc, const float* zr, float* out) {
+  constexpr int64_t cw = ChunkWeights(kBits);
+  const int64_t chunks = d.kp / cw;
+  // Lanes of the even weights (first) and the odd ones, back in order.
+  const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  int shift = 0;
+  while ((cw << shift) < d.block) ++shift;
+  for (int64_t c = 0; c < chunks; ++c) {
+    __m512 w_lo, w_hi;
+    const bool fast = d.block >= cw && (c + 1) * cw <= d.k;
+    if (fast) {
+      const int64_t b = c >> shift;
+      __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + c * 16)));
+      const __m512 z = _mm512_set1_ps(kZeros ? zr[b] : d.zero), s = _mm512_set1_ps(sc[b]);
+      if constexpr (kBits == 4) {
+        const __m512 table = _mm512_mul_ps(_mm512_sub_ps(iota, z), s);
+        w_lo = _mm512_permutexvar_ps(v, table);
+        w_hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), table);
+      } else {
+        w_lo = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(v), z), s);
+      }
+    } else {
+      ChunkWeightsMasked<kBits>(d, p, sc, kZeros ? zr : nullptr, c, &w_lo, &w_hi);
+    }
+    if constexpr (kBits == 4) {
+      _mm512_storeu_ps(out + c * cw, _mm512_permutex2var_ps(w_lo, first, w_hi));
+      _mm512_storeu_ps(out + c * cw + 16, _mm512_permutex2var_ps(w_lo, second, w_hi));
+    } else {
+      _mm512_storeu_ps(out + c * cw, w_lo);
+    }
+  }
+}
+
+// y = x . W^T by oneDNN's GEMM, W dequantized kPanel rows at a time (the
+// threads share each panel's rows).
+template <int kBits, bool kZeros>
+XONNX_PACKED_AVX512 void GemmRows(const Dims& d, const float* x, const uint8_t* packed, const float* scales,
+                                  const float* zeros, float* y) {
+  std::vector<float> panel(std::min(kPanel, d.n) * d.kp);
+  for (int64_t n0 = 0; n0 < d.n; n0 += kPanel) {
+    const int64_t count = std::min(kPanel, d.n - n0);
+#pragma omp parallel for schedule(static)
+    for (int64_t j = n0; j < n0 + count; ++j)
+      DequantizeRow<kBits, kZeros>(d, packed + j * d.row_bytes, scales + j * d.blocks,
+                                   zeros ? zeros + j * d.blocks : nullptr, panel.data() + (j - n0) * d.kp);
+    dnnl_sgemm('N', 'T', d.rows, count, d.k, 1.0f, x, d.k, panel.data(), d.kp, 0.0f, y + n0, d.n);
+  }
+}
+
+void GemmAvx512(const Dims& d, const float* x, const uint8_t* packed, const float* scales, const float* zeros,
+                float* y) {
+  if (d.bits == 4)
+    zeros ? GemmRows<4, true>(d, x, packed, scales, zeros, y) : GemmRows<4, false>(d, x, packed, scales, zeros, y);
+  else
+    zeros ? GemmRows<8, true>(d, x, packed, scales, zeros, y) : GemmRows<8, false>(d, x, packed, scales, zeros, y);
+}
+
 void RowsAvx512(const Dims& d, const float* xp, const uint8_t* packed, const float* scales, const float* zeros,
                 float* y, int64_t n0, int64_t n1) {
   if (d.bits == 4)
@@ -289,6 +359,8 @@ bool UseAvx512() { return CpuHasAvx512Bw(); }
 #pragma GCC diagnostic pop
 #else
 bool UseAvx512() { return false; }
+size_t PreparedSize(const Dims&) { return 0; }
+void GemmAvx512(const Dims&, const float*, const uint8_t*, const float*, const float*, float*) {}
 void PrepareRows(const Dims&, const float*, float*) {}
 void RowsAvx512(const Dims&, const float*, const uint8_t*, const float*, const float*, float*, int64_t, int64_t) {}
 #endif
@@ -340,9 +412,13 @@ std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const Thunk
       std::fill(y, y + d.rows * d.n, 0.0f);
       return absl::OkStatus();
     }
+    if (vector && d.rows >= kGemmRows) {
+      GemmAvx512(d, x, packed, scales, zeros, y);
+      return absl::OkStatus();
+    }
     std::vector<float> prepared;
     if (vector) {
-      prepared.resize(d.rows * d.kp);
+      prepared.resize(PreparedSize(d));
       PrepareRows(d, x, prepared.data());
     }
     auto part = [&](int64_t n0, int64_t n1) {
