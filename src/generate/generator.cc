@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "generate/decoder_style.h"
+#include "generate/new_slots.h"
 #include "xonnx/generate.h"
 #include "xonnx/session.h"
 
@@ -53,6 +54,9 @@ struct Generator::Impl {
   // none); Probe() finds out, and the vocabulary's size.
   bool empty_past_ok = true;
   int64_t vocab = 0;
+  // The model returns each call's new keys and values under the present
+  // names, not the whole cache (ReturnNewSlotsOnly).
+  bool new_slots_only = false;
 
   // One generation's state: the batch's cache in host memory, one buffer
   // per past input, [batch, heads, capacity, head_dim] each.
@@ -82,6 +86,17 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const std::string& model_pa
   StatusOr<DecoderStyle> style = DetectDecoderStyle(impl->session->inputs(), impl->session->outputs());
   if (!style.ok()) return Status(style.status().code(), absl::StrCat(model_path, ": ", style.status().message()));
   impl->style = std::move(*style);
+  std::vector<std::string> past_names;
+  for (const TensorSpec& t : impl->style.past) past_names.push_back(t.name);
+  if (std::optional<std::string> bytes = ReturnNewSlotsOnly(model_path, past_names, impl->style.present)) {
+    std::string dir = model_path.find('/') == std::string::npos ? "." : model_path.substr(0, model_path.rfind('/'));
+    StatusOr<std::unique_ptr<Session>> rewritten =
+        Session::OpenFromMemory(bytes->data(), bytes->size(), model_path, options, dir);
+    if (rewritten.ok()) {
+      impl->session = std::move(*rewritten);
+      impl->new_slots_only = true;
+    }
+  }
   // Fused attention ops keep their caches their own way (GroupQueryAttention
   // writes a token at its sequence's length, not after the past): fed this
   // runtime's masked cache they would give wrong tokens, so they are refused.
@@ -197,12 +212,14 @@ Status Generator::Impl::Step(Run& run, const std::vector<std::vector<int64_t>>& 
     in[style.past[k].name] = Tensor::View(style.cache_dtype, {b, style.heads, f, style.head_dim}, run.cache[k].data());
   StatusOr<std::vector<Tensor>> out = session->Run(in);
   if (!out.ok()) return out.status();
-  // The new keys and values are the last s of the present's f + s slots.
+  // The new keys and values are the last s of the present's f + s slots,
+  // or the whole present when the model returns only them.
   const size_t element = static_cast<size_t>(DataTypeSize(style.cache_dtype));
   const size_t row = static_cast<size_t>(style.head_dim) * element;
+  const int64_t skip = new_slots_only ? 0 : f;
   for (size_t k = 0; k < style.past.size(); ++k) {
     const Tensor& present = (*out)[style.present_index[k]];
-    std::vector<int64_t> want = {b, style.heads, f + s, style.head_dim};
+    std::vector<int64_t> want = {b, style.heads, skip + s, style.head_dim};
     if (present.dims() != want || present.dtype() != style.cache_dtype)
       return Status(StatusCode::kInternal,
                     absl::StrCat(path, ": output ", style.present[k], " is ", present.ShapeString(),
@@ -212,7 +229,7 @@ Status Generator::Impl::Step(Run& run, const std::vector<std::vector<int64_t>>& 
     for (int64_t i = 0; i < b; ++i)
       for (int64_t h = 0; h < style.heads; ++h)
         for (int64_t j = 0; j < s; ++j) {
-          size_t from = ((static_cast<size_t>(i * style.heads + h) * (f + s)) + f + j) * row;
+          size_t from = ((static_cast<size_t>(i * style.heads + h) * (skip + s)) + skip + j) * row;
           size_t to = ((static_cast<size_t>(i * style.heads + h) * c) + run.length + j) * row;
           // A padding slot stays zero: it is masked, and whatever the model
           // computed there (even a NaN) must never reach a product.

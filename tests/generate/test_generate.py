@@ -115,3 +115,22 @@ def test_the_c_api_generates_the_same_tokens(model):
     got = [line.split(": ")[2] for line in r.stdout.splitlines() if line.startswith("generate: ")]
     want = [",".join(map(str, tiny_llama.greedy(m, p, 8))) for p in ([5, 17, 3, 88, 41], [9])]
     assert got == want, r.stdout
+
+
+def test_a_present_that_is_not_the_concatenation_is_read_whole(model, tmp_path):
+    """The runtime asks the model for the new slots alone where each present
+    is Concat(past, new); a model whose presents come otherwise (here
+    through an Identity) is read whole, with the same tokens."""
+    import onnx
+    from onnx import helper
+    m, path = model
+    g = onnx.load(path)
+    for out in g.graph.output:
+        if out.name.startswith("present."):
+            for node in g.graph.node:
+                node.output[:] = [o + "_whole" if o == out.name else o for o in node.output]
+                node.input[:] = [i + "_whole" if i == out.name else i for i in node.input]
+            g.graph.node.append(helper.make_node("Identity", [out.name + "_whole"], [out.name]))
+    other = str(tmp_path / "identity.onnx")
+    onnx.save(g, other)
+    assert generate(other, PROMPTS, "--max-new-tokens", "10") == [tiny_llama.greedy(m, p, 10) for p in PROMPTS]

@@ -1,0 +1,72 @@
+#include "generate/new_slots.h"
+
+#include <fstream>
+#include <map>
+
+#include "onnx/onnx_pb.h"
+
+namespace xonnx {
+
+std::optional<std::string> ReturnNewSlotsOnly(const std::string& path, const std::vector<std::string>& past,
+                                              const std::vector<std::string>& present) {
+  if (past.size() != present.size() || present.empty()) return std::nullopt;
+  onnx::ModelProto model;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in || !model.ParseFromIstream(&in)) return std::nullopt;
+  }
+  onnx::GraphProto* g = model.mutable_graph();
+  std::map<std::string, onnx::NodeProto*> producer;
+  for (onnx::NodeProto& n : *g->mutable_node())
+    for (const std::string& o : n.output()) producer[o] = &n;
+  // Each present must be Concat(past, new) along the sequence axis.
+  std::vector<onnx::NodeProto*> concats;
+  for (size_t k = 0; k < present.size(); ++k) {
+    auto p = producer.find(present[k]);
+    if (p == producer.end()) return std::nullopt;
+    const onnx::NodeProto& n = *p->second;
+    int64_t axis = 0;
+    bool has_axis = false;
+    for (const onnx::AttributeProto& a : n.attribute())
+      if (a.name() == "axis") {
+        axis = a.i();
+        has_axis = true;
+      }
+    if (n.op_type() != "Concat" || !n.domain().empty() || n.input_size() != 2 || n.input(0) != past[k] || !has_axis ||
+        (axis != 2 && axis != -2))
+      return std::nullopt;
+    concats.push_back(p->second);
+  }
+  // The concatenation keeps a name of its own for the attention that reads
+  // it; the present's name goes to an Identity of the new slots.
+  for (size_t k = 0; k < present.size(); ++k) {
+    const std::string whole = "xonnx_generate_whole_" + present[k];
+    for (onnx::NodeProto& n : *g->mutable_node())
+      for (std::string& in : *n.mutable_input())
+        if (in == present[k]) in = whole;
+    concats[k]->set_output(0, whole);
+    onnx::NodeProto* id = g->add_node();
+    id->set_op_type("Identity");
+    id->set_name("xonnx_generate_new_slots_" + present[k]);
+    id->add_input(concats[k]->input(1));
+    id->add_output(present[k]);
+  }
+  // The outputs' sequence length is now the call's, not the cache's.
+  for (onnx::ValueInfoProto& o : *g->mutable_output()) {
+    bool is_present = false;
+    for (const std::string& p : present) is_present |= o.name() == p;
+    if (!is_present || !o.type().has_tensor_type() || o.type().tensor_type().shape().dim_size() != 4) continue;
+    onnx::TensorShapeProto_Dimension* d = o.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2);
+    d->Clear();
+    d->set_dim_param("xonnx_generate_new_slots");
+  }
+  // Value infos recorded for the present names describe the whole cache.
+  for (onnx::ValueInfoProto& v : *g->mutable_value_info())
+    for (const std::string& p : present)
+      if (v.name() == p) v.set_name("xonnx_generate_whole_" + p);
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) return std::nullopt;
+  return bytes;
+}
+
+}  // namespace xonnx
