@@ -97,16 +97,19 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const std::string& model_pa
       impl->new_slots_only = true;
     }
   }
-  // Fused attention ops keep their caches their own way (GroupQueryAttention
-  // writes a token at its sequence's length, not after the past): fed this
-  // runtime's masked cache they would give wrong tokens, so they are refused.
+  // Fused attention ops of other domains keep their caches their own way
+  // (com.microsoft's GroupQueryAttention writes a token at its sequence's
+  // length, not after the past): fed this runtime's masked cache they would
+  // give wrong tokens, so they are refused. ONNX's own Attention (opset 23)
+  // concatenates its past and new keys as the plain ops do, and the probe
+  // below checks it like them.
   for (const auto& [op, count] : impl->session->Info().op_counts)
-    if (op.find("Attention") != std::string::npos)
+    if (op.find('.') != std::string::npos && op.find("Attention") != std::string::npos)
       return Status(StatusCode::kUnimplemented,
                     absl::StrCat(model_path, ": the model uses ", op, " (", count,
                                  " nodes), whose key/value cache "
                                  "this runtime does not drive yet; models whose attention is plain ops (MatMul, "
-                                 "Softmax) and whose cache is concatenated are supported"));
+                                 "Softmax) or ONNX's Attention, with a concatenated cache, are supported"));
   Status probed = impl->Probe();
   if (!probed.ok()) return Status(probed.code(), absl::StrCat(model_path, ": ", probed.message()));
   return std::unique_ptr<Generator>(new Generator(std::move(impl)));
