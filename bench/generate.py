@@ -108,6 +108,7 @@ def main():
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--row", action="store_true", help="print one markdown table row (bench/generate.sh's table)")
     p.add_argument("--xonnx-child", help=argparse.SUPPRESS)
     p.add_argument("--prompt-ids", help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -151,8 +152,12 @@ def main():
         d = med(e, "decode_tokens_per_s")
         print(f"{e:8} {med(e, 'prefill_ms'):11.1f} {d:13.1f} {d / limit:9.0%}")
     x, o = med("xonnx", "decode_tokens_per_s"), med("ort", "decode_tokens_per_s")
-    print(f"decode xonnx / ort: {x / o:.2f}   prefill ort / xonnx: "
-          f"{med('ort', 'prefill_ms') / med('xonnx', 'prefill_ms'):.2f} (above 1: xonnx faster)")
+    prefill = med('ort', 'prefill_ms') / med('xonnx', 'prefill_ms')
+    print(f"decode xonnx / ort: {x / o:.2f}   prefill ort / xonnx: {prefill:.2f} (above 1: xonnx faster)")
+    if a.row:
+        print(f"| {a.model}, {params / 1e6:.0f}M | {a.weights} | {a.batch} | {a.prompt} | {x:.1f} | {o:.1f} | "
+              f"**{x / o:.2f}** | {med('xonnx', 'prefill_ms'):.1f} | {med('ort', 'prefill_ms'):.1f} | {prefill:.2f} | "
+              f"{limit:.0f} | {x / limit:.0%} |")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "generate/decoder_style.h"
+#include "generate/generator_impl.h"
 #include "generate/new_slots.h"
 #include "xonnx/generate.h"
 #include "xonnx/session.h"
@@ -29,14 +29,6 @@ float Distance(const std::vector<float>& x, const std::vector<float>& y) {
   return worst / (scale + 1e-6f);
 }
 
-// An index input (ids, mask, positions) in the model's type, int64 or
-// int32, from int64 values (viewed when they already are the type).
-Tensor IndexTensor(DataType dtype, std::vector<int64_t> dims, const std::vector<int64_t>& values) {
-  if (dtype == DataType::kInt64) return Tensor::View(dtype, std::move(dims), values.data());
-  std::vector<int32_t> narrow(values.begin(), values.end());
-  return Tensor::FromVector(DataType::kInt32, std::move(dims), narrow);
-}
-
 // Cache slots are allocated in steps of this many, so that nearby lengths
 // share compiled programs.
 constexpr int64_t kCapacityStep = 64;
@@ -44,34 +36,6 @@ constexpr int64_t kCapacityStep = 64;
 constexpr int64_t kMaxSlots = int64_t{1} << 22;
 
 }  // namespace
-
-struct Generator::Impl {
-  std::string path;
-  std::unique_ptr<Session> session;
-  DecoderStyle style;
-  SessionOptions options;
-  // Whether the model takes an empty past (a prompt's first call then feeds
-  // none); Probe() finds out, and the vocabulary's size.
-  bool empty_past_ok = true;
-  int64_t vocab = 0;
-  // The model returns each call's new keys and values under the present
-  // names, not the whole cache (ReturnNewSlotsOnly).
-  bool new_slots_only = false;
-
-  // One generation's state: the batch's cache in host memory, one buffer
-  // per past input, [batch, heads, capacity, head_dim] each.
-  struct Run {
-    int64_t batch = 0, capacity = 0, length = 0;  // slots written so far
-    std::vector<std::vector<char>> cache;         // per past input, in style.past order
-    std::vector<std::vector<uint8_t>> valid;      // [batch][capacity]: the slot holds a real token
-    std::vector<int64_t> positions;               // per sequence: real tokens so far
-  };
-
-  Run NewRun(int64_t batch, int64_t capacity) const;
-  Status Probe();
-  Status Step(Run& run, const std::vector<std::vector<int64_t>>& tokens, const std::vector<std::vector<uint8_t>>& mask,
-              std::vector<std::vector<float>>& last_logits);
-};
 
 Generator::Generator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Generator::~Generator() = default;
@@ -97,19 +61,23 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const std::string& model_pa
       impl->new_slots_only = true;
     }
   }
-  // Fused attention ops of other domains keep their caches their own way
-  // (com.microsoft's GroupQueryAttention writes a token at its sequence's
-  // length, not after the past): fed this runtime's masked cache they would
-  // give wrong tokens, so they are refused. ONNX's own Attention (opset 23)
-  // concatenates its past and new keys as the plain ops do, and the probe
-  // below checks it like them.
-  for (const auto& [op, count] : impl->session->Info().op_counts)
-    if (op.find('.') != std::string::npos && op.find("Attention") != std::string::npos)
+  // com.microsoft's GroupQueryAttention keeps its cache its own way (a
+  // sequence's new keys at its length, no gaps): fed this way, and checked
+  // by the probe below like the rest. Other domains' fused attention ops
+  // are refused: fed either way without knowing theirs, they could give
+  // wrong tokens. ONNX's own Attention (opset 23) concatenates its past and
+  // new keys as the plain ops do.
+  for (const auto& [op, count] : impl->session->Info().op_counts) {
+    if (op == "com.microsoft.GroupQueryAttention") {
+      impl->policy = CachePolicy::kWrittenAtLength;
+    } else if (op.find('.') != std::string::npos && op.find("Attention") != std::string::npos) {
       return Status(StatusCode::kUnimplemented,
                     absl::StrCat(model_path, ": the model uses ", op, " (", count,
-                                 " nodes), whose key/value cache "
-                                 "this runtime does not drive yet; models whose attention is plain ops (MatMul, "
-                                 "Softmax) or ONNX's Attention, with a concatenated cache, are supported"));
+                                 " nodes), whose key/value cache this runtime does not drive; supported: attention "
+                                 "of plain ops (MatMul, Softmax) or ONNX's Attention with a concatenated cache, and "
+                                 "com.microsoft's GroupQueryAttention"));
+    }
+  }
   Status probed = impl->Probe();
   if (!probed.ok()) return Status(probed.code(), absl::StrCat(model_path, ": ", probed.message()));
   return std::unique_ptr<Generator>(new Generator(std::move(impl)));
@@ -128,14 +96,16 @@ Generator::Impl::Run Generator::Impl::NewRun(int64_t batch, int64_t capacity) co
 }
 
 // The runtime feeds the whole cache, its unwritten slots masked, adds one
-// token at a time, and pads a batch's prompts on the left. A model that
-// does not honour the mask over its past or over padding, or that counts
-// positions from the past's length (its rotary or learned positions would
-// then be wrong after the prompt), would compute something else than it was
-// trained to, and give wrong tokens without an error. So, with masked slots
-// between them, these must give the same last logits, or the model is
-// refused: three tokens in one call; two and then one; and the same three
-// after a padding token in a batch of two, then one more token.
+// token at a time, and pads a batch's prompts on the left (for
+// GroupQueryAttention: sequences at their own lengths, prompts padded on
+// the right; see CachePolicy). A model that does not honour the mask over
+// its past or over padding, or that counts positions from the past's
+// length (its rotary or learned positions would then be wrong after the
+// prompt), would compute something else than it was trained to, and give
+// wrong tokens without an error. So these must give the same last logits,
+// or the model is refused: three tokens in one call; two and then one; and
+// the same three after a padding token in a batch of two, then one more
+// token.
 Status Generator::Impl::Probe() {
   std::vector<std::vector<float>> whole, stepped, padded, stepped_on, padded_on;
   auto run = [&]() {
@@ -184,82 +154,6 @@ Status Generator::Impl::Probe() {
 
 const std::string& Generator::style() const { return impl_->style.name; }
 int64_t Generator::layers() const { return static_cast<int64_t>(impl_->style.past.size() / 2); }
-
-// One call: `tokens` [batch][s] at the next s slots, `mask` [batch][s] (0:
-// padding). The cache's slots so far are fed as the past, masked by
-// `valid`; the call's new keys and values are written to the next s slots.
-Status Generator::Impl::Step(Run& run, const std::vector<std::vector<int64_t>>& tokens,
-                             const std::vector<std::vector<uint8_t>>& mask,
-                             std::vector<std::vector<float>>& last_logits) {
-  const int64_t b = run.batch, s = static_cast<int64_t>(tokens[0].size()), c = run.capacity;
-  if (run.length + s > c) return Status(StatusCode::kInternal, "the cache is full");
-  // The past fed: the whole cache, or nothing while it is empty (a prompt
-  // then attends to itself alone).
-  const int64_t f = run.length == 0 && empty_past_ok ? 0 : c;
-  std::vector<int64_t> ids(b * s), positions(b * s), attention(b * (f + s));
-  for (int64_t i = 0; i < b; ++i) {
-    for (int64_t j = 0; j < f; ++j) attention[i * (f + s) + j] = j < run.length ? run.valid[i][j] : 0;
-    int64_t p = run.positions[i];
-    for (int64_t j = 0; j < s; ++j) {
-      ids[i * s + j] = tokens[i][j];
-      attention[i * (f + s) + f + j] = mask[i][j];
-      // Padding takes position 0, as Hugging Face's cumsum(mask) - 1 gives.
-      positions[i * s + j] = mask[i][j] ? p++ : 0;
-    }
-  }
-  std::map<std::string, Tensor> in;
-  in[style.input_ids] = IndexTensor(style.ids_dtype, {b, s}, ids);
-  in[style.attention_mask] = IndexTensor(style.mask_dtype, {b, f + s}, attention);
-  if (!style.position_ids.empty()) in[style.position_ids] = IndexTensor(style.positions_dtype, {b, s}, positions);
-  for (size_t k = 0; k < style.past.size(); ++k)
-    in[style.past[k].name] = Tensor::View(style.cache_dtype, {b, style.heads, f, style.head_dim}, run.cache[k].data());
-  StatusOr<std::vector<Tensor>> out = session->Run(in);
-  if (!out.ok()) return out.status();
-  // The new keys and values are the last s of the present's f + s slots,
-  // or the whole present when the model returns only them.
-  const size_t element = static_cast<size_t>(DataTypeSize(style.cache_dtype));
-  const size_t row = static_cast<size_t>(style.head_dim) * element;
-  const int64_t skip = new_slots_only ? 0 : f;
-  for (size_t k = 0; k < style.past.size(); ++k) {
-    const Tensor& present = (*out)[style.present_index[k]];
-    std::vector<int64_t> want = {b, style.heads, skip + s, style.head_dim};
-    if (present.dims() != want || present.dtype() != style.cache_dtype)
-      return Status(StatusCode::kInternal,
-                    absl::StrCat(path, ": output ", style.present[k], " is ", present.ShapeString(),
-                                 ", the cache needs [", absl::StrJoin(want, ","), "]"));
-    const char* src = static_cast<const char*>(present.data());
-    char* dst = run.cache[k].data();
-    for (int64_t i = 0; i < b; ++i)
-      for (int64_t h = 0; h < style.heads; ++h)
-        for (int64_t j = 0; j < s; ++j) {
-          size_t from = ((static_cast<size_t>(i * style.heads + h) * (skip + s)) + skip + j) * row;
-          size_t to = ((static_cast<size_t>(i * style.heads + h) * c) + run.length + j) * row;
-          // A padding slot stays zero: it is masked, and whatever the model
-          // computed there (even a NaN) must never reach a product.
-          if (mask[i][j])
-            std::memcpy(dst + to, src + from, row);
-          else
-            std::memset(dst + to, 0, row);
-        }
-  }
-  for (int64_t i = 0; i < b; ++i) {
-    for (int64_t j = 0; j < s; ++j) run.valid[i][run.length + j] = mask[i][j];
-    for (int64_t j = 0; j < s; ++j) run.positions[i] += mask[i][j] ? 1 : 0;
-  }
-  run.length += s;
-  const Tensor& logits = (*out)[style.logits_index];
-  if (logits.dims().size() != 3 || logits.dims()[0] != b || logits.dims()[1] != s)
-    return Status(StatusCode::kInternal,
-                  absl::StrCat(path, ": logits are ", logits.ShapeString(), ", expected [", b, ",", s, ",vocab]"));
-  const int64_t vocab = logits.dims()[2];
-  last_logits.assign(b, std::vector<float>(vocab));
-  for (int64_t i = 0; i < b; ++i)
-    for (int64_t v = 0; v < vocab; ++v)
-      last_logits[i][v] = logits.dtype() == DataType::kFloat32
-                              ? logits.data_as<float>()[(i * s + s - 1) * vocab + v]
-                              : static_cast<float>(logits.GetAsDouble((i * s + s - 1) * vocab + v));
-  return OkStatus();
-}
 
 StatusOr<std::vector<std::vector<int64_t>>> Generator::Generate(const std::vector<std::vector<int64_t>>& prompts,
                                                                 const GenerateOptions& options,

@@ -21,23 +21,22 @@ from test_generate import PROMPTS, XONNX, generate  # noqa: E402
 FORMS = [(4, 32, False), (4, 16, True), (4, 128, True), (8, 32, False), (8, 64, True)]
 
 
-def quantized(folder, bits, block, zero_points):
-    """The test decoder with its products by weights quantized: the ONNX
-    model's path, and a torch copy whose Linear weights are what the
-    quantized model's weights stand for."""
+def quantize_model(m, path, out, bits, block, zero_points):
+    """The decoder at `path` (built from torch module `m`) with its products
+    by weights quantized, saved to `out`; `m`'s Linear weights become what
+    the quantized weights stand for, so that it is the reference."""
     import onnx
     import torch
     from onnx import numpy_helper
-    m, path = tiny_llama.exported(folder)
     model = onnx.load(path)
     inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     # Each MatMul's [K, N] weights are a Linear's weight transposed.
-    linears = {id(mod): mod for mod in m.modules() if isinstance(mod, torch.nn.Linear)}
+    linears = [mod for mod in m.modules() if isinstance(mod, torch.nn.Linear)]
     owner = {}
     for node in model.graph.node:
         if node.op_type == "MatMul" and node.input[1] in inits:
             w = inits[node.input[1]]
-            match = [mod for mod in linears.values() if np.array_equal(mod.weight.detach().numpy().T, w)]
+            match = [mod for mod in linears if np.array_equal(mod.weight.detach().numpy().T, w)]
             assert len(match) == 1, node.name
             owner[node.input[1]] = match[0]
     assert nbits.rewrite(model, bits, block, zero_points) == len(owner)
@@ -51,9 +50,15 @@ def quantized(folder, bits, block, zero_points):
             zp = inits[node.input[3]] if len(node.input) > 3 and node.input[3] else None
             w = nbits.dequantize(inits[node.input[1]], inits[node.input[2]], zp, bits, block, attrs(node)["K"])
             owner[source].weight.copy_(torch.from_numpy(w.astype(np.float32)))
-    out = os.path.join(str(folder), f"q{bits}_{block}_{int(zero_points)}.onnx")
     onnx.save(model, out)
-    return m, out
+    return out
+
+
+def quantized(folder, bits, block, zero_points):
+    """The test decoder quantized: (its torch reference, the model's path)."""
+    m, path = tiny_llama.exported(folder)
+    out = os.path.join(str(folder), f"q{bits}_{block}_{int(zero_points)}.onnx")
+    return m, quantize_model(m, path, out, bits, block, zero_points)
 
 
 @pytest.mark.parametrize("bits,block,zero_points", FORMS)

@@ -1,0 +1,175 @@
+// The calls that feed a decoder its key/value cache, one per cache policy
+// (generator_impl.h), and the reading of their logits.
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "generate/generator_impl.h"
+
+namespace xonnx {
+
+// An index input (ids, mask, positions) in the model's type, int64 or
+// int32, from int64 values (viewed when they already are the type).
+Tensor IndexTensor(DataType dtype, std::vector<int64_t> dims, const std::vector<int64_t>& values) {
+  if (dtype == DataType::kInt64) return Tensor::View(dtype, std::move(dims), values.data());
+  std::vector<int32_t> narrow(values.begin(), values.end());
+  return Tensor::FromVector(DataType::kInt32, std::move(dims), narrow);
+}
+
+Status Generator::Impl::Step(Run& run, const std::vector<std::vector<int64_t>>& tokens,
+                             const std::vector<std::vector<uint8_t>>& mask,
+                             std::vector<std::vector<float>>& last_logits) {
+  return policy == CachePolicy::kWrittenAtLength ? StepAtLength(run, tokens, mask, last_logits)
+                                                 : StepConcatenated(run, tokens, mask, last_logits);
+}
+
+Status Generator::Impl::LastLogits(const Tensor& logits, int64_t b, int64_t s, const std::vector<int64_t>& row,
+                                   std::vector<std::vector<float>>& last_logits) const {
+  if (logits.dims().size() != 3 || logits.dims()[0] != b || logits.dims()[1] != s)
+    return Status(StatusCode::kInternal,
+                  absl::StrCat(path, ": logits are ", logits.ShapeString(), ", expected [", b, ",", s, ",vocab]"));
+  const int64_t vocab = logits.dims()[2];
+  last_logits.assign(b, std::vector<float>(vocab));
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t v = 0; v < vocab; ++v)
+      last_logits[i][v] = logits.dtype() == DataType::kFloat32
+                              ? logits.data_as<float>()[(i * s + row[i]) * vocab + v]
+                              : static_cast<float>(logits.GetAsDouble((i * s + row[i]) * vocab + v));
+  return OkStatus();
+}
+
+// kConcatenated: `tokens` go to the next s slots of every sequence. The
+// cache's slots so far are fed as the past, masked by `valid`; the call's
+// new keys and values are written to the next s slots.
+Status Generator::Impl::StepConcatenated(Run& run, const std::vector<std::vector<int64_t>>& tokens,
+                                         const std::vector<std::vector<uint8_t>>& mask,
+                                         std::vector<std::vector<float>>& last_logits) {
+  const int64_t b = run.batch, s = static_cast<int64_t>(tokens[0].size()), c = run.capacity;
+  if (run.length + s > c) return Status(StatusCode::kInternal, "the cache is full");
+  // The past fed: the whole cache, or nothing while it is empty (a prompt
+  // then attends to itself alone).
+  const int64_t f = run.length == 0 && empty_past_ok ? 0 : c;
+  std::vector<int64_t> ids(b * s), positions(b * s), attention(b * (f + s));
+  for (int64_t i = 0; i < b; ++i) {
+    for (int64_t j = 0; j < f; ++j) attention[i * (f + s) + j] = j < run.length ? run.valid[i][j] : 0;
+    int64_t p = run.positions[i];
+    for (int64_t j = 0; j < s; ++j) {
+      ids[i * s + j] = tokens[i][j];
+      attention[i * (f + s) + f + j] = mask[i][j];
+      // Padding takes position 0, as Hugging Face's cumsum(mask) - 1 gives.
+      positions[i * s + j] = mask[i][j] ? p++ : 0;
+    }
+  }
+  std::map<std::string, Tensor> in;
+  in[style.input_ids] = IndexTensor(style.ids_dtype, {b, s}, ids);
+  in[style.attention_mask] = IndexTensor(style.mask_dtype, {b, f + s}, attention);
+  if (!style.position_ids.empty()) in[style.position_ids] = IndexTensor(style.positions_dtype, {b, s}, positions);
+  for (size_t k = 0; k < style.past.size(); ++k)
+    in[style.past[k].name] = Tensor::View(style.cache_dtype, {b, style.heads, f, style.head_dim}, run.cache[k].data());
+  StatusOr<std::vector<Tensor>> out = session->Run(in);
+  if (!out.ok()) return out.status();
+  // The new keys and values are the last s of the present's f + s slots,
+  // or the whole present when the model returns only them.
+  const size_t element = static_cast<size_t>(DataTypeSize(style.cache_dtype));
+  const size_t row = static_cast<size_t>(style.head_dim) * element;
+  const int64_t skip = new_slots_only ? 0 : f;
+  for (size_t k = 0; k < style.past.size(); ++k) {
+    const Tensor& present = (*out)[style.present_index[k]];
+    std::vector<int64_t> want = {b, style.heads, skip + s, style.head_dim};
+    if (present.dims() != want || present.dtype() != style.cache_dtype)
+      return Status(StatusCode::kInternal,
+                    absl::StrCat(path, ": output ", style.present[k], " is ", present.ShapeString(),
+                                 ", the cache needs [", absl::StrJoin(want, ","), "]"));
+    const char* src = static_cast<const char*>(present.data());
+    char* dst = run.cache[k].data();
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t h = 0; h < style.heads; ++h)
+        for (int64_t j = 0; j < s; ++j) {
+          size_t from = ((static_cast<size_t>(i * style.heads + h) * (skip + s)) + skip + j) * row;
+          size_t to = ((static_cast<size_t>(i * style.heads + h) * c) + run.length + j) * row;
+          // A padding slot stays zero: it is masked, and whatever the model
+          // computed there (even a NaN) must never reach a product.
+          if (mask[i][j])
+            std::memcpy(dst + to, src + from, row);
+          else
+            std::memset(dst + to, 0, row);
+        }
+  }
+  for (int64_t i = 0; i < b; ++i) {
+    for (int64_t j = 0; j < s; ++j) run.valid[i][run.length + j] = mask[i][j];
+    for (int64_t j = 0; j < s; ++j) run.positions[i] += mask[i][j] ? 1 : 0;
+  }
+  run.length += s;
+  return LastLogits((*out)[style.logits_index], b, s, std::vector<int64_t>(b, s - 1), last_logits);
+}
+
+// kWrittenAtLength: each sequence's real tokens go right after its own
+// tokens so far (sequences of a batch have their own lengths, and no gaps).
+// A prompt (an empty cache) is fed with an empty past, its tokens moved to
+// the left of the call and padded on the right; the present holds them at
+// [0, s). A token is fed with the whole cache as the past and a mask of the
+// capacity's width, ones over the sequence's tokens and the new one: the
+// model puts the new keys and values at the sequence's length.
+Status Generator::Impl::StepAtLength(Run& run, const std::vector<std::vector<int64_t>>& tokens,
+                                     const std::vector<std::vector<uint8_t>>& mask,
+                                     std::vector<std::vector<float>>& last_logits) {
+  const int64_t b = run.batch, c = run.capacity;
+  const bool prompt = run.length == 0;
+  // Each sequence's real tokens, in order.
+  std::vector<std::vector<int64_t>> real(b);
+  for (int64_t i = 0; i < b; ++i)
+    for (size_t j = 0; j < tokens[i].size(); ++j)
+      if (mask[i][j] || !prompt) real[i].push_back(tokens[i][j]);
+  const int64_t s = prompt ? static_cast<int64_t>(tokens[0].size()) : 1;
+  for (int64_t i = 0; i < b; ++i)
+    if ((!prompt && real[i].size() != 1) || run.positions[i] + static_cast<int64_t>(real[i].size()) > c)
+      return Status(StatusCode::kInternal, "the cache is full, or a later call has more than one token");
+  const int64_t width = prompt ? s : c;  // the mask's, and so the present's, length
+  std::vector<int64_t> ids(b * s, 0), attention(b * width, 0), positions(b * s, 0);
+  for (int64_t i = 0; i < b; ++i) {
+    const int64_t had = run.positions[i], n = static_cast<int64_t>(real[i].size());
+    for (int64_t j = 0; j < n; ++j) {
+      ids[i * s + j] = real[i][j];
+      positions[i * s + j] = had + j;
+    }
+    for (int64_t j = 0; j < had + n; ++j) attention[i * width + j] = 1;
+  }
+  std::map<std::string, Tensor> in;
+  in[style.input_ids] = IndexTensor(style.ids_dtype, {b, s}, ids);
+  in[style.attention_mask] = IndexTensor(style.mask_dtype, {b, width}, attention);
+  if (!style.position_ids.empty()) in[style.position_ids] = IndexTensor(style.positions_dtype, {b, s}, positions);
+  const int64_t f = prompt ? 0 : c;
+  for (size_t k = 0; k < style.past.size(); ++k)
+    in[style.past[k].name] = Tensor::View(style.cache_dtype, {b, style.heads, f, style.head_dim}, run.cache[k].data());
+  StatusOr<std::vector<Tensor>> out = session->Run(in);
+  if (!out.ok()) return out.status();
+  const size_t row = static_cast<size_t>(style.head_dim) * DataTypeSize(style.cache_dtype);
+  for (size_t k = 0; k < style.past.size(); ++k) {
+    const Tensor& present = (*out)[style.present_index[k]];
+    std::vector<int64_t> want = {b, style.heads, width, style.head_dim};
+    if (present.dims() != want || present.dtype() != style.cache_dtype)
+      return Status(StatusCode::kInternal,
+                    absl::StrCat(path, ": output ", style.present[k], " is ", present.ShapeString(),
+                                 ", the cache needs [", absl::StrJoin(want, ","), "]"));
+    const char* src = static_cast<const char*>(present.data());
+    char* dst = run.cache[k].data();
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t h = 0; h < style.heads; ++h)
+        for (int64_t j = run.positions[i]; j < run.positions[i] + static_cast<int64_t>(real[i].size()); ++j)
+          std::memcpy(dst + ((i * style.heads + h) * c + j) * row, src + ((i * style.heads + h) * width + j) * row,
+                      row);
+  }
+  std::vector<int64_t> last(b);
+  for (int64_t i = 0; i < b; ++i) {
+    const int64_t n = static_cast<int64_t>(real[i].size());
+    last[i] = prompt ? std::max<int64_t>(n - 1, 0) : 0;
+    for (int64_t j = 0; j < n; ++j) run.valid[i][run.positions[i] + j] = 1;
+    run.positions[i] += n;
+    run.length = std::max(run.length, run.positions[i]);
+  }
+  return LastLogits((*out)[style.logits_index], b, s, last, last_logits);
+}
+
+}  // namespace xonnx

@@ -1,0 +1,75 @@
+// The generator's internals, shared by its loop (generator.cc) and the
+// calls that feed each cache policy (cache_steps.cc).
+#ifndef XONNX_GENERATE_GENERATOR_IMPL_H_
+#define XONNX_GENERATE_GENERATOR_IMPL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "generate/decoder_style.h"
+#include "xonnx/generate.h"
+#include "xonnx/session.h"
+
+namespace xonnx {
+
+// How the model keeps its key/value cache, and so how the runtime feeds it.
+enum class CachePolicy {
+  // Plain attention ops (or ONNX's Attention): present = Concat(past, new).
+  // The whole cache of fixed capacity is fed, unwritten slots masked; a
+  // batch's prompts are padded on the left.
+  kConcatenated,
+  // com.microsoft's GroupQueryAttention: a sequence's new keys go at its
+  // length (seqlens_k, from the mask's sum) in a present as long as the
+  // mask (total_sequence_length). A prompt is fed with an empty past and
+  // padded on the right; a token is fed with the whole cache and a mask of
+  // the capacity's width whose first length + 1 entries are ones.
+  kWrittenAtLength,
+};
+
+// An index input (ids, mask, positions) in the model's type, int64 or
+// int32, from int64 values (viewed when they already are the type).
+Tensor IndexTensor(DataType dtype, std::vector<int64_t> dims, const std::vector<int64_t>& values);
+
+struct Generator::Impl {
+  std::string path;
+  std::unique_ptr<Session> session;
+  DecoderStyle style;
+  SessionOptions options;
+  CachePolicy policy = CachePolicy::kConcatenated;
+  // Whether the model takes an empty past (a prompt's first call then feeds
+  // none); Probe() finds out, and the vocabulary's size.
+  bool empty_past_ok = true;
+  int64_t vocab = 0;
+  // The model returns each call's new keys and values under the present
+  // names, not the whole cache (ReturnNewSlotsOnly).
+  bool new_slots_only = false;
+
+  // One generation's state: the batch's cache in host memory, one buffer
+  // per past input, [batch, heads, capacity, head_dim] each.
+  struct Run {
+    int64_t batch = 0, capacity = 0, length = 0;  // slots written so far (the longest sequence's, at length)
+    std::vector<std::vector<char>> cache;         // per past input, in style.past order
+    std::vector<std::vector<uint8_t>> valid;      // [batch][capacity]: the slot holds a real token
+    std::vector<int64_t> positions;               // per sequence: real tokens so far
+  };
+
+  Run NewRun(int64_t batch, int64_t capacity) const;
+  Status Probe();
+  // One call: `tokens` [batch][s], `mask` [batch][s] (0: padding, on the
+  // left), added after each sequence's tokens so far; `last_logits`
+  // receives each sequence's logits after its last real token.
+  Status Step(Run& run, const std::vector<std::vector<int64_t>>& tokens, const std::vector<std::vector<uint8_t>>& mask,
+              std::vector<std::vector<float>>& last_logits);
+  Status StepConcatenated(Run& run, const std::vector<std::vector<int64_t>>& tokens,
+                          const std::vector<std::vector<uint8_t>>& mask, std::vector<std::vector<float>>& last_logits);
+  Status StepAtLength(Run& run, const std::vector<std::vector<int64_t>>& tokens,
+                      const std::vector<std::vector<uint8_t>>& mask, std::vector<std::vector<float>>& last_logits);
+  // The logits of row `row` of a [batch, s, vocab] output, as floats.
+  Status LastLogits(const Tensor& logits, int64_t batch, int64_t s, const std::vector<int64_t>& row,
+                    std::vector<std::vector<float>>& last_logits) const;
+};
+
+}  // namespace xonnx
+
+#endif  // XONNX_GENERATE_GENERATOR_IMPL_H_
