@@ -18,6 +18,7 @@
 #include "xonnx/float16.h"
 #include "xonnx/generate.h"
 #include "xonnx/session.h"
+#include "xonnx/tokenizer.h"
 
 namespace py = pybind11;
 
@@ -491,6 +492,19 @@ PYBIND11_MODULE(_xonnx, m) {
   BindOptions(m);
   BindSession(m);
   BindGenerator(m);
+  py::class_<xonnx::Tokenizer>(m, "Tokenizer")
+      .def(py::init([](const std::string& path) { return Take(xonnx::Tokenizer::Open(path)); }), py::arg("path"),
+           "A SentencePiece model (.model): encode(text) -> ids, decode(ids) -> text")
+      .def(
+          "encode", [](const xonnx::Tokenizer& t, const std::string& text) { return Take(t.Encode(text)); },
+          py::arg("text"))
+      .def(
+          "decode", [](const xonnx::Tokenizer& t, const std::vector<int64_t>& ids) { return Take(t.Decode(ids)); },
+          py::arg("ids"))
+      .def_property_readonly("vocab_size", &xonnx::Tokenizer::vocab_size)
+      .def_property_readonly("bos", &xonnx::Tokenizer::bos)
+      .def_property_readonly("eos", &xonnx::Tokenizer::eos)
+      .def_property_readonly("unk", &xonnx::Tokenizer::unk);
   m.def("default_plugin_path", &xonnx::DefaultPluginPath);
   m.def("version", &xonnx::Version);
   m.def("plugins", [] {

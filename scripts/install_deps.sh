@@ -24,12 +24,13 @@ build_pkgs=(
   libabsl-dev libdnnl-dev libcli11-dev nlohmann-json3-dev libxxhash-dev libgoogle-glog-dev
   python3-dev pybind11-dev
   libgrpc++-dev protobuf-compiler-grpc libcpp-httplib-dev
+  libsentencepiece-dev
 )
 test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev clang-format clang-tidy
   python3-onnx python3-numpy python3-pytest python3-torch python3-torchvision
   python3-venv python3-pip python3-build
-  curl hey
+  curl hey sentencepiece
 )
 
 pkgs=("${build_pkgs[@]}")

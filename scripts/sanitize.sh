@@ -10,7 +10,9 @@
 #         parts: protobuf's headers lay map fields out differently under
 #         ThreadSanitizer than Debian's libprotobuf does).
 # The conformance and real-model suites are left to the main build: they
-# run the same kernels as the unit tests, for minutes more.
+# run the same kernels as the unit tests, for minutes more. So is the
+# tokenizer's (label deepbind): AddressSanitizer refuses the RTLD_DEEPBIND
+# with which xonnx loads libsentencepiece and its own protobuf.
 # Any finding fails the run; suppressions are in tests/lsan.supp and
 # tests/tsan.supp, each justified there.
 #   scripts/sanitize.sh [asan|tsan|all] [BUILD_ROOT]   (default: all, build-san)
@@ -45,7 +47,7 @@ if [[ $which == asan || $which == all ]]; then
       LSAN_OPTIONS=use_tls=0:print_suppressions=0:suppressions=$src/tests/lsan.supp \
       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       ctest --output-on-failure -j "$jobs" \
-      -LE '^(source|long|install)$') || status=1
+      -LE '^(source|long|install|deepbind)$') || status=1
 fi
 if [[ $which == tsan || $which == all ]]; then
   dir=$root/tsan

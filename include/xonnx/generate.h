@@ -2,13 +2,15 @@
 // (prefill), then one call per new token (decode), each feeding the model
 // its key/value cache, with the next token chosen by xonnx/sampling.h.
 //
-// The model's style is read from its inputs. Supported now: Hugging Face /
-// Optimum exports (input_ids, attention_mask, optional position_ids,
+// The model's style is read from its inputs and ops. Supported: Hugging
+// Face / Optimum exports (input_ids, attention_mask, optional position_ids,
 // past_key_values.N.key / .value in; logits and present.N.key / .value
-// out). The cache has a fixed capacity (prompt + new tokens, rounded up),
-// so every decode step has the same shapes and compiles once; slots not
-// yet written are masked out by the attention mask. Sequences of different
-// lengths share a batch, their prompts padded on the left and masked.
+// out), with plain attention ops or ONNX's Attention (opset 23), and
+// onnxruntime-genai's (com.microsoft GroupQueryAttention); weights in
+// float or MatMulNBits. The cache has a fixed capacity (prompt + new
+// tokens, rounded up), so every decode step has the same shapes and
+// compiles once; slots not yet written are masked out by the attention
+// mask. Sequences of different lengths share a batch.
 #ifndef XONNX_GENERATE_H_
 #define XONNX_GENERATE_H_
 

@@ -52,3 +52,21 @@ def test_the_python_api_streams_the_same_tokens(model, example):
         g.generate([[3, -1]], 5)
     with pytest.raises(xonnx.InvalidArgument, match="max_new_tokens"):
         g.generate([[3]], 1 << 40)
+
+
+def test_the_tokenizer_encodes_and_decodes_as_sentencepiece_does(tmp_path):
+    """xonnx.Tokenizer against Debian's spm_encode / spm_decode, on a model
+    trained here (tests/generate/spm_fixture.py)."""
+    import spm_fixture
+    import xonnx
+    spm = spm_fixture.train(tmp_path)
+    t = xonnx.Tokenizer(spm)
+    assert (t.vocab_size, t.unk, t.bos, t.eos) == (64, 0, 1, 2)
+    for text in spm_fixture.TEXTS:
+        ids = spm_fixture.encode(spm, text)
+        assert t.encode(text) == ids, text
+        assert t.decode(ids) == spm_fixture.decode(spm, ids) == text
+    with pytest.raises(Exception, match="outside the vocabulary of 64"):
+        t.decode([64])
+    with pytest.raises(Exception, match="not a SentencePiece model"):
+        xonnx.Tokenizer(str(tmp_path / "corpus.txt"))

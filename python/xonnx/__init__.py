@@ -35,6 +35,7 @@ from ._options import (  # noqa: F401  (re-exported)
     set_default_logger_verbosity,
 )
 from ._generate import Generator  # noqa: F401
+from ._xonnx import Tokenizer  # noqa: F401
 from ._session import (  # noqa: F401
     InferenceSession,
     ModelMetadata,
@@ -60,7 +61,7 @@ __all__ = [
     "InferenceSession", "SessionOptions", "RunOptions", "NodeArg", "ModelMetadata", "OrtValue", "OrtDevice",
     "IOBinding", "GraphOptimizationLevel", "ExecutionMode", "ExecutionOrder", "OrtMemType", "CancelToken",
     "DataType", "Error", "InvalidArgument", "NoSuchFile", "NotImplemented", "Cancelled", "DeadlineExceeded",
-    "Generator", "get_available_providers", "get_all_providers", "get_device", "plugins",
+    "Generator", "Tokenizer", "get_available_providers", "get_all_providers", "get_device", "plugins",
     "set_default_logger_severity", "set_default_logger_verbosity", "set_seed", "__version__",
 ]
 

@@ -203,6 +203,9 @@ int Serve(const ServeArgs& a);
 struct GenerateArgs {
   std::string model;
   std::vector<std::string> prompts;  // comma-separated ids, one per prompt
+  std::vector<std::string> texts;    // prompts as text (with a tokenizer)
+  std::string tokenizer;             // a SentencePiece .model file
+  bool add_bos = false;
   int64_t max_new_tokens = 32;
   bool greedy = false, quiet = false;
   float temperature = 1.0f, top_p = 1.0f;

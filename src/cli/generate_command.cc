@@ -1,6 +1,8 @@
-// `xonnx generate`: text generation with a decoder model from token ids.
-// Tokens are streamed to stderr as they are chosen; stdout's last lines are
-// each sequence's new token ids, comma-separated, one line per prompt.
+// `xonnx generate`: text generation with a decoder model, from token ids
+// or, with a SentencePiece tokenizer, from text. Tokens are streamed to
+// stderr as they are chosen; stdout's last lines are each sequence's new
+// token ids, comma-separated, one line per prompt (with a tokenizer: each
+// sequence's new text).
 #include <iostream>
 
 #include "absl/strings/numbers.h"
@@ -9,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/cli.h"
 #include "xonnx/generate.h"
+#include "xonnx/tokenizer.h"
 
 namespace xonnx::cli {
 namespace {
@@ -34,9 +37,13 @@ CLI::App* AddGenerate(CLI::App& app, GenerateArgs& a) {
       "position_ids, past_key_values.N.key/value in; logits, present.N.key/value out)");
   g->add_option("MODEL", a.model, "ONNX decoder model file")->required();
   g->add_option("--prompt-ids", a.prompts,
-                "A prompt's token ids, comma-separated (repeat for a batch: prompts of different lengths are padded "
-                "on the left and masked)")
-      ->required();
+                "A prompt's token ids, comma-separated (repeat for a batch: prompts of different lengths share it)");
+  g->add_option("--prompt", a.texts, "A prompt as text, encoded with --tokenizer (repeat for a batch)");
+  g->add_option("--tokenizer", a.tokenizer,
+                "SentencePiece model (.model) to encode --prompt and decode the new tokens; its end-of-sequence "
+                "token ends a sequence")
+      ->check(CLI::ExistingFile);
+  g->add_flag("--add-bos", a.add_bos, "Put the tokenizer's begin-of-sequence token before each --prompt");
   g->add_option("--max-new-tokens", a.max_new_tokens, "Tokens to generate per prompt")->capture_default_str();
   g->add_flag("--greedy", a.greedy, "Always the most likely token (the default unless a sampling option is given)");
   auto sample = [&a](const std::string&) { a.sampling = true; };
@@ -59,6 +66,19 @@ int Generate(const GenerateArgs& a) {
     prompts.push_back(ParseIds(p, "--prompt-ids"));
     if (prompts.back().empty()) throw CliError{"--prompt-ids: a prompt needs at least one token id", kExitUsage};
   }
+  if (prompts.empty() && a.texts.empty()) throw CliError{"give a prompt: --prompt-ids or --prompt", kExitUsage};
+  if ((!a.texts.empty() || a.add_bos) && a.tokenizer.empty())
+    throw CliError{"--prompt and --add-bos need --tokenizer", kExitUsage};
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (!a.tokenizer.empty()) tokenizer = Check(Tokenizer::Open(a.tokenizer));
+  if (a.add_bos && tokenizer->bos() < 0)
+    throw CliError{a.tokenizer + ": the tokenizer has no begin-of-sequence token", kExitInput};
+  for (const auto& text : a.texts) {
+    std::vector<int64_t> ids = Check(tokenizer->Encode(text));
+    if (a.add_bos) ids.insert(ids.begin(), tokenizer->bos());
+    if (ids.empty()) throw CliError{"--prompt '" + text + "' encodes to no tokens", kExitUsage};
+    prompts.push_back(std::move(ids));
+  }
   GenerateOptions o;
   o.max_new_tokens = a.max_new_tokens;
   if (a.greedy && a.sampling)
@@ -72,17 +92,36 @@ int Generate(const GenerateArgs& a) {
   Status checked = CheckSamplingOptions(o.sampling);
   if (!checked.ok()) throw CliError{std::string(checked.message()), kExitUsage};
   if (!a.stop_ids.empty()) o.stop_tokens = ParseIds(a.stop_ids, "--stop-ids");
+  if (tokenizer && tokenizer->eos() >= 0) o.stop_tokens.push_back(tokenizer->eos());
   std::unique_ptr<Generator> g = Check(Generator::Open(a.model, BaseOptions()));
   TokenCallback stream = nullptr;
+  // With a tokenizer and one prompt, the text streams: each token's text
+  // is what decoding all new tokens adds (a piece may join the one before).
+  std::vector<int64_t> streamed;
+  std::string shown;
   if (!a.quiet)
     stream = [&](size_t sequence, int64_t token) {
+      if (tokenizer && prompts.size() == 1) {
+        streamed.push_back(token);
+        StatusOr<std::string> text = tokenizer->Decode(streamed);
+        if (text.ok() && text->compare(0, shown.size(), shown) == 0) {
+          std::cerr << text->substr(shown.size()) << std::flush;
+          shown = *text;
+        }
+        return true;
+      }
       std::cerr << (prompts.size() > 1 ? absl::StrCat("[", sequence, "] ", token) : std::to_string(token)) << " "
                 << std::flush;
       return true;
     };
   std::vector<std::vector<int64_t>> out = Check(g->Generate(prompts, o, stream));
   if (!a.quiet) std::cerr << "\n";
-  for (const auto& tokens : out) std::cout << absl::StrJoin(tokens, ",") << "\n";
+  for (const auto& tokens : out) {
+    if (tokenizer)
+      std::cout << Check(tokenizer->Decode(tokens)) << "\n";
+    else
+      std::cout << absl::StrJoin(tokens, ",") << "\n";
+  }
   return 0;
 }
 

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <set>
@@ -53,7 +54,8 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const std::string& model_pa
   std::vector<std::string> past_names;
   for (const TensorSpec& t : impl->style.past) past_names.push_back(t.name);
   if (std::optional<std::string> bytes = ReturnNewSlotsOnly(model_path, past_names, impl->style.present)) {
-    std::string dir = model_path.find('/') == std::string::npos ? "." : model_path.substr(0, model_path.rfind('/'));
+    std::string dir = std::filesystem::path(model_path).parent_path().string();
+    if (dir.empty()) dir = ".";
     StatusOr<std::unique_ptr<Session>> rewritten =
         Session::OpenFromMemory(bytes->data(), bytes->size(), model_path, options, dir);
     if (rewritten.ok()) {

@@ -16,6 +16,11 @@ std::optional<std::string> ReturnNewSlotsOnly(const std::string& path, const std
     if (!in || !model.ParseFromIstream(&in)) return std::nullopt;
   }
   onnx::GraphProto* g = model.mutable_graph();
+  // A subgraph (If, Loop, Scan) could read a present from the outer scope:
+  // such models are used as they are.
+  for (const onnx::NodeProto& n : g->node())
+    for (const onnx::AttributeProto& a : n.attribute())
+      if (a.has_g() || a.graphs_size() > 0) return std::nullopt;
   std::map<std::string, onnx::NodeProto*> producer;
   for (onnx::NodeProto& n : *g->mutable_node())
     for (const std::string& o : n.output()) producer[o] = &n;

@@ -132,33 +132,37 @@ const std::string& ConverterIdentity() {
   return identity;
 }
 
-std::string DefaultPluginPath() {
-  if (const char* env = std::getenv("XONNX_PLUGIN"); env && *env) return env;
+std::string FindXonnxLibrary(const std::string& file) {
   // Relative to where xonnx is, so that an installed tree can move: the
   // library's <libdir>/xonnx/ and a program's ../lib/xonnx/ (the install
   // layout), or the same folder; then the folders compiled in (the build
   // tree, the configured install prefix).
   std::vector<std::filesystem::path> candidates;
   if (std::filesystem::path lib = CodeDir(); !lib.empty()) {
-    candidates.push_back(lib / "xonnx" / kPluginFile);
-    candidates.push_back(lib / kPluginFile);
+    candidates.push_back(lib / "xonnx" / file);
+    candidates.push_back(lib / file);
   }
   if (std::filesystem::path dir = ProgramDir(); !dir.empty()) {
-    candidates.push_back(dir / kPluginFile);
-    candidates.push_back(dir / ".." / "lib" / kPluginFile);
-    candidates.push_back(dir / ".." / "lib" / "xonnx" / kPluginFile);
+    candidates.push_back(dir / file);
+    candidates.push_back(dir / ".." / "lib" / file);
+    candidates.push_back(dir / ".." / "lib" / "xonnx" / file);
   }
 #ifdef XONNX_BUILD_PLUGIN_DIR
-  candidates.push_back(std::filesystem::path(XONNX_BUILD_PLUGIN_DIR) / kPluginFile);
+  candidates.push_back(std::filesystem::path(XONNX_BUILD_PLUGIN_DIR) / file);
 #endif
 #ifdef XONNX_INSTALL_PLUGIN_DIR
-  candidates.push_back(std::filesystem::path(XONNX_INSTALL_PLUGIN_DIR) / kPluginFile);
+  candidates.push_back(std::filesystem::path(XONNX_INSTALL_PLUGIN_DIR) / file);
 #endif
   for (const auto& c : candidates) {
     std::error_code ec;
     if (std::filesystem::is_regular_file(c, ec)) return std::filesystem::weakly_canonical(c, ec).string();
   }
-  return kPluginFile;
+  return file;
+}
+
+std::string DefaultPluginPath() {
+  if (const char* env = std::getenv("XONNX_PLUGIN"); env && *env) return env;
+  return FindXonnxLibrary(kPluginFile);
 }
 
 StatusOr<PluginInfo> DescribePlugin(const SessionOptions& options) {

@@ -43,6 +43,11 @@ struct PluginTraits {
 };
 PluginTraits TraitsOf(const pjrt::Plugin& plugin);
 
+// A library that ships with xonnx (its CPU plugin, the SentencePiece
+// shim), found next to the code running, in the install layout or in the
+// build tree; `file` itself (for the loader's search) when none is there.
+std::string FindXonnxLibrary(const std::string& file);
+
 // A file's canonical path, size and modification time: what changes when it
 // is rebuilt.
 std::string FileIdentity(const std::string& path);

@@ -639,7 +639,7 @@ def check_dockerfile(binary):
 
 
 def check_libraries(binary, pkgs):
-    name = "Dockerfile: runtime packages provide every library xonnx and its CPU plugin load"
+    name = "Dockerfile: runtime packages provide every library xonnx, its CPU plugin and its SentencePiece shim load"
     if not binary:
         R.skip(name, "no xonnx binary given")
         return
@@ -652,6 +652,10 @@ def check_libraries(binary, pkgs):
                   os.path.join(bdir, "..", "lib", "xonnx", "libxonnx_pjrt_cpu.so"))
     plugin = next((p for p in candidates if os.path.exists(p)), None)
     objs = [binary] + ([plugin] if plugin else [])
+    # The SentencePiece shim, where the build has one, beside the plugin.
+    shim = plugin and os.path.join(os.path.dirname(plugin), "libxonnx_sentencepiece.so")
+    if shim and os.path.exists(shim):
+        objs.append(shim)
     libs = set()
     for o in objs:
         out = subprocess.run(["ldd", o], capture_output=True, text=True)

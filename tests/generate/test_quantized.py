@@ -21,6 +21,14 @@ from test_generate import PROMPTS, XONNX, generate  # noqa: E402
 FORMS = [(4, 32, False), (4, 16, True), (4, 128, True), (8, 32, False), (8, 64, True)]
 
 
+def packed_kernel_here():
+    """Whether this CPU runs products on packed weights: the kernel needs
+    AVX-512 F, BW, VL and DQ; elsewhere the unpacking runs as written."""
+    with open("/proc/cpuinfo") as f:
+        flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    return all(x in flags for x in ("avx512f", "avx512bw", "avx512vl", "avx512dq"))
+
+
 def quantize_model(m, path, out, bits, block, zero_points):
     """The decoder at `path` (built from torch module `m`) with its products
     by weights quantized, saved to `out`; `m`'s Linear weights become what
@@ -84,5 +92,9 @@ def test_products_run_on_the_packed_weights(tmp_path):
             events = json.load(f)["traceEvents"]
         kernels = [e["args"]["kernel"] for e in events
                    if e.get("cat") == "kernel" and e["args"].get("op_type") == "MatMulNBits"]
-        # One product per MatMulNBits per call (a warm-up and the timed one).
-        assert kernels and set(kernels) == {"packed-matmul"}, (bits, block, zero_points, sorted(set(kernels)))
+        # Every MatMulNBits's product, in every call, on the packed weights
+        # (or, without AVX-512, none of them).
+        if packed_kernel_here():
+            assert kernels and set(kernels) == {"packed-matmul"}, (bits, block, zero_points, sorted(set(kernels)))
+        else:
+            assert kernels and "packed-matmul" not in kernels, (bits, block, zero_points, sorted(set(kernels)))

@@ -323,7 +323,7 @@ XONNX_PACKED_AVX512 void DequantizeRow(const Dims& d, const uint8_t* p, const fl
 // y = x . W^T by oneDNN's GEMM, W dequantized kPanel rows at a time (the
 // threads share each panel's rows).
 template <int kBits, bool kZeros>
-XONNX_PACKED_AVX512 void GemmRows(const Dims& d, const float* x, const uint8_t* packed, const float* scales,
+XONNX_PACKED_AVX512 bool GemmRows(const Dims& d, const float* x, const uint8_t* packed, const float* scales,
                                   const float* zeros, float* y) {
   std::vector<float> panel(std::min(kPanel, d.n) * d.kp);
   for (int64_t n0 = 0; n0 < d.n; n0 += kPanel) {
@@ -332,16 +332,19 @@ XONNX_PACKED_AVX512 void GemmRows(const Dims& d, const float* x, const uint8_t* 
     for (int64_t j = n0; j < n0 + count; ++j)
       DequantizeRow<kBits, kZeros>(d, packed + j * d.row_bytes, scales + j * d.blocks,
                                    zeros ? zeros + j * d.blocks : nullptr, panel.data() + (j - n0) * d.kp);
-    dnnl_sgemm('N', 'T', d.rows, count, d.k, 1.0f, x, d.k, panel.data(), d.kp, 0.0f, y + n0, d.n);
+    if (dnnl_sgemm('N', 'T', d.rows, count, d.k, 1.0f, x, d.k, panel.data(), d.kp, 0.0f, y + n0, d.n) != dnnl_success)
+      return false;
   }
+  return true;
 }
 
-void GemmAvx512(const Dims& d, const float* x, const uint8_t* packed, const float* scales, const float* zeros,
+// False when oneDNN's GEMM fails.
+bool GemmAvx512(const Dims& d, const float* x, const uint8_t* packed, const float* scales, const float* zeros,
                 float* y) {
   if (d.bits == 4)
-    zeros ? GemmRows<4, true>(d, x, packed, scales, zeros, y) : GemmRows<4, false>(d, x, packed, scales, zeros, y);
-  else
-    zeros ? GemmRows<8, true>(d, x, packed, scales, zeros, y) : GemmRows<8, false>(d, x, packed, scales, zeros, y);
+    return zeros ? GemmRows<4, true>(d, x, packed, scales, zeros, y)
+                 : GemmRows<4, false>(d, x, packed, scales, zeros, y);
+  return zeros ? GemmRows<8, true>(d, x, packed, scales, zeros, y) : GemmRows<8, false>(d, x, packed, scales, zeros, y);
 }
 
 void RowsAvx512(const Dims& d, const float* xp, const uint8_t* packed, const float* scales, const float* zeros,
@@ -360,7 +363,7 @@ bool UseAvx512() { return CpuHasAvx512Bw(); }
 #else
 bool UseAvx512() { return false; }
 size_t PreparedSize(const Dims&) { return 0; }
-void GemmAvx512(const Dims&, const float*, const uint8_t*, const float*, const float*, float*) {}
+bool GemmAvx512(const Dims&, const float*, const uint8_t*, const float*, const float*, float*) { return false; }
 void PrepareRows(const Dims&, const float*, float*) {}
 void RowsAvx512(const Dims&, const float*, const uint8_t*, const float*, const float*, float*, int64_t, int64_t) {}
 #endif
@@ -413,7 +416,8 @@ std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const Thunk
       return absl::OkStatus();
     }
     if (vector && d.rows >= kGemmRows) {
-      GemmAvx512(d, x, packed, scales, zeros, y);
+      if (!GemmAvx512(d, x, packed, scales, zeros, y))
+        return absl::InternalError("packed-matmul: oneDNN's GEMM failed on the dequantized weights");
       return absl::OkStatus();
     }
     std::vector<float> prepared;

@@ -18,6 +18,7 @@
 #include <optional>
 #include <vector>
 
+#include "backends/cpu/kernels/cpu_features.h"
 #include "backends/cpu/planning/planners.h"
 #include "evaluator/evaluator.h"
 
@@ -209,6 +210,9 @@ bool RowsByWeights(const Instruction* dot) {
 }  // namespace
 
 void PlanPackedProducts(Plan* plan) {
+  // The kernel's vector form needs AVX-512 (F, BW, VL, DQ); elsewhere the
+  // program as written (fused unpacking, oneDNN's product) is the faster.
+  if (!CpuHasAvx512Bw()) return;
   auto& pp = plan->packed_products;
   std::vector<const Instruction*> between;  // ops between the products and what they read
   for (Instruction* dot : plan->order()) {
@@ -222,15 +226,18 @@ void PlanPackedProducts(Plan* plan) {
     between.insert(between.end(), chain.begin(), chain.end());
   }
   // Those ops are computed only for other readers: none is when all its
-  // users are packed products or ops never computed themselves.
+  // users are packed products reading it as their weights (not as the
+  // activation, which the kernel reads as a buffer) or ops never computed
+  // themselves.
   for (bool changed = true; changed;) {
     changed = false;
     for (const Instruction* x : between) {
       if (x == plan->root() || x->opcode() == Opcode::kParameter || pp.replaced.contains(x) || pp.read.contains(x))
         continue;
       const auto& us = plan->users(x);
-      if (std::all_of(us.begin(), us.end(),
-                      [&](Instruction* u) { return pp.of.contains(u) || pp.replaced.contains(u); })) {
+      if (std::all_of(us.begin(), us.end(), [&](Instruction* u) {
+            return (pp.of.contains(u) && u->operand(0) != x) || pp.replaced.contains(u);
+          })) {
         pp.replaced.insert(x);
         changed = true;
       }
