@@ -25,6 +25,13 @@ Status Generator::Impl::Step(Run& run, const std::vector<std::vector<int64_t>>& 
                                                  : StepConcatenated(run, tokens, mask, last_logits);
 }
 
+Status Generator::Impl::CheckPresent(const Tensor& present, size_t k, int64_t length, int64_t batch) const {
+  std::vector<int64_t> want = {batch, style.heads, length, style.head_dim};
+  if (present.dims() == want && present.dtype() == style.cache_dtype) return OkStatus();
+  return Status(StatusCode::kInternal, absl::StrCat(path, ": output ", style.present[k], " is ", present.ShapeString(),
+                                                    ", the cache needs [", absl::StrJoin(want, ","), "]"));
+}
+
 Status Generator::Impl::LastLogits(const Tensor& logits, int64_t b, int64_t s, const std::vector<int64_t>& row,
                                    std::vector<std::vector<float>>& last_logits) const {
   if (logits.dims().size() != 3 || logits.dims()[0] != b || logits.dims()[1] != s)
@@ -77,11 +84,8 @@ Status Generator::Impl::StepConcatenated(Run& run, const std::vector<std::vector
   const int64_t skip = new_slots_only ? 0 : f;
   for (size_t k = 0; k < style.past.size(); ++k) {
     const Tensor& present = (*out)[style.present_index[k]];
-    std::vector<int64_t> want = {b, style.heads, skip + s, style.head_dim};
-    if (present.dims() != want || present.dtype() != style.cache_dtype)
-      return Status(StatusCode::kInternal,
-                    absl::StrCat(path, ": output ", style.present[k], " is ", present.ShapeString(),
-                                 ", the cache needs [", absl::StrJoin(want, ","), "]"));
+    Status shaped = CheckPresent(present, k, skip + s, b);
+    if (!shaped.ok()) return shaped;
     const char* src = static_cast<const char*>(present.data());
     char* dst = run.cache[k].data();
     for (int64_t i = 0; i < b; ++i)
@@ -148,11 +152,8 @@ Status Generator::Impl::StepAtLength(Run& run, const std::vector<std::vector<int
   const size_t row = static_cast<size_t>(style.head_dim) * DataTypeSize(style.cache_dtype);
   for (size_t k = 0; k < style.past.size(); ++k) {
     const Tensor& present = (*out)[style.present_index[k]];
-    std::vector<int64_t> want = {b, style.heads, width, style.head_dim};
-    if (present.dims() != want || present.dtype() != style.cache_dtype)
-      return Status(StatusCode::kInternal,
-                    absl::StrCat(path, ": output ", style.present[k], " is ", present.ShapeString(),
-                                 ", the cache needs [", absl::StrJoin(want, ","), "]"));
+    Status shaped = CheckPresent(present, k, width, b);
+    if (!shaped.ok()) return shaped;
     const char* src = static_cast<const char*>(present.data());
     char* dst = run.cache[k].data();
     for (int64_t i = 0; i < b; ++i)

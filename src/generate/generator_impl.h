@@ -65,6 +65,9 @@ struct Generator::Impl {
                           const std::vector<std::vector<uint8_t>>& mask, std::vector<std::vector<float>>& last_logits);
   Status StepAtLength(Run& run, const std::vector<std::vector<int64_t>>& tokens,
                       const std::vector<std::vector<uint8_t>>& mask, std::vector<std::vector<float>>& last_logits);
+  // OK when present output k is [batch, heads, length, head_dim] of the
+  // cache's type.
+  Status CheckPresent(const Tensor& present, size_t k, int64_t length, int64_t batch) const;
   // The logits of row `row` of a [batch, s, vocab] output, as floats.
   Status LastLogits(const Tensor& logits, int64_t batch, int64_t s, const std::vector<int64_t>& row,
                     std::vector<std::vector<float>>& last_logits) const;

@@ -9,74 +9,43 @@ MatMuls can then be quantized to MatMulNBits (nbits.py).
 
     export(module, path, max_positions=2048)
 """
-import numpy as np
-import torch
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto
+
+from graph_builder import Graph
+
+MS = "com.microsoft"
 
 
 def export(m, path, max_positions=2048):
-    c = m.c
-    nodes, inits = [], []
-
-    def weight(name, t):
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(t.detach().numpy().astype(np.float32)), name))
-        return name
-
-    def node(op, ins, outs=None, domain="", **attrs):
-        outs = outs or [f"{op.lower()}_{len(nodes)}"]
-        nodes.append(helper.make_node(op, ins, outs, name=f"{op}_{len(nodes)}", domain=domain, **attrs))
-        return outs
-
-    def linear(x, lin, name):
-        return node("MatMul", [x, weight(name, lin.weight.T)])[0]
-
-    with torch.no_grad():
-        freqs = torch.arange(max_positions).float()[:, None] * m.inv_freq
-    weight("cos_cache", freqs.cos())
-    weight("sin_cache", freqs.sin())
-    inits.append(numpy_helper.from_array(np.array([1], np.int64), "axis1"))
-    inits.append(numpy_helper.from_array(np.array(1, np.int64), "one"))
+    c, g = m.c, Graph(m)
+    g.rotary_caches(max_positions)
+    g.const("axis1", [1])
+    g.const("one", 1)
     # seqlens_k: each sequence's length less one; total_sequence_length: the mask's width.
-    lengths = node("ReduceSum", ["attention_mask", "axis1"], keepdims=0)[0]
-    seqlens = node("Cast", [node("Sub", [lengths, "one"])[0]], to=TensorProto.INT32)[0]
-    width = node("Cast", [node("Gather", [node("Shape", ["attention_mask"])[0], "one"], axis=0)[0]],
-                 to=TensorProto.INT32)[0]
+    lengths = g.op("ReduceSum", ["attention_mask", "axis1"], keepdims=0)
+    seqlens = g.op("Cast", [g.op("Sub", [lengths, "one"])], to=TensorProto.INT32)
+    width = g.op("Cast", [g.op("Gather", [g.op("Shape", ["attention_mask"]), "one"], axis=0)], to=TensorProto.INT32)
 
-    x = node("Gather", [weight("embed", m.embed.weight), "input_ids"], axis=0)[0]
-    h = node("SimplifiedLayerNormalization", [x, weight("norm1_0", m.layers[0].norm1.weight)], axis=-1,
-             epsilon=1e-6)[0]
-    outputs = []
+    x = g.op("Gather", [g.weight("embed", m.embed.weight), "input_ids"], axis=0)
+    h = g.op("SimplifiedLayerNormalization", [x, g.weight("norm1_0", m.layers[0].norm1.weight)], axis=-1,
+             epsilon=1e-6)
     for i, layer in enumerate(m.layers):
-        q, k, v = (linear(h, lin, f"{n}_{i}") for n, lin in (("q", layer.q), ("k", layer.k), ("v", layer.v)))
-        present = [f"present.{i}.key", f"present.{i}.value"]
-        y = node("GroupQueryAttention",
-                 [q, k, v, f"past_key_values.{i}.key", f"past_key_values.{i}.value", seqlens, width, "cos_cache",
-                  "sin_cache"], [f"attn_{i}"] + present, domain="com.microsoft", num_heads=c.heads,
-                 kv_num_heads=c.heads, do_rotary=1, rotary_interleaved=0)[0]
-        outputs += present
+        q, k, v = (g.linear(h, lin, f"{n}_{i}") for n, lin in (("q", layer.q), ("k", layer.k), ("v", layer.v)))
+        y = g.node("GroupQueryAttention",
+                   [q, k, v, f"past_key_values.{i}.key", f"past_key_values.{i}.value", seqlens, width, "cos_cache",
+                    "sin_cache"], [f"attn_{i}", f"present.{i}.key", f"present.{i}.value"], domain=MS,
+                   num_heads=c.heads, kv_num_heads=c.heads, do_rotary=1, rotary_interleaved=0)[0]
         # x + attention, normed for the MLP; the sum is the residual.
-        h, _, _, x = node("SkipSimplifiedLayerNormalization",
-                          [linear(y, layer.o, f"o_{i}"), x, weight(f"norm2_{i}", layer.norm2.weight)],
-                          [f"h2_{i}", "", "", f"x2_{i}"], domain="com.microsoft", epsilon=1e-6)
-        g = linear(h, layer.gate, f"gate_{i}")
-        silu = node("Mul", [g, node("Sigmoid", [g])[0]])[0]
-        down = linear(node("Mul", [silu, linear(h, layer.up, f"up_{i}")])[0], layer.down, f"down_{i}")
+        h, _, _, x = g.node("SkipSimplifiedLayerNormalization",
+                            [g.linear(y, layer.o, f"o_{i}"), x, g.weight(f"norm2_{i}", layer.norm2.weight)],
+                            [f"h2_{i}", "", "", f"x2_{i}"], domain=MS, epsilon=1e-6)
+        gate = g.linear(h, layer.gate, f"gate_{i}")
+        silu = g.op("Mul", [gate, g.op("Sigmoid", [gate])])
+        down = g.linear(g.op("Mul", [silu, g.linear(h, layer.up, f"up_{i}")]), layer.down, f"down_{i}")
         last = i + 1 == len(m.layers)
         norm = m.norm.weight if last else m.layers[i + 1].norm1.weight
-        h, _, _, x = node("SkipSimplifiedLayerNormalization",
-                          [down, x, weight("norm" if last else f"norm1_{i + 1}", norm)],
-                          [f"h1_{i + 1}", "", "", f"x1_{i + 1}"], domain="com.microsoft", epsilon=1e-6)
-    node("MatMul", [h, weight("head", m.head.weight.T)], ["logits"])
-
-    F, I = TensorProto.FLOAT, TensorProto.INT64
-    cache = lambda name, length: helper.make_tensor_value_info(name, F, ["batch", c.heads, length, c.head_dim])
-    ins = [helper.make_tensor_value_info("input_ids", I, ["batch", "sequence"]),
-           helper.make_tensor_value_info("attention_mask", I, ["batch", "total"])]
-    ins += [cache(f"past_key_values.{i}.{kind}", "past") for i in range(c.layers) for kind in ("key", "value")]
-    outs = [helper.make_tensor_value_info("logits", F, ["batch", "sequence", c.vocab])]
-    outs += [cache(name, "total") for name in outputs]
-    g = helper.make_graph(nodes, "genai_llama", ins, outs, inits)
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
-    model.ir_version = 8
-    with open(path, "wb") as f:
-        f.write(model.SerializeToString())
+        h, _, _, x = g.node("SkipSimplifiedLayerNormalization",
+                            [down, x, g.weight("norm" if last else f"norm1_{i + 1}", norm)],
+                            [f"h1_{i + 1}", "", "", f"x1_{i + 1}"], domain=MS, epsilon=1e-6)
+    g.node("MatMul", [h, g.weight("head", m.head.weight.T)], ["logits"])
+    g.save(path, "genai_llama", [("", 17), (MS, 1)], 8, positions=False)

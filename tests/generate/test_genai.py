@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import genai_llama  # noqa: E402
 import tiny_llama  # noqa: E402
-from test_generate import PROMPTS, generate  # noqa: E402
+from test_generate import check_against_reference  # noqa: E402
 from test_quantized import quantize_model  # noqa: E402
 
 
@@ -27,12 +27,5 @@ def model(tmp_path_factory, request):
     return m, path
 
 
-def test_greedy_matches_the_reference(model):
-    m, path = model
-    for prompt in PROMPTS:
-        assert generate(path, [prompt], "--max-new-tokens", "16") == [tiny_llama.greedy(m, prompt, 16)], prompt
-
-
-def test_a_batch_of_different_lengths_is_each_prompt_alone(model):
-    m, path = model
-    assert generate(path, PROMPTS, "--max-new-tokens", "12") == [tiny_llama.greedy(m, p, 12) for p in PROMPTS]
+def test_greedy_matches_the_reference_alone_and_in_a_batch(model):
+    check_against_reference(*model)

@@ -39,6 +39,14 @@ def generate(path, prompts, *args, expect=0):
 PROMPTS = [[5, 17, 3, 88, 41], [9], [60, 2, 2, 71, 30, 12, 44, 8, 1]]
 
 
+def check_against_reference(m, path):
+    """`xonnx generate` on `path` gives torch module `m`'s greedy tokens, one
+    prompt at a time and for a batch of prompts of different lengths."""
+    for prompt in PROMPTS:
+        assert generate(path, [prompt], "--max-new-tokens", "16") == [tiny_llama.greedy(m, prompt, 16)], prompt
+    assert generate(path, PROMPTS, "--max-new-tokens", "12") == [tiny_llama.greedy(m, p, 12) for p in PROMPTS]
+
+
 def test_greedy_matches_the_reference(model):
     m, path = model
     for prompt in PROMPTS:

@@ -128,6 +128,25 @@ std::unique_ptr<hlo::Module> Build(const Form& f, std::vector<Literal>* args) {
   return m;
 }
 
+// `m` compiled natively and run on `args`: its outputs (the kernel counts
+// go to `kinds`, when given).
+std::vector<Literal> CompileAndRun(std::unique_ptr<hlo::Module> m, const std::vector<Literal>& args,
+                                   std::map<std::string, int>* kinds = nullptr) {
+  auto exe = Executable::Compile(std::move(m), CompileOptions{});
+  EXPECT_TRUE(exe.ok()) << exe.status();
+  if (!exe.ok()) return {};
+  if (kinds)
+    for (const auto& [kind, count] : (*exe)->ThunkSummary()) (*kinds)[kind] += count;
+  std::vector<const void*> in;
+  for (const Literal& a : args) in.push_back(a.untyped_data());
+  std::vector<Literal> got;
+  std::vector<void*> outs;
+  for (const Shape& s : (*exe)->output_shapes()) got.emplace_back(s);
+  for (Literal& l : got) outs.push_back(l.untyped_data());
+  EXPECT_TRUE((*exe)->Execute(in, outs).ok());
+  return got;
+}
+
 // Runs `f` natively; the evaluator's result goes to `want`, the kernel
 // counts to `kinds`.
 Literal RunNative(const Form& f, Literal* want, std::map<std::string, int>* kinds) {
@@ -136,15 +155,8 @@ Literal RunNative(const Form& f, Literal* want, std::map<std::string, int>* kind
   auto reference = eval::EvaluateModule(*m, args);
   EXPECT_TRUE(reference.ok()) << reference.status();
   *want = *reference;
-  auto exe = Executable::Compile(std::move(m), CompileOptions{});
-  EXPECT_TRUE(exe.ok()) << exe.status();
-  for (const auto& [kind, count] : (*exe)->ThunkSummary()) (*kinds)[kind] += count;
-  std::vector<const void*> in;
-  for (const Literal& a : args) in.push_back(a.untyped_data());
-  Literal got((*exe)->output_shapes().at(0));
-  std::vector<void*> outs = {got.untyped_data()};
-  EXPECT_TRUE((*exe)->Execute(in, outs).ok());
-  return got;
+  std::vector<Literal> got = CompileAndRun(std::move(m), args, kinds);
+  return got.empty() ? Literal() : std::move(got[0]);
 }
 
 // The sums differ only in order: within a few roundings of the largest
@@ -228,14 +240,8 @@ TEST(PackedProducts, WeightsReadAsAnActivationAreComputed) {
   entry->set_root(entry->AddInstruction(std::move(tuple)));
   auto want = eval::EvaluateModule(*m, args);
   ASSERT_TRUE(want.ok()) << want.status();
-  auto exe = Executable::Compile(std::move(m), CompileOptions{});
-  ASSERT_TRUE(exe.ok()) << exe.status();
-  std::vector<const void*> in;
-  for (const Literal& a : args) in.push_back(a.untyped_data());
-  std::vector<Literal> got;
-  std::vector<void*> outs;
-  for (const Shape& s : (*exe)->output_shapes()) outs.push_back(got.emplace_back(s).untyped_data());
-  ASSERT_TRUE((*exe)->Execute(in, outs).ok());
+  std::vector<Literal> got = CompileAndRun(std::move(m), args);
+  ASSERT_EQ(got.size(), 2u);
   for (size_t k = 0; k < got.size(); ++k) {
     Form g = f;
     if (k == 1) g.k = f.k * 10;  // sums of weights by weights: a wider bound
@@ -254,15 +260,10 @@ TEST(PackedProducts, ScalesThatAreNotFiniteReachTheSameOutputs) {
   args[2].data<float>()[4] = std::nanf("");                           // row 2's first block
   auto want = eval::EvaluateModule(*m, args);
   ASSERT_TRUE(want.ok()) << want.status();
-  auto exe = Executable::Compile(std::move(m), CompileOptions{});
-  ASSERT_TRUE(exe.ok()) << exe.status();
-  std::vector<const void*> in;
-  for (const Literal& a : args) in.push_back(a.untyped_data());
-  Literal got((*exe)->output_shapes().at(0));
-  std::vector<void*> outs = {got.untyped_data()};
-  ASSERT_TRUE((*exe)->Execute(in, outs).ok());
-  for (int64_t i = 0; i < got.element_count(); ++i)
-    EXPECT_EQ(std::isfinite(got.data<float>()[i]), std::isfinite(want->data<float>()[i])) << i;
+  std::vector<Literal> got = CompileAndRun(std::move(m), args);
+  ASSERT_EQ(got.size(), 1u);
+  for (int64_t i = 0; i < got[0].element_count(); ++i)
+    EXPECT_EQ(std::isfinite(got[0].data<float>()[i]), std::isfinite(want->data<float>()[i])) << i;
 }
 
 // A shift of 3, or the high nibbles first, is another computation: its

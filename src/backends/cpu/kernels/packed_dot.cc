@@ -247,32 +247,19 @@ XONNX_PACKED_AVX512 void RowsOf(const Dims& d, const float* xp, const uint8_t* p
         const float* sc = scales + j * d.blocks;
         const float* zr = zeros ? zeros + j * d.blocks : nullptr;
         __m512* out = sums + i;
-        switch (rows) {
-          case 8:
-            Column<8, kBits, kZeros>(d, xp, p, sc, zr, out, r);
-            break;
-          case 7:
-            Column<7, kBits, kZeros>(d, xp, p, sc, zr, out, r);
-            break;
-          case 6:
-            Column<6, kBits, kZeros>(d, xp, p, sc, zr, out, r);
-            break;
-          case 5:
-            Column<5, kBits, kZeros>(d, xp, p, sc, zr, out, r);
-            break;
-          case 4:
-            Column<4, kBits, kZeros>(d, xp, p, sc, zr, out, r);
-            break;
-          case 3:
-            Column<3, kBits, kZeros>(d, xp, p, sc, zr, out, r);
-            break;
-          case 2:
-            Column<2, kBits, kZeros>(d, xp, p, sc, zr, out, r);
-            break;
-          default:
-            Column<1, kBits, kZeros>(d, xp, p, sc, zr, out, r);
-            break;
-        }
+        // Column<R> for R rows of the tile, 1 to kRowTile.
+        using ColumnFn =
+            void (*)(const Dims&, const float*, const uint8_t*, const float*, const float*, __m512*, int64_t);
+        static constexpr ColumnFn kColumns[kRowTile + 1] = {nullptr,
+                                                            Column<1, kBits, kZeros>,
+                                                            Column<2, kBits, kZeros>,
+                                                            Column<3, kBits, kZeros>,
+                                                            Column<4, kBits, kZeros>,
+                                                            Column<5, kBits, kZeros>,
+                                                            Column<6, kBits, kZeros>,
+                                                            Column<7, kBits, kZeros>,
+                                                            Column<8, kBits, kZeros>};
+        kColumns[rows](d, xp, p, sc, zr, out, r);
       }
       for (int64_t q = 0; q < rows; ++q) {
         float reduced[kGroup];
