@@ -21,15 +21,17 @@ std::optional<std::string> ReturnNewSlotsOnly(const std::string& path, const std
   for (const onnx::NodeProto& n : g->node())
     for (const onnx::AttributeProto& a : n.attribute())
       if (a.has_g() || a.graphs_size() > 0) return std::nullopt;
-  std::map<std::string, onnx::NodeProto*> producer;
-  for (onnx::NodeProto& n : *g->mutable_node())
-    for (const std::string& o : n.output()) producer[o] = &n;
+  // Each value's producing node, by index (a map of onnx types would be
+  // instantiated, and exported, in the library).
+  std::map<std::string, int> producer;
+  for (int i = 0; i < g->node_size(); ++i)
+    for (const std::string& o : g->node(i).output()) producer[o] = i;
   // Each present must be Concat(past, new) along the sequence axis.
-  std::vector<onnx::NodeProto*> concats;
+  std::vector<int> concats;
   for (size_t k = 0; k < present.size(); ++k) {
     auto p = producer.find(present[k]);
     if (p == producer.end()) return std::nullopt;
-    const onnx::NodeProto& n = *p->second;
+    const onnx::NodeProto& n = g->node(p->second);
     int64_t axis = 0;
     bool has_axis = false;
     for (const onnx::AttributeProto& a : n.attribute())
@@ -49,11 +51,11 @@ std::optional<std::string> ReturnNewSlotsOnly(const std::string& path, const std
     for (onnx::NodeProto& n : *g->mutable_node())
       for (std::string& in : *n.mutable_input())
         if (in == present[k]) in = whole;
-    concats[k]->set_output(0, whole);
+    g->mutable_node(concats[k])->set_output(0, whole);
     onnx::NodeProto* id = g->add_node();
     id->set_op_type("Identity");
     id->set_name("xonnx_generate_new_slots_" + present[k]);
-    id->add_input(concats[k]->input(1));
+    id->add_input(g->node(concats[k]).input(1));
     id->add_output(present[k]);
   }
   // The outputs' sequence length is now the call's, not the cache's.
