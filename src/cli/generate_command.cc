@@ -33,8 +33,9 @@ std::vector<int64_t> ParseIds(const std::string& text, const char* flag) {
 CLI::App* AddGenerate(CLI::App& app, GenerateArgs& a) {
   auto* g = app.add_subcommand(
       "generate",
-      "Generate tokens with a decoder language model (Hugging Face / Optimum style: input_ids, attention_mask, "
-      "position_ids, past_key_values.N.key/value in; logits, present.N.key/value out)");
+      "Generate tokens with a decoder language model (Hugging Face / Optimum exports, with plain attention or ONNX's "
+      "Attention, or onnxruntime-genai's with GroupQueryAttention; float or MatMulNBits weights), from token ids or, "
+      "with a SentencePiece --tokenizer, from text");
   g->add_option("MODEL", a.model, "ONNX decoder model file")->required();
   g->add_option("--prompt-ids", a.prompts,
                 "A prompt's token ids, comma-separated (repeat for a batch: prompts of different lengths share it)");
