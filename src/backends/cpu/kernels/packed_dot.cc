@@ -46,6 +46,7 @@ struct Dims {
   int64_t block, blocks, n, k, rows;
   int64_t row_bytes;  // one weight row's packed bytes: blocks * block * bits / 8
   int64_t kp;         // the activation's padded row: whole chunks
+  int shift;          // chunk -> block: c >> shift (blocks of at least a chunk)
   bool zeros;         // a zero point per block (else `zero` for all)
   float zero;
 };
@@ -150,6 +151,33 @@ XONNX_PACKED_AVX512 void ChunkWeightsMasked(const Dims& d, const uint8_t* p, con
   }
 }
 
+// Chunk c's weights on the fast path (blocks of at least a chunk, and K
+// past the chunk's end): for 4 bits, the 16 values a block's nibbles stand
+// for, (i - zero) * scale, are one vector, and the weights are two
+// permutes of it by the nibbles; 8-bit weights convert, subtract and
+// scale. `iota_less_zero`: 0..15 less the zero point shared by all blocks.
+template <int kBits, bool kZeros>
+XONNX_PACKED_AVX512 inline void ChunkWeightsFast(const Dims& d, const uint8_t* p, const float* sc, const float* zr,
+                                                 int64_t c, __m512 iota_less_zero, __m512* w_lo, __m512* w_hi) {
+  const int64_t b = c >> d.shift;
+  __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + c * 16)));
+  const __m512 s = _mm512_set1_ps(sc[b]);
+  if constexpr (kBits == 4) {
+    const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512 table = _mm512_mul_ps(kZeros ? _mm512_sub_ps(iota, _mm512_set1_ps(zr[b])) : iota_less_zero, s);
+    *w_lo = _mm512_permutexvar_ps(v, table);
+    *w_hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), table);
+  } else {
+    const __m512 z = _mm512_set1_ps(kZeros ? zr[b] : d.zero);
+    *w_lo = *w_hi = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(v), z), s);
+  }
+}
+
+// 0..15 less the zero point all blocks share (ChunkWeightsFast).
+XONNX_PACKED_AVX512 inline __m512 IotaLessZero(const Dims& d) {
+  return _mm512_sub_ps(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_ps(d.zero));
+}
+
 // Rows [r0, r0 + R) against weight row j. Blocks of at least a chunk
 // (and every 8-bit one) run the fast path: for 4 bits, the 16 values a
 // block's nibbles stand for, (i - zero) * scale, are one vector, and a
@@ -170,23 +198,11 @@ XONNX_PACKED_AVX512 void Column(const Dims& d, const float* xp, const uint8_t* p
   const float* x = xp + r0 * d.kp;  // r0's tile (r0 is a multiple of kRowTile)
   int64_t c = 0;
   if (d.block >= cw) {
-    int shift = 0;  // chunk -> block
-    while ((cw << shift) < d.block) ++shift;
-    const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512 iota_less_zero = _mm512_sub_ps(iota, _mm512_set1_ps(d.zero));
+    const __m512 iota_less_zero = IotaLessZero(d);
     auto step = [&](int64_t c, __m512 * l, __m512 * h) XONNX_PACKED_AVX512 __attribute__((always_inline)) {
-      const int64_t b = c >> shift;
-      __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + c * 16)));
-      const __m512 s = _mm512_set1_ps(sc[b]);
-      if constexpr (kBits == 4) {
-        const __m512 table = _mm512_mul_ps(kZeros ? _mm512_sub_ps(iota, _mm512_set1_ps(zr[b])) : iota_less_zero, s);
-        Accumulate<R, 4>(_mm512_permutexvar_ps(v, table), _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), table),
-                         x + c * kRowTile * cw, l, h);
-      } else {
-        const __m512 z = _mm512_set1_ps(kZeros ? zr[b] : d.zero);
-        __m512 w = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(v), z), s);
-        Accumulate<R, 8>(w, w, x + c * kRowTile * cw, l, h);
-      }
+      __m512 w_lo, w_hi;
+      ChunkWeightsFast<kBits, kZeros>(d, p, sc, zr, c, iota_less_zero, &w_lo, &w_hi);
+      Accumulate<R, kBits>(w_lo, w_hi, x + c * kRowTile * cw, l, h);
     };
     // Every chunk but a last one that ends past K or past the row's bytes.
     const int64_t whole = d.k % cw == 0 && d.row_bytes >= chunks * 16 ? chunks : chunks - 1;
@@ -278,26 +294,13 @@ XONNX_PACKED_AVX512 void DequantizeRow(const Dims& d, const uint8_t* p, const fl
   // Lanes of the even weights (first) and the odd ones, back in order.
   const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-  const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  int shift = 0;
-  while ((cw << shift) < d.block) ++shift;
+  const __m512 iota_less_zero = IotaLessZero(d);
   for (int64_t c = 0; c < chunks; ++c) {
     __m512 w_lo, w_hi;
-    const bool fast = d.block >= cw && (c + 1) * cw <= d.k;
-    if (fast) {
-      const int64_t b = c >> shift;
-      __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + c * 16)));
-      const __m512 z = _mm512_set1_ps(kZeros ? zr[b] : d.zero), s = _mm512_set1_ps(sc[b]);
-      if constexpr (kBits == 4) {
-        const __m512 table = _mm512_mul_ps(_mm512_sub_ps(iota, z), s);
-        w_lo = _mm512_permutexvar_ps(v, table);
-        w_hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), table);
-      } else {
-        w_lo = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(v), z), s);
-      }
-    } else {
+    if (d.block >= cw && (c + 1) * cw <= d.k)
+      ChunkWeightsFast<kBits, kZeros>(d, p, sc, zr, c, iota_less_zero, &w_lo, &w_hi);
+    else
       ChunkWeightsMasked<kBits>(d, p, sc, kZeros ? zr : nullptr, c, &w_lo, &w_hi);
-    }
     if constexpr (kBits == 4) {
       _mm512_storeu_ps(out + c * cw, _mm512_permutex2var_ps(w_lo, first, w_hi));
       _mm512_storeu_ps(out + c * cw + 16, _mm512_permutex2var_ps(w_lo, second, w_hi));
@@ -371,6 +374,8 @@ std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const Thunk
   d.row_bytes = w.blocks * w.block * w.bits / 8;
   const int64_t cw = ChunkWeights(w.bits);
   d.kp = (w.k + cw - 1) / cw * cw;
+  d.shift = 0;
+  while ((cw << d.shift) < w.block) ++d.shift;
   d.zeros = w.zeros != nullptr || w.zero_values != nullptr;
   d.zero = w.zero;
   if (io.inputs.size() != 2u + (w.packed ? 1 : 0) + (w.zeros ? 1 : 0) || io.outputs.size() != 1) return std::nullopt;
