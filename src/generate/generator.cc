@@ -45,24 +45,21 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const std::string& model_pa
   auto impl = std::make_unique<Impl>();
   impl->path = model_path;
   impl->options = options;
-  StatusOr<std::unique_ptr<Session>> session = Session::Open(model_path, options);
+  // Opened rewritten when each present is Concat(past, new): the model
+  // then returns only the new slots (ReturnNewSlotsOnly).
+  StatusOr<std::unique_ptr<Session>> session = Status(StatusCode::kUnknown, "not opened");
+  if (std::optional<std::string> bytes = ReturnNewSlotsOnly(model_path)) {
+    std::string dir = std::filesystem::path(model_path).parent_path().string();
+    if (dir.empty()) dir = ".";
+    session = Session::OpenFromMemory(bytes->data(), bytes->size(), model_path, options, dir);
+    impl->new_slots_only = session.ok();
+  }
+  if (!session.ok()) session = Session::Open(model_path, options);
   if (!session.ok()) return session.status();
   impl->session = std::move(*session);
   StatusOr<DecoderStyle> style = DetectDecoderStyle(impl->session->inputs(), impl->session->outputs());
   if (!style.ok()) return Status(style.status().code(), absl::StrCat(model_path, ": ", style.status().message()));
   impl->style = std::move(*style);
-  std::vector<std::string> past_names;
-  for (const TensorSpec& t : impl->style.past) past_names.push_back(t.name);
-  if (std::optional<std::string> bytes = ReturnNewSlotsOnly(model_path, past_names, impl->style.present)) {
-    std::string dir = std::filesystem::path(model_path).parent_path().string();
-    if (dir.empty()) dir = ".";
-    StatusOr<std::unique_ptr<Session>> rewritten =
-        Session::OpenFromMemory(bytes->data(), bytes->size(), model_path, options, dir);
-    if (rewritten.ok()) {
-      impl->session = std::move(*rewritten);
-      impl->new_slots_only = true;
-    }
-  }
   // com.microsoft's GroupQueryAttention keeps its cache its own way (a
   // sequence's new keys at its length, no gaps): fed this way, and checked
   // by the probe below like the rest. Other domains' fused attention ops

@@ -2,14 +2,13 @@
 
 #include <fstream>
 #include <map>
+#include <vector>
 
 #include "onnx/onnx_pb.h"
 
 namespace xonnx {
 
-std::optional<std::string> ReturnNewSlotsOnly(const std::string& path, const std::vector<std::string>& past,
-                                              const std::vector<std::string>& present) {
-  if (past.size() != present.size() || present.empty()) return std::nullopt;
+std::optional<std::string> ReturnNewSlotsOnly(const std::string& path) {
   onnx::ModelProto model;
   {
     std::ifstream in(path, std::ios::binary);
@@ -21,6 +20,20 @@ std::optional<std::string> ReturnNewSlotsOnly(const std::string& path, const std
   for (const onnx::NodeProto& n : g->node())
     for (const onnx::AttributeProto& a : n.attribute())
       if (a.has_g() || a.graphs_size() > 0) return std::nullopt;
+  // The presents, each with the past input it must concatenate.
+  const std::string kPresent = "present.";
+  std::vector<std::string> present, past;
+  for (const onnx::ValueInfoProto& o : g->output())
+    if (o.name().compare(0, kPresent.size(), kPresent) == 0) {
+      present.push_back(o.name());
+      past.push_back("past_key_values." + o.name().substr(kPresent.size()));
+    }
+  if (present.empty()) return std::nullopt;
+  for (const std::string& name : past) {
+    bool input = false;
+    for (const onnx::ValueInfoProto& i : g->input()) input |= i.name() == name;
+    if (!input) return std::nullopt;
+  }
   // Each value's producing node, by index (a map of onnx types would be
   // instantiated, and exported, in the library).
   std::map<std::string, int> producer;

@@ -14,12 +14,12 @@
 
 namespace xonnx {
 
-// The serialized model at `path` with each output in `present` that is a
-// Concat along axis 2 of the matching input in `past` (in the same order)
-// and one more value returned as that value; nullopt when any is not (the
-// model is then used as it is) or the file cannot be read or rewritten.
-std::optional<std::string> ReturnNewSlotsOnly(const std::string& path, const std::vector<std::string>& past,
-                                              const std::vector<std::string>& present);
+// The serialized model at `path` with each output present.X, a Concat
+// along axis 2 of input past_key_values.X and one more value, returning
+// that value instead; nullopt when the model has no present.* output, any
+// is not such a Concat (the model is then used as it is), or the file
+// cannot be read or rewritten.
+std::optional<std::string> ReturnNewSlotsOnly(const std::string& path);
 
 }  // namespace xonnx
 
