@@ -324,6 +324,7 @@ std::unique_ptr<Module> Module::Clone() const {
     map[c.get()] = m->computations_.back().get();
   }
   m->entry_ = entry_ ? map.at(entry_) : nullptr;
+  m->aliases_ = aliases_;
   return m;
 }
 
@@ -354,8 +355,14 @@ absl::Status Module::BindParameters(std::vector<std::pair<int64_t, Literal>> val
     entry_->RemoveInstruction(param);
   }
   int64_t next = 0;
+  std::vector<int64_t> renumbered(params.size(), -1);
   for (size_t k = 0; k < params.size(); ++k)
-    if (!bound[k]) params[k]->parameter_number = next++;
+    if (!bound[k]) renumbered[k] = params[k]->parameter_number = next++;
+  // A bound parameter has no buffer to donate: its aliases go.
+  std::vector<Alias> kept;
+  for (const Alias& a : aliases_)
+    if (renumbered[a.parameter] >= 0) kept.push_back({a.output, renumbered[a.parameter]});
+  aliases_ = std::move(kept);
   entry_->Canonicalize();
   return absl::OkStatus();
 }

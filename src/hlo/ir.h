@@ -255,10 +255,23 @@ class Module {
   // number; each literal of its parameter's shape) and numbers the other
   // parameters 0, 1, ... in their old order. A constant keeps its
   // parameter's metadata and is named after it.
+  // Aliases follow their parameters; those of bound ones are dropped.
   absl::Status BindParameters(std::vector<std::pair<int64_t, Literal>> values);
+
+  // Results that may take the buffer of an entry parameter of their shape
+  // when the caller donates it (XLA's input_output_alias, "may alias"):
+  // `output` indexes the root tuple's elements (or is 0 for a root that is
+  // no tuple). A plugin that ignores them still computes the same values.
+  struct Alias {
+    int64_t output = 0, parameter = 0;
+    bool operator==(const Alias&) const = default;
+  };
+  const std::vector<Alias>& aliases() const { return aliases_; }
+  void set_aliases(std::vector<Alias> aliases) { aliases_ = std::move(aliases); }
 
  private:
   std::string name_;
+  std::vector<Alias> aliases_;
   Computation* entry_ = nullptr;
   std::vector<std::unique_ptr<Computation>> computations_;
   absl::flat_hash_set<std::string> used_names_;

@@ -328,6 +328,13 @@ wire::HloModuleProto ToProto(const Module& m) {
   p.set_entry_computation_name(Utf8(m.entry()->name()));
   p.set_entry_computation_id(m.entry()->id());
   *p.mutable_host_program_shape() = ProgramShape(*m.entry());
+  const bool tuple_root = m.entry()->root()->shape().IsTuple();
+  for (const Module::Alias& a : m.aliases()) {
+    auto* e = p.mutable_input_output_alias()->add_entries();
+    if (tuple_root) e->add_output_shape_index(a.output);
+    e->set_parameter_number(a.parameter);
+    e->set_kind(1);  // may alias
+  }
   return p;
 }
 
@@ -473,6 +480,13 @@ absl::StatusOr<std::unique_ptr<Module>> FromProto(const wire::HloModuleProto& p)
   }
   while (m->NextId() <= max_id) {
   }
+  std::vector<Module::Alias> aliases;
+  for (const auto& e : p.input_output_alias().entries()) {
+    if (e.output_shape_index_size() > 1 || e.parameter_shape_index_size() > 0)
+      return InvalidArgument("module '%s': an input/output alias reaches into nested tuples", p.name());
+    aliases.push_back({e.output_shape_index_size() ? e.output_shape_index(0) : 0, e.parameter_number()});
+  }
+  m->set_aliases(std::move(aliases));
   RETURN_IF_ERROR(Verify(*m));
   return m;
 }

@@ -38,6 +38,21 @@ absl::Status Verify(const Module& module) {
     seen_computations.insert(c.get());
   }
   if (!seen_computations.contains(module.entry())) return InvalidArgument("entry is not in the module");
+  // An alias joins a parameter to a result of its very shape, each used once.
+  const Computation& entry = *module.entry();
+  const Shape& result = entry.root()->shape();
+  absl::flat_hash_set<int64_t> outputs, parameters;
+  for (const Module::Alias& a : module.aliases()) {
+    const int64_t results = result.IsTuple() ? static_cast<int64_t>(result.tuple_shapes.size()) : 1;
+    if (a.output < 0 || a.output >= results || a.parameter < 0 || a.parameter >= entry.num_parameters())
+      return InvalidArgument("alias of parameter %d to result %d: out of range", a.parameter, a.output);
+    const Shape& out = result.IsTuple() ? result.tuple_shapes[a.output] : result;
+    if (!(out == entry.parameter(a.parameter)->shape()))
+      return InvalidArgument("alias of parameter %d to result %d: shapes %s and %s differ", a.parameter, a.output,
+                             entry.parameter(a.parameter)->shape().ToString(), out.ToString());
+    if (!outputs.insert(a.output).second || !parameters.insert(a.parameter).second)
+      return InvalidArgument("alias of parameter %d to result %d: each may be aliased once", a.parameter, a.output);
+  }
   return absl::OkStatus();
 }
 

@@ -107,6 +107,10 @@ std::string Program::Fingerprint(int device_id) const {
 // Gives the program its decoded module, compiling it now when it has no
 // weights (one with weights compiles per set of weight buffers).
 absl::Status Program::InstallModule(std::unique_ptr<hlo::Module> m) {
+  // Input/output aliases are not honoured here: this backend reads its
+  // inputs in place (often the caller's own memory) and never writes them,
+  // and a result always gets buffers of its own.
+  m->set_aliases({});
   if (weight_params_.empty()) {
     ASSIGN_OR_RETURN(generic_, CompileBackend(m->Clone(), options_, /*run_passes=*/false));
   }
