@@ -1,5 +1,5 @@
 // Gather and scatter ONNX ops: Gather, GatherElements, GatherND, ScatterElements
-// (and Scatter), ScatterND.
+// (and Scatter), ScatterND, and TensorScatter (in xonnx's own domain).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -220,9 +220,71 @@ absl::Status ScatterND(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
+// TensorScatter, as ONNX opset 24 defines it: `update` written into
+// `past_cache` along `axis` (the sequence), for each batch row b at
+// write_indices[b] (0 without them), positions taken modulo the axis's
+// length in mode "circular". Each written slot is one scatter index, so
+// rows of a batch may write at different positions.
+absl::Status TensorScatter(NodeContext& ctx) {
+  Instruction* past = ctx.input(0);
+  Instruction* upd = ctx.input(1);
+  const hlo::Shape& ps = past->shape();
+  const int64_t r = ps.rank();
+  int64_t axis = ctx.attr_i("axis", -2);
+  if (axis < 0) axis += r;
+  if (r < 2 || axis <= 0 || axis >= r)
+    return ctx.Error(
+        absl::StrCat("axis ", ctx.attr_i("axis", -2), " must name a dimension after the batch of a ", r, "-D cache"));
+  const std::string mode = ctx.attr_s("mode", "linear");
+  if (mode != "linear" && mode != "circular")
+    return ctx.Error(absl::StrCat("mode '", mode, "': expected \"linear\" or \"circular\""));
+  const std::vector<int64_t>& ud = upd->shape().dims;
+  bool fits = static_cast<int64_t>(ud.size()) == r && upd->shape().element_type == ps.element_type;
+  for (int64_t i = 0; fits && i < r; ++i) fits = i == axis ? ud[i] <= ps.dims[i] : ud[i] == ps.dims[i];
+  if (!fits)
+    return ctx.Error(absl::StrCat("update ", upd->shape().ToString(), " must be the cache ", ps.ToString(),
+                                  " but for a sequence no longer than its"));
+  const int64_t batch = ps.dims[0], length = ps.dims[axis], seq = ud[axis];
+  if (seq == 0 || batch == 0) {
+    ctx.set_output(0, past);
+    return absl::OkStatus();
+  }
+  hlo::Builder& b = ctx.b();
+  Instruction* w = ctx.has_input(2) ? b.Convert(ctx.input(2), hlo::S64)
+                                    : b.Constant(Literal::Vector<int64_t>(std::vector<int64_t>(batch, 0)));
+  if (w->shape().dims != std::vector<int64_t>{batch})
+    return ctx.Error(
+        absl::StrCat("write_indices must be [", batch, "], one per batch row; got ", w->shape().ToString()));
+  // A linear write past the end would be dropped by the scatter: refused.
+  if (mode == "linear") RETURN_IF_ERROR(ctx.CheckIndexRange(w, 0, length - seq, "write_indices"));
+  const std::vector<int64_t> grid = {batch, seq};
+  Instruction* at = b.Binary(Opcode::kAdd, b.Broadcast(w, grid, {0}), b.Iota(hlo::Shape(hlo::S64, grid), 1));
+  if (mode == "circular") {
+    Instruction* n = SplatLike(b, at, length);
+    at = b.Binary(Opcode::kRemainder, b.Binary(Opcode::kAdd, b.Binary(Opcode::kRemainder, at, n), n), n);
+  }
+  const std::vector<int64_t> column = {batch, seq, 1};
+  Instruction* rows = b.Iota(hlo::Shape(hlo::S64, column), 0);
+  Instruction* idx = b.Concatenate({rows, b.Reshape(at, column)}, 2);
+  ASSIGN_OR_RETURN(hlo::Computation * comb, ScatterCombiner(ctx, ps.element_type));
+  hlo::ScatterDimensionNumbers d;
+  d.inserted_window_dims = {0, axis};
+  d.scatter_dims_to_operand_dims = {0, axis};
+  d.index_vector_dim = 2;
+  for (int64_t i = 1; i < r; ++i)
+    if (i != axis) d.update_window_dims.push_back(i);
+  ctx.set_output(0, b.Scatter(past, idx, upd, d, comb));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
+// The domain of xonnx's own ops: ops of newer ONNX opsets that xonnx's
+// runtime writes into the models it rewrites, whatever their opset.
+constexpr char kXonnxDomain[] = "ai.xonnx";
+
 void RegisterGatherScatterOps(Registry& r) {
+  r.Add({.domain = kXonnxDomain, .op_type = "TensorScatter", .min_opset = 1, .max_opset = 1, .fn = TensorScatter});
   r.Add("Gather", Gather);
   r.Add("GatherElements", GatherElements, 11);
   r.Add("ScatterElements", ScatterElements, 11);
