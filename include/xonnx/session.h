@@ -244,6 +244,9 @@ class XONNX_API Session {
 
  private:
   struct Impl;
+  // The generator keeps a decoder's key/value cache on the device between
+  // its calls, through the session's runner.
+  friend class Generator;
   std::string DevicesText() const;
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

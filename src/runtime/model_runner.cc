@@ -28,75 +28,11 @@
 
 namespace xonnx {
 
-namespace {
-
-// When the steps of one call were done, from the plugin's events: each
-// slot holds the steady clock's reading (ns) when the last event of its
-// kind became ready, 0 until then.
-struct CallTimeline : std::enable_shared_from_this<CallTimeline> {
-  int64_t start = Now();
-  std::atomic<int64_t> uploaded{0}, executed{0}, downloaded{0};
-
-  static int64_t Now() { return MonotonicNs(); }
-  // Marks `slot` when `event` is ready (from the plugin's thread; the
-  // callback keeps the timeline alive). A plugin without callbacks leaves
-  // the slot unmarked.
-  void Note(pjrt::Event& event, std::atomic<int64_t> CallTimeline::*slot) {
-    (void)event.OnReady([self = shared_from_this(), slot] {
-      std::atomic<int64_t>& s = self.get()->*slot;
-      int64_t now = Now(), seen = s.load();
-      while (seen < now && !s.compare_exchange_weak(seen, now)) {
-      }
-    });
-  }
-  // The call and its phases as slices of `trace`, once every event was
-  // waited for.
-  void TraceTo(TraceRecorder& trace, const std::string& program) const {
-    int64_t end = std::max(Now(), downloaded.load()), tid = TraceRecorder::ThreadId();
-    int64_t up = std::max(start, uploaded.load()), ex = std::max(up, executed.load() ? executed.load() : end);
-    int64_t down = std::max(ex, downloaded.load() ? downloaded.load() : end);
-    trace.Slice("call", "call", start, end, tid, {{"program", program}});
-    trace.Slice("upload", "phase", start, up, tid);
-    trace.Slice("execute", "phase", up, ex, tid);
-    trace.Slice("download", "phase", ex, down, tid);
-  }
-  // Adds this call's phases to `total`, once every event was waited for.
-  // An unmarked slot counts its phase's time in the one after it.
-  void AddTo(std::mutex& mu, RunPhases& total) const {
-    int64_t down = downloaded.load(), ex = executed.load();
-    if (!down) down = Now();
-    if (!ex) ex = down;
-    int64_t up = std::max(start, uploaded.load());
-    ex = std::max(ex, up);
-    down = std::max(down, ex);
-    std::lock_guard<std::mutex> lock(mu);
-    total.calls++;
-    total.upload_ms += (up - start) * 1e-6;
-    total.execute_ms += (ex - up) * 1e-6;
-    total.download_ms += (down - ex) * 1e-6;
-  }
-};
-
-// A call its bounds stopped (CANCELLED or DEADLINE_EXCEEDED from the
-// plugin while they hold): the call's own message, and where the plugin
-// stopped it (its message less the reason, which the call's repeats). OK
-// for any other outcome.
-absl::Status StoppedByBounds(const absl::Status& run, const CallBounds& bounds, const std::string& file) {
-  if (!absl::IsCancelled(run) && !absl::IsDeadlineExceeded(run)) return absl::OkStatus();
-  absl::Status b = bounds.Check(file);
-  if (b.ok()) return b;
-  absl::string_view where = run.message();
-  where = where.substr(0, std::min(where.size(), where.rfind(": ")));
-  return absl::Status(b.code(), absl::StrCat(b.message(), " (stopped at ", where, ")"));
-}
-
 std::string ShapeKey(const ShapeMap& shapes) {
   std::string k;
   for (const auto& [name, dims] : shapes) absl::StrAppend(&k, name, ":", absl::StrJoin(dims, "x"), ";");
   return k;
 }
-
-}  // namespace
 
 std::string InputStructure::Key() const {
   std::string k;
@@ -228,7 +164,7 @@ absl::StatusOr<ModelRunner::Prepared> ModelRunner::Prepare(const ShapeMap& shape
   absl::Status last;  // the conversion error that asked for the last binding
   for (int round = 0; round < max_rounds; ++round) {
     Bindings bindings = CurrentBindings();
-    std::string key = absl::StrCat(dev, "@", ShapeKey(shapes), structure ? structure->Key() : "");
+    std::string key = absl::StrCat(dev, "@", ShapeKey(shapes), structure ? structure->Key() : "", alias_key_);
     // String inputs never reach the program: their values are compiled in.
     std::map<std::string, onnx_import::StringTensor> strings;
     for (const auto& [name, t] : *values) {
@@ -311,6 +247,7 @@ absl::StatusOr<ModelRunner::Prepared> ModelRunner::Convert(
     for (const auto& c : prog.checks) describable &= c.what.find('\n') == std::string::npos;
   }
   for (const auto& n : prog.params) describable &= n.find('\n') == std::string::npos;
+  SetAliases(prog, *imported.module);
   for (const auto& n : prog.weight_names) describable &= n.find('\n') == std::string::npos;
   std::string bytes, exe_key;
   bool loaded = false;
@@ -327,6 +264,29 @@ absl::StatusOr<ModelRunner::Prepared> ModelRunner::Convert(
                                         prog.weight_names.size(), prog.computed.size(), bytes.size() / 1024,
                                         fp.ok() && !fp->empty() ? absl::StrCat(", fingerprint ", *fp) : ""));
   return Prepared{key, std::move(prog), false};
+}
+
+void ModelRunner::set_aliases(std::map<std::string, std::string> input_to_output) {
+  aliases_ = std::move(input_to_output);
+  alias_key_.clear();
+  for (const auto& [in, out] : aliases_) absl::StrAppend(&alias_key_, "|alias ", in, "->", out);
+}
+
+void ModelRunner::SetAliases(const Program& prog, hlo::Module& module) const {
+  std::vector<hlo::Module::Alias> list;
+  const hlo::Computation& entry = *module.entry();
+  const hlo::Shape& result = entry.root()->shape();
+  for (const auto& [in, out] : aliases_) {
+    auto p = std::find(prog.params.begin(), prog.params.end(), in);
+    int64_t o = -1;
+    for (size_t k = 0; k < prog.computed.size(); ++k)
+      if (prog.computed[k].name == out) o = static_cast<int64_t>(k);
+    if (p == prog.params.end() || o < 0) continue;
+    const int64_t param = p - prog.params.begin();
+    const hlo::Shape& shape = result.IsTuple() ? result.tuple_shapes[o] : result;
+    if (param < entry.num_parameters() && shape == entry.parameter(param)->shape()) list.push_back({o, param});
+  }
+  module.set_aliases(std::move(list));
 }
 
 absl::StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> ModelRunner::CompileProgram(const hlo::Module& module, int dev,
@@ -383,191 +343,12 @@ absl::StatusOr<Program> ModelRunner::Complete(Prepared p, int dev) {
   return programs_.Keep(p.key, std::move(p.program));
 }
 
-namespace {
-
-// The public types of a program's computed outputs.
-absl::StatusOr<std::vector<DataType>> OutputTypes(const Program& prog) {
-  std::vector<DataType> types;
-  for (const auto& info : prog.computed) {
-    ASSIGN_OR_RETURN(DataType t, FromHlo(info.type));
-    types.push_back(t);
-  }
-  return types;
-}
-
-}  // namespace
-
-absl::StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::string, Tensor>& inputs, int dev,
-                                                          const InputStructure* structure, std::vector<int>* counts,
-                                                          const CallBounds* bounds) {
-  const std::string& file = path();
-  // One call is put to the plugin whole (uploads, the run, the copies back)
-  // and waited for once at the end: the plugin orders the steps on the
-  // device, and each wait in between would cost a round trip through the
-  // host while the device idles.
-  for (int attempt = 0;; ++attempt) {
-    auto timeline = std::make_shared<CallTimeline>();
-    // Waits poll until this deadline, then sleep (SessionOptions::spin_wait_us).
-    auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_wait_us_);
-    auto spin_left = [&] {
-      auto left = std::chrono::duration_cast<std::chrono::microseconds>(spin_until - std::chrono::steady_clock::now());
-      return static_cast<int>(std::max<int64_t>(0, left.count()));
-    };
-    // Leased staging blocks outlive every wait below (declared first, gone last).
-    std::vector<MappedStaging::Lease> leases;
-    ASSIGN_OR_RETURN(Program prog, Get(inputs, dev, structure, bounds));
-    if (bounds) RETURN_IF_ERROR(bounds->Check(file));
-    ASSIGN_OR_RETURN(std::vector<DataType> output_types, OutputTypes(prog));
-    std::vector<std::unique_ptr<pjrt::Buffer>> uploaded;  // kept until the run is over
-    std::vector<pjrt::Event> released;                    // the inputs' host memory, let go of
-    // Every started step is waited for before returning, whatever fails:
-    // the plugin may still be reading the caller's inputs.
-    auto finish_uploads = [&](absl::Status st) {
-      for (auto& e : released) st.Update(e.Await(spin_left()));
-      return st;
-    };
-    std::vector<pjrt::Buffer*> args;
-    for (const std::string& name : prog.params) {
-      const Tensor& t = inputs.at(name);
-      auto type = ToPjrt(t.dtype());
-      if (!type.ok()) return finish_uploads(Annotate(type.status(), absl::StrCat(file, ": input '", name, "'")));
-      const void* src = t.data();
-      if (auto lease = Stage(t.byte_size())) {
-        std::memcpy(lease.data(), src, t.byte_size());
-        src = lease.data();
-        leases.push_back(std::move(lease));
-      } else if (!xla_plugin_) {  // read in place: see RunExact in model_runner.h
-        auto in_place = client_->BufferFromHostZeroCopy(src, *type, t.dims(), *devices_[dev], nullptr);
-        if (!in_place.ok())
-          return finish_uploads(Annotate(in_place.status(), absl::StrCat(file, ": input '", name, "'")));
-        args.push_back(in_place->get());
-        uploaded.push_back(*std::move(in_place));
-        continue;
-      }
-      auto up = client_->StartBufferFromHost(src, *type, t.dims(), *devices_[dev]);
-      if (!up.ok()) return finish_uploads(Annotate(up.status(), absl::StrCat(file, ": input '", name, "'")));
-      timeline->Note(up->host_released, &CallTimeline::uploaded);
-      args.push_back(up->buffer.get());
-      uploaded.push_back(std::move(up->buffer));
-      released.push_back(std::move(up->host_released));
-    }
-    for (const auto& w : prog.weights) args.push_back(w.get());
-    auto launch = Launch(prog, args, bounds);
-    std::vector<Tensor> computed;
-    std::vector<pjrt::Event> copies;
-    std::vector<void*> staged_out;  // per output: its leased block, or null
-    absl::Status run, copy_status;
-    if (launch.ok()) {
-      timeline->Note(launch->done, &CallTimeline::executed);
-      for (size_t k = 0; k < prog.computed.size(); ++k) {
-        const auto& info = prog.computed[k];
-        computed.push_back(Tensor::ForOverwrite(output_types[k], info.dims));
-        void* dst = computed.back().data();
-        staged_out.push_back(nullptr);
-        if (auto lease = Stage(computed.back().byte_size())) {
-          dst = staged_out.back() = lease.data();
-          leases.push_back(std::move(lease));
-        }
-        auto copy = launch->outputs[k]->StartToHost(dst, computed.back().byte_size());
-        if (!copy.ok()) {
-          copy_status = Annotate(copy.status(), absl::StrCat(file, ": output '", info.name, "'"));
-          break;
-        }
-        timeline->Note(*copy, &CallTimeline::downloaded);
-        copies.push_back(*std::move(copy));
-      }
-      // A failed run fails its copies too: its own error is the one to report.
-      run = launch->done.Await(spin_left());
-      for (size_t k = 0; k < copies.size(); ++k)
-        if (absl::Status st = copies[k].Await(spin_left()); !st.ok() && copy_status.ok())
-          copy_status = Annotate(st, absl::StrCat(file, ": output '", prog.computed[k].name, "'"));
-    } else {
-      run = launch.status();
-    }
-    run = finish_uploads(run);
-    if (bounds)
-      if (absl::Status stopped = StoppedByBounds(run, *bounds, file); !stopped.ok()) return stopped;
-    if (!run.ok()) {
-      if (absl::IsDataLoss(run) && !prog.cache_keys.empty() && attempt == 0) {
-        programs_.Drop(prog, run);  // a damaged cache entry: compile afresh, once
-        continue;
-      }
-      return Annotate(run, file);
-    }
-    RETURN_IF_ERROR(copy_status);
-    for (size_t k = 0; k < staged_out.size(); ++k)
-      if (staged_out[k]) std::memcpy(computed[k].data(), staged_out[k], computed[k].byte_size());
-    if (!prog.checks.empty()) {
-      RETURN_IF_ERROR(CheckIndexRanges(prog.checks, computed.back(), file));
-      computed.pop_back();
-    }
-    timeline->AddTo(phases_mu_, phases_);
-    if (trace_) {
-      ShapeMap shapes;
-      for (const auto& [name, t] : inputs) shapes[name] = t.dims();
-      timeline->TraceTo(*trace_, ShapeKey(shapes));
-    }
-    if (counts) *counts = prog.output_counts;
-    std::vector<Tensor> outs;
-    for (size_t k = 0; k < prog.output_index.size(); ++k)
-      outs.push_back(prog.output_index[k] < 0 ? prog.string_outputs[k] : std::move(computed[prog.output_index[k]]));
-    return outs;
-  }
-}
-
-absl::Status CheckIndexRanges(const std::vector<onnx_import::IndexCheck>& checks, const Tensor& ranges,
-                              const std::string& file) {
-  if (ranges.element_count() != 2 * static_cast<int64_t>(checks.size()))
-    return Internal("%s: the program returned %d index bounds for %d checks", file, ranges.element_count(),
-                    checks.size());
-  const int64_t* r = ranges.data_as<int64_t>();
-  for (size_t k = 0; k < checks.size(); ++k) {
-    const int64_t lo = r[2 * k], hi = r[2 * k + 1];
-    if (lo > hi) continue;  // no index was read (a loop that ran no iteration)
-    const auto& c = checks[k];
-    if (lo < c.lo || hi > c.hi)
-      return InvalidArgument("%s: %s: %d is outside [%d, %d]", file, c.what, lo < c.lo ? lo : hi, c.lo, c.hi);
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<pjrt::LoadedExecutable::Launch> ModelRunner::Launch(const Program& prog,
-                                                                   absl::Span<pjrt::Buffer* const> args,
-                                                                   const CallBounds* bounds) {
-  // Only xonnx's CPU plugin knows xonnx's extensions: the bounds, and a
-  // trace of its kernels when the session records one.
-  PJRT_XonnxRunBounds_Extension bounds_ext;
-  PJRT_XonnxKernelTrace_Extension trace_ext;
-  PJRT_Extension_Base* chain = nullptr;
-  if (!xla_plugin_ && bounds && bounds->bounded()) {
-    bounds_ext = bounds->Extension();
-    bounds_ext.base.next = chain;
-    chain = &bounds_ext.base;
-  }
-  if (!xla_plugin_ && trace_) {
-    trace_ext = trace_->KernelExtension();
-    trace_ext.base.next = chain;
-    chain = &trace_ext.base;
-  }
-  return prog.exe->Start(args, chain);
-}
-
 void ModelRunner::TraceProgram(const char* what, std::chrono::steady_clock::time_point start,
                                const ShapeMap& shapes) const {
   if (!trace_) return;
   int64_t end = MonotonicNs();
   trace_->Slice(what, "compile", end - static_cast<int64_t>(MsSince(start) * 1e6), end, TraceRecorder::ThreadId(),
                 {{"shapes", ShapeKey(shapes)}});
-}
-
-MappedStaging::Lease ModelRunner::Stage(size_t bytes) {
-  if (!staging_ || bytes == 0) return {};
-  return staging_->Acquire(bytes);
-}
-
-RunPhases ModelRunner::phases() const {
-  std::lock_guard<std::mutex> lock(phases_mu_);
-  return phases_;
 }
 
 }  // namespace xonnx

@@ -36,6 +36,9 @@ struct InputStructure {
   std::string Key() const;
 };
 
+// A canonical text of named shapes, for program keys and traces.
+std::string ShapeKey(const ShapeMap& shapes);
+
 // OK when every index range a program returned (smallest and largest, one
 // pair per check) lies within its check's bounds; else InvalidArgument
 // naming the file, the node and an index out of range.
@@ -105,9 +108,35 @@ class ModelRunner {
   // after the run and the copies of its results are over, and the plugin
   // never writes a program's parameters. (Copying a 3 MB input cost more
   // than the reduction reading it.)
+  //
+  // With `io`, inputs may be buffers already on the device and outputs may
+  // stay there (see DeviceIo): a caller that feeds a program's results back
+  // to it (the generator's key/value cache) then copies nothing through the
+  // host between calls.
+  struct DeviceIo {
+    // Buffers on devices[dev], by input name, used instead of the host
+    // tensors of those names (which still give the shapes; their bytes are
+    // not read). Cleared when the call returns: a buffer that an alias
+    // names (set_aliases) was donated to the program and is gone.
+    std::map<std::string, std::unique_ptr<pjrt::Buffer>> inputs;
+    // Outputs left on the device: moved to `kept`, their host tensors in
+    // the result left empty.
+    std::set<std::string> keep;
+    std::map<std::string, std::unique_ptr<pjrt::Buffer>> kept;
+  };
   absl::StatusOr<std::vector<Tensor>> RunExact(const std::map<std::string, Tensor>& inputs, int dev,
                                                const InputStructure* structure = nullptr,
-                                               std::vector<int>* counts = nullptr, const CallBounds* bounds = nullptr);
+                                               std::vector<int>* counts = nullptr, const CallBounds* bounds = nullptr,
+                                               DeviceIo* io = nullptr);
+  // Compiles every later program with each input named here aliased to the
+  // output it names when their shapes and types are equal: a plugin that
+  // honours aliases (XLA's) writes that output into the input's buffer,
+  // which the call donates. Set before the first call. (xonnx's CPU plugin
+  // ignores aliases: it reads host inputs in place and never writes them.)
+  void set_aliases(std::map<std::string, std::string> input_to_output);
+  // The plugin is xonnx's CPU plugin, which reads a call's host inputs in
+  // place (or there is no plugin).
+  bool reads_host_inputs_in_place() const { return !xla_plugin_; }
   // Records this runner's calls, compiles and kernels (xonnx's CPU plugin)
   // in `trace` from now on; its segments' runners share it.
   void SetTrace(std::shared_ptr<TraceRecorder> trace) { trace_ = std::move(trace); }
@@ -136,6 +165,9 @@ class ModelRunner {
   // The persistent cache's key for the description of a program that
   // depends only on shapes.
   std::string DescriptionKey(const std::string& key, const Bindings& bindings, int dev) const;
+  // Gives `module` the aliases of set_aliases that its parameters and
+  // results allow.
+  void SetAliases(const Program& prog, hlo::Module& module) const;
   absl::StatusOr<Program> Get(const std::map<std::string, Tensor>& values, int dev, const InputStructure* structure,
                               const CallBounds* bounds);
 
@@ -149,6 +181,8 @@ class ModelRunner {
   std::vector<std::string> compile_options_;
   size_t num_outputs_;
   std::string unsupported_;
+  std::map<std::string, std::string> aliases_;  // set_aliases
+  std::string alias_key_;                       // part of every program's key when there are aliases
   WeightStore weights_;
   ProgramCache programs_;
   mutable std::mutex bindings_mu_;
@@ -157,6 +191,15 @@ class ModelRunner {
   // call's bounds, the kernel trace) where the plugin is xonnx's own.
   absl::StatusOr<pjrt::LoadedExecutable::Launch> Launch(const Program& prog, absl::Span<pjrt::Buffer* const> args,
                                                         const CallBounds* bounds);
+  // One call's transfers in flight (program_call.cc).
+  struct Call;
+  // Starts the uploads of `prog`'s inputs (or takes their device buffers
+  // from `io`) and lists the call's arguments.
+  absl::Status StartInputs(Call& c, const Program& prog, const std::map<std::string, Tensor>& inputs, int dev,
+                           DeviceIo* io);
+  // Starts the copies of the launched program's results to the host (or
+  // keeps those `io` asks for on the device).
+  absl::Status StartOutputs(Call& c, const Program& prog, pjrt::LoadedExecutable::Launch& launch, DeviceIo* io);
   // A slice of the trace, if any, for a program compiled or loaded since
   // `start`, for `shapes`.
   void TraceProgram(const char* what, std::chrono::steady_clock::time_point start, const ShapeMap& shapes) const;
