@@ -42,16 +42,38 @@ struct GenerateOptions {
 // step (the tokens so far are returned).
 using TokenCallback = std::function<bool(size_t sequence, int64_t token)>;
 
+// Where a generation keeps the key/value cache between its calls.
+enum class KvCachePlacement {
+  // On the device, unless the plugin is xonnx's CPU plugin: that one reads
+  // host memory in place, so the host cache is already where it computes.
+  kAuto,
+  // In host memory: each call's new keys and values are copied back and
+  // written into it, and the whole cache goes with the next call (read in
+  // place by xonnx's CPU plugin, uploaded by others).
+  kHost,
+  // On the device, allocated once for the prompt and the new tokens and
+  // updated in place by the program itself (its buffers donated to the
+  // next call's results): only tokens go up and logits come back. For
+  // plain attention with present = Concat(past, new), and for
+  // GroupQueryAttention; a session split into graph stages, with batch
+  // buckets or over several devices cannot.
+  kDevice,
+};
+
 class XONNX_API Generator {
  public:
   // Opens a decoder model; fails at once, naming what it lacks, when its
-  // inputs and outputs are not a style this runtime knows.
-  static StatusOr<std::unique_ptr<Generator>> Open(const std::string& model_path, const SessionOptions& options = {});
+  // inputs and outputs are not a style this runtime knows (or, with
+  // kDevice, when its cache cannot stay on the device).
+  static StatusOr<std::unique_ptr<Generator>> Open(const std::string& model_path, const SessionOptions& options = {},
+                                                   KvCachePlacement cache = KvCachePlacement::kAuto);
   ~Generator();
 
   // "hf": the model's style, as detected.
   const std::string& style() const;
   int64_t layers() const;
+  // Where the cache is kept: kHost or kDevice (kAuto resolved).
+  KvCachePlacement cache_placement() const;
 
   // The new tokens of each prompt (each non-empty; ids in the vocabulary).
   StatusOr<std::vector<std::vector<int64_t>>> Generate(const std::vector<std::vector<int64_t>>& prompts,

@@ -70,3 +70,14 @@ def test_the_tokenizer_encodes_and_decodes_as_sentencepiece_does(tmp_path):
         t.decode([64])
     with pytest.raises(Exception, match="not a SentencePiece model"):
         xonnx.Tokenizer(str(tmp_path / "corpus.txt"))
+
+
+def test_the_cache_on_the_device_gives_the_same_tokens(model):
+    import xonnx
+    m, path = model
+    assert xonnx.Generator(path).kv_cache == "host"  # xonnx's CPU plugin reads it in place
+    g = xonnx.Generator(path, kv_cache="device")
+    assert g.kv_cache == "device"
+    assert g.generate(PROMPTS, 10) == [tiny_llama.greedy(m, p, 10) for p in PROMPTS]
+    with pytest.raises(ValueError, match="kv_cache"):
+        xonnx.Generator(path, kv_cache="gpu")

@@ -20,15 +20,24 @@ class Generator:
             print(seq, token)
     """
 
-    def __init__(self, path, sess_options=None, plugin=None):
+    def __init__(self, path, sess_options=None, plugin=None, kv_cache="auto"):
+        """`kv_cache`: where the key/value cache lives between steps,
+        "device" (allocated once, updated in place by the program), "host"
+        (each step's new slots copied back), or "auto" (the device, except
+        on xonnx's CPU plugin, which reads host memory in place)."""
         options = sess_options if sess_options is not None else SessionOptions()
         if plugin is not None:
             options.plugin = plugin
-        self._g = _xonnx.Generator.open(str(path), options)
+        self._g = _xonnx.Generator.open(str(path), options, str(kv_cache))
 
     @property
     def style(self):
         return self._g.style
+
+    @property
+    def kv_cache(self):
+        """Where this generator keeps the cache: "host" or "device"."""
+        return self._g.kv_cache
 
     @property
     def layers(self):

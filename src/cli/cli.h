@@ -214,6 +214,8 @@ struct GenerateArgs {
   uint64_t seed = 0;
   float repetition_penalty = 1.0f;
   std::string stop_ids;
+  std::string kv_cache = "auto";  // auto | host | device
+  bool timings = false;
 };
 CLI::App* AddGenerate(CLI::App& app, GenerateArgs& a);
 int Generate(const GenerateArgs& a);

@@ -3,10 +3,12 @@
 // stderr as they are chosen; stdout's last lines are each sequence's new
 // token ids, comma-separated, one line per prompt (with a tokenizer: each
 // sequence's new text).
+#include <chrono>
 #include <iostream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/cli.h"
@@ -58,6 +60,15 @@ CLI::App* AddGenerate(CLI::App& app, GenerateArgs& a) {
       ->capture_default_str();
   g->add_option("--stop-ids", a.stop_ids, "Token ids that end a sequence (comma-separated)");
   g->add_flag("--quiet", a.quiet, "Do not stream tokens to stderr as they come");
+  g->add_option("--kv-cache", a.kv_cache,
+                "Where the key/value cache lives between steps: device (allocated once, updated in place by the "
+                "program), host (new slots copied back each step), or auto (device, except on xonnx's CPU plugin, "
+                "which reads host memory in place)")
+      ->check(CLI::IsMember({"auto", "host", "device"}))
+      ->capture_default_str();
+  g->add_flag("--timings", a.timings,
+              "Print to stderr where the cache lives, the time to the first new token (the prompt's call) and the "
+              "decode rate in tokens per second (all sequences' tokens after the first step)");
   return g;
 }
 
@@ -94,14 +105,31 @@ int Generate(const GenerateArgs& a) {
   if (!checked.ok()) throw CliError{std::string(checked.message()), kExitUsage};
   if (!a.stop_ids.empty()) o.stop_tokens = ParseIds(a.stop_ids, "--stop-ids");
   if (tokenizer && tokenizer->eos() >= 0) o.stop_tokens.push_back(tokenizer->eos());
-  std::unique_ptr<Generator> g = Check(Generator::Open(a.model, BaseOptions()));
+  const KvCachePlacement placement = a.kv_cache == "device" ? KvCachePlacement::kDevice
+                                     : a.kv_cache == "host" ? KvCachePlacement::kHost
+                                                            : KvCachePlacement::kAuto;
+  std::unique_ptr<Generator> g = Check(Generator::Open(a.model, BaseOptions(), placement));
+  // Timings: the first token of each step comes after that step's call.
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point begin, first, last;
+  int64_t tokens = 0;
+  auto note = [&]() {
+    last = Clock::now();
+    if (tokens++ == 0) first = last;
+  };
   TokenCallback stream = nullptr;
+  if (a.timings && a.quiet)
+    stream = [&](size_t, int64_t) {
+      note();
+      return true;
+    };
   // With a tokenizer and one prompt, the text streams: each token's text
   // is what decoding all new tokens adds (a piece may join the one before).
   std::vector<int64_t> streamed;
   std::string shown;
   if (!a.quiet)
     stream = [&](size_t sequence, int64_t token) {
+      if (a.timings) note();
       if (tokenizer && prompts.size() == 1) {
         streamed.push_back(token);
         StatusOr<std::string> text = tokenizer->Decode(streamed);
@@ -115,8 +143,22 @@ int Generate(const GenerateArgs& a) {
                 << std::flush;
       return true;
     };
+  begin = Clock::now();
   std::vector<std::vector<int64_t>> out = Check(g->Generate(prompts, o, stream));
   if (!a.quiet) std::cerr << "\n";
+  if (a.timings) {
+    auto ms = [](Clock::time_point x, Clock::time_point y) {
+      return std::chrono::duration<double, std::milli>(y - x).count();
+    };
+    // Tokens after the first step's (one per sequence), over the time since it.
+    const int64_t later = tokens - static_cast<int64_t>(prompts.size());
+    std::cerr << "kv cache: " << (g->cache_placement() == KvCachePlacement::kDevice ? "device" : "host")
+              << "; first token after " << absl::StrFormat("%.2f", ms(begin, first)) << " ms";
+    if (later > 0 && ms(first, last) > 0)
+      std::cerr << "; decode " << absl::StrFormat("%.1f", later / (ms(first, last) / 1000)) << " tokens/s (" << later
+                << " tokens)";
+    std::cerr << "\n";
+  }
   for (const auto& tokens : out) {
     if (tokenizer)
       std::cout << Check(tokenizer->Decode(tokens)) << "\n";

@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "generate/generator_impl.h"
+#include "generate/new_slots.h"
+#include "runtime/public_status.h"
 
 namespace xonnx {
 
@@ -23,6 +25,31 @@ Status Generator::Impl::Step(Run& run, const std::vector<std::vector<int64_t>>& 
                              std::vector<std::vector<float>>& last_logits) {
   return policy == CachePolicy::kWrittenAtLength ? StepAtLength(run, tokens, mask, last_logits)
                                                  : StepConcatenated(run, tokens, mask, last_logits);
+}
+
+StatusOr<std::vector<Tensor>> Generator::Impl::Call(Run& run, const std::map<std::string, Tensor>& in, bool keep) {
+  if (!device_cache) return session->Run(in);
+  ModelRunner::DeviceIo io;
+  for (size_t k = 0; k < style.past.size(); ++k) {
+    if (k < run.resident.size() && run.resident[k]) io.inputs[style.past[k].name] = std::move(run.resident[k]);
+    if (keep) io.keep.insert(style.present[k]);
+  }
+  run.resident.clear();
+  absl::StatusOr<std::vector<Tensor>> out = runner->RunExact(in, 0, nullptr, nullptr, nullptr, &io);
+  if (!out.ok()) return ToPublic(out.status());
+  if (!keep) return *std::move(out);
+  // Each present becomes the next call's past: the whole cache, as fed.
+  const std::vector<int64_t> want = {run.batch, style.heads, run.capacity, style.head_dim};
+  for (size_t k = 0; k < style.past.size(); ++k) {
+    std::unique_ptr<pjrt::Buffer>& b = io.kept[style.present[k]];
+    absl::StatusOr<std::vector<int64_t>> dims = b ? b->Dimensions() : absl::InternalError("no buffer");
+    if (!dims.ok() || *dims != want)
+      return Status(StatusCode::kInternal,
+                    absl::StrCat(path, ": output ", style.present[k], " is not the whole cache [",
+                                 absl::StrJoin(want, ","), "] that the next call takes as its past"));
+    run.resident.push_back(std::move(b));
+  }
+  return *std::move(out);
 }
 
 Status Generator::Impl::CheckPresent(const Tensor& present, size_t k, int64_t length, int64_t batch) const {
@@ -75,14 +102,21 @@ Status Generator::Impl::StepConcatenated(Run& run, const std::vector<std::vector
   if (!style.position_ids.empty()) in[style.position_ids] = IndexTensor(style.positions_dtype, {b, s}, positions);
   for (size_t k = 0; k < style.past.size(); ++k)
     in[style.past[k].name] = Tensor::View(style.cache_dtype, {b, style.heads, f, style.head_dim}, run.cache[k].data());
-  StatusOr<std::vector<Tensor>> out = session->Run(in);
+  if (device_cache) {  // the model writes the new slots at the cache's length itself
+    in[kWriteIndexInput] = Tensor::FromVector(DataType::kInt64, {b}, std::vector<int64_t>(b, run.length));
+    std::vector<uint8_t> fresh(b * s);
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t j = 0; j < s; ++j) fresh[i * s + j] = mask[i][j];
+    in[kNewSlotsInput] = Tensor::FromVector(DataType::kBool, {b, 1, s, 1}, fresh);
+  }
+  StatusOr<std::vector<Tensor>> out = Call(run, in, device_cache);
   if (!out.ok()) return out.status();
   // The new keys and values are the last s of the present's f + s slots,
   // or the whole present when the model returns only them.
   const size_t element = static_cast<size_t>(DataTypeSize(style.cache_dtype));
   const size_t row = static_cast<size_t>(style.head_dim) * element;
   const int64_t skip = new_slots_only ? 0 : f;
-  for (size_t k = 0; k < style.past.size(); ++k) {
+  for (size_t k = 0; k < style.past.size() && !device_cache; ++k) {
     const Tensor& present = (*out)[style.present_index[k]];
     Status shaped = CheckPresent(present, k, skip + s, b);
     if (!shaped.ok()) return shaped;
@@ -147,10 +181,14 @@ Status Generator::Impl::StepAtLength(Run& run, const std::vector<std::vector<int
   const int64_t f = prompt ? 0 : c;
   for (size_t k = 0; k < style.past.size(); ++k)
     in[style.past[k].name] = Tensor::View(style.cache_dtype, {b, style.heads, f, style.head_dim}, run.cache[k].data());
-  StatusOr<std::vector<Tensor>> out = session->Run(in);
+  // A token's call returns the whole cache, which stays on the device as
+  // it is; a prompt's returns its own slots, written into the host cache
+  // (uploaded with the first token).
+  const bool keep = device_cache && !prompt;
+  StatusOr<std::vector<Tensor>> out = Call(run, in, keep);
   if (!out.ok()) return out.status();
   const size_t row = static_cast<size_t>(style.head_dim) * DataTypeSize(style.cache_dtype);
-  for (size_t k = 0; k < style.past.size(); ++k) {
+  for (size_t k = 0; k < style.past.size() && !keep; ++k) {
     const Tensor& present = (*out)[style.present_index[k]];
     Status shaped = CheckPresent(present, k, width, b);
     if (!shaped.ok()) return shaped;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "generate/new_slots.h"
 
 namespace xonnx {
 namespace {
@@ -74,7 +75,9 @@ StatusOr<DecoderStyle> DetectDecoderStyle(const std::vector<TensorSpec>& inputs,
       s.present_index.push_back(out_index[q]);
     }
   for (const auto& t : inputs) {
-    bool mine = t.name == s.input_ids || t.name == s.attention_mask || t.name == s.position_ids;
+    // xonnx.* inputs are the generator's own (RewritePresents).
+    bool mine = t.name == s.input_ids || t.name == s.attention_mask || t.name == s.position_ids ||
+                t.name == kWriteIndexInput || t.name == kNewSlotsInput;
     for (const auto& p : s.past) mine = mine || t.name == p.name;
     if (!mine)
       return StyleUnsupported(

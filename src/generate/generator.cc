@@ -10,6 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "generate/generator_impl.h"
 #include "generate/new_slots.h"
+#include "runtime/clients.h"
+#include "runtime/session_impl.h"
 #include "xonnx/generate.h"
 #include "xonnx/session.h"
 
@@ -41,18 +43,29 @@ constexpr int64_t kMaxSlots = int64_t{1} << 22;
 Generator::Generator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Generator::~Generator() = default;
 
-StatusOr<std::unique_ptr<Generator>> Generator::Open(const std::string& model_path, const SessionOptions& options) {
+StatusOr<std::unique_ptr<Generator>> Generator::Open(const std::string& model_path, const SessionOptions& options,
+                                                     KvCachePlacement cache) {
   auto impl = std::make_unique<Impl>();
   impl->path = model_path;
   impl->options = options;
+  // kAuto: on the device unless the plugin is xonnx's CPU plugin (the
+  // client is the one the session will share).
+  bool device = cache == KvCachePlacement::kDevice;
+  if (cache == KvCachePlacement::kAuto && options.plugin != SessionOptions::kNoPlugin) {
+    absl::StatusOr<std::shared_ptr<pjrt::Client>> client = GetClient(options);
+    device = client.ok() && TraitsOf(*(*client)->plugin()).xla;
+  }
   // Opened rewritten when each present is Concat(past, new): the model
-  // then returns only the new slots (ReturnNewSlotsOnly).
+  // then returns only the new slots, or with the cache on the device the
+  // past with them written in (RewritePresents).
   StatusOr<std::unique_ptr<Session>> session = Status(StatusCode::kUnknown, "not opened");
-  if (std::optional<std::string> bytes = ReturnNewSlotsOnly(model_path)) {
+  bool rewritten = false;
+  if (std::optional<std::string> bytes =
+          RewritePresents(model_path, device ? PresentForm::kWrittenInPlace : PresentForm::kNewSlots)) {
     std::string dir = std::filesystem::path(model_path).parent_path().string();
     if (dir.empty()) dir = ".";
     session = Session::OpenFromMemory(bytes->data(), bytes->size(), model_path, options, dir);
-    impl->new_slots_only = session.ok();
+    rewritten = session.ok();
   }
   if (!session.ok()) session = Session::Open(model_path, options);
   if (!session.ok()) return session.status();
@@ -77,9 +90,43 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const std::string& model_pa
                                  "com.microsoft's GroupQueryAttention"));
     }
   }
+  impl->new_slots_only = rewritten && !device;
+  if (device) {
+    Status placed = impl->PlaceCacheOnDevice(rewritten);
+    if (!placed.ok() && cache == KvCachePlacement::kDevice)
+      return Status(placed.code(), absl::StrCat(model_path, ": ", placed.message()));
+    if (!placed.ok()) {  // kAuto: kept in host memory, with the model as the host needs it
+      impl->device_cache = false;
+      return Open(model_path, options, KvCachePlacement::kHost);
+    }
+  }
   Status probed = impl->Probe();
   if (!probed.ok()) return Status(probed.code(), absl::StrCat(model_path, ": ", probed.message()));
   return std::unique_ptr<Generator>(new Generator(std::move(impl)));
+}
+
+Status Generator::Impl::PlaceCacheOnDevice(bool rewritten) {
+  Session::Impl& m = *session->impl_;
+  const char* why = nullptr;
+  if (policy == CachePolicy::kConcatenated && !rewritten)
+    why = "its presents are not each Concat(past_key_values.N.*, new keys or values) along the sequence";
+  else if (m.stages.split())
+    why = "it runs in graph stages (parts of it on the host)";
+  else if (!m.buckets.empty())
+    why = "the session has batch buckets";
+  else if (m.num_devices() != 1)
+    why = "the session spans several devices";
+  if (why)
+    return Status(StatusCode::kUnimplemented, absl::StrCat("the key/value cache cannot stay on the device: ", why));
+  device_cache = true;
+  runner = m.runner.get();
+  // Every call feeds the whole cache (the program writes into it), and
+  // each present may take its past's buffer.
+  empty_past_ok = policy == CachePolicy::kWrittenAtLength;
+  std::map<std::string, std::string> aliases;
+  for (size_t k = 0; k < style.past.size(); ++k) aliases[style.past[k].name] = style.present[k];
+  runner->set_aliases(std::move(aliases));
+  return OkStatus();
 }
 
 Generator::Impl::Run Generator::Impl::NewRun(int64_t batch, int64_t capacity) const {
@@ -152,6 +199,9 @@ Status Generator::Impl::Probe() {
 }
 
 const std::string& Generator::style() const { return impl_->style.name; }
+KvCachePlacement Generator::cache_placement() const {
+  return impl_->device_cache ? KvCachePlacement::kDevice : KvCachePlacement::kHost;
+}
 int64_t Generator::layers() const { return static_cast<int64_t>(impl_->style.past.size() / 2); }
 
 StatusOr<std::vector<std::vector<int64_t>>> Generator::Generate(const std::vector<std::vector<int64_t>>& prompts,

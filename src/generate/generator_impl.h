@@ -3,11 +3,13 @@
 #ifndef XONNX_GENERATE_GENERATOR_IMPL_H_
 #define XONNX_GENERATE_GENERATOR_IMPL_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "generate/decoder_style.h"
+#include "runtime/model_runner.h"
 #include "xonnx/generate.h"
 #include "xonnx/session.h"
 
@@ -42,8 +44,14 @@ struct Generator::Impl {
   bool empty_past_ok = true;
   int64_t vocab = 0;
   // The model returns each call's new keys and values under the present
-  // names, not the whole cache (ReturnNewSlotsOnly).
+  // names, not the whole cache (PresentForm::kNewSlots).
   bool new_slots_only = false;
+  // The cache stays on the device between calls (KvCachePlacement::kDevice):
+  // calls go to the session's runner, presents are kept there and fed
+  // back as the next call's past. With kConcatenated the model writes its
+  // new slots into the past itself (PresentForm::kWrittenInPlace).
+  bool device_cache = false;
+  ModelRunner* runner = nullptr;
 
   // One generation's state: the batch's cache in host memory, one buffer
   // per past input, [batch, heads, capacity, head_dim] each.
@@ -52,10 +60,21 @@ struct Generator::Impl {
     std::vector<std::vector<char>> cache;         // per past input, in style.past order
     std::vector<std::vector<uint8_t>> valid;      // [batch][capacity]: the slot holds a real token
     std::vector<int64_t> positions;               // per sequence: real tokens so far
+    // With the cache on the device: per past input, its buffer there once
+    // a call has left it (until then the host cache, zeros or the prompt's,
+    // is uploaded).
+    std::vector<std::unique_ptr<pjrt::Buffer>> resident;
   };
 
   Run NewRun(int64_t batch, int64_t capacity) const;
   Status Probe();
+  // Keeps the cache on the device (device_cache, the runner's aliases), or
+  // says why it cannot; `rewritten` when the presents write in place.
+  Status PlaceCacheOnDevice(bool rewritten);
+  // Runs the model on `in`. With the cache on the device, the past inputs
+  // are the run's resident buffers where it has them, and with `keep` the
+  // presents (each the whole cache) stay there as the next call's past.
+  StatusOr<std::vector<Tensor>> Call(Run& run, const std::map<std::string, Tensor>& in, bool keep);
   // One call: `tokens` [batch][s], `mask` [batch][s] (0: padding, on the
   // left), added after each sequence's tokens so far; `last_logits`
   // receives each sequence's logits after its last real token.

@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import genai_llama  # noqa: E402
 import tiny_llama  # noqa: E402
-from test_generate import check_against_reference  # noqa: E402
+from test_generate import check_against_reference, kv_cache_of  # noqa: E402
 from test_quantized import quantize_model  # noqa: E402
 
 
@@ -29,3 +29,11 @@ def model(tmp_path_factory, request):
 
 def test_greedy_matches_the_reference_alone_and_in_a_batch(model):
     check_against_reference(*model)
+
+
+def test_the_cache_kept_on_the_device_gives_the_same_tokens(model):
+    # GroupQueryAttention writes each token at its sequence's length into
+    # the whole cache: with the cache on the device, that present is fed
+    # back as the next past (the prompt's slots are uploaded once).
+    assert kv_cache_of(model[1], "--kv-cache", "device") == "device"
+    check_against_reference(*model, "--kv-cache", "device")

@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import opset23_llama  # noqa: E402
 import tiny_llama  # noqa: E402
-from test_generate import check_against_reference  # noqa: E402
+from test_generate import XONNX, check_against_reference, kv_cache_of  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -23,3 +23,15 @@ def model(tmp_path_factory):
 
 def test_greedy_matches_the_reference_alone_and_in_a_batch(model):
     check_against_reference(*model)
+
+
+def test_the_cache_on_the_device_is_refused_by_name(model):
+    # ONNX's Attention returns its present itself: nothing to write the new
+    # slots into the past. "auto" keeps the cache in host memory; asking
+    # for the device says why not, at load time.
+    import subprocess
+    assert kv_cache_of(model[1]) == "host"
+    r = subprocess.run([XONNX, "generate", model[1], "--prompt-ids", "1,2", "--kv-cache", "device"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode != 0
+    assert "cannot stay on the device" in r.stderr and "Concat(past_key_values" in r.stderr, r.stderr
