@@ -35,12 +35,8 @@ for r in conformance_runner model_runner; do
 done
 cp tests/conformance/expected_failures.txt "$kit/"
 # Everything ldd resolves except the C library family and the C++ runtime.
-cat <(ldd "$xonnx") <(ldd "$kit/bin/model_runner") | sort -u | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
-  case "$(basename "$lib")" in
-    libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*|libstdc++.so.*|libgcc_s.so.*) ;;
-    *) cp -L "$lib" "$kit/lib/" ;;
-  esac
-done
+source bench/gpu/libs.sh
+pack_libs "$kit/lib" "$xonnx" "$kit/bin/model_runner"
 
 work="${BENCH_DIR:-build/bench_models}"
 "$py" tests/models/export_models.py "$work" --models resnet50,transformer_encoder --opsets 17 2>/dev/null

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Packs what bench/gpu/generate.sh needs on a GPU machine: the xonnx program
+# and the libraries it links (bench/gpu/libs.sh), LLaMA-style decoders of
+# tests/generate without their weights (bench/gpu/weights.py strip; the
+# other side fills them back in, identically), and each model's greedy
+# tokens as xonnx's CPU plugin generates them here from the filled model:
+# the reference the GPU's tokens must equal.
+#
+# Models: hf-small and hf-medium (Hugging Face style, plain attention,
+# bench/generate.py's sizes: 34M and 188M parameters) and genai-small
+# (onnxruntime-genai style, GroupQueryAttention). Prompts: batch 1 and 8,
+# 128 tokens each, 64 new tokens.
+#
+# usage: bench/gpu/make_generate_kit.sh [KIT_DIR]      (default build/gpu_generate_kit)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+kit="${1:-build/gpu_generate_kit}"
+xonnx="${XONNX:-build/bin/xonnx}"
+[[ -x "$xonnx" ]] || { echo "build xonnx first (cmake --build build)" >&2; exit 1; }
+py=/usr/bin/python3
+rm -rf "$kit"
+mkdir -p "$kit/bin" "$kit/lib" "$kit/models"
+cp "$xonnx" "$kit/bin/xonnx"
+source bench/gpu/libs.sh
+pack_libs "$kit/lib" "$xonnx"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$py" - "$tmp" <<'PY'
+import os, sys
+sys.path.insert(0, "tests/generate")
+sys.path.insert(0, "bench")
+import tiny_llama, genai_llama
+from generate import MODELS
+out = sys.argv[1]
+for name, style, size in [("hf-small", "hf", "small"), ("hf-medium", "hf", "medium"), ("genai-small", "genai", "small")]:
+    m = tiny_llama.build(0, MODELS[size])
+    path = os.path.join(out, name + ".onnx")
+    (tiny_llama.export if style == "hf" else genai_llama.export)(m, path)
+PY
+# The prompts: 128 ids each, 8 different ones for the batch.
+prompts() {
+  local batch=$1 vocab=$2 args=()
+  for ((i = 0; i < batch; i++)); do
+    args+=(--prompt-ids "$(seq 0 127 | awk -v i="$i" -v v="$vocab" '{printf "%s%d", (NR > 1 ? "," : ""), (($1 * 31 + i * 97 + 7) % (v - 1)) + 1}')")
+  done
+  echo "${args[@]}"
+}
+for m in hf-small hf-medium genai-small; do
+  "$py" bench/gpu/weights.py strip "$tmp/$m.onnx" "$kit/models/$m.skeleton.onnx"
+  rm -f "$tmp/$m.onnx.data"
+  "$py" bench/gpu/weights.py fill "$kit/models/$m.skeleton.onnx" "$tmp/$m.onnx"
+  vocab=$(case $m in hf-medium) echo 16384 ;; *) echo 8192 ;; esac)
+  for b in 1 8; do
+    [[ $m != hf-medium || $b == 1 ]] || continue
+    prompts "$b" "$vocab" >"$kit/models/$m.b$b.prompts"
+    # shellcheck disable=SC2046
+    "$xonnx" generate "$tmp/$m.onnx" --quiet --max-new-tokens 64 $(cat "$kit/models/$m.b$b.prompts") \
+      | tail -n "$b" >"$kit/models/$m.b$b.tokens"
+  done
+done
+echo "xonnx $(git describe --always --dirty 2>/dev/null || echo unknown), made $(date -u +%Y-%m-%dT%H:%MZ)" >"$kit/MANIFEST"
+tar -C "$(dirname "$kit")" -cJf "$kit.tar.xz" "$(basename "$kit")"
+du -sh "$kit" "$kit.tar.xz"
