@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs what bench/gpu/generate.sh needs on a GPU machine: the xonnx program
-# and the libraries it links (bench/gpu/libs.sh), LLaMA-style decoders of
+# and the libraries it links (bench/gpu/kit.sh), LLaMA-style decoders of
 # tests/generate without their weights (bench/gpu/weights.py strip; the
 # other side fills them back in, identically), and each model's greedy
 # tokens as xonnx's CPU plugin generates them here from the filled model:
@@ -15,13 +15,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 kit="${1:-build/gpu_generate_kit}"
-xonnx="${XONNX:-build/bin/xonnx}"
-[[ -x "$xonnx" ]] || { echo "build xonnx first (cmake --build build)" >&2; exit 1; }
 py=/usr/bin/python3
-rm -rf "$kit"
-mkdir -p "$kit/bin" "$kit/lib" "$kit/models"
-cp "$xonnx" "$kit/bin/xonnx"
-source bench/gpu/libs.sh
+source bench/gpu/kit.sh
+new_kit "$kit"
 pack_libs "$kit/lib" "$xonnx"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -17,12 +17,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 kit="${1:-build/gpu_kit}"
-xonnx="${XONNX:-build/bin/xonnx}"
-[[ -x "$xonnx" ]] || { echo "build xonnx first (cmake --build build)" >&2; exit 1; }
 py=/usr/bin/python3
-rm -rf "$kit"
-mkdir -p "$kit/bin" "$kit/lib" "$kit/models"
-cp "$xonnx" "$kit/bin/xonnx"
+source bench/gpu/kit.sh
+new_kit "$kit"
 # Another xonnx build to time alongside (run.sh --baseline KIT/bin/xonnx-base),
 # e.g. the commit before a change; it must link the same libraries.
 [[ -z ${BASELINE:-} ]] || cp "$BASELINE" "$kit/bin/xonnx-base"
@@ -35,7 +32,6 @@ for r in conformance_runner model_runner; do
 done
 cp tests/conformance/expected_failures.txt "$kit/"
 # Everything ldd resolves except the C library family and the C++ runtime.
-source bench/gpu/libs.sh
 pack_libs "$kit/lib" "$xonnx" "$kit/bin/model_runner"
 
 work="${BENCH_DIR:-build/bench_models}"

@@ -64,21 +64,9 @@ while [[ $# -gt 0 ]]; do
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[[ -x $kit/bin/xonnx || ! -f $kit.tar.xz ]] || tar -C "$(dirname "$kit")" -xJf "$kit.tar.xz"
-[[ -x $kit/bin/xonnx ]] || { echo "$kit/bin/xonnx not found: make the kit with bench/gpu/make_kit.sh" >&2; exit 1; }
 py=python3
-if [[ -z $plugin ]]; then
-  dir=$("$py" -c "import jax_plugins.xla_cuda13 as p, os; print(os.path.dirname(p.__file__))" 2>/dev/null) ||
-    { echo "no --plugin given and jax_plugins.xla_cuda13 is not installed" >&2; exit 1; }
-  plugin="$dir/xla_cuda_plugin.so"
-  # XLA looks for ptxas and libdevice under the CUDA folder of the wheels.
-  nvidia="$(dirname "$(dirname "$dir")")/nvidia/cu13"
-  if [[ -z ${XLA_FLAGS:-} && -d $nvidia ]]; then export XLA_FLAGS="--xla_gpu_cuda_data_dir=$nvidia"; fi
-fi
-[[ -f $plugin ]] || { echo "plugin $plugin not found" >&2; exit 1; }
-libs="$(cd "$kit/lib" && pwd)"
-export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-xonnx="$(cd "$kit/bin" && pwd)/xonnx"
+source bench/gpu/kit.sh
+open_kit "$kit" bench/gpu/make_kit.sh
 work="${WORK:-$(mktemp -d)}"
 mkdir -p "$work"
 [[ -z ${OUT:-} ]] || mkdir -p "$OUT"

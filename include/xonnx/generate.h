@@ -44,8 +44,11 @@ using TokenCallback = std::function<bool(size_t sequence, int64_t token)>;
 
 // Where a generation keeps the key/value cache between its calls.
 enum class KvCachePlacement {
-  // On the device, unless the plugin is xonnx's CPU plugin: that one reads
-  // host memory in place, so the host cache is already where it computes.
+  // On the device, unless the plugin is xonnx's CPU plugin and the model's
+  // presents are Concat(past, new): that plugin reads host memory in
+  // place, so the host cache is already where it computes, and only the
+  // new slots come back to be written into it. (GroupQueryAttention
+  // returns the whole cache, which stays in the plugin's memory.)
   kAuto,
   // In host memory: each call's new keys and values are copied back and
   // written into it, and the whole cache goes with the next call (read in

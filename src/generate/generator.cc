@@ -49,7 +49,8 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const std::string& model_pa
   impl->path = model_path;
   impl->options = options;
   // kAuto: on the device unless the plugin is xonnx's CPU plugin (the
-  // client is the one the session will share).
+  // client is the one the session will share), which reads a host cache
+  // in place and is given only the new slots to write into it.
   bool device = cache == KvCachePlacement::kDevice;
   if (cache == KvCachePlacement::kAuto && options.plugin != SessionOptions::kNoPlugin) {
     absl::StatusOr<std::shared_ptr<pjrt::Client>> client = GetClient(options);
@@ -99,6 +100,12 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const std::string& model_pa
       impl->device_cache = false;
       return Open(model_path, options, KvCachePlacement::kHost);
     }
+  } else if (cache == KvCachePlacement::kAuto && impl->policy == CachePolicy::kWrittenAtLength) {
+    // GroupQueryAttention returns the whole cache from every token's call:
+    // left in the plugin's memory, even xonnx's CPU plugin's, it is not
+    // copied out to the host cache each step. Where it cannot stay, the
+    // host cache serves.
+    (void)impl->PlaceCacheOnDevice(false);
   }
   Status probed = impl->Probe();
   if (!probed.ok()) return Status(probed.code(), absl::StrCat(model_path, ": ", probed.message()));
