@@ -197,7 +197,9 @@ typedef struct XonnxApi {
    *                     fails the call, naming the node)
    *   profile_file      a Chrome/Perfetto trace written when the session closes
    *   xonnx_flags       dump flags, as XONNX_FLAGS takes them
-   *   program_format    "auto", "hlo" or "stablehlo": how programs go to the plugin */
+   *   program_format    "auto", "hlo" or "stablehlo": how programs go to the plugin
+   *   kv_cache          "auto", "host" or "device": where CreateGenerator's
+   *                     key/value cache lives between steps (docs/generation.md) */
   XonnxStatus* (*SetSessionOption)(XonnxSessionOptions* options, const char* name, const char* value);
 
   /* --- sessions --- */

@@ -109,7 +109,7 @@ bool ParseIntList(const std::string& text, std::vector<int64_t>* out) {
 
 constexpr char kOptionNames[] =
     "plugin, device, batch_buckets, max_batch, data_type, io_data_type, cache, cache_dir, compile_threads, "
-    "deadline_ms, create_option, optimize, check_indices, profile_file, xonnx_flags, program_format";
+    "deadline_ms, create_option, optimize, check_indices, profile_file, xonnx_flags, program_format, kv_cache";
 
 Status SetOption(xonnx::SessionOptions& o, const std::string& name, const std::string& value) {
   auto bad = [&](const char* expected) {
@@ -300,6 +300,15 @@ XonnxStatus* SetSessionOption(XonnxSessionOptions* o, const char* name, const ch
   return Guard("SetSessionOption", [&]() -> XonnxStatus* {
     if (!o || !name || !value)
       return Error(StatusCode::kInvalidArgument, "SetSessionOption: options, name and value must not be NULL");
+    if (std::string(name) == "kv_cache") {
+      const std::string v = value;
+      if (v != "auto" && v != "host" && v != "device")
+        return Error(StatusCode::kInvalidArgument, "session option kv_cache: '" + v + "' is not auto, host or device");
+      o->kv_cache = v == "device" ? xonnx::KvCachePlacement::kDevice
+                    : v == "host" ? xonnx::KvCachePlacement::kHost
+                                  : xonnx::KvCachePlacement::kAuto;
+      return nullptr;
+    }
     return MakeStatus(SetOption(o->options, name, value));
   });
 }

@@ -305,6 +305,25 @@ static void Generation(const char* classifier, const char* decoder) {
       printf(k ? ",%lld" : "%lld", (long long)api->GenerationTokens(out, i)[k]);
     printf("\n");
   }
+  {
+    /* The cache kept on the device gives the same tokens. */
+    XonnxSessionOptions* so = NULL;
+    XonnxGenerator* on_device = NULL;
+    XonnxGeneration* again = NULL;
+    Must(api->CreateSessionOptions(&so), "CreateSessionOptions");
+    EXPECT_ERROR(api->SetSessionOption(so, "kv_cache", "gpu"), XONNX_INVALID_ARGUMENT, "auto, host or device");
+    Must(api->SetSessionOption(so, "kv_cache", "device"), "SetSessionOption kv_cache");
+    Must(api->CreateGenerator(decoder, so, &on_device), "CreateGenerator on the device");
+    Must(api->Generate(on_device, prompts, lengths, 2, &o, NULL, NULL, &again), "Generate on the device");
+    for (i = 0; i < 2; ++i) {
+      CHECK(api->GenerationLength(again, i) == api->GenerationLength(out, i), "as many tokens on the device");
+      for (k = 0; k < api->GenerationLength(out, i); ++k)
+        CHECK(api->GenerationTokens(again, i)[k] == api->GenerationTokens(out, i)[k], "the same tokens on the device");
+    }
+    api->ReleaseGeneration(again);
+    api->ReleaseGenerator(on_device);
+    api->ReleaseSessionOptions(so);
+  }
   api->ReleaseGeneration(out);
   o.greedy = 0;
   o.temperature = -1; /* 0 would be the default, 1 */

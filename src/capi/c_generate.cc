@@ -48,7 +48,8 @@ XonnxStatus* CreateGenerator(const char* model_path, const XonnxSessionOptions* 
   return Guard(model_path ? model_path : "CreateGenerator", [&]() -> XonnxStatus* {
     if (!model_path || !out) return Error(StatusCode::kInvalidArgument, "CreateGenerator: model_path or out is NULL");
     *out = nullptr;
-    StatusOr<std::unique_ptr<Generator>> g = Generator::Open(model_path, options ? options->options : SessionOptions{});
+    StatusOr<std::unique_ptr<Generator>> g = Generator::Open(model_path, options ? options->options : SessionOptions{},
+                                                             options ? options->kv_cache : KvCachePlacement::kAuto);
     if (!g.ok()) return MakeStatus(g.status());
     *out = new XonnxGenerator{std::move(*g)};
     return nullptr;

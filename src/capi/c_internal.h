@@ -8,6 +8,7 @@
 #include <string>
 
 #include "xonnx/c_api.h"
+#include "xonnx/generate.h"
 #include "xonnx/session.h"
 
 struct XonnxStatus {
@@ -15,6 +16,9 @@ struct XonnxStatus {
 };
 struct XonnxSessionOptions {
   xonnx::SessionOptions options;
+  // Where CreateGenerator keeps a decoder's key/value cache (sessions
+  // ignore it).
+  xonnx::KvCachePlacement kv_cache = xonnx::KvCachePlacement::kAuto;
 };
 
 namespace xonnx::capi {
