@@ -101,7 +101,8 @@ Status Generator::Impl::StepConcatenated(Run& run, const std::vector<std::vector
   in[style.attention_mask] = IndexTensor(style.mask_dtype, {b, f + s}, attention);
   if (!style.position_ids.empty()) in[style.position_ids] = IndexTensor(style.positions_dtype, {b, s}, positions);
   for (size_t k = 0; k < style.past.size(); ++k)
-    in[style.past[k].name] = Tensor::View(style.cache_dtype, {b, style.heads, f, style.head_dim}, run.cache[k].data());
+    in[style.past[k].name] =
+        Tensor::View(style.cache_dtype, {b, style.heads, f, style.head_dim}, run.cache[k].data_as<char>());
   if (device_cache) {  // the model writes the new slots at the cache's length itself
     in[kWriteIndexInput] = Tensor::FromVector(DataType::kInt64, {b}, std::vector<int64_t>(b, run.length));
     std::vector<uint8_t> fresh(b * s);
@@ -121,7 +122,7 @@ Status Generator::Impl::StepConcatenated(Run& run, const std::vector<std::vector
     Status shaped = CheckPresent(present, k, skip + s, b);
     if (!shaped.ok()) return shaped;
     const char* src = static_cast<const char*>(present.data());
-    char* dst = run.cache[k].data();
+    char* dst = run.cache[k].data_as<char>();
     for (int64_t i = 0; i < b; ++i)
       for (int64_t h = 0; h < style.heads; ++h)
         for (int64_t j = 0; j < s; ++j) {
@@ -180,7 +181,8 @@ Status Generator::Impl::StepAtLength(Run& run, const std::vector<std::vector<int
   if (!style.position_ids.empty()) in[style.position_ids] = IndexTensor(style.positions_dtype, {b, s}, positions);
   const int64_t f = prompt ? 0 : c;
   for (size_t k = 0; k < style.past.size(); ++k)
-    in[style.past[k].name] = Tensor::View(style.cache_dtype, {b, style.heads, f, style.head_dim}, run.cache[k].data());
+    in[style.past[k].name] =
+        Tensor::View(style.cache_dtype, {b, style.heads, f, style.head_dim}, run.cache[k].data_as<char>());
   // A token's call returns the whole cache, which stays on the device as
   // it is; a prompt's returns its own slots, written into the host cache
   // (uploaded with the first token).
@@ -193,7 +195,7 @@ Status Generator::Impl::StepAtLength(Run& run, const std::vector<std::vector<int
     Status shaped = CheckPresent(present, k, width, b);
     if (!shaped.ok()) return shaped;
     const char* src = static_cast<const char*>(present.data());
-    char* dst = run.cache[k].data();
+    char* dst = run.cache[k].data_as<char>();
     for (int64_t i = 0; i < b; ++i)
       for (int64_t h = 0; h < style.heads; ++h)
         for (int64_t j = run.positions[i]; j < run.positions[i] + static_cast<int64_t>(real[i].size()); ++j)

@@ -140,9 +140,8 @@ Generator::Impl::Run Generator::Impl::NewRun(int64_t batch, int64_t capacity) co
   Run run;
   run.batch = batch;
   run.capacity = capacity;
-  const size_t slot_bytes = static_cast<size_t>(style.head_dim) * DataTypeSize(style.cache_dtype);
   for (size_t k = 0; k < style.past.size(); ++k)
-    run.cache.emplace_back(static_cast<size_t>(batch * style.heads * capacity) * slot_bytes, 0);
+    run.cache.emplace_back(style.cache_dtype, std::vector<int64_t>{batch, style.heads, capacity, style.head_dim});
   run.valid.assign(batch, std::vector<uint8_t>(capacity, 0));
   run.positions.assign(batch, 0);
   return run;

@@ -57,9 +57,12 @@ struct Generator::Impl {
   // per past input, [batch, heads, capacity, head_dim] each.
   struct Run {
     int64_t batch = 0, capacity = 0, length = 0;  // slots written so far (the longest sequence's, at length)
-    std::vector<std::vector<char>> cache;         // per past input, in style.past order
-    std::vector<std::vector<uint8_t>> valid;      // [batch][capacity]: the slot holds a real token
-    std::vector<int64_t> positions;               // per sequence: real tokens so far
+    // Per past input, in style.past order. Tensors' own bytes are 64-byte
+    // aligned, which xonnx's CPU plugin needs to read them in place (it
+    // copied a std::vector's whole cache into fresh pages every step).
+    std::vector<Tensor> cache;
+    std::vector<std::vector<uint8_t>> valid;  // [batch][capacity]: the slot holds a real token
+    std::vector<int64_t> positions;           // per sequence: real tokens so far
     // With the cache on the device: per past input, its buffer there once
     // a call has left it (until then the host cache, zeros or the prompt's,
     // is uploaded).
