@@ -152,8 +152,8 @@ int Generate(const GenerateArgs& a) {
     };
     // Tokens after the first step's (one per sequence), over the time since it.
     const int64_t later = tokens - static_cast<int64_t>(prompts.size());
-    std::cerr << "kv cache: " << (g->cache_placement() == KvCachePlacement::kDevice ? "device" : "host")
-              << "; first token after " << absl::StrFormat("%.2f", ms(begin, first)) << " ms";
+    std::cerr << "kv cache: " << (g->cache_placement() == KvCachePlacement::kDevice ? "device" : "host");
+    if (tokens > 0) std::cerr << "; first token after " << absl::StrFormat("%.2f", ms(begin, first)) << " ms";
     if (later > 0 && ms(first, last) > 0)
       std::cerr << "; decode " << absl::StrFormat("%.1f", later / (ms(first, last) / 1000)) << " tokens/s (" << later
                 << " tokens)";

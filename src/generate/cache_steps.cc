@@ -8,7 +8,9 @@
 #include "absl/strings/str_join.h"
 #include "generate/generator_impl.h"
 #include "generate/new_slots.h"
+#include "runtime/dtype.h"
 #include "runtime/public_status.h"
+#include "runtime/session_impl.h"
 
 namespace xonnx {
 
@@ -35,18 +37,26 @@ StatusOr<std::vector<Tensor>> Generator::Impl::Call(Run& run, const std::map<std
     if (keep) io.keep.insert(style.present[k]);
   }
   run.resident.clear();
-  absl::StatusOr<std::vector<Tensor>> out = runner->RunExact(in, 0, nullptr, nullptr, nullptr, &io);
-  if (!out.ok()) return ToPublic(out.status());
-  if (!keep) return *std::move(out);
+  // As Session::Run would: the session's deadline and closing bound the
+  // call, and an exception comes out as a status.
+  Session::Impl& m = *session->impl_;
+  const CallBounds bounds(RunOptions{}, m.options, m.closing);
+  StatusOr<std::vector<Tensor>> out =
+      PublicCall(path, [&] { return runner->RunExact(in, 0, nullptr, nullptr, &bounds, &io); });
+  if (!out.ok()) return out.status();
+  if (!keep) return out;
   // Each present becomes the next call's past: the whole cache, as fed.
   const std::vector<int64_t> want = {run.batch, style.heads, run.capacity, style.head_dim};
+  absl::StatusOr<PJRT_Buffer_Type> cache_type = ToPjrt(style.cache_dtype);
   for (size_t k = 0; k < style.past.size(); ++k) {
     std::unique_ptr<pjrt::Buffer>& b = io.kept[style.present[k]];
     absl::StatusOr<std::vector<int64_t>> dims = b ? b->Dimensions() : absl::InternalError("no buffer");
-    if (!dims.ok() || *dims != want)
-      return Status(StatusCode::kInternal,
-                    absl::StrCat(path, ": output ", style.present[k], " is not the whole cache [",
-                                 absl::StrJoin(want, ","), "] that the next call takes as its past"));
+    absl::StatusOr<PJRT_Buffer_Type> type = b ? b->ElementType() : absl::InternalError("no buffer");
+    if (!dims.ok() || *dims != want || !type.ok() || !cache_type.ok() || *type != *cache_type)
+      return Status(
+          StatusCode::kInternal,
+          absl::StrCat(path, ": output ", style.present[k], " is not the whole cache [", absl::StrJoin(want, ","),
+                       "] of ", DataTypeName(style.cache_dtype), " that the next call takes as its past"));
     run.resident.push_back(std::move(b));
   }
   return *std::move(out);

@@ -108,6 +108,10 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const std::string& model_pa
     (void)impl->PlaceCacheOnDevice(false);
   }
   Status probed = impl->Probe();
+  // kAuto: a model the device path fails on (a plugin that refuses its
+  // program, say) may still run with the host cache.
+  if (!probed.ok() && impl->device_cache && cache == KvCachePlacement::kAuto)
+    return Open(model_path, options, KvCachePlacement::kHost);
   if (!probed.ok()) return Status(probed.code(), absl::StrCat(model_path, ": ", probed.message()));
   return std::unique_ptr<Generator>(new Generator(std::move(impl)));
 }

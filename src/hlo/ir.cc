@@ -361,7 +361,8 @@ absl::Status Module::BindParameters(std::vector<std::pair<int64_t, Literal>> val
   // A bound parameter has no buffer to donate: its aliases go.
   std::vector<Alias> kept;
   for (const Alias& a : aliases_)
-    if (renumbered[a.parameter] >= 0) kept.push_back({a.output, renumbered[a.parameter]});
+    if (a.parameter >= 0 && a.parameter < static_cast<int64_t>(renumbered.size()) && renumbered[a.parameter] >= 0)
+      kept.push_back({a.output, renumbered[a.parameter]});
   aliases_ = std::move(kept);
   entry_->Canonicalize();
   return absl::OkStatus();

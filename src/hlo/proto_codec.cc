@@ -484,6 +484,9 @@ absl::StatusOr<std::unique_ptr<Module>> FromProto(const wire::HloModuleProto& p)
   for (const auto& e : p.input_output_alias().entries()) {
     if (e.output_shape_index_size() > 1 || e.parameter_shape_index_size() > 0)
       return InvalidArgument("module '%s': an input/output alias reaches into nested tuples", p.name());
+    // Only "may alias" is kept: a must-alias would oblige this reader to
+    // write in place.
+    if (e.kind() != 1) return InvalidArgument("module '%s': an input/output alias of kind %d", p.name(), e.kind());
     aliases.push_back({e.output_shape_index_size() ? e.output_shape_index(0) : 0, e.parameter_number()});
   }
   m->set_aliases(std::move(aliases));

@@ -134,9 +134,7 @@ class ModelRunner {
   // which the call donates. Set before the first call. (xonnx's CPU plugin
   // ignores aliases: it reads host inputs in place and never writes them.)
   void set_aliases(std::map<std::string, std::string> input_to_output);
-  // The plugin is xonnx's CPU plugin, which reads a call's host inputs in
-  // place (or there is no plugin).
-  bool reads_host_inputs_in_place() const { return !xla_plugin_; }
+
   // Records this runner's calls, compiles and kernels (xonnx's CPU plugin)
   // in `trace` from now on; its segments' runners share it.
   void SetTrace(std::shared_ptr<TraceRecorder> trace) { trace_ = std::move(trace); }

@@ -126,6 +126,11 @@ absl::Status ModelRunner::StartInputs(Call& c, const Program& prog, const std::m
         if (!dims.ok() || *dims != inputs.at(name).dims())
           return InvalidArgument("%s: input '%s': the device buffer given is not %s", file, name,
                                  inputs.at(name).ShapeString());
+        absl::StatusOr<PJRT_Buffer_Type> type = on_device->second->ElementType(),
+                                         want = ToPjrt(inputs.at(name).dtype());
+        if (!type.ok() || !want.ok() || *type != *want)
+          return InvalidArgument("%s: input '%s': the device buffer given is not of type %s", file, name,
+                                 DataTypeName(inputs.at(name).dtype()));
         c.args.push_back(on_device->second.get());
         continue;
       }
@@ -185,15 +190,6 @@ absl::StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::st
                                                           const InputStructure* structure, std::vector<int>* counts,
                                                           const CallBounds* bounds, DeviceIo* io) {
   const std::string& file = path();
-  // Device inputs give no values: a program that needs one compiled in
-  // cannot take it.
-  if (io) {
-    const Bindings bindings = CurrentBindings();
-    for (const auto& [name, buffer] : io->inputs)
-      if (bindings.inputs.count(name))
-        return absl::FailedPreconditionError(
-            absl::StrCat(file, ": input '", name, "' decides the program's shapes, and cannot stay on the device"));
-  }
   // Whatever happens, the device inputs are not to be used again.
   struct ClearInputs {
     DeviceIo* io;
@@ -201,6 +197,17 @@ absl::StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::st
       if (io) io->inputs.clear();
     }
   } clear_inputs{io};
+  // Device inputs give no values: a program that needs one compiled in
+  // (a binding, made before or while it is found) cannot take it, and would
+  // otherwise read the host tensor's stale bytes.
+  auto device_inputs_are_parameters = [&](const Program& prog) -> absl::Status {
+    if (!io) return absl::OkStatus();
+    for (const auto& [name, buffer] : io->inputs)
+      if (std::find(prog.params.begin(), prog.params.end(), name) == prog.params.end())
+        return absl::FailedPreconditionError(
+            absl::StrCat(file, ": input '", name, "' decides the program's shapes, and cannot stay on the device"));
+    return absl::OkStatus();
+  };
   // One call is put to the plugin whole (uploads, the run, the copies back)
   // and waited for once at the end: the plugin orders the steps on the
   // device, and each wait in between would cost a round trip through the
@@ -209,6 +216,7 @@ absl::StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::st
     Call c;
     c.spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_wait_us_);
     ASSIGN_OR_RETURN(Program prog, Get(inputs, dev, structure, bounds));
+    RETURN_IF_ERROR(device_inputs_are_parameters(prog));
     if (bounds) RETURN_IF_ERROR(bounds->Check(file));
     if (absl::Status started = StartInputs(c, prog, inputs, dev, io); !started.ok()) return c.FinishUploads(started);
     auto launch = Launch(prog, c.args, bounds);
@@ -228,7 +236,8 @@ absl::StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::st
     if (bounds)
       if (absl::Status stopped = StoppedByBounds(run, *bounds, file); !stopped.ok()) return stopped;
     if (!run.ok()) {
-      if (absl::IsDataLoss(run) && !prog.cache_keys.empty() && attempt == 0) {
+      // (Not with device inputs: the first attempt may have consumed them.)
+      if (absl::IsDataLoss(run) && !prog.cache_keys.empty() && attempt == 0 && !(io && !io->inputs.empty())) {
         programs_.Drop(prog, run);  // a damaged cache entry: compile afresh, once
         continue;
       }

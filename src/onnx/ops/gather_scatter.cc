@@ -235,6 +235,7 @@ absl::Status TensorScatter(NodeContext& ctx) {
   if (r < 2 || axis <= 0 || axis >= r)
     return ctx.Error(
         absl::StrCat("axis ", ctx.attr_i("axis", -2), " must name a dimension after the batch of a ", r, "-D cache"));
+  if (ctx.attr_s("reduction", "none") != "none") return ctx.Error("TensorScatter has no reduction attribute");
   const std::string mode = ctx.attr_s("mode", "linear");
   if (mode != "linear" && mode != "circular")
     return ctx.Error(absl::StrCat("mode '", mode, "': expected \"linear\" or \"circular\""));
