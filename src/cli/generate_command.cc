@@ -62,8 +62,8 @@ CLI::App* AddGenerate(CLI::App& app, GenerateArgs& a) {
   g->add_flag("--quiet", a.quiet, "Do not stream tokens to stderr as they come");
   g->add_option("--kv-cache", a.kv_cache,
                 "Where the key/value cache lives between steps: device (allocated once, updated in place by the "
-                "program), host (new slots copied back each step), or auto (device, except on xonnx's CPU plugin, "
-                "which reads host memory in place)")
+                "program), host (new slots copied back each step), or auto (device, except on xonnx's CPU plugin "
+                "with presents that are Concat(past, new): it reads a host cache in place)")
       ->check(CLI::IsMember({"auto", "host", "device"}))
       ->capture_default_str();
   g->add_flag("--timings", a.timings,
