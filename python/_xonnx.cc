@@ -414,12 +414,8 @@ void BindGenerator(py::module_& m) {
       .def_static(
           "open",
           [](const std::string& path, const xonnx::SessionOptions& o, const std::string& kv_cache) {
-            xonnx::KvCachePlacement placement = xonnx::KvCachePlacement::kAuto;
-            if (kv_cache == "host")
-              placement = xonnx::KvCachePlacement::kHost;
-            else if (kv_cache == "device")
-              placement = xonnx::KvCachePlacement::kDevice;
-            else if (kv_cache != "auto")
+            xonnx::KvCachePlacement placement;
+            if (!xonnx::ParseKvCachePlacement(kv_cache, &placement))
               throw py::value_error("kv_cache must be 'auto', 'host' or 'device', not '" + kv_cache + "'");
             auto p = std::make_unique<PyGenerator>();
             py::gil_scoped_release release;
@@ -428,9 +424,8 @@ void BindGenerator(py::module_& m) {
           },
           py::arg("path"), py::arg("options"), py::arg("kv_cache"))
       .def_property_readonly("style", [](PyGenerator& p) { return p.g->style(); })
-      .def_property_readonly(
-          "kv_cache",
-          [](PyGenerator& p) { return p.g->cache_placement() == xonnx::KvCachePlacement::kDevice ? "device" : "host"; })
+      .def_property_readonly("kv_cache",
+                             [](PyGenerator& p) { return xonnx::KvCachePlacementName(p.g->cache_placement()); })
       .def_property_readonly("layers", [](PyGenerator& p) { return p.g->layers(); })
       .def(
           "generate",

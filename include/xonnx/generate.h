@@ -63,6 +63,11 @@ enum class KvCachePlacement {
   kDevice,
 };
 
+// "auto", "host" or "device", as the command line, the C API and Python
+// name the placements; ParseKvCachePlacement is false for other text.
+XONNX_API const char* KvCachePlacementName(KvCachePlacement placement);
+XONNX_API bool ParseKvCachePlacement(const std::string& text, KvCachePlacement* placement);
+
 class XONNX_API Generator {
  public:
   // Opens a decoder model; fails at once, naming what it lacks, when its

@@ -301,12 +301,9 @@ XonnxStatus* SetSessionOption(XonnxSessionOptions* o, const char* name, const ch
     if (!o || !name || !value)
       return Error(StatusCode::kInvalidArgument, "SetSessionOption: options, name and value must not be NULL");
     if (std::string(name) == "kv_cache") {
-      const std::string v = value;
-      if (v != "auto" && v != "host" && v != "device")
-        return Error(StatusCode::kInvalidArgument, "session option kv_cache: '" + v + "' is not auto, host or device");
-      o->kv_cache = v == "device" ? xonnx::KvCachePlacement::kDevice
-                    : v == "host" ? xonnx::KvCachePlacement::kHost
-                                  : xonnx::KvCachePlacement::kAuto;
+      if (!xonnx::ParseKvCachePlacement(value, &o->kv_cache))
+        return Error(StatusCode::kInvalidArgument,
+                     "session option kv_cache: '" + std::string(value) + "' is not auto, host or device");
       return nullptr;
     }
     return MakeStatus(SetOption(o->options, name, value));

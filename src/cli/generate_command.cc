@@ -105,9 +105,8 @@ int Generate(const GenerateArgs& a) {
   if (!checked.ok()) throw CliError{std::string(checked.message()), kExitUsage};
   if (!a.stop_ids.empty()) o.stop_tokens = ParseIds(a.stop_ids, "--stop-ids");
   if (tokenizer && tokenizer->eos() >= 0) o.stop_tokens.push_back(tokenizer->eos());
-  const KvCachePlacement placement = a.kv_cache == "device" ? KvCachePlacement::kDevice
-                                     : a.kv_cache == "host" ? KvCachePlacement::kHost
-                                                            : KvCachePlacement::kAuto;
+  KvCachePlacement placement = KvCachePlacement::kAuto;
+  ParseKvCachePlacement(a.kv_cache, &placement);  // CLI11 has checked the name
   std::unique_ptr<Generator> g = Check(Generator::Open(a.model, BaseOptions(), placement));
   // Timings: the first token of each step comes after that step's call.
   using Clock = std::chrono::steady_clock;
@@ -152,7 +151,7 @@ int Generate(const GenerateArgs& a) {
     };
     // Tokens after the first step's (one per sequence), over the time since it.
     const int64_t later = tokens - static_cast<int64_t>(prompts.size());
-    std::cerr << "kv cache: " << (g->cache_placement() == KvCachePlacement::kDevice ? "device" : "host");
+    std::cerr << "kv cache: " << KvCachePlacementName(g->cache_placement());
     if (tokens > 0) std::cerr << "; first token after " << absl::StrFormat("%.2f", ms(begin, first)) << " ms";
     if (later > 0 && ms(first, last) > 0)
       std::cerr << "; decode " << absl::StrFormat("%.1f", later / (ms(first, last) / 1000)) << " tokens/s (" << later

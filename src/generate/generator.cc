@@ -96,10 +96,8 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const std::string& model_pa
     Status placed = impl->PlaceCacheOnDevice(rewritten);
     if (!placed.ok() && cache == KvCachePlacement::kDevice)
       return Status(placed.code(), absl::StrCat(model_path, ": ", placed.message()));
-    if (!placed.ok()) {  // kAuto: kept in host memory, with the model as the host needs it
-      impl->device_cache = false;
-      return Open(model_path, options, KvCachePlacement::kHost);
-    }
+    // kAuto: kept in host memory, with the model as the host needs it.
+    if (!placed.ok()) return Open(model_path, options, KvCachePlacement::kHost);
   } else if (cache == KvCachePlacement::kAuto && impl->policy == CachePolicy::kWrittenAtLength) {
     // GroupQueryAttention returns the whole cache from every token's call:
     // left in the plugin's memory, even xonnx's CPU plugin's, it is not
@@ -209,6 +207,26 @@ Status Generator::Impl::Probe() {
 }
 
 const std::string& Generator::style() const { return impl_->style.name; }
+const char* KvCachePlacementName(KvCachePlacement placement) {
+  switch (placement) {
+    case KvCachePlacement::kHost:
+      return "host";
+    case KvCachePlacement::kDevice:
+      return "device";
+    default:
+      return "auto";
+  }
+}
+
+bool ParseKvCachePlacement(const std::string& text, KvCachePlacement* placement) {
+  for (KvCachePlacement p : {KvCachePlacement::kAuto, KvCachePlacement::kHost, KvCachePlacement::kDevice})
+    if (text == KvCachePlacementName(p)) {
+      *placement = p;
+      return true;
+    }
+  return false;
+}
+
 KvCachePlacement Generator::cache_placement() const {
   return impl_->device_cache ? KvCachePlacement::kDevice : KvCachePlacement::kHost;
 }
