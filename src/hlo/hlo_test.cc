@@ -293,6 +293,43 @@ TEST(ProtoCodec, AliasesRoundTripAndAreVerified) {
   EXPECT_THAT(std::string(Verify(*m).message()), ::testing::HasSubstr("out of range"));
 }
 
+// Frontend attributes reach the proto's field 68 as a map, come back from
+// it and from the printed text (quotes and backslashes escaped), survive a
+// clone, and keep two otherwise equal instructions apart.
+TEST(ProtoCodec, FrontendAttributesRoundTrip) {
+  auto m = std::make_unique<Module>("attributed");
+  Builder b(m.get(), "main");
+  auto* x = b.Parameter(0, Shape(F32, {2, 3}), "x");
+  auto* w = b.Parameter(1, Shape(F32, {4, 3}), "w");
+  DotDimensionNumbers dn;
+  dn.lhs_contracting_dimensions = {1};
+  dn.rhs_contracting_dimensions = {1};
+  auto* dot = b.Dot(x, w, dn);
+  dot->frontend_attributes = {{kInt8ActivationsAttribute, "true"}, {"note", "a \"quoted\" \\ value, with commas"}};
+  auto c = b.Build(dot);
+  ASSERT_TRUE(c.ok()) << c.status();
+  m->set_entry(*c);
+  wire::HloModuleProto p = ToProto(*m);
+  const wire::HloInstructionProto* written = nullptr;
+  for (const auto& ip : p.computations(0).instructions())
+    if (ip.opcode() == "dot") written = &ip;
+  ASSERT_NE(written, nullptr);
+  EXPECT_EQ(written->frontend_attributes().map().at(kInt8ActivationsAttribute), "true");
+  auto back = ParseModule(SerializeModule(*m));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ((*back)->entry()->root()->frontend_attributes, dot->frontend_attributes);
+  EXPECT_EQ(m->Clone()->entry()->root()->frontend_attributes, dot->frontend_attributes);
+  PrintOptions all;
+  std::string text = ToText(*m, all);
+  EXPECT_THAT(text, ::testing::HasSubstr("frontend_attributes={"));
+  auto parsed = ParseText(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status() << "\n" << text;
+  EXPECT_EQ((*parsed)->entry()->root()->frontend_attributes, dot->frontend_attributes);
+  Instruction plain(*dot);
+  plain.frontend_attributes.clear();
+  EXPECT_FALSE(plain.SameAttributes(*dot));
+}
+
 TEST(Parser, RoundTripsPrintedText) {
   auto m = SampleModule();
   PrintOptions all;

@@ -32,7 +32,8 @@ bool Instruction::SameAttributes(const Instruction& o) const {
          gather_dnums == o.gather_dnums && gather_slice_sizes == o.gather_slice_sizes &&
          scatter_dnums == o.scatter_dnums && indices_are_sorted == o.indices_are_sorted &&
          unique_indices == o.unique_indices && comparison_direction == o.comparison_direction &&
-         is_stable == o.is_stable && rng_algorithm == o.rng_algorithm && called_ == o.called_;
+         is_stable == o.is_stable && rng_algorithm == o.rng_algorithm && frontend_attributes == o.frontend_attributes &&
+         called_ == o.called_;
 }
 
 Instruction::Instruction(const Instruction& o, NoOperands)
@@ -60,6 +61,7 @@ Instruction::Instruction(const Instruction& o, NoOperands)
       is_stable(o.is_stable),
       rng_algorithm(o.rng_algorithm),
       metadata(o.metadata),
+      frontend_attributes(o.frontend_attributes),
       opcode_(o.opcode_),
       shape_(o.shape_),
       name_(o.name_),

@@ -3,6 +3,7 @@
 #ifndef XONNX_HLO_IR_H_
 #define XONNX_HLO_IR_H_
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -86,6 +87,13 @@ struct OpMetadata {
 // exploit (the CPU plugin compiles such values in as constants).
 inline constexpr char kWeightParameterOpType[] = "xonnx.weight";
 
+// A frontend attribute of a dot (value "true"): the product may round its
+// activation (operand 0) to 8-bit integers, a scale per block of the
+// weights' quantization, as ONNX Runtime's MatMulNBits does at
+// accuracy_level 4. Its absence, or a pass that drops it, means an exact
+// f32 product.
+inline constexpr char kInt8ActivationsAttribute[] = "xonnx.int8_activations";
+
 class Instruction {
  public:
   Instruction(Opcode opcode, Shape shape) : opcode_(opcode), shape_(std::move(shape)) {}
@@ -145,6 +153,9 @@ class Instruction {
   bool is_stable = false;                                               // sort
   int64_t rng_algorithm = 0;                                            // rng-bit-generator
   OpMetadata metadata;
+  // XLA's frontend attributes: hints from the program's writer that a
+  // backend may act on and others ignore (kInt8ActivationsAttribute).
+  std::map<std::string, std::string> frontend_attributes;
 
   // True when every attribute (not operands, name or id) is equal.
   bool SameAttributes(const Instruction& o) const;

@@ -198,6 +198,25 @@ absl::StatusOr<Window> ParseWindow(absl::string_view text) {
 
 // operand_precision={highest,highest}: one precision for both operands,
 // the highest named.
+// {key="value",...}: values quoted, with \" and \\ escaped.
+absl::Status ParseFrontendAttributes(absl::string_view v, std::map<std::string, std::string>* out) {
+  std::string inner(absl::StripPrefix(absl::StripSuffix(v, "}"), "{"));
+  for (size_t p = 0; p < inner.size();) {
+    size_t eq = inner.find("=\"", p);
+    if (eq == std::string::npos) return InvalidArgument("bad frontend_attributes '%s'", v);
+    std::string name(absl::StripAsciiWhitespace(inner.substr(p, eq - p))), value;
+    for (p = eq + 2; p < inner.size() && inner[p] != '"'; ++p) {
+      if (inner[p] == '\\' && p + 1 < inner.size()) ++p;
+      value += inner[p];
+    }
+    if (p >= inner.size() || name.empty()) return InvalidArgument("bad frontend_attributes '%s'", v);
+    (*out)[name] = value;
+    p = inner.find_first_not_of(", ", p + 1);
+    if (p == std::string::npos) break;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParsePrecision(absl::string_view v, Precision* precision) {
   for (absl::string_view p : absl::StrSplit(absl::StripPrefix(absl::StripSuffix(v, "}"), "{"), ',')) {
     p = absl::StripAsciiWhitespace(p);
@@ -445,6 +464,7 @@ class Parser {
       }
       return absl::OkStatus();
     }
+    if (key == "frontend_attributes") return ParseFrontendAttributes(v, &i.frontend_attributes);
     if (key == "metadata") {
       auto field = [&](const std::string& k) {
         size_t p = v.find(k + "=\"");

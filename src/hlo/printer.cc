@@ -149,6 +149,11 @@ std::string Attributes(const Instruction& i, const PrintOptions& o) {
   } else if (!called.empty()) {
     a.push_back(absl::StrCat("to_apply=", called[0]->name()));
   }
+  if (!i.frontend_attributes.empty()) {
+    std::vector<std::string> kv;
+    for (const auto& [key, value] : i.frontend_attributes) kv.push_back(absl::StrCat(key, "=\"", Escape(value), "\""));
+    a.push_back(absl::StrCat("frontend_attributes={", absl::StrJoin(kv, ","), "}"));
+  }
   if (o.print_metadata && !i.metadata.empty())
     a.push_back(absl::StrCat("metadata={op_type=\"", Escape(i.metadata.op_type), "\" op_name=\"",
                              Escape(i.metadata.op_name), "\"}"));

@@ -217,6 +217,8 @@ wire::HloInstructionProto InstructionToProto(const Instruction& i) {
     p.mutable_metadata()->set_op_type(Utf8(i.metadata.op_type));
     p.mutable_metadata()->set_op_name(Utf8(i.metadata.op_name));
   }
+  for (const auto& [key, value] : i.frontend_attributes)
+    (*p.mutable_frontend_attributes()->mutable_map())[Utf8(key)] = Utf8(value);
   if (i.literal) *p.mutable_literal() = LiteralToProto(*i.literal);
   if (i.opcode() == Opcode::kParameter) p.set_parameter_number(i.parameter_number);
   if (i.opcode() == Opcode::kGetTupleElement) p.set_tuple_index(i.tuple_index);
@@ -442,6 +444,7 @@ absl::StatusOr<std::unique_ptr<Module>> FromProto(const wire::HloModuleProto& p)
       RETURN_IF_ERROR(Annotate(ReadAttributes(ip, i.get()), where));
       i->metadata.op_type = ip.metadata().op_type();
       i->metadata.op_name = ip.metadata().op_name();
+      for (const auto& [key, value] : ip.frontend_attributes().map()) i->frontend_attributes[key] = value;
       auto inferred = InferShape(*i);
       if (!inferred.ok()) return Annotate(inferred.status(), where);
       if (!inferred->Compatible(shape))
