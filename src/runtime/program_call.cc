@@ -15,7 +15,8 @@
 
 namespace xonnx {
 
-namespace {
+// Named, not anonymous: ModelRunner::Call, declared in a header, holds one.
+namespace program_call {
 
 // When the steps of one call were done, from the plugin's events: each
 // slot holds the steady clock's reading (ns) when the last event of its
@@ -63,6 +64,12 @@ struct CallTimeline : std::enable_shared_from_this<CallTimeline> {
     total.download_ms += (down - ex) * 1e-6;
   }
 };
+
+}  // namespace program_call
+
+using program_call::CallTimeline;
+
+namespace {
 
 // A call its bounds stopped (CANCELLED or DEADLINE_EXCEEDED from the
 // plugin while they hold): the call's own message, and where the plugin

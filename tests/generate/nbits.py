@@ -7,9 +7,12 @@ block stored as 4- or 8-bit unsigned integers with its own scale and
 (with --zero-points) its own zero point.
 
     nbits.py IN.onnx OUT.onnx [--bits 4] [--block 32] [--zero-points]
+                              [--accuracy-level 4]
 
 Without zero points the blocks are symmetric about the default zero point
-(8 for 4 bits, 128 for 8). Prints how many MatMuls it replaced.
+(8 for 4 bits, 128 for 8). --accuracy-level 4 lets the engine round the
+activation to int8 per block (onnxruntime-genai's default for the CPU).
+Prints how many MatMuls it replaced.
 """
 import argparse
 import sys
@@ -70,7 +73,7 @@ def dequantize(packed, scales, zbytes, bits, block, k):
     return w.reshape(n, blocks * block)[:, :k]
 
 
-def rewrite(model, bits=4, block=32, zero_points=False):
+def rewrite(model, bits=4, block=32, zero_points=False, accuracy_level=0):
     """Replaces the model's MatMuls by constant weights in place; returns
     how many."""
     g = model.graph
@@ -93,7 +96,8 @@ def rewrite(model, bits=4, block=32, zero_points=False):
         g.initializer.extend(new)
         dropped.add(node.input[1])
         nodes.append(helper.make_node("MatMulNBits", ins, list(node.output), name=(node.name or base) + "_nbits",
-                                      domain="com.microsoft", K=k, N=n, bits=bits, block_size=block))
+                                      domain="com.microsoft", K=k, N=n, bits=bits, block_size=block,
+                                      **({"accuracy_level": accuracy_level} if accuracy_level else {})))
         count += 1
     del g.node[:]
     g.node.extend(nodes)
@@ -113,11 +117,13 @@ def main():
     p.add_argument("--bits", type=int, choices=(4, 8), default=4)
     p.add_argument("--block", type=int, default=32, help="a power of two, at least 16 (default 32)")
     p.add_argument("--zero-points", action="store_true", help="asymmetric blocks with a zero point each")
+    p.add_argument("--accuracy-level", type=int, choices=(0, 1, 2, 3, 4), default=0,
+                   help="MatMulNBits's accuracy_level (4: int8 activations allowed)")
     a = p.parse_args()
     if a.block < 16 or a.block & (a.block - 1):
         sys.exit("--block must be a power of two of at least 16")
     m = onnx.load(a.input)
-    n = rewrite(m, a.bits, a.block, a.zero_points)
+    n = rewrite(m, a.bits, a.block, a.zero_points, a.accuracy_level)
     onnx.save(m, a.output)
     print(f"{n} MatMuls became MatMulNBits ({a.bits} bits, blocks of {a.block})")
 

@@ -42,10 +42,12 @@ struct Form {
   bool wrong_shift = false, swapped_nibbles = false;
   // 8 bits: the weights a constant, as constant folding leaves them (f32).
   bool folded = false;
+  // The dot allows an int8 activation (MatMulNBits at accuracy_level 4).
+  bool int8 = false;
   std::string Name() const {
     return absl::StrCat("bits", bits, "_block", block, "_k", k, "_n", n, "_rows", rows, "_zeros",
                         static_cast<int>(zeros), rank3 ? "_3d" : "", wrong_shift ? "_wrongshift" : "",
-                        swapped_nibbles ? "_swapped" : "", folded ? "_folded" : "");
+                        swapped_nibbles ? "_swapped" : "", folded ? "_folded" : "", int8 ? "_int8" : "");
   }
 };
 
@@ -122,7 +124,9 @@ std::unique_ptr<hlo::Module> Build(const Form& f, std::vector<Literal>* args) {
   hlo::DotDimensionNumbers dn;
   dn.lhs_contracting_dimensions = {xs.rank() - 1};
   dn.rhs_contracting_dimensions = {1};
-  auto comp = b.Build(b.Dot(x, w, dn));
+  Instruction* dot = b.Dot(x, w, dn);
+  if (f.int8) dot->frontend_attributes[hlo::kInt8ActivationsAttribute] = "true";
+  auto comp = b.Build(dot);
   EXPECT_TRUE(comp.ok()) << comp.status();
   m->set_entry(*comp);
   return m;
@@ -199,7 +203,9 @@ TEST(PackedProducts, TableMatchesTheEvaluator) {
     Literal got = RunNative(f, &want, &kinds);
     EXPECT_EQ(kinds["packed-matmul"], Planned()) << f.Name();
     // Nothing is left of the unpacking.
-    if (Planned()) EXPECT_EQ(kinds["concatenate"], 0) << f.Name();
+    if (Planned()) {
+      EXPECT_EQ(kinds["concatenate"], 0) << f.Name();
+    }
     ExpectClose(got, want, f);
   }
 }
@@ -279,6 +285,77 @@ TEST(PackedProducts, OtherUnpackingsRunAsWritten) {
     Literal got = RunNative(f, &want, &kinds);
     EXPECT_EQ(kinds["concatenate"], 1) << f.Name();
     ExpectClose(got, want, f);
+  }
+}
+
+// x [..., K] rounded as the int8 kernel rounds it, back in f32: each
+// block of `block` values of a row becomes round(v * 127 / max|v|) *
+// (max|v| / 127), the values whose exact product the kernel computes.
+Literal RoundedActivation(const Literal& x, int64_t k, int64_t block) {
+  Literal out = x;
+  float* v = out.data<float>();
+  for (int64_t lo = 0; lo < out.element_count(); lo += k)
+    for (int64_t b = lo; b < lo + k; b += block) {
+      const int64_t hi = std::min(lo + k, b + block);
+      float amax = 0;
+      for (int64_t i = b; i < hi; ++i) amax = std::max(amax, std::fabs(v[i]));
+      const float scale = amax / 127, inverse = amax > 0 ? 127 / amax : 0;
+      for (int64_t i = b; i < hi; ++i) v[i] = std::nearbyint(v[i] * inverse) * scale;
+    }
+  return out;
+}
+
+// A product that allows an int8 activation, on a CPU with AVX-512 VNNI and
+// fewer rows than the GEMM's 32, is the exact product of the rounded
+// activation (within the order of the sums) and differs from the exact one
+// of the activation as it is; other products stay exact.
+TEST(PackedProducts, Int8ActivationsGiveTheProductOfTheRoundedActivation) {
+  for (Form f : Table()) {
+    f.int8 = true;
+    std::vector<Literal> args;
+    std::unique_ptr<hlo::Module> m = Build(f, &args);
+    const bool rounded = CpuHasAvx512Vnni() && args[0].element_count() / f.k < 32;
+    std::vector<Literal> as_rounded = args;
+    if (rounded) as_rounded[0] = RoundedActivation(args[0], f.k, f.block);
+    auto want = eval::EvaluateModule(*m, as_rounded);
+    auto exact = eval::EvaluateModule(*m, args);
+    ASSERT_TRUE(want.ok() && exact.ok()) << f.Name();
+    std::map<std::string, int> kinds;
+    std::vector<Literal> got = CompileAndRun(std::move(m), args, &kinds);
+    ASSERT_EQ(got.size(), 1u) << f.Name();
+    EXPECT_EQ(kinds["packed-matmul"], Planned()) << f.Name();
+    ExpectClose(got[0], *want, f);
+    if (!rounded) continue;
+    int differ = 0;
+    for (int64_t i = 0; i < got[0].element_count(); ++i)
+      differ += std::fabs(got[0].data<float>()[i] - exact->data<float>()[i]) > 1e-4;
+    EXPECT_GT(differ, 0) << f.Name() << ": the activation was not rounded";
+  }
+}
+
+// An activation value that is not finite cannot be rounded: the call runs
+// the f32 kernel, and the NaNs and infinities are the program's.
+TEST(PackedProducts, Int8ActivationsThatAreNotFiniteAreTheProgramsValues) {
+  for (int bits : {4, 8}) {
+    Form f{bits, 32, 80, 20, 4, Zeros::kRunTime, false};
+    f.int8 = true;
+    std::vector<Literal> args;
+    std::unique_ptr<hlo::Module> m = Build(f, &args);
+    args[0].data<float>()[5] = std::nanf("");                                  // row 0
+    args[0].data<float>()[f.k + 70] = std::numeric_limits<float>::infinity();  // row 1
+    auto want = eval::EvaluateModule(*m, args);
+    ASSERT_TRUE(want.ok()) << want.status();
+    std::vector<Literal> got = CompileAndRun(std::move(m), args);
+    ASSERT_EQ(got.size(), 1u);
+    for (int64_t i = 0; i < got[0].element_count(); ++i) {
+      const float g = got[0].data<float>()[i], w = want->data<float>()[i];
+      EXPECT_EQ(std::isnan(g), std::isnan(w)) << f.Name() << " element " << i;
+      if (std::isfinite(w)) {
+        EXPECT_NEAR(g, w, 1e-3) << f.Name() << " element " << i;
+      } else if (!std::isnan(w)) {
+        EXPECT_EQ(g, w) << f.Name() << " element " << i;
+      }
+    }
   }
 }
 

@@ -88,6 +88,11 @@ absl::Status MatMulNBits(NodeContext& ctx) {
   dn.lhs_contracting_dimensions = {a->shape().rank() - 1};
   dn.rhs_contracting_dimensions = {1};
   Instruction* y = b.Dot(a, b.Convert(w, t), dn);
+  // accuracy_level 4 lets ONNX Runtime round A to int8 in blocks of
+  // block_size; the product says so, and a backend may do the same.
+  const int64_t accuracy = ctx.attr_i("accuracy_level", 0);
+  if (accuracy < 0 || accuracy > 4) return ctx.Error(absl::StrCat("accuracy_level must be 0 to 4; it is ", accuracy));
+  if (accuracy == 4) y->frontend_attributes[hlo::kInt8ActivationsAttribute] = "true";
   if (ctx.has_input(5)) {
     Instruction* bias = ctx.input(5);
     if (bias->shape().ElementCount() != n)

@@ -96,6 +96,8 @@ Instruction* Canonical(hlo::Computation* c, Instruction* dot) {
   nd->AppendOperand(a2);
   nd->AppendOperand(b2);
   nd->metadata = dot->metadata;
+  nd->precision = dot->precision;
+  nd->frontend_attributes = dot->frontend_attributes;
   if (nb) nd->dot_dnums.lhs_batch_dimensions = nd->dot_dnums.rhs_batch_dimensions = {0};
   nd->dot_dnums.lhs_contracting_dimensions = {nb + (a_transposed ? 0 : 1)};
   nd->dot_dnums.rhs_contracting_dimensions = {nb + (b_transposed ? 1 : 0)};

@@ -40,6 +40,10 @@ bool CpuHasAvx512Bw() {
   });
   return has;
 }
+bool CpuHasAvx512Vnni() {
+  static const bool has = Supports([] { return CpuHasAvx512Bw() && __builtin_cpu_supports("avx512vnni"); });
+  return has;
+}
 #else
 bool CpuHasAvx2() { return false; }
 bool CpuHasAvx2Fma() { return false; }
@@ -47,6 +51,7 @@ bool CpuHasAvx512() { return false; }
 bool CpuHasAvx2F16c() { return false; }
 bool CpuHasAvx512Vbmi() { return false; }
 bool CpuHasAvx512Bw() { return false; }
+bool CpuHasAvx512Vnni() { return false; }
 #endif
 
 }  // namespace xonnx::cpu

@@ -11,6 +11,7 @@ bool CpuHasAvx512();      // AVX-512 F
 bool CpuHasAvx2F16c();    // AVX2 and F16C (half-precision conversions)
 bool CpuHasAvx512Vbmi();  // AVX-512 F, BW and VBMI (byte permutes)
 bool CpuHasAvx512Bw();    // AVX-512 F, BW, VL and DQ (byte and mask loads, 128-bit forms)
+bool CpuHasAvx512Vnni();  // those and VNNI (8-bit dot products into 32-bit sums)
 
 }  // namespace xonnx::cpu
 

@@ -8,6 +8,8 @@
 // program's own dequantization computes); 8-bit weights convert and scale
 // in registers. The activation's rows are multiplied against each weight
 // row in 16 lanes and summed at the end.
+#include "backends/cpu/kernels/packed_dot.h"
+
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -17,10 +19,6 @@
 #include "backends/cpu/kernels/cpu_features.h"
 #include "backends/cpu/runtime/thunks.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#endif
-
 namespace xonnx::cpu {
 // A namespace of its own: the unity build compiles the kernels together.
 namespace packed_dot {
@@ -28,10 +26,6 @@ namespace {
 
 // Weights per chunk of 16 bytes: the unit the vector kernel reads.
 constexpr int64_t ChunkWeights(int bits) { return bits == 4 ? 32 : 16; }
-// Rows of the activation computed against one weight row at a time.
-constexpr int64_t kRowTile = 8;
-// Weight rows whose sums are reduced together (Reduce16).
-constexpr int64_t kGroup = 16;
 // Rows from which the product is oneDNN's GEMM on weights dequantized to
 // f32, kPanel weight rows at a time (a prompt's product: the vector
 // kernel spends a few instructions per weight on unpacking, which the
@@ -40,16 +34,6 @@ constexpr int64_t kGemmRows = 32;
 constexpr int64_t kPanel = 256;
 // Multiply-adds from which the weight rows are split between threads.
 constexpr int64_t kParallel = 1 << 16;
-
-struct Dims {
-  int bits;
-  int64_t block, blocks, n, k, rows;
-  int64_t row_bytes;  // one weight row's packed bytes: blocks * block * bits / 8
-  int64_t kp;         // the activation's padded row: whole chunks
-  int shift;          // chunk -> block: c >> shift (blocks of at least a chunk)
-  bool zeros;         // a zero point per block (else `zero` for all)
-  float zero;
-};
 
 // The portable kernel: every weight dequantized as the program would,
 // (q - zero) * scale, and multiplied in order.
@@ -76,7 +60,6 @@ void RowsPortable(const Dims& d, const float* x, const uint8_t* packed, const fl
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#define XONNX_PACKED_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
 // The activation rows for the vector kernel, padded with zeros to whole
 // chunks, in tiles of kRowTile rows: a tile holds chunk 0 of its rows,
@@ -226,64 +209,25 @@ XONNX_PACKED_AVX512 void Column(const Dims& d, const float* xp, const uint8_t* p
   }
 }
 
-// out[i] = the sum of v[i]'s 16 lanes, for 16 vectors at once: pairs,
-// then quadruples, are added lane by lane and interleaved, so that 45
-// instructions do the work of 16 separate reductions (about 10 each).
-XONNX_PACKED_AVX512 void Reduce16(const __m512* v, float* out) {
-  __m512 a[8], b[4];
-  for (int i = 0; i < 8; ++i)
-    a[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
-  for (int i = 0; i < 4; ++i)
-    b[i] = _mm512_add_ps(_mm512_shuffle_ps(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                         _mm512_shuffle_ps(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-  __m512 c0 = _mm512_add_ps(_mm512_shuffle_f32x4(b[0], b[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                            _mm512_shuffle_f32x4(b[0], b[1], _MM_SHUFFLE(3, 1, 3, 1)));
-  __m512 c1 = _mm512_add_ps(_mm512_shuffle_f32x4(b[2], b[3], _MM_SHUFFLE(2, 0, 2, 0)),
-                            _mm512_shuffle_f32x4(b[2], b[3], _MM_SHUFFLE(3, 1, 3, 1)));
-  _mm512_storeu_ps(out, _mm512_add_ps(_mm512_shuffle_f32x4(c0, c1, _MM_SHUFFLE(2, 0, 2, 0)),
-                                      _mm512_shuffle_f32x4(c0, c1, _MM_SHUFFLE(3, 1, 3, 1))));
-}
-
-// Weight rows [n0, n1) for every row of the activation, kGroup weight
-// rows at a time, whose sums are reduced together.
+// Weight rows [n0, n1) for every row of the activation.
 template <int kBits, bool kZeros>
 XONNX_PACKED_AVX512 void RowsOf(const Dims& d, const float* xp, const uint8_t* packed, const float* scales,
                                 const float* zeros, float* y, int64_t n0, int64_t n1) {
-  __m512 sums[kRowTile * kGroup];
-  for (int64_t r = 0; r < d.rows; r += kRowTile) {
-    const int64_t rows = std::min(kRowTile, d.rows - r);
-    for (int64_t g = n0; g < n1; g += kGroup) {
-      const int64_t count = std::min(kGroup, n1 - g);
-      // Columns past the last weight row are reduced too: zeros.
-      for (int64_t q = 0; q < rows; ++q)
-        for (int64_t i = count; i < kGroup; ++i) sums[q * kGroup + i] = _mm512_setzero_ps();
-      for (int64_t i = 0; i < count; ++i) {
-        const int64_t j = g + i;
-        const uint8_t* p = packed + j * d.row_bytes;
-        const float* sc = scales + j * d.blocks;
-        const float* zr = zeros ? zeros + j * d.blocks : nullptr;
-        __m512* out = sums + i;
-        // Column<R> for R rows of the tile, 1 to kRowTile.
-        using ColumnFn =
-            void (*)(const Dims&, const float*, const uint8_t*, const float*, const float*, __m512*, int64_t);
-        static constexpr ColumnFn kColumns[kRowTile + 1] = {nullptr,
-                                                            Column<1, kBits, kZeros>,
-                                                            Column<2, kBits, kZeros>,
-                                                            Column<3, kBits, kZeros>,
-                                                            Column<4, kBits, kZeros>,
-                                                            Column<5, kBits, kZeros>,
-                                                            Column<6, kBits, kZeros>,
-                                                            Column<7, kBits, kZeros>,
-                                                            Column<8, kBits, kZeros>};
-        kColumns[rows](d, xp, p, sc, zr, out, r);
-      }
-      for (int64_t q = 0; q < rows; ++q) {
-        float reduced[kGroup];
-        Reduce16(sums + q * kGroup, reduced);
-        std::memcpy(y + (r + q) * d.n + g, reduced, count * sizeof(float));
-      }
-    }
-  }
+  // Column<R> for R rows of a tile, 1 to kRowTile.
+  using ColumnFn = void (*)(const Dims&, const float*, const uint8_t*, const float*, const float*, __m512*, int64_t);
+  static constexpr ColumnFn kColumns[kRowTile + 1] = {nullptr,
+                                                      Column<1, kBits, kZeros>,
+                                                      Column<2, kBits, kZeros>,
+                                                      Column<3, kBits, kZeros>,
+                                                      Column<4, kBits, kZeros>,
+                                                      Column<5, kBits, kZeros>,
+                                                      Column<6, kBits, kZeros>,
+                                                      Column<7, kBits, kZeros>,
+                                                      Column<8, kBits, kZeros>};
+  ReduceColumns(d, y, n0, n1, [&](int64_t j, int64_t r0, int64_t rows, __m512* out) XONNX_PACKED_AVX512 {
+    kColumns[rows](d, xp, packed + j * d.row_bytes, scales + j * d.blocks, zeros ? zeros + j * d.blocks : nullptr, out,
+                   r0);
+  });
 }
 
 // Weight row `p` dequantized to f32 in order: out[0, kp), zeros past K.
@@ -348,7 +292,6 @@ void RowsAvx512(const Dims& d, const float* xp, const uint8_t* packed, const flo
 }
 
 bool UseAvx512() { return CpuHasAvx512Bw(); }
-#undef XONNX_PACKED_AVX512
 #pragma GCC diagnostic pop
 #else
 bool UseAvx512() { return false; }
@@ -359,6 +302,31 @@ void RowsAvx512(const Dims&, const float*, const uint8_t*, const float*, const f
 #endif
 
 }  // namespace
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// out[i] = the sum of v[i]'s 16 lanes, for 16 vectors at once: pairs,
+// then quadruples, are added lane by lane and interleaved, so that 45
+// instructions do the work of 16 separate reductions (about 10 each).
+XONNX_PACKED_AVX512 void Reduce16(const __m512* v, float* out) {
+  __m512 a[8], b[4];
+  for (int i = 0; i < 8; ++i)
+    a[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+  for (int i = 0; i < 4; ++i)
+    b[i] = _mm512_add_ps(_mm512_shuffle_ps(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  __m512 c0 = _mm512_add_ps(_mm512_shuffle_f32x4(b[0], b[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_f32x4(b[0], b[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  __m512 c1 = _mm512_add_ps(_mm512_shuffle_f32x4(b[2], b[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_f32x4(b[2], b[3], _MM_SHUFFLE(3, 1, 3, 1)));
+  _mm512_storeu_ps(out, _mm512_add_ps(_mm512_shuffle_f32x4(c0, c1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                      _mm512_shuffle_f32x4(c0, c1, _MM_SHUFFLE(3, 1, 3, 1))));
+}
+
+#pragma GCC diagnostic pop
+#endif
 }  // namespace packed_dot
 
 std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const ThunkIo& io, const PackedWeights& w) {
@@ -378,6 +346,7 @@ std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const Thunk
   while ((cw << d.shift) < w.block) ++d.shift;
   d.zeros = w.zeros != nullptr || w.zero_values != nullptr;
   d.zero = w.zero;
+  d.int8 = w.int8_activations;
   if (io.inputs.size() != 2u + (w.packed ? 1 : 0) + (w.zeros ? 1 : 0) || io.outputs.size() != 1) return std::nullopt;
   if (!w.packed && (!w.packed_values || w.packed_values->shape().element_type != hlo::U8 ||
                     w.packed_values->element_count() != w.n * d.row_bytes))
@@ -413,12 +382,19 @@ std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const Thunk
       return absl::OkStatus();
     }
     std::vector<float> prepared;
-    if (vector) {
+    std::vector<uint8_t> quantized;
+    if (d.int8) {
+      quantized.resize(Int8PreparedSize(d));
+      if (!Int8Prepare(d, x, quantized.data())) quantized.clear();  // not finite: the f32 kernel
+    }
+    if (vector && quantized.empty()) {
       prepared.resize(PreparedSize(d));
       PrepareRows(d, x, prepared.data());
     }
     auto part = [&](int64_t n0, int64_t n1) {
-      if (vector)
+      if (!quantized.empty())
+        Int8Rows(d, quantized.data(), packed, scales, zeros, y, n0, n1);
+      else if (vector)
         RowsAvx512(d, prepared.data(), packed, scales, zeros, y, n0, n1);
       else
         RowsPortable(d, x, packed, scales, zeros, y, n0, n1);

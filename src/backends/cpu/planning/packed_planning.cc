@@ -220,6 +220,8 @@ void PlanPackedProducts(Plan* plan) {
     std::vector<const Instruction*> chain;
     std::optional<PackedWeights> w = MatchPacked(dot->operand(1), &chain);
     if (!w) continue;
+    auto allowed = dot->frontend_attributes.find(hlo::kInt8ActivationsAttribute);
+    w->int8_activations = allowed != dot->frontend_attributes.end() && allowed->second == "true" && CpuHasAvx512Vnni();
     for (const Instruction* v : {w->packed, w->scales, w->zeros})
       if (v) pp.read.insert(v);
     pp.of[dot] = *w;

@@ -219,6 +219,9 @@ struct PackedWeights {
   float zero = 0;
   int bits = 4;
   int64_t block = 32, blocks = 0, n = 0, k = 0;
+  // Rows of fewer than 32 (a decoder's step) round the activation to int8
+  // per block (hlo::kInt8ActivationsAttribute; needs AVX-512 VNNI).
+  bool int8_activations = false;
 };
 
 // Whether the oneDNN matmul reads this view of a dot operand directly: at

@@ -1,0 +1,85 @@
+// What the two kernels of products by block-quantized weights share: the
+// product's dimensions, the walk over weight rows whose sums are reduced
+// 16 at a time, and the 8-bit-activation kernel's entry points
+// (packed_dot_int8.cc), which the f32 kernel's thunk (packed_dot.cc) calls
+// where the product allows it.
+#ifndef XONNX_BACKENDS_CPU_KERNELS_PACKED_DOT_H_
+#define XONNX_BACKENDS_CPU_KERNELS_PACKED_DOT_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
+namespace xonnx::cpu::packed_dot {
+
+struct Dims {
+  int bits;
+  int64_t block, blocks, n, k, rows;
+  int64_t row_bytes;  // one weight row's packed bytes: blocks * block * bits / 8
+  int64_t kp;         // the activation's padded row: whole chunks
+  int shift;          // chunk -> block: c >> shift (blocks of at least a chunk)
+  bool zeros;         // a zero point per block (else `zero` for all)
+  float zero;
+  bool int8;  // the activation may be rounded to 8 bits (packed_dot_int8.cc)
+};
+
+// Rows of the activation computed against one weight row at a time.
+constexpr int64_t kRowTile = 8;
+// Weight rows whose sums are reduced together (Reduce16).
+constexpr int64_t kGroup = 16;
+
+// The 8-bit-activation kernel, for products whose dot allows it
+// (hlo::kInt8ActivationsAttribute) on a CPU with AVX-512 VNNI: each block
+// of an activation row is rounded to int8 with a scale of its own (its
+// largest magnitude / 127), and each weight block's integers are multiplied
+// by those in 8-bit products summed in 32 bits (VPDPBUSD), then scaled
+// once per block: y = sum over blocks of scale_w * scale_x * sum((q_w -
+// zero) * q_x). The bytes Int8Prepare writes for `d.rows` rows.
+size_t Int8PreparedSize(const Dims& d);
+// False, writing nothing usable, when a value of x is not finite (the f32
+// kernel then gives the NaN or infinity it should) or the zero point all
+// blocks share is not a whole number.
+bool Int8Prepare(const Dims& d, const float* x, uint8_t* prepared);
+// y's columns [n0, n1) for every row.
+void Int8Rows(const Dims& d, const uint8_t* prepared, const uint8_t* packed, const float* scales, const float* zeros,
+              float* y, int64_t n0, int64_t n1);
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define XONNX_PACKED_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+
+// out[i] = the sum of v[i]'s 16 lanes, for 16 vectors at once.
+XONNX_PACKED_AVX512 void Reduce16(const __m512* v, float* out);
+
+// Weight rows [n0, n1) for every row of the activation, kGroup weight
+// rows at a time, whose sums are reduced together: column(j, r0, rows,
+// out) leaves weight row j's sums for activation rows [r0, r0 + rows)
+// in out[q * kGroup], q < rows, each a vector whose lanes add up to y.
+template <typename Column>
+XONNX_PACKED_AVX512 void ReduceColumns(const Dims& d, float* y, int64_t n0, int64_t n1, Column column) {
+  __m512 sums[kRowTile * kGroup];
+  for (int64_t r = 0; r < d.rows; r += kRowTile) {
+    const int64_t rows = std::min(kRowTile, d.rows - r);
+    for (int64_t g = n0; g < n1; g += kGroup) {
+      const int64_t count = std::min(kGroup, n1 - g);
+      // Columns past the last weight row are reduced too: zeros.
+      for (int64_t q = 0; q < rows; ++q)
+        for (int64_t i = count; i < kGroup; ++i) sums[q * kGroup + i] = _mm512_setzero_ps();
+      for (int64_t i = 0; i < count; ++i) column(g + i, r, rows, sums + i);
+      for (int64_t q = 0; q < rows; ++q) {
+        float reduced[kGroup];
+        Reduce16(sums + q * kGroup, reduced);
+        std::memcpy(y + (r + q) * d.n + g, reduced, count * sizeof(float));
+      }
+    }
+  }
+}
+#endif
+
+}  // namespace xonnx::cpu::packed_dot
+
+#endif  // XONNX_BACKENDS_CPU_KERNELS_PACKED_DOT_H_

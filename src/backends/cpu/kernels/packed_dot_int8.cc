@@ -1,0 +1,210 @@
+// Products by 4- and 8-bit block-quantized weights with the activation
+// rounded to 8 bits, where the product allows it (MatMulNBits at
+// accuracy_level 4, as ONNX Runtime computes it on the CPU). The f32
+// kernel (packed_dot.cc) spends about three vector instructions per 16
+// weights turning nibbles into floats, which a decode step cannot hide
+// behind its memory reads. Here the weights stay integers: one 64-byte
+// load holds 128 4-bit weights; a mask and a shift split the nibbles, and
+// VPDPBUSD multiplies them by the activation's int8 values, 4 products
+// summed per 32-bit lane: 2 instructions per 128 weights. Each lane's 8
+// (4-bit) or 4 (8-bit) weights lie in one block, so a lane's sum is scaled
+// once by its block's weight scale times the activation block's scale,
+// after its zero point's share (zero * the sum of the lane's activation
+// integers, prepared with them) is taken off.
+#include <cmath>
+#include <vector>
+
+#include "backends/cpu/kernels/packed_dot.h"
+
+namespace xonnx::cpu::packed_dot {
+// A namespace of its own: the unity build compiles the kernels together.
+namespace int8 {
+namespace {
+
+// Packed weight bytes per step of the kernel: one vector.
+constexpr int64_t kStepBytes = 64;
+// Weights per step: 128 of 4 bits, 64 of 8.
+constexpr int64_t StepWeights(int bits) { return kStepBytes * 8 / bits; }
+// An activation row's prepared bytes per step: its int8 values (for 4
+// bits, the even weights' 64 and then the odd ones', the order of the low
+// and high nibbles), then 16 lane terms (the zero point's share as int32,
+// or with zero points per block, the lane's sum as a float), then the 16
+// lanes' activation scales.
+constexpr int64_t StepPrepared(int bits) { return StepWeights(bits) + 64 + 64; }
+int64_t Steps(const Dims& d) { return (d.row_bytes + kStepBytes - 1) / kStepBytes; }
+int64_t RowStride(const Dims& d) { return Steps(d) * StepPrepared(d.bits); }
+
+}  // namespace
+}  // namespace int8
+
+size_t Int8PreparedSize(const Dims& d) { return static_cast<size_t>(d.rows * int8::RowStride(d)); }
+
+bool Int8Prepare(const Dims& d, const float* x, uint8_t* prepared) {
+  using namespace int8;  // NOLINT(build/namespaces): this file's own layout
+  const int64_t sw = StepWeights(d.bits), sp = StepPrepared(d.bits), per_lane = sw / 16;
+  const float zero = std::nearbyint(d.zero);
+  if (!d.zeros && zero != d.zero) return false;
+  std::memset(prepared, 0, Int8PreparedSize(d));
+  for (int64_t r = 0; r < d.rows; ++r) {
+    const float* row = x + r * d.k;
+    uint8_t* out = prepared + r * RowStride(d);
+    for (int64_t lo = 0; lo < d.k; lo += d.block) {
+      const int64_t hi = std::min(d.k, lo + d.block);
+      float amax = 0;
+      for (int64_t i = lo; i < hi; ++i) {
+        if (!std::isfinite(row[i])) return false;
+        amax = std::max(amax, std::fabs(row[i]));
+      }
+      const float scale = amax / 127, inverse = amax > 0 ? 127 / amax : 0;
+      for (int64_t i = lo; i < hi; ++i) {
+        const int v = std::clamp(static_cast<int>(std::nearbyint(row[i] * inverse)), -127, 127);
+        const int64_t o = i % sw, lane = o / per_lane;
+        uint8_t* step = out + i / sw * sp;
+        step[d.bits == 4 ? o % 2 * 64 + o / 2 : o] = static_cast<uint8_t>(static_cast<int8_t>(v));
+        int32_t sum;
+        std::memcpy(&sum, step + sw + lane * 4, 4);
+        sum += v;
+        std::memcpy(step + sw + lane * 4, &sum, 4);
+        std::memcpy(step + sw + 64 + lane * 4, &scale, 4);
+      }
+    }
+    // The lane sums become the zero point's share, or floats.
+    for (int64_t s = 0; s < Steps(d); ++s)
+      for (int64_t lane = 0; lane < 16; ++lane) {
+        uint8_t* term = out + s * sp + sw + lane * 4;
+        int32_t sum;
+        std::memcpy(&sum, term, 4);
+        if (d.zeros) {
+          const float f = static_cast<float>(sum);
+          std::memcpy(term, &f, 4);
+        } else {
+          const int32_t share = -static_cast<int32_t>(zero) * sum;
+          std::memcpy(term, &share, 4);
+        }
+      }
+  }
+  return true;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// GCC 12 warns that the "undefined" vectors its own AVX-512 intrinsics
+// pass as unused operands are uninitialized (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define XONNX_INT8_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+
+namespace int8 {
+namespace {
+
+// What every weight row's steps share, worked out once per call: for
+// blocks shorter than a step, how many a step holds and, per lane, which
+// of them its weights are in (m * (sw / 16) / block).
+struct Steps16 {
+  int64_t steps, per_step;
+  int block_shift;  // log2(block): blocks of a step or more start at s * sw >> block_shift
+  __m512i which;
+};
+
+template <int kBits>
+XONNX_INT8_AVX512 Steps16 StepsOf(const Dims& d) {
+  constexpr int64_t sw = StepWeights(kBits);
+  Steps16 t{Steps(d), d.block < sw ? sw / d.block : 0, 0, _mm512_setzero_si512()};
+  while ((int64_t{1} << t.block_shift) < d.block) ++t.block_shift;
+  alignas(64) int32_t lane_block[16];
+  for (int m = 0; m < 16; ++m) lane_block[m] = t.per_step ? static_cast<int32_t>(m * (sw / 16) / d.block) : 0;
+  t.which = _mm512_load_si512(lane_block);
+  return t;
+}
+
+// Weight row `p` against activation rows [0, R) of `x` (the first row's
+// prepared bytes; the others follow every `stride`): each row's sums
+// go to sums[r * kGroup].
+template <int R, int kBits, bool kZeros>
+XONNX_INT8_AVX512 void Column(const Dims& d, const Steps16& t, const uint8_t* x, int64_t stride, const uint8_t* p,
+                              const float* sc, const float* zr, __m512* sums) {
+  constexpr int64_t sw = StepWeights(kBits), sp = StepPrepared(kBits);
+  const int64_t per_step = t.per_step, steps = t.steps;
+  const __m512i which = t.which;
+  const __m512i nibble = _mm512_set1_epi8(15);
+  __m512 acc[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < steps; ++s) {
+    const int64_t left = d.row_bytes - s * kStepBytes;
+    const __m512i w = left >= kStepBytes ? _mm512_loadu_si512(p + s * kStepBytes)
+                                         : _mm512_maskz_loadu_epi8((__mmask64{1} << left) - 1, p + s * kStepBytes);
+    __m512i lo = w, hi = w;
+    if constexpr (kBits == 4) {
+      lo = _mm512_and_si512(w, nibble);
+      hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), nibble);
+    }
+    __m512 ws, wz = _mm512_setzero_ps();
+    if (per_step) {
+      const int64_t b0 = s * per_step;
+      const __mmask16 have = static_cast<__mmask16>((1u << std::min(per_step, d.blocks - b0)) - 1);
+      ws = _mm512_permutexvar_ps(which, _mm512_maskz_loadu_ps(have, sc + b0));
+      if constexpr (kZeros) wz = _mm512_permutexvar_ps(which, _mm512_maskz_loadu_ps(have, zr + b0));
+    } else {
+      const int64_t b = s * sw >> t.block_shift;
+      ws = _mm512_set1_ps(sc[b]);
+      if constexpr (kZeros) wz = _mm512_set1_ps(zr[b]);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* step = x + r * stride + s * sp;
+      __m512i a = kZeros ? _mm512_setzero_si512() : _mm512_loadu_si512(step + sw);
+      a = _mm512_dpbusd_epi32(a, lo, _mm512_loadu_si512(step));
+      if constexpr (kBits == 4) a = _mm512_dpbusd_epi32(a, hi, _mm512_loadu_si512(step + 64));
+      __m512 f = _mm512_cvtepi32_ps(a);
+      if constexpr (kZeros) f = _mm512_fnmadd_ps(wz, _mm512_loadu_ps(step + sw), f);
+      acc[r] = _mm512_fmadd_ps(f, _mm512_mul_ps(ws, _mm512_loadu_ps(step + sw + 64)), acc[r]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) sums[r * kGroup] = acc[r];
+}
+
+template <int kBits, bool kZeros>
+XONNX_INT8_AVX512 void RowsOf(const Dims& d, const uint8_t* x, const uint8_t* packed, const float* scales,
+                              const float* zeros, float* y, int64_t n0, int64_t n1) {
+  // Column<R> for R rows of a tile, 1 to kRowTile.
+  using ColumnFn = void (*)(const Dims&, const Steps16&, const uint8_t*, int64_t, const uint8_t*, const float*,
+                            const float*, __m512*);
+  static constexpr ColumnFn kColumns[kRowTile + 1] = {nullptr,
+                                                      Column<1, kBits, kZeros>,
+                                                      Column<2, kBits, kZeros>,
+                                                      Column<3, kBits, kZeros>,
+                                                      Column<4, kBits, kZeros>,
+                                                      Column<5, kBits, kZeros>,
+                                                      Column<6, kBits, kZeros>,
+                                                      Column<7, kBits, kZeros>,
+                                                      Column<8, kBits, kZeros>};
+  const int64_t stride = RowStride(d);
+  const Steps16 t = StepsOf<kBits>(d);
+  ReduceColumns(d, y, n0, n1, [&](int64_t j, int64_t r0, int64_t rows, __m512* out) XONNX_INT8_AVX512 {
+    kColumns[rows](d, t, x + r0 * stride, stride, packed + j * d.row_bytes, scales + j * d.blocks,
+                   zeros ? zeros + j * d.blocks : nullptr, out);
+  });
+}
+
+}  // namespace
+}  // namespace int8
+
+void Int8Rows(const Dims& d, const uint8_t* prepared, const uint8_t* packed, const float* scales, const float* zeros,
+              float* y, int64_t n0, int64_t n1) {
+  if (d.bits == 4)
+    zeros ? int8::RowsOf<4, true>(d, prepared, packed, scales, zeros, y, n0, n1)
+          : int8::RowsOf<4, false>(d, prepared, packed, scales, zeros, y, n0, n1);
+  else
+    zeros ? int8::RowsOf<8, true>(d, prepared, packed, scales, zeros, y, n0, n1)
+          : int8::RowsOf<8, false>(d, prepared, packed, scales, zeros, y, n0, n1);
+}
+
+#undef XONNX_INT8_AVX512
+#pragma GCC diagnostic pop
+#else
+void Int8Rows(const Dims&, const uint8_t*, const uint8_t*, const float*, const float*, float*, int64_t, int64_t) {}
+#endif
+
+}  // namespace xonnx::cpu::packed_dot
