@@ -17,6 +17,7 @@
 #include "backends/cpu/canonicalization/axis_maps.h"
 #include "backends/cpu/canonicalization/conv_canonicalization.h"
 #include "backends/cpu/canonicalization/dot_canonicalization.h"
+#include "backends/cpu/canonicalization/dot_of_concatenate.h"
 #include "backends/cpu/canonicalization/layout_pass.h"
 #include "backends/cpu/canonicalization/position_constants.h"
 #include "backends/cpu/canonicalization/precision_pass.h"
@@ -175,6 +176,9 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(std::unique_ptr<
     ConvCanonicalization convs;
     RETURN_IF_ERROR(convs.Run(module.get()).status());
     dump(convs.name());
+    DotOfConcatenate concatenated;
+    RETURN_IF_ERROR(concatenated.Run(module.get()).status());
+    dump(concatenated.name());
     AxisMaps axis_maps;
     RETURN_IF_ERROR(axis_maps.Run(module.get()).status());
     dump(axis_maps.name());
