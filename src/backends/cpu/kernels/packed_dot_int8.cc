@@ -23,6 +23,8 @@ namespace {
 
 // Packed weight bytes per step of the kernel: one vector.
 constexpr int64_t kStepBytes = 64;
+// How far ahead of the step the weights are prefetched.
+constexpr int64_t kPrefetchBytes = 4096;
 // Weights per step: 128 of 4 bits, 64 of 8.
 constexpr int64_t StepWeights(int bits) { return kStepBytes * 8 / bits; }
 // An activation row's prepared bytes per step: its int8 values (for 4
@@ -131,6 +133,9 @@ XONNX_INT8_AVX512 void Column(const Dims& d, const Steps16& t, const uint8_t* x,
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t s = 0; s < steps; ++s) {
+    // The weights 64 steps on (the next rows', past this row's end):
+    // a decode step streams them from memory once.
+    _mm_prefetch(reinterpret_cast<const char*>(p + s * kStepBytes + kPrefetchBytes), _MM_HINT_T0);
     const int64_t left = d.row_bytes - s * kStepBytes;
     const __m512i w = left >= kStepBytes ? _mm512_loadu_si512(p + s * kStepBytes)
                                          : _mm512_maskz_loadu_epi8((__mmask64{1} << left) - 1, p + s * kStepBytes);
