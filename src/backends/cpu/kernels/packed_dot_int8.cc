@@ -36,6 +36,16 @@ constexpr int64_t StepPrepared(int bits) { return StepWeights(bits) + 64 + 64; }
 int64_t Steps(const Dims& d) { return (d.row_bytes + kStepBytes - 1) / kStepBytes; }
 int64_t RowStride(const Dims& d) { return Steps(d) * StepPrepared(d.bits); }
 
+// v rounded to the nearest integer, ties to even (as nearbyint in the
+// default rounding mode), for |v| < 2^22: added to 1.5 * 2^23, v's integer
+// part is the sum's low mantissa bits. A library call per value otherwise.
+inline int RoundHalfEven(float v) {
+  const float t = v + 12582912.0f;
+  int32_t bits;
+  std::memcpy(&bits, &t, 4);
+  return bits - 0x4B400000;
+}
+
 }  // namespace
 }  // namespace int8
 
@@ -43,47 +53,52 @@ size_t Int8PreparedSize(const Dims& d) { return static_cast<size_t>(d.rows * int
 
 bool Int8Prepare(const Dims& d, const float* x, uint8_t* prepared) {
   using namespace int8;  // NOLINT(build/namespaces): this file's own layout
-  const int64_t sw = StepWeights(d.bits), sp = StepPrepared(d.bits), per_lane = sw / 16;
+  const int64_t sw = StepWeights(d.bits), sp = StepPrepared(d.bits);
+  const int lane_shift = d.bits == 4 ? 3 : 2;  // a lane holds sw / 16 weights: 8 or 4
   const float zero = std::nearbyint(d.zero);
   if (!d.zeros && zero != d.zero) return false;
   std::memset(prepared, 0, Int8PreparedSize(d));
+  std::vector<float> scale(d.blocks), inverse(d.blocks);
+  int block_shift = 0;  // blocks are powers of two
+  while ((int64_t{1} << block_shift) < d.block) ++block_shift;
   for (int64_t r = 0; r < d.rows; ++r) {
     const float* row = x + r * d.k;
     uint8_t* out = prepared + r * RowStride(d);
-    for (int64_t lo = 0; lo < d.k; lo += d.block) {
-      const int64_t hi = std::min(d.k, lo + d.block);
+    // Each block's scale; a NaN or an infinity anywhere makes `poison` a NaN.
+    float poison = 0;
+    for (int64_t b = 0; b < d.blocks; ++b) {
       float amax = 0;
-      for (int64_t i = lo; i < hi; ++i) {
-        if (!std::isfinite(row[i])) return false;
+      for (int64_t i = b * d.block; i < std::min(d.k, (b + 1) * d.block); ++i) {
         amax = std::max(amax, std::fabs(row[i]));
+        poison += row[i] * 0.0f;
       }
-      const float scale = amax / 127, inverse = amax > 0 ? 127 / amax : 0;
-      for (int64_t i = lo; i < hi; ++i) {
-        const int v = std::clamp(static_cast<int>(std::nearbyint(row[i] * inverse)), -127, 127);
-        const int64_t o = i % sw, lane = o / per_lane;
-        uint8_t* step = out + i / sw * sp;
-        step[d.bits == 4 ? o % 2 * 64 + o / 2 : o] = static_cast<uint8_t>(static_cast<int8_t>(v));
-        int32_t sum;
-        std::memcpy(&sum, step + sw + lane * 4, 4);
-        sum += v;
-        std::memcpy(step + sw + lane * 4, &sum, 4);
-        std::memcpy(step + sw + 64 + lane * 4, &scale, 4);
-      }
+      scale[b] = amax / 127;
+      inverse[b] = amax > 0 ? 127 / amax : 0;
     }
-    // The lane sums become the zero point's share, or floats.
-    for (int64_t s = 0; s < Steps(d); ++s)
-      for (int64_t lane = 0; lane < 16; ++lane) {
-        uint8_t* term = out + s * sp + sw + lane * 4;
-        int32_t sum;
-        std::memcpy(&sum, term, 4);
+    if (poison != 0) return false;  // NaN compares unequal
+    for (int64_t s = 0; s * sw < d.k; ++s) {
+      uint8_t* step = out + s * sp;
+      int32_t sums[16] = {};
+      float lane_scale[16] = {};
+      for (int64_t i = s * sw; i < std::min(d.k, (s + 1) * sw); ++i) {
+        const int64_t o = i - s * sw, b = i >> block_shift, lane = o >> lane_shift;
+        const int v = RoundHalfEven(row[i] * inverse[b]);  // within [-127, 127]: |x| <= amax
+        step[d.bits == 4 ? o % 2 * 64 + o / 2 : o] = static_cast<uint8_t>(static_cast<int8_t>(v));
+        sums[lane] += v;
+        lane_scale[lane] = scale[b];
+      }
+      // The lane sums as the zero point's share, or as floats.
+      for (int lane = 0; lane < 16; ++lane) {
         if (d.zeros) {
-          const float f = static_cast<float>(sum);
-          std::memcpy(term, &f, 4);
+          const float f = static_cast<float>(sums[lane]);
+          std::memcpy(step + sw + lane * 4, &f, 4);
         } else {
-          const int32_t share = -static_cast<int32_t>(zero) * sum;
-          std::memcpy(term, &share, 4);
+          const int32_t share = -static_cast<int32_t>(zero) * sums[lane];
+          std::memcpy(step + sw + lane * 4, &share, 4);
         }
       }
+      std::memcpy(step + sw + 64, lane_scale, sizeof(lane_scale));
+    }
   }
   return true;
 }
