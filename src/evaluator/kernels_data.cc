@@ -97,6 +97,7 @@ void Concatenate(const Instruction& in, absl::Span<const void* const> ops, void*
   int64_t offset = 0;
   for (int64_t k = 0; k < in.operand_count(); ++k) {
     int64_t row = in.operand(k)->shape().dims[dim] * inner * w;
+    if (row == 0) continue;  // an empty operand's buffer may be null
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(static_cast<char*>(out) + o * out_row + offset, static_cast<const char*>(ops[k]) + o * row, row);
     offset += row;
