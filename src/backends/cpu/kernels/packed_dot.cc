@@ -183,9 +183,9 @@ XONNX_PACKED_AVX512 void Column(const Dims& d, const float* xp, const uint8_t* p
   if (d.block >= cw) {
     const __m512 iota_less_zero = IotaLessZero(d);
     auto step = [&](int64_t c, __m512 * l, __m512 * h) XONNX_PACKED_AVX512 __attribute__((always_inline)) {
-      // The weights 256 chunks on (the next rows', past this row's end):
+      // The weights kPrefetchBytes on (the next rows', past this row's end):
       // a decode step streams them from memory once.
-      _mm_prefetch(reinterpret_cast<const char*>(p + c * 16 + 4096), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + c * 16 + kPrefetchBytes), _MM_HINT_T0);
       __m512 w_lo, w_hi;
       ChunkWeightsFast<kBits, kZeros>(d, p, sc, zr, c, iota_less_zero, &w_lo, &w_hi);
       Accumulate<R, kBits>(w_lo, w_hi, x + c * kRowTile * cw, l, h);

@@ -32,6 +32,8 @@ struct Dims {
 constexpr int64_t kRowTile = 8;
 // Weight rows whose sums are reduced together (Reduce16).
 constexpr int64_t kGroup = 16;
+// How far ahead of what they read both kernels prefetch the weights.
+constexpr int64_t kPrefetchBytes = 4096;
 
 // The 8-bit-activation kernel, for products whose dot allows it
 // (hlo::kInt8ActivationsAttribute) on a CPU with AVX-512 VNNI: each block

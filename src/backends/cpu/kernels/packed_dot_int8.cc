@@ -23,8 +23,6 @@ namespace {
 
 // Packed weight bytes per step of the kernel: one vector.
 constexpr int64_t kStepBytes = 64;
-// How far ahead of the step the weights are prefetched.
-constexpr int64_t kPrefetchBytes = 4096;
 // Weights per step: 128 of 4 bits, 64 of 8.
 constexpr int64_t StepWeights(int bits) { return kStepBytes * 8 / bits; }
 // An activation row's prepared bytes per step: its int8 values (for 4
