@@ -334,7 +334,8 @@ std::vector<Case> Cases() {
          two.rhs_contracting_dimensions = {0, 1};
          return b.Tuple({b.Dot(p[0], p[1], DotDims(3, 1)), b.Dot(p[2], p[3], two), b.Dot(p[4], p[5], DotDims(1, 0))});
        },
-       {{"dnnl-matmul", 3}, {"transpose", 1}}},
+       // The product of [6, 3] rows per batch runs on the small-dot kernel.
+       {{"dnnl-matmul", 2}, {"small-dot", 1}, {"transpose", 1}}},
       // Two fire modules (SqueezeNet's form) with a max pool between them:
       // the squeeze convolution's result, both expand branches (the 3x3 one
       // too, on Winograd's algorithm), their concatenation and the pool
@@ -653,7 +654,7 @@ std::vector<Case> Cases() {
       // column counts that leave a partial panel and groups of panels, and
       // one large enough to split between threads.
       // (The rank-1 row is reshaped to [1, 70] by dot canonicalization, and
-      // oneDNN reads that reshape of the parameter in place.)
+      // the small-dot kernel reads that reshape of the parameter in place.)
       {"matrix_vector_products",
        {Shape(F32, {1, 130}), Shape(F32, {3, 70}), Shape(F32, {70}), Shape(F32, {2, 600})},
        [](Builder& b, auto p) {
@@ -663,7 +664,7 @@ std::vector<Case> Cases() {
          return b.Tuple({b.Dot(p[0], w1, DotDims(1, 0)), b.Dot(p[1], w2, DotDims(1, 1)), b.Dot(p[2], w2, DotDims(0, 1)),
                          b.Dot(p[3], w3, DotDims(1, 0))});
        },
-       {{"dnnl-matmul", 1}, {"gemv", 3}}},
+       {{"gemv", 3}, {"small-dot", 1}}},
       {"two_biased_dots_summed",
        {Shape(F32, {3, 4}), Shape(F32, {5, 4}), Shape(F32, {3, 5}), Shape(F32, {5, 5}), Shape(F32, {10})},
        [](Builder& b, auto p) {
@@ -675,10 +676,10 @@ std::vector<Case> Cases() {
          hr = b.Binary(Opcode::kAdd, hr, b.Broadcast(b.Slice(p[4], {5}, {10}, {1}), {3, 5}, {1}));
          return b.Unary(Opcode::kTanh, b.Binary(Opcode::kAdd, xw, hr));
        },
-       // The second product takes the first as its residual and the tanh as
-       // a post-op; the biases are computed slices the arena must keep
-       // until the products run.
-       {{"dnnl-matmul", 2}, {"slice", 2}}},
+       // Products of 3 rows by weights known at run time run on the
+       // small-dot kernel, the biases and tanh in fused loops after them;
+       // the biases are computed slices the arena must keep until they run.
+       {{"fusion", 2}, {"slice", 2}, {"small-dot", 2}}},
       {"attention_heads_read_in_place",
        {Shape(F32, {8, 1, 48})},
        [](Builder& b, auto p) {
@@ -732,7 +733,7 @@ std::vector<Case> Cases() {
          auto* w = b.Unary(Opcode::kNegate, b.Unary(Opcode::kTanh, p[1]));
          return b.Dot(t, w, d);
        },
-       {{"dnnl-matmul", 1}, {"fusion", 2}}},
+       {{"fusion", 2}, {"small-dot", 1}}},
       // Slices that only fusions read are read in place from their
       // operand's buffer (contiguous, offset and strided), never stored.
       {"slices_read_in_place",
@@ -849,7 +850,9 @@ std::vector<Case> Cases() {
          auto* s = b.Unary(Opcode::kLogistic, b.Binary(Opcode::kAdd, c2, p[4]));
          return b.Binary(Opcode::kMultiply, p[0], b.Broadcast(s, {1, 16, 5, 5}, {1}));
        },
-       {{"dnnl-matmul", 2}, {"fusion", 2}, {"reduce", 1}}},
+       // One row by weights known at run time: the small-dot kernel, each
+       // product's bias and activation a fused loop after it.
+       {{"fusion", 4}, {"reduce", 1}, {"small-dot", 2}}},
       // Leading dims reduced (a global pool in channels-last order): column
       // blocks with a narrow tail, and rows split into parts of odd length.
       {"reduce_leading_dims",

@@ -53,6 +53,12 @@ MakerResult Gemv(const EmitContext& ctx, const Instruction& i, const ThunkIo& io
   return MakeGemvThunk(i, io);
 }
 
+// A few rows per batch by a matrix known only at run time (a decoder
+// step's attention), read in place through the views planned for it.
+MakerResult SmallDot(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
+  return MakeSmallDotThunk(i, io, ctx.plan.ViewsOf(&i));
+}
+
 // An integer product the planner put on oneDNN's 8-bit primitives: its
 // widened operands were never computed, so no other kernel can run it.
 MakerResult DnnlInteger(const EmitContext& ctx, const Instruction& i, const ThunkIo& io) {
@@ -171,6 +177,7 @@ const std::vector<KernelRow>& Rows() {
         {"dnnl-int8-matmul", DnnlInteger},
         {"sparse-dot", SparseDot},
         {"gemv", Gemv},
+        {"small-dot", SmallDot},
         {"dnnl-matmul", DnnlMatmul},
         {"dot", Compute},
         kReference}},

@@ -31,40 +31,6 @@ struct DotState {
 
 }  // namespace
 
-namespace {
-
-// A dot in oneDNN's terms: C[batch, m, n] = A[batch, m, k] · B[batch, k, n],
-// with A and B each stored transposed or not.
-struct DotForm {
-  int64_t batch = 1, m = 0, k = 0, n = 0;
-  bool ta = false, tb = false;  // A stored [k, m]; B stored [n, k]
-};
-
-// The form of a dot whose result has element type `type`.
-std::optional<DotForm> DotFormOf(const hlo::Instruction& in, hlo::PrimitiveType type) {
-  if (in.opcode() != hlo::Opcode::kDot || in.shape().element_type != type) return std::nullopt;
-  const auto& d = in.dot_dnums;
-  const hlo::Shape& as = in.operand(0)->shape();
-  const hlo::Shape& bs = in.operand(1)->shape();
-  int64_t nb = d.lhs_batch_dimensions.size();
-  if (d.lhs_contracting_dimensions.size() != 1 || as.rank() != nb + 2 || bs.rank() != nb + 2) return std::nullopt;
-  for (int64_t i = 0; i < nb; ++i)
-    if (d.lhs_batch_dimensions[i] != i || d.rhs_batch_dimensions[i] != i) return std::nullopt;
-  int64_t lc = d.lhs_contracting_dimensions[0], rc = d.rhs_contracting_dimensions[0];
-  if (lc < nb || rc < nb) return std::nullopt;
-  DotForm f;
-  for (int64_t i = 0; i < nb; ++i) f.batch *= as.dims[i];
-  f.ta = lc == nb;
-  f.tb = rc == nb + 1;
-  f.m = as.dims[f.ta ? nb + 1 : nb];
-  f.k = as.dims[lc];
-  f.n = bs.dims[f.tb ? nb : nb + 1];
-  if (in.shape().ElementCount() == 0 || f.k == 0) return std::nullopt;
-  return f;
-}
-
-}  // namespace
-
 std::optional<int64_t> DnnlDotColumns(const hlo::Instruction& in) {
   auto f = DotFormOf(in, hlo::F32);
   if (!f) return std::nullopt;

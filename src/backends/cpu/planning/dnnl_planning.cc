@@ -195,8 +195,11 @@ void PlanEpilogues(const CompileOptions& options, Plan* plan) {
       // An interpolation matrix's product reads only its nonzeros
       // (sparse-dot), far less than oneDNN's dense product.
       // A product by packed weights reads its operand row-major and adds
-      // its bias in a fused loop after it, as the gemv kernel does.
-      if (!columns || GemvTakes(*c) || SparseDotTakes(*c) || plan->packed_products.of.contains(c)) continue;
+      // its bias in a fused loop after it, as the gemv kernel does; so
+      // does a product of a few rows by a matrix known at run time
+      // (small-dot: a decoder step's attention).
+      if (!columns || GemvTakes(*c) || SparseDotTakes(*c) || SmallDotTakes(*c) || plan->packed_products.of.contains(c))
+        continue;
     } else {
       continue;
     }

@@ -140,6 +140,19 @@ bool DnnlConvEligible(const hlo::Instruction& instr);
 // The same forms of an s32 convolution (an integer product).
 bool DnnlIntegerConvEligible(const hlo::Instruction& instr);
 
+// A dot in matrix terms (oneDNN's, and the small-dot kernel's):
+// C[batch, m, n] = A[batch, m, k] . B[batch, k, n], each operand
+// [batch..., rows, cols] with its batch dims leading, A stored [k, m] when
+// `ta`, B stored [n, k] when `tb`.
+struct DotForm {
+  int64_t batch = 1, m = 0, k = 0, n = 0;
+  bool ta = false, tb = false;
+};
+// The form of a dot whose result has element type `type` (one contracting
+// dim, batch dims leading in order, no empty result or contraction), or
+// nullopt (kernels/dot_form.cc).
+std::optional<DotForm> DotFormOf(const hlo::Instruction& dot, hlo::PrimitiveType type);
+
 // Whether a dot has a form the oneDNN thunk handles (f32, one contracting
 // dim, leading batch dims, each operand [batch..., rows, cols] in either
 // order), and its output's column count when it does.
@@ -324,6 +337,16 @@ std::optional<Thunk> MakeDataMoveThunk(const hlo::Instruction& instr, const Thun
 constexpr int64_t kGemvMaxRows = 4;
 bool GemvTakes(const hlo::Instruction& dot);
 std::optional<Thunk> MakeGemvThunk(const hlo::Instruction& instr, const ThunkIo& io);
+
+// A product of at most kSmallDotMaxRows rows per batch by a matrix known
+// only at run time (small_dot.cc; kind "small-dot"): a decoder step's
+// attention, Q . K^T and P . V of one new token per head, where oneDNN's
+// fixed cost per call exceeded the product's own time. f32 in DotFormOf's
+// form; either operand may be read through a view of any strides. The
+// planner gives such a dot no oneDNN epilogue (SmallDotTakes).
+constexpr int64_t kSmallDotMaxRows = 4;
+bool SmallDotTakes(const hlo::Instruction& dot);
+std::optional<Thunk> MakeSmallDotThunk(const hlo::Instruction& dot, const ThunkIo& io, const DotViews& views);
 
 // A product of f32 rows by 4- or 8-bit block-quantized weights read as
 // they are stored (packed_dot.cc; kind "packed-matmul"): dot(x [..., K],
