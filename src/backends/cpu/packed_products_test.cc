@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/kernels/cpu_features.h"
+#include "backends/cpu/kernels/packed_dot.h"
 #include "backends/cpu/runtime/executable.h"
 #include "evaluator/evaluator.h"
 #include "hlo/builder.h"
@@ -357,6 +358,56 @@ TEST(PackedProducts, Int8ActivationsThatAreNotFiniteAreTheProgramsValues) {
       }
     }
   }
+}
+
+// The vector preparation of an int8 activation writes the reference's
+// bytes exactly (values, lane terms, lane scales, and the zeros past the
+// row): 4 and 8 bits, blocks of 16 to 256, K whole or ending inside a
+// block, lane or step, 1 to 3 rows, zero points per block or one for all,
+// and values at exact ties of the rounding. A NaN or an infinity, and a
+// zero point for all that is not a whole number, are refused by both. On
+// a CPU without AVX-512 VNNI, Int8Prepare is the reference itself.
+TEST(PackedProducts, Int8PreparationMatchesTheReferenceByteForByte) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (int bits : {4, 8})
+    for (int64_t block : {16, 32, 64, 256})
+      for (int64_t k : {block, block * 3 - 5, block * 2 + 9, int64_t{7}, block * 5 + 1, int64_t{300}})
+        for (int64_t rows : {1, 3})
+          for (bool zeros : {false, true}) {
+            packed_dot::Dims d{};
+            d.bits = bits;
+            d.block = block;
+            d.blocks = (k + block - 1) / block;
+            d.k = k;
+            d.rows = rows;
+            d.n = 1;
+            d.row_bytes = d.blocks * block * bits / 8;
+            d.zeros = zeros;
+            d.zero = bits == 4 ? 8 : 128;
+            d.int8 = true;
+            std::vector<float> x(rows * k);
+            for (float& v : x) v = dist(rng);
+            // Ties: a block whose largest magnitude is 127 has scale 1.
+            x[0] = 127;
+            for (int64_t i = 1; i < std::min<int64_t>(k, block); i += 3) x[i] = std::floor(x[i] * 20) + 0.5f;
+            const std::string name =
+                absl::StrCat("bits", bits, "_block", block, "_k", k, "_rows", rows, "_zeros", zeros);
+            std::vector<uint8_t> got(packed_dot::Int8PreparedSize(d), 0xAB), want(got.size(), 0xCD);
+            ASSERT_TRUE(packed_dot::Int8Prepare(d, x.data(), got.data())) << name;
+            ASSERT_TRUE(packed_dot::Int8PrepareReference(d, x.data(), want.data())) << name;
+            for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << name << " byte " << i;
+            x[rows * k - 1] = std::numeric_limits<float>::infinity();
+            EXPECT_FALSE(packed_dot::Int8Prepare(d, x.data(), got.data())) << name;
+            EXPECT_FALSE(packed_dot::Int8PrepareReference(d, x.data(), want.data())) << name;
+            x[rows * k - 1] = 0;
+            x[0] = std::nanf("");
+            EXPECT_FALSE(packed_dot::Int8Prepare(d, x.data(), got.data())) << name;
+            x[0] = 1;
+            d.zero = 8.5f;
+            EXPECT_EQ(packed_dot::Int8Prepare(d, x.data(), got.data()), zeros) << name;
+            EXPECT_EQ(packed_dot::Int8PrepareReference(d, x.data(), want.data()), zeros) << name;
+          }
 }
 
 }  // namespace

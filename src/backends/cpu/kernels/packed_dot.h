@@ -47,6 +47,10 @@ size_t Int8PreparedSize(const Dims& d);
 // kernel then gives the NaN or infinity it should) or the zero point all
 // blocks share is not a whole number.
 bool Int8Prepare(const Dims& d, const float* x, uint8_t* prepared);
+// The same bytes computed one value at a time: the definition the vector
+// preparation must match byte for byte (tested), and the preparation where
+// AVX-512 VNNI is missing.
+bool Int8PrepareReference(const Dims& d, const float* x, uint8_t* prepared);
 // y's columns [n0, n1) for every row.
 void Int8Rows(const Dims& d, const uint8_t* prepared, const uint8_t* packed, const float* scales, const float* zeros,
               float* y, int64_t n0, int64_t n1);
