@@ -485,4 +485,14 @@ absl::StatusOr<Shape> InferShape(const Instruction& in) {
   return Err(absl::StrCat("no shape inference for ", OpcodeName(op)));
 }
 
+std::vector<int64_t> DotFreeDims(int64_t rank, const std::vector<int64_t>& batch,
+                                 const std::vector<int64_t>& contracted) {
+  std::vector<int64_t> free;
+  for (int64_t i = 0; i < rank; ++i)
+    if (std::find(batch.begin(), batch.end(), i) == batch.end() &&
+        std::find(contracted.begin(), contracted.end(), i) == contracted.end())
+      free.push_back(i);
+  return free;
+}
+
 }  // namespace xonnx::hlo

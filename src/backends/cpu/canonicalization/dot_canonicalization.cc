@@ -5,9 +5,9 @@
 #include <numeric>
 #include <vector>
 
-#include "absl/algorithm/container.h"
 #include "backends/cpu/runtime/thunks.h"
 #include "hlo/rewrite.h"
+#include "hlo/shape_inference.h"
 
 namespace xonnx::cpu {
 
@@ -69,13 +69,8 @@ Instruction* Canonical(hlo::Computation* c, Instruction* dot) {
   const hlo::Shape& as = a->shape();
   const hlo::Shape& bs = b->shape();
   if (as.ElementCount() == 0 || bs.ElementCount() == 0) return nullptr;
-  std::vector<int64_t> a_free, b_free;
-  for (int64_t i = 0; i < as.rank(); ++i)
-    if (!absl::c_linear_search(d.lhs_batch_dimensions, i) && !absl::c_linear_search(d.lhs_contracting_dimensions, i))
-      a_free.push_back(i);
-  for (int64_t i = 0; i < bs.rank(); ++i)
-    if (!absl::c_linear_search(d.rhs_batch_dimensions, i) && !absl::c_linear_search(d.rhs_contracting_dimensions, i))
-      b_free.push_back(i);
+  const std::vector<int64_t> a_free = hlo::DotFreeDims(as.rank(), d.lhs_batch_dimensions, d.lhs_contracting_dimensions);
+  const std::vector<int64_t> b_free = hlo::DotFreeDims(bs.rank(), d.rhs_batch_dimensions, d.rhs_contracting_dimensions);
   // Each operand in whichever orientation needs no transpose, else
   // lhs [m, k] and rhs [k, n].
   Grouping ga{d.lhs_batch_dimensions, a_free, d.lhs_contracting_dimensions};

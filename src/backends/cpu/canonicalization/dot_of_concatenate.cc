@@ -7,6 +7,7 @@
 #include "absl/algorithm/container.h"
 #include "base/status.h"
 #include "hlo/rewrite.h"
+#include "hlo/shape_inference.h"
 #include "passes/dce.h"
 
 namespace xonnx::cpu {
@@ -18,15 +19,6 @@ namespace {
 
 // Concatenations from which the products are split.
 constexpr int64_t kMinBytes = 64 << 10;
-
-// The dims of a rank-`rank` operand that are neither batch nor contracted,
-// in order.
-std::vector<int64_t> FreeDims(int64_t rank, const std::vector<int64_t>& batch, const std::vector<int64_t>& contracted) {
-  std::vector<int64_t> free;
-  for (int64_t i = 0; i < rank; ++i)
-    if (!absl::c_linear_search(batch, i) && !absl::c_linear_search(contracted, i)) free.push_back(i);
-  return free;
-}
 
 int64_t IndexOf(const std::vector<int64_t>& v, int64_t x) { return absl::c_find(v, x) - v.begin(); }
 
@@ -62,7 +54,7 @@ Instruction* SplitSide(hlo::Computation* c, Instruction* dot, int side) {
   std::vector<int64_t>& batch = side ? d.rhs_batch_dimensions : d.lhs_batch_dimensions;
   std::vector<int64_t>& contracted = side ? d.rhs_contracting_dimensions : d.lhs_contracting_dimensions;
   Instruction* x = dot->operand(side);
-  std::vector<int64_t> free = FreeDims(x->shape().rank(), batch, contracted);
+  std::vector<int64_t> free = hlo::DotFreeDims(x->shape().rank(), batch, contracted);
   if (x->opcode() == Opcode::kTranspose && x->operand(0)->opcode() == Opcode::kConcatenate) {
     // Result dim k of the transpose is its operand's dim perm[k].
     const std::vector<int64_t>& perm = x->dimensions;

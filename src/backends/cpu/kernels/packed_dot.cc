@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "backends/cpu/kernels/cpu_features.h"
@@ -385,18 +386,18 @@ std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const Thunk
       return absl::OkStatus();
     }
     std::vector<float> prepared;
-    std::vector<uint8_t> quantized;
+    std::unique_ptr<uint8_t[]> quantized;  // Int8Prepare writes every byte
     if (d.int8) {
-      quantized.resize(Int8PreparedSize(d));
-      if (!Int8Prepare(d, x, quantized.data())) quantized.clear();  // not finite: the f32 kernel
+      quantized.reset(new uint8_t[Int8PreparedSize(d)]);
+      if (!Int8Prepare(d, x, quantized.get())) quantized.reset();  // not finite: the f32 kernel
     }
-    if (vector && quantized.empty()) {
+    if (vector && !quantized) {
       prepared.resize(PreparedSize(d));
       PrepareRows(d, x, prepared.data());
     }
     auto part = [&](int64_t n0, int64_t n1) {
-      if (!quantized.empty())
-        Int8Rows(d, quantized.data(), packed, scales, zeros, y, n0, n1);
+      if (quantized)
+        Int8Rows(d, quantized.get(), packed, scales, zeros, y, n0, n1);
       else if (vector)
         RowsAvx512(d, prepared.data(), packed, scales, zeros, y, n0, n1);
       else

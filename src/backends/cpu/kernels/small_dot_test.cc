@@ -57,6 +57,8 @@ struct Form {
   int64_t small_dots;  // how many of the program's dots the kernel must run
   // Values written into the arguments: {parameter, element, value}.
   std::vector<std::tuple<int, int64_t, float>> specials = {};
+  // The operands are read through views: no slice, transpose or copy runs.
+  bool views = false;
 };
 
 // Q . K^T then P . V for `heads` heads of `dim` over `slots` cached slots
@@ -118,6 +120,22 @@ std::vector<Form> Forms() {
                      return b.Dot(scores, v, Dims(3, 2, 2));            // [2, 4, 1, 32]
                    },
                    2});
+  // A decoder step's probabilities over the cached and the new slot,
+  // sliced for the products by the cached values and by the new one (as
+  // DotOfConcatenate splits P . Concat(past, new)), with the new keys and
+  // values cut from a projection: every operand read in place.
+  forms.push_back({"probabilities_sliced_in_place",
+                   {Shape(F32, {1, 4, 1, 61}), Shape(F32, {1, 4, 60, 32}), Shape(F32, {1, 1, 3 * 4 * 32})},
+                   [](Builder& b, const std::vector<Instruction*>& p) {
+                     Instruction* past = b.Slice(p[0], {0, 0, 0, 0}, {1, 4, 1, 60}, {1, 1, 1, 1});
+                     Instruction* now = b.Slice(p[0], {0, 0, 0, 60}, {1, 4, 1, 61}, {1, 1, 1, 1});
+                     Instruction* cut = b.Slice(p[2], {0, 0, 256}, {1, 1, 384}, {1, 1, 1});
+                     Instruction* v_new = b.Transpose(b.Reshape(cut, {1, 1, 4, 32}), {0, 2, 1, 3});
+                     return b.Tuple({b.Dot(past, p[1], Dims(3, 2, 2)), b.Dot(now, v_new, Dims(3, 2, 2))});
+                   },
+                   2,
+                   {},
+                   true});
   // Not finite values reach the result as the evaluator's do.
   Form special = Attention(2, 2, 40, 20);
   special.name = "not_finite_values";
@@ -173,6 +191,10 @@ TEST_P(SmallDots, MatchTheEvaluator) {
   for (const auto& [kind, n] : (*exe)->ThunkSummary())
     if (kind == "small-dot") small = n;
   EXPECT_EQ(small, form.small_dots) << form.name;
+  if (form.views) {
+    for (const auto& [kind, n] : (*exe)->ThunkSummary())
+      EXPECT_TRUE(kind != "slice" && kind != "transpose" && kind != "copy") << form.name << ": " << kind;
+  }
 
   std::vector<const void*> in;
   for (const Literal& a : args) in.push_back(a.untyped_data());

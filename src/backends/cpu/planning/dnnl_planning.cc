@@ -342,8 +342,13 @@ void PlanDotViews(Plan* plan) {
         v = Apply(*chain[j], *v);
         if (!v) first = j + 1;
       }
-      if (first == chain.size() || !v || !DnnlDotViewable(*d, *v)) continue;
-      if (BatchesInterleaved(*v) && d->operand(k)->shape().ElementCount() > kMaxInterleavedViewElements) continue;
+      // The small-dot kernel reads a view of any strides and batch dims
+      // (a decoder step's probabilities, sliced for the cached and the new
+      // slots); oneDNN's matmul only some.
+      const bool small = SmallDotTakes(*d);
+      if (first == chain.size() || !v || !(small || DnnlDotViewable(*d, *v))) continue;
+      if (!small && BatchesInterleaved(*v) && d->operand(k)->shape().ElementCount() > kMaxInterleavedViewElements)
+        continue;
       Instruction* source = chain[first]->operand(0);
       if (!source->shape().IsArray() || !plan->Materialized(source)) continue;
       plan->dot_views.of[d][k] = {source, *v};
