@@ -104,5 +104,83 @@ TEST(RowFusions, AQuantizedLayerNormLeavesTheQuantizerToTheLoop) {
   EXPECT_LT(off, got.element_count() / 100);
 }
 
+// A decoder step's softmax: scores scaled, plus a mask of one row of
+// slots spread over the heads ([1, 1, slots] to [1, heads, 1, slots], as
+// the Hugging Face exports write it),
+// then softmax along the slots, all one row fusion reading the mask as
+// its columns' values. A mask with a value per head is not a vector of the
+// columns, and the loops stay as they were.
+constexpr char kMaskedSoftmax[] = R"(
+HloModule masked_softmax
+add_f32 {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+max_f32 {
+  u = f32[] parameter(0)
+  v = f32[] parameter(1)
+  ROOT m = f32[] maximum(u, v)
+}
+ENTRY main {
+  scores = f32[1,8,1,193]{3,2,1,0} parameter(0)
+  mask = f32[1,1,1,MASK_HEADS]{3,2,1,0} parameter(1)
+  k = f32[] constant(0.125)
+  k_full = f32[1,8,1,193]{3,2,1,0} broadcast(k), dimensions={}
+  scaled = f32[1,8,1,193]{3,2,1,0} multiply(scores, k_full)
+  m3 = f32[1,MASK_DIMS]{MASK_LAYOUT} reshape(mask)
+  m_full = f32[1,8,1,193]{3,2,1,0} broadcast(m3), dimensions={MASK_MAP}
+  masked = f32[1,8,1,193]{3,2,1,0} add(scaled, m_full)
+  ninf = f32[] constant(-inf)
+  mx = f32[1,8,1]{2,1,0} reduce(masked, ninf), dimensions={3}, to_apply=max_f32
+  mx_full = f32[1,8,1,193]{3,2,1,0} broadcast(mx), dimensions={0,1,2}
+  centered = f32[1,8,1,193]{3,2,1,0} subtract(masked, mx_full)
+  e = f32[1,8,1,193]{3,2,1,0} exponential(centered)
+  zero = f32[] constant(0)
+  sum = f32[1,8,1]{2,1,0} reduce(e, zero), dimensions={3}, to_apply=add_f32
+  sum_full = f32[1,8,1,193]{3,2,1,0} broadcast(sum), dimensions={0,1,2}
+  ROOT p = f32[1,8,1,193]{3,2,1,0} divide(e, sum_full)
+}
+)";
+
+TEST(RowFusions, ASoftmaxWithAMaskOfOneRowOfSlotsIsOneRowFusion) {
+  for (bool per_head : {false, true}) {
+    std::string text = kMaskedSoftmax;
+    auto set = [&](const std::string& key, const std::string& value) {
+      for (size_t at; (at = text.find(key)) != std::string::npos;) text.replace(at, key.size(), value);
+    };
+    // [1, 1, 193] spread along heads; or [1, 8, 193], one row per head.
+    set("MASK_HEADS", per_head ? "1544" : "193");
+    set("MASK_DIMS", per_head ? "8,193" : "1,193");
+    set("MASK_LAYOUT", "2,1,0");
+    set("MASK_MAP", per_head ? "0,1,3" : "0,2,3");
+    auto m = hlo::ParseText(text);
+    ASSERT_TRUE(m.ok()) << m.status();
+    std::vector<Literal> args;
+    std::mt19937 rng(5);
+    for (auto* p : (*m)->entry()->parameters()) {
+      Literal l(p->shape());
+      for (int64_t i = 0; i < l.element_count(); ++i) l.data<float>()[i] = std::normal_distribution<float>(0, 3)(rng);
+      args.push_back(std::move(l));
+    }
+    args[1].data<float>()[7] = -3.4e38f;  // a masked slot
+    auto want = eval::EvaluateModule(**m, args);
+    ASSERT_TRUE(want.ok()) << want.status();
+    auto exe = Executable::Compile(std::move(*m), CompileOptions{});
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    if (per_head)
+      EXPECT_THAT((*exe)->ThunkSummary(), ::testing::Not(::testing::ElementsAre(::testing::Pair("row-fusion", 1))));
+    else
+      EXPECT_THAT((*exe)->ThunkSummary(), ::testing::ElementsAre(::testing::Pair("row-fusion", 1)));
+    std::vector<const void*> in;
+    for (const Literal& a : args) in.push_back(a.untyped_data());
+    Literal got((*exe)->output_shapes().at(0));
+    std::vector<void*> outs = {got.untyped_data()};
+    ASSERT_TRUE((*exe)->Execute(in, outs).ok());
+    for (int64_t i = 0; i < got.element_count(); ++i)
+      EXPECT_NEAR(got.data<float>()[i], want->data<float>()[i], 1e-6) << "element " << i << " per_head " << per_head;
+  }
+}
+
 }  // namespace
 }  // namespace xonnx::cpu

@@ -57,8 +57,14 @@ std::optional<Read> RowBroadcastRead(const Instruction* b, const std::vector<int
   if (src.ElementCount() == 1) return Read::kScalar;
   if (b->shape().dims != full) return std::nullopt;
   int64_t r = full.size();
-  if (src.rank() == 1 && b->dimensions == std::vector<int64_t>{r - 1} && src.dims[0] == full.back())
-    return Read::kColumns;
+  // The columns' values, perhaps between dims of one (an attention mask
+  // [1, 1, slots] spread over [1, heads, 1, slots]): every dim of the
+  // source but the one along the last has one element.
+  if (src.ElementCount() == full.back()) {
+    bool columns = true;
+    for (int64_t i = 0; i < src.rank(); ++i) columns &= src.dims[i] == 1 || b->dimensions[i] == r - 1;
+    if (columns) return Read::kColumns;
+  }
   std::vector<int64_t> lead(r - 1);
   for (int64_t d = 0; d < r - 1; ++d) lead[d] = d;
   if (b->dimensions == lead && src.ElementCount() == rows &&
