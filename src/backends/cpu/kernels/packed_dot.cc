@@ -63,19 +63,28 @@ void RowsPortable(const Dims& d, const float* x, const uint8_t* packed, const fl
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 // The activation rows for the vector kernel, padded with zeros to whole
-// chunks, in tiles of kRowTile rows: a tile holds chunk 0 of its rows,
+// chunks, in tiles of TileRows rows: a tile holds chunk 0 of its rows,
 // then chunk 1, and so on, so that the kernel reads a chunk's rows at
 // fixed offsets from one address. For 4 bits, each chunk's 32 values are
 // reordered evens first, then odds, the order of its low and high nibbles.
-size_t PreparedSize(const Dims& d) { return (d.rows + kRowTile - 1) / kRowTile * kRowTile * d.kp; }
+// Tiles of kRowTile rows, or of all the rows when there are fewer: a
+// decode step's one row is then contiguous (11 KB for K = 2816) and stays
+// in L1 while each weight row reads it, where slots for 8 rows spread it
+// over 88 KB that came from L2 for every weight row.
+int64_t TileRows(const Dims& d) { return std::min(kRowTile, d.rows); }
+size_t PreparedSize(const Dims& d) {
+  const int64_t tile = TileRows(d);
+  return (d.rows + tile - 1) / tile * tile * d.kp;
+}
 void PrepareRows(const Dims& d, const float* x, float* xp) {
   const int64_t cw = ChunkWeights(d.bits), chunks = d.kp / cw;
   std::fill(xp, xp + PreparedSize(d), 0.0f);
   for (int64_t r = 0; r < d.rows; ++r) {
     const float* from = x + r * d.k;
-    float* tile = xp + r / kRowTile * kRowTile * d.kp + r % kRowTile * cw;
+    const int64_t rows = TileRows(d);
+    float* tile = xp + r / rows * rows * d.kp + r % rows * cw;
     for (int64_t c = 0; c < chunks; ++c) {
-      float* to = tile + c * kRowTile * cw;
+      float* to = tile + c * rows * cw;
       const int64_t n = std::min(cw, d.k - c * cw);
       for (int64_t o = 0; o < n; ++o) to[d.bits == 4 ? (o % 2) * 16 + o / 2 : o] = from[c * cw + o];
     }
@@ -180,6 +189,7 @@ XONNX_PACKED_AVX512 void Column(const Dims& d, const float* xp, const uint8_t* p
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) lo[k][r] = hi[k][r] = _mm512_setzero_ps();
   const float* x = xp + r0 * d.kp;  // r0's tile (r0 is a multiple of kRowTile)
+  const int64_t tile = TileRows(d);
   int64_t c = 0;
   if (d.block >= cw) {
     const __m512 iota_less_zero = IotaLessZero(d);
@@ -189,7 +199,7 @@ XONNX_PACKED_AVX512 void Column(const Dims& d, const float* xp, const uint8_t* p
       _mm_prefetch(reinterpret_cast<const char*>(p + c * 16 + kPrefetchBytes), _MM_HINT_T0);
       __m512 w_lo, w_hi;
       ChunkWeightsFast<kBits, kZeros>(d, p, sc, zr, c, iota_less_zero, &w_lo, &w_hi);
-      Accumulate<R, kBits>(w_lo, w_hi, x + c * kRowTile * cw, l, h);
+      Accumulate<R, kBits>(w_lo, w_hi, x + c * tile * cw, l, h);
     };
     // Every chunk but a last one that ends past K or past the row's bytes.
     const int64_t whole = d.k % cw == 0 && d.row_bytes >= chunks * 16 ? chunks : chunks - 1;
@@ -203,7 +213,7 @@ XONNX_PACKED_AVX512 void Column(const Dims& d, const float* xp, const uint8_t* p
   for (; c < chunks; ++c) {
     __m512 w_lo, w_hi;
     ChunkWeightsMasked<kBits>(d, p, sc, zr, c, &w_lo, &w_hi);
-    Accumulate<R, kBits>(w_lo, w_hi, x + c * kRowTile * cw, lo[0], hi[0]);
+    Accumulate<R, kBits>(w_lo, w_hi, x + c * tile * cw, lo[0], hi[0]);
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
