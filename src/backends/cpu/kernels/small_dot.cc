@@ -2,9 +2,9 @@
 // decoder step's attention, where each head multiplies one new token's
 // query by the cached keys (Q . K^T, keys stored [slots, head_dim]) and
 // its probabilities by the cached values (P . V). oneDNN's matmul paid
-// about 5 us per call of fixed cost there, more than a product by one new
-// slot takes, and read keys stored [n, k] at a third of memory speed. This
-// kernel reads each operand once, in place through any strides, and
+// about 5 us per call of fixed cost there, where a product by one new slot
+// takes 1-2 us, and read keys stored [slots, head_dim] at about 9 GB/s.
+// This kernel reads each operand once, in place through any strides, and
 // splits the columns between the threads when the product is large.
 #include <algorithm>
 #include <cstring>
