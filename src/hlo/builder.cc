@@ -204,6 +204,17 @@ Instruction* Builder::Scatter(Instruction* x, Instruction* indices, Instruction*
   return Add(std::move(i));
 }
 
+DotDimensionNumbers BatchedDotDims(int64_t lhs_contracting, int64_t rhs_contracting, int64_t batch) {
+  DotDimensionNumbers d;
+  for (int64_t i = 0; i < batch; ++i) {
+    d.lhs_batch_dimensions.push_back(i);
+    d.rhs_batch_dimensions.push_back(i);
+  }
+  d.lhs_contracting_dimensions = {lhs_contracting};
+  d.rhs_contracting_dimensions = {rhs_contracting};
+  return d;
+}
+
 Instruction* Builder::Dot(Instruction* lhs, Instruction* rhs, DotDimensionNumbers dnums) {
   auto i = Make(Opcode::kDot, {lhs, rhs});
   i->dot_dnums = std::move(dnums);

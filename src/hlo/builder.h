@@ -16,6 +16,11 @@
 
 namespace xonnx::hlo {
 
+// The dimension numbers of a product whose operands' first `batch` dims
+// are its batch dims, in order, and that contracts lhs dim
+// `lhs_contracting` with rhs dim `rhs_contracting`.
+DotDimensionNumbers BatchedDotDims(int64_t lhs_contracting, int64_t rhs_contracting, int64_t batch = 0);
+
 class Builder {
  public:
   // Builds a computation named `name` that will belong to `module`.

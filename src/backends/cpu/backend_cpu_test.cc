@@ -102,19 +102,6 @@ ConvolutionDimensionNumbers Nchw() {
   return d;
 }
 
-// Dot numbers contracting lhs dim `lc` with rhs dim `rc`, after `batch`
-// leading batch dims.
-DotDimensionNumbers DotDims(int64_t lc, int64_t rc, int64_t batch = 0) {
-  DotDimensionNumbers d;
-  for (int64_t i = 0; i < batch; ++i) {
-    d.lhs_batch_dimensions.push_back(i);
-    d.rhs_batch_dimensions.push_back(i);
-  }
-  d.lhs_contracting_dimensions = {lc};
-  d.rhs_contracting_dimensions = {rc};
-  return d;
-}
-
 // An NCHW convolution of x (k x k, stride 1, same padding; depthwise: one
 // filter per channel) with constant weights (seed `*seed`, then advanced)
 // and a bias, then a residual sum if one is given, else a ReLU.
@@ -332,7 +319,8 @@ std::vector<Case> Cases() {
          DotDimensionNumbers two;
          two.lhs_contracting_dimensions = {0, 2};
          two.rhs_contracting_dimensions = {0, 1};
-         return b.Tuple({b.Dot(p[0], p[1], DotDims(3, 1)), b.Dot(p[2], p[3], two), b.Dot(p[4], p[5], DotDims(1, 0))});
+         return b.Tuple({b.Dot(p[0], p[1], BatchedDotDims(3, 1)), b.Dot(p[2], p[3], two),
+                         b.Dot(p[4], p[5], BatchedDotDims(1, 0))});
        },
        // The product of [6, 3] rows per batch runs on the small-dot kernel.
        {{"dnnl-matmul", 2}, {"small-dot", 1}, {"transpose", 1}}},
@@ -402,10 +390,10 @@ std::vector<Case> Cases() {
          auto* pooled = b.Reduce({d}, {b.ScalarConstant(F32, 0)}, {2, 3}, b.ScalarReducer(Opcode::kAdd, F32));
          auto* mean = b.Binary(Opcode::kMultiply, pooled,
                                b.Broadcast(b.ScalarConstant(F32, 1.0f / (36 * 36)), pooled->shape().dims, {}));
-         auto* squeezed = b.Dot(mean, b.Constant(Weights(Shape(F32, {64, 16}), seed++)), DotDims(1, 0));
+         auto* squeezed = b.Dot(mean, b.Constant(Weights(Shape(F32, {64, 16}), seed++)), BatchedDotDims(1, 0));
          squeezed = b.Binary(Opcode::kMaximum, squeezed, b.Broadcast(b.ScalarConstant(F32, 0), {8, 16}, {}));
          auto* gate = b.Unary(Opcode::kLogistic,
-                              b.Dot(squeezed, b.Constant(Weights(Shape(F32, {16, 64}), seed++)), DotDims(1, 0)));
+                              b.Dot(squeezed, b.Constant(Weights(Shape(F32, {16, 64}), seed++)), BatchedDotDims(1, 0)));
          auto* scaled = b.Binary(Opcode::kMultiply, d, b.Broadcast(gate, d->shape().dims, {0, 1}));
          return conv(scaled, 32, 1, 1, false);
        },
@@ -597,13 +585,13 @@ std::vector<Case> Cases() {
       {"batched_dot",
        {Shape(F32, {3, 5, 7}), Shape(F32, {3, 7, 4})},
        [](Builder& b, auto p) {
-         DotDimensionNumbers d = DotDims(2, 1, /*batch=*/1);
+         DotDimensionNumbers d = BatchedDotDims(2, 1, /*batch=*/1);
          return b.Dot(p[0], p[1], d);
        }},
       {"dot_transposed_operands",
        {Shape(F32, {7, 5}), Shape(F32, {4, 7})},
        [](Builder& b, auto p) {
-         DotDimensionNumbers d = DotDims(0, 1);
+         DotDimensionNumbers d = BatchedDotDims(0, 1);
          return b.Dot(p[0], p[1], d);
        }},
       {"dot_reshape_bias_residual_relu",
@@ -611,7 +599,7 @@ std::vector<Case> Cases() {
        [](Builder& b, auto p) {
          // ONNX MatMul + Add + Add + Relu as imported: the product is
          // reshaped back to the activations' rank before the bias.
-         DotDimensionNumbers d = DotDims(1, 0);
+         DotDimensionNumbers d = BatchedDotDims(1, 0);
          auto* y = b.Reshape(b.Dot(p[0], p[1], d), {2, 3, 5});
          y = b.Binary(Opcode::kAdd, b.Broadcast(p[2], y->shape().dims, {2}), y);
          y = b.Binary(Opcode::kAdd, p[3], y);
@@ -628,7 +616,7 @@ std::vector<Case> Cases() {
        [](Builder& b, auto p) {
          auto k = [&](double v) { return b.Broadcast(b.ScalarConstant(F32, v), {6, 5}, {}); };
          auto product = [&]() {
-           auto* y = b.Dot(p[0], p[1], DotDims(1, 0));
+           auto* y = b.Dot(p[0], p[1], BatchedDotDims(1, 0));
            return b.Binary(Opcode::kAdd, y, b.Broadcast(p[2], y->shape().dims, {1}));
          };
          auto* x = product();
@@ -661,15 +649,15 @@ std::vector<Case> Cases() {
          auto* w1 = b.Constant(Weights(Shape(F32, {130, 37}), 21));  // [K, N]
          auto* w2 = b.Constant(Weights(Shape(F32, {100, 70}), 22));  // [N, K]
          auto* w3 = b.Constant(Weights(Shape(F32, {600, 300}), 23));
-         return b.Tuple({b.Dot(p[0], w1, DotDims(1, 0)), b.Dot(p[1], w2, DotDims(1, 1)), b.Dot(p[2], w2, DotDims(0, 1)),
-                         b.Dot(p[3], w3, DotDims(1, 0))});
+         return b.Tuple({b.Dot(p[0], w1, BatchedDotDims(1, 0)), b.Dot(p[1], w2, BatchedDotDims(1, 1)),
+                         b.Dot(p[2], w2, BatchedDotDims(0, 1)), b.Dot(p[3], w3, BatchedDotDims(1, 0))});
        },
        {{"gemv", 3}, {"small-dot", 1}}},
       {"two_biased_dots_summed",
        {Shape(F32, {3, 4}), Shape(F32, {5, 4}), Shape(F32, {3, 5}), Shape(F32, {5, 5}), Shape(F32, {10})},
        [](Builder& b, auto p) {
          // One RNN step: tanh(x·Wᵀ + bw + h·Rᵀ + br), both biases slices of one vector.
-         DotDimensionNumbers d = DotDims(1, 1);
+         DotDimensionNumbers d = BatchedDotDims(1, 1);
          auto* xw = b.Reshape(b.Dot(p[0], p[1], d), {1, 3, 5});
          xw = b.Reshape(b.Binary(Opcode::kAdd, xw, b.Broadcast(b.Slice(p[4], {0}, {5}, {1}), {1, 3, 5}, {2})), {3, 5});
          auto* hr = b.Dot(p[2], p[3], d);
@@ -690,7 +678,7 @@ std::vector<Case> Cases() {
            auto* s = b.Slice(p[0], {0, 0, at}, {8, 1, at + 16}, {1, 1, 1});
            return b.Transpose(b.Reshape(s, {8, 4, 4}), perm);
          };
-         DotDimensionNumbers d = DotDims(2, 1, /*batch=*/1);
+         DotDimensionNumbers d = BatchedDotDims(2, 1, /*batch=*/1);
          auto* scores = b.Dot(head(0, {1, 0, 2}), head(16, {1, 2, 0}), d);  // [4, 8, 8]
          return b.Dot(scores, head(32, {1, 0, 2}), d);                      // [4, 8, 4]
        },
@@ -707,7 +695,7 @@ std::vector<Case> Cases() {
            auto* s = b.Slice(x, {0, 0, at}, {128, 1, at + 256}, {1, 1, 1});
            return b.Transpose(b.Reshape(s, {128, 4, 64}), perm);
          };
-         DotDimensionNumbers d = DotDims(2, 1, /*batch=*/1);
+         DotDimensionNumbers d = BatchedDotDims(2, 1, /*batch=*/1);
          auto* scores = b.Dot(head(0, {1, 0, 2}), head(256, {1, 2, 0}), d);  // [4, 128, 128]
          return b.Dot(scores, head(512, {1, 0, 2}), d);                      // [4, 128, 64]
        },
@@ -717,7 +705,7 @@ std::vector<Case> Cases() {
        [](Builder& b, auto p) {
          // The transpose is also an output, so it is computed; the product
          // reads it as usual.
-         DotDimensionNumbers d = DotDims(2, 1, /*batch=*/1);
+         DotDimensionNumbers d = BatchedDotDims(2, 1, /*batch=*/1);
          auto* t = b.Transpose(p[0], {1, 0, 2});
          return b.Tuple({b.Dot(t, p[1], d), t});
        },
@@ -728,7 +716,7 @@ std::vector<Case> Cases() {
          // x's last use in program order is the transpose, which is never
          // computed; w, made after it, must not take x's bytes before the
          // product reads them.
-         DotDimensionNumbers d = DotDims(2, 1, /*batch=*/1);
+         DotDimensionNumbers d = BatchedDotDims(2, 1, /*batch=*/1);
          auto* t = b.Transpose(b.Unary(Opcode::kExp, p[0]), {1, 0, 2});
          auto* w = b.Unary(Opcode::kNegate, b.Unary(Opcode::kTanh, p[1]));
          return b.Dot(t, w, d);
@@ -828,7 +816,7 @@ std::vector<Case> Cases() {
            return b.Binary(Opcode::kSubtract, x, b.Broadcast(s, {8, 16}, {0}));
          };
          auto* y = centre(b.Unary(Opcode::kTanh, p[0]));
-         auto* z = b.Dot(y, p[1], DotDims(1, 0));
+         auto* z = b.Dot(y, p[1], BatchedDotDims(1, 0));
          return centre(b.Binary(Opcode::kAdd, y, z));
        },
        {{"dnnl-matmul", 1}, {"row-fusion", 2}}},
@@ -1527,7 +1515,7 @@ TEST(Runners, ConcurrentCallsOfOneExecutableGetTheirOwnResults) {
   auto* biased = b.Binary(Opcode::kAdd, c2, b.Broadcast(b.Constant(Random(Shape(F32, {32}), 3)), {1, 32, 12, 12}, {1}));
   auto* swish = b.Binary(Opcode::kMultiply, biased, b.Unary(Opcode::kLogistic, biased));
   auto* flat = b.Reshape(swish, {1, 32 * 144});
-  auto* y = b.Dot(flat, b.Constant(Weights(Shape(F32, {32 * 144, 10}), 4)), DotDims(1, 0));
+  auto* y = b.Dot(flat, b.Constant(Weights(Shape(F32, {32 * 144, 10}), 4)), BatchedDotDims(1, 0));
   auto comp = b.Build(y);
   ASSERT_TRUE(comp.ok()) << comp.status();
   m->set_entry(*comp);

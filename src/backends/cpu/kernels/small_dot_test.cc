@@ -25,7 +25,6 @@ namespace xonnx::cpu {
 namespace {
 
 using hlo::Builder;
-using hlo::DotDimensionNumbers;
 using hlo::F32;
 using hlo::Instruction;
 using hlo::Literal;
@@ -37,17 +36,6 @@ Literal RandomValues(const Shape& s, uint32_t seed) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (int64_t i = 0; i < l.element_count(); ++i) l.data<float>()[i] = dist(rng);
   return l;
-}
-
-DotDimensionNumbers Dims(int64_t lc, int64_t rc, int64_t batch) {
-  DotDimensionNumbers d;
-  for (int64_t i = 0; i < batch; ++i) {
-    d.lhs_batch_dimensions.push_back(i);
-    d.rhs_batch_dimensions.push_back(i);
-  }
-  d.lhs_contracting_dimensions = {lc};
-  d.rhs_contracting_dimensions = {rc};
-  return d;
 }
 
 struct Form {
@@ -67,8 +55,8 @@ Form Attention(int64_t heads, int64_t rows, int64_t slots, int64_t dim) {
   return {absl::StrCat("attention_h", heads, "_rows", rows, "_slots", slots, "_dim", dim),
           {Shape(F32, {heads, rows, dim}), Shape(F32, {heads, slots, dim}), Shape(F32, {heads, slots, dim})},
           [](Builder& b, const std::vector<Instruction*>& p) {
-            Instruction* scores = b.Dot(p[0], p[1], Dims(2, 2, 1));  // [heads, rows, slots]
-            return b.Dot(scores, p[2], Dims(2, 1, 1));               // [heads, rows, dim]
+            Instruction* scores = b.Dot(p[0], p[1], hlo::BatchedDotDims(2, 2, 1));  // [heads, rows, slots]
+            return b.Dot(scores, p[2], hlo::BatchedDotDims(2, 1, 1));               // [heads, rows, dim]
           },
           2};
 }
@@ -91,8 +79,8 @@ std::vector<Form> Forms() {
                        Instruction* a = b.Slice(p[0], {0, 0, 0}, {3, 2, k}, {1, 1, 1});
                        Instruction* kn = b.Slice(p[1], {0, 0, 0}, {3, k, 70}, {1, 1, 1});
                        Instruction* nk = b.Slice(p[2], {0, 0, 0}, {3, 70, k}, {1, 1, 1});
-                       outs.push_back(b.Dot(a, kn, Dims(2, 1, 1)));
-                       outs.push_back(b.Dot(a, nk, Dims(2, 2, 1)));
+                       outs.push_back(b.Dot(a, kn, hlo::BatchedDotDims(2, 1, 1)));
+                       outs.push_back(b.Dot(a, nk, hlo::BatchedDotDims(2, 2, 1)));
                      }
                      return b.Tuple(outs);
                    },
@@ -101,7 +89,8 @@ std::vector<Form> Forms() {
   forms.push_back({"lhs_transposed",
                    {Shape(F32, {5, 90, 3}), Shape(F32, {5, 200, 90}), Shape(F32, {5, 90, 33})},
                    [](Builder& b, const std::vector<Instruction*>& p) {
-                     return b.Tuple({b.Dot(p[0], p[1], Dims(1, 2, 1)), b.Dot(p[0], p[2], Dims(1, 1, 1))});
+                     return b.Tuple({b.Dot(p[0], p[1], hlo::BatchedDotDims(1, 2, 1)),
+                                     b.Dot(p[0], p[2], hlo::BatchedDotDims(1, 1, 1))});
                    },
                    2});
   // A decoder step's head split: Q, K and V cut from one projection
@@ -116,8 +105,8 @@ std::vector<Form> Forms() {
                      Instruction* q = head(0);
                      Instruction* k = b.Concatenate({p[1], head(128)}, 2);  // [2, 4, 51, 32]
                      Instruction* v = b.Concatenate({p[2], head(256)}, 2);
-                     Instruction* scores = b.Dot(q, k, Dims(3, 3, 2));  // [2, 4, 1, 51]
-                     return b.Dot(scores, v, Dims(3, 2, 2));            // [2, 4, 1, 32]
+                     Instruction* scores = b.Dot(q, k, hlo::BatchedDotDims(3, 3, 2));  // [2, 4, 1, 51]
+                     return b.Dot(scores, v, hlo::BatchedDotDims(3, 2, 2));            // [2, 4, 1, 32]
                    },
                    2});
   // A decoder step's probabilities over the cached and the new slot,
@@ -131,7 +120,8 @@ std::vector<Form> Forms() {
                      Instruction* now = b.Slice(p[0], {0, 0, 0, 60}, {1, 4, 1, 61}, {1, 1, 1, 1});
                      Instruction* cut = b.Slice(p[2], {0, 0, 256}, {1, 1, 384}, {1, 1, 1});
                      Instruction* v_new = b.Transpose(b.Reshape(cut, {1, 1, 4, 32}), {0, 2, 1, 3});
-                     return b.Tuple({b.Dot(past, p[1], Dims(3, 2, 2)), b.Dot(now, v_new, Dims(3, 2, 2))});
+                     return b.Tuple({b.Dot(past, p[1], hlo::BatchedDotDims(3, 2, 2)),
+                                     b.Dot(now, v_new, hlo::BatchedDotDims(3, 2, 2))});
                    },
                    2,
                    {},
@@ -142,14 +132,15 @@ std::vector<Form> Forms() {
   special.specials = {{0, 3, NAN}, {1, 100, INFINITY}, {2, 7, -INFINITY}, {1, 400, 0.0f}};
   forms.push_back(special);
   // Not for this kernel: 5 rows, and constant weights.
-  forms.push_back({"five_rows_and_constant_weights",
-                   {Shape(F32, {2, 5, 16}), Shape(F32, {2, 30, 16})},
-                   [](Builder& b, const std::vector<Instruction*>& p) {
-                     Instruction* w = b.Constant(RandomValues(Shape(F32, {2, 16, 8}), 5));
-                     Instruction* one = b.Slice(p[0], {0, 0, 0}, {2, 1, 16}, {1, 1, 1});
-                     return b.Tuple({b.Dot(p[0], p[1], Dims(2, 2, 1)), b.Dot(one, w, Dims(2, 1, 1))});
-                   },
-                   0});
+  forms.push_back(
+      {"five_rows_and_constant_weights",
+       {Shape(F32, {2, 5, 16}), Shape(F32, {2, 30, 16})},
+       [](Builder& b, const std::vector<Instruction*>& p) {
+         Instruction* w = b.Constant(RandomValues(Shape(F32, {2, 16, 8}), 5));
+         Instruction* one = b.Slice(p[0], {0, 0, 0}, {2, 1, 16}, {1, 1, 1});
+         return b.Tuple({b.Dot(p[0], p[1], hlo::BatchedDotDims(2, 2, 1)), b.Dot(one, w, hlo::BatchedDotDims(2, 1, 1))});
+       },
+       0});
   return forms;
 }
 
