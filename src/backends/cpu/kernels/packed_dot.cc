@@ -223,6 +223,68 @@ XONNX_PACKED_AVX512 void Column(const Dims& d, const float* xp, const uint8_t* p
   }
 }
 
+// Weight rows j to j + 3 (`p`: row j's bytes; `sc`, `zr`: its scales and
+// zero points, or null) against a single activation row (a decode step at
+// batch 1), the four rows' sums to sums[0..3]: each chunk of the
+// activation is loaded once for the four, and a call covers four rows,
+// where a 512-wide row (16 chunks) spent as long in its call as in its
+// chunks.
+template <int kBits, bool kZeros>
+XONNX_PACKED_AVX512 void Quad(const Dims& d, const float* x, const uint8_t* p, const float* sc, const float* zr,
+                              __m512* sums) {
+  constexpr int64_t cw = ChunkWeights(kBits);
+  const int64_t chunks = (d.k + cw - 1) / cw;
+  // Chunks on the fast path: blocks of at least a chunk, and every chunk
+  // but a last one that ends past K or past the row's bytes.
+  const int64_t whole = d.block < cw ? 0 : d.k % cw == 0 && d.row_bytes >= chunks * 16 ? chunks : chunks - 1;
+  const __m512 iota_less_zero = IotaLessZero(d);
+  __m512 lo[4], hi[4];
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) lo[q] = hi[q] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < chunks; ++c) {
+    const __m512 x_lo = _mm512_loadu_ps(x + c * cw);
+    const __m512 x_hi = kBits == 4 ? _mm512_loadu_ps(x + c * cw + 16) : x_lo;
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      const uint8_t* pq = p + q * d.row_bytes;
+      const float* zq = zr ? zr + q * d.blocks : nullptr;
+      __m512 w_lo, w_hi;
+      if (c < whole) {
+        _mm_prefetch(reinterpret_cast<const char*>(pq + c * 16 + kPrefetchBytes), _MM_HINT_T0);
+        ChunkWeightsFast<kBits, kZeros>(d, pq, sc + q * d.blocks, zq, c, iota_less_zero, &w_lo, &w_hi);
+      } else {
+        ChunkWeightsMasked<kBits>(d, pq, sc + q * d.blocks, zq, c, &w_lo, &w_hi);
+      }
+      lo[q] = _mm512_fmadd_ps(w_lo, x_lo, lo[q]);
+      if constexpr (kBits == 4) hi[q] = _mm512_fmadd_ps(w_hi, x_hi, hi[q]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) sums[q] = _mm512_add_ps(lo[q], hi[q]);
+}
+
+// One activation row against weight rows [n0, n1): Quad's groups of four,
+// then Column's rows one at a time, 16 rows' sums reduced together.
+template <int kBits, bool kZeros>
+XONNX_PACKED_AVX512 void OneRow(const Dims& d, const float* xp, const uint8_t* packed, const float* scales,
+                                const float* zeros, float* y, int64_t n0, int64_t n1) {
+  __m512 sums[kGroup];
+  for (int64_t g = n0; g < n1; g += kGroup) {
+    const int64_t count = std::min(kGroup, n1 - g);
+    int64_t i = 0;
+    for (; i + 4 <= count; i += 4)
+      Quad<kBits, kZeros>(d, xp, packed + (g + i) * d.row_bytes, scales + (g + i) * d.blocks,
+                          zeros ? zeros + (g + i) * d.blocks : nullptr, sums + i);
+    for (; i < count; ++i)
+      Column<1, kBits, kZeros>(d, xp, packed + (g + i) * d.row_bytes, scales + (g + i) * d.blocks,
+                               zeros ? zeros + (g + i) * d.blocks : nullptr, sums + i, 0);
+    for (; i < kGroup; ++i) sums[i] = _mm512_setzero_ps();
+    float reduced[kGroup];
+    Reduce16(sums, reduced);
+    std::memcpy(y + g, reduced, count * sizeof(float));
+  }
+}
+
 // Weight rows [n0, n1) for every row of the activation.
 template <int kBits, bool kZeros>
 XONNX_PACKED_AVX512 void RowsOf(const Dims& d, const float* xp, const uint8_t* packed, const float* scales,
@@ -238,6 +300,7 @@ XONNX_PACKED_AVX512 void RowsOf(const Dims& d, const float* xp, const uint8_t* p
                                                       Column<6, kBits, kZeros>,
                                                       Column<7, kBits, kZeros>,
                                                       Column<8, kBits, kZeros>};
+  if (d.rows == 1) return OneRow<kBits, kZeros>(d, xp, packed, scales, zeros, y, n0, n1);
   ReduceColumns(d, y, n0, n1, [&](int64_t j, int64_t r0, int64_t rows, __m512* out) XONNX_PACKED_AVX512 {
     kColumns[rows](d, xp, packed + j * d.row_bytes, scales + j * d.blocks, zeros ? zeros + j * d.blocks : nullptr, out,
                    r0);
