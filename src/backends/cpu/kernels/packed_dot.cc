@@ -76,17 +76,30 @@ size_t PreparedSize(const Dims& d) {
   const int64_t tile = TileRows(d);
   return (d.rows + tile - 1) / tile * tile * d.kp;
 }
-void PrepareRows(const Dims& d, const float* x, float* xp) {
-  const int64_t cw = ChunkWeights(d.bits), chunks = d.kp / cw;
-  std::fill(xp, xp + PreparedSize(d), 0.0f);
+// Each chunk of a row is two masked loads (zeros past K) and, for 4 bits,
+// two permutes that gather its evens and its odds; only a last tile's
+// missing rows are zeroed. One value at a time, the preparation of a
+// 512-wide row was a tenth of its product's time.
+XONNX_PACKED_AVX512 void PrepareRows(const Dims& d, const float* x, float* xp) {
+  const int64_t cw = ChunkWeights(d.bits), chunks = d.kp / cw, tile = TileRows(d);
+  if (d.rows % tile) std::fill(xp, xp + PreparedSize(d), 0.0f);
+  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
+  auto lanes = [](int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1); };
   for (int64_t r = 0; r < d.rows; ++r) {
     const float* from = x + r * d.k;
-    const int64_t rows = TileRows(d);
-    float* tile = xp + r / rows * rows * d.kp + r % rows * cw;
+    float* at = xp + r / tile * tile * d.kp + r % tile * cw;
     for (int64_t c = 0; c < chunks; ++c) {
-      float* to = tile + c * rows * cw;
-      const int64_t n = std::min(cw, d.k - c * cw);
-      for (int64_t o = 0; o < n; ++o) to[d.bits == 4 ? (o % 2) * 16 + o / 2 : o] = from[c * cw + o];
+      float* to = at + c * tile * cw;
+      const int64_t first = c * cw, left = d.k - first;
+      const __m512 v0 = _mm512_maskz_loadu_ps(lanes(left), from + first);
+      if (d.bits == 4) {
+        const __m512 v1 = _mm512_maskz_loadu_ps(lanes(left - 16), from + first + 16);
+        _mm512_storeu_ps(to, _mm512_permutex2var_ps(v0, evens, v1));
+        _mm512_storeu_ps(to + 16, _mm512_permutex2var_ps(v0, odds, v1));
+      } else {
+        _mm512_storeu_ps(to, v0);
+      }
     }
   }
 }
@@ -458,21 +471,21 @@ std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const Thunk
         return absl::InternalError("packed-matmul: oneDNN's GEMM failed on the dequantized weights");
       return absl::OkStatus();
     }
-    std::vector<float> prepared;
+    std::unique_ptr<float[]> prepared;     // PrepareRows writes every value
     std::unique_ptr<uint8_t[]> quantized;  // Int8Prepare writes every byte
     if (d.int8) {
       quantized.reset(new uint8_t[Int8PreparedSize(d)]);
       if (!Int8Prepare(d, x, quantized.get())) quantized.reset();  // not finite: the f32 kernel
     }
     if (vector && !quantized) {
-      prepared.resize(PreparedSize(d));
-      PrepareRows(d, x, prepared.data());
+      prepared.reset(new float[PreparedSize(d)]);
+      PrepareRows(d, x, prepared.get());
     }
     auto part = [&](int64_t n0, int64_t n1) {
       if (quantized)
         Int8Rows(d, quantized.get(), packed, scales, zeros, y, n0, n1);
       else if (vector)
-        RowsAvx512(d, prepared.data(), packed, scales, zeros, y, n0, n1);
+        RowsAvx512(d, prepared.get(), packed, scales, zeros, y, n0, n1);
       else
         RowsPortable(d, x, packed, scales, zeros, y, n0, n1);
     };
