@@ -67,8 +67,9 @@ CLI::App* AddGenerate(CLI::App& app, GenerateArgs& a) {
       ->check(CLI::IsMember({"auto", "host", "device"}))
       ->capture_default_str();
   g->add_flag("--timings", a.timings,
-              "Print to stderr where the cache lives, the time to the first new token (the prompt's call) and the "
-              "decode rate in tokens per second (all sequences' tokens after the first step)");
+              "Print to stderr where the cache lives, the time to the first new token (the prompt's call), the first "
+              "decode step's time (which compiles or loads its program) and the decode rate in tokens per second "
+              "after it (all sequences' tokens)");
   return g;
 }
 
@@ -109,12 +110,17 @@ int Generate(const GenerateArgs& a) {
   ParseKvCachePlacement(a.kv_cache, &placement);  // CLI11 has checked the name
   std::unique_ptr<Generator> g = Check(Generator::Open(a.model, BaseOptions(), placement));
   // Timings: the first token of each step comes after that step's call.
+  // The first decode step (token prompts.size() + 1) also compiles or loads
+  // its program, so the rate is counted from its end.
   using Clock = std::chrono::steady_clock;
-  Clock::time_point begin, first, last;
+  Clock::time_point begin, first, second, last;
   int64_t tokens = 0;
+  const int64_t step = static_cast<int64_t>(prompts.size());
   auto note = [&]() {
     last = Clock::now();
-    if (tokens++ == 0) first = last;
+    if (tokens == 0) first = last;
+    if (tokens == step) second = last;
+    ++tokens;
   };
   TokenCallback stream = nullptr;
   if (a.timings && a.quiet)
@@ -149,12 +155,14 @@ int Generate(const GenerateArgs& a) {
     auto ms = [](Clock::time_point x, Clock::time_point y) {
       return std::chrono::duration<double, std::milli>(y - x).count();
     };
-    // Tokens after the first step's (one per sequence), over the time since it.
-    const int64_t later = tokens - static_cast<int64_t>(prompts.size());
+    // Tokens after the first decode step's, over the time since it (when
+    // sequences stop early, a step gives fewer tokens than the batch).
+    const int64_t later = tokens - 2 * step;
     std::cerr << "kv cache: " << KvCachePlacementName(g->cache_placement());
     if (tokens > 0) std::cerr << "; first token after " << absl::StrFormat("%.2f", ms(begin, first)) << " ms";
-    if (later > 0 && ms(first, last) > 0)
-      std::cerr << "; decode " << absl::StrFormat("%.1f", later / (ms(first, last) / 1000)) << " tokens/s (" << later
+    if (tokens > step) std::cerr << "; first decode step " << absl::StrFormat("%.2f", ms(first, second)) << " ms";
+    if (later > 0 && ms(second, last) > 0)
+      std::cerr << "; decode " << absl::StrFormat("%.1f", later / (ms(second, last) / 1000)) << " tokens/s (" << later
                 << " tokens)";
     std::cerr << "\n";
   }
