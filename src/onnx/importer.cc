@@ -249,7 +249,23 @@ absl::Status CollectGraphOutputs(const std::string& file, const onnx::GraphProto
   return absl::OkStatus();
 }
 
-// Floating-point initializers of at least weight_min_elements elements as
+// Whether an initializer may be a weight parameter: floating point, or the
+// 8- and 16-bit integers quantized weights are stored in (MatMulNBits'
+// packed nibbles and zero points, QDQ weights). Wider integers are index
+// and shape tables, whose values the importer folds.
+bool WeightType(const onnx::TensorProto& t, hlo::PrimitiveType type) {
+  switch (t.data_type()) {
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT16:
+    case onnx::TensorProto::INT16:
+      return true;
+    default:
+      return hlo::IsFloatingPoint(type);
+  }
+}
+
+// Initializers of at least weight_min_elements elements (WeightType) as
 // entry parameters numbered from `first`, marked as weights.
 void AddWeightParameters(const onnx::GraphProto& g, const ImportOptions& options, size_t first, hlo::Builder& b,
                          GraphValues& values, ImportedModule* result) {
@@ -257,7 +273,7 @@ void AddWeightParameters(const onnx::GraphProto& g, const ImportOptions& options
     if (values.values.count(t.name()) || values.strings.count(t.name()) || options.constant_weights.count(t.name()))
       continue;
     auto type = HloType(t.data_type());
-    if (!type.ok() || !hlo::IsFloatingPoint(*type)) continue;
+    if (!type.ok() || !WeightType(t, *type)) continue;
     std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
     int64_t n = 1;
     for (int64_t d : dims) n *= d;

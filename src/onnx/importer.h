@@ -54,8 +54,8 @@ struct ImportOptions {
   // and the optional inputs that are empty.
   std::map<std::string, int64_t> sequence_lengths;
   std::set<std::string> absent_inputs;
-  // Floating-point initializers of at least weight_min_elements elements
-  // become entry parameters after the inputs (marked with
+  // Floating-point and 8- or 16-bit integer initializers of at least
+  // weight_min_elements elements become entry parameters after the inputs (marked with
   // hlo::kWeightParameterOpType) instead of constants, so the runtime can
   // upload them once per device and share them between programs. Names in
   // constant_weights stay constants (their values are needed to convert).

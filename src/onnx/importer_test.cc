@@ -95,6 +95,53 @@ TEST(Importer, FoldsShapeSubgraphsAndKeepsMetadata) {
   EXPECT_EQ(r->outputs[0].dims, (std::vector<int64_t>{5, 6}));
 }
 
+// Large initializers are weight parameters, uploaded once and shared by
+// every program of a session, where a constant would be copied into each:
+// floating point and the 8- and 16-bit integers quantized weights come in
+// (a 4-bit model's packed bytes are uint8). Wider integers (index tables)
+// and small tensors stay constants.
+TEST(Importer, QuantizedWeightsAreWeightParametersAndIndexTablesConstants) {
+  LoadedModel m = NewModel("weights.onnx", 17);
+  m.proto.set_ir_version(8);
+  auto* g = m.proto.mutable_graph();
+  AddInput(g, "x", {1, 2048});
+  auto add_initializer = [&](const std::string& name, onnx::TensorProto::DataType type, int64_t n, int width) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(type);
+    t->add_dims(n);
+    t->set_raw_data(std::string(n * width, '\1'));
+  };
+  add_initializer("packed", onnx::TensorProto::UINT8, 2048, 1);
+  add_initializer("signed", onnx::TensorProto::INT8, 2048, 1);
+  add_initializer("halves", onnx::TensorProto::INT16, 2048, 2);
+  add_initializer("scales", onnx::TensorProto::FLOAT, 2048, 4);
+  add_initializer("small", onnx::TensorProto::UINT8, 1000, 1);
+  add_initializer("table", onnx::TensorProto::INT64, 2048, 8);
+  std::vector<std::string> sum = {"x"};
+  for (const char* name : {"packed", "signed", "halves", "scales", "small", "table"}) {
+    AddNode(g, "Cast", std::string("cast_") + name, {name}, {std::string(name) + "_f"})
+        ->add_attribute()
+        ->set_name("to");
+    g->mutable_node(g->node_size() - 1)->mutable_attribute(0)->set_type(onnx::AttributeProto::INT);
+    g->mutable_node(g->node_size() - 1)->mutable_attribute(0)->set_i(onnx::TensorProto::FLOAT);
+    std::string out = std::string("sum_") + name;
+    if (std::string(name) == "small") continue;  // cast only: 1000 values do not add to x's row
+    AddNode(g, "Add", std::string("add_") + name, {sum.back(), std::string(name) + "_f"}, {out});
+    sum.push_back(out);
+  }
+  g->add_output()->set_name(sum.back());
+  ImportOptions o;
+  o.weights_as_parameters = true;
+  auto r = Import(m, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->weights, (std::vector<std::string>{"packed", "signed", "halves", "scales"}));
+  std::string text = hlo::ToText(*r->module);
+  EXPECT_THAT(text, HasSubstr("u8[2048]{0} parameter(1)"));
+  // The index table is folded with its Cast, as a constant.
+  EXPECT_THAT(text, HasSubstr("f32[2048]{0} constant({...}), metadata={op_type=\"Cast\" op_name=\"cast_table\"}"));
+}
+
 TEST(Importer, DynamicInputWithoutShapeIsAnError) {
   LoadedModel m = FlattenModel();
   auto r = Import(m, {});
