@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <map>
 #include <set>
@@ -11,6 +10,7 @@
 #include "generate/generator_impl.h"
 #include "generate/new_slots.h"
 #include "runtime/clients.h"
+#include "runtime/public_status.h"
 #include "runtime/session_impl.h"
 #include "xonnx/generate.h"
 #include "xonnx/session.h"
@@ -59,18 +59,23 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const std::string& model_pa
   // Opened rewritten when each present is Concat(past, new): the model
   // then returns only the new slots, or with the cache on the device the
   // past with them written in (RewritePresents).
-  StatusOr<std::unique_ptr<Session>> session = Status(StatusCode::kUnknown, "not opened");
+  const PresentForm form = device ? PresentForm::kWrittenInPlace : PresentForm::kNewSlots;
   bool rewritten = false;
-  if (std::optional<std::string> bytes =
-          RewritePresents(model_path, device ? PresentForm::kWrittenInPlace : PresentForm::kNewSlots)) {
-    std::string dir = std::filesystem::path(model_path).parent_path().string();
-    if (dir.empty()) dir = ".";
-    session = Session::OpenFromMemory(bytes->data(), bytes->size(), model_path, options, dir);
-    rewritten = session.ok();
+  StatusOr<std::unique_ptr<Session::Impl>> opened = PublicCall(model_path, [&] {
+    return Session::Impl::OpenRewritten(
+        model_path, options, [form](onnx::ModelProto* m) { return RewritePresents(m, form); }, RewriteTag(form),
+        &rewritten);
+  });
+  // A rewritten model the session refuses is opened as it is.
+  if (!opened.ok() && rewritten) {
+    rewritten = false;
+    opened = PublicCall(model_path, [&] {
+      return Session::Impl::OpenRewritten(
+          model_path, options, [](onnx::ModelProto*) { return false; }, "", &rewritten);
+    });
   }
-  if (!session.ok()) session = Session::Open(model_path, options);
-  if (!session.ok()) return session.status();
-  impl->session = std::move(*session);
+  if (!opened.ok()) return opened.status();
+  impl->session.reset(new Session(std::move(*opened)));
   StatusOr<DecoderStyle> style = DetectDecoderStyle(impl->session->inputs(), impl->session->outputs());
   if (!style.ok()) return Status(style.status().code(), absl::StrCat(model_path, ": ", style.status().message()));
   impl->style = std::move(*style);

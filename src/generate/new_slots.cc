@@ -1,6 +1,5 @@
 #include "generate/new_slots.h"
 
-#include <fstream>
 #include <map>
 #include <vector>
 
@@ -62,18 +61,21 @@ void WriteInPlace(onnx::GraphProto* g, const std::string& past, const std::strin
 
 }  // namespace
 
-std::optional<std::string> RewritePresents(const std::string& path, PresentForm form) {
-  onnx::ModelProto model;
-  {
-    std::ifstream in(path, std::ios::binary);
-    if (!in || !model.ParseFromIstream(&in)) return std::nullopt;
-  }
-  onnx::GraphProto* g = model.mutable_graph();
+std::string RewriteTag(PresentForm form) {
+  // The version changes with what RewritePresents writes.
+  return form == PresentForm::kNewSlots ? "xonnx.generate: presents as new slots, 1"
+                                        : "xonnx.generate: presents written in place, 1";
+}
+
+// Every check comes before the first change: a model that does not fit is
+// left whole.
+bool RewritePresents(onnx::ModelProto* model, PresentForm form) {
+  onnx::GraphProto* g = model->mutable_graph();
   // A subgraph (If, Loop, Scan) could read a present from the outer scope:
   // such models are used as they are.
   for (const onnx::NodeProto& n : g->node())
     for (const onnx::AttributeProto& a : n.attribute())
-      if (a.has_g() || a.graphs_size() > 0) return std::nullopt;
+      if (a.has_g() || a.graphs_size() > 0) return false;
   // The presents, each with the past input it must concatenate.
   const std::string kPresent = "present.";
   std::vector<std::string> present, past;
@@ -82,11 +84,11 @@ std::optional<std::string> RewritePresents(const std::string& path, PresentForm 
       present.push_back(o.name());
       past.push_back("past_key_values." + o.name().substr(kPresent.size()));
     }
-  if (present.empty()) return std::nullopt;
+  if (present.empty()) return false;
   for (const std::string& name : past) {
     bool input = false;
     for (const onnx::ValueInfoProto& i : g->input()) input |= i.name() == name;
-    if (!input) return std::nullopt;
+    if (!input) return false;
   }
   // Each value's producing node, by index (a map of onnx types would be
   // instantiated, and exported, in the library).
@@ -97,7 +99,7 @@ std::optional<std::string> RewritePresents(const std::string& path, PresentForm 
   std::vector<int> concats;
   for (size_t k = 0; k < present.size(); ++k) {
     auto p = producer.find(present[k]);
-    if (p == producer.end()) return std::nullopt;
+    if (p == producer.end()) return false;
     const onnx::NodeProto& n = g->node(p->second);
     int64_t axis = 0;
     bool has_axis = false;
@@ -108,7 +110,7 @@ std::optional<std::string> RewritePresents(const std::string& path, PresentForm 
       }
     if (n.op_type() != "Concat" || !n.domain().empty() || n.input_size() != 2 || n.input(0) != past[k] || !has_axis ||
         (axis != 2 && axis != -2))
-      return std::nullopt;
+      return false;
     concats.push_back(p->second);
   }
   // The cache's type, for the zeros written at padding.
@@ -117,14 +119,14 @@ std::optional<std::string> RewritePresents(const std::string& path, PresentForm 
     if (i.name() == past[0]) elem_type = i.type().tensor_type().elem_type();
   const std::string zero = "xonnx_generate_zero";
   if (form == PresentForm::kWrittenInPlace) {
-    if (FloatBytes(elem_type) == 0) return std::nullopt;
+    if (FloatBytes(elem_type) == 0) return false;
     onnx::TensorProto* z = g->add_initializer();
     z->set_name(zero);
     z->set_data_type(elem_type);
     z->set_raw_data(std::string(FloatBytes(elem_type), '\0'));
     AddInput(g, kWriteIndexInput, onnx::TensorProto::INT64, {"batch_size"});
     AddInput(g, kNewSlotsInput, onnx::TensorProto::BOOL, {"batch_size", "one", "sequence_length", "one"});
-    onnx::OperatorSetIdProto* xonnx_ops = model.add_opset_import();
+    onnx::OperatorSetIdProto* xonnx_ops = model->add_opset_import();
     xonnx_ops->set_domain("ai.xonnx");
     xonnx_ops->set_version(1);
   }
@@ -160,9 +162,7 @@ std::optional<std::string> RewritePresents(const std::string& path, PresentForm 
   for (onnx::ValueInfoProto& v : *g->mutable_value_info())
     for (const std::string& p : present)
       if (v.name() == p) v.set_name("xonnx_generate_whole_" + p);
-  std::string bytes;
-  if (!model.SerializeToString(&bytes)) return std::nullopt;
-  return bytes;
+  return true;
 }
 
 }  // namespace xonnx

@@ -11,9 +11,12 @@
 #ifndef XONNX_GENERATE_NEW_SLOTS_H_
 #define XONNX_GENERATE_NEW_SLOTS_H_
 
-#include <optional>
 #include <string>
 #include <vector>
+
+namespace onnx {
+class ModelProto;
+}  // namespace onnx
 
 namespace xonnx {
 
@@ -29,12 +32,14 @@ enum class PresentForm {
 inline constexpr char kWriteIndexInput[] = "xonnx.write_index";  // int64 [batch]
 inline constexpr char kNewSlotsInput[] = "xonnx.new_slots";      // bool [batch, 1, s, 1]
 
-// The serialized model at `path` with each output present.X, a Concat
-// along axis 2 of input past_key_values.X and one more value, returned in
-// `form` instead; nullopt when the model has no present.* output, any is
-// not such a Concat (the model is then used as it is), or the file cannot
-// be read or rewritten.
-std::optional<std::string> RewritePresents(const std::string& path, PresentForm form);
+// Rewrites `model` so that each output present.X, a Concat along axis 2
+// of input past_key_values.X and one more value, is returned in `form`
+// instead. False, leaving the model as it was, when it has no present.*
+// output or any is not such a Concat (the model is then used as it is).
+bool RewritePresents(onnx::ModelProto* model, PresentForm form);
+// What RewritePresents(form) does to a model, as a name for the content
+// fingerprint of the rewritten model (compiled programs are cached by it).
+std::string RewriteTag(PresentForm form);
 
 }  // namespace xonnx
 

@@ -22,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/exceptions.h"
+#include "base/fingerprint.h"
 #include "base/logging.h"
 #include "base/monotonic_clock.h"
 #include "base/status.h"
@@ -69,6 +70,35 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& model_path, 
     impl->load_ms = MsSince(start);
     return std::unique_ptr<Session>(new Session(std::move(impl)));
   });
+}
+
+absl::StatusOr<std::shared_ptr<onnx_import::LoadedModel>> LoadRewritten(
+    const std::string& path, const std::function<bool(onnx::ModelProto*)>& rewrite, const std::string& tag,
+    bool* rewritten) {
+  ASSIGN_OR_RETURN(std::shared_ptr<onnx_import::LoadedModel> model, onnx_import::LoadModel(path));
+  *rewritten = rewrite(&model->proto);
+  if (*rewritten) {
+    Fingerprinter f;
+    f.UpdateField(model->content_fingerprint);
+    f.UpdateField(tag);
+    model->content_fingerprint = f.Finish().Hex();
+    // The rewrite may import another domain.
+    model->opsets.clear();
+    for (const auto& op : model->proto.opset_import())
+      model->opsets[op.domain() == "ai.onnx" ? "" : op.domain()] = op.version();
+  }
+  return model;
+}
+
+absl::StatusOr<std::unique_ptr<Session::Impl>> Session::Impl::OpenRewritten(
+    const std::string& path, const SessionOptions& options, const std::function<bool(onnx::ModelProto*)>& rewrite,
+    const std::string& tag, bool* rewritten) {
+  InitLogging();
+  auto start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(std::shared_ptr<onnx_import::LoadedModel> model, LoadRewritten(path, rewrite, tag, rewritten));
+  ASSIGN_OR_RETURN(std::unique_ptr<Impl> impl, Open(std::move(model), options));
+  impl->load_ms = MsSince(start);
+  return impl;
 }
 
 StatusOr<std::unique_ptr<Session>> Session::OpenFromMemory(const void* bytes, size_t size, const std::string& name,

@@ -3,6 +3,7 @@
 #ifndef XONNX_RUNTIME_SESSION_IMPL_H_
 #define XONNX_RUNTIME_SESSION_IMPL_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,11 +22,26 @@
 
 namespace xonnx {
 
+// The model at `path` with `rewrite` applied to it as loaded: the file is
+// read once, where writing a rewritten model out and reading it back held
+// three copies of its weights at once. When `rewrite` returns true (it
+// must then have left a valid model, a function of the file and `tag`
+// alone), the content fingerprint that compiled programs are cached by
+// takes `tag` in, and *rewritten is true; when it returns false it must
+// have changed nothing.
+absl::StatusOr<std::shared_ptr<onnx_import::LoadedModel>> LoadRewritten(
+    const std::string& path, const std::function<bool(onnx::ModelProto*)>& rewrite, const std::string& tag,
+    bool* rewritten);
+
 struct Session::Impl {
   // Everything Session::Open does after loading the model (LoadModel or
   // LoadModelFromBytes; the model's path names it in messages).
   static absl::StatusOr<std::unique_ptr<Impl>> Open(std::shared_ptr<onnx_import::LoadedModel> model,
                                                     const SessionOptions& options);
+  // Session::Open of the model LoadRewritten gives.
+  static absl::StatusOr<std::unique_ptr<Impl>> OpenRewritten(const std::string& path, const SessionOptions& options,
+                                                             const std::function<bool(onnx::ModelProto*)>& rewrite,
+                                                             const std::string& tag, bool* rewritten);
 
   SessionOptions options;
   std::vector<TensorSpec> inputs, outputs;

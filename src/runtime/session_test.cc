@@ -14,7 +14,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/test_dir.h"
+#include "onnx/model.h"
 #include "onnx/onnx_pb.h"
+#include "runtime/session_impl.h"
 
 namespace xonnx {
 namespace {
@@ -107,6 +109,36 @@ TEST_F(SessionTest, RunsAndCachesPerShape) {
       }
     }
   }
+}
+
+// A model opened rewritten (read once, changed in memory) is fingerprinted
+// apart from the file as it is, and by the rewrite's tag: programs compiled
+// for one are cached under a key the other never asks for. A rewrite that
+// declines leaves the fingerprint the file's.
+TEST_F(SessionTest, ARewrittenModelIsFingerprintedApartFromTheFile) {
+  const std::string path = Write(Mlp());
+  auto file = onnx_import::LoadModel(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  auto open = [&](bool change, const std::string& tag) {
+    bool rewritten = !change;
+    auto model = LoadRewritten(
+        path,
+        [change](onnx::ModelProto* m) {
+          if (!change) return false;
+          for (auto& n : *m->mutable_graph()->mutable_node())
+            if (n.op_type() == "Relu") n.set_op_type("Sigmoid");
+          return true;
+        },
+        tag, &rewritten);
+    EXPECT_TRUE(model.ok()) << model.status();
+    EXPECT_EQ(rewritten, change);
+    return model.ok() ? (*model)->content_fingerprint : std::string();
+  };
+  EXPECT_EQ(open(false, "sigmoid"), (*file)->content_fingerprint);
+  const std::string sigmoid = open(true, "sigmoid");
+  EXPECT_NE(sigmoid, (*file)->content_fingerprint);
+  EXPECT_NE(sigmoid, open(true, "another rewrite"));
+  EXPECT_EQ(sigmoid, open(true, "sigmoid"));
 }
 
 // Opened from memory, the model gives the path-opened session's results;
