@@ -6,6 +6,7 @@
 #include "base/status.h"
 #include "evaluator/kernels_internal.h"
 #include "evaluator/scalar_ops.h"
+#include "hlo/shape_inference.h"
 
 namespace xonnx::eval {
 
@@ -83,25 +84,19 @@ DotLoops DotLoopsOf(const hlo::Instruction& dot) {
   const hlo::Shape& bs = dot.operand(1)->shape();
   const auto& d = dot.dot_dnums;
   std::vector<int64_t> ast = as.Strides(), bst = bs.Strides();
-  auto free = [](const std::vector<int64_t>& batch, const std::vector<int64_t>& contracting, int64_t dim) {
-    return std::find(batch.begin(), batch.end(), dim) == batch.end() &&
-           std::find(contracting.begin(), contracting.end(), dim) == contracting.end();
-  };
   DotLoops l;
   for (size_t k = 0; k < d.lhs_batch_dimensions.size(); ++k) {
     l.out_lhs.push_back(ast[d.lhs_batch_dimensions[k]]);
     l.out_rhs.push_back(bst[d.rhs_batch_dimensions[k]]);
   }
-  for (int64_t i = 0; i < as.rank(); ++i)
-    if (free(d.lhs_batch_dimensions, d.lhs_contracting_dimensions, i)) {
-      l.out_lhs.push_back(ast[i]);
-      l.out_rhs.push_back(0);
-    }
-  for (int64_t i = 0; i < bs.rank(); ++i)
-    if (free(d.rhs_batch_dimensions, d.rhs_contracting_dimensions, i)) {
-      l.out_lhs.push_back(0);
-      l.out_rhs.push_back(bst[i]);
-    }
+  for (int64_t i : hlo::DotFreeDims(as.rank(), d.lhs_batch_dimensions, d.lhs_contracting_dimensions)) {
+    l.out_lhs.push_back(ast[i]);
+    l.out_rhs.push_back(0);
+  }
+  for (int64_t i : hlo::DotFreeDims(bs.rank(), d.rhs_batch_dimensions, d.rhs_contracting_dimensions)) {
+    l.out_lhs.push_back(0);
+    l.out_rhs.push_back(bst[i]);
+  }
   for (size_t k = 0; k < d.lhs_contracting_dimensions.size(); ++k) {
     l.contract_dims.push_back(as.dims[d.lhs_contracting_dimensions[k]]);
     l.contract_lhs.push_back(ast[d.lhs_contracting_dimensions[k]]);

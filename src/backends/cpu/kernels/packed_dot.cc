@@ -83,18 +83,16 @@ size_t PreparedSize(const Dims& d) {
 XONNX_PACKED_AVX512 void PrepareRows(const Dims& d, const float* x, float* xp) {
   const int64_t cw = ChunkWeights(d.bits), chunks = d.kp / cw, tile = TileRows(d);
   if (d.rows % tile) std::fill(xp, xp + PreparedSize(d), 0.0f);
-  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
-  auto lanes = [](int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1); };
+  const __m512i evens = EvenLanes(), odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
   for (int64_t r = 0; r < d.rows; ++r) {
     const float* from = x + r * d.k;
     float* at = xp + r / tile * tile * d.kp + r % tile * cw;
     for (int64_t c = 0; c < chunks; ++c) {
       float* to = at + c * tile * cw;
       const int64_t first = c * cw, left = d.k - first;
-      const __m512 v0 = _mm512_maskz_loadu_ps(lanes(left), from + first);
+      const __m512 v0 = _mm512_maskz_loadu_ps(FirstLanes(left), from + first);
       if (d.bits == 4) {
-        const __m512 v1 = _mm512_maskz_loadu_ps(lanes(left - 16), from + first + 16);
+        const __m512 v1 = _mm512_maskz_loadu_ps(FirstLanes(left - 16), from + first + 16);
         _mm512_storeu_ps(to, _mm512_permutex2var_ps(v0, evens, v1));
         _mm512_storeu_ps(to + 16, _mm512_permutex2var_ps(v0, odds, v1));
       } else {
@@ -125,18 +123,11 @@ template <int kBits>
 XONNX_PACKED_AVX512 void ChunkWeightsMasked(const Dims& d, const uint8_t* p, const float* sc, const float* zr,
                                             int64_t c, __m512* w_lo, __m512* w_hi) {
   const int64_t cw = ChunkWeights(kBits), first = c * cw, left = d.k - first;
-  __mmask16 m_lo = 0xFFFF, m_hi = 0xFFFF;
-  if (left < cw) {
-    if constexpr (kBits == 4) {
-      m_lo = static_cast<__mmask16>((1u << std::min<int64_t>(16, (left + 1) / 2)) - 1);
-      m_hi = static_cast<__mmask16>((1u << std::min<int64_t>(16, left / 2)) - 1);
-    } else {
-      m_lo = static_cast<__mmask16>((1u << left) - 1);
-    }
-  }
+  // Low nibbles are the even weights, high ones the odd.
+  const __mmask16 m_lo = FirstLanes(kBits == 4 ? (left + 1) / 2 : left), m_hi = FirstLanes(left / 2);
   const int64_t bytes_left = d.row_bytes - c * 16;
   __m128i raw = bytes_left >= 16 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + c * 16))
-                                 : _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << bytes_left) - 1), p + c * 16);
+                                 : _mm_maskz_loadu_epi8(FirstLanes(bytes_left), p + c * 16);
   __m512i v = _mm512_cvtepu8_epi32(raw);
   const int64_t b0 = first / d.block, b1 = std::min((first + cw - 1) / d.block, d.blocks - 1);
   // Per lane, the block's zero point and scale (two blocks: lanes 8-15 the second).

@@ -58,6 +58,17 @@ void Int8Rows(const Dims& d, const uint8_t* prepared, const uint8_t* packed, con
 #if defined(__x86_64__) && defined(__GNUC__)
 #define XONNX_PACKED_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
+// The first n of 16 lanes (none for n <= 0, all from 16): the mask of a
+// row's last, partial vector, n its values left.
+inline __mmask16 FirstLanes(int64_t n) {
+  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : static_cast<__mmask16>((1u << n) - 1);
+}
+// Lanes 0, 2, ..., 30 of two vectors (VPERMT2PS / VPERMT2D indices): a
+// chunk's even values; add 1 for the odd ones.
+XONNX_PACKED_AVX512 inline __m512i EvenLanes() {
+  return _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+}
+
 // out[i] = the sum of v[i]'s 16 lanes, for 16 vectors at once.
 XONNX_PACKED_AVX512 void Reduce16(const __m512* v, float* out);
 

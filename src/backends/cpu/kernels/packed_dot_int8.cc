@@ -311,15 +311,11 @@ XONNX_INT8_AVX512 bool PrepareRows(const Dims& d, const float* x, uint8_t* prepa
   int block_shift = 0;
   while ((int64_t{1} << block_shift) < d.block) ++block_shift;
   std::vector<float> scale(d.blocks), inverse(d.blocks);
-  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
+  const __m512i evens = EvenLanes(), odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
   const __m512i ones = _mm512_set1_epi8(1);
   const __m512i lane_at = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                              _mm512_set1_epi32(lane_weights));
-  auto tail = [&](int64_t at) {  // the values of a 16-value chunk inside the row
-    const int64_t left = d.k - at;
-    return left >= 16 ? __mmask16(0xFFFF) : left <= 0 ? __mmask16(0) : static_cast<__mmask16>((1u << left) - 1);
-  };
+  auto tail = [&](int64_t at) { return FirstLanes(d.k - at); };  // a 16-value chunk's values inside the row
   for (int64_t r = 0; r < d.rows; ++r) {
     const float* row = x + r * d.k;
     uint8_t* out = prepared + r * RowStride(d);

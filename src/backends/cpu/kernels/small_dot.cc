@@ -88,7 +88,7 @@ XONNX_PACKED_AVX512 void DotColumns(const float* const* rows, const float* b, in
     }
   }
   if (kk < k) {
-    const __mmask16 tail = static_cast<__mmask16>((1u << (k - kk)) - 1);
+    const __mmask16 tail = packed_dot::FirstLanes(k - kk);
     __m512 x[M];
     for (int i = 0; i < M; ++i) x[i] = _mm512_maskz_loadu_ps(tail, rows[i] + kk);
     for (int c = 0; c < C; ++c) {
@@ -136,8 +136,7 @@ XONNX_PACKED_AVX512 void AxpyColumns(const Geometry& g, const float* a, const fl
                                      int64_t width) {
   __mmask16 mask[V];
   for (int v = 0; v < V; ++v) {
-    const int64_t lanes = std::clamp<int64_t>(width - 16 * v, 0, 16);
-    mask[v] = static_cast<__mmask16>((1u << lanes) - 1);
+    mask[v] = packed_dot::FirstLanes(width - 16 * v);
   }
   __m512 acc[M][V];
   for (int i = 0; i < M; ++i)
