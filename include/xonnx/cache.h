@@ -32,6 +32,17 @@ struct CacheFile {
 // empty when none of them is set.
 XONNX_API std::string DefaultCacheDir();
 
+// The size sessions keep a cache folder to: $XONNX_CACHE_MAX_SIZE ("5G",
+// "500M"; "0" for no bound), else 5 GiB. Once a process has stored a
+// sixteenth of it since it last looked (and at its first store), the least
+// recently used entries are removed until the rest fit, as TrimCache does.
+XONNX_API uint64_t DefaultCacheMaxBytes();
+
+// A size as `xonnx cache --max-size` and XONNX_CACHE_MAX_SIZE take it:
+// "500M", "2G", "1.5GiB", "0" (K, M, G, T are powers of 1024). False when
+// `text` is not one.
+XONNX_API bool ParseCacheSize(const std::string& text, uint64_t* bytes);
+
 // The entries and temporary files of the cache in `dir`, least recently
 // used first. Other files in the folder are not the cache's and are left
 // out.

@@ -41,26 +41,12 @@ std::string Ago(int64_t then, int64_t now) {
   return absl::StrCat(d / 86400, " days ago");
 }
 
-// "500M", "2G", "1.5GiB", "0": a size in bytes (K, M, G, T are powers of 1024).
+// "500M", "2G", "1.5GiB", "0": a size in bytes (xonnx::ParseCacheSize).
 uint64_t ParseByteSize(const std::string& text, const std::string& flag) {
-  absl::string_view t = text;
-  uint64_t scale = 1;
-  for (absl::string_view suffix : {"iB", "B"})
-    if (absl::EndsWith(t, suffix) && t.size() > suffix.size()) {
-      t.remove_suffix(suffix.size());
-      break;
-    }
-  if (!t.empty()) {
-    size_t unit = std::string("KMGT").find(static_cast<char>(std::toupper(t.back())));
-    if (unit != std::string::npos) {
-      scale = uint64_t{1} << (10 * (unit + 1));
-      t.remove_suffix(1);
-    }
-  }
-  double v;
-  if (!absl::SimpleAtod(t, &v) || v < 0 || !std::isfinite(v))
+  uint64_t bytes = 0;
+  if (!xonnx::ParseCacheSize(text, &bytes))
     throw CliError{absl::StrCat(flag, " '", text, "': expected a size such as 500M, 2G or 0")};
-  return static_cast<uint64_t>(v * scale);
+  return bytes;
 }
 
 }  // namespace

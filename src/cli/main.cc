@@ -129,7 +129,10 @@ int Main(int argc, char** argv) {
   profile->add_option("FILE", a.profile_file, "The trace (JSON)")->required();
   profile->add_option("--top", a.top, "How many of the slowest nodes to list")->capture_default_str();
   auto* cache = app.add_subcommand(
-      "cache", "Show the persistent compile cache, or trim it: --max-size removes least recently used entries");
+      "cache",
+      "Show the persistent compile cache, or trim it: --max-size removes least recently used entries. Sessions keep "
+      "it to XONNX_CACHE_MAX_SIZE (e.g. 10G; 0 for no bound), else 5G, removing least recently used entries as they "
+      "store new ones");
   cache->add_option("--cache-dir", g_device.cache_dir, absl::StrCat("Cache folder ", kCacheDirDefault));
   cache->add_option("--max-size", a.max_size,
                     "Remove the least recently used entries until the rest take at most this much, e.g. 500M or 2G "

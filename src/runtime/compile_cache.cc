@@ -11,6 +11,8 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <thread>
 #include <tuple>
 
@@ -18,8 +20,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/byte_size.h"
 #include "base/exceptions.h"
 #include "base/fingerprint.h"
+#include "base/logging.h"
 #include "base/status.h"
 #include "runtime/public_status.h"
 
@@ -128,7 +132,23 @@ std::string CompileCache::DefaultDir() {
   return "";
 }
 
-absl::StatusOr<CompileCache> CompileCache::Open(const std::string& dir) {
+uint64_t CompileCache::DefaultMaxBytes() {
+  constexpr uint64_t kDefault = uint64_t{5} << 30;
+  const char* v = std::getenv("XONNX_CACHE_MAX_SIZE");
+  if (!v || !*v) return kDefault;
+  std::optional<uint64_t> bytes = ParseByteSize(v);
+  if (bytes) return *bytes;
+  static std::once_flag warned;
+  std::call_once(warned, [v] {
+    LOG(WARNING) << "XONNX_CACHE_MAX_SIZE='" << v << "' is not a size such as 500M, 2G or 0; keeping the compile "
+                 << "cache to 5 GiB";
+  });
+  return kDefault;
+}
+
+absl::StatusOr<CompileCache> CompileCache::Open(const std::string& dir) { return Open(dir, DefaultMaxBytes()); }
+
+absl::StatusOr<CompileCache> CompileCache::Open(const std::string& dir, uint64_t max_bytes) {
   if (dir.empty())
     return absl::InvalidArgumentError(
         "the compile cache folder is not set (no XONNX_CACHE_DIR, XDG_CACHE_HOME or HOME)");
@@ -136,7 +156,7 @@ absl::StatusOr<CompileCache> CompileCache::Open(const std::string& dir) {
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir, ec))
     return absl::PermissionDeniedError(absl::StrCat(dir, ": cannot create the compile cache folder: ", ec.message()));
-  return CompileCache(dir);
+  return CompileCache(dir, max_bytes);
 }
 
 std::string CompileCache::PathFor(absl::string_view key) const {
@@ -187,14 +207,35 @@ absl::Status CompileCache::Store(absl::string_view key, absl::string_view payloa
     st = absl::InternalError(absl::StrCat(tmp, ": cannot close: ", std::strerror(errno)));
   if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
     st = absl::InternalError(absl::StrCat(path, ": cannot rename the new entry into place: ", std::strerror(errno)));
-  if (!st.ok()) ::unlink(tmp.c_str());
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  KeepBound(header.size() + payload.size());
   return st;
+}
+
+void CompileCache::KeepBound(uint64_t bytes) const {
+  // Listing the folder reads every entry's header: done once per
+  // sixteenth of the bound written, not per store.
+  static std::atomic<uint64_t> written{0};
+  static std::atomic<bool> first{true};
+  if (max_bytes_ == 0) return;
+  const bool now = first.exchange(false) || written.fetch_add(bytes) + bytes >= max_bytes_ / 16;
+  if (!now) return;
+  written = 0;
+  // Best effort: a folder this process may not prune keeps its entries.
+  auto removed = Prune(max_bytes_);
+  if (removed.ok() && !removed->empty())
+    VLOG(1) << dir_ << ": removed " << removed->size() << " compile cache files to keep it to " << max_bytes_
+            << " bytes";
 }
 
 void CompileCache::Remove(absl::string_view key) const { ::unlink(PathFor(key).c_str()); }
 
 absl::StatusOr<std::vector<CompileCache::FileInfo>> CompileCache::List() const {
   std::vector<FileInfo> files;
+  std::vector<std::pair<int64_t, FileInfo>> timed;
   std::error_code ec;
   for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
@@ -207,12 +248,15 @@ absl::StatusOr<std::vector<CompileCache::FileInfo>> CompileCache::List() const {
     f.bytes = st.st_size;
     f.last_used = st.st_mtim.tv_sec;
     if (!f.temporary) f.key = ReadKey(f.path);
-    files.push_back(std::move(f));
+    // Ordered to the nanosecond: entries stored within one second (a
+    // session's programs) must not be taken for older than each other.
+    timed.emplace_back(static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec, std::move(f));
   }
   if (ec) return absl::InternalError(absl::StrCat(dir_, ": cannot list the compile cache folder: ", ec.message()));
-  std::sort(files.begin(), files.end(), [](const FileInfo& a, const FileInfo& b) {
-    return std::tie(a.last_used, a.path) < std::tie(b.last_used, b.path);
+  std::sort(timed.begin(), timed.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first, a.second.path) < std::tie(b.first, b.second.path);
   });
+  for (auto& [ns, f] : timed) files.push_back(std::move(f));
   return files;
 }
 
@@ -238,6 +282,12 @@ absl::StatusOr<std::vector<CompileCache::FileInfo>> CompileCache::Prune(uint64_t
 }
 
 std::string DefaultCacheDir() { return CompileCache::DefaultDir(); }
+uint64_t DefaultCacheMaxBytes() { return CompileCache::DefaultMaxBytes(); }
+bool ParseCacheSize(const std::string& text, uint64_t* bytes) {
+  std::optional<uint64_t> parsed = ParseByteSize(text);
+  if (parsed) *bytes = *parsed;
+  return parsed.has_value();
+}
 
 StatusOr<std::vector<CacheFile>> ListCache(const std::string& dir) {
   return PublicCall(dir, [&]() -> absl::StatusOr<std::vector<CacheFile>> {

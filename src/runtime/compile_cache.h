@@ -27,8 +27,15 @@ class CompileCache {
   // empty when none of them is set.
   static std::string DefaultDir();
 
-  // Creates the folder if needed (and fails when it cannot).
+  // The bound of DefaultCacheMaxBytes (xonnx/cache.h); 0 for none.
+  static uint64_t DefaultMaxBytes();
+
+  // Creates the folder if needed (and fails when it cannot). Store keeps
+  // the folder to `max_bytes` (0: unbounded): once this process has stored
+  // a sixteenth of it since it last looked, and at its first store, it
+  // prunes the least recently used entries (Prune).
   [[nodiscard]] static absl::StatusOr<CompileCache> Open(const std::string& dir);
+  [[nodiscard]] static absl::StatusOr<CompileCache> Open(const std::string& dir, uint64_t max_bytes);
 
   const std::string& dir() const { return dir_; }
   // The file an entry with this key lives in.
@@ -56,8 +63,11 @@ class CompileCache {
   [[nodiscard]] absl::StatusOr<std::vector<FileInfo>> Prune(uint64_t max_bytes, int64_t stale_seconds = 3600) const;
 
  private:
-  explicit CompileCache(std::string dir) : dir_(std::move(dir)) {}
+  CompileCache(std::string dir, uint64_t max_bytes) : dir_(std::move(dir)), max_bytes_(max_bytes) {}
+  // After a store of `bytes`: prunes when it is time (Open).
+  void KeepBound(uint64_t bytes) const;
   std::string dir_;
+  uint64_t max_bytes_ = 0;
 };
 
 }  // namespace xonnx
