@@ -5,7 +5,6 @@
 #include <set>
 #include <string>
 
-#include "base/fingerprint.h"
 #include "base/logging.h"
 #include "onnx/shape_inference/implementation.h"
 
@@ -42,10 +41,7 @@ absl::StatusOr<int> ExposeIntermediates(LoadedModel& model) {
       ++added;
     }
   }
-  Fingerprinter f;
-  f.UpdateField(model.content_fingerprint);
-  f.UpdateField("every value as an output");
-  model.content_fingerprint = f.Finish().Hex();
+  NoteRewrite(model, "every value as an output");
   VLOG(1) << model.path << ": " << added << " intermediate values made outputs";
   return added;
 }

@@ -110,15 +110,18 @@ absl::Status ResolveGraph(onnx::GraphProto& g, const fs::path& base_dir, const s
   return absl::OkStatus();
 }
 
+// The opset version per domain the proto imports ("ai.onnx" is "").
+void ReadOpsets(LoadedModel& m) {
+  m.opsets.clear();
+  for (const auto& op : m.proto.opset_import()) m.opsets[op.domain() == "ai.onnx" ? "" : op.domain()] = op.version();
+}
+
 // What every way of loading does once the proto is parsed: basic checks,
 // opsets, external data. `content` has seen the model's bytes.
 absl::Status FinishLoad(LoadedModel& m, const std::string& base_dir, Fingerprinter& content) {
   if (!m.proto.has_graph() || m.proto.ir_version() <= 0)
     return InvalidArgument("%s: not a valid ONNX model (no graph or IR version)", m.path);
-  for (const auto& op : m.proto.opset_import()) {
-    std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
-    m.opsets[domain] = op.version();
-  }
+  ReadOpsets(m);
   RETURN_IF_ERROR(ResolveGraph(*m.proto.mutable_graph(), base_dir, m.path, &content));
   // Nodes out of topological order are sorted, as ONNX Runtime does (the
   // ONNX checker would reject them), and the model still loads; it says so.
@@ -281,6 +284,14 @@ absl::Status CheckModel(const LoadedModel& model) {
     return InvalidArgument("%s: the ONNX checker rejects the model: %s", model.path, msg);
   }
   return absl::OkStatus();
+}
+
+void NoteRewrite(LoadedModel& m, absl::string_view what) {
+  ReadOpsets(m);
+  Fingerprinter f;
+  f.UpdateField(m.content_fingerprint);
+  f.UpdateField(what);
+  m.content_fingerprint = f.Finish().Hex();
 }
 
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path) {

@@ -37,6 +37,12 @@ struct LoadedModel {
                                                                               const std::string& name,
                                                                               const std::string& base_dir);
 
+// After `m`'s proto was changed in memory (a rewrite of the file as
+// loaded): its opsets are read again, and its content fingerprint takes in
+// `what` (what the change was, a function of nothing but the file), so that
+// programs cached for the file are never taken for the rewritten model's.
+void NoteRewrite(LoadedModel& m, absl::string_view what);
+
 // Runs the ONNX checker, except on models it would wrongly reject: a newer
 // opset than libonnx knows, or ops ONNX Runtime adds to the ONNX domain
 // (then a warning says so).

@@ -22,7 +22,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/exceptions.h"
-#include "base/fingerprint.h"
 #include "base/logging.h"
 #include "base/monotonic_clock.h"
 #include "base/status.h"
@@ -77,16 +76,7 @@ absl::StatusOr<std::shared_ptr<onnx_import::LoadedModel>> LoadRewritten(
     bool* rewritten) {
   ASSIGN_OR_RETURN(std::shared_ptr<onnx_import::LoadedModel> model, onnx_import::LoadModel(path));
   *rewritten = rewrite(&model->proto);
-  if (*rewritten) {
-    Fingerprinter f;
-    f.UpdateField(model->content_fingerprint);
-    f.UpdateField(tag);
-    model->content_fingerprint = f.Finish().Hex();
-    // The rewrite may import another domain.
-    model->opsets.clear();
-    for (const auto& op : model->proto.opset_import())
-      model->opsets[op.domain() == "ai.onnx" ? "" : op.domain()] = op.version();
-  }
+  if (*rewritten) onnx_import::NoteRewrite(*model, tag);
   return model;
 }
 
