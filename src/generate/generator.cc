@@ -66,16 +66,16 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const std::string& model_pa
         model_path, options, [form](onnx::ModelProto* m) { return RewritePresents(m, form); }, RewriteTag(form),
         &rewritten);
   });
-  // A rewritten model the session refuses is opened as it is.
-  if (!opened.ok() && rewritten) {
+  if (opened.ok()) {
+    impl->session.reset(new Session(std::move(*opened)));
+  } else if (rewritten) {  // a rewritten model the session refuses is opened as it is
     rewritten = false;
-    opened = PublicCall(model_path, [&] {
-      return Session::Impl::OpenRewritten(
-          model_path, options, [](onnx::ModelProto*) { return false; }, "", &rewritten);
-    });
+    StatusOr<std::unique_ptr<Session>> plain = Session::Open(model_path, options);
+    if (!plain.ok()) return plain.status();
+    impl->session = std::move(*plain);
+  } else {
+    return opened.status();
   }
-  if (!opened.ok()) return opened.status();
-  impl->session.reset(new Session(std::move(*opened)));
   StatusOr<DecoderStyle> style = DetectDecoderStyle(impl->session->inputs(), impl->session->outputs());
   if (!style.ok()) return Status(style.status().code(), absl::StrCat(model_path, ": ", style.status().message()));
   impl->style = std::move(*style);
