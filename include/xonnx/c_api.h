@@ -1,5 +1,5 @@
 /* xonnx's C API: a stable ABI over the C++ Session (xonnx/session.h) and
- * Generator (xonnx/generate.h).
+ * Generator (xonnx/generate.h) and Tokenizer (xonnx/tokenizer.h).
  *
  * Everything is reached through one table of function pointers:
  *
@@ -44,7 +44,7 @@ extern "C" {
 #endif
 
 /* The version of the table this header describes. */
-#define XONNX_API_VERSION 2 /* 2: text generation */
+#define XONNX_API_VERSION 3 /* 2: text generation; 3: tokenizers */
 
 /* The canonical error codes (the numbers of gRPC and of the C++ API's
  * xonnx::StatusCode). */
@@ -159,6 +159,11 @@ typedef struct XonnxGenerateOptions {
  * 0 stops the generation after this step. */
 typedef int (*XonnxTokenCallback)(void* user_data, size_t sequence, int64_t token);
 
+/* --- tokenizers (version 3; xonnx/tokenizer.h) --- */
+/* A SentencePiece model (a .model file): text to token ids and back. Safe
+ * to use from several threads at once. */
+typedef struct XonnxTokenizer XonnxTokenizer;
+
 typedef struct XonnxApi {
   /* sizeof(XonnxApi) in the library: a caller may check that a function
    * added after its own version is present before calling it. */
@@ -271,6 +276,28 @@ typedef struct XonnxApi {
   size_t (*GenerationLength)(const XonnxGeneration* generation, size_t sequence);
   const int64_t* (*GenerationTokens)(const XonnxGeneration* generation, size_t sequence);
   void (*ReleaseGeneration)(XonnxGeneration* generation);
+
+  /* --- tokenizers (version 3) --- */
+  /* Loads a SentencePiece model. A file that is not one, or a library built
+   * without SentencePiece, fails naming the file and the reason. */
+  XonnxStatus* (*CreateTokenizer)(const char* path, XonnxTokenizer** out);
+  void (*ReleaseTokenizer)(XonnxTokenizer* tokenizer);
+  /* UTF-8 text of text_length bytes to ids (no begin-of-sequence id is
+   * added), written to ids[0, capacity); *num_ids receives their count.
+   * When they do not fit: XONNX_OUT_OF_RANGE, nothing written, and
+   * *num_ids the capacity needed (RunInto's convention). */
+  XonnxStatus* (*TokenizerEncode)(const XonnxTokenizer* tokenizer, const char* text, size_t text_length, int64_t* ids,
+                                  size_t capacity, size_t* num_ids);
+  /* Ids to UTF-8 text, written to text[0, capacity) with a terminating NUL;
+   * *text_length receives its length without the NUL. When it does not
+   * fit: XONNX_OUT_OF_RANGE, nothing written, and *text_length the length
+   * (capacity - 1) needed. An id outside the vocabulary is
+   * XONNX_INVALID_ARGUMENT, naming it. */
+  XonnxStatus* (*TokenizerDecode)(const XonnxTokenizer* tokenizer, const int64_t* ids, size_t num_ids, char* text,
+                                  size_t capacity, size_t* text_length);
+  /* The vocabulary's size and the special pieces' ids (-1 where the model
+   * has none); any pointer may be NULL. */
+  void (*TokenizerInfo)(const XonnxTokenizer* tokenizer, int64_t* vocab_size, int64_t* bos, int64_t* eos, int64_t* unk);
 } XonnxApi;
 
 /* The function table for a caller compiled against `version`

@@ -24,21 +24,25 @@ struct XonnxValue {
   xonnx::Tensor tensor;
 };
 
+namespace xonnx::capi {
+// A model input or output's description, with the C strings kept alive.
+// In a named namespace: XonnxSession, which holds it, has external linkage.
+struct CInfo {
+  std::vector<const char*> dim_names;
+  XonnxTensorInfo info;
+};
+}  // namespace xonnx::capi
+
 namespace {
 
 using xonnx::DataType;
 using xonnx::Status;
 using xonnx::StatusCode;
+using xonnx::capi::CInfo;
 using xonnx::capi::CurrentException;
 using xonnx::capi::Error;
 using xonnx::capi::Guard;
 using xonnx::capi::MakeStatus;
-
-// A model input or output's description, with the C strings kept alive.
-struct CInfo {
-  std::vector<const char*> dim_names;
-  XonnxTensorInfo info;
-};
 
 }  // namespace
 
@@ -492,6 +496,11 @@ const XonnxApi kApi = {
     xonnx::capi::GenerationLength,
     xonnx::capi::GenerationTokens,
     xonnx::capi::ReleaseGeneration,
+    xonnx::capi::CreateTokenizer,
+    xonnx::capi::ReleaseTokenizer,
+    xonnx::capi::TokenizerEncode,
+    xonnx::capi::TokenizerDecode,
+    xonnx::capi::TokenizerInfo,
 };
 
 }  // namespace

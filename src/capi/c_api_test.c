@@ -1,4 +1,5 @@
-/* The C API from a C99 program: c_api_test MODEL.onnx [DECODER.onnx]
+/* The C API from a C99 program:
+ *   c_api_test MODEL.onnx [DECODER.onnx [TOKENIZER.model TEXT]]
  *
  * Opens the model (a float32 image classifier with one input and one
  * output, as examples/tiny_cnn.onnx) from its path and from memory, runs it
@@ -7,7 +8,11 @@
  * message. A model that is not a decoder must be refused as one; with a
  * DECODER (Hugging Face style), two prompts' greedy tokens are printed as
  * "generate: I: T,T,..." for the caller (tests/generate) to check against
- * its reference. Built in the tree and, by tests/install, against an installed
+ * its reference. With a TOKENIZER (SentencePiece), TEXT's ids are printed as
+ * "tokenize: T,T,..." and those ids' text as "detokenize: TEXT" for the
+ * caller (tests/generate/test_tokenizer.py) to check against SentencePiece's
+ * own tools; without one, a file that is not a tokenizer must be refused.
+ * Built in the tree and, by tests/install, against an installed
  * prefix. Prints "c_api_test: N checks passed" or the failures, and exits
  * non-zero on any. */
 #include "xonnx/c_api.h"
@@ -335,10 +340,46 @@ static void Generation(const char* classifier, const char* decoder) {
   api->ReleaseGeneration(NULL);
 }
 
+static void Tokenization(const char* not_a_tokenizer, const char* path, const char* text) {
+  XonnxTokenizer* t = NULL;
+  int64_t ids[256], vocab = 0, bos = 0, eos = 0, unk = 0;
+  char back[1024];
+  size_t n = 0, length = 0, i;
+  XonnxStatus* st = api->CreateTokenizer(not_a_tokenizer, &t);
+  CHECK(st != NULL && t == NULL && strstr(api->StatusMessage(st), not_a_tokenizer), "an ONNX file is no tokenizer");
+  api->ReleaseStatus(st);
+  EXPECT_ERROR(api->CreateTokenizer(NULL, &t), XONNX_INVALID_ARGUMENT, "NULL");
+  api->ReleaseTokenizer(NULL);
+  if (!path) return;
+  Must(api->CreateTokenizer(path, &t), "CreateTokenizer");
+  api->TokenizerInfo(t, &vocab, &bos, &eos, &unk);
+  CHECK(vocab > 0 && bos < vocab && eos < vocab && unk < vocab, "vocabulary %lld", (long long)vocab);
+  Must(api->TokenizerEncode(t, text, strlen(text), ids, 256, &n), "TokenizerEncode");
+  CHECK(n > 1, "%s: %d ids", text, (int)n);
+  printf("tokenize: ");
+  for (i = 0; i < n; ++i) printf(i ? ",%lld" : "%lld", (long long)ids[i]);
+  printf("\n");
+  /* Too small a capacity: the count needed, and nothing written. */
+  ids[0] = -7;
+  EXPECT_ERROR(api->TokenizerEncode(t, text, strlen(text), ids, 1, &length), XONNX_OUT_OF_RANGE, "capacity of 1");
+  CHECK(length == n && ids[0] == -7, "the capacity needed and nothing written");
+  /* ids[0] is written again below; the ids are re-encoded first. */
+  Must(api->TokenizerEncode(t, text, strlen(text), ids, 256, &n), "TokenizerEncode");
+  Must(api->TokenizerDecode(t, ids, n, back, sizeof(back), &length), "TokenizerDecode");
+  CHECK(length == strlen(back), "the length without the NUL");
+  printf("detokenize: %s\n", back);
+  EXPECT_ERROR(api->TokenizerDecode(t, ids, n, back, length, &length), XONNX_OUT_OF_RANGE, "its NUL");
+  ids[0] = vocab;
+  EXPECT_ERROR(api->TokenizerDecode(t, ids, 1, back, sizeof(back), &length), XONNX_INVALID_ARGUMENT,
+               "outside the vocabulary");
+  EXPECT_ERROR(api->TokenizerEncode(t, text, 1, NULL, 4, &n), XONNX_INVALID_ARGUMENT, "NULL");
+  api->ReleaseTokenizer(t);
+}
+
 int main(int argc, char** argv) {
   Fixture f;
-  if (argc != 2 && argc != 3) {
-    fprintf(stderr, "usage: c_api_test MODEL.onnx [DECODER.onnx]\n");
+  if (argc != 2 && argc != 3 && argc != 5) {
+    fprintf(stderr, "usage: c_api_test MODEL.onnx [DECODER.onnx [TOKENIZER.model TEXT]]\n");
     return 2;
   }
   api = XonnxGetApi(XONNX_API_VERSION);
@@ -353,7 +394,8 @@ int main(int argc, char** argv) {
   IntoBuffers(&f);
   Async(&f);
   Misuse(&f);
-  Generation(argv[1], argc == 3 ? argv[2] : NULL);
+  Generation(argv[1], argc >= 3 ? argv[2] : NULL);
+  Tokenization(argv[1], argc == 5 ? argv[3] : NULL, argc == 5 ? argv[4] : NULL);
   api->ReleaseValue(f.out);
   api->ReleaseSession(f.session);
   api->ReleaseSessionOptions(f.options);

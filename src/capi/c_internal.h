@@ -63,6 +63,15 @@ size_t GenerationLength(const XonnxGeneration* generation, size_t sequence);
 const int64_t* GenerationTokens(const XonnxGeneration* generation, size_t sequence);
 void ReleaseGeneration(XonnxGeneration* generation);
 
+// Tokenizers (c_tokenizer.cc).
+XonnxStatus* CreateTokenizer(const char* path, XonnxTokenizer** out);
+void ReleaseTokenizer(XonnxTokenizer* tokenizer);
+XonnxStatus* TokenizerEncode(const XonnxTokenizer* tokenizer, const char* text, size_t text_length, int64_t* ids,
+                             size_t capacity, size_t* num_ids);
+XonnxStatus* TokenizerDecode(const XonnxTokenizer* tokenizer, const int64_t* ids, size_t num_ids, char* text,
+                             size_t capacity, size_t* text_length);
+void TokenizerInfo(const XonnxTokenizer* tokenizer, int64_t* vocab_size, int64_t* bos, int64_t* eos, int64_t* unk);
+
 }  // namespace xonnx::capi
 
 #endif  // XONNX_CAPI_C_INTERNAL_H_

@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import spm_fixture  # noqa: E402
 import tiny_llama  # noqa: E402
-from test_generate import XONNX, generate  # noqa: E402
+from test_generate import C_API_TEST, EXAMPLE, XONNX, generate  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -76,3 +76,18 @@ def test_a_token_the_tokenizer_cannot_decode_fails(setup):
     r = run(larger, "--tokenizer", spm, "--prompt", spm_fixture.TEXTS[0], "--max-new-tokens", "30", "--quiet",
             expect=3)
     assert "is outside the vocabulary of 64" in r.stderr
+
+
+def test_the_c_api_tokenizes_as_sentencepiece(setup):
+    """The C API's tokenizer (c_api_test with a TOKENIZER and a TEXT): the ids
+    are spm_encode's, and the text of those ids is spm_decode's. (Its
+    generation checks take the decoder whose vocabulary has their prompts'
+    ids.)"""
+    _, spm, larger = setup
+    for text in spm_fixture.TEXTS:
+        r = subprocess.run([C_API_TEST, EXAMPLE, larger, spm, text], capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout + r.stderr
+        lines = dict(line.split(": ", 1) for line in r.stdout.splitlines() if line.startswith(("tokenize", "detok")))
+        ids = spm_fixture.encode(spm, text)
+        assert lines["tokenize"] == ",".join(map(str, ids)), text
+        assert lines["detokenize"] == spm_fixture.decode(spm, ids), text
