@@ -15,9 +15,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <future>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "backends/cpu/kernels/cpu_features.h"
@@ -56,25 +54,6 @@ void RowsPortable(const Dims& d, const float* x, const uint8_t* packed, const fl
       y[r * d.n + j] = acc;
     }
   }
-}
-
-// oneDNN's sgemm generates its kernels on its first call, 40-50 ms here,
-// which a prompt's first product by packed weights used to wait for (a
-// decoder's first programs, the decode steps', never call it). Making any
-// packed product's thunk starts that generation on a thread of its own: a
-// sequential call on a tiny product, whose end GemmRows waits for. The
-// future's destructor at exit waits for the thread too.
-std::shared_future<void> GemmWarmUp() {
-  static std::once_flag once;
-  static std::shared_future<void> done;
-  std::call_once(once, [] {
-    done = std::async(std::launch::async, [] {
-             omp_set_num_threads(1);  // this thread's own setting
-             std::vector<float> a(32 * 16, 1.0f), b(16 * 16, 1.0f), c(32 * 16);
-             (void)dnnl_sgemm('N', 'T', 32, 16, 16, 1.0f, a.data(), 16, b.data(), 16, 0.0f, c.data(), 16);
-           }).share();
-  });
-  return done;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -364,7 +343,6 @@ XONNX_PACKED_AVX512 bool GemmRows(const Dims& d, const float* x, const uint8_t* 
                                   const float* zeros, float* y) {
   // DequantizeRow writes each row's kp values: not zeroed first (112 panels
   // of 1-3 MB in a 188M model's prompt).
-  GemmWarmUp().wait();
   // With a panel or more for each thread, each dequantizes its own panels
   // and multiplies by them alone (oneDNN's sgemm runs on the calling
   // thread inside a parallel region): a panel stays in the caches of the
@@ -494,7 +472,6 @@ std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const Thunk
   BufferRef z_ref = w.zeros ? io.inputs[next++] : BufferRef{};
   std::shared_ptr<const hlo::Literal> zero_values = w.zero_values, packed_values = w.packed_values;
   const bool vector = UseAvx512();
-  if (vector) GemmWarmUp();
   Thunk t;
   t.name = dot.name();
   t.run = [d, x_ref, p_ref, s_ref, z_ref, y_ref, vector, zero_values, packed_values](Frame& f) -> absl::Status {
