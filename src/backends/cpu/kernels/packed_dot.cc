@@ -336,13 +336,11 @@ XONNX_PACKED_AVX512 void DequantizeRow(const Dims& d, const uint8_t* p, const fl
   }
 }
 
-// y = x . W^T by oneDNN's GEMM, W dequantized kPanel rows at a time (the
-// threads share each panel's rows).
+// y = x . W^T by oneDNN's GEMM, W dequantized to f32 panels of about
+// kPanel rows.
 template <int kBits, bool kZeros>
 XONNX_PACKED_AVX512 bool GemmRows(const Dims& d, const float* x, const uint8_t* packed, const float* scales,
                                   const float* zeros, float* y) {
-  // DequantizeRow writes each row's kp values: not zeroed first (112 panels
-  // of 1-3 MB in a 188M model's prompt).
   // With a panel or more for each thread, each dequantizes its own panels
   // and multiplies by them alone (oneDNN's sgemm runs on the calling
   // thread inside a parallel region): a panel stays in the caches of the
@@ -356,6 +354,8 @@ XONNX_PACKED_AVX512 bool GemmRows(const Dims& d, const float* x, const uint8_t* 
     bool ok = true;
 #pragma omp parallel reduction(&& : ok)
     {
+      // DequantizeRow writes each row's kp values: panels are not zeroed
+      // first (112 panels of 1-3 MB in a 188M model's prompt).
       std::unique_ptr<float[]> own(new float[width * d.kp]);
 #pragma omp for schedule(static)
       for (int64_t p = 0; p < panels; ++p) {
@@ -370,6 +370,7 @@ XONNX_PACKED_AVX512 bool GemmRows(const Dims& d, const float* x, const uint8_t* 
     }
     return ok;
   }
+  // Fewer panels than threads: the threads share each panel's rows.
   std::unique_ptr<float[]> panel(new float[std::min(kPanel, d.n) * d.kp]);
   for (int64_t n0 = 0; n0 < d.n; n0 += kPanel) {
     const int64_t count = std::min(kPanel, d.n - n0);
