@@ -290,9 +290,10 @@ typedef struct XonnxApi {
                                   size_t capacity, size_t* num_ids);
   /* Ids to UTF-8 text, written to text[0, capacity) with a terminating NUL;
    * *text_length receives its length without the NUL. When it does not
-   * fit: XONNX_OUT_OF_RANGE, nothing written, and *text_length the length
-   * (capacity - 1) needed. An id outside the vocabulary is
-   * XONNX_INVALID_ARGUMENT, naming it. */
+   * fit: XONNX_OUT_OF_RANGE, nothing written, and *text_length the text's
+   * length (the capacity needed is one more). An id outside the vocabulary
+   * is XONNX_INVALID_ARGUMENT, naming it. Both calls accept a NULL array
+   * with capacity 0, to learn the size first. */
   XonnxStatus* (*TokenizerDecode)(const XonnxTokenizer* tokenizer, const int64_t* ids, size_t num_ids, char* text,
                                   size_t capacity, size_t* text_length);
   /* The vocabulary's size and the special pieces' ids (-1 where the model

@@ -363,12 +363,17 @@ static void Tokenization(const char* not_a_tokenizer, const char* path, const ch
   ids[0] = -7;
   EXPECT_ERROR(api->TokenizerEncode(t, text, strlen(text), ids, 1, &length), XONNX_OUT_OF_RANGE, "capacity of 1");
   CHECK(length == n && ids[0] == -7, "the capacity needed and nothing written");
+  length = 0;
+  EXPECT_ERROR(api->TokenizerEncode(t, text, strlen(text), NULL, 0, &length), XONNX_OUT_OF_RANGE, "capacity of 0");
+  CHECK(length == n, "the count asked for first");
   /* ids[0] is written again below; the ids are re-encoded first. */
   Must(api->TokenizerEncode(t, text, strlen(text), ids, 256, &n), "TokenizerEncode");
   Must(api->TokenizerDecode(t, ids, n, back, sizeof(back), &length), "TokenizerDecode");
   CHECK(length == strlen(back), "the length without the NUL");
   printf("detokenize: %s\n", back);
   EXPECT_ERROR(api->TokenizerDecode(t, ids, n, back, length, &length), XONNX_OUT_OF_RANGE, "its NUL");
+  EXPECT_ERROR(api->TokenizerDecode(t, ids, n, NULL, 0, &length), XONNX_OUT_OF_RANGE, "capacity of 0");
+  CHECK(length == strlen(back), "the length asked for first");
   ids[0] = vocab;
   EXPECT_ERROR(api->TokenizerDecode(t, ids, 1, back, sizeof(back), &length), XONNX_INVALID_ARGUMENT,
                "outside the vocabulary");
