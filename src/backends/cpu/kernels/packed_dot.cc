@@ -341,47 +341,32 @@ XONNX_PACKED_AVX512 void DequantizeRow(const Dims& d, const uint8_t* p, const fl
 template <int kBits, bool kZeros>
 XONNX_PACKED_AVX512 bool GemmRows(const Dims& d, const float* x, const uint8_t* packed, const float* scales,
                                   const float* zeros, float* y) {
-  // With a panel or more for each thread, each dequantizes its own panels
-  // and multiplies by them alone (oneDNN's sgemm runs on the calling
-  // thread inside a parallel region): a panel stays in the caches of the
-  // core that wrote it, and the threads meet once per product instead of
-  // twice per panel. Panels are narrowed to a whole number per thread.
-  const int threads = omp_get_max_threads();
-  int64_t panels = (d.n + kPanel - 1) / kPanel;
-  if (threads > 1 && panels >= threads) {
-    panels = (panels + threads - 1) / threads * threads;
-    const int64_t width = ((d.n + panels - 1) / panels + 15) / 16 * 16;
-    bool ok = true;
+  // Each thread dequantizes its own panels and multiplies by them alone
+  // (oneDNN's sgemm runs on the calling thread inside a parallel region):
+  // a panel stays in the caches of the core that wrote it, and the threads
+  // meet once per product instead of twice per panel. Panels are at most
+  // kPanel rows, at least one per thread, and a whole number per thread.
+  const int64_t threads = std::max(1, omp_get_max_threads());
+  const int64_t panels = ((d.n + kPanel - 1) / kPanel + threads - 1) / threads * threads;
+  const int64_t width = ((d.n + panels - 1) / panels + 15) / 16 * 16;
+  bool ok = true;
 #pragma omp parallel reduction(&& : ok)
-    {
-      // DequantizeRow writes each row's kp values: panels are not zeroed
-      // first (112 panels of 1-3 MB in a 188M model's prompt).
-      std::unique_ptr<float[]> own(new float[width * d.kp]);
+  {
+    // DequantizeRow writes each row's kp values: panels are not zeroed
+    // first (112 panels of 1-3 MB in a 188M model's prompt).
+    std::unique_ptr<float[]> own(new float[width * d.kp]);
 #pragma omp for schedule(static)
-      for (int64_t p = 0; p < panels; ++p) {
-        const int64_t n0 = p * width, count = std::min(width, d.n - n0);
-        if (count <= 0) continue;
-        for (int64_t j = n0; j < n0 + count; ++j)
-          DequantizeRow<kBits, kZeros>(d, packed + j * d.row_bytes, scales + j * d.blocks,
-                                       zeros ? zeros + j * d.blocks : nullptr, own.get() + (j - n0) * d.kp);
-        ok = ok &&
-             dnnl_sgemm('N', 'T', d.rows, count, d.k, 1.0f, x, d.k, own.get(), d.kp, 0.0f, y + n0, d.n) == dnnl_success;
-      }
+    for (int64_t p = 0; p < panels; ++p) {
+      const int64_t n0 = p * width, count = std::min(width, d.n - n0);
+      if (count <= 0) continue;
+      for (int64_t j = n0; j < n0 + count; ++j)
+        DequantizeRow<kBits, kZeros>(d, packed + j * d.row_bytes, scales + j * d.blocks,
+                                     zeros ? zeros + j * d.blocks : nullptr, own.get() + (j - n0) * d.kp);
+      ok = ok &&
+           dnnl_sgemm('N', 'T', d.rows, count, d.k, 1.0f, x, d.k, own.get(), d.kp, 0.0f, y + n0, d.n) == dnnl_success;
     }
-    return ok;
   }
-  // Fewer panels than threads: the threads share each panel's rows.
-  std::unique_ptr<float[]> panel(new float[std::min(kPanel, d.n) * d.kp]);
-  for (int64_t n0 = 0; n0 < d.n; n0 += kPanel) {
-    const int64_t count = std::min(kPanel, d.n - n0);
-#pragma omp parallel for schedule(static)
-    for (int64_t j = n0; j < n0 + count; ++j)
-      DequantizeRow<kBits, kZeros>(d, packed + j * d.row_bytes, scales + j * d.blocks,
-                                   zeros ? zeros + j * d.blocks : nullptr, panel.get() + (j - n0) * d.kp);
-    if (dnnl_sgemm('N', 'T', d.rows, count, d.k, 1.0f, x, d.k, panel.get(), d.kp, 0.0f, y + n0, d.n) != dnnl_success)
-      return false;
-  }
-  return true;
+  return ok;
 }
 
 // False when oneDNN's GEMM fails.
