@@ -366,7 +366,7 @@ static void Tokenization(const char* not_a_tokenizer, const char* path, const ch
   length = 0;
   EXPECT_ERROR(api->TokenizerEncode(t, text, strlen(text), NULL, 0, &length), XONNX_OUT_OF_RANGE, "capacity of 0");
   CHECK(length == n, "the count asked for first");
-  /* ids[0] is written again below; the ids are re-encoded first. */
+  /* ids[0] still holds -7 from the check above: the text is encoded again. */
   Must(api->TokenizerEncode(t, text, strlen(text), ids, 256, &n), "TokenizerEncode");
   Must(api->TokenizerDecode(t, ids, n, back, sizeof(back), &length), "TokenizerDecode");
   CHECK(length == strlen(back), "the length without the NUL");
