@@ -12,7 +12,7 @@
 # usage: bench/gpu/generate.sh [--kit build/gpu_generate_kit] [--plugin PATH] [--rounds 3] [--models a,b]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-kit=build/gpu_generate_kit plugin="" rounds=3 models=hf-small,genai-small,hf-medium
+kit=build/gpu_generate_kit plugin="" rounds=3 models=hf-small,genai-small,hf-medium,genai-small-int4,genai-medium-int4,hf-large
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --kit) kit="$2"; shift 2 ;;
