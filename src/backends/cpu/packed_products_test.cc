@@ -45,10 +45,15 @@ struct Form {
   bool folded = false;
   // The dot allows an int8 activation (MatMulNBits at accuracy_level 4).
   bool int8 = false;
+  // The packed bytes and the scales are constants of the program, as a
+  // model's initializers are (4 bits, one zero point: the interleaved
+  // layout), not parameters.
+  bool constant = false;
   std::string Name() const {
     return absl::StrCat("bits", bits, "_block", block, "_k", k, "_n", n, "_rows", rows, "_zeros",
                         static_cast<int>(zeros), rank3 ? "_3d" : "", wrong_shift ? "_wrongshift" : "",
-                        swapped_nibbles ? "_swapped" : "", folded ? "_folded" : "", int8 ? "_int8" : "");
+                        swapped_nibbles ? "_swapped" : "", folded ? "_folded" : "", int8 ? "_int8" : "",
+                        constant ? "_constant" : "");
   }
 };
 
@@ -88,29 +93,33 @@ std::unique_ptr<hlo::Module> Build(const Form& f, std::vector<Literal>* args) {
   Builder b(m.get(), "main");
   const int64_t blocks = (f.k + f.block - 1) / f.block, blob = f.block * f.bits / 8;
   Shape xs = f.rank3 ? Shape(hlo::F32, {2, f.rows, f.k}) : Shape(hlo::F32, {f.rows, f.k});
-  Instruction* x = b.Parameter(0, xs, "x");
-  args->push_back(RandomFloats(xs, -1, 1, 1));
-  Instruction* packed = b.Parameter(1, Shape(hlo::U8, {f.n * blocks * blob}), "packed");
-  args->push_back(RandomBytes(Shape(hlo::U8, {f.n * blocks * blob}), 2));
-  Instruction* scales = b.Parameter(2, Shape(hlo::F32, {f.n * blocks}), "scales");
-  args->push_back(RandomFloats(Shape(hlo::F32, {f.n * blocks}), 0.01f, 0.2f, 3));
+  // A parameter of value `v`, or with f.constant, `v` as a constant.
+  auto input = [&](Literal v, const char* name, bool may_be_constant) {
+    if (f.constant && may_be_constant) return b.Constant(std::move(v));
+    Instruction* p = b.Parameter(static_cast<int64_t>(args->size()), v.shape(), name);
+    args->push_back(std::move(v));
+    return p;
+  };
+  Instruction* x = input(RandomFloats(xs, -1, 1, 1), "x", false);
+  Literal packed_bytes = RandomBytes(Shape(hlo::U8, {f.n * blocks * blob}), 2);
+  const std::vector<uint8_t> bytes(packed_bytes.data<uint8_t>(), packed_bytes.data<uint8_t>() + f.n * blocks * blob);
+  Instruction* packed = input(std::move(packed_bytes), "packed", true);
+  Instruction* scales = input(RandomFloats(Shape(hlo::F32, {f.n * blocks}), 0.01f, 0.2f, 3), "scales", true);
   const std::vector<int64_t> wd = {f.n, blocks, f.block};
   Instruction* q = Unpack(b, b.Reshape(packed, {f.n, blocks, blob}), f);
   Instruction* qf = b.Convert(q, hlo::F32);
   if (f.folded) {
     Literal values(Shape(hlo::F32, {f.n, blocks, blob}));
-    for (int64_t i = 0; i < values.element_count(); ++i)
-      values.data<float>()[i] = (*args)[1].data<uint8_t>()[i];  // the packed bytes
+    for (int64_t i = 0; i < values.element_count(); ++i) values.data<float>()[i] = bytes[i];
     qf = b.Constant(std::move(values));
   }
   Instruction* zp = nullptr;
   if (f.zeros == Zeros::kDefault) {
     zp = b.Broadcast(b.ScalarConstant(hlo::F32, 1 << (f.bits - 1)), wd, {});
   } else if (f.zeros == Zeros::kRunTime) {
-    zp = b.Broadcast(b.Parameter(3, Shape(hlo::F32, {f.n, blocks}), "zeros"), wd, {0, 1});
-    args->push_back(RandomFloats(Shape(hlo::F32, {f.n, blocks}), 0, 15, 4));
-    for (int64_t i = 0; i < args->back().element_count(); ++i)
-      args->back().data<float>()[i] = std::round(args->back().data<float>()[i]);
+    Literal zeros = RandomFloats(Shape(hlo::F32, {f.n, blocks}), 0, 15, 4);
+    for (int64_t i = 0; i < zeros.element_count(); ++i) zeros.data<float>()[i] = std::round(zeros.data<float>()[i]);
+    zp = b.Broadcast(input(std::move(zeros), "zeros", false), wd, {0, 1});
   } else {
     const int64_t per_row = (blocks * f.bits + 7) / 8;
     Instruction* z = b.Constant(RandomBytes(Shape(hlo::U8, {f.n, per_row}), 5));
@@ -193,6 +202,16 @@ std::vector<Form> Table() {
         forms.push_back({bits, block, block * 2 + 3, 300, 40, z, false});  // oneDNN's GEMM, panels
         forms.push_back({bits, block, block * 2, 5, 3, z, true});
         if (bits == 8) forms.push_back({bits, block, block * 3 - 1, 19, 2, z, false, false, false, true});
+        // Constant weights and scales (4 bits and one zero point: the
+        // interleaved layout, whose 16-row groups end inside the last one
+        // here; with zero points per block, the other kernels).
+        if (bits == 4 && z != Zeros::kRunTime)
+          for (int64_t rows : {1, 2, 3, 9, 40})
+            for (int64_t k : {block * 3, block * 3 - 5, block * 5 - block / 2}) {
+              Form c{bits, block, k, 37, rows, z, rows == 3};
+              c.constant = true;
+              forms.push_back(c);
+            }
       }
   return forms;
 }
@@ -213,9 +232,11 @@ TEST(PackedProducts, TableMatchesTheEvaluator) {
 
 // Large enough to split between threads: the same as one thread.
 TEST(PackedProducts, DecoderSizedProductsMatchTheEvaluator) {
-  for (int bits : {4, 8})
+  for (int bits : {4, 8, 0})
     for (int64_t rows : {1, 8, 19, 64}) {
-      Form f{bits, 32, 1024, 700, rows, Zeros::kPackedConstant, false};
+      // bits 0: 4-bit constant weights with one zero point (interleaved).
+      Form f{bits ? bits : 4, 32, 1024, 700, rows, bits ? Zeros::kPackedConstant : Zeros::kDefault, false};
+      f.constant = bits == 0;
       Literal want;
       std::map<std::string, int> kinds;
       Literal got = RunNative(f, &want, &kinds);

@@ -389,6 +389,26 @@ void RowsAvx512(const Dims& d, const float* xp, const uint8_t* packed, const flo
 }
 
 bool UseAvx512() { return CpuHasAvx512Bw(); }
+
+// y = x . W^T on the interleaved layout: x padded with zeros to whole
+// blocks where K ends inside one, groups of 16 weight rows split between
+// the threads.
+absl::Status InterleavedProduct(const Dims& d, const Interleaved& w, const float* x, float* y) {
+  const int64_t width = d.blocks * d.block;
+  std::unique_ptr<float[]> padded;
+  if (width != d.k) {
+    padded.reset(new float[d.rows * width]());
+    for (int64_t r = 0; r < d.rows; ++r) std::memcpy(padded.get() + r * width, x + r * d.k, d.k * sizeof(float));
+    x = padded.get();
+  }
+  if (d.rows * d.n * d.k < kParallel) {
+    InterleavedRows(d, w, x, width, y, 0, w.groups);
+    return absl::OkStatus();
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t g = 0; g < w.groups; ++g) InterleavedRows(d, w, x, width, y, g, g + 1);
+  return absl::OkStatus();
+}
 #pragma GCC diagnostic pop
 #else
 bool UseAvx512() { return false; }
@@ -396,6 +416,9 @@ size_t PreparedSize(const Dims&) { return 0; }
 bool GemmAvx512(const Dims&, const float*, const uint8_t*, const float*, const float*, float*) { return false; }
 void PrepareRows(const Dims&, const float*, float*) {}
 void RowsAvx512(const Dims&, const float*, const uint8_t*, const float*, const float*, float*, int64_t, int64_t) {}
+absl::Status InterleavedProduct(const Dims&, const Interleaved&, const float*, float*) {
+  return absl::InternalError("packed-matmul: the interleaved kernel needs AVX-512");
+}
 #endif
 
 }  // namespace
@@ -458,9 +481,25 @@ std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const Thunk
   BufferRef z_ref = w.zeros ? io.inputs[next++] : BufferRef{};
   std::shared_ptr<const hlo::Literal> zero_values = w.zero_values, packed_values = w.packed_values;
   const bool vector = UseAvx512();
+  // Constant 4-bit weights with one zero point, multiplied by an f32
+  // activation: the interleaved layout's kernel for steps (its own copy).
+  std::shared_ptr<const Interleaved> interleaved;
+  auto constant = [](const hlo::Instruction* i, hlo::PrimitiveType type, int64_t count) -> const void* {
+    if (!i || i->opcode() != hlo::Opcode::kConstant || i->shape().element_type != type ||
+        i->literal->element_count() != count)
+      return nullptr;
+    return i->literal->untyped_data();
+  };
+  if (vector && d.bits == 4 && !d.zeros && !d.int8) {
+    const void* codes = constant(w.packed, hlo::U8, w.n * d.row_bytes);
+    const void* scales = constant(w.scales, hlo::F32, w.n * w.blocks);
+    if (codes && scales)
+      interleaved = Interleave(d, static_cast<const uint8_t*>(codes), static_cast<const float*>(scales));
+  }
   Thunk t;
   t.name = dot.name();
-  t.run = [d, x_ref, p_ref, s_ref, z_ref, y_ref, vector, zero_values, packed_values](Frame& f) -> absl::Status {
+  t.run = [d, x_ref, p_ref, s_ref, z_ref, y_ref, vector, zero_values, packed_values,
+           interleaved](Frame& f) -> absl::Status {
     const float* x = static_cast<const float*>(f.Ptr(x_ref));
     const auto* packed = packed_values ? packed_values->data<uint8_t>() : static_cast<const uint8_t*>(f.Ptr(p_ref));
     const float* scales = static_cast<const float*>(f.Ptr(s_ref));
@@ -478,6 +517,7 @@ std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const Thunk
         return absl::InternalError("packed-matmul: oneDNN's GEMM failed on the dequantized weights");
       return absl::OkStatus();
     }
+    if (interleaved) return InterleavedProduct(d, *interleaved, x, y);
     std::unique_ptr<float[]> prepared;     // PrepareRows writes every value
     std::unique_ptr<uint8_t[]> quantized;  // Int8Prepare writes every byte
     if (d.int8) {

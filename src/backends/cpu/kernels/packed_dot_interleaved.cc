@@ -1,0 +1,148 @@
+// 4-bit block-quantized weights with one zero point for all blocks, laid
+// out again when the program is made so that a vector holds 16 weight
+// rows. A decode step with an f32 activation is bound by the vector
+// instructions that turn nibbles into floats (packed_dot.cc spends 7 per
+// 32 weights of a row: widen, shift, two permutes, the block's table
+// scaled, two multiply-adds). Here 32-bit lane r of a 64-byte load holds 8
+// consecutive weights of row r, as the row stores them: a shift brings
+// weight i's nibble to the lane's low bits, one permute of the table
+// 0..15 less the zero point gives 16 rows' unscaled weights, and one
+// multiply-add by the activation's value (a broadcast load) adds them to
+// 16 rows' sums: 23 instructions per 128 weights. Each block's sums are
+// scaled once, by the 16 rows' scales of the block (one load), and the
+// sums come out as one vector per 16 rows, with no reduction across
+// lanes. The product is the same sum as the program's, grouped per block
+// as sum(s * sum((q - zero) * x)) instead of sum(((q - zero) * s) * x).
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "backends/cpu/kernels/packed_dot.h"
+
+namespace xonnx::cpu::packed_dot {
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// GCC 12 warns that the "undefined" vectors its own AVX-512 intrinsics
+// pass as unused operands are uninitialized (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace interleaved {
+namespace {
+
+// 32-bit words of packed weights per block: 8 weights each.
+int64_t BlockWords(const Dims& d) { return d.block / 8; }
+
+// Weight rows [16g, 16g + 16) against activation rows [0, R) (`x`, rows
+// `ldx` apart, zeros past K up to the blocks' end): the 16 rows' sums of
+// each activation row to y + r * ldy, `lanes` of them. With one or two
+// activation rows, even and odd weights keep sums of their own, so that
+// each block's multiply-adds are two chains instead of one.
+template <int R>
+XONNX_PACKED_AVX512 void Group(const Dims& d, const uint32_t* codes, const float* scales, const float* x, int64_t ldx,
+                               __m512 table, float* y, int64_t ldy, __mmask16 lanes) {
+  constexpr int kChains = R <= 2 ? 2 : 1;
+  const int64_t words = BlockWords(d);
+  __m512 acc[R][kChains];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < kChains; ++c) acc[r][c] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < d.blocks; ++b) {
+    const uint32_t* cb = codes + b * words * 16;
+    const float* xb = x + b * d.block;
+    __m512 part[R][kChains];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < kChains; ++c) part[r][c] = _mm512_setzero_ps();
+    for (int64_t t = 0; t < words; ++t) {
+      _mm_prefetch(reinterpret_cast<const char*>(cb + t * 16) + kPrefetchBytes, _MM_HINT_T0);
+      const __m512i v = _mm512_load_si512(cb + t * 16);
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) {
+        // vpermps reads a lane's low 4 bits: no mask is needed.
+        const __m512 w = _mm512_permutexvar_ps(i == 0 ? v : _mm512_srli_epi32(v, 4 * i), table);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r)
+          part[r][i % kChains] = _mm512_fmadd_ps(w, _mm512_set1_ps(xb[r * ldx + t * 8 + i]), part[r][i % kChains]);
+      }
+    }
+    const __m512 s = _mm512_load_ps(scales + b * 16);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < kChains; ++c) acc[r][c] = _mm512_fmadd_ps(part[r][c], s, acc[r][c]);
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    __m512 sum = acc[r][0];
+    if constexpr (kChains == 2) sum = _mm512_add_ps(sum, acc[r][kChains - 1]);
+    _mm512_mask_storeu_ps(y + r * ldy, lanes, sum);
+  }
+}
+
+XONNX_PACKED_AVX512 void Rows(const Dims& d, const Interleaved& w, const float* x, int64_t ldx, float* y, int64_t g0,
+                              int64_t g1) {
+  using GroupFn =
+      void (*)(const Dims&, const uint32_t*, const float*, const float*, int64_t, __m512, float*, int64_t, __mmask16);
+  static constexpr GroupFn kGroups[kRowTile + 1] = {nullptr,  Group<1>, Group<2>, Group<3>, Group<4>,
+                                                    Group<5>, Group<6>, Group<7>, Group<8>};
+  const __m512 table =
+      _mm512_sub_ps(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_ps(d.zero));
+  const int64_t words = d.row_bytes / 4;
+  for (int64_t g = g0; g < g1; ++g) {
+    const __mmask16 lanes = FirstLanes(d.n - g * 16);
+    for (int64_t r = 0; r < d.rows; r += kRowTile) {
+      const int64_t rows = std::min(kRowTile, d.rows - r);
+      kGroups[rows](d, w.codes.get() + g * words * 16, w.scales.get() + g * d.blocks * 16, x + r * ldx, ldx, table,
+                    y + r * d.n + g * 16, d.n, lanes);
+    }
+  }
+}
+
+// A zeroed 64-byte aligned array of n values: each vector is one cache line.
+template <typename T>
+std::unique_ptr<T[], Interleaved::Free> Aligned(size_t n) {
+  const size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, std::max<size_t>(bytes, 64));
+  if (p) std::memset(p, 0, bytes);
+  return std::unique_ptr<T[], Interleaved::Free>(static_cast<T*>(p));
+}
+
+}  // namespace
+}  // namespace interleaved
+
+std::shared_ptr<const Interleaved> Interleave(const Dims& d, const uint8_t* packed, const float* scales) {
+  if (d.bits != 4 || d.zeros || d.block < 16 || d.block % 8 != 0) return nullptr;
+  auto out = std::make_shared<Interleaved>();
+  out->groups = (d.n + 15) / 16;
+  const int64_t words = d.row_bytes / 4;  // whole blocks: a multiple of 16 bytes
+  const size_t code_count = static_cast<size_t>(out->groups * words * 16);
+  const size_t scale_count = static_cast<size_t>(out->groups * d.blocks * 16);
+  // Rows past N keep zero codes and zero scales (their lanes are not stored).
+  out->codes = interleaved::Aligned<uint32_t>(code_count);
+  out->scales = interleaved::Aligned<float>(scale_count);
+  if (!out->codes || !out->scales) return nullptr;
+  for (int64_t j = 0; j < d.n; ++j) {
+    const int64_t g = j / 16, lane = j % 16;
+    const uint8_t* row = packed + j * d.row_bytes;
+    uint32_t* to = out->codes.get() + g * words * 16 + lane;
+    for (int64_t t = 0; t < words; ++t) std::memcpy(to + t * 16, row + t * 4, 4);
+    float* s = out->scales.get() + g * d.blocks * 16 + lane;
+    for (int64_t b = 0; b < d.blocks; ++b) s[b * 16] = scales[j * d.blocks + b];
+  }
+  return out;
+}
+
+void InterleavedRows(const Dims& d, const Interleaved& w, const float* x, int64_t ldx, float* y, int64_t g0,
+                     int64_t g1) {
+  interleaved::Rows(d, w, x, ldx, y, g0, g1);
+}
+
+#pragma GCC diagnostic pop
+#else
+std::shared_ptr<const Interleaved> Interleave(const Dims&, const uint8_t*, const float*) { return nullptr; }
+void InterleavedRows(const Dims&, const Interleaved&, const float*, int64_t, float*, int64_t, int64_t) {}
+#endif
+
+}  // namespace xonnx::cpu::packed_dot
