@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "backends/cpu/kernels/cpu_features.h"
+#include "backends/cpu/kernels/shared_packing.h"
 #include "backends/cpu/runtime/thunks.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -53,29 +53,17 @@ std::shared_ptr<Packed> PackNew(const hlo::Literal& c, int64_t k, int64_t n, boo
 }
 
 // The packing of `c`, shared by every product that reads the same
-// constant: an unrolled recurrence has one dot per time step on the same
-// weights, and a copy for each made every step read its weights from
-// memory (16 us instead of 1 per step). Found by the values' address: a
-// packing in use keeps its executable, and so its constant, alive, so no
-// other constant can be at that address meanwhile.
+// constant (an unrolled recurrence has one dot per time step on the same
+// weights: a copy for each made every step read its weights from memory,
+// 16 us instead of 1 per step).
 std::shared_ptr<Packed> Pack(const hlo::Literal& c, int64_t k, int64_t n, bool k_major) {
-  struct Entry {
+  struct Key {
     const void* data;
     int64_t k, n;
     bool k_major;
-    std::weak_ptr<Packed> packed;
+    bool operator==(const Key&) const = default;
   };
-  static std::mutex mu;
-  static auto* entries = new std::vector<Entry>;
-  const void* data = c.untyped_data();
-  std::lock_guard<std::mutex> l(mu);
-  for (const Entry& e : *entries)
-    if (e.data == data && e.k == k && e.n == n && e.k_major == k_major)
-      if (auto p = e.packed.lock()) return p;
-  std::erase_if(*entries, [](const Entry& e) { return e.packed.expired(); });
-  std::shared_ptr<Packed> p = PackNew(c, k, n, k_major);
-  entries->push_back({data, k, n, k_major, p});
-  return p;
+  return SharedPacking<Packed>(Key{c.untyped_data(), k, n, k_major}, [&] { return PackNew(c, k, n, k_major); });
 }
 
 // y[panels p0..p1) = x . w for one row x of length K.

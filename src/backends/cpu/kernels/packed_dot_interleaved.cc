@@ -19,6 +19,7 @@
 #include <memory>
 
 #include "backends/cpu/kernels/packed_dot.h"
+#include "backends/cpu/kernels/shared_packing.h"
 
 namespace xonnx::cpu::packed_dot {
 
@@ -109,11 +110,8 @@ std::unique_ptr<T[], Interleaved::Free> Aligned(size_t n) {
   return std::unique_ptr<T[], Interleaved::Free>(static_cast<T*>(p));
 }
 
-}  // namespace
-}  // namespace interleaved
-
-std::shared_ptr<const Interleaved> Interleave(const Dims& d, const uint8_t* packed, const float* scales) {
-  if (d.bits != 4 || d.zeros || d.block < 16 || d.block % 8 != 0) return nullptr;
+// A new copy of `packed` and `scales` in the interleaved layout.
+std::shared_ptr<const Interleaved> InterleaveNew(const Dims& d, const uint8_t* packed, const float* scales) {
   auto out = std::make_shared<Interleaved>();
   out->groups = (d.n + 15) / 16;
   const int64_t words = d.row_bytes / 4;  // whole blocks: a multiple of 16 bytes
@@ -132,6 +130,31 @@ std::shared_ptr<const Interleaved> Interleave(const Dims& d, const uint8_t* pack
     for (int64_t b = 0; b < d.blocks; ++b) s[b * 16] = scales[j * d.blocks + b];
   }
   return out;
+}
+
+}  // namespace
+}  // namespace interleaved
+
+std::shared_ptr<const Interleaved> Interleave(const Dims& d, const uint8_t* packed, const float* scales) {
+  if (d.bits != 4 || d.zeros || d.block < 16 || d.block % 8 != 0) return nullptr;
+  // One copy for every program that reads these weights: a decoder's
+  // prompt and step programs, and the shapes its load-time check compiles.
+  // The programs share the packed bytes' constant but may each have their
+  // own copy of the scales: those are compared by value.
+  struct Key {
+    const void* packed;
+    int64_t n, blocks, block;
+    bool operator==(const Key&) const = default;
+  };
+  auto same_scales = [&](const Interleaved& w) {
+    for (int64_t j = 0; j < d.n; ++j)
+      for (int64_t b = 0; b < d.blocks; ++b)
+        if (std::memcmp(&w.scales[(j / 16 * d.blocks + b) * 16 + j % 16], &scales[j * d.blocks + b], 4) != 0)
+          return false;
+    return true;
+  };
+  return SharedPacking<const Interleaved>(
+      Key{packed, d.n, d.blocks, d.block}, [&] { return interleaved::InterleaveNew(d, packed, scales); }, same_scales);
 }
 
 void InterleavedRows(const Dims& d, const Interleaved& w, const float* x, int64_t ldx, float* y, int64_t g0,
