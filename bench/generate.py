@@ -8,14 +8,15 @@ weights' bytes per decode token over a measured copy bandwidth).
 The model is tests/generate/tiny_llama.py's LLaMA-style decoder with random
 weights, at the sizes --model names; with --weights int4 or int8 its
 products by weights are quantized to MatMulNBits (tests/generate/nbits.py:
-blocks of --block along K, symmetric, as ONNX Runtime's quantizer writes
-them; --accuracy-level 4 lets both engines round the activation to int8
+blocks of --block along K, symmetric as ONNX Runtime's quantizer writes
+them, or with --zero-points a zero point per block; --accuracy-level 4 lets both engines round the activation to int8
 per block, as onnxruntime-genai's CPU models do). Each round runs both engines, in alternating order; the table gives
 medians over rounds: time to the first token (prefill) and decode tokens per
 second (all sequences') at a batch of --batch prompts of one length. Both
 engines' greedy tokens must agree.
 
-usage: bench/generate.py [--model small|medium|large] [--weights fp32|int8|int4] [--block 32] [--accuracy-level 0|4]
+usage: bench/generate.py [--model small|medium|large] [--weights fp32|int8|int4] [--block 32] [--zero-points]
+                         [--accuracy-level 0|4]
                          [--prompt 128] [--batch 1] [--new 64] [--rounds 3] [--threads 2]
 """
 import argparse
@@ -107,6 +108,7 @@ def main():
     p.add_argument("--model", default="small", choices=sorted(MODELS))
     p.add_argument("--weights", default="fp32", choices=("fp32", "int8", "int4"))
     p.add_argument("--block", type=int, default=32)
+    p.add_argument("--zero-points", action="store_true", help="asymmetric blocks with a zero point each")
     p.add_argument("--accuracy-level", type=int, choices=(0, 4), default=0,
                    help="MatMulNBits's accuracy_level: 4 allows int8 activations")
     p.add_argument("--prompt", type=int, default=128)
@@ -138,7 +140,7 @@ def measure(a, c, model, params, path):
     if a.weights != "fp32":
         import onnx
         m = onnx.load(path)
-        nbits.rewrite(m, 4 if a.weights == "int4" else 8, a.block, accuracy_level=a.accuracy_level)
+        nbits.rewrite(m, 4 if a.weights == "int4" else 8, a.block, a.zero_points, accuracy_level=a.accuracy_level)
         onnx.save(m, path)
     rng = np.random.default_rng(0)
     prompts = [[int(x) for x in rng.integers(0, c.vocab, a.prompt)] for _ in range(a.batch)]

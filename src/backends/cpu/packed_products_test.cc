@@ -202,9 +202,9 @@ std::vector<Form> Table() {
         forms.push_back({bits, block, block * 2 + 3, 300, 40, z, false});  // oneDNN's GEMM, panels
         forms.push_back({bits, block, block * 2, 5, 3, z, true});
         if (bits == 8) forms.push_back({bits, block, block * 3 - 1, 19, 2, z, false, false, false, true});
-        // Constant weights and scales (4 bits and one zero point: the
-        // interleaved layout, whose 16-row groups end inside the last one
-        // here; with zero points per block, the other kernels).
+        // Constant weights and scales (4 bits: the interleaved layout,
+        // whose 16-row groups end inside the last one here; zero points
+        // one for all or unpacked from constant bytes).
         if (bits == 4 && z != Zeros::kRunTime)
           for (int64_t rows : {1, 2, 3, 9, 40})
             for (int64_t k : {block * 3, block * 3 - 5, block * 5 - block / 2}) {
@@ -232,11 +232,12 @@ TEST(PackedProducts, TableMatchesTheEvaluator) {
 
 // Large enough to split between threads: the same as one thread.
 TEST(PackedProducts, DecoderSizedProductsMatchTheEvaluator) {
-  for (int bits : {4, 8, 0})
+  for (int bits : {4, 8, 0, -1})
     for (int64_t rows : {1, 8, 19, 64}) {
-      // bits 0: 4-bit constant weights with one zero point (interleaved).
-      Form f{bits ? bits : 4, 32, 1024, 700, rows, bits ? Zeros::kPackedConstant : Zeros::kDefault, false};
-      f.constant = bits == 0;
+      // bits 0 and -1: 4-bit constant weights (interleaved), with one zero
+      // point and with zero points per block.
+      Form f{bits > 0 ? bits : 4, 32, 1024, 700, rows, bits == 0 ? Zeros::kDefault : Zeros::kPackedConstant, false};
+      f.constant = bits <= 0;
       Literal want;
       std::map<std::string, int> kinds;
       Literal got = RunNative(f, &want, &kinds);
@@ -292,6 +293,33 @@ TEST(PackedProducts, ScalesThatAreNotFiniteReachTheSameOutputs) {
   ASSERT_EQ(got.size(), 1u);
   for (int64_t i = 0; i < got[0].element_count(); ++i)
     EXPECT_EQ(std::isfinite(got[0].data<float>()[i]), std::isfinite(want->data<float>()[i])) << i;
+}
+
+// An infinity or a NaN in the activation gives the program's values on
+// constant weights too: NaN where the program has NaN, the same infinity
+// where it has one (sum(q * x) - z * sum(x) would turn an infinity into
+// a NaN).
+TEST(PackedProducts, ActivationsThatAreNotFiniteAreTheProgramsValuesOnConstantWeights) {
+  for (Zeros z : {Zeros::kDefault, Zeros::kPackedConstant})
+    for (int64_t rows : {1, 3}) {
+      Form f{4, 32, 96, 37, rows, z, false};
+      f.constant = true;
+      std::vector<Literal> args;
+      std::unique_ptr<hlo::Module> m = Build(f, &args);
+      args[0].data<float>()[5] = std::numeric_limits<float>::infinity();
+      if (rows > 1) args[0].data<float>()[f.k + 40] = std::nanf("");
+      auto want = eval::EvaluateModule(*m, args);
+      ASSERT_TRUE(want.ok()) << want.status();
+      std::vector<Literal> got = CompileAndRun(std::move(m), args);
+      ASSERT_EQ(got.size(), 1u);
+      for (int64_t i = 0; i < got[0].element_count(); ++i) {
+        const float g = got[0].data<float>()[i], w = want->data<float>()[i];
+        EXPECT_EQ(std::isnan(g), std::isnan(w)) << f.Name() << " element " << i << ": " << g << " vs " << w;
+        if (std::isinf(w)) {
+          EXPECT_EQ(g, w) << f.Name() << " element " << i;
+        }
+      }
+    }
 }
 
 // A shift of 3, or the high nibbles first, is another computation: its

@@ -14,6 +14,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -391,23 +392,36 @@ void RowsAvx512(const Dims& d, const float* xp, const uint8_t* packed, const flo
 bool UseAvx512() { return CpuHasAvx512Bw(); }
 
 // y = x . W^T on the interleaved layout: x padded with zeros to whole
-// blocks where K ends inside one, groups of 16 weight rows split between
-// the threads.
-absl::Status InterleavedProduct(const Dims& d, const Interleaved& w, const float* x, float* y) {
+// blocks where K ends inside one (and with zero points per block, its sums
+// per block), groups of 16 weight rows split between the threads. False,
+// computing nothing, for zero points per block and an activation block
+// whose sum is not finite: sum(q * x) - z * sum(x) would make a NaN of
+// what is an infinity in sum((q - z) * x), so the other kernel runs.
+bool InterleavedProduct(const Dims& d, const Interleaved& w, const float* x, float* y) {
   const int64_t width = d.blocks * d.block;
-  std::unique_ptr<float[]> padded;
+  std::unique_ptr<float[]> padded, sums;
   if (width != d.k) {
     padded.reset(new float[d.rows * width]());
     for (int64_t r = 0; r < d.rows; ++r) std::memcpy(padded.get() + r * width, x + r * d.k, d.k * sizeof(float));
     x = padded.get();
   }
+  if (w.zeros) {
+    sums.reset(new float[d.rows * d.blocks]);
+    for (int64_t r = 0; r < d.rows; ++r)
+      for (int64_t b = 0; b < d.blocks; ++b) {
+        float s = 0;
+        for (int64_t i = 0; i < d.block; ++i) s += x[r * width + b * d.block + i];
+        if (!std::isfinite(s)) return false;
+        sums[r * d.blocks + b] = s;
+      }
+  }
   if (d.rows * d.n * d.k < kParallel) {
-    InterleavedRows(d, w, x, width, y, 0, w.groups);
-    return absl::OkStatus();
+    InterleavedRows(d, w, x, width, sums.get(), y, 0, w.groups);
+    return true;
   }
 #pragma omp parallel for schedule(static)
-  for (int64_t g = 0; g < w.groups; ++g) InterleavedRows(d, w, x, width, y, g, g + 1);
-  return absl::OkStatus();
+  for (int64_t g = 0; g < w.groups; ++g) InterleavedRows(d, w, x, width, sums.get(), y, g, g + 1);
+  return true;
 }
 #pragma GCC diagnostic pop
 #else
@@ -416,9 +430,7 @@ size_t PreparedSize(const Dims&) { return 0; }
 bool GemmAvx512(const Dims&, const float*, const uint8_t*, const float*, const float*, float*) { return false; }
 void PrepareRows(const Dims&, const float*, float*) {}
 void RowsAvx512(const Dims&, const float*, const uint8_t*, const float*, const float*, float*, int64_t, int64_t) {}
-absl::Status InterleavedProduct(const Dims&, const Interleaved&, const float*, float*) {
-  return absl::InternalError("packed-matmul: the interleaved kernel needs AVX-512");
-}
+bool InterleavedProduct(const Dims&, const Interleaved&, const float*, float*) { return false; }
 #endif
 
 }  // namespace
@@ -481,8 +493,8 @@ std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const Thunk
   BufferRef z_ref = w.zeros ? io.inputs[next++] : BufferRef{};
   std::shared_ptr<const hlo::Literal> zero_values = w.zero_values, packed_values = w.packed_values;
   const bool vector = UseAvx512();
-  // Constant 4-bit weights with one zero point, multiplied by an f32
-  // activation: the interleaved layout's kernel for steps (its own copy).
+  // Constant 4-bit weights multiplied by an f32 activation: the
+  // interleaved layout's kernel for steps (a copy of the weights).
   std::shared_ptr<const Interleaved> interleaved;
   auto constant = [](const hlo::Instruction* i, hlo::PrimitiveType type, int64_t count) -> const void* {
     if (!i || i->opcode() != hlo::Opcode::kConstant || i->shape().element_type != type ||
@@ -490,11 +502,13 @@ std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const Thunk
       return nullptr;
     return i->literal->untyped_data();
   };
-  if (vector && d.bits == 4 && !d.zeros && !d.int8) {
+  if (vector && d.bits == 4 && !d.int8) {
     const void* codes = constant(w.packed, hlo::U8, w.n * d.row_bytes);
     const void* scales = constant(w.scales, hlo::F32, w.n * w.blocks);
-    if (codes && scales)
-      interleaved = Interleave(d, static_cast<const uint8_t*>(codes), static_cast<const float*>(scales));
+    const void* zeros = zero_values ? zero_values->untyped_data() : constant(w.zeros, hlo::F32, w.n * w.blocks);
+    if (codes && scales && d.zeros == (zeros != nullptr))
+      interleaved = Interleave(d, static_cast<const uint8_t*>(codes), static_cast<const float*>(scales),
+                               static_cast<const float*>(zeros));
   }
   Thunk t;
   t.name = dot.name();
@@ -517,7 +531,7 @@ std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const Thunk
         return absl::InternalError("packed-matmul: oneDNN's GEMM failed on the dequantized weights");
       return absl::OkStatus();
     }
-    if (interleaved) return InterleavedProduct(d, *interleaved, x, y);
+    if (interleaved && InterleavedProduct(d, *interleaved, x, y)) return absl::OkStatus();
     std::unique_ptr<float[]> prepared;     // PrepareRows writes every value
     std::unique_ptr<uint8_t[]> quantized;  // Int8Prepare writes every byte
     if (d.int8) {

@@ -57,26 +57,32 @@ bool Int8PrepareReference(const Dims& d, const float* x, uint8_t* prepared);
 void Int8Rows(const Dims& d, const uint8_t* prepared, const uint8_t* packed, const float* scales, const float* zeros,
               float* y, int64_t n0, int64_t n1);
 
-// 4-bit weights with one zero point for all blocks, laid out again when
-// the program is made (packed_dot_interleaved.cc): per 16 weight rows and
-// per 32-bit word of a row (8 weights), the 16 rows' words side by side;
-// per 16 rows and block, the 16 rows' scales. Rows past N are zeros.
+// 4-bit weights laid out again when the program is made
+// (packed_dot_interleaved.cc): per 16 weight rows and per 32-bit word of a
+// row (8 weights), the 16 rows' words side by side; per 16 rows and
+// block, the 16 rows' scales, and zero points where each block has its
+// own. Rows past N are zeros.
 struct Interleaved {
   struct Free {
     void operator()(void* p) const { std::free(p); }
   };
   std::unique_ptr<uint32_t[], Free> codes;
   std::unique_ptr<float[], Free> scales;
-  int64_t groups = 0;  // of 16 weight rows
+  std::unique_ptr<float[], Free> zeros;  // null: d.zero for all blocks
+  int64_t groups = 0;                    // of 16 weight rows
 };
-// Null where the layout does not apply (8 bits, zero points per block) or
-// the vector kernel is not built.
-std::shared_ptr<const Interleaved> Interleave(const Dims& d, const uint8_t* packed, const float* scales);
+// The layout of `packed` with its `scales` and `zeros` (f32 [N, blocks],
+// null for one zero point), shared with every other program that reads
+// the same weights; null where it does not apply (8 bits) or the vector
+// kernel is not built.
+std::shared_ptr<const Interleaved> Interleave(const Dims& d, const uint8_t* packed, const float* scales,
+                                              const float* zeros);
 // y's columns [16 g0, 16 g1) (clipped to N) for every row of x [rows, K],
 // rows `ldx` apart, which must hold zeros past K up to the last block's
-// end. Needs AVX-512 (F, BW, VL, DQ).
-void InterleavedRows(const Dims& d, const Interleaved& w, const float* x, int64_t ldx, float* y, int64_t g0,
-                     int64_t g1);
+// end; with zero points, `x_sums` holds each row's sums per block
+// ([rows, blocks]). Needs AVX-512 (F, BW, VL, DQ).
+void InterleavedRows(const Dims& d, const Interleaved& w, const float* x, int64_t ldx, const float* x_sums, float* y,
+                     int64_t g0, int64_t g1);
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define XONNX_PACKED_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))

@@ -36,14 +36,31 @@ namespace {
 // 32-bit words of packed weights per block: 8 weights each.
 int64_t BlockWords(const Dims& d) { return d.block / 8; }
 
-// Weight rows [16g, 16g + 16) against activation rows [0, R) (`x`, rows
-// `ldx` apart, zeros past K up to the blocks' end): the 16 rows' sums of
-// each activation row to y + r * ldy, `lanes` of them. With one or two
-// activation rows, even and odd weights keep sums of their own, so that
-// each block's multiply-adds are two chains instead of one.
-template <int R>
-XONNX_PACKED_AVX512 void Group(const Dims& d, const uint32_t* codes, const float* scales, const float* x, int64_t ldx,
-                               __m512 table, float* y, int64_t ldy, __mmask16 lanes) {
+// One call's operands for 16 weight rows: their interleaved codes, scales
+// and zero points (or null: the table holds the zero point); the
+// activation's rows, `ldx` apart (zeros past K up to the blocks' end), and
+// with zero points their sums per block (`blocks` per row); where the 16
+// rows' sums of each activation row go (y + r * ldy, `lanes` of them).
+struct GroupArgs {
+  const uint32_t* codes;
+  const float* scales;
+  const float* zeros;
+  const float* x;
+  int64_t ldx;
+  const float* x_sums;
+  float* y;
+  int64_t ldy;
+  __mmask16 lanes;
+};
+
+// Weight rows [16g, 16g + 16) against activation rows [0, R). With one or
+// two activation rows, even and odd weights keep sums of their own, so
+// that each block's multiply-adds are two chains instead of one. With zero
+// points per block, `table` is 0..15 and each block's sums less zero * the
+// block's activation sum are scaled: sum(q * x) - z * sum(x) is
+// sum((q - z) * x).
+template <int R, bool kZeros>
+XONNX_PACKED_AVX512 void Group(const Dims& d, const GroupArgs& a, __m512 table) {
   constexpr int kChains = R <= 2 ? 2 : 1;
   const int64_t words = BlockWords(d);
   __m512 acc[R][kChains];
@@ -51,8 +68,8 @@ XONNX_PACKED_AVX512 void Group(const Dims& d, const uint32_t* codes, const float
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < kChains; ++c) acc[r][c] = _mm512_setzero_ps();
   for (int64_t b = 0; b < d.blocks; ++b) {
-    const uint32_t* cb = codes + b * words * 16;
-    const float* xb = x + b * d.block;
+    const uint32_t* cb = a.codes + b * words * 16;
+    const float* xb = a.x + b * d.block;
     __m512 part[R][kChains];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
@@ -66,37 +83,56 @@ XONNX_PACKED_AVX512 void Group(const Dims& d, const uint32_t* codes, const float
         const __m512 w = _mm512_permutexvar_ps(i == 0 ? v : _mm512_srli_epi32(v, 4 * i), table);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r)
-          part[r][i % kChains] = _mm512_fmadd_ps(w, _mm512_set1_ps(xb[r * ldx + t * 8 + i]), part[r][i % kChains]);
+          part[r][i % kChains] = _mm512_fmadd_ps(w, _mm512_set1_ps(xb[r * a.ldx + t * 8 + i]), part[r][i % kChains]);
       }
     }
-    const __m512 s = _mm512_load_ps(scales + b * 16);
+    const __m512 s = _mm512_load_ps(a.scales + b * 16);
+    if constexpr (kZeros) {
+      const __m512 z = _mm512_load_ps(a.zeros + b * 16);
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-      for (int c = 0; c < kChains; ++c) acc[r][c] = _mm512_fmadd_ps(part[r][c], s, acc[r][c]);
+      for (int r = 0; r < R; ++r) {
+        __m512 p = part[r][0];
+        if constexpr (kChains == 2) p = _mm512_add_ps(p, part[r][kChains - 1]);
+        p = _mm512_fnmadd_ps(z, _mm512_set1_ps(a.x_sums[r * d.blocks + b]), p);
+        acc[r][0] = _mm512_fmadd_ps(p, s, acc[r][0]);
+      }
+    } else {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+        for (int c = 0; c < kChains; ++c) acc[r][c] = _mm512_fmadd_ps(part[r][c], s, acc[r][c]);
+    }
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     __m512 sum = acc[r][0];
-    if constexpr (kChains == 2) sum = _mm512_add_ps(sum, acc[r][kChains - 1]);
-    _mm512_mask_storeu_ps(y + r * ldy, lanes, sum);
+    if constexpr (kChains == 2 && !kZeros) sum = _mm512_add_ps(sum, acc[r][kChains - 1]);
+    _mm512_mask_storeu_ps(a.y + r * a.ldy, a.lanes, sum);
   }
 }
 
-XONNX_PACKED_AVX512 void Rows(const Dims& d, const Interleaved& w, const float* x, int64_t ldx, float* y, int64_t g0,
-                              int64_t g1) {
-  using GroupFn =
-      void (*)(const Dims&, const uint32_t*, const float*, const float*, int64_t, __m512, float*, int64_t, __mmask16);
-  static constexpr GroupFn kGroups[kRowTile + 1] = {nullptr,  Group<1>, Group<2>, Group<3>, Group<4>,
-                                                    Group<5>, Group<6>, Group<7>, Group<8>};
-  const __m512 table =
-      _mm512_sub_ps(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_ps(d.zero));
+template <bool kZeros>
+XONNX_PACKED_AVX512 void Rows(const Dims& d, const Interleaved& w, const float* x, int64_t ldx, const float* x_sums,
+                              float* y, int64_t g0, int64_t g1) {
+  using GroupFn = void (*)(const Dims&, const GroupArgs&, __m512);
+  static constexpr GroupFn kGroups[kRowTile + 1] = {nullptr,          Group<1, kZeros>, Group<2, kZeros>,
+                                                    Group<3, kZeros>, Group<4, kZeros>, Group<5, kZeros>,
+                                                    Group<6, kZeros>, Group<7, kZeros>, Group<8, kZeros>};
+  const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512 table = kZeros ? iota : _mm512_sub_ps(iota, _mm512_set1_ps(d.zero));
   const int64_t words = d.row_bytes / 4;
   for (int64_t g = g0; g < g1; ++g) {
-    const __mmask16 lanes = FirstLanes(d.n - g * 16);
     for (int64_t r = 0; r < d.rows; r += kRowTile) {
       const int64_t rows = std::min(kRowTile, d.rows - r);
-      kGroups[rows](d, w.codes.get() + g * words * 16, w.scales.get() + g * d.blocks * 16, x + r * ldx, ldx, table,
-                    y + r * d.n + g * 16, d.n, lanes);
+      const GroupArgs a{w.codes.get() + g * words * 16,
+                        w.scales.get() + g * d.blocks * 16,
+                        kZeros ? w.zeros.get() + g * d.blocks * 16 : nullptr,
+                        x + r * ldx,
+                        ldx,
+                        kZeros ? x_sums + r * d.blocks : nullptr,
+                        y + r * d.n + g * 16,
+                        d.n,
+                        FirstLanes(d.n - g * 16)};
+      kGroups[rows](d, a, table);
     }
   }
 }
@@ -111,7 +147,8 @@ std::unique_ptr<T[], Interleaved::Free> Aligned(size_t n) {
 }
 
 // A new copy of `packed` and `scales` in the interleaved layout.
-std::shared_ptr<const Interleaved> InterleaveNew(const Dims& d, const uint8_t* packed, const float* scales) {
+std::shared_ptr<const Interleaved> InterleaveNew(const Dims& d, const uint8_t* packed, const float* scales,
+                                                 const float* zeros) {
   auto out = std::make_shared<Interleaved>();
   out->groups = (d.n + 15) / 16;
   const int64_t words = d.row_bytes / 4;  // whole blocks: a multiple of 16 bytes
@@ -120,7 +157,8 @@ std::shared_ptr<const Interleaved> InterleaveNew(const Dims& d, const uint8_t* p
   // Rows past N keep zero codes and zero scales (their lanes are not stored).
   out->codes = interleaved::Aligned<uint32_t>(code_count);
   out->scales = interleaved::Aligned<float>(scale_count);
-  if (!out->codes || !out->scales) return nullptr;
+  if (zeros) out->zeros = interleaved::Aligned<float>(scale_count);
+  if (!out->codes || !out->scales || (zeros && !out->zeros)) return nullptr;
   for (int64_t j = 0; j < d.n; ++j) {
     const int64_t g = j / 16, lane = j % 16;
     const uint8_t* row = packed + j * d.row_bytes;
@@ -128,6 +166,9 @@ std::shared_ptr<const Interleaved> InterleaveNew(const Dims& d, const uint8_t* p
     for (int64_t t = 0; t < words; ++t) std::memcpy(to + t * 16, row + t * 4, 4);
     float* s = out->scales.get() + g * d.blocks * 16 + lane;
     for (int64_t b = 0; b < d.blocks; ++b) s[b * 16] = scales[j * d.blocks + b];
+    if (!zeros) continue;
+    float* z = out->zeros.get() + g * d.blocks * 16 + lane;
+    for (int64_t b = 0; b < d.blocks; ++b) z[b * 16] = zeros[j * d.blocks + b];
   }
   return out;
 }
@@ -135,37 +176,48 @@ std::shared_ptr<const Interleaved> InterleaveNew(const Dims& d, const uint8_t* p
 }  // namespace
 }  // namespace interleaved
 
-std::shared_ptr<const Interleaved> Interleave(const Dims& d, const uint8_t* packed, const float* scales) {
-  if (d.bits != 4 || d.zeros || d.block < 16 || d.block % 8 != 0) return nullptr;
+std::shared_ptr<const Interleaved> Interleave(const Dims& d, const uint8_t* packed, const float* scales,
+                                              const float* zeros) {
+  if (d.bits != 4 || d.zeros != (zeros != nullptr) || d.block < 16 || d.block % 8 != 0) return nullptr;
   // One copy for every program that reads these weights: a decoder's
   // prompt and step programs, and the shapes its load-time check compiles.
   // The programs share the packed bytes' constant but may each have their
-  // own copy of the scales: those are compared by value.
+  // own copy of the scales and zero points: those are compared by value.
   struct Key {
     const void* packed;
     int64_t n, blocks, block;
     bool operator==(const Key&) const = default;
   };
-  auto same_scales = [&](const Interleaved& w) {
+  auto same_values = [&](const Interleaved& w) {
+    if ((w.zeros != nullptr) != (zeros != nullptr)) return false;
     for (int64_t j = 0; j < d.n; ++j)
-      for (int64_t b = 0; b < d.blocks; ++b)
-        if (std::memcmp(&w.scales[(j / 16 * d.blocks + b) * 16 + j % 16], &scales[j * d.blocks + b], 4) != 0)
+      for (int64_t b = 0; b < d.blocks; ++b) {
+        const int64_t at = (j / 16 * d.blocks + b) * 16 + j % 16;
+        if (std::memcmp(&w.scales[at], &scales[j * d.blocks + b], 4) != 0 ||
+            (zeros && std::memcmp(&w.zeros[at], &zeros[j * d.blocks + b], 4) != 0))
           return false;
+      }
     return true;
   };
   return SharedPacking<const Interleaved>(
-      Key{packed, d.n, d.blocks, d.block}, [&] { return interleaved::InterleaveNew(d, packed, scales); }, same_scales);
+      Key{packed, d.n, d.blocks, d.block}, [&] { return interleaved::InterleaveNew(d, packed, scales, zeros); },
+      same_values);
 }
 
-void InterleavedRows(const Dims& d, const Interleaved& w, const float* x, int64_t ldx, float* y, int64_t g0,
-                     int64_t g1) {
-  interleaved::Rows(d, w, x, ldx, y, g0, g1);
+void InterleavedRows(const Dims& d, const Interleaved& w, const float* x, int64_t ldx, const float* x_sums, float* y,
+                     int64_t g0, int64_t g1) {
+  if (w.zeros)
+    interleaved::Rows<true>(d, w, x, ldx, x_sums, y, g0, g1);
+  else
+    interleaved::Rows<false>(d, w, x, ldx, x_sums, y, g0, g1);
 }
 
 #pragma GCC diagnostic pop
 #else
-std::shared_ptr<const Interleaved> Interleave(const Dims&, const uint8_t*, const float*) { return nullptr; }
-void InterleavedRows(const Dims&, const Interleaved&, const float*, int64_t, float*, int64_t, int64_t) {}
+std::shared_ptr<const Interleaved> Interleave(const Dims&, const uint8_t*, const float*, const float*) {
+  return nullptr;
+}
+void InterleavedRows(const Dims&, const Interleaved&, const float*, int64_t, const float*, float*, int64_t, int64_t) {}
 #endif
 
 }  // namespace xonnx::cpu::packed_dot
