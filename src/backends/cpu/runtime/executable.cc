@@ -46,8 +46,9 @@ Executable::~Executable() {
     total += ns;
   }
   std::sort(rows.rbegin(), rows.rend());
-  std::fprintf(stderr, "xonnx profile (%lld calls, %.3f ms per call):\n", static_cast<long long>(profile_->calls),
-               total / 1e6 / profile_->calls);
+  std::fprintf(stderr, "xonnx profile (%lld calls, %.3f ms per call in kernels, %.3f ms per call in all):\n",
+               static_cast<long long>(profile_->calls), total / 1e6 / profile_->calls,
+               profile_->call_ns / 1e6 / profile_->calls);
   for (const auto& [ns, k] : rows)
     std::fprintf(stderr, "  %-28s %9.3f ms  %5.1f%%\n", k.c_str(), ns / 1e6 / profile_->calls, 100 * ns / total);
   if (ProfilingLevel() < 2) return;
@@ -93,6 +94,7 @@ absl::Status Executable::Execute(absl::Span<const void* const> args, absl::Span<
 
 absl::Status Executable::ExecutePart(absl::Span<const void* const> args, absl::Span<void* const> outputs,
                                      const RunControl* control) const {
+  const int64_t call_begin = profile_ ? MonotonicNs() : 0;
   Arena arena = SharedArenaPool().Take(arena_bytes_);
   if (!arena.data)
     return absl::ResourceExhaustedError(absl::StrFormat("cannot allocate %d bytes of working memory", arena_bytes_));
@@ -123,6 +125,7 @@ absl::Status Executable::ExecutePart(absl::Span<const void* const> args, absl::S
       if (size_t n = output_shapes_[k].ByteSize() / parts_; n > 0)  // empty outputs may have null pointers
         std::memcpy(outputs[k], frame.Ptr(output_refs_[k]), n);
   SharedArenaPool().Give(std::move(arena));
+  if (profile_ && call_begin) profile_->call_ns += static_cast<double>(MonotonicNs() - call_begin);
   return st;
 }
 

@@ -185,6 +185,7 @@ class Executable {
   // Per-thunk time when XONNX_PROFILE is set (approximate under concurrency).
   struct Profile {
     std::vector<double> ns;
+    double call_ns = 0;  // whole calls: the thunks and what runs between them
     int64_t calls = 0;
   };
   mutable std::unique_ptr<Profile> profile_;
