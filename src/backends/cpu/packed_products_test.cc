@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -161,6 +162,28 @@ std::vector<Literal> CompileAndRun(std::unique_ptr<hlo::Module> m, const std::ve
   return got;
 }
 
+// Runs `f` natively and by the evaluator after `poke` changed its
+// activation, and expects NaN where the program has NaN and the same
+// infinity where it has one; finite values within `tolerance`.
+void ExpectProgramsNonFiniteValues(const Form& f, const std::function<void(float*)>& poke, double tolerance) {
+  std::vector<Literal> args;
+  std::unique_ptr<hlo::Module> m = Build(f, &args);
+  poke(args[0].data<float>());
+  auto want = eval::EvaluateModule(*m, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  std::vector<Literal> got = CompileAndRun(std::move(m), args);
+  ASSERT_EQ(got.size(), 1u);
+  for (int64_t i = 0; i < got[0].element_count(); ++i) {
+    const float g = got[0].data<float>()[i], w = want->data<float>()[i];
+    EXPECT_EQ(std::isnan(g), std::isnan(w)) << f.Name() << " element " << i << ": " << g << " vs " << w;
+    if (std::isfinite(w)) {
+      EXPECT_NEAR(g, w, tolerance) << f.Name() << " element " << i;
+    } else if (!std::isnan(w)) {
+      EXPECT_EQ(g, w) << f.Name() << " element " << i;
+    }
+  }
+}
+
 // Runs `f` natively; the evaluator's result goes to `want`, the kernel
 // counts to `kinds`.
 Literal RunNative(const Form& f, Literal* want, std::map<std::string, int>* kinds) {
@@ -304,21 +327,13 @@ TEST(PackedProducts, ActivationsThatAreNotFiniteAreTheProgramsValuesOnConstantWe
     for (int64_t rows : {1, 3}) {
       Form f{4, 32, 96, 37, rows, z, false};
       f.constant = true;
-      std::vector<Literal> args;
-      std::unique_ptr<hlo::Module> m = Build(f, &args);
-      args[0].data<float>()[5] = std::numeric_limits<float>::infinity();
-      if (rows > 1) args[0].data<float>()[f.k + 40] = std::nanf("");
-      auto want = eval::EvaluateModule(*m, args);
-      ASSERT_TRUE(want.ok()) << want.status();
-      std::vector<Literal> got = CompileAndRun(std::move(m), args);
-      ASSERT_EQ(got.size(), 1u);
-      for (int64_t i = 0; i < got[0].element_count(); ++i) {
-        const float g = got[0].data<float>()[i], w = want->data<float>()[i];
-        EXPECT_EQ(std::isnan(g), std::isnan(w)) << f.Name() << " element " << i << ": " << g << " vs " << w;
-        if (std::isinf(w)) {
-          EXPECT_EQ(g, w) << f.Name() << " element " << i;
-        }
-      }
+      ExpectProgramsNonFiniteValues(
+          f,
+          [&](float* x) {
+            x[5] = std::numeric_limits<float>::infinity();
+            if (rows > 1) x[f.k + 40] = std::nanf("");
+          },
+          1e-3);
     }
 }
 
@@ -389,23 +404,13 @@ TEST(PackedProducts, Int8ActivationsThatAreNotFiniteAreTheProgramsValues) {
   for (int bits : {4, 8}) {
     Form f{bits, 32, 80, 20, 4, Zeros::kRunTime, false};
     f.int8 = true;
-    std::vector<Literal> args;
-    std::unique_ptr<hlo::Module> m = Build(f, &args);
-    args[0].data<float>()[5] = std::nanf("");                                  // row 0
-    args[0].data<float>()[f.k + 70] = std::numeric_limits<float>::infinity();  // row 1
-    auto want = eval::EvaluateModule(*m, args);
-    ASSERT_TRUE(want.ok()) << want.status();
-    std::vector<Literal> got = CompileAndRun(std::move(m), args);
-    ASSERT_EQ(got.size(), 1u);
-    for (int64_t i = 0; i < got[0].element_count(); ++i) {
-      const float g = got[0].data<float>()[i], w = want->data<float>()[i];
-      EXPECT_EQ(std::isnan(g), std::isnan(w)) << f.Name() << " element " << i;
-      if (std::isfinite(w)) {
-        EXPECT_NEAR(g, w, 1e-3) << f.Name() << " element " << i;
-      } else if (!std::isnan(w)) {
-        EXPECT_EQ(g, w) << f.Name() << " element " << i;
-      }
-    }
+    ExpectProgramsNonFiniteValues(
+        f,
+        [&](float* x) {
+          x[5] = std::nanf("");                                  // row 0
+          x[f.k + 70] = std::numeric_limits<float>::infinity();  // row 1
+        },
+        1e-3);
   }
 }
 
