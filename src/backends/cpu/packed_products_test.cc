@@ -50,6 +50,8 @@ struct Form {
   // model's initializers are (4 bits, one zero point: the interleaved
   // layout), not parameters.
   bool constant = false;
+  // Scales set to other values (index, value): infinities, NaNs.
+  std::vector<std::pair<int64_t, float>> scale_edits = {};
   std::string Name() const {
     return absl::StrCat("bits", bits, "_block", block, "_k", k, "_n", n, "_rows", rows, "_zeros",
                         static_cast<int>(zeros), rank3 ? "_3d" : "", wrong_shift ? "_wrongshift" : "",
@@ -105,7 +107,9 @@ std::unique_ptr<hlo::Module> Build(const Form& f, std::vector<Literal>* args) {
   Literal packed_bytes = RandomBytes(Shape(hlo::U8, {f.n * blocks * blob}), 2);
   const std::vector<uint8_t> bytes(packed_bytes.data<uint8_t>(), packed_bytes.data<uint8_t>() + f.n * blocks * blob);
   Instruction* packed = input(std::move(packed_bytes), "packed", true);
-  Instruction* scales = input(RandomFloats(Shape(hlo::F32, {f.n * blocks}), 0.01f, 0.2f, 3), "scales", true);
+  Literal scale_values = RandomFloats(Shape(hlo::F32, {f.n * blocks}), 0.01f, 0.2f, 3);
+  for (const auto& [i, v] : f.scale_edits) scale_values.data<float>()[i] = v;
+  Instruction* scales = input(std::move(scale_values), "scales", true);
   const std::vector<int64_t> wd = {f.n, blocks, f.block};
   Instruction* q = Unpack(b, b.Reshape(packed, {f.n, blocks, blob}), f);
   Instruction* qf = b.Convert(q, hlo::F32);
@@ -215,7 +219,7 @@ int Planned() { return CpuHasAvx512Bw() ? 1 : 0; }
 std::vector<Form> Table() {
   std::vector<Form> forms;
   for (int bits : {4, 8})
-    for (int64_t block : {16, 32, 64, 256})
+    for (int64_t block : {16, 32, 64, 128, 256})
       for (Zeros z : {Zeros::kDefault, Zeros::kRunTime, Zeros::kPackedConstant}) {
         // Whole blocks; K ending inside a block (and inside a chunk of the
         // kernel's 16 bytes); a single short block; an odd count of blocks.
@@ -229,11 +233,15 @@ std::vector<Form> Table() {
         // whose 16-row groups end inside the last one here; zero points
         // one for all or unpacked from constant bytes).
         if (bits == 4 && z != Zeros::kRunTime)
-          for (int64_t rows : {1, 2, 3, 9, 40})
+          for (int64_t rows : {1, 2, 3, 4, 5, 7, 9, 40})
             for (int64_t k : {block * 3, block * 3 - 5, block * 5 - block / 2}) {
-              Form c{bits, block, k, 37, rows, z, rows == 3};
-              c.constant = true;
-              forms.push_back(c);
+              // N: 16-row groups that end inside the last one, a whole
+              // number of them, fewer than one.
+              for (int64_t n : {int64_t{37}, rows <= 2 ? int64_t{32} : int64_t{12}}) {
+                Form c{bits, block, k, n, rows, z, rows == 3};
+                c.constant = true;
+                forms.push_back(c);
+              }
             }
       }
   return forms;
@@ -335,6 +343,36 @@ TEST(PackedProducts, ActivationsThatAreNotFiniteAreTheProgramsValuesOnConstantWe
           },
           1e-3);
     }
+}
+
+// Constant scales that are not finite give the program's NaNs and
+// infinities: NaN where a code equals the zero point, which a block's sum
+// scaled after the fact would turn into an infinity.
+TEST(PackedProducts, ConstantScalesThatAreNotFiniteAreTheProgramsValues) {
+  for (Zeros z : {Zeros::kDefault, Zeros::kPackedConstant}) {
+    Form f{4, 32, 96, 37, 2, z, false};
+    f.constant = true;
+    f.scale_edits = {
+        {1, std::numeric_limits<float>::infinity()}, {7, -std::numeric_limits<float>::infinity()}, {9, std::nanf("")}};
+    ExpectProgramsNonFiniteValues(
+        f, [](float*) {}, 1e-3);
+  }
+}
+
+// An activation so large that a block's unscaled sum would overflow,
+// where the program's scaled terms stay finite, gives the program's
+// values.
+TEST(PackedProducts, HugeActivationsOnConstantWeightsAreTheProgramsValues) {
+  for (Zeros z : {Zeros::kDefault, Zeros::kPackedConstant}) {
+    Form f{4, 32, 96, 37, 1, z, false};
+    f.constant = true;
+    ExpectProgramsNonFiniteValues(
+        f,
+        [](float* x) {
+          for (int i = 0; i < 32; ++i) x[i] = 3e37f;
+        },
+        1e33);
+  }
 }
 
 // A shift of 3, or the high nibbles first, is another computation: its

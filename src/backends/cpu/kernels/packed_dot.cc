@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -394,9 +395,11 @@ bool UseAvx512() { return CpuHasAvx512Bw(); }
 // y = x . W^T on the interleaved layout: x padded with zeros to whole
 // blocks where K ends inside one (and with zero points per block, its sums
 // per block), groups of 16 weight rows split between the threads. False,
-// computing nothing, for zero points per block and an activation block
-// whose sum is not finite: sum(q * x) - z * sum(x) would make a NaN of
-// what is an infinity in sum((q - z) * x), so the other kernel runs.
+// computing nothing, for an activation value that is not finite or so
+// large that a block's unscaled sum could overflow where the program's
+// scaled terms do not (16 * block * |x| within the float range): sums
+// such as sum(q * x) - z * sum(x) would make a NaN of what is an infinity
+// in the program, so the other kernel runs.
 bool InterleavedProduct(const Dims& d, const Interleaved& w, const float* x, float* y) {
   const int64_t width = d.blocks * d.block;
   std::unique_ptr<float[]> padded, sums;
@@ -405,13 +408,15 @@ bool InterleavedProduct(const Dims& d, const Interleaved& w, const float* x, flo
     for (int64_t r = 0; r < d.rows; ++r) std::memcpy(padded.get() + r * width, x + r * d.k, d.k * sizeof(float));
     x = padded.get();
   }
+  const float bound = std::numeric_limits<float>::max() / static_cast<float>(16 * d.block);
+  for (int64_t i = 0; i < d.rows * width; ++i)
+    if (!(std::fabs(x[i]) <= bound)) return false;  // a NaN too
   if (w.zeros) {
     sums.reset(new float[d.rows * d.blocks]);
     for (int64_t r = 0; r < d.rows; ++r)
       for (int64_t b = 0; b < d.blocks; ++b) {
         float s = 0;
         for (int64_t i = 0; i < d.block; ++i) s += x[r * width + b * d.block + i];
-        if (!std::isfinite(s)) return false;
         sums[r * d.blocks + b] = s;
       }
   }
@@ -502,10 +507,12 @@ std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const Thunk
       return nullptr;
     return i->literal->untyped_data();
   };
-  if (vector && d.bits == 4 && !d.int8) {
+  if (vector && d.bits == 4 && !d.int8 && d.rows < kGemmRows) {
     const void* codes = constant(w.packed, hlo::U8, w.n * d.row_bytes);
     const void* scales = constant(w.scales, hlo::F32, w.n * w.blocks);
-    const void* zeros = zero_values ? zero_values->untyped_data() : constant(w.zeros, hlo::F32, w.n * w.blocks);
+    // Constant zero points are unpacked at planning (zero_values); others
+    // are read at run time, where the layout cannot hold them.
+    const void* zeros = zero_values ? zero_values->untyped_data() : nullptr;
     if (codes && scales && d.zeros == (zeros != nullptr))
       interleaved = Interleave(d, static_cast<const uint8_t*>(codes), static_cast<const float*>(scales),
                                static_cast<const float*>(zeros));

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <memory>
 
+#include "base/fingerprint.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #endif
@@ -70,11 +72,12 @@ struct Interleaved {
   std::unique_ptr<float[], Free> scales;
   std::unique_ptr<float[], Free> zeros;  // null: d.zero for all blocks
   int64_t groups = 0;                    // of 16 weight rows
+  Fingerprint128 codes_print;            // of the packed bytes it was made from
 };
 // The layout of `packed` with its `scales` and `zeros` (f32 [N, blocks],
 // null for one zero point), shared with every other program that reads
-// the same weights; null where it does not apply (8 bits) or the vector
-// kernel is not built.
+// the same weights; null where it does not apply (8 bits, a scale or zero
+// point that is not finite) or the vector kernel is not built.
 std::shared_ptr<const Interleaved> Interleave(const Dims& d, const uint8_t* packed, const float* scales,
                                               const float* zeros);
 // y's columns [16 g0, 16 g1) (clipped to N) for every row of x [rows, K],

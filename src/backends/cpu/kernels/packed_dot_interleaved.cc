@@ -14,10 +14,12 @@
 // lanes. The product is the same sum as the program's, grouped per block
 // as sum(s * sum((q - zero) * x)) instead of sum(((q - zero) * s) * x).
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 
+#include "absl/strings/string_view.h"
 #include "backends/cpu/kernels/packed_dot.h"
 #include "backends/cpu/kernels/shared_packing.h"
 
@@ -151,7 +153,7 @@ std::shared_ptr<const Interleaved> InterleaveNew(const Dims& d, const uint8_t* p
                                                  const float* zeros) {
   auto out = std::make_shared<Interleaved>();
   out->groups = (d.n + 15) / 16;
-  const int64_t words = d.row_bytes / 4;  // whole blocks: a multiple of 16 bytes
+  const int64_t words = d.row_bytes / 4;  // whole blocks of at least 16 weights: whole words
   const size_t code_count = static_cast<size_t>(out->groups * words * 16);
   const size_t scale_count = static_cast<size_t>(out->groups * d.blocks * 16);
   // Rows past N keep zero codes and zero scales (their lanes are not stored).
@@ -159,6 +161,8 @@ std::shared_ptr<const Interleaved> InterleaveNew(const Dims& d, const uint8_t* p
   out->scales = interleaved::Aligned<float>(scale_count);
   if (zeros) out->zeros = interleaved::Aligned<float>(scale_count);
   if (!out->codes || !out->scales || (zeros && !out->zeros)) return nullptr;
+  out->codes_print =
+      FingerprintOf(absl::string_view(reinterpret_cast<const char*>(packed), static_cast<size_t>(d.n * d.row_bytes)));
   for (int64_t j = 0; j < d.n; ++j) {
     const int64_t g = j / 16, lane = j % 16;
     const uint8_t* row = packed + j * d.row_bytes;
@@ -179,6 +183,12 @@ std::shared_ptr<const Interleaved> InterleaveNew(const Dims& d, const uint8_t* p
 std::shared_ptr<const Interleaved> Interleave(const Dims& d, const uint8_t* packed, const float* scales,
                                               const float* zeros) {
   if (d.bits != 4 || d.zeros != (zeros != nullptr) || d.block < 16 || d.block % 8 != 0) return nullptr;
+  // A scale or zero point that is not finite: the program's ((q - z) * s)
+  // * x gives NaN where q equals z, the sum scaled after the fact would
+  // give an infinity. The other kernel scales first, as the program does.
+  if (!std::isfinite(d.zero)) return nullptr;
+  for (int64_t i = 0; i < d.n * d.blocks; ++i)
+    if (!std::isfinite(scales[i]) || (zeros && !std::isfinite(zeros[i]))) return nullptr;
   // One copy for every program that reads these weights: a decoder's
   // prompt and step programs, and the shapes its load-time check compiles.
   // The programs share the packed bytes' constant but may each have their
@@ -190,6 +200,10 @@ std::shared_ptr<const Interleaved> Interleave(const Dims& d, const uint8_t* pack
   };
   auto same_values = [&](const Interleaved& w) {
     if ((w.zeros != nullptr) != (zeros != nullptr)) return false;
+    // The bytes at the address too, should anything have rewritten them.
+    const Fingerprint128 codes_print =
+        FingerprintOf(absl::string_view(reinterpret_cast<const char*>(packed), static_cast<size_t>(d.n * d.row_bytes)));
+    if (!(codes_print == w.codes_print)) return false;
     for (int64_t j = 0; j < d.n; ++j)
       for (int64_t b = 0; b < d.blocks; ++b) {
         const int64_t at = (j / 16 * d.blocks + b) * 16 + j % 16;

@@ -94,7 +94,7 @@ absl::Status Executable::Execute(absl::Span<const void* const> args, absl::Span<
 
 absl::Status Executable::ExecutePart(absl::Span<const void* const> args, absl::Span<void* const> outputs,
                                      const RunControl* control) const {
-  const int64_t call_begin = profile_ ? MonotonicNs() : 0;
+  const int64_t call_begin = ProfilingEnabled() ? MonotonicNs() : 0;
   Arena arena = SharedArenaPool().Take(arena_bytes_);
   if (!arena.data)
     return absl::ResourceExhaustedError(absl::StrFormat("cannot allocate %d bytes of working memory", arena_bytes_));
