@@ -263,18 +263,24 @@ TEST(PackedProducts, TableMatchesTheEvaluator) {
 
 // Large enough to split between threads: the same as one thread.
 TEST(PackedProducts, DecoderSizedProductsMatchTheEvaluator) {
-  for (int bits : {4, 8, 0, -1})
-    for (int64_t rows : {1, 8, 19, 64}) {
-      // bits 0 and -1: 4-bit constant weights (interleaved), with one zero
-      // point and with zero points per block.
-      Form f{bits > 0 ? bits : 4, 32, 1024, 700, rows, bits == 0 ? Zeros::kDefault : Zeros::kPackedConstant, false};
-      f.constant = bits <= 0;
-      Literal want;
-      std::map<std::string, int> kinds;
-      Literal got = RunNative(f, &want, &kinds);
-      EXPECT_EQ(kinds["packed-matmul"], Planned()) << f.Name();
-      ExpectClose(got, want, f);
+  std::vector<Form> forms;
+  for (int64_t rows : {1, 8, 19, 64}) {
+    for (int bits : {4, 8}) forms.push_back({bits, 32, 1024, 700, rows, Zeros::kPackedConstant, false});
+    // 4-bit constant weights (the interleaved layout), with one zero point
+    // and with zero points per block.
+    for (Zeros z : {Zeros::kDefault, Zeros::kPackedConstant}) {
+      Form c{4, 32, 1024, 700, rows, z, false};
+      c.constant = true;
+      forms.push_back(c);
     }
+  }
+  for (const Form& f : forms) {
+    Literal want;
+    std::map<std::string, int> kinds;
+    Literal got = RunNative(f, &want, &kinds);
+    EXPECT_EQ(kinds["packed-matmul"], Planned()) << f.Name();
+    ExpectClose(got, want, f);
+  }
 }
 
 // The dequantized weights also read as another product's activation: they
