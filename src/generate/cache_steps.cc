@@ -75,12 +75,18 @@ Status Generator::Impl::LastLogits(const Tensor& logits, int64_t b, int64_t s, c
     return Status(StatusCode::kInternal,
                   absl::StrCat(path, ": logits are ", logits.ShapeString(), ", expected [", b, ",", s, ",vocab]"));
   const int64_t vocab = logits.dims()[2];
-  last_logits.assign(b, std::vector<float>(vocab));
-  for (int64_t i = 0; i < b; ++i)
-    for (int64_t v = 0; v < vocab; ++v)
-      last_logits[i][v] = logits.dtype() == DataType::kFloat32
-                              ? logits.data_as<float>()[(i * s + row[i]) * vocab + v]
-                              : static_cast<float>(logits.GetAsDouble((i * s + row[i]) * vocab + v));
+  // Called once a step: the rows keep their memory from the step before.
+  last_logits.resize(b);
+  for (int64_t i = 0; i < b; ++i) {
+    std::vector<float>& out = last_logits[i];
+    out.resize(vocab);
+    const int64_t from = (i * s + row[i]) * vocab;
+    if (logits.dtype() == DataType::kFloat32) {
+      std::memcpy(out.data(), logits.data_as<float>() + from, vocab * sizeof(float));
+      continue;
+    }
+    for (int64_t v = 0; v < vocab; ++v) out[v] = static_cast<float>(logits.GetAsDouble(from + v));
+  }
   return OkStatus();
 }
 

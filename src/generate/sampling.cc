@@ -12,6 +12,12 @@ namespace {
 
 Status SamplingError(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
 
+// The error for logits holding a NaN, naming the first.
+Status NanLogit(const float* logits, int64_t vocab) {
+  const int64_t i = std::find_if(logits, logits + vocab, [](float l) { return std::isnan(l); }) - logits;
+  return SamplingError(absl::StrCat("the model gave a NaN logit for token ", i));
+}
+
 }  // namespace
 
 Status CheckSamplingOptions(const SamplingOptions& o) {
@@ -32,9 +38,21 @@ double TokenSampler::Uniform() { return static_cast<double>(rng_() >> 11) * 0x1.
 
 StatusOr<int64_t> TokenSampler::Next(const float* logits, int64_t vocab, const std::vector<int64_t>& history) {
   if (vocab <= 0) return SamplingError(absl::StrCat("a vocabulary of ", vocab, " tokens"));
+  const float kNone = -std::numeric_limits<float>::infinity();
+  if (options_.greedy && options_.repetition_penalty == 1) {
+    // A decoder's every step: one pass over the logits, in place.
+    int64_t best = 0;
+    bool nan = false;
+    for (int64_t i = 0; i < vocab; ++i) {
+      nan |= std::isnan(logits[i]);
+      best = logits[i] > logits[best] ? i : best;
+    }
+    if (nan) return NanLogit(logits, vocab);
+    if (logits[best] == kNone) return SamplingError("the model gave every token a logit of -infinity");
+    return best;
+  }
   work_.assign(logits, logits + vocab);
-  for (int64_t i = 0; i < vocab; ++i)
-    if (std::isnan(work_[i])) return SamplingError(absl::StrCat("the model gave a NaN logit for token ", i));
+  if (std::any_of(work_.begin(), work_.end(), [](float l) { return std::isnan(l); })) return NanLogit(logits, vocab);
   if (options_.repetition_penalty != 1) {
     // Each token once, however often it occurs: a second pass over a
     // repeated token would penalize it twice.
@@ -48,7 +66,6 @@ StatusOr<int64_t> TokenSampler::Next(const float* logits, int64_t vocab, const s
       l = l > 0 ? l / options_.repetition_penalty : l * options_.repetition_penalty;
     }
   }
-  const float kNone = -std::numeric_limits<float>::infinity();
   // Most likely first; among equals the lowest id, so that the order (and
   // with it every draw) depends on the logits alone.
   auto before = [&](int64_t a, int64_t b) { return work_[a] > work_[b] || (work_[a] == work_[b] && a < b); };

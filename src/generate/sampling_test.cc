@@ -10,6 +10,8 @@
 #include <random>
 #include <set>
 
+#include "absl/strings/str_cat.h"
+
 namespace xonnx {
 namespace {
 
@@ -128,7 +130,21 @@ TEST(Sampling, RepetitionPenaltyCountsEachTokenOnce) {
 
 TEST(Sampling, RefusesWhatNoTokenChoiceCouldAnswer) {
   std::vector<float> nan = {1.0f, std::nanf(""), 0.0f};
-  EXPECT_THAT(TokenSampler(SamplingOptions{}).Next(nan.data(), 3, {}).status().message(), HasSubstr("NaN logit"));
+  EXPECT_THAT(TokenSampler(SamplingOptions{}).Next(nan.data(), 3, {}).status().message(),
+              HasSubstr("NaN logit for token 1"));
+  // Wherever the NaN is (first, where the argmax starts; last), in each
+  // path: greedy alone, greedy with a penalty, and a draw.
+  SamplingOptions penalized;
+  penalized.repetition_penalty = 1.5f;
+  SamplingOptions drawn;
+  drawn.greedy = false;
+  for (int64_t at : {0, 2})
+    for (const SamplingOptions& o : {SamplingOptions{}, penalized, drawn}) {
+      std::vector<float> l = {3.0f, 1.0f, 2.0f};
+      l[at] = std::nanf("");
+      EXPECT_THAT(TokenSampler(o).Next(l.data(), 3, {1}).status().message(),
+                  HasSubstr(absl::StrCat("NaN logit for token ", at)));
+    }
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> none = {-inf, -inf};
   SamplingOptions draw;

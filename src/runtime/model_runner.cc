@@ -183,7 +183,7 @@ absl::StatusOr<ModelRunner::Prepared> ModelRunner::Prepare(const ShapeMap& shape
       absl::StrAppend(&key, "|", name, "=", absl::string_view(static_cast<const char*>(t.data()), t.byte_size()));
       bound.emplace(name, LiteralOf(t));
     }
-    if (std::optional<Program> p = programs_.Find(key)) return Prepared{key, *std::move(p), true};
+    if (std::shared_ptr<const Program> p = programs_.Find(key)) return Prepared{key, {}, std::move(p)};
     auto start = std::chrono::steady_clock::now();
     // A program that depends only on shapes is described in the persistent
     // cache under the model's fingerprint and the shapes, so a later
@@ -197,7 +197,7 @@ absl::StatusOr<ModelRunner::Prepared> ModelRunner::Prepare(const ShapeMap& shape
         programs_.NoteProgram(/*from_cache=*/true, MsSince(start),
                               absl::StrFormat("%d inputs + %d weights -> %d outputs, loaded from the compile cache",
                                               prog->params.size(), prog->weight_names.size(), prog->computed.size()));
-        return Prepared{key, *std::move(prog), false};
+        return Prepared{key, *std::move(prog), nullptr};
       }
       if (!absl::IsNotFound(prog.status())) programs_.NoteProblem(prog.status());
     }
@@ -263,7 +263,7 @@ absl::StatusOr<ModelRunner::Prepared> ModelRunner::Convert(
                         absl::StrFormat("%d inputs + %d weights -> %d outputs, %d KiB program%s", prog.params.size(),
                                         prog.weight_names.size(), prog.computed.size(), bytes.size() / 1024,
                                         fp.ok() && !fp->empty() ? absl::StrCat(", fingerprint ", *fp) : ""));
-  return Prepared{key, std::move(prog), false};
+  return Prepared{key, std::move(prog), nullptr};
 }
 
 void ModelRunner::set_aliases(std::map<std::string, std::string> input_to_output) {
@@ -316,8 +316,9 @@ absl::StatusOr<std::shared_ptr<pjrt::LoadedExecutable>> ModelRunner::CompileProg
   return compile(true);
 }
 
-absl::StatusOr<Program> ModelRunner::Get(const std::map<std::string, Tensor>& values, int dev,
-                                         const InputStructure* structure, const CallBounds* bounds) {
+absl::StatusOr<std::shared_ptr<const Program>> ModelRunner::Get(const std::map<std::string, Tensor>& values, int dev,
+                                                                const InputStructure* structure,
+                                                                const CallBounds* bounds) {
   ShapeMap shapes;
   for (const auto& [name, t] : values) shapes[name] = t.dims();
   std::shared_ptr<std::mutex> lock =
@@ -334,8 +335,8 @@ std::shared_ptr<std::mutex> ModelRunner::ShapeLock(const std::string& key) {
   return slot;
 }
 
-absl::StatusOr<Program> ModelRunner::Complete(Prepared p, int dev) {
-  if (p.complete) return std::move(p.program);
+absl::StatusOr<std::shared_ptr<const Program>> ModelRunner::Complete(Prepared p, int dev) {
+  if (p.kept) return std::move(p.kept);
   for (const auto& w : p.program.weight_names) {
     ASSIGN_OR_RETURN(std::shared_ptr<pjrt::Buffer> b, weights_.Get(w, dev));
     p.program.weights.push_back(std::move(b));

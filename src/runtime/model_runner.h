@@ -77,12 +77,13 @@ class ModelRunner {
       const std::set<std::string>* constant_weights = nullptr, const InputStructure* structure = nullptr,
       const CallBounds* bounds = nullptr) const;
 
-  // A program found by Prepare: `complete` when it came from the in-memory
-  // cache, else it still lacks its weight buffers (see Complete).
+  // A program found by Prepare: `kept` when it came from the in-memory
+  // cache, else `program`, which still lacks its weight buffers (see
+  // Complete).
   struct Prepared {
     std::string key;
     Program program;
-    bool complete = false;
+    std::shared_ptr<const Program> kept;
   };
   // The program for inputs of these shapes (and, with `values`, these
   // values) on devices[dev]: from the in-memory cache, the persistent cache,
@@ -94,7 +95,7 @@ class ModelRunner {
                                    bool eager, const InputStructure* structure, const CallBounds* bounds = nullptr);
   // Attaches a prepared program's weight buffers (uploading those not on
   // the device yet) and keeps it in the in-memory cache.
-  absl::StatusOr<Program> Complete(Prepared p, int dev);
+  absl::StatusOr<std::shared_ptr<const Program>> Complete(Prepared p, int dev);
   // Uploads a weight to devices[dev] now (Open does it for all buckets).
   absl::Status UploadWeight(const std::string& name, int dev) { return weights_.Get(name, dev).status(); }
 
@@ -166,8 +167,8 @@ class ModelRunner {
   // Gives `module` the aliases of set_aliases that its parameters and
   // results allow.
   void SetAliases(const Program& prog, hlo::Module& module) const;
-  absl::StatusOr<Program> Get(const std::map<std::string, Tensor>& values, int dev, const InputStructure* structure,
-                              const CallBounds* bounds);
+  absl::StatusOr<std::shared_ptr<const Program>> Get(const std::map<std::string, Tensor>& values, int dev,
+                                                     const InputStructure* structure, const CallBounds* bounds);
 
   std::shared_ptr<onnx_import::LoadedModel> model_;
   SessionOptions options_;

@@ -111,23 +111,24 @@ void ProgramCache::SharePersistent(const ProgramCache& other) {
   plugin_identity_ = other.plugin_identity_;
 }
 
-std::optional<Program> ProgramCache::Find(const std::string& key) const {
+std::shared_ptr<const Program> ProgramCache::Find(const std::string& key) const {
   std::lock_guard<std::mutex> l(mu_);
   auto it = programs_.find(key);
-  if (it == programs_.end()) return std::nullopt;
-  return it->second;
+  return it == programs_.end() ? nullptr : it->second;
 }
 
-Program ProgramCache::Keep(const std::string& key, Program p) {
+std::shared_ptr<const Program> ProgramCache::Keep(const std::string& key, Program p) {
   std::lock_guard<std::mutex> l(mu_);
-  return programs_.emplace(key, std::move(p)).first->second;
+  auto it = programs_.find(key);
+  if (it != programs_.end()) return it->second;
+  return programs_.emplace(key, std::make_shared<const Program>(std::move(p))).first->second;
 }
 
 void ProgramCache::Drop(const Program& bad, const absl::Status& why) {
   {
     std::lock_guard<std::mutex> l(mu_);
     for (auto it = programs_.begin(); it != programs_.end();)
-      it = it->second.exe == bad.exe ? programs_.erase(it) : std::next(it);
+      it = it->second->exe == bad.exe ? programs_.erase(it) : std::next(it);
     distrusted_.insert(bad.cache_keys.begin(), bad.cache_keys.end());
   }
   for (const auto& key : bad.cache_keys) disk_->Remove(key);

@@ -64,11 +64,13 @@ class ProgramCache {
   // options and what it says about itself; part of every key.
   const std::string& plugin_identity() const { return plugin_identity_; }
 
-  // The program kept under `key`, if any.
-  std::optional<Program> Find(const std::string& key) const;
+  // The program kept under `key`, if any (null when none). Shared, not
+  // copied: a decoder looks its program up once a token, and a copy of
+  // its names and weight buffers cost more than the lookup.
+  std::shared_ptr<const Program> Find(const std::string& key) const;
   // Keeps `p` under `key` and returns the program kept (a concurrent twin
   // kept first wins).
-  Program Keep(const std::string& key, Program p);
+  std::shared_ptr<const Program> Keep(const std::string& key, Program p);
 
   // The executable for a program (bytes in the PjRT program `format`,
   // "hlo" or "mlir"): from the persistent cache when it holds one for the
@@ -112,7 +114,7 @@ class ProgramCache {
   std::string plugin_identity_;
 
   mutable std::mutex mu_;  // guards what follows
-  std::map<std::string, Program> programs_;
+  std::map<std::string, std::shared_ptr<const Program>> programs_;
   // Entries whose program the plugin refused at its first run; never loaded
   // again (LoadEntry), even when they could not be removed.
   std::set<std::string> distrusted_;

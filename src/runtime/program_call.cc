@@ -222,7 +222,8 @@ absl::StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::st
   for (int attempt = 0;; ++attempt) {
     Call c;
     c.spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_wait_us_);
-    ASSIGN_OR_RETURN(Program prog, Get(inputs, dev, structure, bounds));
+    ASSIGN_OR_RETURN(std::shared_ptr<const Program> held, Get(inputs, dev, structure, bounds));
+    const Program& prog = *held;
     RETURN_IF_ERROR(device_inputs_are_parameters(prog));
     if (bounds) RETURN_IF_ERROR(bounds->Check(file));
     if (absl::Status started = StartInputs(c, prog, inputs, dev, io); !started.ok()) return c.FinishUploads(started);

@@ -87,7 +87,7 @@ absl::Status Session::Impl::CompileBuckets() {
   {
     std::set<std::pair<std::string, int>> seen;
     for (int k = 0; k < total; ++k)
-      if (prepared[k] && !prepared[k]->complete)
+      if (prepared[k] && !prepared[k]->kept)
         for (const auto& w : prepared[k]->program.weight_names)
           if (seen.insert({w, k % devices}).second) wanted.emplace_back(w, k % devices);
   }
