@@ -41,14 +41,21 @@ StatusOr<int64_t> TokenSampler::Next(const float* logits, int64_t vocab, const s
   const float kNone = -std::numeric_limits<float>::infinity();
   if (options_.greedy && options_.repetition_penalty == 1) {
     // A decoder's every step: one pass over the logits, in place.
+    // The largest value kept in a register, not reloaded through its
+    // index: each comparison then waits on no load.
     int64_t best = 0;
+    float top = logits[0];
     bool nan = false;
     for (int64_t i = 0; i < vocab; ++i) {
-      nan |= std::isnan(logits[i]);
-      best = logits[i] > logits[best] ? i : best;
+      const float l = logits[i];
+      nan |= l != l;
+      if (l > top) {
+        top = l;
+        best = i;
+      }
     }
     if (nan) return NanLogit(logits, vocab);
-    if (logits[best] == kNone) return SamplingError("the model gave every token a logit of -infinity");
+    if (top == kNone) return SamplingError("the model gave every token a logit of -infinity");
     return best;
   }
   work_.assign(logits, logits + vocab);
