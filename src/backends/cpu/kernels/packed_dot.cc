@@ -409,17 +409,8 @@ bool InterleavedProduct(const Dims& d, const Interleaved& w, const float* x, flo
     x = padded.get();
   }
   const float bound = std::numeric_limits<float>::max() / static_cast<float>(16 * d.block);
-  for (int64_t i = 0; i < d.rows * width; ++i)
-    if (!(std::fabs(x[i]) <= bound)) return false;  // a NaN too
-  if (w.zeros) {
-    sums.reset(new float[d.rows * d.blocks]);
-    for (int64_t r = 0; r < d.rows; ++r)
-      for (int64_t b = 0; b < d.blocks; ++b) {
-        float s = 0;
-        for (int64_t i = 0; i < d.block; ++i) s += x[r * width + b * d.block + i];
-        sums[r * d.blocks + b] = s;
-      }
-  }
+  if (w.zeros) sums.reset(new float[d.rows * d.blocks]);
+  if (!ScanActivation(d, x, bound, sums.get())) return false;
   if (d.rows * d.n * d.k < kParallel) {
     InterleavedRows(d, w, x, width, sums.get(), y, 0, w.groups);
     return true;
@@ -501,21 +492,12 @@ std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const Thunk
   // Constant 4-bit weights multiplied by an f32 activation: the
   // interleaved layout's kernel for steps (a copy of the weights).
   std::shared_ptr<const Interleaved> interleaved;
-  auto constant = [](const hlo::Instruction* i, hlo::PrimitiveType type, int64_t count) -> const void* {
-    if (!i || i->opcode() != hlo::Opcode::kConstant || i->shape().element_type != type ||
-        i->literal->element_count() != count)
-      return nullptr;
-    return i->literal->untyped_data();
-  };
-  if (vector && d.bits == 4 && !d.int8 && d.rows < kGemmRows) {
-    const void* codes = constant(w.packed, hlo::U8, w.n * d.row_bytes);
-    const void* scales = constant(w.scales, hlo::F32, w.n * w.blocks);
+  if (vector && d.bits == 4 && !d.int8 && d.rows < kGemmRows && w.packed_constant && w.scales_constant) {
     // Constant zero points are unpacked at planning (zero_values); others
     // are read at run time, where the layout cannot hold them.
-    const void* zeros = zero_values ? zero_values->untyped_data() : nullptr;
-    if (codes && scales && d.zeros == (zeros != nullptr))
-      interleaved = Interleave(d, static_cast<const uint8_t*>(codes), static_cast<const float*>(scales),
-                               static_cast<const float*>(zeros));
+    const float* zeros = zero_values ? zero_values->data<float>() : nullptr;
+    if (d.zeros == (zeros != nullptr))
+      interleaved = Interleave(d, w.packed_constant->data<uint8_t>(), w.scales_constant->data<float>(), zeros);
   }
   Thunk t;
   t.name = dot.name();

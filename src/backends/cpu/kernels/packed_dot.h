@@ -86,6 +86,11 @@ std::shared_ptr<const Interleaved> Interleave(const Dims& d, const uint8_t* pack
 // ([rows, blocks]). Needs AVX-512 (F, BW, VL, DQ).
 void InterleavedRows(const Dims& d, const Interleaved& w, const float* x, int64_t ldx, const float* x_sums, float* y,
                      int64_t g0, int64_t g1);
+// One pass over the activation x [rows, blocks * block], as InterleavedRows
+// reads it: false when a value is not finite or its magnitude is above
+// `bound`; else, with `sums` (non-null), each row's sums per block
+// ([rows, blocks]). Needs AVX-512 (F, BW, VL, DQ).
+bool ScanActivation(const Dims& d, const float* x, float bound, float* sums);
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define XONNX_PACKED_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))

@@ -218,6 +218,37 @@ std::shared_ptr<const Interleaved> Interleave(const Dims& d, const uint8_t* pack
       same_values);
 }
 
+namespace interleaved {
+
+// Blocks are whole vectors (16 or more, a power of two: the planner's).
+template <bool kSums>
+XONNX_PACKED_AVX512 bool Scan(const Dims& d, const float* x, float bound, float* sums) {
+  const __m512 limit = _mm512_set1_ps(bound);
+  const __m512 magnitude = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+  const int64_t width = d.blocks * d.block;
+  for (int64_t r = 0; r < d.rows; ++r) {
+    __mmask16 out = 0;  // lanes above the bound, or NaN (unordered)
+    for (int64_t b = 0; b < d.blocks; ++b) {
+      const float* p = x + r * width + b * d.block;
+      __m512 s = _mm512_setzero_ps();
+      for (int64_t i = 0; i < d.block; i += 16) {
+        const __m512 v = _mm512_loadu_ps(p + i);
+        out |= _mm512_cmp_ps_mask(_mm512_and_ps(v, magnitude), limit, _CMP_NLE_UQ);
+        if (kSums) s = _mm512_add_ps(s, v);
+      }
+      if (kSums) sums[r * d.blocks + b] = _mm512_reduce_add_ps(s);
+    }
+    if (out) return false;
+  }
+  return true;
+}
+
+}  // namespace interleaved
+
+bool ScanActivation(const Dims& d, const float* x, float bound, float* sums) {
+  return sums ? interleaved::Scan<true>(d, x, bound, sums) : interleaved::Scan<false>(d, x, bound, sums);
+}
+
 void InterleavedRows(const Dims& d, const Interleaved& w, const float* x, int64_t ldx, const float* x_sums, float* y,
                      int64_t g0, int64_t g1) {
   if (w.zeros)
@@ -232,6 +263,7 @@ std::shared_ptr<const Interleaved> Interleave(const Dims&, const uint8_t*, const
   return nullptr;
 }
 void InterleavedRows(const Dims&, const Interleaved&, const float*, int64_t, const float*, float*, int64_t, int64_t) {}
+bool ScanActivation(const Dims&, const float*, float, float*) { return false; }
 #endif
 
 }  // namespace xonnx::cpu::packed_dot

@@ -67,6 +67,13 @@ std::optional<hlo::Literal> ConstantExpression(const Instruction* i) {
   return *std::move(r);
 }
 
+// The literal of `i` when it is a constant of `type` with `count` elements.
+const hlo::Literal* ConstantOf(const Instruction* i, hlo::PrimitiveType type, int64_t count) {
+  if (!i || i->opcode() != Opcode::kConstant || i->shape().element_type != type || i->literal->element_count() != count)
+    return nullptr;
+  return &*i->literal;
+}
+
 // An f32 constant whose values are all whole numbers in [0, 255], as u8.
 std::shared_ptr<const hlo::Literal> NarrowedBytes(const Instruction* i) {
   if (i->opcode() != Opcode::kConstant || i->shape().element_type != hlo::F32) return nullptr;
@@ -192,6 +199,8 @@ std::optional<PackedWeights> MatchPacked(const Instruction* w, std::vector<const
     p.packed = UnderReshapes(q, chain);
   }
   if (p.block < 16 || (p.block & (p.block - 1))) return std::nullopt;  // the kernel's chunks
+  p.packed_constant = ConstantOf(p.packed, hlo::U8, p.n * p.blocks * p.block * p.bits / 8);
+  p.scales_constant = ConstantOf(p.scales, hlo::F32, p.n * p.blocks);
   return p;
 }
 

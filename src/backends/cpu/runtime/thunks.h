@@ -232,6 +232,11 @@ struct PackedWeights {
   float zero = 0;
   int bits = 4;
   int64_t block = 32, blocks = 0, n = 0, k = 0;
+  // The packed bytes and the scales when they are constants of their
+  // type and size (a model's initializers), which a kernel may lay out
+  // again when the program is made; null otherwise. The module's own.
+  const hlo::Literal* packed_constant = nullptr;
+  const hlo::Literal* scales_constant = nullptr;
   // Rows of fewer than 32 (a decoder's step) round the activation to int8
   // per block (hlo::kInt8ActivationsAttribute; needs AVX-512 VNNI).
   bool int8_activations = false;
