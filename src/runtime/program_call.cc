@@ -266,9 +266,17 @@ absl::StatusOr<std::vector<Tensor>> ModelRunner::RunExact(const std::map<std::st
       c.timeline->TraceTo(*trace_, ShapeKey(shapes));
     }
     if (counts) *counts = prog.output_counts;
+    // Each computed output moved, not copied (a conditional expression
+    // between the program's const string outputs and a moved tensor would
+    // be a const value, and copied).
     std::vector<Tensor> outs;
-    for (size_t k = 0; k < prog.output_index.size(); ++k)
-      outs.push_back(prog.output_index[k] < 0 ? prog.string_outputs[k] : std::move(computed[prog.output_index[k]]));
+    outs.reserve(prog.output_index.size());
+    for (size_t k = 0; k < prog.output_index.size(); ++k) {
+      if (prog.output_index[k] < 0)
+        outs.push_back(prog.string_outputs[k]);
+      else
+        outs.push_back(std::move(computed[prog.output_index[k]]));
+    }
     return outs;
   }
 }
