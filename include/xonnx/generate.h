@@ -7,9 +7,10 @@
 // past_key_values.N.key / .value in; logits and present.N.key / .value
 // out), with plain attention ops or ONNX's Attention (opset 23), and
 // onnxruntime-genai's (com.microsoft GroupQueryAttention); weights in
-// float or MatMulNBits. The cache has a fixed capacity (prompt + new
-// tokens, rounded up), so every decode step has the same shapes and
-// compiles once; slots not yet written are masked out by the attention
+// float or MatMulNBits. The cache starts with room for the prompt and 64
+// new tokens and doubles, up to what max_new_tokens needs, when a token
+// needs more; between two widenings the decode steps have the same shapes
+// and compile once. Slots not yet written are masked out by the attention
 // mask. Sequences of different lengths share a batch.
 #ifndef XONNX_GENERATE_H_
 #define XONNX_GENERATE_H_

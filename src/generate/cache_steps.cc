@@ -62,6 +62,39 @@ StatusOr<std::vector<Tensor>> Generator::Impl::Call(Run& run, const std::map<std
   return *std::move(out);
 }
 
+int64_t Generator::Impl::SlotsForNextToken(const Run& run) const {
+  if (policy == CachePolicy::kConcatenated) return run.length + 1;
+  int64_t most = 0;  // kWrittenAtLength: each sequence's token at its own length
+  for (int64_t p : run.positions) most = std::max(most, p);
+  return most + 1;
+}
+
+Status Generator::Impl::Grow(Run& run, int64_t capacity) const {
+  for (size_t k = 0; k < run.resident.size(); ++k) {
+    if (!run.resident[k]) continue;
+    absl::StatusOr<pjrt::Event> copy = run.resident[k]->StartToHost(run.cache[k].data(), run.cache[k].byte_size());
+    absl::Status copied = copy.ok() ? copy->Await() : copy.status();
+    if (!copied.ok())
+      return Status(StatusCode::kInternal,
+                    absl::StrCat(path, ": bringing the key/value cache back to widen it: ", copied.message()));
+  }
+  run.resident.clear();
+  const size_t row = static_cast<size_t>(style.head_dim * DataTypeSize(style.cache_dtype));
+  const size_t had = static_cast<size_t>(run.capacity) * row, has = static_cast<size_t>(capacity) * row;
+  for (Tensor& t : run.cache) {
+    // Zeros past the old slots: unwritten slots are masked, and must never
+    // bring a NaN of uninitialized memory into a product.
+    Tensor wider(style.cache_dtype, {run.batch, style.heads, capacity, style.head_dim});
+    const char* from = t.data_as<char>();
+    char* to = wider.data_as<char>();
+    for (int64_t i = 0; i < run.batch * style.heads; ++i) std::memcpy(to + i * has, from + i * had, had);
+    t = std::move(wider);
+  }
+  for (std::vector<uint8_t>& v : run.valid) v.resize(capacity, 0);
+  run.capacity = capacity;
+  return OkStatus();
+}
+
 Status Generator::Impl::CheckPresent(const Tensor& present, size_t k, int64_t length, int64_t batch) const {
   std::vector<int64_t> want = {batch, style.heads, length, style.head_dim};
   if (present.dims() == want && present.dtype() == style.cache_dtype) return OkStatus();

@@ -262,9 +262,15 @@ StatusOr<std::vector<std::vector<int64_t>>> Generator::Generate(const std::vecto
   const int64_t t = static_cast<int64_t>(longest);
   // The capacity holds the prompt and every new token but the last (whose
   // keys and values are never needed).
-  int64_t need = t + std::max<int64_t>(options.max_new_tokens - 1, 0);
-  Impl::Run run =
-      m.NewRun(static_cast<int64_t>(prompts.size()), (need + kCapacityStep - 1) / kCapacityStep * kCapacityStep);
+  auto whole_steps = [](int64_t slots) { return (slots + kCapacityStep - 1) / kCapacityStep * kCapacityStep; };
+  const int64_t full = whole_steps(t + std::max<int64_t>(options.max_new_tokens - 1, 0));
+  // The cache starts with room for the prompt and a step of new tokens, and
+  // doubles (up to the full capacity) when a token needs more: each step
+  // reads the whole cache, and a generation that a stop token ends long
+  // before max_new_tokens would otherwise read, every step, a cache sized
+  // for all of them.
+  const int64_t start = std::min(full, whole_steps(t + kCapacityStep));
+  Impl::Run run = m.NewRun(static_cast<int64_t>(prompts.size()), start);
   // The prompts, padded on the left to the longest.
   std::vector<std::vector<int64_t>> tokens(run.batch, std::vector<int64_t>(t, 0));
   std::vector<std::vector<uint8_t>> mask(run.batch, std::vector<uint8_t>(t, 0));
@@ -288,6 +294,11 @@ StatusOr<std::vector<std::vector<int64_t>>> Generator::Generate(const std::vecto
   std::vector<bool> done(run.batch, false);
   std::vector<std::vector<float>> logits;
   for (int64_t step = 0; step < options.max_new_tokens; ++step) {
+    // (Step 0 is the prompt's call, which the start capacity holds.)
+    if (step > 0 && m.SlotsForNextToken(run) > run.capacity) {
+      Status grown = m.Grow(run, std::min(full, std::max(whole_steps(m.SlotsForNextToken(run)), 2 * run.capacity)));
+      if (!grown.ok()) return grown;
+    }
     Status s = m.Step(run, tokens, mask, logits);
     if (!s.ok()) return s;
     bool go_on = false, stopped = false;

@@ -70,6 +70,13 @@ struct Generator::Impl {
   };
 
   Run NewRun(int64_t batch, int64_t capacity) const;
+  // The slots the cache must have for the next one-token call.
+  int64_t SlotsForNextToken(const Run& run) const;
+  // Moves the cache to `capacity` slots, more than it has: each
+  // sequence's and head's slots at the start of its own, as they were,
+  // the new ones zeros and not valid. A cache on the device is brought
+  // back to the host first; the next call uploads the wider one.
+  Status Grow(Run& run, int64_t capacity) const;
   Status Probe();
   // Keeps the cache on the device (device_cache, the runner's aliases), or
   // says why it cannot; `rewritten` when the presents write in place.

@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import genai_llama  # noqa: E402
 import tiny_llama  # noqa: E402
-from test_generate import check_against_reference, kv_cache_of  # noqa: E402
+from test_generate import check_a_growing_cache, check_against_reference, kv_cache_of  # noqa: E402
 from test_quantized import quantize_model  # noqa: E402
 
 
@@ -29,6 +29,11 @@ def model(tmp_path_factory, request):
 
 def test_greedy_matches_the_reference_alone_and_in_a_batch(model):
     check_against_reference(*model)
+
+
+def test_a_growing_cache_gives_the_same_tokens(model):
+    # Sequences at their own lengths: each widening keeps each one's slots.
+    check_a_growing_cache(*model)
 
 
 def test_the_cache_kept_on_the_device_gives_the_same_tokens(model):

@@ -67,6 +67,23 @@ def test_the_cache_kept_on_the_device_gives_the_same_tokens(model):
     check_against_reference(m, path, "--kv-cache", "device")
 
 
+def check_a_growing_cache(m, path):
+    """The cache starts with room for the prompt and 64 new tokens and
+    doubles, up to what max_new_tokens needs, as a generation goes on: 300
+    tokens after a one-token prompt cross two widenings (128 slots, then
+    256, then 320), a batch of different lengths one; in host memory and
+    on the device, the reference's tokens all the same."""
+    for flags in ([], ["--kv-cache", "device"]):
+        assert generate(path, [PROMPTS[1]], "--max-new-tokens", "300", *flags) == \
+            [tiny_llama.greedy(m, PROMPTS[1], 300)], flags
+        assert generate(path, PROMPTS, "--max-new-tokens", "130", *flags) == \
+            [tiny_llama.greedy(m, p, 130) for p in PROMPTS], flags
+
+
+def test_a_growing_cache_gives_the_same_tokens(model):
+    check_a_growing_cache(*model)
+
+
 def test_greedy_matches_the_reference(model):
     m, path = model
     for prompt in PROMPTS:
