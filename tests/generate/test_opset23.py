@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import opset23_llama  # noqa: E402
 import tiny_llama  # noqa: E402
-from test_generate import XONNX, check_against_reference, kv_cache_of  # noqa: E402
+from test_generate import XONNX, check_a_growing_cache, check_against_reference, kv_cache_of  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -23,6 +23,10 @@ def model(tmp_path_factory):
 
 def test_greedy_matches_the_reference_alone_and_in_a_batch(model):
     check_against_reference(*model)
+
+
+def test_a_growing_cache_gives_the_same_tokens(model):
+    check_a_growing_cache(*model, placements=("host",))
 
 
 def test_the_cache_on_the_device_is_refused_by_name(model):
