@@ -67,15 +67,16 @@ def test_the_cache_kept_on_the_device_gives_the_same_tokens(model):
     check_against_reference(m, path, "--kv-cache", "device")
 
 
-def check_a_growing_cache(m, path, placements=("host", "device")):
+def check_a_growing_cache(m, path, placements=("host", "device"), n=300):
     """The cache starts with room for the prompt and 64 new tokens and
-    doubles, up to what max_new_tokens needs, as a generation goes on: 300
-    tokens after a one-token prompt cross two widenings (128 slots, then
-    256, then 320), a batch of different lengths one; in each of
-    `placements`, the reference's tokens all the same."""
+    doubles, up to what max_new_tokens needs, as a generation goes on: `n`
+    tokens after a one-token prompt cross two widenings at 300 (128 slots,
+    then 256, then 320) and one at 150 (then 192), a batch of different
+    lengths one; in each of `placements`, the reference's tokens all the
+    same."""
     for flags in (["--kv-cache", p] for p in placements):
-        assert generate(path, [PROMPTS[1]], "--max-new-tokens", "300", *flags) == \
-            [tiny_llama.greedy(m, PROMPTS[1], 300)], flags
+        assert generate(path, [PROMPTS[1]], "--max-new-tokens", str(n), *flags) == \
+            [tiny_llama.greedy(m, PROMPTS[1], n)], flags
         assert generate(path, PROMPTS, "--max-new-tokens", "130", *flags) == \
             [tiny_llama.greedy(m, p, 130) for p in PROMPTS], flags
 

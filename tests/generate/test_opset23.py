@@ -26,7 +26,7 @@ def test_greedy_matches_the_reference_alone_and_in_a_batch(model):
 
 
 def test_a_growing_cache_gives_the_same_tokens(model):
-    check_a_growing_cache(*model, placements=("host",))
+    check_a_growing_cache(*model, placements=("host",), n=150)
 
 
 def test_the_cache_on_the_device_is_refused_by_name(model):
