@@ -72,8 +72,7 @@ int64_t Generator::Impl::SlotsForNextToken(const Run& run) const {
 Status Generator::Impl::Grow(Run& run, int64_t capacity) const {
   for (size_t k = 0; k < run.resident.size(); ++k) {
     if (!run.resident[k]) continue;
-    absl::StatusOr<pjrt::Event> copy = run.resident[k]->StartToHost(run.cache[k].data(), run.cache[k].byte_size());
-    absl::Status copied = copy.ok() ? copy->Await() : copy.status();
+    absl::Status copied = run.resident[k]->ToHost(run.cache[k].data(), run.cache[k].byte_size());
     if (!copied.ok())
       return Status(StatusCode::kInternal,
                     absl::StrCat(path, ": bringing the key/value cache back to widen it: ", copied.message()));

@@ -295,8 +295,8 @@ StatusOr<std::vector<std::vector<int64_t>>> Generator::Generate(const std::vecto
   std::vector<std::vector<float>> logits;
   for (int64_t step = 0; step < options.max_new_tokens; ++step) {
     // (Step 0 is the prompt's call, which the start capacity holds.)
-    if (step > 0 && m.SlotsForNextToken(run) > run.capacity) {
-      Status grown = m.Grow(run, std::min(full, std::max(whole_steps(m.SlotsForNextToken(run)), 2 * run.capacity)));
+    if (const int64_t needed = m.SlotsForNextToken(run); step > 0 && needed > run.capacity) {
+      Status grown = m.Grow(run, std::min(full, std::max(whole_steps(needed), 2 * run.capacity)));
       if (!grown.ok()) return grown;
     }
     Status s = m.Step(run, tokens, mask, logits);
