@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 # With the ONNX Runtime peer (npm): the differential tester compares with it.
 scripts/install_deps.sh --bench
 build="${XONNX_BUILD_DIR:-build}"
+scripts/check_disk.sh "$(dirname "$build")" "${XONNX_SANITIZE_DIR:-build-san}"
 # Unity units (many sources compiled as one) halve a cold build on the
 # two-core CI machine; the test files are always compiled one by one.
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DXONNX_BUILD_TESTS=ON -DCMAKE_UNITY_BUILD=ON \

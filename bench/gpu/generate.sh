@@ -25,8 +25,14 @@ done
 py=${PYTHON:-python3}
 source bench/gpu/kit.sh
 open_kit "$kit" bench/gpu/make_generate_kit.sh
-work="${WORK:-$(mktemp -d)}"
-mkdir -p "$work"
+# A folder of our own is removed at exit; one given as WORK is kept.
+if [[ -n ${WORK:-} ]]; then
+  work=$WORK
+  mkdir -p "$work"
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
 [[ -z ${OUT:-} ]] || mkdir -p "$OUT"
 results="${OUT:+$OUT/gpu_generate.txt}"
 say() { if [[ -n $results ]]; then echo "$@" | tee -a "$results"; else echo "$@"; fi; }

@@ -8,7 +8,10 @@ import onnxruntime as ort
 
 import models
 
-path = models.mul_add(os.path.join(tempfile.mkdtemp(), "mul_add.onnx"))
+# Removed when the script exits, as a user's script would leave nothing behind.
+scratch = tempfile.TemporaryDirectory()
+
+path = models.mul_add(os.path.join(scratch.name, "mul_add.onnx"))
 sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
 
 inputs, outputs = sess.get_inputs(), sess.get_outputs()

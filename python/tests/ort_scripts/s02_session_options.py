@@ -9,7 +9,10 @@ import onnxruntime as ort
 
 import models
 
-path = models.mul_add(os.path.join(tempfile.mkdtemp(), "mul_add.onnx"))
+# Removed when the script exits, as a user's script would leave nothing behind.
+scratch = tempfile.TemporaryDirectory()
+
+path = models.mul_add(os.path.join(scratch.name, "mul_add.onnx"))
 so = ort.SessionOptions()
 so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
 so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL

@@ -7,7 +7,10 @@ import onnxruntime as ort
 
 import models
 
-path = models.mul_add(os.path.join(tempfile.mkdtemp(), "plain.onnx"))
+# Removed when the script exits, as a user's script would leave nothing behind.
+scratch = tempfile.TemporaryDirectory()
+
+path = models.mul_add(os.path.join(scratch.name, "plain.onnx"))
 model = onnx.load(path)
 model.producer_name = "scripts"
 model.producer_version = "1.2"
@@ -16,7 +19,7 @@ model.model_version = 7
 model.doc_string = "a product, a bias and a ReLU"
 model.graph.doc_string = "the graph's own description"
 onnx.helper.set_model_props(model, {"author": "xonnx tests", "license": "MIT"})
-meta_path = models.save(model, os.path.join(tempfile.mkdtemp(), "meta.onnx"))
+meta_path = models.save(model, os.path.join(scratch.name, "meta.onnx"))
 
 meta = ort.InferenceSession(meta_path, providers=["CPUExecutionProvider"]).get_modelmeta()
 assert meta.producer_name == "scripts", meta.producer_name

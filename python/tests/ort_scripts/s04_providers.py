@@ -8,7 +8,10 @@ import onnxruntime as ort
 
 import models
 
-path = models.mul_add(os.path.join(tempfile.mkdtemp(), "mul_add.onnx"))
+# Removed when the script exits, as a user's script would leave nothing behind.
+scratch = tempfile.TemporaryDirectory()
+
+path = models.mul_add(os.path.join(scratch.name, "mul_add.onnx"))
 available = ort.get_available_providers()
 assert "CPUExecutionProvider" in available, available
 assert isinstance(ort.get_all_providers(), list)

@@ -7,7 +7,10 @@ import onnxruntime as ort
 
 import models
 
-path = models.mul_add(os.path.join(tempfile.mkdtemp(), "mul_add.onnx"))
+# Removed when the script exits, as a user's script would leave nothing behind.
+scratch = tempfile.TemporaryDirectory()
+
+path = models.mul_add(os.path.join(scratch.name, "mul_add.onnx"))
 sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
 x = np.random.RandomState(2).randn(4, 4).astype(np.float32)
 want_y, want_z = models.mul_add_reference(x)

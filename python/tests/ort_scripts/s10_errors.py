@@ -8,7 +8,10 @@ import onnxruntime as ort
 
 import models
 
-folder = tempfile.mkdtemp()
+# Removed when the script exits, as a user's script would leave nothing behind.
+scratch = tempfile.TemporaryDirectory()
+
+folder = scratch.name
 path = models.mul_add(os.path.join(folder, "mul_add.onnx"))
 sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
 

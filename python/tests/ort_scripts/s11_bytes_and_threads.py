@@ -9,7 +9,10 @@ import onnxruntime as ort
 
 import models
 
-path = models.two_inputs(os.path.join(tempfile.mkdtemp(), "two.onnx"))
+# Removed when the script exits, as a user's script would leave nothing behind.
+scratch = tempfile.TemporaryDirectory()
+
+path = models.two_inputs(os.path.join(scratch.name, "two.onnx"))
 sess = ort.InferenceSession(onnx.load(path).SerializeToString(), providers=["CPUExecutionProvider"])
 assert [i.name for i in sess.get_inputs()] == ["a", "b"]
 assert sess.get_outputs()[1].type == "tensor(int64)"

@@ -7,7 +7,10 @@ import onnxruntime as ort
 
 import models
 
-path = models.mul_add(os.path.join(tempfile.mkdtemp(), "mul_add.onnx"), batch="batch_size")
+# Removed when the script exits, as a user's script would leave nothing behind.
+scratch = tempfile.TemporaryDirectory()
+
+path = models.mul_add(os.path.join(scratch.name, "mul_add.onnx"), batch="batch_size")
 sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
 assert sess.get_inputs()[0].shape == ["batch_size", 4]
 for n in (1, 3, 8):
