@@ -74,6 +74,7 @@ class Compiler {
     Plan plan(entry);
     const bool native = !options_.reference;
     if (native) PlanPackedProducts(&plan);
+    if (native) PlanSiblingProducts(&plan);
     if (native && options_.use_dnnl) PlanEpilogues(options_, &plan);
     if (native && options_.use_dnnl) PlanIntegerProducts(&plan);
     if (native && options_.use_dnnl && options_.blocked_layouts) PlanBlockedLayouts(options_, &plan);

@@ -102,8 +102,17 @@ class Emitter {
     if (seen_names.size() > kNamed) absl::StrAppend(&t->op_name, " + ", seen_names.size() - kNamed, " more");
   }
 
-  // Where the step at i writes its value in the arena.
+  // Where the step at i writes its value in the arena (a group of packed
+  // products, every member's).
   std::string Writes(const Instruction* i) const {
+    if (int pg = plan_.PackedGroupOf(i); pg >= 0 && plan_.packed_products.groups[pg].front() == i) {
+      std::vector<std::string> all;
+      for (const Instruction* m : plan_.packed_products.groups[pg]) all.push_back(WritesOf(m));
+      return absl::StrJoin(all, " ");
+    }
+    return WritesOf(i);
+  }
+  std::string WritesOf(const Instruction* i) const {
     auto l = ctx_.buffers.leaves.find(i);
     if (l == ctx_.buffers.leaves.end()) return "";
     std::vector<hlo::Shape> shapes =
@@ -123,7 +132,35 @@ class Emitter {
     if (int rg = plan_.RowGroupOf(i); rg >= 0) return EmitRowFusion(plan_.row_fusions.groups[rg]);
     if (const Instruction* op = plan_.AbsorbedInto(i)) return EmitWithEpilogue(op, i);
     if (plan_.IsGroupRoot(i)) return EmitFusion(i);
+    if (int pg = plan_.PackedGroupOf(i); pg >= 0) return EmitPackedGroup(plan_.packed_products.groups[pg]);
     return EmitFromTable(i);
+  }
+
+  // Packed products of one activation, at the first: it writes every
+  // member's result (buffer assignment defines them there).
+  absl::Status EmitPackedGroup(const std::vector<Instruction*>& members) {
+    std::vector<const Instruction*> dots;
+    std::vector<ThunkIo> io;
+    std::vector<const PackedWeights*> weights;
+    for (const Instruction* m : members) {
+      dots.push_back(m);
+      io.push_back({ctx_.InputsOf(m), ctx_.LeavesOf(m)});
+      weights.push_back(&plan_.packed_products.of.at(m));
+    }
+    if (std::optional<Thunk> t = MakePackedGroupThunk(dots, io, weights)) {
+      Add(*std::move(t), "packed-matmul");
+      return absl::OkStatus();
+    }
+    // Members that read the activation through buffers of their own (a
+    // reshape copied): each on its own, all here.
+    for (size_t m = 0; m < dots.size(); ++m) {
+      std::optional<Thunk> t = MakePackedDotThunk(*dots[m], io[m], *weights[m]);
+      if (!t)
+        return Internal("%s: a product planned on packed weights has operands the kernel does not take",
+                        dots[m]->name());
+      Add(*std::move(t), "packed-matmul");
+    }
+    return absl::OkStatus();
   }
 
   // The first kernel of i's row in the kernel table that takes its form;

@@ -36,8 +36,6 @@ constexpr int64_t ChunkWeights(int bits) { return bits == 4 ? 32 : 16; }
 // GEMM's reuse of each weight over many rows does not have to).
 constexpr int64_t kGemmRows = 32;
 constexpr int64_t kPanel = 256;
-// Multiply-adds from which the weight rows are split between threads.
-constexpr int64_t kParallel = 1 << 16;
 
 // The portable kernel: every weight dequantized as the program would,
 // (q - zero) * scale, and multiplied in order.
@@ -392,33 +390,6 @@ void RowsAvx512(const Dims& d, const float* xp, const uint8_t* packed, const flo
 
 bool UseAvx512() { return CpuHasAvx512Bw(); }
 
-// y = x . W^T on the interleaved layout: x padded with zeros to whole
-// blocks where K ends inside one (and with zero points per block, its sums
-// per block), groups of 16 weight rows split between the threads. False,
-// computing nothing, for an activation value that is not finite or so
-// large that a block's unscaled sum could overflow where the program's
-// scaled terms do not (16 * block * |x| within the float range): sums
-// such as sum(q * x) - z * sum(x) would make a NaN of what is an infinity
-// in the program, so the other kernel runs.
-bool InterleavedProduct(const Dims& d, const Interleaved& w, const float* x, float* y) {
-  const int64_t width = d.blocks * d.block;
-  std::unique_ptr<float[]> padded, sums;
-  if (width != d.k) {
-    padded.reset(new float[d.rows * width]());
-    for (int64_t r = 0; r < d.rows; ++r) std::memcpy(padded.get() + r * width, x + r * d.k, d.k * sizeof(float));
-    x = padded.get();
-  }
-  const float bound = std::numeric_limits<float>::max() / static_cast<float>(16 * d.block);
-  if (w.zeros) sums.reset(new float[d.rows * d.blocks]);
-  if (!ScanActivation(d, x, bound, sums.get())) return false;
-  if (d.rows * d.n * d.k < kParallel) {
-    InterleavedRows(d, w, x, width, sums.get(), y, 0, w.groups);
-    return true;
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t g = 0; g < w.groups; ++g) InterleavedRows(d, w, x, width, sums.get(), y, g, g + 1);
-  return true;
-}
 #pragma GCC diagnostic pop
 #else
 bool UseAvx512() { return false; }
@@ -426,7 +397,6 @@ size_t PreparedSize(const Dims&) { return 0; }
 bool GemmAvx512(const Dims&, const float*, const uint8_t*, const float*, const float*, float*) { return false; }
 void PrepareRows(const Dims&, const float*, float*) {}
 void RowsAvx512(const Dims&, const float*, const uint8_t*, const float*, const float*, float*, int64_t, int64_t) {}
-bool InterleavedProduct(const Dims&, const Interleaved&, const float*, float*) { return false; }
 #endif
 
 }  // namespace
@@ -457,10 +427,32 @@ XONNX_PACKED_AVX512 void Reduce16(const __m512* v, float* out) {
 #endif
 }  // namespace packed_dot
 
-std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const ThunkIo& io, const PackedWeights& w) {
-  using namespace packed_dot;  // NOLINT(build/namespaces): this file's own kernels
+namespace packed_dot {
+namespace {
+
+// Whether the product runs on the interleaved layout: constant 4-bit
+// weights and scales (zero points constant or none) by a few f32 rows.
+bool Interleaves(const Dims& d, const PackedWeights& w) {
+  return UseAvx512() && d.bits == 4 && !d.int8 && d.rows < kGemmRows && w.packed_constant && w.scales_constant &&
+         !w.zeros;
+}
+
+// How the product prepares its activation where it may share that with
+// others (every weight, scale and zero point known when the program is
+// made, so that nothing it reads is computed by the program).
+Shared SharedPreparation(const Dims& d, const PackedWeights& w) {
+  if (Interleaves(d, w)) return Shared::kInterleaved;
+  const bool constant = (w.packed_constant || w.packed_values) && w.scales_constant && !w.zeros;
+  if (UseAvx512() && d.int8 && d.rows < kGemmRows && constant) return Shared::kInt8;
+  return Shared::kNone;
+}
+
+}  // namespace
+
+std::optional<Product> PlanProduct(const hlo::Instruction& dot, const ThunkIo& io, const PackedWeights& w) {
   const hlo::Shape& xs = dot.operand(0)->shape();
-  Dims d;
+  Product p;
+  Dims& d = p.d;
   d.bits = w.bits;
   d.block = w.block;
   d.blocks = w.blocks;
@@ -483,72 +475,98 @@ std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const Thunk
       (w.zero_values->shape().element_type != hlo::F32 || w.zero_values->element_count() != w.n * w.blocks))
     return std::nullopt;
   size_t next = 1;
-  BufferRef x_ref = io.inputs[0], y_ref = io.outputs[0];
-  BufferRef p_ref = w.packed ? io.inputs[next++] : BufferRef{};
-  BufferRef s_ref = io.inputs[next++];
-  BufferRef z_ref = w.zeros ? io.inputs[next++] : BufferRef{};
-  std::shared_ptr<const hlo::Literal> zero_values = w.zero_values, packed_values = w.packed_values;
-  const bool vector = UseAvx512();
+  p.x = io.inputs[0];
+  p.y = io.outputs[0];
+  p.packed = w.packed ? io.inputs[next++] : BufferRef{};
+  p.scales = io.inputs[next++];
+  p.zeros = w.zeros ? io.inputs[next++] : BufferRef{};
+  p.zero_values = w.zero_values;
+  p.packed_values = w.packed_values;
+  p.vector = UseAvx512();
   // Constant 4-bit weights multiplied by an f32 activation: the
-  // interleaved layout's kernel for steps (a copy of the weights).
-  std::shared_ptr<const Interleaved> interleaved;
-  if (vector && d.bits == 4 && !d.int8 && d.rows < kGemmRows && w.packed_constant && w.scales_constant) {
-    // Constant zero points are unpacked at planning (zero_values); others
-    // are read at run time, where the layout cannot hold them.
-    const float* zeros = zero_values ? zero_values->data<float>() : nullptr;
-    if (d.zeros == (zeros != nullptr))
-      interleaved = Interleave(d, w.packed_constant->data<uint8_t>(), w.scales_constant->data<float>(), zeros);
+  // interleaved layout's kernel for steps (a copy of the weights). Constant
+  // zero points are unpacked at planning (zero_values).
+  p.shared = SharedPreparation(d, w);
+  if (p.shared == Shared::kInterleaved)
+    p.interleaved = Interleave(d, w.packed_constant->data<uint8_t>(), w.scales_constant->data<float>(),
+                               p.zero_values ? p.zero_values->data<float>() : nullptr);
+  return p;
+}
+
+Operands OperandsOf(const Product& p, Frame& f) {
+  Operands o;
+  o.x = static_cast<const float*>(f.Ptr(p.x));
+  o.packed = p.packed_values ? p.packed_values->data<uint8_t>() : static_cast<const uint8_t*>(f.Ptr(p.packed));
+  o.scales = static_cast<const float*>(f.Ptr(p.scales));
+  o.zeros = p.zero_values ? p.zero_values->data<float>()
+            : p.d.zeros   ? static_cast<const float*>(f.Ptr(p.zeros))
+                          : nullptr;
+  o.y = static_cast<float*>(f.Ptr(p.y));
+  return o;
+}
+
+absl::Status RunProduct(const Product& p, Frame& f) {
+  const Dims& d = p.d;
+  const auto [x, packed, scales, zeros, y] = OperandsOf(p, f);
+  if (d.rows == 0 || d.n == 0) return absl::OkStatus();
+  if (d.k == 0) {
+    std::fill(y, y + d.rows * d.n, 0.0f);
+    return absl::OkStatus();
   }
+  if (p.vector && d.rows >= kGemmRows) {
+    if (!GemmAvx512(d, x, packed, scales, zeros, y))
+      return absl::InternalError("packed-matmul: oneDNN's GEMM failed on the dequantized weights");
+    return absl::OkStatus();
+  }
+  if (p.interleaved) {
+    const InterleavedMember one{d, p.interleaved.get(), y};
+    if (InterleavedProducts({&one, 1}, x)) return absl::OkStatus();
+  }
+  std::unique_ptr<float[]> prepared;     // PrepareRows writes every value
+  std::unique_ptr<uint8_t[]> quantized;  // Int8Prepare writes every byte
+  if (d.int8) {
+    quantized.reset(new uint8_t[Int8PreparedSize(d)]);
+    if (!Int8Prepare(d, x, quantized.get())) quantized.reset();  // not finite: the f32 kernel
+  }
+  if (p.vector && !quantized) {
+    prepared.reset(new float[PreparedSize(d)]);
+    PrepareRows(d, x, prepared.get());
+  }
+  auto part = [&](int64_t n0, int64_t n1) {
+    if (quantized)
+      Int8Rows(d, quantized.get(), packed, scales, zeros, y, n0, n1);
+    else if (p.vector)
+      RowsAvx512(d, prepared.get(), packed, scales, zeros, y, n0, n1);
+    else
+      RowsPortable(d, x, packed, scales, zeros, y, n0, n1);
+  };
+  if (d.rows * d.n * d.k < kParallel) {
+    part(0, d.n);
+    return absl::OkStatus();
+  }
+  // Weight rows split between the threads in runs of 16.
+  const int64_t runs = (d.n + 15) / 16;
+#pragma omp parallel for schedule(static)
+  for (int64_t g = 0; g < runs; ++g) part(g * 16, std::min(d.n, (g + 1) * 16));
+  return absl::OkStatus();
+}
+
+}  // namespace packed_dot
+
+int PackedDotSharedPreparation(const hlo::Instruction& dot, const PackedWeights& w) {
+  packed_dot::Dims d;
+  d.bits = w.bits;
+  d.int8 = w.int8_activations;
+  d.rows = dot.operand(0)->shape().ElementCount() / std::max<int64_t>(w.k, 1);
+  return static_cast<int>(packed_dot::SharedPreparation(d, w));
+}
+
+std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const ThunkIo& io, const PackedWeights& w) {
+  std::optional<packed_dot::Product> p = packed_dot::PlanProduct(dot, io, w);
+  if (!p) return std::nullopt;
   Thunk t;
   t.name = dot.name();
-  t.run = [d, x_ref, p_ref, s_ref, z_ref, y_ref, vector, zero_values, packed_values,
-           interleaved](Frame& f) -> absl::Status {
-    const float* x = static_cast<const float*>(f.Ptr(x_ref));
-    const auto* packed = packed_values ? packed_values->data<uint8_t>() : static_cast<const uint8_t*>(f.Ptr(p_ref));
-    const float* scales = static_cast<const float*>(f.Ptr(s_ref));
-    const float* zeros = zero_values ? zero_values->data<float>()
-                         : d.zeros   ? static_cast<const float*>(f.Ptr(z_ref))
-                                     : nullptr;
-    float* y = static_cast<float*>(f.Ptr(y_ref));
-    if (d.rows == 0 || d.n == 0) return absl::OkStatus();
-    if (d.k == 0) {
-      std::fill(y, y + d.rows * d.n, 0.0f);
-      return absl::OkStatus();
-    }
-    if (vector && d.rows >= kGemmRows) {
-      if (!GemmAvx512(d, x, packed, scales, zeros, y))
-        return absl::InternalError("packed-matmul: oneDNN's GEMM failed on the dequantized weights");
-      return absl::OkStatus();
-    }
-    if (interleaved && InterleavedProduct(d, *interleaved, x, y)) return absl::OkStatus();
-    std::unique_ptr<float[]> prepared;     // PrepareRows writes every value
-    std::unique_ptr<uint8_t[]> quantized;  // Int8Prepare writes every byte
-    if (d.int8) {
-      quantized.reset(new uint8_t[Int8PreparedSize(d)]);
-      if (!Int8Prepare(d, x, quantized.get())) quantized.reset();  // not finite: the f32 kernel
-    }
-    if (vector && !quantized) {
-      prepared.reset(new float[PreparedSize(d)]);
-      PrepareRows(d, x, prepared.get());
-    }
-    auto part = [&](int64_t n0, int64_t n1) {
-      if (quantized)
-        Int8Rows(d, quantized.get(), packed, scales, zeros, y, n0, n1);
-      else if (vector)
-        RowsAvx512(d, prepared.get(), packed, scales, zeros, y, n0, n1);
-      else
-        RowsPortable(d, x, packed, scales, zeros, y, n0, n1);
-    };
-    if (d.rows * d.n * d.k < packed_dot::kParallel) {
-      part(0, d.n);
-      return absl::OkStatus();
-    }
-    // Weight rows split between the threads in runs of 16.
-    const int64_t runs = (d.n + 15) / 16;
-#pragma omp parallel for schedule(static)
-    for (int64_t g = 0; g < runs; ++g) part(g * 16, std::min(d.n, (g + 1) * 16));
-    return absl::OkStatus();
-  };
+  t.run = [p = *std::move(p)](Frame& f) { return packed_dot::RunProduct(p, f); };
   return t;
 }
 

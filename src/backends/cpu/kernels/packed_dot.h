@@ -12,7 +12,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "backends/cpu/runtime/thunks.h"
 #include "base/fingerprint.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -38,6 +42,8 @@ constexpr int64_t kRowTile = 8;
 constexpr int64_t kGroup = 16;
 // How far ahead of what they read both kernels prefetch the weights.
 constexpr int64_t kPrefetchBytes = 4096;
+// Multiply-adds from which the weight rows are split between threads.
+constexpr int64_t kParallel = 1 << 16;
 
 // The 8-bit-activation kernel, for products whose dot allows it
 // (hlo::kInt8ActivationsAttribute) on a CPU with AVX-512 VNNI: each block
@@ -86,6 +92,71 @@ std::shared_ptr<const Interleaved> Interleave(const Dims& d, const uint8_t* pack
 // ([rows, blocks]). Needs AVX-512 (F, BW, VL, DQ).
 void InterleavedRows(const Dims& d, const Interleaved& w, const float* x, int64_t ldx, const float* x_sums, float* y,
                      int64_t g0, int64_t g1);
+// One product of a group that reads one activation: its dims (N its own;
+// K, blocks and rows those of every member), its layout and its result.
+struct InterleavedMember {
+  Dims d;
+  const Interleaved* w;
+  float* y;
+};
+// y = x . W^T for every member, on the interleaved layout: x padded with
+// zeros to whole blocks where K ends inside one (and with zero points per
+// block, its sums per block) once for all, and the members' groups of 16
+// weight rows split between the threads of one team. False, computing
+// nothing, for an activation value that is not finite or so large that a
+// block's unscaled sum could overflow where the program's scaled terms do
+// not (16 * block * |x| within the float range): sums such as
+// sum(q * x) - z * sum(x) would make a NaN of what is an infinity in the
+// program, so the other kernel runs (packed_dot_group.cc).
+bool InterleavedProducts(absl::Span<const InterleavedMember> members, const float* x);
+
+// A product of a group whose activation is rounded to int8 once for all
+// (Int8Prepare): its dims and its operands.
+struct Int8Member {
+  Dims d;
+  const uint8_t* packed;
+  const float* scales;
+  const float* zeros;
+  float* y;
+};
+// y = the product by the rounded activation for every member, the
+// members' runs of 16 weight rows split between the threads of one team.
+// False, computing nothing, where Int8Prepare refuses x (not finite).
+bool Int8Products(absl::Span<const Int8Member> members, const float* x);
+
+// How a product prepares its activation, which products of one
+// activation prepare once for all when they share it: on the interleaved
+// layout (f32, InterleavedProducts) or rounded to int8 (Int8Products);
+// kNone where its weights are read at run time or it runs on oneDNN's
+// GEMM (prompts).
+enum class Shared { kNone = 0, kInterleaved = 1, kInt8 = 2 };
+
+// A product as the program runs it (packed_dot.cc): its dims, buffers,
+// the weights known when the program is made, and their interleaved
+// layout where the product runs on it.
+struct Product {
+  Dims d;
+  BufferRef x, packed, scales, zeros, y;
+  bool vector = false;  // the AVX-512 kernels
+  Shared shared = Shared::kNone;
+  std::shared_ptr<const hlo::Literal> zero_values, packed_values;
+  std::shared_ptr<const Interleaved> interleaved;
+};
+// A product's operands in a call.
+struct Operands {
+  const float* x;
+  const uint8_t* packed;
+  const float* scales;
+  const float* zeros;  // null: d.zero for all blocks
+  float* y;
+};
+Operands OperandsOf(const Product& p, Frame& f);
+// The product of `dot` on the packed weights `w`; nullopt when the buffers
+// do not match what `w` says the kernel reads.
+std::optional<Product> PlanProduct(const hlo::Instruction& dot, const ThunkIo& io, const PackedWeights& w);
+// Runs it on the kernel its form takes.
+absl::Status RunProduct(const Product& p, Frame& f);
+
 // One pass over the activation x [rows, blocks * block], as InterleavedRows
 // reads it: false when a value is not finite or its magnitude is above
 // `bound`; else, with `sums` (non-null), each row's sums per block

@@ -170,7 +170,8 @@ absl::Status BufferAssigner::MakeSlots() {
     for (size_t k = 0; k < shapes.size(); ++k) {
       if (!shapes[k].IsArray()) return Unimplemented("%s: nested tuples are not supported", i->name());
       bk.push_back(slots_.size());
-      slots_.push_back({i, static_cast<int>(k), shapes[k].ByteSize(), plan_.pos(i), plan_.pos(i)});
+      // Defined where it is written: a grouped product's by its group's step.
+      slots_.push_back({i, static_cast<int>(k), shapes[k].ByteSize(), plan_.WrittenAt(i), plan_.pos(i)});
     }
     leaves[i] = std::vector<BufferRef>(shapes.size());
     backing_[i] = bk;

@@ -256,4 +256,70 @@ void PlanPackedProducts(Plan* plan) {
   }
 }
 
+void PlanSiblingProducts(Plan* plan) {
+  auto& pp = plan->packed_products;
+  // By activation (under the reshapes each product may read it through)
+  // and by how they prepare it, in program order: the products the group
+  // kernel takes, with the same K and blocks, which then share one
+  // preparation of the activation.
+  using Key = std::pair<const Instruction*, int>;  // the activation, how it is prepared
+  absl::flat_hash_map<Key, std::vector<Instruction*>> by_x;
+  std::vector<Key> activations;
+  for (Instruction* dot : plan->order()) {
+    auto w = pp.of.find(dot);
+    // Its weights' own ops never run (a later member moves above them).
+    if (w == pp.of.end() || !pp.replaced.contains(dot->operand(1))) continue;
+    const int shared = PackedDotSharedPreparation(*dot, w->second);
+    if (shared == 0) continue;
+    std::vector<const Instruction*> chain;
+    const Key key(UnderReshapes(dot->operand(0), &chain), shared);
+    auto& siblings = by_x[key];
+    if (siblings.empty()) activations.push_back(key);
+    const PackedWeights& first = siblings.empty() ? w->second : pp.of.at(siblings.front());
+    bool same = first.k == w->second.k && first.block == w->second.block && first.blocks == w->second.blocks &&
+                first.bits == w->second.bits;
+    // An activation rounded to int8 is laid out for the weights' bits and
+    // one zero point (or zero points per block).
+    if (w->second.int8_activations)
+      same = same && first.zero == w->second.zero && !first.zero_values == !w->second.zero_values;
+    if (same) siblings.push_back(dot);
+  }
+  for (const Key& x : activations) {
+    std::vector<Instruction*>& members = by_x.at(x);
+    if (members.size() < 2) continue;
+    const int g = static_cast<int>(pp.groups.size());
+    for (Instruction* m : members) pp.group_of[m] = g;
+    pp.groups.push_back(std::move(members));
+  }
+  if (pp.groups.empty()) return;
+  // The later members move up next to the first, and the reshapes they
+  // read the activation through (which read only the activation, defined
+  // before the first) in front of it: the group's step reads them all.
+  absl::flat_hash_map<const Instruction*, int> first_of;
+  absl::flat_hash_set<const Instruction*> moved;
+  std::vector<std::vector<Instruction*>> ahead(pp.groups.size());
+  for (size_t g = 0; g < pp.groups.size(); ++g) {
+    first_of[pp.groups[g].front()] = static_cast<int>(g);
+    for (size_t k = 1; k < pp.groups[g].size(); ++k) {
+      std::vector<Instruction*> chain;
+      for (Instruction* r = pp.groups[g][k]->operand(0); r->opcode() == Opcode::kReshape; r = r->operand(0))
+        chain.push_back(r);
+      for (auto r = chain.rbegin(); r != chain.rend(); ++r)
+        if (plan->pos(*r) > plan->pos(pp.groups[g].front()) && moved.insert(*r).second) ahead[g].push_back(*r);
+      moved.insert(pp.groups[g][k]);
+    }
+  }
+  std::vector<Instruction*> order;
+  order.reserve(plan->order().size());
+  for (Instruction* i : plan->order()) {
+    if (auto f = first_of.find(i); f != first_of.end()) {
+      order.insert(order.end(), ahead[f->second].begin(), ahead[f->second].end());
+      order.insert(order.end(), pp.groups[f->second].begin(), pp.groups[f->second].end());
+    } else if (!moved.contains(i)) {
+      order.push_back(i);
+    }
+  }
+  plan->Reorder(std::move(order));
+}
+
 }  // namespace xonnx::cpu

@@ -14,6 +14,14 @@ Plan::Plan(hlo::Computation* entry) : root_(entry->root()) {
   for (size_t k = 0; k < order_.size(); ++k) users_[order_[k]] = users[k];
 }
 
+void Plan::Reorder(std::vector<Instruction*> order) {
+  order_ = std::move(order);
+  for (size_t k = 0; k < order_.size(); ++k) pos_[order_[k]] = k;
+  // Users stay listed in program order.
+  for (auto& [i, us] : users_)
+    std::sort(us.begin(), us.end(), [&](const Instruction* a, const Instruction* b) { return pos(a) < pos(b); });
+}
+
 bool Plan::IsGroupRoot(const Instruction* i) const {
   auto g = fusions.group_of.find(i);
   return g != fusions.group_of.end() && fusions.groups[g->second].back() == i;
@@ -69,6 +77,7 @@ bool Plan::RunsStep(const Instruction* i) const {
   }
   if (int rg = RowGroupOf(i); rg >= 0) return row_fusions.groups[rg].members.back() == i;
   if (row_fusions.internal.contains(i)) return false;
+  if (int pg = PackedGroupOf(i); pg >= 0) return packed_products.groups[pg].front() == i;
   if (const Instruction* op = AbsorbedInto(i)) return ResultOf(op) == i;
   return Materialized(i);
 }
@@ -120,6 +129,16 @@ int Plan::RowGroupOf(const Instruction* i) const {
   return g == row_fusions.group_of.end() ? -1 : g->second;
 }
 
+int Plan::PackedGroupOf(const Instruction* i) const {
+  auto g = packed_products.group_of.find(i);
+  return g == packed_products.group_of.end() ? -1 : g->second;
+}
+
+int64_t Plan::WrittenAt(const Instruction* i) const {
+  if (int pg = PackedGroupOf(i); pg >= 0) return pos(packed_products.groups[pg].front());
+  return pos(i);
+}
+
 std::vector<const Instruction*> Plan::HiddenReads(const Instruction* i) const {
   std::vector<const Instruction*> reads;
   if (const Epilogue* e = EpilogueOf(i)) {
@@ -148,6 +167,8 @@ int64_t Plan::UsePoint(const Instruction* user) const {
 }
 
 int64_t Plan::DirectUsePoint(const Instruction* user) const {
+  // A grouped packed product reads its operands when its group runs.
+  if (int pg = PackedGroupOf(user); pg >= 0) return pos(packed_products.groups[pg].front());
   // A row fusion reads its inputs when it runs, at its last member.
   if (int rg = RowGroupOf(user); rg >= 0) return pos(row_fusions.groups[rg].members.back());
   if (auto ri = row_fusions.internal.find(user); ri != row_fusions.internal.end()) return ri->second;
@@ -176,6 +197,7 @@ std::vector<int64_t> Plan::WritingSteps(const Instruction* x) const {
       break;
   }
   if (int rg = RowGroupOf(x); rg >= 0) return {pos(row_fusions.groups[rg].members.back())};
+  if (PackedGroupOf(x) >= 0) return {WrittenAt(x)};
   if (RunsStep(x)) return {pos(x)};
   // A fused member or an op inside an epilogue: written by its step.
   if (auto g = fusions.group_of.find(x); g != fusions.group_of.end()) return {pos(fusions.groups[g->second].back())};

@@ -42,6 +42,10 @@ class Plan {
 
   // --- the program ---
   const std::vector<hlo::Instruction*>& order() const { return order_; }
+  // Runs the program in `order`, a permutation of order() in which every
+  // operand still precedes its users. Only before the planners that record
+  // positions (all but the packed products').
+  void Reorder(std::vector<hlo::Instruction*> order);
   hlo::Instruction* root() const { return root_; }
   int64_t pos(const hlo::Instruction* i) const { return pos_.at(i); }
   const std::vector<hlo::Instruction*>& users(const hlo::Instruction* i) const { return users_.at(i); }
@@ -86,6 +90,11 @@ class Plan {
     absl::flat_hash_map<const hlo::Instruction*, PackedWeights> of;
     absl::flat_hash_set<const hlo::Instruction*> replaced;
     absl::flat_hash_set<const hlo::Instruction*> read;
+    // Products of one activation run as one step (PlanSiblingProducts):
+    // each group's members are adjacent in program order, and the step
+    // runs at the first, which writes every member's result.
+    std::vector<std::vector<hlo::Instruction*>> groups;
+    absl::flat_hash_map<const hlo::Instruction*, int> group_of;
   } packed_products;
   // Elementwise fusions (PlanFusions): groups in operand-first order, the
   // last member being the group's root.
@@ -146,6 +155,11 @@ class Plan {
   DotViews ViewsOf(const hlo::Instruction* dot) const;
   // The index of the row fusion i is a member of, or -1.
   int RowGroupOf(const hlo::Instruction* i) const;
+  // The index of the group of packed products i is a member of, or -1.
+  int PackedGroupOf(const hlo::Instruction* i) const;
+  // Where i's value is written: at the step of its group of packed
+  // products, else at i.
+  int64_t WrittenAt(const hlo::Instruction* i) const;
   // Values a oneDNN primitive reads that are not operands of its anchor:
   // an epilogue's bias and residual (operands of the broadcast and adds,
   // which are never emitted), the sources of a dot's views and an integer

@@ -41,6 +41,13 @@ std::pair<int, int> ExactWeightRange();
 // packed bytes (Plan::packed_products; packed_planning.cc). First of the
 // planners: the other ones leave its products alone.
 void PlanPackedProducts(Plan* plan);
+// Groups the packed products of a decode step that read one activation
+// and prepare it the same way (the interleaved layout's f32 scan, or the
+// rounding to int8), such as a decoder layer's query, key and value
+// projections or its gate and up projections, into one step, the members
+// moved next to the first in program order (Plan::packed_products.groups).
+// Right after PlanPackedProducts, before any planner records positions.
+void PlanSiblingProducts(Plan* plan);
 // Reads dot operands made by slices, transposes and reshapes through
 // strided views of the value they start from (Plan::dot_views).
 void PlanDotViews(Plan* plan);

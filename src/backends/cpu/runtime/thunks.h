@@ -359,6 +359,19 @@ std::optional<Thunk> MakeSmallDotThunk(const hlo::Instruction& dot, const ThunkI
 // (unless known at compile time), the scales, then the zero points (if
 // read at run time); io.outputs[0]: y [..., N].
 std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const ThunkIo& io, const PackedWeights& w);
+// How that product prepares its activation where products of one
+// activation may do it once for all: 0 where it cannot (weights computed
+// at run time, a prompt's rows), else a kind that only products of the
+// same kind share (packed_dot::Shared).
+int PackedDotSharedPreparation(const hlo::Instruction& dot, const PackedWeights& w);
+// Products by packed weights that read one activation, as one step
+// (packed_dot_group.cc; kind "packed-matmul"; Plan::packed_products.groups):
+// io[m] and w[m] as MakePackedDotThunk takes them for dots[m], all with the
+// same activation. The activation is prepared once and one team of threads
+// computes every product; where that pass refuses a value (not finite),
+// each product runs alone, as MakePackedDotThunk's would.
+std::optional<Thunk> MakePackedGroupThunk(const std::vector<const hlo::Instruction*>& dots,
+                                          const std::vector<ThunkIo>& io, const std::vector<const PackedWeights*>& w);
 
 // A product of one axis of an f32 activation by constant weights with at
 // most four nonzeros per output (sparse_dot.cc): Resize's interpolation
