@@ -59,8 +59,8 @@ double Elements(const hlo::Shape& s) {
   return static_cast<double>(s.ElementCount());
 }
 
-// The work of the step that runs at i (Plan::RunsStep), in microseconds.
-double StepUs(const Plan& plan, const Instruction* i) {
+// The work of the op i's step computes, in microseconds.
+double OpUs(const Plan& plan, const Instruction* i) {
   const Instruction* op = plan.AbsorbedInto(i) ? plan.AbsorbedInto(i) : i;
   const double out = Elements(op->shape());
   if (op->opcode() == Opcode::kDot) {
@@ -75,6 +75,16 @@ double StepUs(const Plan& plan, const Instruction* i) {
     return kStepUs + out * k / kMacsPerUs;
   }
   return kStepUs + out / kElementsPerUs;
+}
+
+// The work of the step that runs at i (Plan::RunsStep), in microseconds: a
+// group of packed products runs all its members at its first.
+double StepUs(const Plan& plan, const Instruction* i) {
+  const int g = plan.PackedGroupOf(i);
+  if (g < 0) return OpUs(plan, i);
+  double us = kStepUs;
+  for (const Instruction* m : plan.packed_products.groups[g]) us += OpUs(plan, m) - kStepUs;
+  return us;
 }
 
 // Steps whose kernels must not run beside another: control flow runs
