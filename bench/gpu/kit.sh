@@ -47,3 +47,21 @@ open_kit() {
   export LD_LIBRARY_PATH="$(cd "$kit/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   xonnx="$(cd "$kit/bin" && pwd)/xonnx"
 }
+
+# open_work NAME: sets $work (the folder WORK names, kept; else a folder of
+# our own, removed at exit) and $results ($OUT/NAME when OUT is set, the
+# folder made).
+open_work() {
+  if [[ -n ${WORK:-} ]]; then
+    work=$WORK
+    mkdir -p "$work"
+  else
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+  fi
+  [[ -z ${OUT:-} ]] || mkdir -p "$OUT"
+  results="${OUT:+$OUT/$1}"
+}
+
+# say LINE...: prints the line, and appends it to $results when set.
+say() { if [[ -n $results ]]; then echo "$@" | tee -a "$results"; else echo "$@"; fi; }

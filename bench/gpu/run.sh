@@ -67,17 +67,7 @@ done
 py=python3
 source bench/gpu/kit.sh
 open_kit "$kit" bench/gpu/make_kit.sh
-# A folder of our own is removed at exit; one given as WORK is kept.
-if [[ -n ${WORK:-} ]]; then
-  work=$WORK
-  mkdir -p "$work"
-else
-  work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
-fi
-[[ -z ${OUT:-} ]] || mkdir -p "$OUT"
-results="${OUT:+$OUT/gpu_results.txt}"
-say() { if [[ -n $results ]]; then echo "$@" | tee -a "$results"; else echo "$@"; fi; }
+open_work gpu_results.txt
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 IFS=, read -ra model_list <<<"$models"
 IFS=, read -ra dtype_list <<<"$dtypes"
