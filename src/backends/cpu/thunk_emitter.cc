@@ -83,6 +83,9 @@ class Emitter {
         covered.insert(covered.end(), a->second.begin(), a->second.end());
     } else if (plan_.IsGroupRoot(current_)) {
       for (const Instruction* m : plan_.FusionMembers(plan_.fusions.group_of.at(current_))) covered.push_back(m);
+    } else if (int pg = plan_.PackedGroupOf(current_); pg >= 0) {
+      const auto& m = plan_.packed_products.groups[pg];
+      covered.assign(m.begin(), m.end());
     }
     covered.push_back(current_);
     // A fused loop may cover a whole chain of thousands of nodes: linear in

@@ -43,8 +43,10 @@ class Plan {
   // --- the program ---
   const std::vector<hlo::Instruction*>& order() const { return order_; }
   // Runs the program in `order`, a permutation of order() in which every
-  // operand still precedes its users. Only before the planners that record
-  // positions (all but the packed products').
+  // step still comes after the steps that write what it reads (an op never
+  // computed, such as the unpacking a packed product replaces, may come
+  // after its readers). Only before the planners that record positions
+  // (all but the packed products').
   void Reorder(std::vector<hlo::Instruction*> order);
   hlo::Instruction* root() const { return root_; }
   int64_t pos(const hlo::Instruction* i) const { return pos_.at(i); }
