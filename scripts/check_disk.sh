@@ -12,18 +12,15 @@ builds=$1
 sanitize_parent=$(dirname "$2")
 tmp=${TMPDIR:-/tmp}
 
-# The free space, in GiB, of the filesystem holding DIR (or its nearest
-# existing parent).
-free_gib() {
+# DIR, or its nearest existing parent (a build folder not made yet).
+existing() {
   local dir=$1
   while [[ ! -d $dir ]]; do dir=$(dirname "$dir"); done
-  df -P -k "$dir" | awk 'NR == 2 { printf "%d", $4 / 1048576 }'
+  echo "$dir"
 }
-device() {
-  local dir=$1
-  while [[ ! -d $dir ]]; do dir=$(dirname "$dir"); done
-  stat -c %d "$dir"
-}
+# The free space, in GiB, of the filesystem holding DIR, and its device.
+free_gib() { df -P -k "$(existing "$1")" | awk 'NR == 2 { printf "%d", $4 / 1048576 }'; }
+device() { stat -c %d "$(existing "$1")"; }
 
 # What each place needs, summed over the places that share a filesystem.
 declare -A need free where

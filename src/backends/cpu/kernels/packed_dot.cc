@@ -447,18 +447,16 @@ Shared SharedPreparation(const Dims& d, const PackedWeights& w) {
   return Shared::kNone;
 }
 
-}  // namespace
-
-std::optional<Product> PlanProduct(const hlo::Instruction& dot, const ThunkIo& io, const PackedWeights& w) {
-  const hlo::Shape& xs = dot.operand(0)->shape();
-  Product p;
-  Dims& d = p.d;
+// The dims of `dot`'s product: its activation's rows by the weights `w`
+// describes.
+Dims DimsOf(const hlo::Instruction& dot, const PackedWeights& w) {
+  Dims d;
   d.bits = w.bits;
   d.block = w.block;
   d.blocks = w.blocks;
   d.n = w.n;
   d.k = w.k;
-  d.rows = xs.ElementCount() / std::max<int64_t>(w.k, 1);
+  d.rows = dot.operand(0)->shape().ElementCount() / std::max<int64_t>(w.k, 1);
   d.row_bytes = w.blocks * w.block * w.bits / 8;
   const int64_t cw = ChunkWeights(w.bits);
   d.kp = (w.k + cw - 1) / cw * cw;
@@ -467,6 +465,24 @@ std::optional<Product> PlanProduct(const hlo::Instruction& dot, const ThunkIo& i
   d.zeros = w.zeros != nullptr || w.zero_values != nullptr;
   d.zero = w.zero;
   d.int8 = w.int8_activations;
+  return d;
+}
+
+}  // namespace
+
+bool SamePreparation(const Dims& a, const Dims& b) {
+  if (a.k != b.k || a.block != b.block || a.blocks != b.blocks || a.rows != b.rows || a.bits != b.bits ||
+      a.int8 != b.int8)
+    return false;
+  // An activation rounded to int8 is laid out for one zero point, or for
+  // zero points per block.
+  return !a.int8 || (a.zeros == b.zeros && a.zero == b.zero);
+}
+
+std::optional<Product> PlanProduct(const hlo::Instruction& dot, const ThunkIo& io, const PackedWeights& w) {
+  Product p;
+  p.d = DimsOf(dot, w);
+  const Dims& d = p.d;
   if (io.inputs.size() != 2u + (w.packed ? 1 : 0) + (w.zeros ? 1 : 0) || io.outputs.size() != 1) return std::nullopt;
   if (!w.packed && (!w.packed_values || w.packed_values->shape().element_type != hlo::U8 ||
                     w.packed_values->element_count() != w.n * d.row_bytes))
@@ -554,11 +570,12 @@ absl::Status RunProduct(const Product& p, Frame& f) {
 }  // namespace packed_dot
 
 int PackedDotSharedPreparation(const hlo::Instruction& dot, const PackedWeights& w) {
-  packed_dot::Dims d;
-  d.bits = w.bits;
-  d.int8 = w.int8_activations;
-  d.rows = dot.operand(0)->shape().ElementCount() / std::max<int64_t>(w.k, 1);
-  return static_cast<int>(packed_dot::SharedPreparation(d, w));
+  return static_cast<int>(packed_dot::SharedPreparation(packed_dot::DimsOf(dot, w), w));
+}
+
+bool PackedDotsSharePreparation(const hlo::Instruction& a, const PackedWeights& wa, const hlo::Instruction& b,
+                                const PackedWeights& wb) {
+  return packed_dot::SamePreparation(packed_dot::DimsOf(a, wa), packed_dot::DimsOf(b, wb));
 }
 
 std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const ThunkIo& io, const PackedWeights& w) {

@@ -131,6 +131,11 @@ bool Int8Products(absl::Span<const Int8Member> members, const float* x);
 // GEMM (prompts).
 enum class Shared { kNone = 0, kInterleaved = 1, kInt8 = 2 };
 
+// Whether products of dims `a` and `b` that read one activation may share
+// its preparation: the same K, blocks, rows and bits, and, rounded to
+// int8, the same zero point or zero points per block.
+bool SamePreparation(const Dims& a, const Dims& b);
+
 // A product as the program runs it (packed_dot.cc): its dims, buffers,
 // the weights known when the program is made, and their interleaved
 // layout where the product runs on it.

@@ -111,12 +111,7 @@ std::optional<Thunk> MakePackedGroupThunk(const std::vector<const hlo::Instructi
     const packed_dot::Dims& d = p->d;
     const packed_dot::Dims& first = products.empty() ? d : products[0].d;
     const BufferRef& x = products.empty() ? p->x : products[0].x;
-    if (p->x.kind != x.kind || p->x.index != x.index || d.k != first.k || d.block != first.block ||
-        d.blocks != first.blocks || d.rows != first.rows || d.bits != first.bits || d.int8 != first.int8)
-      return std::nullopt;
-    // One activation rounded to int8 serves one zero point, or zero points
-    // per block.
-    if (d.int8 && (d.zeros != first.zeros || d.zero != first.zero)) return std::nullopt;
+    if (p->x.kind != x.kind || p->x.index != x.index || !packed_dot::SamePreparation(d, first)) return std::nullopt;
     products.push_back(*std::move(p));
     names.push_back(dots[m]->name());
   }

@@ -275,14 +275,8 @@ void PlanSiblingProducts(Plan* plan) {
     const Key key(UnderReshapes(dot->operand(0), &chain), shared);
     auto& siblings = by_x[key];
     if (siblings.empty()) activations.push_back(key);
-    const PackedWeights& first = siblings.empty() ? w->second : pp.of.at(siblings.front());
-    bool same = first.k == w->second.k && first.block == w->second.block && first.blocks == w->second.blocks &&
-                first.bits == w->second.bits;
-    // An activation rounded to int8 is laid out for the weights' bits and
-    // one zero point (or zero points per block).
-    if (w->second.int8_activations)
-      same = same && first.zero == w->second.zero && !first.zero_values == !w->second.zero_values;
-    if (same) siblings.push_back(dot);
+    if (siblings.empty() || PackedDotsSharePreparation(*siblings.front(), pp.of.at(siblings.front()), *dot, w->second))
+      siblings.push_back(dot);
   }
   for (const Key& x : activations) {
     std::vector<Instruction*>& members = by_x.at(x);

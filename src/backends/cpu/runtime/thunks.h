@@ -364,6 +364,10 @@ std::optional<Thunk> MakePackedDotThunk(const hlo::Instruction& dot, const Thunk
 // at run time, a prompt's rows), else a kind that only products of the
 // same kind share (packed_dot::Shared).
 int PackedDotSharedPreparation(const hlo::Instruction& dot, const PackedWeights& w);
+// Whether two such products of the same kind, reading one activation, may
+// share its preparation (the rule MakePackedGroupThunk checks again).
+bool PackedDotsSharePreparation(const hlo::Instruction& a, const PackedWeights& wa, const hlo::Instruction& b,
+                                const PackedWeights& wb);
 // Products by packed weights that read one activation, as one step
 // (packed_dot_group.cc; kind "packed-matmul"; Plan::packed_products.groups):
 // io[m] and w[m] as MakePackedDotThunk takes them for dots[m], all with the
